@@ -1,0 +1,140 @@
+# ibgw — top-level, non-recursive build.
+#
+# Each module folder builds into one static archive (build/<module>/lib<module>.a);
+# binaries and tests link the archives they need. Variants of the whole build go to
+# their own output folder: O=build/asan SAN=address,undefined, O=build/tsan SAN=thread,
+# O=build/fuzz FUZZ=1 (clang + libFuzzer).
+#
+#   make            build build/bin/ibgwd and build/bin/gwctl
+#   make deps       install every Debian package the build, tests and demo need
+#   make check      all tests, then the unit tests again under ASan+UBSan
+#   make fuzz       build the libFuzzer harnesses and run each for FUZZ_SECONDS
+#   make demo       run the appliance on its embedded default
+#   make install    DESTDIR=... PREFIX=/usr
+
+O        ?= build
+CC       ?= cc
+PREFIX   ?= /usr/local
+SYSCONFDIR ?= /etc
+SAN      ?=
+FUZZ     ?=
+FUZZ_SECONDS ?= 20
+VERSION  := $(shell cat VERSION)
+
+PKGS     := yaml-0.1 json-c libsystemd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wformat=2 -Wno-format-nonliteral -Wvla -Wpointer-arith -Wundef
+CPPFLAGS += -D_GNU_SOURCE -DIBGW_VERSION='"$(VERSION)"' -I. $(PKG_CFLAGS)
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing -pthread
+LDFLAGS  += -pthread
+LDLIBS   += $(PKG_LIBS)
+
+ifneq ($(SAN),)
+CFLAGS   += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=$(SAN)
+endif
+ifneq ($(FUZZ),)
+CC       := clang
+CFLAGS   += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+            -DIBGW_FUZZING
+LDFLAGS  += -fsanitize=fuzzer,address,undefined
+endif
+
+# Modules in link order (a module may use only those after it).
+MODULES  := gateway mgmt fwd cm sm-client lib
+MAINS    := gateway/ibgwd.c mgmt/gwctl.c
+mod_srcs  = $(filter-out $(MAINS),$(wildcard $(1)/*.c))
+mod_objs  = $(patsubst %.c,$(O)/%.o,$(call mod_srcs,$(1)))
+ARCHIVES := $(foreach m,$(MODULES),$(if $(call mod_srcs,$(m)),$(O)/$(m)/lib$(subst -,_,$(m)).a))
+
+UNIT_SRCS := $(wildcard test/unit/test_*.c)
+UNIT_BINS := $(patsubst test/unit/%.c,$(O)/test/%,$(UNIT_SRCS))
+FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst test/fuzz/%.c,$(O)/fuzz/%,$(FUZZ_SRCS))
+
+BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl
+
+.PHONY: all deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers \
+        format format-check demo install clean
+all: $(BINS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+define archive_rule
+$(O)/$(1)/lib$(subst -,_,$(1)).a: $(call mod_objs,$(1))
+	@mkdir -p $$(@D)
+	rm -f $$@ && $(AR) rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(if $(call mod_srcs,$(m)),$(eval $(call archive_rule,$(m)))))
+
+LINK = $(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--start-group $(ARCHIVES) -Wl,--end-group $(LDLIBS)
+
+$(O)/bin/ibgwd: $(O)/gateway/ibgwd.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
+$(O)/bin/gwctl: $(O)/mgmt/gwctl.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
+$(O)/test/%: $(O)/test/unit/%.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK) -lcmocka
+
+$(O)/fuzz/%: $(O)/test/fuzz/%.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
+unit-tests: $(UNIT_BINS) $(BINS)
+fuzzers: $(FUZZ_BINS)
+
+deps:
+	@sh packaging/deps.sh
+
+# The whole suite: unit tests, golden config tests, integration tests, then the unit
+# tests under ASan+UBSan. test/run prints one closing line: "N passed, N failed".
+check: all unit-tests
+	$(MAKE) --no-print-directory O=build/asan SAN=address,undefined unit-tests
+	test/run --build $(O) --asan-build build/asan
+
+# Only the unit tests of one build variant (used by check-tsan and by hand).
+unit-check: unit-tests
+	test/run --build $(O) --only unit
+
+check-tsan:
+	$(MAKE) --no-print-directory O=build/tsan SAN=thread unit-check
+
+fuzz:
+	$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 fuzzers
+	test/fuzz/run build/fuzz/fuzz $(FUZZ_SECONDS)
+
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h')
+format:
+	clang-format -i $(FORMAT_SRCS)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+demo: all
+	sim/demo
+
+install: all
+	install -D -m 0755 $(O)/bin/ibgwd $(DESTDIR)$(PREFIX)/sbin/ibgwd
+	install -D -m 0755 $(O)/bin/gwctl $(DESTDIR)$(PREFIX)/bin/gwctl
+	install -D -m 0644 etc/ibgwd.yaml $(DESTDIR)$(SYSCONFDIR)/ibgw/ibgwd.yaml
+	install -D -m 0644 etc/ibgwd.service $(DESTDIR)$(PREFIX)/lib/systemd/system/ibgwd.service
+	sed -i 's|@SBINDIR@|$(PREFIX)/sbin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/ibgwd.service
+	install -D -m 0644 docs/man/ibgwd.8 $(DESTDIR)$(PREFIX)/share/man/man8/ibgwd.8
+	install -D -m 0644 docs/man/gwctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/gwctl.8
+	install -D -m 0644 docs/man/ibgwd.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/ibgwd.yaml.5
+
+clean:
+	rm -rf build
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)
