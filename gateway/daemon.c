@@ -1,0 +1,368 @@
+/*
+ * ibgwd's control thread: config load and reload, control-socket commands, signals
+ * (signalfd, so handlers run in the loop and not in signal context), sd_notify and the
+ * systemd watchdog.
+ *
+ * Reload follows bgpd: the whole new file is parsed and validated first; on any error
+ * the running config stays and every error is logged and returned to the requester.
+ */
+#include "gateway/daemon.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-daemon.h>
+
+#include "gateway/config.h"
+#include "lib/evloop.h"
+#include "lib/log.h"
+#include "mgmt/ctl_server.h"
+
+struct gw_daemon {
+	struct gw_daemon_opts opts;
+	struct gw_config *cfg;
+	struct evloop *loop;
+	struct ctl_server *ctl;
+	int sigfd;
+	int exit_status;
+	struct evtimer *watchdog;
+	time_t started;	     /* wall clock, for show version */
+	uint64_t started_ms; /* monotonic */
+	unsigned reloads, reload_failures;
+	char *reload_errors; /* the last failed reload's messages, one per line */
+};
+
+/* --- control commands --- */
+
+static int cmd_show_version(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct json_object *o = json_object_new_object();
+	(void)args;
+
+	json_object_object_add(o, "version", json_object_new_string(IBGW_VERSION));
+	json_object_object_add(o, "protocol", json_object_new_int(CTL_VERSION));
+	json_object_object_add(o, "name", json_object_new_string(d->cfg->name));
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "started", json_object_new_int64(d->started));
+	json_object_object_add(o, "uptime_s",
+			       json_object_new_int64((int64_t)((evloop_now_ms() - d->started_ms) / 1000)));
+	json_object_object_add(o, "config", json_object_new_string(d->cfg->source));
+	json_object_object_add(o, "reloads", json_object_new_int((int)d->reloads));
+	json_object_object_add(o, "reload_failures", json_object_new_int((int)d->reload_failures));
+	return ctl_reply_record(r, o) < 0 ? CTL_EFAILED : CTL_OK;
+}
+
+static int cmd_show_config(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	(void)args;
+
+	return ctl_reply_record(r, gw_config_to_json(d->cfg)) < 0 ? CTL_EFAILED : CTL_OK;
+}
+
+static struct json_object *prefixes_json(const struct ip_prefix *p, unsigned n)
+{
+	struct json_object *a = json_object_new_array();
+	char buf[IP_PREFIX_STRLEN];
+
+	for (unsigned i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(ip_prefix_format(&p[i], buf, sizeof(buf))));
+	return a;
+}
+
+/*
+ * Links as configured, with their operational state. The data plane does not exist
+ * yet in this version, so no link can be up; saying so is the honest state.
+ */
+static const char link_down_reason[] = "no data plane in this build";
+
+static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	const struct gw_config *cfg = d->cfg;
+	(void)args;
+
+	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
+		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
+		struct json_object *o = json_object_new_object();
+		char pkey[8];
+
+		snprintf(pkey, sizeof(pkey), "0x%04x", l->pkey);
+		json_object_object_add(o, "name", json_object_new_string(l->name));
+		json_object_object_add(o, "kind", json_object_new_string("ipoib"));
+		json_object_object_add(o, "state", json_object_new_string("down"));
+		json_object_object_add(o, "reason", json_object_new_string(link_down_reason));
+		json_object_object_add(o, "mtu", json_object_new_int((int)l->mtu));
+		json_object_object_add(o, "mode", json_object_new_string(gw_ipoib_mode_name(l->mode)));
+		json_object_object_add(o, "pkey", json_object_new_string(pkey));
+		json_object_object_add(o, "device", json_object_new_string(l->device));
+		json_object_object_add(o, "port", json_object_new_int(l->port));
+		json_object_object_add(o, "backend",
+				       json_object_new_string(gw_ipoib_backend_name(l->backend)));
+		json_object_object_add(o, "addresses", prefixes_json(l->addresses, l->n_addresses));
+		if (ctl_reply_record(r, o) < 0)
+			return CTL_EFAILED;
+	}
+	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
+		const struct gw_eth_if_config *e = &cfg->eth_ifs[i];
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "name", json_object_new_string(e->name));
+		json_object_object_add(o, "kind", json_object_new_string("ether"));
+		json_object_object_add(o, "state", json_object_new_string("down"));
+		json_object_object_add(o, "reason", json_object_new_string(link_down_reason));
+		json_object_object_add(o, "mtu", json_object_new_int((int)e->mtu));
+		json_object_object_add(o, "device", json_object_new_string(e->device));
+		if (e->vlan)
+			json_object_object_add(o, "vlan", json_object_new_int(e->vlan));
+		json_object_object_add(o, "backend",
+				       json_object_new_string(gw_eth_backend_name(e->backend)));
+		json_object_object_add(o, "addresses", prefixes_json(e->addresses, e->n_addresses));
+		if (ctl_reply_record(r, o) < 0)
+			return CTL_EFAILED;
+	}
+	return CTL_OK;
+}
+
+static int cmd_reload(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	(void)args;
+
+	if (gw_daemon_reload(d) < 0)
+		return ctl_reply_error(r, CTL_EFAILED, "reload failed, the running config is unchanged:\n%s",
+				       d->reload_errors ? d->reload_errors : "");
+	return CTL_OK;
+}
+
+static int cmd_log_level(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct json_object *lv;
+	int level;
+	(void)ctx;
+
+	if (!args || !json_object_object_get_ex(args, "level", &lv) ||
+	    !json_object_is_type(lv, json_type_string) || json_object_object_length(args) != 1)
+		return ctl_reply_error(r, CTL_EBADREQ, "log level needs exactly one argument \"level\"");
+	level = log_level_from_name(json_object_get_string(lv));
+	if (level < 0)
+		return ctl_reply_error(r, CTL_EBADREQ,
+				       "unknown log level '%s' (error, warning, notice, info, debug)",
+				       json_object_get_string(lv));
+	log_set_level(level);
+	log_notice("log level set to %s", log_level_name(level));
+	return CTL_OK;
+}
+
+static const struct ctl_command commands[] = {
+	{ CTL_SHOW_VERSION, true, cmd_show_version },
+	{ CTL_SHOW_CONFIG, true, cmd_show_config },
+	{ CTL_SHOW_LINKS, true, cmd_show_links },
+	{ CTL_RELOAD, false, cmd_reload },
+	{ CTL_LOG_LEVEL, false, cmd_log_level },
+};
+
+/* --- config --- */
+
+static int load_config(const char *path, struct gw_config **out, char **errors)
+{
+	struct gw_config_errors errs = { 0 };
+	int ret = gw_config_load(path, out, &errs);
+
+	if (ret < 0) {
+		size_t len = 0;
+		FILE *f = open_memstream(errors, &len);
+
+		for (unsigned i = 0; i < errs.n; i++) {
+			log_error("%s", errs.msgs[i]);
+			if (f)
+				fprintf(f, "%s\n", errs.msgs[i]);
+		}
+		if (f)
+			fclose(f);
+	}
+	gw_config_errors_free(&errs);
+	return ret;
+}
+
+int gw_daemon_reload(struct gw_daemon *d)
+{
+	struct gw_config *cfg = NULL;
+
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)(evloop_now_ns() / 1000));
+	free(d->reload_errors);
+	d->reload_errors = NULL;
+	if (load_config(d->opts.config_path, &cfg, &d->reload_errors) < 0) {
+		d->reload_failures++;
+		log_error("reload of %s failed; the running config is unchanged",
+			  d->opts.config_path);
+		sd_notify(0, "READY=1\nSTATUS=running; last reload failed");
+		return -1;
+	}
+	if (strcmp(cfg->socket, d->cfg->socket) || strcmp(cfg->readonly_socket, d->cfg->readonly_socket))
+		log_notice("control socket changes take effect at the next start");
+	log_set_level(cfg->log_level);
+	gw_config_free(d->cfg);
+	d->cfg = cfg;
+	d->reloads++;
+	log_notice("reloaded %s", d->opts.config_path);
+	sd_notify(0, "READY=1\nSTATUS=running");
+	return 0;
+}
+
+/* --- signals, watchdog --- */
+
+static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct gw_daemon *d = arg;
+	struct signalfd_siginfo si;
+	(void)events;
+
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			log_notice("SIGHUP: reloading %s", d->opts.config_path);
+			gw_daemon_reload(d);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
+			sd_notify(0, "STOPPING=1");
+			evloop_stop(loop);
+			break;
+		}
+	}
+}
+
+static void on_watchdog(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	(void)loop;
+	(void)t;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+static int open_sockets(struct gw_daemon *d)
+{
+	const struct gw_config *cfg = d->cfg;
+	const char *path = d->opts.socket_override ? d->opts.socket_override : cfg->socket;
+	gid_t gid = (gid_t)-1;
+	int err;
+
+	if (cfg->socket_group[0]) {
+		struct group *g = getgrnam(cfg->socket_group);
+
+		if (!g) {
+			log_error("control socket group '%s' does not exist", cfg->socket_group);
+			return -1;
+		}
+		gid = g->gr_gid;
+	}
+	/* The socket's folder (/run/ibgw) is made by systemd's RuntimeDirectory; make it
+	 * here too for a daemon started by hand. */
+	char dir[GW_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			log_errno(LOG_WARNING, errno, "cannot create %s", dir);
+	}
+	err = ctl_server_new(d->loop, commands, sizeof(commands) / sizeof(commands[0]), d, &d->ctl);
+	if (err < 0)
+		return -1;
+	if (ctl_server_listen(d->ctl, path, cfg->socket_mode, gid, false) < 0)
+		return -1;
+	if (cfg->readonly_socket[0] && !d->opts.socket_override &&
+	    ctl_server_listen(d->ctl, cfg->readonly_socket, 0666, gid, true) < 0)
+		return -1;
+	log_info("control socket %s", path);
+	return 0;
+}
+
+int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
+{
+	struct gw_daemon *d = calloc(1, sizeof(*d));
+	char *errors = NULL;
+	sigset_t mask;
+	uint64_t wd_usec;
+
+	if (!d)
+		return -1;
+	d->opts = *opts;
+	d->sigfd = -1;
+	d->started = time(NULL);
+	d->started_ms = evloop_now_ms();
+	if (load_config(opts->config_path, &d->cfg, &errors) < 0) {
+		free(errors);
+		goto fail;
+	}
+	log_set_level(d->cfg->log_level);
+	if (evloop_new(&d->loop) < 0)
+		goto fail;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* threads started later inherit this */
+	signal(SIGPIPE, SIG_IGN);
+	d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->sigfd < 0 || evloop_add_fd(d->loop, d->sigfd, EPOLLIN, on_signal, d) < 0) {
+		log_errno(LOG_ERR, errno, "signalfd");
+		goto fail;
+	}
+	if (open_sockets(d) < 0)
+		goto fail;
+	if (sd_watchdog_enabled(0, &wd_usec) > 0) {
+		d->watchdog = evtimer_new(d->loop, on_watchdog, d);
+		if (!d->watchdog)
+			goto fail;
+		evtimer_start(d->watchdog, 0, wd_usec / 2000);
+	}
+	*out = d;
+	return 0;
+fail:
+	gw_daemon_free(d);
+	return -1;
+}
+
+int gw_daemon_run(struct gw_daemon *d)
+{
+	log_notice("ibgwd %s started (%s, %u IPoIB links, %u Ethernet interfaces)", IBGW_VERSION,
+		   d->cfg->source, d->cfg->n_ipoib_links, d->cfg->n_eth_ifs);
+	sd_notify(0, "READY=1\nSTATUS=running");
+	if (evloop_run(d->loop) < 0) {
+		log_errno(LOG_ERR, errno, "event loop");
+		return 1;
+	}
+	log_notice("stopped");
+	return d->exit_status;
+}
+
+void gw_daemon_free(struct gw_daemon *d)
+{
+	if (!d)
+		return;
+	ctl_server_free(d->ctl);
+	evtimer_free(d->watchdog);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	evloop_free(d->loop);
+	gw_config_free(d->cfg);
+	free(d->reload_errors);
+	free(d);
+}

@@ -1,0 +1,114 @@
+/*
+ * ibgwd: the InfiniBand-to-Ethernet IP gateway daemon.
+ *
+ *   ibgwd [-d] [-f FILE] [-S SOCKET]     run (foreground with -d or under systemd)
+ *   ibgwd -n [-v] [-f FILE]               check a config (print it normalised with -v)
+ *
+ * Exit status: 0, 1 on a runtime failure, 2 on a usage error, 78 (EX_CONFIG) when the
+ * config does not load.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "gateway/config.h"
+#include "gateway/daemon.h"
+#include "lib/log.h"
+
+#ifndef IBGW_SYSCONFDIR
+#define IBGW_SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG IBGW_SYSCONFDIR "/ibgw/ibgwd.yaml"
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: ibgwd [-d] [-f FILE] [-S SOCKET]\n"
+		     "       ibgwd -n [-v] [-f FILE]\n"
+		     "  -d          stay in the foreground, log to stderr (or the journal)\n"
+		     "  -f FILE     configuration file (default " DEFAULT_CONFIG ")\n"
+		     "  -n          check the configuration and exit\n"
+		     "  -v          with -n, print the normalised configuration\n"
+		     "  -S SOCKET   control socket path, overriding the configuration\n"
+		     "  -V          print the version and exit\n"
+		     "  -h          this help\n");
+}
+
+/* -n: every error to stderr as FILE:LINE:COLUMN: message; -v prints the config. */
+static int check_config(const char *path, bool verbose)
+{
+	struct gw_config_errors errs = { 0 };
+	struct gw_config *cfg = NULL;
+	int ret = gw_config_load(path, &cfg, &errs);
+
+	for (unsigned i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	gw_config_errors_free(&errs);
+	if (ret < 0)
+		return EX_CONFIG;
+	if (verbose)
+		gw_config_print_yaml(cfg, stdout);
+	gw_config_free(cfg);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct gw_daemon_opts opts = { .config_path = DEFAULT_CONFIG };
+	bool check = false, verbose = false;
+	struct gw_daemon *d;
+	int c, status;
+
+	while ((c = getopt(argc, argv, "df:nvS:Vh")) != -1) {
+		switch (c) {
+		case 'd':
+			opts.foreground = true;
+			break;
+		case 'f':
+			opts.config_path = optarg;
+			break;
+		case 'n':
+			check = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'S':
+			opts.socket_override = optarg;
+			break;
+		case 'V':
+			printf("ibgwd %s\n", IBGW_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "ibgwd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (check)
+		return check_config(opts.config_path, verbose);
+
+	/* Under systemd (NOTIFY_SOCKET set) or with -d: stay in the foreground. Otherwise
+	 * detach, and log to syslog since there is no terminal. */
+	bool detach = !opts.foreground && !getenv("NOTIFY_SOCKET");
+	log_init("ibgwd", detach ? LOG_TARGET_SYSLOG : LOG_TARGET_AUTO, LOG_INFO);
+	if (detach && daemon(0, 0) < 0) {
+		log_errno(LOG_ERR, errno, "daemon");
+		return 1;
+	}
+	if (gw_daemon_new(&opts, &d) < 0)
+		return EX_CONFIG;
+	status = gw_daemon_run(d);
+	gw_daemon_free(d);
+	return status;
+}

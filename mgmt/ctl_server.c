@@ -1,0 +1,456 @@
+/*
+ * Control-socket server. Each connection reads one framed request at a time into a
+ * bounded buffer, runs the handler, queues the reply frames and writes them as the
+ * socket drains. Nothing a client sends can block the control thread or grow memory
+ * without bound: requests are capped at CTL_MAX_REQUEST, a connection with unread
+ * output is not read, and a protocol error ends the connection after one error reply.
+ */
+#include "mgmt/ctl_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "lib/evloop.h"
+#include "lib/log.h"
+
+#define OUT_HIGH_WATER (4u * 1024 * 1024) /* stop reading requests above this */
+#define MAX_LISTENERS  2
+
+struct ctl_listener {
+	int fd;
+	bool read_only;
+	char path[108];
+};
+
+struct ctl_conn {
+	struct ctl_server *srv;
+	int fd;
+	bool read_only;
+	bool closing; /* send what is queued, then close */
+	uint8_t *in;
+	size_t in_len;
+	uint8_t *out;
+	size_t out_len, out_off, out_cap;
+	struct evtimer *idle;
+	struct ctl_conn *next;
+};
+
+struct ctl_reply {
+	struct ctl_conn *conn;
+	uint32_t seq;
+	int status;
+	char error[512];
+	int alloc_err;
+};
+
+struct ctl_server {
+	struct evloop *loop;
+	const struct ctl_command *cmds;
+	size_t n_cmds;
+	void *ctx;
+	struct ctl_listener listeners[MAX_LISTENERS];
+	int n_listeners;
+	struct ctl_conn *conns;
+	int n_conns;
+	struct ctl_server_stats stats;
+};
+
+static void conn_close(struct ctl_conn *c)
+{
+	struct ctl_server *srv = c->srv;
+
+	for (struct ctl_conn **pp = &srv->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	srv->n_conns--;
+	evloop_del_fd(srv->loop, c->fd);
+	close(c->fd);
+	evtimer_free(c->idle);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+static int out_reserve(struct ctl_conn *c, size_t more)
+{
+	size_t need = c->out_len + more;
+
+	if (need <= c->out_cap)
+		return 0;
+	if (c->out_off > 0) { /* compact first */
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+		need = c->out_len + more;
+		if (need <= c->out_cap)
+			return 0;
+	}
+	size_t cap = c->out_cap ? c->out_cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	uint8_t *p = realloc(c->out, cap);
+	if (!p)
+		return -ENOMEM;
+	c->out = p;
+	c->out_cap = cap;
+	return 0;
+}
+
+static int queue_frame(struct ctl_conn *c, uint16_t type, uint32_t seq, const char *body,
+		       size_t len)
+{
+	struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, type, (uint32_t)len, seq };
+
+	if (len > CTL_MAX_REPLY)
+		return -EMSGSIZE;
+	if (out_reserve(c, CTL_HDR_LEN + len) < 0)
+		return -ENOMEM;
+	ctl_hdr_encode(&h, c->out + c->out_len);
+	memcpy(c->out + c->out_len + CTL_HDR_LEN, body, len);
+	c->out_len += CTL_HDR_LEN + len;
+	return 0;
+}
+
+static void queue_end(struct ctl_conn *c, uint32_t seq, int status, const char *error)
+{
+	struct json_object *o = json_object_new_object();
+	const char *s;
+
+	json_object_object_add(o, "status", json_object_new_int(status));
+	if (status != CTL_OK)
+		json_object_object_add(o, "error", json_object_new_string(error));
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	if (queue_frame(c, CTL_MSG_END, seq, s, strlen(s)) < 0)
+		c->closing = true; /* cannot even say why: drop the client */
+	json_object_put(o);
+}
+
+int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec)
+{
+	const char *s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+	int err = queue_frame(reply->conn, CTL_MSG_RECORD, reply->seq, s, strlen(s));
+
+	json_object_put(rec);
+	if (err)
+		reply->alloc_err = err;
+	return err;
+}
+
+int ctl_reply_error(struct ctl_reply *reply, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reply->error, sizeof(reply->error), fmt, ap);
+	va_end(ap);
+	reply->status = status;
+	return status;
+}
+
+static void conn_update_events(struct ctl_conn *c)
+{
+	uint32_t ev = 0;
+
+	if (c->out_len > c->out_off)
+		ev |= EPOLLOUT;
+	if (!c->closing && c->out_len - c->out_off < OUT_HIGH_WATER)
+		ev |= EPOLLIN;
+	evloop_mod_fd(c->srv->loop, c->fd, ev | EPOLLRDHUP);
+}
+
+/* Protocol error: one END frame saying why, then close once it is written. */
+static void conn_fail(struct ctl_conn *c, uint32_t seq, int status, const char *why)
+{
+	c->srv->stats.bad_requests++;
+	log_info("control: rejected request: %s", why);
+	queue_end(c, seq, status, why);
+	c->closing = true;
+}
+
+static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t *body)
+{
+	struct ctl_server *srv = c->srv;
+	struct ctl_reply reply = { .conn = c, .seq = h->seq, .status = CTL_OK };
+	const struct ctl_command *cmd = NULL;
+	struct json_object *args = NULL;
+	const char *why = NULL;
+	size_t mark = c->out_len;
+
+	srv->stats.requests++;
+	for (size_t i = 0; i < srv->n_cmds; i++)
+		if (srv->cmds[i].type == h->type)
+			cmd = &srv->cmds[i];
+	if (!cmd) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "unknown request type %u", h->type);
+		srv->stats.bad_requests++;
+		queue_end(c, h->seq, CTL_EUNKNOWN, msg);
+		return;
+	}
+	if (c->read_only && !cmd->read_only) {
+		srv->stats.denied++;
+		queue_end(c, h->seq, CTL_EPERM,
+			  "this socket is read-only: only show requests are accepted");
+		return;
+	}
+	if (ctl_body_parse(body, h->len, &args, &why) < 0) {
+		srv->stats.bad_requests++;
+		queue_end(c, h->seq, CTL_EBADREQ, why);
+		return;
+	}
+	int status = cmd->fn(srv->ctx, args, &reply);
+	json_object_put(args);
+	if (reply.alloc_err) {
+		c->out_len = mark; /* drop the partial answer */
+		queue_end(c, h->seq, CTL_EFAILED,
+			  reply.alloc_err == -EMSGSIZE ? "reply record too large"
+						       : "out of memory building the reply");
+		return;
+	}
+	queue_end(c, h->seq, status, reply.error[0] ? reply.error : "failed");
+}
+
+/* Handle every complete frame in the input buffer. */
+static void process_input(struct ctl_conn *c)
+{
+	size_t off = 0;
+
+	while (!c->closing && c->in_len - off >= CTL_HDR_LEN &&
+	       c->out_len - c->out_off < OUT_HIGH_WATER) {
+		struct ctl_hdr h;
+		int err = ctl_hdr_decode(c->in + off, CTL_MAX_REQUEST, &h);
+
+		if (err == -EPROTO) {
+			conn_fail(c, 0, CTL_EBADREQ, "not an ibgw control request (bad magic)");
+			break;
+		}
+		if (err == -EPROTONOSUPPORT) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "protocol version %u not supported (this daemon speaks %u)",
+				 h.version, CTL_VERSION);
+			conn_fail(c, h.seq, CTL_EVERSION, msg);
+			break;
+		}
+		if (err == -EMSGSIZE) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "request of %u bytes exceeds the limit of %u",
+				 h.len, CTL_MAX_REQUEST);
+			conn_fail(c, h.seq, CTL_EBADREQ, msg);
+			break;
+		}
+		if (h.type >= CTL_MSG_RECORD) {
+			conn_fail(c, h.seq, CTL_EBADREQ, "reply frame sent as a request");
+			break;
+		}
+		if (c->in_len - off < CTL_HDR_LEN + h.len)
+			break; /* body not complete yet */
+		dispatch(c, &h, c->in + off + CTL_HDR_LEN);
+		off += CTL_HDR_LEN + h.len;
+	}
+	if (off > 0) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+}
+
+static void conn_event(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct ctl_conn *c = arg;
+	(void)loop;
+
+	if (events & EPOLLIN) {
+		size_t room = CTL_HDR_LEN + CTL_MAX_REQUEST - c->in_len;
+		ssize_t n = room ? read(fd, c->in + c->in_len, room) : 0;
+
+		if (n > 0) {
+			c->in_len += (size_t)n;
+			evtimer_start(c->idle, CTL_IDLE_TIMEOUT_MS, 0);
+			process_input(c);
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			if (c->out_len == c->out_off) {
+				conn_close(c);
+				return;
+			}
+			c->closing = true; /* peer half-closed: finish the reply first */
+		}
+	}
+	if (events & EPOLLOUT && c->out_len > c->out_off) {
+		ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			if (c->out_off == c->out_len)
+				c->out_off = c->out_len = 0;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			conn_close(c);
+			return;
+		}
+		process_input(c); /* requests held back by the high-water mark */
+	}
+	if ((events & (EPOLLHUP | EPOLLERR)) || (c->closing && c->out_len == c->out_off)) {
+		conn_close(c);
+		return;
+	}
+	conn_update_events(c);
+}
+
+static void conn_idle(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	(void)loop;
+	(void)t;
+	conn_close(arg);
+}
+
+static void listener_event(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct ctl_server *srv = arg;
+	bool read_only = false;
+	struct ctl_conn *c;
+	int cfd;
+	(void)events;
+
+	for (int i = 0; i < srv->n_listeners; i++)
+		if (srv->listeners[i].fd == fd)
+			read_only = srv->listeners[i].read_only;
+	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (cfd < 0)
+		return;
+	if (srv->n_conns >= CTL_MAX_CLIENTS) {
+		srv->stats.rejected_busy++;
+		close(cfd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->in = malloc(CTL_HDR_LEN + CTL_MAX_REQUEST);
+	if (c)
+		c->idle = evtimer_new(loop, conn_idle, c);
+	if (!c || !c->in || !c->idle || evloop_add_fd(loop, cfd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0) {
+		if (c) {
+			evtimer_free(c->idle);
+			free(c->in);
+		}
+		free(c);
+		close(cfd);
+		return;
+	}
+	c->srv = srv;
+	c->fd = cfd;
+	c->read_only = read_only;
+	c->next = srv->conns;
+	srv->conns = c;
+	srv->n_conns++;
+	srv->stats.accepted++;
+	evtimer_start(c->idle, CTL_IDLE_TIMEOUT_MS, 0);
+}
+
+int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n_cmds, void *ctx,
+		   struct ctl_server **out)
+{
+	struct ctl_server *srv = calloc(1, sizeof(*srv));
+
+	if (!srv)
+		return -ENOMEM;
+	srv->loop = loop;
+	srv->cmds = cmds;
+	srv->n_cmds = n_cmds;
+	srv->ctx = ctx;
+	*out = srv;
+	return 0;
+}
+
+/* A socket file nobody answers on is left over from a crash: safe to replace. */
+static bool socket_in_use(const struct sockaddr_un *sun)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
+	close(fd);
+	return live;
+}
+
+int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
+		      bool read_only)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct ctl_listener *l;
+	int fd, err;
+
+	if (srv->n_listeners == MAX_LISTENERS)
+		return -ENOSPC;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_error("control socket path too long (max %zu): %s", sizeof(sun.sun_path) - 1,
+			  path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sun.sun_path, path);
+	if (socket_in_use(&sun)) {
+		log_error("control socket %s is in use: is another ibgwd running?", path);
+		return -EADDRINUSE;
+	}
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = errno;
+		log_errno(LOG_ERR, err, "control socket");
+		return -err;
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, mode) < 0 ||
+	    (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || listen(fd, 16) < 0) {
+		err = errno;
+		log_errno(LOG_ERR, err, "control socket %s", path);
+		close(fd);
+		unlink(path);
+		return -err;
+	}
+	err = evloop_add_fd(srv->loop, fd, EPOLLIN, listener_event, srv);
+	if (err < 0) {
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	l = &srv->listeners[srv->n_listeners++];
+	l->fd = fd;
+	l->read_only = read_only;
+	snprintf(l->path, sizeof(l->path), "%s", path);
+	return 0;
+}
+
+void ctl_server_free(struct ctl_server *srv)
+{
+	if (!srv)
+		return;
+	while (srv->conns)
+		conn_close(srv->conns);
+	for (int i = 0; i < srv->n_listeners; i++) {
+		evloop_del_fd(srv->loop, srv->listeners[i].fd);
+		close(srv->listeners[i].fd);
+		unlink(srv->listeners[i].path);
+	}
+	free(srv);
+}
+
+void ctl_server_get_stats(const struct ctl_server *srv, struct ctl_server_stats *out)
+{
+	*out = srv->stats;
+}

@@ -1,0 +1,63 @@
+/*
+ * The daemon's control-socket server: unix stream sockets, framed requests (see
+ * ctl_proto.h), a table of command handlers supplied by the daemon.
+ *
+ * Runs on the control thread's event loop; every call is from that thread. Each
+ * listening socket is either privileged (all commands) or read-only (only commands
+ * marked read-only, the "show" family). Limits: CTL_MAX_CLIENTS connections, one
+ * request in flight per connection, output capped per connection (a client that does
+ * not read its replies stops being read), idle connections closed after a timeout.
+ */
+#ifndef IBGW_MGMT_CTL_SERVER_H
+#define IBGW_MGMT_CTL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "mgmt/ctl_proto.h"
+
+struct evloop;
+struct json_object;
+struct ctl_server;
+struct ctl_reply;
+
+#define CTL_MAX_CLIENTS	    64
+#define CTL_IDLE_TIMEOUT_MS 30000
+
+/* A handler adds records to the reply and returns CTL_OK or a ctl_status (after
+ * ctl_reply_error has said why). args is NULL when the request had no body. */
+typedef int (*ctl_handler_fn)(void *ctx, struct json_object *args, struct ctl_reply *reply);
+
+struct ctl_command {
+	uint16_t type; /* enum ctl_msg_type */
+	bool read_only; /* allowed on the read-only socket */
+	ctl_handler_fn fn;
+};
+
+int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n_cmds, void *ctx,
+		   struct ctl_server **out);
+/*
+ * Listen on path (a stale socket file is replaced; a live one is an error: another
+ * daemon owns it). mode is applied with chmod; gid (or -1) with chown. Returns 0 or
+ * -errno, having logged why.
+ */
+int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
+		      bool read_only);
+/* Close every socket and connection and unlink the socket files. */
+void ctl_server_free(struct ctl_server *srv);
+
+/* Append one record (takes ownership of rec). Returns 0 or -ENOMEM / -EMSGSIZE. */
+int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec);
+/* Set the END frame's error text; returns status for "return ctl_reply_error(...)". */
+int ctl_reply_error(struct ctl_reply *reply, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Counters, for gwctl show stats later and for tests. */
+struct ctl_server_stats {
+	uint64_t accepted, rejected_busy, requests, bad_requests, denied;
+};
+void ctl_server_get_stats(const struct ctl_server *srv, struct ctl_server_stats *out);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * gwctl: the operator's command line for ibgwd, in iproute2's manner.
+ *
+ *   gwctl [-j] [-p] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]
+ *
+ * Words may be shortened to any unique prefix ("gwctl sh li"). The daemon answers in
+ * JSON records (the protocol's contract); -j prints them as one top-level JSON array,
+ * otherwise each command's text printer renders them like ip(8) would.
+ *
+ * Exit status: 0 success, 1 the daemon refused or failed (or is not running), 2 usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "mgmt/ctl_client.h"
+
+#define DEFAULT_SOCKET "/run/ibgw/ibgwd.sock"
+#define EXIT_DAEMON    1
+#define EXIT_USAGE     2
+
+struct output {
+	bool json, pretty;
+	struct json_object *array; /* -j: records collected, printed at the end */
+};
+
+typedef void (*print_fn)(struct json_object *rec, struct output *out);
+typedef struct json_object *(*args_fn)(int argc, char **argv);
+
+struct command {
+	const char *words[3]; /* NULL-terminated */
+	uint16_t type;
+	const char *arg_usage; /* NULL: takes no arguments */
+	args_fn make_args;
+	print_fn print;
+	const char *help;
+};
+
+/* --- helpers for text output --- */
+
+static const char *str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
+}
+
+static int64_t num(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
+}
+
+static void upper(char *dst, const char *src, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && src[i]; i++)
+		dst[i] = (char)(src[i] >= 'a' && src[i] <= 'z' ? src[i] - 32 : src[i]);
+	dst[i] = '\0';
+}
+
+/* --- printers --- */
+
+static void print_version(struct json_object *o, struct output *out)
+{
+	int64_t up = num(o, "uptime_s");
+	(void)out;
+
+	printf("ibgwd %s (control protocol %lld)\n", str(o, "version"), (long long)num(o, "protocol"));
+	printf("name %s pid %lld up %lldd%02lldh%02lldm%02llds\n", str(o, "name"),
+	       (long long)num(o, "pid"), (long long)(up / 86400), (long long)(up / 3600 % 24),
+	       (long long)(up / 60 % 60), (long long)(up % 60));
+	printf("config %s reloads %lld failed %lld\n", str(o, "config"), (long long)num(o, "reloads"),
+	       (long long)num(o, "reload_failures"));
+	printf("gwctl %s\n", IBGW_VERSION);
+}
+
+static void print_link(struct json_object *o, struct output *out)
+{
+	struct json_object *addrs;
+	char state[16];
+	(void)out;
+
+	upper(state, str(o, "state"), sizeof(state));
+	printf("%s: %s state %s mtu %lld", str(o, "name"), str(o, "kind"), state,
+	       (long long)num(o, "mtu"));
+	if (strcmp(str(o, "kind"), "ipoib") == 0)
+		printf(" mode %s pkey %s dev %s port %lld", str(o, "mode"), str(o, "pkey"),
+		       str(o, "device"), (long long)num(o, "port"));
+	else
+		printf(" dev %s", str(o, "device"));
+	if (num(o, "vlan"))
+		printf(" vlan %lld", (long long)num(o, "vlan"));
+	printf(" backend %s\n", str(o, "backend"));
+	if (json_object_object_get_ex(o, "addresses", &addrs)) {
+		for (size_t i = 0; i < json_object_array_length(addrs); i++) {
+			const char *a = json_object_get_string(json_object_array_get_idx(addrs, i));
+
+			printf("    %s %s\n", strchr(a, ':') ? "inet6" : "inet", a);
+		}
+	}
+	if (str(o, "reason")[0])
+		printf("    %s: %s\n", str(o, "state"), str(o, "reason"));
+}
+
+/* The config as YAML, from its JSON form: objects as "key: value", arrays as "- ". */
+static void yaml_value(struct json_object *v, int indent, bool in_list);
+
+static void yaml_scalar(struct json_object *v)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		const char *s = json_object_get_string(v);
+		/* Quote what YAML would otherwise read as another type or as syntax. */
+		bool plain = s[0] && !strpbrk(s, ":#{}[],&*!|>'\"%@`") && s[0] != '-' &&
+			     s[0] != ' ' && strcmp(s, "true") && strcmp(s, "false") &&
+			     strcmp(s, "null") && strspn(s, "0123456789.x") != strlen(s);
+
+		printf(plain ? "%s" : "\"%s\"", s);
+	} else {
+		printf("%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	}
+}
+
+static void yaml_object(struct json_object *o, int indent, bool first_inline)
+{
+	bool first = true;
+
+	json_object_object_foreach(o, key, val)
+	{
+		if (!(first && first_inline))
+			printf("%*s", indent, "");
+		first = false;
+		printf("%s:", key);
+		if (json_object_is_type(val, json_type_object) && json_object_object_length(val)) {
+			printf("\n");
+			yaml_object(val, indent + 2, false);
+		} else if (json_object_is_type(val, json_type_array) && json_object_array_length(val)) {
+			printf("\n");
+			yaml_value(val, indent + 2, false);
+		} else {
+			printf(" ");
+			yaml_value(val, indent, false);
+		}
+	}
+}
+
+static void yaml_value(struct json_object *v, int indent, bool in_list)
+{
+	(void)in_list;
+	if (json_object_is_type(v, json_type_object)) {
+		if (json_object_object_length(v) == 0)
+			printf("{}\n");
+		else
+			yaml_object(v, indent, true);
+	} else if (json_object_is_type(v, json_type_array)) {
+		size_t n = json_object_array_length(v);
+
+		if (n == 0)
+			printf("[]\n");
+		for (size_t i = 0; i < n; i++) {
+			printf("%*s- ", indent, "");
+			yaml_value(json_object_array_get_idx(v, i), indent + 2, true);
+		}
+	} else {
+		yaml_scalar(v);
+		printf("\n");
+	}
+}
+
+static void print_config(struct json_object *o, struct output *out)
+{
+	(void)out;
+	yaml_object(o, 0, false);
+}
+
+/* --- argument builders --- */
+
+static struct json_object *args_log_level(int argc, char **argv)
+{
+	struct json_object *a;
+
+	if (argc != 1)
+		return NULL;
+	a = json_object_new_object();
+	json_object_object_add(a, "level", json_object_new_string(argv[0]));
+	return a;
+}
+
+static const struct command commands[] = {
+	{ { "show", "version" }, CTL_SHOW_VERSION, NULL, NULL, print_version,
+	  "daemon and client versions, uptime" },
+	{ { "show", "config" }, CTL_SHOW_CONFIG, NULL, NULL, print_config,
+	  "the running configuration" },
+	{ { "show", "links" }, CTL_SHOW_LINKS, NULL, NULL, print_link,
+	  "IPoIB links and Ethernet interfaces" },
+	{ { "reload" }, CTL_RELOAD, NULL, NULL, NULL,
+	  "reload the configuration file (kept unchanged on error)" },
+	{ { "log", "level" }, CTL_LOG_LEVEL, "error|warning|notice|info|debug", args_log_level,
+	  NULL, "set the daemon's log level" },
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gwctl [-j] [-p] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
+		   "  -j          JSON output (one array)\n"
+		   "  -p          pretty-print JSON\n"
+		   "  -S SOCKET   control socket (default $IBGW_SOCKET or " DEFAULT_SOCKET ")\n"
+		   "  -t SECONDS  reply timeout (default 10)\n"
+		   "  -V          print gwctl's version\n"
+		   "commands (any unique prefix of each word):\n");
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		char line[64] = "";
+
+		for (int w = 0; commands[i].words[w]; w++)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s",
+				 w ? " " : "", commands[i].words[w]);
+		if (commands[i].arg_usage)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s",
+				 commands[i].arg_usage);
+		fprintf(f, "  %-36s %s\n", line, commands[i].help);
+	}
+}
+
+/*
+ * Match argv against the command words, each word by unique prefix among the commands
+ * still possible. Returns the command and sets *used to the words consumed, or NULL
+ * after printing why.
+ */
+static const struct command *match_command(int argc, char **argv, int *used)
+{
+	bool alive[N_COMMANDS];
+	int depth = 0;
+
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		alive[i] = true;
+	for (;;) {
+		const char *word = depth < argc ? argv[depth] : NULL;
+		const char *full = NULL;
+		int candidates = 0;
+		char options[256] = "";
+
+		/* Commands that end here win when no word (or an argument) follows. */
+		for (size_t i = 0; i < N_COMMANDS; i++) {
+			if (alive[i] && !commands[i].words[depth]) {
+				*used = depth;
+				return &commands[i];
+			}
+		}
+		for (size_t i = 0; i < N_COMMANDS; i++) {
+			const char *w;
+
+			if (!alive[i])
+				continue;
+			w = commands[i].words[depth];
+			if (!strstr(options, w))
+				snprintf(options + strlen(options), sizeof(options) - strlen(options),
+					 "%s%s", options[0] ? ", " : "", w);
+			if (!word || strncmp(w, word, strlen(word)) != 0) {
+				alive[i] = false;
+				continue;
+			}
+			if (strcmp(w, word) == 0 || !full)
+				full = w;
+			else if (strcmp(full, w) != 0 && strcmp(full, word) != 0)
+				candidates = -1; /* two different words share the prefix */
+			if (candidates >= 0)
+				candidates++;
+		}
+		if (!word) {
+			fprintf(stderr, "gwctl: incomplete command; expected one of: %s\n", options);
+			return NULL;
+		}
+		if (candidates == 0) {
+			fprintf(stderr, "gwctl: unknown word '%s'; expected one of: %s\n", word,
+				options);
+			return NULL;
+		}
+		if (candidates < 0) {
+			fprintf(stderr, "gwctl: '%s' is ambiguous; expected one of: %s\n", word,
+				options);
+			return NULL;
+		}
+		/* Keep only commands whose word is the one matched (exact beats prefix). */
+		for (size_t i = 0; i < N_COMMANDS; i++)
+			if (alive[i] && strcmp(commands[i].words[depth], full) != 0)
+				alive[i] = false;
+		depth++;
+	}
+}
+
+struct text_ctx {
+	struct output *out;
+	print_fn print;
+};
+
+static void on_text_record(struct json_object *rec, void *arg)
+{
+	struct text_ctx *t = arg;
+
+	if (t->out->json)
+		json_object_array_add(t->out->array, json_object_get(rec));
+	else if (t->print)
+		t->print(rec, t->out);
+}
+
+int main(int argc, char **argv)
+{
+	struct output out = { 0 };
+	const char *socket_path = getenv("IBGW_SOCKET");
+	double timeout_s = 10;
+	const struct command *cmd;
+	struct json_object *args = NULL;
+	struct ctl_client client;
+	const char *error;
+	int c, used, status, err;
+
+	if (!socket_path || !socket_path[0])
+		socket_path = DEFAULT_SOCKET;
+	while ((c = getopt(argc, argv, "+jpS:t:Vh")) != -1) {
+		switch (c) {
+		case 'j':
+			out.json = true;
+			break;
+		case 'p':
+			out.pretty = true;
+			break;
+		case 'S':
+			socket_path = optarg;
+			break;
+		case 't': {
+			char *end;
+
+			timeout_s = strtod(optarg, &end);
+			if (*end || timeout_s <= 0 || timeout_s > 3600) {
+				fprintf(stderr, "gwctl: -t needs seconds between 0 and 3600\n");
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'V':
+			printf("gwctl %s\n", IBGW_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 0) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[0], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	cmd = match_command(argc, argv, &used);
+	if (!cmd)
+		return EXIT_USAGE;
+	if (cmd->make_args) {
+		args = cmd->make_args(argc - used, argv + used);
+		if (!args) {
+			fprintf(stderr, "gwctl: usage: %s %s %s\n", cmd->words[0],
+				cmd->words[1] ? cmd->words[1] : "", cmd->arg_usage);
+			return EXIT_USAGE;
+		}
+	} else if (used < argc) {
+		fprintf(stderr, "gwctl: unexpected argument '%s'\n", argv[used]);
+		return EXIT_USAGE;
+	}
+
+	err = ctl_client_connect(&client, socket_path, (int)(timeout_s * 1000));
+	if (err < 0) {
+		fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s%s\n", socket_path,
+			strerror(-err),
+			err == -ENOENT || err == -ECONNREFUSED ? " (is ibgwd running?)" : "");
+		json_object_put(args);
+		return EXIT_DAEMON;
+	}
+	if (out.json)
+		out.array = json_object_new_array();
+	struct text_ctx tctx = { &out, cmd->print };
+	status = ctl_client_request(&client, cmd->type, args, on_text_record, &tctx, &error);
+	ctl_client_close(&client);
+	json_object_put(args);
+	if (out.json) {
+		if (status == CTL_OK)
+			printf("%s\n", json_object_to_json_string_ext(
+					       out.array, out.pretty ? JSON_C_TO_STRING_PRETTY |
+									 JSON_C_TO_STRING_SPACED
+								     : JSON_C_TO_STRING_PLAIN));
+		json_object_put(out.array);
+	}
+	if (status != CTL_OK) {
+		fprintf(stderr, "gwctl: %s\n", error[0] ? error : "request failed");
+		return EXIT_DAEMON;
+	}
+	return 0;
+}
