@@ -119,7 +119,7 @@ int ctl_client_request(struct ctl_client *c, uint16_t type, struct json_object *
 	for (;;) {
 		struct ctl_hdr rh;
 		struct json_object *obj = NULL;
-		const char *why = "";
+		char why[CTL_WHY_LEN] = "";
 		uint8_t *rbody;
 
 		err = read_full(c, hdr, sizeof(hdr));
@@ -138,7 +138,7 @@ int ctl_client_request(struct ctl_client *c, uint16_t type, struct json_object *
 		if (!rbody)
 			return -ENOMEM;
 		err = read_full(c, rbody, rh.len);
-		if (err == 0 && ctl_body_parse(rbody, rh.len, &obj, &why) < 0)
+		if (err == 0 && ctl_body_parse(rbody, rh.len, &obj, why) < 0)
 			err = -EPROTO;
 		free(rbody);
 		if (err < 0 || !obj) {

@@ -5,6 +5,7 @@
 #include "mgmt/ctl_proto.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -58,7 +59,8 @@ int ctl_hdr_decode(const uint8_t in[CTL_HDR_LEN], size_t max_len, struct ctl_hdr
 	return 0;
 }
 
-int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out, const char **why)
+int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out,
+		   char why[CTL_WHY_LEN])
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -68,12 +70,12 @@ int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out, co
 	if (len == 0)
 		return 0;
 	if (memchr(body, '\0', len)) {
-		*why = "request body contains a NUL byte";
+		snprintf(why, CTL_WHY_LEN, "body contains a NUL byte");
 		return -EINVAL;
 	}
 	tok = json_tokener_new_ex(CTL_MAX_JSON_DEPTH);
 	if (!tok) {
-		*why = "out of memory";
+		snprintf(why, CTL_WHY_LEN, "out of memory");
 		return -ENOMEM;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
@@ -81,14 +83,20 @@ int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out, co
 	if (!obj) {
 		enum json_tokener_error e = json_tokener_get_error(tok);
 
-		*why = e == json_tokener_continue ? "request body is truncated JSON"
-		       : e == json_tokener_error_depth ? "request body is nested too deeply"
-						       : "request body is not valid JSON";
+		if (e == json_tokener_continue)
+			snprintf(why, CTL_WHY_LEN, "body is truncated JSON");
+		else if (e == json_tokener_error_depth)
+			snprintf(why, CTL_WHY_LEN, "body is nested deeper than %d levels",
+				 CTL_MAX_JSON_DEPTH);
+		else
+			snprintf(why, CTL_WHY_LEN, "body is not valid JSON: %s at offset %zu",
+				 json_tokener_error_desc(e), json_tokener_get_parse_end(tok));
 	} else if (json_tokener_get_parse_end(tok) != len) {
-		*why = "request body has data after the JSON object";
+		snprintf(why, CTL_WHY_LEN, "body has data after the JSON object at offset %zu",
+			 json_tokener_get_parse_end(tok));
 		json_object_put(obj);
 	} else if (!json_object_is_type(obj, json_type_object)) {
-		*why = "request body is not a JSON object";
+		snprintf(why, CTL_WHY_LEN, "body is not a JSON object");
 		json_object_put(obj);
 	} else {
 		*out = obj;

@@ -67,10 +67,12 @@ int ctl_hdr_decode(const uint8_t in[CTL_HDR_LEN], size_t max_len, struct ctl_hdr
 
 /*
  * Parse a frame body as one JSON object (empty body = no arguments, *out = NULL).
- * Returns 0, or -EINVAL with a reason in why (NUL bytes, not JSON, not an object,
- * trailing data, nesting deeper than CTL_MAX_JSON_DEPTH).
+ * Returns 0, or -EINVAL with the reason written to why (NUL bytes, not JSON and where,
+ * truncated, not an object, nesting deeper than CTL_MAX_JSON_DEPTH).
  */
-int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out, const char **why);
+#define CTL_WHY_LEN 128
+int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out,
+		   char why[CTL_WHY_LEN]);
 
 /* Names of request types ("show links"), for logs; NULL if unknown. */
 const char *ctl_msg_name(uint16_t type);

@@ -187,7 +187,7 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 	struct ctl_reply reply = { .conn = c, .seq = h->seq, .status = CTL_OK };
 	const struct ctl_command *cmd = NULL;
 	struct json_object *args = NULL;
-	const char *why = NULL;
+	char why[CTL_WHY_LEN];
 	size_t mark = c->out_len;
 
 	srv->stats.requests++;
@@ -208,9 +208,12 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 			  "this socket is read-only: only show requests are accepted");
 		return;
 	}
-	if (ctl_body_parse(body, h->len, &args, &why) < 0) {
+	if (ctl_body_parse(body, h->len, &args, why) < 0) {
+		char msg[CTL_WHY_LEN + 16];
+
+		snprintf(msg, sizeof(msg), "request %s", why);
 		srv->stats.bad_requests++;
-		queue_end(c, h->seq, CTL_EBADREQ, why);
+		queue_end(c, h->seq, CTL_EBADREQ, msg);
 		return;
 	}
 	int status = cmd->fn(srv->ctx, args, &reply);

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install every Debian package that ibgw's build, tests and demo need (Debian 12).
+# Idempotent and quick when everything is present: apt-get runs only for what is missing.
+set -eu
+PKGS="
+build-essential pkg-config clang clang-format libclang-rt-14-dev bc git
+libibverbs-dev libibumad-dev librdmacm-dev
+libnl-3-dev libnl-route-3-dev liburing-dev libyaml-dev libjson-c-dev
+liburcu-dev libsystemd-dev libcmocka-dev
+ibsim-utils opensm infiniband-diags
+tshark iperf3 iproute2 iputils-ping procps psmisc keepalived
+"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+	echo "deps: all $(echo $PKGS | wc -w) packages present"
+	exit 0
+fi
+echo "deps: installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer no without a prompt.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends $missing
