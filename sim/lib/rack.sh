@@ -1,0 +1,284 @@
+# sim/lib/rack.sh - the simulated rack's building blocks (sourced by sim/rack).
+#
+# A rack is a set of network namespaces named "<rack>-<node>", one per node
+# of the topology, plus two infrastructure namespaces:
+#   <rack>-mgmt   the rack's management network: bridge "mgmtbr" 198.18.0.1/24,
+#                 ibsim (remote mode, UDP 7070..7080) and its console holder;
+#                 every IB node has a veth "mgmt0" into it (198.18.0.10+i).
+#   <rack>-ethsw  the Ethernet switch: bridge "br0"; every Ethernet-capable
+#                 node has a veth "eth0" into it.
+# IB clients (OpenSM, saquery, later ibgwd and IPoIB hosts) run inside their
+# node's namespace with LD_PRELOAD=libumad2sim.so, IBSIM_SERVER_NAME set to
+# the mgmt address of ibsim and SIM_HOST=<node>, so each reaches ibsim over
+# its own management link and gets its own node's port.
+#
+# State lives in /run/ibgw-sim/<rack>/:
+#   topology            the ibsim net file in use
+#   rack.nodes          one line per node: NAME KIND ROLE NAMESPACE MGMT_IP ETH_ADDR
+#   rack.env            RACK_* facts for scripts (topology, addresses)
+#   pids/LABEL.pid      one per process the rack started (LABEL.ns: its namespace)
+#   logs/LABEL.log      its stdout/stderr
+#   ibsim.console       fifo read by ibsim as its console (stdin)
+#   nodes/NODE/         per-node work dir (cwd of its daemons), env file
+# Everything a rack made is found again by name ("<rack>-*" namespaces, the
+# state dir), so `down` works after a crash too.
+
+RACK_RUN_ROOT=${RACK_RUN_ROOT:-/run/ibgw-sim}
+RACK_MGMT_NET=198.18.0          # RFC 2544 benchmarking range, only inside the rack's namespaces
+RACK_IBSIM_IP=$RACK_MGMT_NET.1
+RACK_IBSIM_PORT=7070            # ibsim -l: ctl port; clients use 7071..7080
+RACK_WAIT_UP=${RACK_WAIT_UP:-30}
+
+rack_die() { echo "sim/rack: $*" >&2; exit 1; }
+rack_say() { [ -n "${RACK_QUIET:-}" ] || echo "$*"; }
+
+# rack_init NAME: set the per-rack names.
+rack_init() {
+	RACK_NAME=$1
+	case $RACK_NAME in
+	''|*[!a-z0-9]*) rack_die "bad rack name '$RACK_NAME' (lowercase letters and digits only)";;
+	esac
+	[ ${#RACK_NAME} -le 10 ] || rack_die "rack name '$RACK_NAME' longer than 10 characters"
+	RACK_STATE=$RACK_RUN_ROOT/$RACK_NAME
+	RACK_MGMT_NS=$RACK_NAME-mgmt
+	RACK_ETHSW_NS=$RACK_NAME-ethsw
+	RACK_CONSOLE=$RACK_STATE/ibsim.console
+	RACK_SOCKNAME=ibgw-$RACK_NAME
+}
+
+rack_umad2sim() {
+	local so
+	so=$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim\.so$' | head -n1)
+	[ -n "$so" ] && [ -e "$so" ] || rack_die "libumad2sim.so not found (apt-get install libumad2sim0)"
+	echo "$so"
+}
+
+rack_ns() { echo "$RACK_NAME-$1"; }
+
+# --- node table ------------------------------------------------------------
+
+# rack_parse_topology FILE: print "NAME KIND ROLE ETH_ADDR" per #@node line.
+rack_parse_topology() {
+	awk '$1 == "#@node" { print $2, $3, $4, ($5 == "" ? "-" : $5) }' "$1"
+}
+rack_topo_key() {   # rack_topo_key FILE KEY -> value of "#@KEY value"
+	awk -v k="#@$2" '$1 == k { print $2; exit }' "$1"
+}
+
+# Fields of a node from the state's node table.
+rack_node_field() {  # NODE FIELD#(1..6)
+	awk -v n="$1" -v f="$2" '$1 == n { print $f; found=1 } END { exit !found }' "$RACK_STATE/rack.nodes"
+}
+rack_nodes() { awk '{ print $1 }' "$RACK_STATE/rack.nodes"; }
+rack_nodes_with() {  # ib|eth
+	case $1 in
+	ib)  awk '$2 ~ /ib/ { print $1 }' "$RACK_STATE/rack.nodes";;
+	eth) awk '$2 ~ /eth/ { print $1 }' "$RACK_STATE/rack.nodes";;
+	esac
+}
+rack_is_up() { [ -f "$RACK_STATE/rack.nodes" ] && rack_pid_alive ibsim; }
+
+# --- processes --------------------------------------------------------------
+
+rack_pid() { cat "$RACK_STATE/pids/$1.pid" 2>/dev/null; }
+rack_pid_alive() {
+	local p; p=$(rack_pid "$1")
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null
+}
+
+# rack_spawn LABEL NAMESPACE CWD [VAR=VALUE...] -- CMD...
+# Start CMD detached (own session, stdin /dev/null unless RACK_STDIN is set)
+# in NAMESPACE, log to logs/LABEL.log, pid in pids/LABEL.pid.
+rack_spawn() {
+	local label=$1 ns=$2 cwd=$3 i
+	shift 3
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	local pidf=$RACK_STATE/pids/$label.pid log=$RACK_STATE/logs/$label.log
+	rm -f "$pidf"
+	echo "$ns" > "$RACK_STATE/pids/$label.ns"
+	(
+		cd "$cwd" || exit 1
+		exec ip netns exec "$ns" setsid env "${envs[@]}" \
+			sh -c 'echo $$ > "$0"; exec "$@"' "$pidf" "$@"
+	) < "${RACK_STDIN:-/dev/null}" >> "$log" 2>&1 &
+	for i in $(seq 50); do
+		[ -s "$pidf" ] && return 0
+		sleep 0.1
+	done
+	rack_die "$label did not start (see $log)"
+}
+
+# rack_stop LABEL [SIGNAL]: signal a started process and wait (<= 5 s) for it.
+rack_stop() {
+	local label=$1 sig=${2:-TERM} p i
+	p=$(rack_pid "$label")
+	[ -n "$p" ] || return 0
+	kill -"$sig" "$p" 2>/dev/null
+	for i in $(seq 50); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+	rm -f "$RACK_STATE/pids/$label.pid" "$RACK_STATE/pids/$label.ns"
+}
+
+# --- environment of a node --------------------------------------------------
+
+# rack_node_env NODE: print VAR=VALUE lines a process on NODE needs.
+rack_node_env() {
+	local node=$1 kind
+	kind=$(rack_node_field "$node" 2)
+	echo "IBGW_RACK=$RACK_NAME"
+	echo "IBGW_RACK_STATE=$RACK_STATE"
+	echo "IBGW_NODE=$node"
+	echo "IBGW_NODE_DIR=$RACK_STATE/nodes/$node"
+	case $kind in *ib*)
+		echo "LD_PRELOAD=$(rack_umad2sim)"
+		echo "IBSIM_SERVER_NAME=$RACK_IBSIM_IP"
+		echo "IBSIM_SERVER_PORT=$RACK_IBSIM_PORT"
+		echo "IBSIM_SOCKNAME=$RACK_SOCKNAME"
+		echo "SIM_HOST=$node"
+	esac
+	case $(rack_node_field "$node" 3) in gateway)
+		echo "IBGW_CTL_SOCKET=$RACK_STATE/nodes/$node/ibgwd.sock"
+	esac
+}
+rack_env_args() { mapfile -t RACK_ENV < "$RACK_STATE/nodes/$1/env"; }
+
+# rack_ib NODE CMD...: run an IB tool on NODE (cwd = node dir, where umad2sim
+# makes its ./sys-PID tree), stdout/stderr as the tool's.
+rack_ib() {
+	local node=$1; shift
+	rack_env_args "$node"
+	( cd "$RACK_STATE/nodes/$node" &&
+	  exec ip netns exec "$(rack_ns "$node")" env "${RACK_ENV[@]}" "$@" )
+}
+
+# --- networks ---------------------------------------------------------------
+
+rack_make_infra() {
+	ip netns add "$RACK_MGMT_NS" || rack_die "cannot create namespace $RACK_MGMT_NS"
+	ip -n "$RACK_MGMT_NS" link set lo up
+	ip -n "$RACK_MGMT_NS" link add mgmtbr type bridge
+	ip -n "$RACK_MGMT_NS" addr add "$RACK_IBSIM_IP/24" dev mgmtbr
+	ip -n "$RACK_MGMT_NS" link set mgmtbr up
+	ip netns add "$RACK_ETHSW_NS" || rack_die "cannot create namespace $RACK_ETHSW_NS"
+	ip -n "$RACK_ETHSW_NS" link set lo up
+	ip -n "$RACK_ETHSW_NS" link add br0 type bridge
+	ip -n "$RACK_ETHSW_NS" link set br0 up
+}
+
+# rack_make_node NODE KIND INDEX ETH_ADDR
+rack_make_node() {
+	local node=$1 kind=$2 idx=$3 addr=$4 ns
+	ns=$(rack_ns "$node")
+	ip netns add "$ns" || rack_die "cannot create namespace $ns"
+	ip -n "$ns" link set lo up
+	case $kind in *ib*)
+		ip link add mgmt0 netns "$ns" type veth peer name "$node" netns "$RACK_MGMT_NS"
+		ip -n "$RACK_MGMT_NS" link set "$node" master mgmtbr up
+		ip -n "$ns" addr add "$RACK_MGMT_NET.$((10 + idx))/24" dev mgmt0
+		ip -n "$ns" link set mgmt0 up
+	esac
+	case $kind in *eth*)
+		ip link add eth0 netns "$ns" address "$(printf '02:1b:00:00:00:%02x' "$((idx + 1))")" \
+			type veth peer name "$node" netns "$RACK_ETHSW_NS"
+		ip -n "$RACK_ETHSW_NS" link set "$node" master br0 up
+		ip -n "$ns" link set eth0 up
+		if [ "$addr" != - ]; then
+			ip -n "$ns" addr add "$addr" dev eth0
+		fi
+	esac
+}
+
+# --- ibsim ------------------------------------------------------------------
+
+rack_start_ibsim() {
+	local topo=$RACK_STATE/topology
+	mkfifo "$RACK_CONSOLE"
+	# The holder keeps the fifo open read-write: ibsim never sees EOF on its
+	# console (at EOF it spins a core at 100%), and `link` can write to it.
+	rack_spawn console "$RACK_MGMT_NS" "$RACK_STATE" -- \
+		sh -c 'exec 3<>"$0"; exec sleep infinity' "$RACK_CONSOLE"
+	RACK_STDIN=$RACK_CONSOLE rack_spawn ibsim "$RACK_MGMT_NS" "$RACK_STATE" \
+		"IBSIM_SOCKNAME=$RACK_SOCKNAME" -- \
+		ibsim -r -l "$RACK_IBSIM_PORT" -s "$topo"
+	local i
+	for i in $(seq 50); do
+		ip netns exec "$RACK_MGMT_NS" ss -uln 2>/dev/null | grep -q ":$RACK_IBSIM_PORT " && return 0
+		rack_pid_alive ibsim || break
+		sleep 0.1
+	done
+	rack_die "ibsim did not start: $(tail -n 3 "$RACK_STATE/logs/ibsim.log")"
+}
+
+# rack_console CMD: send one command to ibsim's console and print its answer
+# (the lines ibsim logs in reply, up to its next prompt).
+rack_console() {
+	local log=$RACK_STATE/logs/ibsim.log before i
+	rack_pid_alive ibsim || rack_die "ibsim is not running in rack $RACK_NAME"
+	before=$(stat -c %s "$log")
+	printf '%s\n' "$*" > "$RACK_CONSOLE"
+	for i in $(seq 30); do
+		sleep 0.1
+		tail -c +"$((before + 1))" "$log" | grep -q 'sim> *$' && break
+	done
+	tail -c +"$((before + 1))" "$log" | sed -e 's/^sim> *//' | grep -v '^$'
+}
+
+# --- OpenSM -----------------------------------------------------------------
+
+# rack_opensm_conf NODE PRIORITY: write the node's opensm.conf from sim/opensm.
+rack_opensm_conf() {
+	local node=$1 prio=$2 dir=$RACK_STATE/nodes/$1
+	mkdir -p "$dir/cache"
+	awk -v prio="$prio" -v dir="$dir" -v cfg="$RACK_STATE/opensm" '
+		$1 == "sm_priority"           { print "sm_priority", prio; next }
+		$1 == "log_file"              { print "log_file", dir "/opensm.log"; next }
+		$1 == "dump_files_dir"        { print "dump_files_dir", dir "/"; next }
+		$1 == "partition_config_file" { print "partition_config_file", cfg "/partitions.conf"; next }
+		$1 == "prefix_routes_file"    { print "prefix_routes_file", cfg "/prefix-routes.conf"; next }
+		{ print }' "$RACK_SIM_DIR/opensm/opensm.conf" > "$dir/opensm.conf"
+}
+
+# rack_start_opensm NODE PRIORITY
+rack_start_opensm() {
+	local node=$1 prio=$2 dir=$RACK_STATE/nodes/$1
+	rack_pid_alive "opensm-$node" && rack_die "OpenSM already runs on $node"
+	rack_opensm_conf "$node" "$prio"
+	rack_env_args "$node"
+	rack_spawn "opensm-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" \
+		"OSM_CACHE_DIR=$dir/cache" "OSM_TMP_DIR=$dir/cache" -- \
+		opensm -F "$dir/opensm.conf"
+}
+
+# rack_sminfo NODE: sminfo as seen from NODE (the master's state and LID).
+rack_sminfo() { rack_ib "$1" sminfo 2>&1; }
+
+# rack_ports_active: 0 when every IB node of the table has an Active port with
+# a LID, as OpenSM's view (iblinkinfo from the master's node) shows.
+rack_ports_active() {
+	local from=$1 out node
+	out=$(rack_ib "$from" iblinkinfo 2>/dev/null) || return 1
+	for node in $(rack_nodes_with ib); do
+		echo "$out" | awk -v n="$node" '
+			$0 == "CA: " n ":" { want = 1; next }
+			want { ok = ($0 ~ /Active\//); exit }
+			END { exit !ok }' || return 1
+	done
+}
+
+# rack_wait_ready NODE SECONDS: wait until sminfo via NODE shows a MASTER
+# and every port is Active.
+rack_wait_ready() {
+	local node=$1 secs=$2 t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt "$secs" ]; do
+		if rack_sminfo "$node" | grep -q SMINFO_MASTER && rack_ports_active "$node"; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}

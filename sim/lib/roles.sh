@@ -1,0 +1,50 @@
+# sim/lib/roles.sh - what runs on each node of a rack, by role (sourced by sim/rack).
+#
+# `sim/rack up` calls role_start ROLE NODE for every node of the topology
+# (table order, after ibsim is up), then role_after_sm once OpenSM is MASTER
+# and every port ACTIVE. A start function uses rack_spawn LABEL NAMESPACE CWD
+# ENV... -- CMD (pids/LABEL.pid, logs/LABEL.log; `down` stops it, `status`
+# lists it). For an IB node, "${RACK_ENV[@]}" after `rack_env_args NODE` is
+# the environment that reaches ibsim (LD_PRELOAD, IBSIM_SERVER_NAME, SIM_HOST).
+#
+# Adding a role = one function here, e.g. for the gateway once it exists:
+#   role_start_gateway() {
+#       local node=$1 dir=$RACK_STATE/nodes/$1
+#       [ -x "$IBGW_BUILD/ibgwd" ] || return 0
+#       rack_env_args "$node"
+#       rack_spawn "ibgwd-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" -- \
+#           "$IBGW_BUILD/ibgwd" -f "$dir/ibgwd.yaml"
+#   }
+# Mind ibsim's 10-client limit (docs/simulated-rack.md): one client per
+# process that opens an IB port through umad2sim.
+
+role_start() {
+	local role=$1 node=$2 fn
+	fn=role_start_${role//-/_}
+	if declare -F "$fn" >/dev/null; then "$fn" "$node"; fi
+}
+
+# The master subnet manager.
+role_start_sm() { rack_start_opensm "$1" 15; }
+
+# The standby SM node: started on demand (`sim/rack sm standby start`), so it
+# does not hold an ibsim client slot in racks that do not test failover.
+role_start_sm_standby() { :; }
+
+# Gateways, IB-side hosts and Ethernet hosts get their processes in later
+# issues (ibgwd; the IPoIB host endpoint driving a TUN device). Ethernet hosts
+# need nothing started: their namespace and eth0 are the host.
+role_start_gateway() { :; }
+role_start_ibhost() { :; }
+role_start_ethhost() { :; }
+
+# After OpenSM is MASTER: the data-layer fabric (sim/) will start here, in the
+# mgmt namespace, reading port identities through one umad2sim client.
+role_after_sm() { :; }
+
+# Fabric hooks for `link`, `loss`, `capture`.
+role_fabric_link() { :; }   # NODE down|up: the data path follows ibsim's link
+role_fabric_cmd() {
+	echo "sim/rack: $1 needs the simulated fabric (not built yet)" >&2
+	exit 2
+}
