@@ -99,7 +99,10 @@ deps:
 
 # The whole suite: unit tests, golden config tests, integration tests, then the unit
 # tests under ASan+UBSan. test/run prints one closing line: "N passed, N failed".
-check: all unit-tests
+# Like demo, it first installs what it needs (make deps is quick when all is there).
+check:
+	@$(MAKE) --no-print-directory deps
+	$(MAKE) --no-print-directory all unit-tests
 	$(MAKE) --no-print-directory O=build/asan SAN=address,undefined unit-tests
 	test/run --build $(O) --asan-build build/asan
 
@@ -120,8 +123,10 @@ format:
 format-check:
 	clang-format --dry-run --Werror $(FORMAT_SRCS)
 
-demo: all
-	sim/demo
+demo:
+	@$(MAKE) --no-print-directory deps
+	$(MAKE) --no-print-directory all
+	sim/demo $(O)
 
 install: all
 	install -D -m 0755 $(O)/bin/ibgwd $(DESTDIR)$(PREFIX)/sbin/ibgwd

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# ibgwd + gwctl end to end over real sockets: what an operator sees.
+# Start, show version/links/config (text and JSON), unique prefixes, usage errors,
+# reload (good, broken, via SIGHUP), log level, the read-only socket, a second daemon
+# on the same socket, gwctl with no daemon, clean stop on SIGTERM.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/test/lib/tap.sh"
+build=${IBGW_BUILD:-$top/build}
+ibgwd=$build/bin/ibgwd
+gwctl=$build/bin/gwctl
+work=$(mktemp -d /tmp/ibgw-daemon-test.XXXXXX)
+sock=$work/ctl.sock
+ro=$work/ro.sock
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+write_config() { # NAME
+	cat >"$work/ibgwd.yaml" <<EOF
+gateway:
+  name: $1
+control:
+  socket: $sock
+  readonly_socket: $ro
+logging:
+  level: info
+ipoib_links:
+  - name: ib0
+    backend: sim
+    device: gw1
+    mode: connected
+    addresses: [10.10.0.1/24]
+ethernet_interfaces:
+  - name: eth0
+    device: veth0
+    vlan: 12
+    addresses: [192.168.50.1/24, "fd00:50::1/64"]
+EOF
+}
+
+wait_socket() {
+	for _ in $(seq 100); do
+		"$gwctl" -S "$sock" show version >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+tap_plan 28
+write_config alpha
+"$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
+pid=$!
+tap_check "daemon answers on its control socket" wait_socket
+
+out=$("$gwctl" -S "$sock" show version)
+tap_like "show version names the daemon and version" "$out" "^ibgwd [0-9]+\.[0-9]+\.[0-9]+"
+tap_like "show version has the configured name and pid" "$out" "name alpha pid $pid "
+
+out=$("$gwctl" -S "$sock" show links)
+tap_like "show links lists the IPoIB link like ip link" "$out" \
+	"^ib0: ipoib state DOWN mtu 65520 mode connected pkey 0xffff dev gw1 port 1 backend sim"
+tap_like "show links lists the Ethernet interface with its VLAN" "$out" \
+	"eth0: ether state DOWN mtu 1500 dev veth0 vlan 12 backend af_packet"
+tap_like "show links prints addresses as inet/inet6" "$out" "    inet6 fd00:50::1/64"
+tap_like "show links says why a link is down" "$out" "down: no data plane in this build"
+
+out=$("$gwctl" -S "$sock" -j show links)
+tap_is "-j prints one JSON array with one record per link" "$(echo "$out" | jq -r 'length')" 2
+tap_is "-j keys are snake_case values" "$(echo "$out" | jq -r '.[0].name + " " + .[0].kind + " " + .[0].pkey + " " + (.[0].mtu|tostring)')" \
+	"ib0 ipoib 0xffff 65520"
+out=$("$gwctl" -S "$sock" -j show config)
+tap_is "-j show config has the config as JSON" \
+	"$(echo "$out" | jq -r '.[0].ipoib_links[0].name + " " + .[0].ethernet_interfaces[0].device')" "ib0 veth0"
+out=$("$gwctl" -S "$sock" show config)
+tap_like "show config prints YAML" "$out" "ipoib_links:"
+
+out=$("$gwctl" -S "$sock" sh li 2>&1)
+tap_like "unique prefixes are accepted (sh li)" "$out" "^ib0: ipoib"
+out=$("$gwctl" -S "$sock" shw links 2>&1); rc=$?
+tap_is "an unknown word is a usage error (exit 2)" "$rc" 2
+tap_like "and says what was expected" "$out" "unknown word 'shw'; expected one of: show, reload, log"
+out=$("$gwctl" -S "$sock" show 2>&1); rc=$?
+tap_like "an incomplete command lists the choices" "$rc $out" "^2 .*expected one of: version, config, links"
+
+# Reload: a broken file is refused with file:line:column, the running config stays.
+printf 'gateway:\n  name: beta\n  workrs: 2\n' >"$work/ibgwd.yaml"
+out=$("$gwctl" -S "$sock" reload 2>&1); rc=$?
+tap_is "reload of a broken file fails (exit 1)" "$rc" 1
+tap_like "and reports file:line:column: message" "$out" \
+	"ibgwd.yaml:3:3: unknown key 'workrs' in gateway \(did you mean 'workers'\?\)"
+out=$("$gwctl" -S "$sock" show version)
+tap_like "the running config is unchanged" "$out" "name alpha "
+
+write_config beta
+tap_check "reload of a good file succeeds" "$gwctl" -S "$sock" reload
+tap_like "the new config is running" "$("$gwctl" -S "$sock" show version)" "name beta .*reloads 1 failed 1"
+write_config gamma
+kill -HUP "$pid"
+sleep 0.3
+tap_like "SIGHUP reloads too" "$("$gwctl" -S "$sock" show version)" "name gamma .*reloads 2"
+
+tap_check "log level can be changed" "$gwctl" -S "$sock" log level debug
+out=$("$gwctl" -S "$sock" log level loud 2>&1); rc=$?
+tap_like "an unknown log level is refused by the daemon (exit 1)" "$rc $out" \
+	"^1 gwctl: unknown log level 'loud'"
+
+out=$("$gwctl" -S "$ro" reload 2>&1); rc=$?
+tap_like "the read-only socket refuses reload" "$rc $out" "^1 .*read-only"
+
+out=$("$ibgwd" -d -f "$work/ibgwd.yaml" 2>&1); rc=$?
+tap_like "a second daemon on a live socket refuses to start" "$rc $out" "is in use: is another ibgwd running"
+
+out=$("$gwctl" -S "$work/nothing.sock" show version 2>&1); rc=$?
+tap_like "gwctl with no daemon says so (exit 1)" "$rc $out" "^1 gwctl: cannot reach ibgwd at .*nothing.sock: No such file or directory \(is ibgwd running\?\)"
+
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+pid=
+tap_is "SIGTERM stops the daemon with status 0" "$rc" 0
+tap_is "and removes its control sockets" "$(ls "$work"/*.sock 2>/dev/null | wc -l)" 0
+tap_done
