@@ -28,39 +28,51 @@ struct gw_config_pos {
 	unsigned line, column; /* 1-based; 0 when the value is a default */
 };
 
-enum gw_ipoib_backend { GW_IB_BACKEND_VERBS, GW_IB_BACKEND_SIM };
-enum gw_ipoib_mode { GW_IPOIB_DATAGRAM, GW_IPOIB_CONNECTED };
-enum gw_eth_backend { GW_ETH_BACKEND_AF_PACKET, GW_ETH_BACKEND_AF_XDP };
-enum gw_gid_route_source { GW_GID_ROUTE_SA, GW_GID_ROUTE_LOCAL };
+enum gw_ipoib_backend {
+	GW_IB_BACKEND_VERBS,
+	GW_IB_BACKEND_SIM
+};
+enum gw_ipoib_mode {
+	GW_IPOIB_DATAGRAM,
+	GW_IPOIB_CONNECTED
+};
+enum gw_eth_backend {
+	GW_ETH_BACKEND_AF_PACKET,
+	GW_ETH_BACKEND_AF_XDP
+};
+enum gw_gid_route_source {
+	GW_GID_ROUTE_SA,
+	GW_GID_ROUTE_LOCAL
+};
 
 /* Proxy ARP/ND on one interface: answer for addresses that live on the other side. */
 struct gw_proxy_config {
-	bool arp;		  /* proxy_arp */
-	bool nd;		  /* proxy_nd */
+	bool arp;                   /* proxy_arp */
+	bool nd;                    /* proxy_nd */
 	struct ip_prefix *prefixes; /* proxy_prefixes; none = answer for learned addresses */
 	unsigned n_prefixes;
 };
 
 struct gw_ipoib_link_config {
-	char name[GW_NAME_MAX];	/* name: "ib0" */
+	char name[GW_NAME_MAX];        /* name: "ib0" */
 	enum gw_ipoib_backend backend; /* backend: verbs | sim (default verbs) */
-	char device[GW_NAME_MAX];	/* device: HCA ("mlx5_0"), or the sim node ("gw1") */
-	uint8_t port;		/* port: 1.. (default 1) */
-	uint16_t pkey;		/* pkey: 0x0001..0xffff (default 0xffff); full bit added */
-	enum gw_ipoib_mode mode;	/* mode: datagram | connected (default datagram) */
-	uint32_t mtu;		/* mtu: IP MTU; default 2044 datagram, 65520 connected */
-	struct ip_prefix *addresses; /* addresses: interface addresses with prefix length */
+	char device[GW_NAME_MAX];      /* device: HCA ("mlx5_0"), or the sim node ("gw1") */
+	uint8_t port;                  /* port: 1.. (default 1) */
+	uint16_t pkey;                 /* pkey: 0x0001..0xffff (default 0xffff); full bit added */
+	enum gw_ipoib_mode mode;       /* mode: datagram | connected (default datagram) */
+	uint32_t mtu;                  /* mtu: IP MTU; default 2044 datagram, 65520 connected */
+	struct ip_prefix *addresses;   /* addresses: interface addresses with prefix length */
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
 	struct gw_config_pos pos;
 };
 
 struct gw_eth_if_config {
-	char name[GW_NAME_MAX];	/* name: "eth0" */
+	char name[GW_NAME_MAX];      /* name: "eth0" */
 	enum gw_eth_backend backend; /* backend: af_packet | af_xdp (default af_packet) */
-	char device[GW_NAME_MAX];	/* device: kernel netdev (default: name) */
-	uint16_t vlan;		/* vlan: 0 = untagged, 1..4094 = 802.1Q sub-interface */
-	uint32_t mtu;		/* mtu: 68..9216 (default 1500) */
+	char device[GW_NAME_MAX];    /* device: kernel netdev (default: name) */
+	uint16_t vlan;               /* vlan: 0 = untagged, 1..4094 = 802.1Q sub-interface */
+	uint32_t mtu;                /* mtu: 68..9216 (default 1500) */
 	struct ip_prefix *addresses;
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
@@ -70,27 +82,27 @@ struct gw_eth_if_config {
 #define GW_ROUTE_MAX_NEXTHOPS 16
 
 struct gw_route_config {
-	struct ip_prefix prefix;	/* prefix: "10.1.0.0/16" */
+	struct ip_prefix prefix;                   /* prefix: "10.1.0.0/16" */
 	struct ip_addr via[GW_ROUTE_MAX_NEXTHOPS]; /* via: one address or a list (ECMP) */
-	unsigned n_via;			/* 0: directly connected on dev */
-	char dev[GW_NAME_MAX];		/* dev: optional interface or link name */
-	uint32_t metric;		/* metric: default 0 */
+	unsigned n_via;                            /* 0: directly connected on dev */
+	char dev[GW_NAME_MAX];                     /* dev: optional interface or link name */
+	uint32_t metric;                           /* metric: default 0 */
 	struct gw_config_pos pos;
 };
 
 #define GW_GID_ROUTE_MAX_ROUTERS 8
 
 struct gw_ib_router_config {
-	uint16_t lid;	   /* lid: router port LID, 0x0001..0xbfff */
-	uint8_t sl;	   /* sl: 0..15 (default 0) */
-	uint32_t mtu;	   /* mtu: IB MTU 256..4096 (default 2048) */
+	uint16_t lid;      /* lid: router port LID, 0x0001..0xbfff */
+	uint8_t sl;        /* sl: 0..15 (default 0) */
+	uint32_t mtu;      /* mtu: IB MTU 256..4096 (default 2048) */
 	uint8_t hop_limit; /* hop_limit: 1..255 (default 64) */
 };
 
 struct gw_gid_route_config {
-	struct ip_prefix prefix; /* prefix: GID prefix, "fec0:0:0:1::/64" */
+	struct ip_prefix prefix;         /* prefix: GID prefix, "fec0:0:0:1::/64" */
 	enum gw_gid_route_source source; /* source: sa | local (default sa) */
-	char link[GW_NAME_MAX];	  /* link: IPoIB link to use (default: the first) */
+	char link[GW_NAME_MAX];          /* link: IPoIB link to use (default: the first) */
 	struct gw_ib_router_config routers[GW_GID_ROUTE_MAX_ROUTERS];
 	unsigned n_routers;
 	struct gw_config_pos pos;
@@ -98,7 +110,7 @@ struct gw_gid_route_config {
 
 struct gw_ha_address_config {
 	struct ip_prefix address; /* address: "10.0.0.100/24" */
-	char dev[GW_NAME_MAX];	  /* dev: interface or link that carries it */
+	char dev[GW_NAME_MAX];    /* dev: interface or link that carries it */
 };
 
 struct gw_ha_group_config {
@@ -110,18 +122,18 @@ struct gw_ha_group_config {
 };
 
 struct gw_failover_config {
-	bool enabled;		      /* the failover section is present */
-	uint8_t priority;		      /* priority: 1..254 (default 100) */
-	bool preempt;		      /* preempt: default true */
-	uint32_t preempt_delay_ms;	      /* default 0 */
+	bool enabled;                   /* the failover section is present */
+	uint8_t priority;               /* priority: 1..254 (default 100) */
+	bool preempt;                   /* preempt: default true */
+	uint32_t preempt_delay_ms;      /* default 0 */
 	uint32_t heartbeat_interval_ms; /* default 20, 10..10000 */
 	uint32_t dead_interval_ms;      /* default 100; at least 3 heartbeat intervals */
-	char key_file[GW_PATH_MAX];      /* key_file: shared secret for heartbeats */
-	char (*paths)[GW_NAME_MAX];      /* paths: interfaces carrying heartbeats (default all) */
+	char key_file[GW_PATH_MAX];     /* key_file: shared secret for heartbeats */
+	char (*paths)[GW_NAME_MAX];     /* paths: interfaces carrying heartbeats (default all) */
 	unsigned n_paths;
-	struct ip_addr *peer_addresses;   /* peer_addresses: the peer, one per path */
+	struct ip_addr *peer_addresses; /* peer_addresses: the peer, one per path */
 	unsigned n_peer_addresses;
-	struct ip_addr tiebreaker;	      /* tiebreaker_address: pinged on split brain */
+	struct ip_addr tiebreaker; /* tiebreaker_address: pinged on split brain */
 	bool has_tiebreaker;
 	struct gw_ha_group_config *groups;
 	unsigned n_groups;
@@ -131,20 +143,20 @@ struct gw_config {
 	char source[GW_PATH_MAX]; /* the file it came from */
 
 	/* gateway: */
-	char name[GW_NAME_MAX];	 /* name: default the host name */
-	unsigned workers;	 /* workers: 1..64 (default 1) */
-	int *worker_cpus;	 /* worker_cpus: one CPU per worker, or none */
+	char name[GW_NAME_MAX]; /* name: default the host name */
+	unsigned workers;       /* workers: 1..64 (default 1) */
+	int *worker_cpus;       /* worker_cpus: one CPU per worker, or none */
 	unsigned n_worker_cpus;
 
 	/* control: */
-	char socket[GW_PATH_MAX];	   /* socket: default /run/ibgw/ibgwd.sock */
+	char socket[GW_PATH_MAX];          /* socket: default /run/ibgw/ibgwd.sock */
 	char readonly_socket[GW_PATH_MAX]; /* readonly_socket: "" = none */
-	uint32_t socket_mode;		   /* socket_mode: default 0660 */
+	uint32_t socket_mode;              /* socket_mode: default 0660 */
 	char socket_group[GW_NAME_MAX];    /* socket_group: "" = the daemon's group */
 
 	/* logging: */
-	int log_level;	   /* level: error | warning | notice | info | debug */
-	int log_target;	   /* target: auto | stderr | syslog | journal (enum log_target) */
+	int log_level;  /* level: error | warning | notice | info | debug */
+	int log_target; /* target: auto | stderr | syslog | journal (enum log_target) */
 
 	struct gw_ipoib_link_config *ipoib_links;
 	unsigned n_ipoib_links;
@@ -180,6 +192,10 @@ void gw_config_errors_free(struct gw_config_errors *errs);
 void gw_config_print_yaml(const struct gw_config *cfg, FILE *out);
 /* The same content as JSON objects (snake_case keys, like the YAML). */
 struct json_object *gw_config_to_json(const struct gw_config *cfg);
+
+/* Every key of the schema as Markdown tables (key, type, default, range, meaning): the
+ * key reference in docs/config.md is this output. */
+void gw_config_print_reference(FILE *out);
 
 /* Names for enums, shared with gwctl output. */
 const char *gw_ipoib_mode_name(enum gw_ipoib_mode m);
