@@ -45,18 +45,27 @@ LDFLAGS  += -fsanitize=fuzzer,address,undefined
 endif
 
 # Modules in link order (a module may use only those after it).
-MODULES  := gateway mgmt fwd cm sm-client lib
-MAINS    := gateway/ibgwd.c mgmt/gwctl.c
+# sim/fabric (the simulated fabric's core) uses lib/ only; its archive lets unit tests
+# link the core without the program's main.
+MODULES  := gateway mgmt fwd cm sm-client sim/fabric lib
+MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c
 mod_srcs  = $(filter-out $(MAINS),$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(O)/%.o,$(call mod_srcs,$(1)))
-ARCHIVES := $(foreach m,$(MODULES),$(if $(call mod_srcs,$(m)),$(O)/$(m)/lib$(subst -,_,$(m)).a))
+mod_ar    = $(O)/$(1)/lib$(subst -,_,$(notdir $(1))).a
+ARCHIVES := $(foreach m,$(MODULES),$(if $(call mod_srcs,$(m)),$(call mod_ar,$(m))))
 
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(patsubst test/unit/%.c,$(O)/test/%,$(UNIT_SRCS))
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst test/fuzz/%.c,$(O)/fuzz/%,$(FUZZ_SRCS))
 
-BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl
+# The simulated fabric is its own program (sim/fabric/main.c + the sim/fabric archive).
+FABRIC_BIN  := $(if $(wildcard sim/fabric/main.c),$(O)/bin/ibgw-fabric)
+# Test helper programs: test/tools/<name>.c -> build/tools/<name>.
+TOOL_SRCS := $(wildcard test/tools/*.c)
+TOOL_BINS := $(patsubst test/tools/%.c,$(O)/tools/%,$(TOOL_SRCS))
+
+BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN)
 
 .PHONY: all deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers \
         format format-check demo install clean
@@ -67,7 +76,7 @@ $(O)/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 define archive_rule
-$(O)/$(1)/lib$(subst -,_,$(1)).a: $(call mod_objs,$(1))
+$(call mod_ar,$(1)): $(call mod_objs,$(1))
 	@mkdir -p $$(@D)
 	rm -f $$@ && $(AR) rcs $$@ $$^
 endef
@@ -83,6 +92,14 @@ $(O)/bin/gwctl: $(O)/mgmt/gwctl.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
+$(O)/bin/ibgw-fabric: $(O)/sim/fabric/main.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
+$(O)/tools/%: $(O)/test/tools/%.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
 $(O)/test/%: $(O)/test/unit/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK) -lcmocka
@@ -91,7 +108,7 @@ $(O)/fuzz/%: $(O)/test/fuzz/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
-unit-tests: $(UNIT_BINS) $(BINS)
+unit-tests: $(UNIT_BINS) $(BINS) $(TOOL_BINS)
 fuzzers: $(FUZZ_BINS)
 
 deps:
