@@ -21,7 +21,8 @@ FUZZ     ?=
 FUZZ_SECONDS ?= 20
 VERSION  := $(shell cat VERSION)
 
-PKGS     := yaml-0.1 json-c libsystemd
+PKGS     := yaml-0.1 json-c libsystemd libibumad libibverbs librdmacm liburing \
+            libnl-3.0 libnl-route-3.0 liburcu-qsbr
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
@@ -30,7 +31,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CPPFLAGS += -D_GNU_SOURCE -DIBGW_VERSION='"$(VERSION)"' -I. $(PKG_CFLAGS)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing -pthread
-LDFLAGS  += -pthread
+LDFLAGS  += -pthread -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS)
 
 ifneq ($(SAN),)
