@@ -774,7 +774,7 @@ static int get_string(struct load *L, const struct field *f, const struct gw_yno
 		return -1;
 	len = strlen(s);
 	if (len >= size) {
-		verr(L, v, path, "%s is longer than %zu characters", show(s, buf, sizeof(buf)),
+		verr(L, v, path, "'%s' is longer than %zu characters", show(s, buf, sizeof(buf)),
 		     size - 1);
 		return -1;
 	}
@@ -788,21 +788,22 @@ static int get_string(struct load *L, const struct field *f, const struct gw_yno
 		return -1;
 	}
 	if ((f->flags & FL_NAME) && !name_chars_ok(s)) {
-		verr(L, v, path, "%s may contain only letters, digits, '.', '_', ':' and '-'",
+		verr(L, v, path, "'%s' may contain only letters, digits, '.', '_', ':' and '-'",
 		     show(s, buf, sizeof(buf)));
 		return -1;
 	}
 	if ((f->flags & FL_ABSPATH) && len && s[0] != '/') {
-		verr(L, v, path, "%s is not an absolute path", show(s, buf, sizeof(buf)));
+		verr(L, v, path, "'%s' is not an absolute path", show(s, buf, sizeof(buf)));
 		return -1;
 	}
 	if ((f->flags & FL_SUNPATH) && len > 107) {
-		verr(L, v, path, "is longer than 107 characters, the limit of a unix socket path");
+		verr(L, v, path, "'%s' is longer than 107 characters, the limit of a unix socket path",
+		     show(s, buf, sizeof(buf)));
 		return -1;
 	}
 	if ((f->flags & FL_IFNAME) && len > 15) {
 		verr(L, v, path,
-		     "%s is longer than 15 characters, the limit of a Linux interface name",
+		     "'%s' is longer than 15 characters, the limit of a Linux interface name",
 		     show(s, buf, sizeof(buf)));
 		return -1;
 	}
@@ -1315,8 +1316,9 @@ static void walk_map(struct load *L, const struct schema *s, void *base,
 			continue;
 		}
 		if (keys[fi]) {
-			gw_cfg_err(L->e, k->line, k->col, "duplicate key '%s' (first at line %u)",
-				   k->str, keys[fi]->line);
+			gw_cfg_err(L->e, k->line, k->col, "duplicate key '%s' %s%s (first at line %u)",
+				   k->str, s == &top_schema ? "at the top level" : "in ",
+				   s == &top_schema ? "" : path, keys[fi]->line);
 			continue;
 		}
 		keys[fi] = k;
@@ -1355,7 +1357,7 @@ static void check_gateway(struct load *L, void *base, const struct gw_ynode *con
 	const struct gw_ynode *cpus = val_of(&gateway_schema, vals, "worker_cpus"),
 			      *workers = val_of(&gateway_schema, vals, "workers");
 
-	(void)node;
+	(void)node, (void)path;
 	if (!val_of(&gateway_schema, vals, "name")) {
 		char host[256];
 
@@ -1366,7 +1368,7 @@ static void check_gateway(struct load *L, void *base, const struct gw_ynode *con
 	}
 	if (cpus && c->n_worker_cpus && c->n_worker_cpus == cpus->n &&
 	    usable(L, workers, &c->workers) && c->n_worker_cpus != c->workers)
-		verr(L, cpus, path,
+		verr(L, cpus, "gateway.worker_cpus",
 		     "%u CPUs listed for %u worker%s (list one CPU per worker, or none)",
 		     c->n_worker_cpus, c->workers, c->workers == 1 ? "" : "s");
 }
@@ -1817,8 +1819,8 @@ static void export_errors(struct gw_cfg_errs *e, struct gw_config_errors *out)
 		if (rc >= 0)
 			k++;
 	}
-	if (e->overflow && asprintf(&msgs[k], "%s: too many errors; only the first %d are shown",
-				    e->name, GW_CFG_MAX_ERRORS) >= 0)
+	if (e->overflow && asprintf(&msgs[k], "%s:%u:%u: too many errors; stopping after %d",
+				    e->name, e->over_line, e->over_col, GW_CFG_MAX_ERRORS) >= 0)
 		k++;
 	else if (e->oom && !e->n && asprintf(&msgs[k], "%s: out of memory", e->name) >= 0)
 		k++;

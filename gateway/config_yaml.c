@@ -22,6 +22,10 @@ void gw_cfg_err(struct gw_cfg_errs *e, unsigned line, unsigned col, const char *
 	char *msg;
 
 	if (e->n >= GW_CFG_MAX_ERRORS) {
+		if (!e->overflow) {
+			e->over_line = line;
+			e->over_col = col;
+		}
 		e->overflow = true;
 		return;
 	}
