@@ -23,8 +23,8 @@ VERSION  := $(shell cat VERSION)
 
 PKGS     := yaml-0.1 json-c libsystemd libibumad libibverbs librdmacm liburing \
             libnl-3.0 libnl-route-3.0 liburcu-qsbr
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wvla -Wpointer-arith -Wundef
