@@ -97,11 +97,12 @@ tap_like "the running config is unchanged" "$out" "name alpha "
 
 write_config beta
 tap_check "reload of a good file succeeds" "$gwctl" -S "$sock" reload
-tap_like "the new config is running" "$("$gwctl" -S "$sock" show version)" "name beta .*reloads 1 failed 1"
+tap_like "the new config is running" "$("$gwctl" -S "$sock" show version | tr '\n' ' ')" \
+	"name beta .*reloads 1 failed 1"
 write_config gamma
 kill -HUP "$pid"
-sleep 0.3
-tap_like "SIGHUP reloads too" "$("$gwctl" -S "$sock" show version)" "name gamma .*reloads 2"
+for _ in $(seq 100); do "$gwctl" -S "$sock" show version | grep -q "name gamma" && break; sleep 0.05; done
+tap_like "SIGHUP reloads too" "$("$gwctl" -S "$sock" show version | tr '\n' ' ')" "name gamma .*reloads 2"
 
 tap_check "log level can be changed" "$gwctl" -S "$sock" log level debug
 out=$("$gwctl" -S "$sock" log level loud 2>&1); rc=$?
