@@ -306,8 +306,8 @@ static const struct field route_fields[] = {
 	  "destination prefix" },
 	{ "via", T_VIA, offsetof(RT, via), offsetof(RT, n_via), GW_ROUTE_MAX_NEXTHOPS, 0, 0, NULL,
 	  NULL, 0, NULL, NULL, "next hop, or a list of them (ECMP); none: directly connected" },
-	{ "dev", T_STR, offsetof(RT, dev), 0, SZ(RT, dev), 0, 0, NULL, NULL, FL_OMIT_EMPTY, NULL,
-	  NULL, "link or interface to use" },
+	{ "dev", T_STR, offsetof(RT, dev), 0, SZ(RT, dev), 0, 0, NULL, NULL,
+	  FL_OMIT_EMPTY | FL_NAME, NULL, NULL, "link or interface to use" },
 	{ "metric", T_UINT, offsetof(RT, metric), 0, SZ(RT, metric), 0, UINT32_MAX, "0", NULL, 0,
 	  NULL, NULL, "lower wins; a backup route for the same prefix needs another metric" },
 };
@@ -797,7 +797,8 @@ static int get_string(struct load *L, const struct field *f, const struct gw_yno
 		return -1;
 	}
 	if ((f->flags & FL_SUNPATH) && len > 107) {
-		verr(L, v, path, "'%s' is longer than 107 characters, the limit of a unix socket path",
+		verr(L, v, path,
+		     "'%s' is longer than 107 characters, the limit of a unix socket path",
 		     show(s, buf, sizeof(buf)));
 		return -1;
 	}
@@ -1316,8 +1317,9 @@ static void walk_map(struct load *L, const struct schema *s, void *base,
 			continue;
 		}
 		if (keys[fi]) {
-			gw_cfg_err(L->e, k->line, k->col, "duplicate key '%s' %s%s (first at line %u)",
-				   k->str, s == &top_schema ? "at the top level" : "in ",
+			gw_cfg_err(L->e, k->line, k->col,
+				   "duplicate key '%s' %s%s (first at line %u)", k->str,
+				   s == &top_schema ? "at the top level" : "in ",
 				   s == &top_schema ? "" : path, keys[fi]->line);
 			continue;
 		}
@@ -2219,6 +2221,7 @@ static void reference(FILE *out, const struct schema *s, const char *title)
 	for (unsigned i = 0; i < s->n; i++) {
 		const struct field *f = &s->f[i];
 		const char *def = f->def_doc ? f->def_doc : f->def;
+		bool code = !f->def_doc; /* a literal value, not a description */
 
 		range[0] = '\0';
 		if (f->type == T_UINT || f->type == T_PKEY) {
@@ -2228,23 +2231,26 @@ static void reference(FILE *out, const struct schema *s, const char *title)
 		} else if (f->type == T_MODE) {
 			snprintf(range, sizeof(range), "0000..0777");
 		} else if (f->type == T_STR) {
-			snprintf(range, sizeof(range), "%u characters", f->size - 1);
+			snprintf(range, sizeof(range), "%u characters",
+				 f->flags & FL_SUNPATH  ? 107
+				 : f->flags & FL_IFNAME ? 15
+							: f->size - 1);
 		} else if (f->type == T_LIST || f->type == T_VIA ||
 			   (f->type >= T_IFADDR_LIST && f->type <= T_CPU_LIST)) {
 			snprintf(range, sizeof(range), "at most %u", f->size);
 		}
 		if (f->flags & FL_REQUIRED)
-			def = "required";
+			def = "required", code = false;
 		else if (!def && (f->type == T_LIST || f->type == T_VIA ||
 				  (f->type >= T_IFADDR_LIST && f->type <= T_CPU_LIST)))
 			def = "[]";
 		else if (!def)
-			def = "none";
+			def = "none", code = false;
 		else if (!*def)
 			def = "\"\"";
 		fprintf(out, "| `%s` | %s | %s%s%s | %s | %s |\n", f->key,
-			type_doc(f, tbuf, sizeof(tbuf)), f->def_doc ? "" : "`", def,
-			f->def_doc ? "" : "`", range, f->help);
+			type_doc(f, tbuf, sizeof(tbuf)), code ? "`" : "", def, code ? "`" : "",
+			range, f->help);
 	}
 	fputc('\n', out);
 	for (unsigned i = 0; i < s->n; i++) {

@@ -44,7 +44,7 @@ struct gw_cfg_errs {
 	const char *name; /* file name for messages */
 	struct gw_cfg_err *v;
 	unsigned n, cap;
-	bool overflow; /* GW_CFG_MAX_ERRORS reached; later errors dropped */
+	bool overflow;                /* GW_CFG_MAX_ERRORS reached; later errors dropped */
 	unsigned over_line, over_col; /* where the first dropped one was */
 	bool oom;
 };
