@@ -9,6 +9,7 @@
 #   make deps       install every Debian package the build, tests and demo need
 #   make check      all tests, then the unit tests again under ASan+UBSan
 #   make fuzz       build the libFuzzer harnesses and run each for FUZZ_SECONDS
+#   make bench      build and run the benchmarks (ratios against peers, same run)
 #   make demo       run the appliance on its embedded default
 #   make install    DESTDIR=... PREFIX=/usr
 
@@ -66,9 +67,13 @@ FABRIC_BIN  := $(if $(wildcard sim/fabric/main.c),$(O)/bin/ibgw-fabric)
 TOOL_SRCS := $(wildcard test/tools/*.c)
 TOOL_BINS := $(patsubst test/tools/%.c,$(O)/tools/%,$(TOOL_SRCS))
 
+# Benchmarks: bench/<name>.c -> build/bench/<name>; `make bench` runs them all.
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRCS))
+
 BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN)
 
-.PHONY: all deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers \
+.PHONY: all deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers bench \
         format format-check demo install clean
 all: $(BINS)
 
@@ -101,6 +106,10 @@ $(O)/tools/%: $(O)/test/tools/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
+$(O)/bench/%: $(O)/bench/%.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
 $(O)/test/%: $(O)/test/unit/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK) -lcmocka
@@ -130,6 +139,10 @@ unit-check: unit-tests
 
 check-tsan:
 	$(MAKE) --no-print-directory O=build/tsan SAN=thread unit-check
+
+# Benchmarks print ratios against peers measured in the same run; never pass/fail.
+bench: $(BENCH_BINS)
+	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
 fuzz:
 	$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 fuzzers
