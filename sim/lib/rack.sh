@@ -88,7 +88,8 @@ rack_pid_alive() {
 
 # rack_spawn LABEL NAMESPACE CWD [VAR=VALUE...] -- CMD...
 # Start CMD detached (own session, stdin /dev/null unless RACK_STDIN is set)
-# in NAMESPACE, log to logs/LABEL.log, pid in pids/LABEL.pid.
+# in NAMESPACE, log to logs/LABEL.log (stderr too unless RACK_STDERR names
+# another file), pid in pids/LABEL.pid.
 rack_spawn() {
 	local label=$1 ns=$2 cwd=$3 i
 	shift 3
@@ -102,7 +103,7 @@ rack_spawn() {
 		cd "$cwd" || exit 1
 		exec ip netns exec "$ns" setsid env "${envs[@]}" \
 			sh -c 'echo $$ > "$0"; exec "$@"' "$pidf" "$@"
-	) < "${RACK_STDIN:-/dev/null}" >> "$log" 2>&1 &
+	) < "${RACK_STDIN:-/dev/null}" >> "$log" 2>> "${RACK_STDERR:-$log}" &
 	for i in $(seq 50); do
 		[ -s "$pidf" ] && return 0
 		sleep 0.1
@@ -202,7 +203,9 @@ rack_start_ibsim() {
 	# console (at EOF it spins a core at 100%), and `link` can write to it.
 	rack_spawn console "$RACK_MGMT_NS" "$RACK_STATE" -- \
 		sh -c 'exec 3<>"$0"; exec sleep infinity' "$RACK_CONSOLE"
-	RACK_STDIN=$RACK_CONSOLE rack_spawn ibsim "$RACK_MGMT_NS" "$RACK_STATE" \
+	# stdout carries only console answers (rack_console reads them); ibsim's
+	# warnings go to ibsim.err.
+	RACK_STDIN=$RACK_CONSOLE RACK_STDERR=$RACK_STATE/logs/ibsim.err rack_spawn ibsim "$RACK_MGMT_NS" "$RACK_STATE" \
 		"IBSIM_SOCKNAME=$RACK_SOCKNAME" -- \
 		ibsim -r -l "$RACK_IBSIM_PORT" -s "$topo"
 	local i
@@ -211,7 +214,7 @@ rack_start_ibsim() {
 		rack_pid_alive ibsim || break
 		sleep 0.1
 	done
-	rack_die "ibsim did not start: $(tail -n 3 "$RACK_STATE/logs/ibsim.log")"
+	rack_die "ibsim did not start: $(tail -n 3 "$RACK_STATE/logs/ibsim.err")"
 }
 
 # rack_console CMD: send one command to ibsim's console and print its answer
@@ -223,7 +226,7 @@ rack_console() {
 	printf '%s\n' "$*" > "$RACK_CONSOLE"
 	for i in $(seq 30); do
 		sleep 0.1
-		tail -c +"$((before + 1))" "$log" | grep -q 'sim> *$' && break
+		tail -c +"$((before + 1))" "$log" | grep -q 'sim> ' && break
 	done
 	tail -c +"$((before + 1))" "$log" | sed -e 's/^sim> *//' | grep -v '^$'
 }
@@ -281,4 +284,49 @@ rack_wait_ready() {
 		sleep 0.5
 	done
 	return 1
+}
+
+# rack_reap_clients: disconnect ibsim client slots whose process is gone.
+# On hardware the kernel closes a dead process's umad/issm files (the port
+# drops IsSM); ibsim in remote mode only notices a dead client when a write
+# to it fails, which for UDP may never happen: the slot (one of 10) stays
+# taken and a killed SM keeps IsSM, so SMInfo polls to it are black-holed.
+# A client's ibsim "pid" is, in remote mode, the UDP port of its data socket
+# in its node's namespace: no such bound port = dead client.
+rack_reap_clients() {
+	local line id port node n=0
+	while read -r line; do
+		id=$(echo "$line" | sed -n 's/^Client \([0-9]*\): pid \([0-9]*\) connected at "\([^"]*\)".*/\1 \2 \3/p')
+		[ -n "$id" ] || continue
+		set -- $id
+		id=$1 port=$2 node=$3
+		if ! ip netns exec "$(rack_ns "$node")" ss -Huan "sport = :$port" 2>/dev/null | grep -q .; then
+			rack_console "X $id" >/dev/null
+			echo "reaped ibsim client $id (node $node, port $port): its process is gone"
+			n=$((n + 1))
+		fi
+	done < <(rack_console Attached)
+	return 0
+}
+
+# rack_detach_process LABEL: detach from ibsim the client(s) of a running
+# process, before killing it. ibsim forwards a request for an SM (SMInfo) to
+# the SM's client and never answers it itself; umad2sim has no send
+# timeouts, so a request forwarded to a dead SM is lost for good and an
+# OpenSM waiting for it (a standby taking over) stalls in DISCOVERING forever.
+# Detaching first makes ibsim answer such requests with a timeout status, as
+# a kernel does once the dead process's files are closed.
+rack_detach_process() {
+	local label=$1 pid node ports port line id
+	pid=$(rack_pid "$label") || return 0
+	[ -n "$pid" ] || return 0
+	node=$(cat "$RACK_STATE/pids/$label.ns"); node=${node#"$RACK_NAME"-}
+	ports=$(ip netns exec "$(rack_ns "$node")" ss -Huanp 2>/dev/null |
+		awk -v p="pid=$pid," 'index($0, p) { n = split($4, a, ":"); print a[n] }')
+	for port in $ports; do
+		while read -r line; do
+			id=$(echo "$line" | sed -n "s/^Client \([0-9]*\): pid $port connected.*/\1/p")
+			[ -n "$id" ] && rack_console "X $id" >/dev/null
+		done < <(rack_console Attached)
+	done
 }
