@@ -22,10 +22,13 @@
  *      umad2sim, the node's simulated port as OpenSM configured it. HELLO must come
  *      first and once; PORT_UPDATE replaces the identity after a port event (LID, SM or
  *      P_Key change). Answer: OK (value 0) or ERROR.
- *   QP_CREATE   body 8:  0: QP type (SIMFAB_QP_UD/RC/UC)  1-3: reserved  4-7: Q_Key
+ *   QP_CREATE   body 8:  0: QP type (SIMFAB_QP_UD/RC/UC)  1: reserved  2-3: P_Key
+ *        index (into the port's P_Key table)  4-7: Q_Key (UD; 0 for RC/UC)
  *      Answer: OK whose value is the QPN the fabric assigned (24-bit, never 0 or 1: QP0
  *      and QP1 exist implicitly on every port; QP1 is the GSI with Q_Key 0x80010000).
  *      A controlled Q_Key (high bit set) needs a privileged port (ERROR -EPERM).
+ *      As on hardware, a QP sends with the P_Key at its index and accepts only
+ *      packets whose P_Key matches that one; QP1 accepts any P_Key of the table.
  *   QP_MODIFY   body 8:  0-3: QPN  4-7: Q_Key                         Answer: OK 0
  *   QP_DESTROY  body 4:  0-3: QPN                                     Answer: OK 0
  *   MCAST_ATTACH, MCAST_DETACH  body 24:  0-3: QPN (UD)  4-5: MLID  6-7: reserved
@@ -122,6 +125,7 @@ struct simfab_msg {
 		struct simfab_port_info port; /* HELLO, PORT_UPDATE */
 		struct {
 			uint8_t type;
+			uint16_t pkey_index;
 			uint32_t qkey;
 		} qp_create;
 		struct {
@@ -216,6 +220,9 @@ int simfab_client_hello(struct simfab_client *c, const struct simfab_port_info *
 int simfab_client_port_update(struct simfab_client *c, const struct simfab_port_info *info);
 int simfab_client_qp_create(struct simfab_client *c, enum simfab_qp_type type, uint32_t qkey,
 			    uint32_t *qpn);
+/* The same with a P_Key index other than 0 (simfab_client_qp_create uses index 0). */
+int simfab_client_qp_create_pkey(struct simfab_client *c, enum simfab_qp_type type,
+				 uint16_t pkey_index, uint32_t qkey, uint32_t *qpn);
 int simfab_client_qp_modify(struct simfab_client *c, uint32_t qpn, uint32_t qkey);
 int simfab_client_qp_destroy(struct simfab_client *c, uint32_t qpn);
 int simfab_client_mcast_attach(struct simfab_client *c, uint32_t qpn, const union ib_gid *mgid,

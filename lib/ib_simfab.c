@@ -1,0 +1,762 @@
+/*
+ * The simulated fabric's port protocol: message codec, UD packet helper, and the client
+ * side every port shares (see ib_simfab.h for the layout).
+ *
+ * The decoder checks the header (version, length field against the datagram's length),
+ * then the body length the type fixes, then each field's range, so a bad message gets
+ * one precise reason. The encoder makes the same field checks: what one side encodes,
+ * the other decodes.
+ *
+ * The client keeps a small ring of PACKET/PORT_STATE messages that arrive while it
+ * waits for a request's answer, so requests can be made at any time without losing
+ * traffic (up to the ring's size; beyond it packets are dropped as an HCA without
+ * receive buffers would drop them).
+ */
+#include "lib/ib_simfab.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/ib_bytes.h"
+#include "lib/ib_types.h"
+
+unsigned simfab_mtu_bytes(uint8_t mtu_enum)
+{
+	return ib_mtu_bytes(mtu_enum);
+}
+
+static const char *const type_names[] = {
+	[SIMFAB_HELLO] = "HELLO",
+	[SIMFAB_PORT_UPDATE] = "PORT_UPDATE",
+	[SIMFAB_QP_CREATE] = "QP_CREATE",
+	[SIMFAB_QP_MODIFY] = "QP_MODIFY",
+	[SIMFAB_QP_DESTROY] = "QP_DESTROY",
+	[SIMFAB_MCAST_ATTACH] = "MCAST_ATTACH",
+	[SIMFAB_MCAST_DETACH] = "MCAST_DETACH",
+	[SIMFAB_PACKET] = "PACKET",
+	[SIMFAB_PORT_STATE] = "PORT_STATE",
+	[SIMFAB_OK] = "OK",
+	[SIMFAB_ERROR] = "ERROR",
+};
+
+const char *simfab_type_name(uint8_t type)
+{
+	if (type >= sizeof(type_names) / sizeof(type_names[0]) || !type_names[type])
+		return "?";
+	return type_names[type];
+}
+
+/* Store a reason for the caller (when it asked for one) and return err. */
+static int fail(const char **why, const char *reason, int err)
+{
+	if (why)
+		*why = reason;
+	return err;
+}
+
+int simfab_port_info_check(const struct simfab_port_info *p, const char **why)
+{
+	size_t nl = strnlen(p->name, SIMFAB_NAME_MAX);
+
+	if (nl == 0)
+		return fail(why, "node name is empty", -EINVAL);
+	if (nl == SIMFAB_NAME_MAX)
+		return fail(why, "node name has no NUL within 64 octets", -EINVAL);
+	if (p->port_num == 0 || p->port_num == 255)
+		return fail(why, "port number 0 or 255 (HCA ports are 1..254)", -EINVAL);
+	if (p->lmc > 7)
+		return fail(why, "LMC above 7", -EINVAL);
+	if (!simfab_mtu_bytes(p->mtu))
+		return fail(why, "active MTU is not an IB MTU code (1..5)", -EINVAL);
+	if (p->flags & ~SIMFAB_HELLO_PRIVILEGED)
+		return fail(why, "unknown flag bits", -EINVAL);
+	if (p->lid == 0 || p->lid >= IB_LID_MC_FIRST)
+		return fail(why, "LID is not a unicast LID (1..0xBFFF)", -EINVAL);
+	if (((unsigned)p->lid & ((1u << p->lmc) - 1)) != 0)
+		return fail(why, "LID is not aligned to 2^LMC", -EINVAL);
+	if ((unsigned)p->lid + (1u << p->lmc) - 1 >= IB_LID_MC_FIRST)
+		return fail(why, "LID range (LID + 2^LMC - 1) reaches the multicast LIDs", -EINVAL);
+	if (p->sm_lid >= IB_LID_MC_FIRST)
+		return fail(why, "SM LID is not a unicast LID", -EINVAL);
+	if (p->port_guid == 0)
+		return fail(why, "port GUID is 0", -EINVAL);
+	if (p->n_pkeys == 0 || p->n_pkeys > SIMFAB_PKEYS_MAX)
+		return fail(why, "P_Key table size not in 1..128", -EINVAL);
+	return 0;
+}
+
+/* Body length of each type: fixed, or the minimum (PACKET, ERROR, HELLO). */
+static int body_len_ok(uint8_t type, size_t blen, const uint8_t *body, const char **why)
+{
+	size_t want;
+
+	switch (type) {
+	case SIMFAB_HELLO:
+	case SIMFAB_PORT_UPDATE:
+		if (blen < SIMFAB_PORT_BODY)
+			return fail(why, "HELLO/PORT_UPDATE body shorter than 108 octets",
+				    -EMSGSIZE);
+		want = SIMFAB_PORT_BODY + 2u * ib_get_be16(body + 88);
+		if (blen != want)
+			return fail(why, "HELLO/PORT_UPDATE body is not 108 + 2 * n_pkeys octets",
+				    -EMSGSIZE);
+		return 0;
+	case SIMFAB_QP_CREATE:
+	case SIMFAB_QP_MODIFY:
+		want = 8;
+		break;
+	case SIMFAB_QP_DESTROY:
+	case SIMFAB_PORT_STATE:
+	case SIMFAB_OK:
+		want = 4;
+		break;
+	case SIMFAB_MCAST_ATTACH:
+	case SIMFAB_MCAST_DETACH:
+		want = 24;
+		break;
+	case SIMFAB_PACKET:
+		if (blen < SIMFAB_PACKET_BODY + IB_PACKET_MIN_LEN)
+			return fail(why, "PACKET shorter than its header and a minimal IB packet",
+				    -EMSGSIZE);
+		if (blen > SIMFAB_PACKET_BODY + IB_PACKET_MAX_LEN)
+			return fail(why, "PACKET longer than the longest IB packet", -EMSGSIZE);
+		return 0;
+	case SIMFAB_ERROR:
+		if (blen < 5)
+			return fail(why, "ERROR body has no message", -EMSGSIZE);
+		if (blen > 4 + SIMFAB_ERRMSG_MAX)
+			return fail(why, "ERROR message longer than 200 octets", -EMSGSIZE);
+		return 0;
+	default:
+		return fail(why, "unknown message type", -EPROTO);
+	}
+	if (blen != want) {
+		switch (want) {
+		case 4:
+			return fail(why, "body is not 4 octets, as the type requires", -EMSGSIZE);
+		case 8:
+			return fail(why, "body is not 8 octets, as the type requires", -EMSGSIZE);
+		default:
+			return fail(why, "body is not 24 octets, as the type requires", -EMSGSIZE);
+		}
+	}
+	return 0;
+}
+
+static int qpn_ok(uint32_t qpn, const char **why)
+{
+	if (qpn > IB_QPN_MAX)
+		return fail(why, "QPN wider than 24 bits", -EINVAL);
+	return 0;
+}
+
+int simfab_decode(const uint8_t *buf, size_t len, struct simfab_msg *m, const char **why)
+{
+	const uint8_t *b = buf + SIMFAB_HDR_LEN;
+	size_t blen;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	if (len < SIMFAB_HDR_LEN)
+		return fail(why, "shorter than the 8-octet header", -EMSGSIZE);
+	if (buf[0] != SIMFAB_VERSION)
+		return fail(why, "protocol version is not 1", -EPROTO);
+	if (ib_get_be16(buf + 2) != len)
+		return fail(why, "length field disagrees with the message's length", -EMSGSIZE);
+	m->type = buf[1];
+	m->seq = ib_get_be32(buf + 4);
+	blen = len - SIMFAB_HDR_LEN;
+	rc = body_len_ok(m->type, blen, b, why);
+	if (rc < 0)
+		return rc;
+
+	switch (m->type) {
+	case SIMFAB_HELLO:
+	case SIMFAB_PORT_UPDATE: {
+		struct simfab_port_info *p = &m->u.port;
+
+		memcpy(p->name, b, SIMFAB_NAME_MAX);
+		if (!memchr(p->name, 0, SIMFAB_NAME_MAX))
+			return fail(why, "node name has no NUL within 64 octets", -EINVAL);
+		p->port_num = b[64];
+		p->lmc = b[65];
+		p->mtu = b[66];
+		p->flags = b[67];
+		p->port_guid = ib_get_be64(b + 68);
+		p->gid_prefix = ib_get_be64(b + 76);
+		p->lid = ib_get_be16(b + 84);
+		p->sm_lid = ib_get_be16(b + 86);
+		p->n_pkeys = ib_get_be16(b + 88);
+		for (size_t i = 90; i < SIMFAB_PORT_BODY; i++)
+			if (b[i])
+				return fail(why, "reserved octets of HELLO are not 0", -EINVAL);
+		if (p->n_pkeys > SIMFAB_PKEYS_MAX)
+			return fail(why, "P_Key table size not in 1..128", -EINVAL);
+		for (unsigned i = 0; i < p->n_pkeys; i++)
+			p->pkeys[i] = ib_get_be16(b + SIMFAB_PORT_BODY + 2 * i);
+		return simfab_port_info_check(p, why);
+	}
+	case SIMFAB_QP_CREATE:
+		m->u.qp_create.type = b[0];
+		if (b[0] < SIMFAB_QP_UD || b[0] > SIMFAB_QP_UC)
+			return fail(why, "QP type is not UD (1), RC (2) or UC (3)", -EINVAL);
+		if (b[1])
+			return fail(why, "reserved octet of QP_CREATE is not 0", -EINVAL);
+		m->u.qp_create.pkey_index = ib_get_be16(b + 2);
+		if (m->u.qp_create.pkey_index >= SIMFAB_PKEYS_MAX)
+			return fail(why, "P_Key index above 127", -EINVAL);
+		m->u.qp_create.qkey = ib_get_be32(b + 4);
+		return 0;
+	case SIMFAB_QP_MODIFY:
+		m->u.qp_modify.qpn = ib_get_be32(b);
+		m->u.qp_modify.qkey = ib_get_be32(b + 4);
+		return qpn_ok(m->u.qp_modify.qpn, why);
+	case SIMFAB_QP_DESTROY:
+		m->u.qp_destroy.qpn = ib_get_be32(b);
+		return qpn_ok(m->u.qp_destroy.qpn, why);
+	case SIMFAB_MCAST_ATTACH:
+	case SIMFAB_MCAST_DETACH:
+		m->u.mcast.qpn = ib_get_be32(b);
+		m->u.mcast.mlid = ib_get_be16(b + 4);
+		memcpy(m->u.mcast.mgid.raw, b + 8, IB_GID_LEN);
+		if ((rc = qpn_ok(m->u.mcast.qpn, why)) < 0)
+			return rc;
+		if (b[6] || b[7])
+			return fail(why, "reserved octets of MCAST_ATTACH/DETACH are not 0",
+				    -EINVAL);
+		if (m->u.mcast.mlid < IB_LID_MC_FIRST || m->u.mcast.mlid == IB_LID_PERMISSIVE)
+			return fail(why, "MLID is not a multicast LID (0xC000..0xFFFE)", -EINVAL);
+		if (!ib_gid_is_multicast(&m->u.mcast.mgid))
+			return fail(why, "MGID is not a multicast GID (first octet 0xFF)", -EINVAL);
+		return 0;
+	case SIMFAB_PACKET:
+		m->u.packet.qpn = ib_get_be32(b);
+		if ((rc = qpn_ok(m->u.packet.qpn, why)) < 0)
+			return rc;
+		if (ib_get_be32(b + 4))
+			return fail(why, "reserved octets of PACKET are not 0", -EINVAL);
+		m->u.packet.data = b + SIMFAB_PACKET_BODY;
+		m->u.packet.len = blen - SIMFAB_PACKET_BODY;
+		return 0;
+	case SIMFAB_PORT_STATE:
+		m->u.port_state.state = b[0];
+		if (b[0] != SIMFAB_PORT_DOWN && b[0] != SIMFAB_PORT_ACTIVE)
+			return fail(why, "port state is not DOWN (1) or ACTIVE (4)", -EINVAL);
+		if (b[1] || b[2] || b[3])
+			return fail(why, "reserved octets of PORT_STATE are not 0", -EINVAL);
+		return 0;
+	case SIMFAB_OK:
+		m->u.ok.value = ib_get_be32(b);
+		return 0;
+	case SIMFAB_ERROR:
+		m->u.error.err = ib_get_be32(b);
+		m->u.error.text = (const char *)b + 4;
+		m->u.error.len = blen - 4;
+		if (m->u.error.err == 0 || m->u.error.err > 4095)
+			return fail(why, "ERROR errno not in 1..4095", -EINVAL);
+		for (size_t i = 0; i < m->u.error.len; i++)
+			if (b[4 + i] < 0x20 || b[4 + i] > 0x7e)
+				return fail(why, "ERROR message is not printable ASCII", -EINVAL);
+		return 0;
+	}
+	return fail(why, "unknown message type", -EPROTO); /* not reached: body_len_ok */
+}
+
+static void put_hdr(uint8_t *buf, uint8_t type, size_t len, uint32_t seq)
+{
+	buf[0] = SIMFAB_VERSION;
+	buf[1] = type;
+	ib_put_be16(buf + 2, (uint16_t)len);
+	ib_put_be32(buf + 4, seq);
+}
+
+int simfab_packet_header(uint8_t *buf, uint32_t qpn, size_t pkt_len)
+{
+	size_t len = SIMFAB_HDR_LEN + SIMFAB_PACKET_BODY + pkt_len;
+
+	if (qpn > IB_QPN_MAX || pkt_len < IB_PACKET_MIN_LEN || pkt_len > IB_PACKET_MAX_LEN)
+		return -EINVAL;
+	put_hdr(buf, SIMFAB_PACKET, len, 0);
+	ib_put_be32(buf + SIMFAB_HDR_LEN, qpn);
+	ib_put_be32(buf + SIMFAB_HDR_LEN + 4, 0);
+	return (int)len;
+}
+
+int simfab_encode(const struct simfab_msg *m, uint8_t *buf, size_t len)
+{
+	uint8_t *b = buf + SIMFAB_HDR_LEN;
+	size_t blen;
+
+	switch (m->type) {
+	case SIMFAB_HELLO:
+	case SIMFAB_PORT_UPDATE:
+		if (simfab_port_info_check(&m->u.port, NULL) < 0)
+			return -EINVAL;
+		blen = SIMFAB_PORT_BODY + 2u * m->u.port.n_pkeys;
+		break;
+	case SIMFAB_QP_CREATE:
+		if (m->u.qp_create.type < SIMFAB_QP_UD || m->u.qp_create.type > SIMFAB_QP_UC ||
+		    m->u.qp_create.pkey_index >= SIMFAB_PKEYS_MAX)
+			return -EINVAL;
+		blen = 8;
+		break;
+	case SIMFAB_QP_MODIFY:
+		if (m->u.qp_modify.qpn > IB_QPN_MAX)
+			return -EINVAL;
+		blen = 8;
+		break;
+	case SIMFAB_QP_DESTROY:
+		if (m->u.qp_destroy.qpn > IB_QPN_MAX)
+			return -EINVAL;
+		blen = 4;
+		break;
+	case SIMFAB_MCAST_ATTACH:
+	case SIMFAB_MCAST_DETACH:
+		if (m->u.mcast.qpn > IB_QPN_MAX || m->u.mcast.mlid < IB_LID_MC_FIRST ||
+		    m->u.mcast.mlid == IB_LID_PERMISSIVE || !ib_gid_is_multicast(&m->u.mcast.mgid))
+			return -EINVAL;
+		blen = 24;
+		break;
+	case SIMFAB_PACKET:
+		if (len < SIMFAB_HDR_LEN + SIMFAB_PACKET_BODY + m->u.packet.len)
+			return -ENOSPC;
+		if (simfab_packet_header(buf, m->u.packet.qpn, m->u.packet.len) < 0)
+			return -EINVAL;
+		memmove(buf + SIMFAB_HDR_LEN + SIMFAB_PACKET_BODY, m->u.packet.data,
+			m->u.packet.len);
+		ib_put_be32(buf + 4, m->seq);
+		return (int)(SIMFAB_HDR_LEN + SIMFAB_PACKET_BODY + m->u.packet.len);
+	case SIMFAB_PORT_STATE:
+		if (m->u.port_state.state != SIMFAB_PORT_DOWN &&
+		    m->u.port_state.state != SIMFAB_PORT_ACTIVE)
+			return -EINVAL;
+		blen = 4;
+		break;
+	case SIMFAB_OK:
+		blen = 4;
+		break;
+	case SIMFAB_ERROR:
+		if (m->u.error.err == 0 || m->u.error.err > 4095 || m->u.error.len == 0 ||
+		    m->u.error.len > SIMFAB_ERRMSG_MAX)
+			return -EINVAL;
+		for (size_t i = 0; i < m->u.error.len; i++)
+			if (m->u.error.text[i] < 0x20 || m->u.error.text[i] > 0x7e)
+				return -EINVAL;
+		blen = 4 + m->u.error.len;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (len < SIMFAB_HDR_LEN + blen)
+		return -ENOSPC;
+	memset(b, 0, blen);
+	switch (m->type) {
+	case SIMFAB_HELLO:
+	case SIMFAB_PORT_UPDATE: {
+		const struct simfab_port_info *p = &m->u.port;
+
+		memcpy(b, p->name, strnlen(p->name, SIMFAB_NAME_MAX));
+		b[64] = p->port_num;
+		b[65] = p->lmc;
+		b[66] = p->mtu;
+		b[67] = p->flags;
+		ib_put_be64(b + 68, p->port_guid);
+		ib_put_be64(b + 76, p->gid_prefix);
+		ib_put_be16(b + 84, p->lid);
+		ib_put_be16(b + 86, p->sm_lid);
+		ib_put_be16(b + 88, p->n_pkeys);
+		for (unsigned i = 0; i < p->n_pkeys; i++)
+			ib_put_be16(b + SIMFAB_PORT_BODY + 2 * i, p->pkeys[i]);
+		break;
+	}
+	case SIMFAB_QP_CREATE:
+		b[0] = m->u.qp_create.type;
+		ib_put_be16(b + 2, m->u.qp_create.pkey_index);
+		ib_put_be32(b + 4, m->u.qp_create.qkey);
+		break;
+	case SIMFAB_QP_MODIFY:
+		ib_put_be32(b, m->u.qp_modify.qpn);
+		ib_put_be32(b + 4, m->u.qp_modify.qkey);
+		break;
+	case SIMFAB_QP_DESTROY:
+		ib_put_be32(b, m->u.qp_destroy.qpn);
+		break;
+	case SIMFAB_MCAST_ATTACH:
+	case SIMFAB_MCAST_DETACH:
+		ib_put_be32(b, m->u.mcast.qpn);
+		ib_put_be16(b + 4, m->u.mcast.mlid);
+		memcpy(b + 8, m->u.mcast.mgid.raw, IB_GID_LEN);
+		break;
+	case SIMFAB_PORT_STATE:
+		b[0] = m->u.port_state.state;
+		break;
+	case SIMFAB_OK:
+		ib_put_be32(b, m->u.ok.value);
+		break;
+	case SIMFAB_ERROR:
+		ib_put_be32(b, m->u.error.err);
+		memcpy(b + 4, m->u.error.text, m->u.error.len);
+		break;
+	}
+	put_hdr(buf, m->type, SIMFAB_HDR_LEN + blen, m->seq);
+	return (int)(SIMFAB_HDR_LEN + blen);
+}
+
+int simfab_build_ud(const struct simfab_port_info *port, uint32_t src_qpn, uint32_t psn,
+		    const struct simfab_ud_dest *d, const uint8_t *payload, size_t payload_len,
+		    uint8_t *buf, size_t len)
+{
+	struct ib_packet p;
+
+	memset(&p, 0, sizeof(p));
+	p.lrh.sl = d->sl;
+	p.lrh.dlid = d->dlid;
+	p.lrh.slid = port->lid;
+	if (d->dgid) {
+		p.has_grh = true;
+		p.grh.ipver = IB_GRH_IPVER;
+		p.grh.next_hdr = IB_GRH_NXTHDR_BTH;
+		p.grh.hop_limit = d->hop_limit;
+		ib_gid_set(&p.grh.sgid, port->gid_prefix, port->port_guid);
+		p.grh.dgid = *d->dgid;
+	}
+	p.bth.opcode = IB_OP_UD_SEND_ONLY;
+	p.bth.pkey = d->pkey;
+	p.bth.dqpn = d->dqpn;
+	p.bth.psn = psn & IB_PSN_MAX;
+	p.deth.qkey = d->qkey;
+	p.deth.src_qp = src_qpn;
+	p.payload = payload;
+	p.payload_len = payload_len;
+	return ib_packet_build(&p, buf, len);
+}
+
+/* ---- client ------------------------------------------------------------------------ */
+
+#define CLIENT_RING 64 /* PACKET/PORT_STATE messages kept while waiting for an answer */
+
+struct simfab_client {
+	int fd;
+	int timeout_ms;
+	uint32_t seq;
+	char errmsg[SIMFAB_ERRMSG_MAX + 64];
+	uint8_t rx[SIMFAB_MSG_MAX]; /* last message handed out / being read */
+	uint8_t tx[SIMFAB_HDR_LEN + SIMFAB_PORT_BODY + 2 * SIMFAB_PKEYS_MAX]; /* largest: HELLO */
+	struct {
+		uint16_t len;
+		uint8_t *buf;
+	} ring[CLIENT_RING];
+	unsigned head, count;
+	uint8_t *ring_mem;
+	uint64_t ring_drops;
+};
+
+int simfab_client_connect(const char *path, struct simfab_client **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct simfab_client *c;
+	int rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ring_mem = malloc((size_t)CLIENT_RING * SIMFAB_MSG_MAX);
+	if (!c->ring_mem) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < CLIENT_RING; i++)
+		c->ring[i].buf = c->ring_mem + (size_t)i * SIMFAB_MSG_MAX;
+	c->timeout_ms = 5000;
+	strcpy(sa.sun_path, path);
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		rc = -errno;
+		goto fail_free;
+	}
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		goto fail_close;
+	}
+	*out = c;
+	return 0;
+fail_close:
+	close(c->fd);
+fail_free:
+	free(c->ring_mem);
+fail:
+	free(c);
+	return rc;
+}
+
+void simfab_client_close(struct simfab_client *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c->ring_mem);
+	free(c);
+}
+
+int simfab_client_fd(const struct simfab_client *c)
+{
+	return c->fd;
+}
+
+const char *simfab_client_errmsg(const struct simfab_client *c)
+{
+	return c->errmsg;
+}
+
+void simfab_client_set_timeout(struct simfab_client *c, int timeout_ms)
+{
+	c->timeout_ms = timeout_ms;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read one message into c->rx within timeout_ms (-1 forever). Returns its length,
+ * -EAGAIN, -ETIMEDOUT (only if timeout_ms > 0), -ECONNRESET or -errno. */
+static int read_msg(struct simfab_client *c, int timeout_ms)
+{
+	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+
+	for (;;) {
+		ssize_t n = recv(c->fd, c->rx, sizeof(c->rx), MSG_TRUNC);
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		int wait;
+
+		if (n > (ssize_t)sizeof(c->rx)) {
+			snprintf(c->errmsg, sizeof(c->errmsg), "message of %zd octets is too long",
+				 n);
+			return -EPROTO;
+		}
+		if (n > 0)
+			return (int)n;
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return errno == ECONNRESET || errno == EPIPE ? -ECONNRESET : -errno;
+		if (timeout_ms == 0)
+			return -EAGAIN;
+		wait = -1;
+		if (timeout_ms > 0) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			wait = (int)left;
+		}
+		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int send_req(struct simfab_client *c, struct simfab_msg *m, uint32_t *value)
+{
+	int64_t deadline;
+	int len, n;
+
+	m->seq = ++c->seq;
+	c->errmsg[0] = 0;
+	len = simfab_encode(m, c->tx, sizeof(c->tx));
+	if (len < 0)
+		return len;
+	if (send(c->fd, c->tx, (size_t)len, MSG_NOSIGNAL) != len)
+		return errno == EPIPE ? -ECONNRESET : -errno;
+	deadline = now_ms() + c->timeout_ms;
+	for (;;) {
+		struct simfab_msg r;
+		const char *why = NULL;
+		int64_t left = deadline - now_ms();
+
+		n = read_msg(c, left > 0 ? (int)left : 1);
+		if (n == -EAGAIN)
+			n = -ETIMEDOUT;
+		if (n < 0)
+			return n;
+		if (simfab_decode(c->rx, (size_t)n, &r, &why) < 0) {
+			snprintf(c->errmsg, sizeof(c->errmsg), "bad message from the fabric: %s",
+				 why);
+			return -EPROTO;
+		}
+		if (r.type == SIMFAB_PACKET || r.type == SIMFAB_PORT_STATE) {
+			/* Traffic that overtook the answer: keep it for simfab_client_recv. */
+			if (c->count == CLIENT_RING) {
+				c->ring_drops++;
+				continue;
+			}
+			unsigned slot = (c->head + c->count) % CLIENT_RING;
+
+			memcpy(c->ring[slot].buf, c->rx, (size_t)n);
+			c->ring[slot].len = (uint16_t)n;
+			c->count++;
+			continue;
+		}
+		if (r.seq != m->seq || (r.type != SIMFAB_OK && r.type != SIMFAB_ERROR)) {
+			snprintf(c->errmsg, sizeof(c->errmsg),
+				 "unexpected %s (seq %u) while waiting for the answer to %s",
+				 simfab_type_name(r.type), r.seq, simfab_type_name(m->type));
+			return -EPROTO;
+		}
+		if (r.type == SIMFAB_ERROR) {
+			snprintf(c->errmsg, sizeof(c->errmsg), "%.*s", (int)r.u.error.len,
+				 r.u.error.text);
+			return -(int)r.u.error.err;
+		}
+		if (value)
+			*value = r.u.ok.value;
+		return 0;
+	}
+}
+
+int simfab_client_hello(struct simfab_client *c, const struct simfab_port_info *info)
+{
+	struct simfab_msg m = { .type = SIMFAB_HELLO };
+
+	m.u.port = *info;
+	return send_req(c, &m, NULL);
+}
+
+int simfab_client_port_update(struct simfab_client *c, const struct simfab_port_info *info)
+{
+	struct simfab_msg m = { .type = SIMFAB_PORT_UPDATE };
+
+	m.u.port = *info;
+	return send_req(c, &m, NULL);
+}
+
+int simfab_client_qp_create_pkey(struct simfab_client *c, enum simfab_qp_type type,
+				 uint16_t pkey_index, uint32_t qkey, uint32_t *qpn)
+{
+	struct simfab_msg m = { .type = SIMFAB_QP_CREATE };
+
+	m.u.qp_create.type = (uint8_t)type;
+	m.u.qp_create.pkey_index = pkey_index;
+	m.u.qp_create.qkey = qkey;
+	return send_req(c, &m, qpn);
+}
+
+int simfab_client_qp_create(struct simfab_client *c, enum simfab_qp_type type, uint32_t qkey,
+			    uint32_t *qpn)
+{
+	return simfab_client_qp_create_pkey(c, type, 0, qkey, qpn);
+}
+
+int simfab_client_qp_modify(struct simfab_client *c, uint32_t qpn, uint32_t qkey)
+{
+	struct simfab_msg m = { .type = SIMFAB_QP_MODIFY };
+
+	m.u.qp_modify.qpn = qpn;
+	m.u.qp_modify.qkey = qkey;
+	return send_req(c, &m, NULL);
+}
+
+int simfab_client_qp_destroy(struct simfab_client *c, uint32_t qpn)
+{
+	struct simfab_msg m = { .type = SIMFAB_QP_DESTROY };
+
+	m.u.qp_destroy.qpn = qpn;
+	return send_req(c, &m, NULL);
+}
+
+static int mcast(struct simfab_client *c, uint8_t type, uint32_t qpn, const union ib_gid *mgid,
+		 uint16_t mlid)
+{
+	struct simfab_msg m = { .type = type };
+
+	m.u.mcast.qpn = qpn;
+	m.u.mcast.mgid = *mgid;
+	m.u.mcast.mlid = mlid;
+	return send_req(c, &m, NULL);
+}
+
+int simfab_client_mcast_attach(struct simfab_client *c, uint32_t qpn, const union ib_gid *mgid,
+			       uint16_t mlid)
+{
+	return mcast(c, SIMFAB_MCAST_ATTACH, qpn, mgid, mlid);
+}
+
+int simfab_client_mcast_detach(struct simfab_client *c, uint32_t qpn, const union ib_gid *mgid,
+			       uint16_t mlid)
+{
+	return mcast(c, SIMFAB_MCAST_DETACH, qpn, mgid, mlid);
+}
+
+int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t *pkt, size_t len)
+{
+	uint8_t hdr[SIMFAB_HDR_LEN + SIMFAB_PACKET_BODY];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)pkt, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (simfab_packet_header(hdr, src_qpn, len) < 0)
+		return -EINVAL;
+	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return errno == EPIPE ? -ECONNRESET : -errno;
+	return 0;
+}
+
+static int to_event(struct simfab_client *c, const uint8_t *buf, size_t n, struct simfab_event *ev)
+{
+	struct simfab_msg r;
+	const char *why = NULL;
+
+	if (simfab_decode(buf, n, &r, &why) < 0) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "bad message from the fabric: %s", why);
+		return -EPROTO;
+	}
+	memset(ev, 0, sizeof(*ev));
+	ev->type = r.type;
+	if (r.type == SIMFAB_PACKET) {
+		ev->qpn = r.u.packet.qpn;
+		ev->data = r.u.packet.data;
+		ev->len = r.u.packet.len;
+		return 0;
+	}
+	if (r.type == SIMFAB_PORT_STATE) {
+		ev->port_state = r.u.port_state.state;
+		return 0;
+	}
+	snprintf(c->errmsg, sizeof(c->errmsg), "unexpected %s from the fabric",
+		 simfab_type_name(r.type));
+	return -EPROTO;
+}
+
+int simfab_client_recv(struct simfab_client *c, struct simfab_event *ev, int timeout_ms)
+{
+	int n;
+
+	if (c->count) {
+		unsigned slot = c->head;
+		size_t len = c->ring[slot].len;
+
+		/* Copy out so the slot is free and ev->data stays valid until the next call. */
+		memcpy(c->rx, c->ring[slot].buf, len);
+		c->head = (c->head + 1) % CLIENT_RING;
+		c->count--;
+		return to_event(c, c->rx, len, ev);
+	}
+	n = read_msg(c, timeout_ms);
+	if (n == -ETIMEDOUT)
+		n = -EAGAIN;
+	if (n < 0)
+		return n;
+	return to_event(c, c->rx, (size_t)n, ev);
+}
