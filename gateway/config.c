@@ -536,7 +536,7 @@ static const char *show(const char *s, char *buf, size_t len)
 		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
 	if (i < n && i + 4 <= len) {
 		/* do not cut a UTF-8 sequence in half */
-		while (i > 0 && ((unsigned char)buf[i] & 0xc0) == 0x80)
+		while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80)
 			i--;
 		memcpy(buf + i, "...", 4);
 	} else {
