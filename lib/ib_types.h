@@ -6,7 +6,13 @@
 #define IBGW_LIB_IB_TYPES_H
 
 /* IB MTU codes: 1 = 256 ... 5 = 4096 octets of payload per packet. */
-enum ib_mtu { IB_MTU_256 = 1, IB_MTU_512, IB_MTU_1024, IB_MTU_2048, IB_MTU_4096 };
+enum ib_mtu {
+	IB_MTU_256 = 1,
+	IB_MTU_512,
+	IB_MTU_1024,
+	IB_MTU_2048,
+	IB_MTU_4096
+};
 
 /* Octets for an MTU code, or 0 for a code that is not one. */
 static inline unsigned ib_mtu_bytes(int code)
