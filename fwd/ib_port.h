@@ -35,7 +35,12 @@ struct ibp_qp;
 struct ibp_srq;
 struct ibp_ah;
 
-enum ibp_port_state { IBP_PORT_DOWN = 1, IBP_PORT_INIT = 2, IBP_PORT_ARMED = 3, IBP_PORT_ACTIVE = 4 };
+enum ibp_port_state {
+	IBP_PORT_DOWN = 1,
+	IBP_PORT_INIT = 2,
+	IBP_PORT_ARMED = 3,
+	IBP_PORT_ACTIVE = 4
+};
 
 #define IBP_MAX_PKEYS 64
 
@@ -47,20 +52,20 @@ struct ibp_port_attr {
 	uint8_t sm_sl;
 	uint8_t subnet_timeout; /* 4.096 us * 2^timeout: the SA timeout's base */
 	enum ib_mtu active_mtu;
-	uint64_t gid_prefix; /* host order */
-	uint64_t port_guid;  /* host order */
+	uint64_t gid_prefix;           /* host order */
+	uint64_t port_guid;            /* host order */
 	uint16_t pkeys[IBP_MAX_PKEYS]; /* P_Key table, index = pkey_index */
 	unsigned n_pkeys;
 };
 
 /* Which port to open. */
 struct ibp_port_config {
-	const char *backend; /* "verbs" or "sim" */
-	const char *device;  /* verbs: HCA name ("mlx5_0"); sim: node name ("gw1") */
-	uint8_t port;        /* 1-based */
+	const char *backend;    /* "verbs" or "sim" */
+	const char *device;     /* verbs: HCA name ("mlx5_0"); sim: node name ("gw1") */
+	uint8_t port;           /* 1-based */
 	const char *sim_socket; /* sim: the fabric's socket path */
-	size_t buf_size;     /* size of each packet buffer (largest receive) */
-	unsigned n_bufs;     /* buffers in the port's pool */
+	size_t buf_size;        /* size of each packet buffer (largest receive) */
+	unsigned n_bufs;        /* buffers in the port's pool */
 };
 
 /* Address handle attributes: where a UD packet goes. */
@@ -69,7 +74,7 @@ struct ibp_ah_attr {
 	uint8_t sl;
 	uint8_t src_path_bits;
 	uint8_t static_rate; /* IBA rate code, 0 = port rate */
-	bool is_global;	     /* add a GRH (off-subnet or multicast destinations) */
+	bool is_global;      /* add a GRH (off-subnet or multicast destinations) */
 	union ib_gid dgid;
 	uint32_t flow_label;
 	uint8_t hop_limit;
@@ -77,16 +82,19 @@ struct ibp_ah_attr {
 	uint8_t sgid_index;
 };
 
-enum ibp_qp_type { IBP_QPT_UD, IBP_QPT_RC };
+enum ibp_qp_type {
+	IBP_QPT_UD,
+	IBP_QPT_RC
+};
 
 struct ibp_qp_init {
 	enum ibp_qp_type type;
 	uint16_t pkey_index;
-	uint32_t qkey;	     /* UD */
+	uint32_t qkey;       /* UD */
 	unsigned send_depth; /* outstanding sends */
 	unsigned recv_depth; /* UD: receive queue depth; RC with srq: ignored */
-	struct ibp_srq *srq;  /* RC: receive through this shared receive queue */
-	void *user;	     /* returned in completions */
+	struct ibp_srq *srq; /* RC: receive through this shared receive queue */
+	void *user;          /* returned in completions */
 };
 
 /* RC connection parameters (from the CM exchange), applied INIT -> RTR -> RTS. */
@@ -120,10 +128,19 @@ struct ibp_send {
 	uint64_t wr_id;
 };
 
-enum ibp_wc_status { IBP_WC_OK = 0, IBP_WC_FLUSHED, IBP_WC_RETRY_EXCEEDED, IBP_WC_RNR_EXCEEDED,
-		    IBP_WC_REMOTE_ERROR, IBP_WC_LOCAL_ERROR };
+enum ibp_wc_status {
+	IBP_WC_OK = 0,
+	IBP_WC_FLUSHED,
+	IBP_WC_RETRY_EXCEEDED,
+	IBP_WC_RNR_EXCEEDED,
+	IBP_WC_REMOTE_ERROR,
+	IBP_WC_LOCAL_ERROR
+};
 
-enum ibp_wc_kind { IBP_WC_SEND, IBP_WC_RECV };
+enum ibp_wc_kind {
+	IBP_WC_SEND,
+	IBP_WC_RECV
+};
 
 /* A completion. Received UD buffers start with the 40-byte GRH area, as on verbs;
  * has_grh tells whether it holds a GRH; the payload follows it. */
@@ -171,13 +188,15 @@ struct ibp_ops {
 
 	int (*create_srq)(struct ibp_port *port, unsigned depth, struct ibp_srq **out);
 	void (*destroy_srq)(struct ibp_srq *srq);
-	int (*create_qp)(struct ibp_port *port, const struct ibp_qp_init *init, struct ibp_qp **out);
+	int (*create_qp)(struct ibp_port *port, const struct ibp_qp_init *init,
+			 struct ibp_qp **out);
 	/* UD: RESET -> INIT -> RTR -> RTS in one go. RC: apply the CM's parameters. */
 	int (*qp_ready)(struct ibp_qp *qp, const struct ibp_qp_connect *rc);
 	void (*destroy_qp)(struct ibp_qp *qp);
 	uint32_t (*qp_num)(const struct ibp_qp *qp);
 
-	int (*create_ah)(struct ibp_port *port, const struct ibp_ah_attr *attr, struct ibp_ah **out);
+	int (*create_ah)(struct ibp_port *port, const struct ibp_ah_attr *attr,
+			 struct ibp_ah **out);
 	void (*destroy_ah)(struct ibp_ah *ah);
 
 	int (*attach_mcast)(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid);

@@ -37,7 +37,7 @@ struct gw_daemon {
 	int sigfd;
 	int exit_status;
 	struct evtimer *watchdog;
-	time_t started;	     /* wall clock, for show version */
+	time_t started;      /* wall clock, for show version */
 	uint64_t started_ms; /* monotonic */
 	unsigned reloads, reload_failures;
 	char *reload_errors; /* the last failed reload's messages, one per line */
@@ -56,8 +56,9 @@ static int cmd_show_version(void *ctx, struct json_object *args, struct ctl_repl
 	json_object_object_add(o, "name", json_object_new_string(d->cfg->name));
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(o, "started", json_object_new_int64(d->started));
-	json_object_object_add(o, "uptime_s",
-			       json_object_new_int64((int64_t)((evloop_now_ms() - d->started_ms) / 1000)));
+	json_object_object_add(
+	    o, "uptime_s",
+	    json_object_new_int64((int64_t)((evloop_now_ms() - d->started_ms) / 1000)));
 	json_object_object_add(o, "config", json_object_new_string(d->cfg->source));
 	json_object_object_add(o, "reloads", json_object_new_int((int)d->reloads));
 	json_object_object_add(o, "reload_failures", json_object_new_int((int)d->reload_failures));
@@ -78,7 +79,8 @@ static struct json_object *prefixes_json(const struct ip_prefix *p, unsigned n)
 	char buf[IP_PREFIX_STRLEN];
 
 	for (unsigned i = 0; i < n; i++)
-		json_object_array_add(a, json_object_new_string(ip_prefix_format(&p[i], buf, sizeof(buf))));
+		json_object_array_add(
+		    a, json_object_new_string(ip_prefix_format(&p[i], buf, sizeof(buf))));
 	return a;
 }
 
@@ -105,7 +107,8 @@ static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply 
 		json_object_object_add(o, "state", json_object_new_string("down"));
 		json_object_object_add(o, "reason", json_object_new_string(link_down_reason));
 		json_object_object_add(o, "mtu", json_object_new_int((int)l->mtu));
-		json_object_object_add(o, "mode", json_object_new_string(gw_ipoib_mode_name(l->mode)));
+		json_object_object_add(o, "mode",
+				       json_object_new_string(gw_ipoib_mode_name(l->mode)));
 		json_object_object_add(o, "pkey", json_object_new_string(pkey));
 		json_object_object_add(o, "device", json_object_new_string(l->device));
 		json_object_object_add(o, "port", json_object_new_int(l->port));
@@ -142,7 +145,8 @@ static int cmd_reload(void *ctx, struct json_object *args, struct ctl_reply *r)
 	(void)args;
 
 	if (gw_daemon_reload(d) < 0)
-		return ctl_reply_error(r, CTL_EFAILED, "reload failed, the running config is unchanged:\n%s",
+		return ctl_reply_error(r, CTL_EFAILED,
+				       "reload failed, the running config is unchanged:\n%s",
 				       d->reload_errors ? d->reload_errors : "");
 	return CTL_OK;
 }
@@ -155,22 +159,21 @@ static int cmd_log_level(void *ctx, struct json_object *args, struct ctl_reply *
 
 	if (!args || !json_object_object_get_ex(args, "level", &lv) ||
 	    !json_object_is_type(lv, json_type_string) || json_object_object_length(args) != 1)
-		return ctl_reply_error(r, CTL_EBADREQ, "log level needs exactly one argument \"level\"");
+		return ctl_reply_error(r, CTL_EBADREQ,
+				       "log level needs exactly one argument \"level\"");
 	level = log_level_from_name(json_object_get_string(lv));
 	if (level < 0)
-		return ctl_reply_error(r, CTL_EBADREQ,
-				       "unknown log level '%s' (error, warning, notice, info, debug)",
-				       json_object_get_string(lv));
+		return ctl_reply_error(
+		    r, CTL_EBADREQ, "unknown log level '%s' (error, warning, notice, info, debug)",
+		    json_object_get_string(lv));
 	log_set_level(level);
 	log_notice("log level set to %s", log_level_name(level));
 	return CTL_OK;
 }
 
 static const struct ctl_command commands[] = {
-	{ CTL_SHOW_VERSION, true, cmd_show_version },
-	{ CTL_SHOW_CONFIG, true, cmd_show_config },
-	{ CTL_SHOW_LINKS, true, cmd_show_links },
-	{ CTL_RELOAD, false, cmd_reload },
+	{ CTL_SHOW_VERSION, true, cmd_show_version }, { CTL_SHOW_CONFIG, true, cmd_show_config },
+	{ CTL_SHOW_LINKS, true, cmd_show_links },     { CTL_RELOAD, false, cmd_reload },
 	{ CTL_LOG_LEVEL, false, cmd_log_level },
 };
 
@@ -212,7 +215,8 @@ int gw_daemon_reload(struct gw_daemon *d)
 		sd_notify(0, "READY=1\nSTATUS=running; last reload failed");
 		return -1;
 	}
-	if (strcmp(cfg->socket, d->cfg->socket) || strcmp(cfg->readonly_socket, d->cfg->readonly_socket))
+	if (strcmp(cfg->socket, d->cfg->socket) ||
+	    strcmp(cfg->readonly_socket, d->cfg->readonly_socket))
 		log_notice("control socket changes take effect at the next start");
 	log_set_level(cfg->log_level);
 	gw_config_free(d->cfg);

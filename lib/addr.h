@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 struct ip_addr {
-	uint8_t family; /* AF_INET or AF_INET6 */
+	uint8_t family;    /* AF_INET or AF_INET6 */
 	uint8_t bytes[16]; /* network order; IPv4 uses the first 4 */
 };
 
@@ -22,7 +22,7 @@ struct ip_prefix {
 	uint8_t len; /* prefix length in bits */
 };
 
-#define IP_ADDR_STRLEN	 46 /* INET6_ADDRSTRLEN */
+#define IP_ADDR_STRLEN   46 /* INET6_ADDRSTRLEN */
 #define IP_PREFIX_STRLEN (IP_ADDR_STRLEN + 4)
 
 /* Parse "10.0.0.1" or "fe80::1". Returns 0, or -EINVAL. */

@@ -275,7 +275,8 @@ int evloop_run(struct evloop *loop)
 
 			/* A handler may have removed a later fd of this batch. */
 			if (fd < loop->n_watches && loop->watches[fd].cb)
-				loop->watches[fd].cb(loop, fd, evs[i].events, loop->watches[fd].arg);
+				loop->watches[fd].cb(loop, fd, evs[i].events,
+						     loop->watches[fd].arg);
 		}
 	}
 	return 0;

@@ -19,9 +19,9 @@ static _Atomic int log_sink = LOG_TARGET_STDERR;
 static const char *log_ident = "ibgw";
 
 static const char *const level_names[] = {
-	[LOG_EMERG] = "emergency", [LOG_ALERT] = "alert", [LOG_CRIT] = "critical",
-	[LOG_ERR] = "error",	   [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-	[LOG_INFO] = "info",	   [LOG_DEBUG] = "debug",
+	[LOG_EMERG] = "emergency", [LOG_ALERT] = "alert",     [LOG_CRIT] = "critical",
+	[LOG_ERR] = "error",       [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+	[LOG_INFO] = "info",       [LOG_DEBUG] = "debug",
 };
 
 /* systemd sets JOURNAL_STREAM=dev:ino for a stderr connected to the journal. */

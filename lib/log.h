@@ -13,10 +13,10 @@
 #include <syslog.h>
 
 enum log_target {
-	LOG_TARGET_AUTO,   /* journal if stderr is a journal stream, else stderr */
-	LOG_TARGET_STDERR, /* plain lines on stderr */
+	LOG_TARGET_AUTO,    /* journal if stderr is a journal stream, else stderr */
+	LOG_TARGET_STDERR,  /* plain lines on stderr */
 	LOG_TARGET_JOURNAL, /* "<N>" priority prefix on stderr, for systemd */
-	LOG_TARGET_SYSLOG, /* syslog(3), facility daemon */
+	LOG_TARGET_SYSLOG,  /* syslog(3), facility daemon */
 };
 
 /* Priorities are syslog's: LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG. */

@@ -59,8 +59,7 @@ int ctl_hdr_decode(const uint8_t in[CTL_HDR_LEN], size_t max_len, struct ctl_hdr
 	return 0;
 }
 
-int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out,
-		   char why[CTL_WHY_LEN])
+int ctl_body_parse(const uint8_t *body, size_t len, struct json_object **out, char why[CTL_WHY_LEN])
 {
 	struct json_tokener *tok;
 	struct json_object *obj;

@@ -19,11 +19,11 @@
 
 struct json_object;
 
-#define CTL_MAGIC	   0x49424757u /* "IBGW" */
-#define CTL_VERSION	   1
-#define CTL_HDR_LEN	   16
-#define CTL_MAX_REQUEST	   (64u * 1024) /* request bodies; larger is refused */
-#define CTL_MAX_REPLY	   (16u * 1024 * 1024) /* one reply frame (one record) */
+#define CTL_MAGIC          0x49424757u /* "IBGW" */
+#define CTL_VERSION        1
+#define CTL_HDR_LEN        16
+#define CTL_MAX_REQUEST    (64u * 1024)        /* request bodies; larger is refused */
+#define CTL_MAX_REPLY      (16u * 1024 * 1024) /* one reply frame (one record) */
 #define CTL_MAX_JSON_DEPTH 16
 
 /* Frame types. Requests < 0x8000, replies >= 0x8000. Numbers never change. */
@@ -41,12 +41,12 @@ enum ctl_msg_type {
 /* Status codes in an END frame. */
 enum ctl_status {
 	CTL_OK = 0,
-	CTL_EBADREQ = 1,    /* malformed request */
-	CTL_EUNKNOWN = 2,   /* unknown request type */
-	CTL_EPERM = 3,	    /* not allowed on this socket */
-	CTL_EFAILED = 4,    /* the command ran and failed (e.g. reload with config errors) */
-	CTL_EVERSION = 5,   /* protocol version not spoken */
-	CTL_EBUSY = 6,	    /* too many clients or requests */
+	CTL_EBADREQ = 1,  /* malformed request */
+	CTL_EUNKNOWN = 2, /* unknown request type */
+	CTL_EPERM = 3,    /* not allowed on this socket */
+	CTL_EFAILED = 4,  /* the command ran and failed (e.g. reload with config errors) */
+	CTL_EVERSION = 5, /* protocol version not spoken */
+	CTL_EBUSY = 6,    /* too many clients or requests */
 };
 
 struct ctl_hdr {

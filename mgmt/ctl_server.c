@@ -245,7 +245,8 @@ static void process_input(struct ctl_conn *c)
 		if (err == -EPROTONOSUPPORT) {
 			char msg[96];
 
-			snprintf(msg, sizeof(msg), "protocol version %u not supported (this daemon speaks %u)",
+			snprintf(msg, sizeof(msg),
+				 "protocol version %u not supported (this daemon speaks %u)",
 				 h.version, CTL_VERSION);
 			conn_fail(c, h.seq, CTL_EVERSION, msg);
 			break;
@@ -345,7 +346,8 @@ static void listener_event(struct evloop *loop, int fd, uint32_t events, void *a
 		c->in = malloc(CTL_HDR_LEN + CTL_MAX_REQUEST);
 	if (c)
 		c->idle = evtimer_new(loop, conn_idle, c);
-	if (!c || !c->in || !c->idle || evloop_add_fd(loop, cfd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0) {
+	if (!c || !c->in || !c->idle ||
+	    evloop_add_fd(loop, cfd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0) {
 		if (c) {
 			evtimer_free(c->idle);
 			free(c->in);

@@ -23,7 +23,7 @@ struct json_object;
 struct ctl_server;
 struct ctl_reply;
 
-#define CTL_MAX_CLIENTS	    64
+#define CTL_MAX_CLIENTS     64
 #define CTL_IDLE_TIMEOUT_MS 30000
 
 /* A handler adds records to the reply and returns CTL_OK or a ctl_status (after
@@ -31,7 +31,7 @@ struct ctl_reply;
 typedef int (*ctl_handler_fn)(void *ctx, struct json_object *args, struct ctl_reply *reply);
 
 struct ctl_command {
-	uint16_t type; /* enum ctl_msg_type */
+	uint16_t type;  /* enum ctl_msg_type */
 	bool read_only; /* allowed on the read-only socket */
 	ctl_handler_fn fn;
 };
@@ -52,7 +52,7 @@ void ctl_server_free(struct ctl_server *srv);
 int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec);
 /* Set the END frame's error text; returns status for "return ctl_reply_error(...)". */
 int ctl_reply_error(struct ctl_reply *reply, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Counters, for gwctl show stats later and for tests. */
 struct ctl_server_stats {

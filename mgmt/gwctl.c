@@ -73,12 +73,13 @@ static void print_version(struct json_object *o, struct output *out)
 	int64_t up = num(o, "uptime_s");
 	(void)out;
 
-	printf("ibgwd %s (control protocol %lld)\n", str(o, "version"), (long long)num(o, "protocol"));
+	printf("ibgwd %s (control protocol %lld)\n", str(o, "version"),
+	       (long long)num(o, "protocol"));
 	printf("name %s pid %lld up %lldd%02lldh%02lldm%02llds\n", str(o, "name"),
 	       (long long)num(o, "pid"), (long long)(up / 86400), (long long)(up / 3600 % 24),
 	       (long long)(up / 60 % 60), (long long)(up % 60));
-	printf("config %s reloads %lld failed %lld\n", str(o, "config"), (long long)num(o, "reloads"),
-	       (long long)num(o, "reload_failures"));
+	printf("config %s reloads %lld failed %lld\n", str(o, "config"),
+	       (long long)num(o, "reloads"), (long long)num(o, "reload_failures"));
 	printf("gwctl %s\n", IBGW_VERSION);
 }
 
@@ -141,7 +142,8 @@ static void yaml_object(struct json_object *o, int indent, bool first_inline)
 		if (json_object_is_type(val, json_type_object) && json_object_object_length(val)) {
 			printf("\n");
 			yaml_object(val, indent + 2, false);
-		} else if (json_object_is_type(val, json_type_array) && json_object_array_length(val)) {
+		} else if (json_object_is_type(val, json_type_array) &&
+			   json_object_array_length(val)) {
 			printf("\n");
 			yaml_value(val, indent + 2, false);
 		} else {
@@ -194,16 +196,36 @@ static struct json_object *args_log_level(int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ { "show", "version" }, CTL_SHOW_VERSION, NULL, NULL, print_version,
+	{ { "show", "version" },
+	  CTL_SHOW_VERSION,
+	  NULL,
+	  NULL,
+	  print_version,
 	  "daemon and client versions, uptime" },
-	{ { "show", "config" }, CTL_SHOW_CONFIG, NULL, NULL, print_config,
+	{ { "show", "config" },
+	  CTL_SHOW_CONFIG,
+	  NULL,
+	  NULL,
+	  print_config,
 	  "the running configuration" },
-	{ { "show", "links" }, CTL_SHOW_LINKS, NULL, NULL, print_link,
+	{ { "show", "links" },
+	  CTL_SHOW_LINKS,
+	  NULL,
+	  NULL,
+	  print_link,
 	  "IPoIB links and Ethernet interfaces" },
-	{ { "reload" }, CTL_RELOAD, NULL, NULL, NULL,
+	{ { "reload" },
+	  CTL_RELOAD,
+	  NULL,
+	  NULL,
+	  NULL,
 	  "reload the configuration file (kept unchanged on error)" },
-	{ { "log", "level" }, CTL_LOG_LEVEL, "error|warning|notice|info|debug", args_log_level,
-	  NULL, "set the daemon's log level" },
+	{ { "log", "level" },
+	  CTL_LOG_LEVEL,
+	  "error|warning|notice|info|debug",
+	  args_log_level,
+	  NULL,
+	  "set the daemon's log level" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -261,8 +283,9 @@ static const struct command *match_command(int argc, char **argv, int *used)
 				continue;
 			w = commands[i].words[depth];
 			if (!strstr(options, w))
-				snprintf(options + strlen(options), sizeof(options) - strlen(options),
-					 "%s%s", options[0] ? ", " : "", w);
+				snprintf(options + strlen(options),
+					 sizeof(options) - strlen(options), "%s%s",
+					 options[0] ? ", " : "", w);
 			if (!word || strncmp(w, word, strlen(word)) != 0) {
 				alive[i] = false;
 				continue;
@@ -275,7 +298,8 @@ static const struct command *match_command(int argc, char **argv, int *used)
 				candidates++;
 		}
 		if (!word) {
-			fprintf(stderr, "gwctl: incomplete command; expected one of: %s\n", options);
+			fprintf(stderr, "gwctl: incomplete command; expected one of: %s\n",
+				options);
 			return NULL;
 		}
 		if (candidates == 0) {
@@ -398,9 +422,9 @@ int main(int argc, char **argv)
 	if (out.json) {
 		if (status == CTL_OK)
 			printf("%s\n", json_object_to_json_string_ext(
-					       out.array, out.pretty ? JSON_C_TO_STRING_PRETTY |
-									 JSON_C_TO_STRING_SPACED
-								     : JSON_C_TO_STRING_PLAIN));
+					   out.array, out.pretty ? JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_SPACED
+								 : JSON_C_TO_STRING_PLAIN));
 		json_object_put(out.array);
 	}
 	if (status != CTL_OK) {

@@ -278,7 +278,8 @@ static void malformed_requests_get_precise_errors(void **state)
 	const char *e;
 	int cnt = 0;
 	assert_int_equal(ctl_client_connect(&c, f->path, 2000), 0);
-	assert_int_equal(ctl_client_request(&c, CTL_SHOW_VERSION, NULL, count_record, &cnt, &e), CTL_OK);
+	assert_int_equal(ctl_client_request(&c, CTL_SHOW_VERSION, NULL, count_record, &cnt, &e),
+			 CTL_OK);
 	ctl_client_close(&c);
 	assert_int_equal(cnt, 3);
 }
@@ -321,13 +322,17 @@ static void second_server_on_live_socket_is_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(request_returns_records_then_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(request_returns_records_then_status, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(handler_error_reaches_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(unknown_type_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_only_socket_allows_only_show, setup, teardown),
-		cmocka_unit_test_setup_teardown(malformed_requests_get_precise_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(client_limit_refuses_extra_connections, setup, teardown),
-		cmocka_unit_test_setup_teardown(second_server_on_live_socket_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(malformed_requests_get_precise_errors, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(client_limit_refuses_extra_connections, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(second_server_on_live_socket_is_refused, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests_name("ctl", tests, NULL, NULL);
