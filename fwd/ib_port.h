@@ -42,7 +42,8 @@ enum ibp_port_state {
 	IBP_PORT_ACTIVE = 4
 };
 
-#define IBP_MAX_PKEYS 64
+/* ConnectX HCAs (mlx4, mlx5) report a P_Key table of 128 entries. */
+#define IBP_MAX_PKEYS 128
 
 struct ibp_port_attr {
 	enum ibp_port_state state;
