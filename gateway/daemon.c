@@ -304,17 +304,23 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 	sigset_t mask;
 	uint64_t wd_usec;
 
+	int err = -EIO;
+
 	if (!d)
-		return -1;
+		return -ENOMEM;
 	d->opts = *opts;
 	d->sigfd = -1;
 	d->started = time(NULL);
 	d->started_ms = evloop_now_ms();
 	if (load_config(opts->config_path, &d->cfg, &errors) < 0) {
 		free(errors);
+		err = -EINVAL;
 		goto fail;
 	}
-	log_set_level(d->cfg->log_level);
+	if (d->cfg->log_target != LOG_TARGET_AUTO)
+		log_init("ibgwd", d->cfg->log_target, d->cfg->log_level);
+	else
+		log_set_level(d->cfg->log_level);
 	if (evloop_new(&d->loop) < 0)
 		goto fail;
 
@@ -341,7 +347,7 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 	return 0;
 fail:
 	gw_daemon_free(d);
-	return -1;
+	return err;
 }
 
 int gw_daemon_run(struct gw_daemon *d)

@@ -17,7 +17,8 @@ struct gw_daemon_opts {
 	bool foreground;
 };
 
-/* Load the config, open the control sockets. Returns 0, or -1 having logged why. */
+/* Load the config, open the control sockets. Returns 0, -EINVAL when the config does
+ * not load, or another -errno; every failure is logged. */
 int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out);
 /* Run until SIGTERM/SIGINT; returns the process exit status. */
 int gw_daemon_run(struct gw_daemon *d);

@@ -106,8 +106,9 @@ int main(int argc, char **argv)
 		log_errno(LOG_ERR, errno, "daemon");
 		return 1;
 	}
-	if (gw_daemon_new(&opts, &d) < 0)
-		return EX_CONFIG;
+	status = gw_daemon_new(&opts, &d);
+	if (status < 0)
+		return status == -EINVAL ? EX_CONFIG : 1;
 	status = gw_daemon_run(d);
 	gw_daemon_free(d);
 	return status;

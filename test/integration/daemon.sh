@@ -50,7 +50,11 @@ wait_socket() {
 	return 1
 }
 
-tap_plan 28
+tap_plan 30
+printf 'gateway:\n  workers: many\n' >"$work/broken.yaml"
+out=$("$ibgwd" -d -f "$work/broken.yaml" -S "$work/b.sock" 2>&1); rc=$?
+tap_is "a daemon started on a broken config exits 78 (EX_CONFIG)" "$rc" 78
+tap_like "and says where and why" "$out" "broken.yaml:2:12: .*workers"
 write_config alpha
 "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
 pid=$!
