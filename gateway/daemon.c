@@ -191,7 +191,7 @@ static int load_config(const char *path, struct gw_config **out, char **errors)
 		for (unsigned i = 0; i < errs.n; i++) {
 			log_error("%s", errs.msgs[i]);
 			if (f)
-				fprintf(f, "%s\n", errs.msgs[i]);
+				fprintf(f, "%s%s", i ? "\n" : "", errs.msgs[i]);
 		}
 		if (f)
 			fclose(f);

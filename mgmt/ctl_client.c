@@ -97,7 +97,9 @@ int ctl_client_request(struct ctl_client *c, uint16_t type, struct json_object *
 		       ctl_record_fn on_record, void *arg, const char **error)
 {
 	static char errbuf[512];
-	const char *body = args ? json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN) : "";
+	const char *body = args ? json_object_to_json_string_ext(
+				      args, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+				: "";
 	size_t len = strlen(body);
 	struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, type, (uint32_t)len, ++c->seq };
 	uint8_t hdr[CTL_HDR_LEN];

@@ -133,7 +133,8 @@ static void queue_end(struct ctl_conn *c, uint32_t seq, int status, const char *
 	json_object_object_add(o, "status", json_object_new_int(status));
 	if (status != CTL_OK)
 		json_object_object_add(o, "error", json_object_new_string(error));
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	s = json_object_to_json_string_ext(o,
+					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (queue_frame(c, CTL_MSG_END, seq, s, strlen(s)) < 0)
 		c->closing = true; /* cannot even say why: drop the client */
 	json_object_put(o);
@@ -141,7 +142,8 @@ static void queue_end(struct ctl_conn *c, uint32_t seq, int status, const char *
 
 int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec)
 {
-	const char *s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN |
+								JSON_C_TO_STRING_NOSLASHESCAPE);
 	int err = queue_frame(reply->conn, CTL_MSG_RECORD, reply->seq, s, strlen(s));
 
 	json_object_put(rec);

@@ -125,7 +125,8 @@ static void yaml_scalar(struct json_object *v)
 
 		printf(plain ? "%s" : "\"%s\"", s);
 	} else {
-		printf("%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		printf("%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+								   JSON_C_TO_STRING_NOSLASHESCAPE));
 	}
 }
 
@@ -420,11 +421,12 @@ int main(int argc, char **argv)
 	ctl_client_close(&client);
 	json_object_put(args);
 	if (out.json) {
+		int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
+			    (out.pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+					: JSON_C_TO_STRING_PLAIN);
+
 		if (status == CTL_OK)
-			printf("%s\n", json_object_to_json_string_ext(
-					   out.array, out.pretty ? JSON_C_TO_STRING_PRETTY |
-								       JSON_C_TO_STRING_SPACED
-								 : JSON_C_TO_STRING_PLAIN));
+			printf("%s\n", json_object_to_json_string_ext(out.array, flags));
 		json_object_put(out.array);
 	}
 	if (status != CTL_OK) {
