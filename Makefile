@@ -29,7 +29,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wvla -Wpointer-arith -Wundef
-CPPFLAGS += -D_GNU_SOURCE -DIBGW_VERSION='"$(VERSION)"' -I. $(PKG_CFLAGS)
+CPPFLAGS += -D_GNU_SOURCE -DIBGW_VERSION='"$(VERSION)"' -DIBGW_SYSCONFDIR='"$(SYSCONFDIR)"' -I. $(PKG_CFLAGS)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing -pthread
 LDFLAGS  += -pthread -Wl,--as-needed
@@ -159,7 +159,7 @@ demo:
 	$(MAKE) --no-print-directory all
 	sim/demo $(O)
 
-install: all
+install: $(O)/bin/ibgwd $(O)/bin/gwctl
 	install -D -m 0755 $(O)/bin/ibgwd $(DESTDIR)$(PREFIX)/sbin/ibgwd
 	install -D -m 0755 $(O)/bin/gwctl $(DESTDIR)$(PREFIX)/bin/gwctl
 	install -D -m 0644 etc/ibgwd.yaml $(DESTDIR)$(SYSCONFDIR)/ibgw/ibgwd.yaml
