@@ -11,14 +11,17 @@
  * The model is verbs, reduced to what IPoIB needs: one protection domain and one
  * memory registration per port (the packet buffer pool), UD and RC queue pairs, a
  * shared receive queue for RC (RFC 4755 recommends it), address handles, multicast
- * attach, batched post/poll, and an event fd per port for completions and port events.
+ * attach, batched post/poll, a completion fd for the worker and an event fd for the
+ * control thread.
  *
  * Threads: control operations (open, query, create/modify/destroy of QPs and AHs,
  * multicast attach/detach, next_event) are called from the control thread only. The
  * data path of a port (post_send, post_recv, post_srq_recv, poll) belongs to one thread
  * at a time, the port's owning worker. buf_get/buf_put are safe from any thread. A
  * backend must allow control operations concurrently with the data path; a QP is
- * destroyed only after its owner has stopped posting to it.
+ * destroyed only after its owner has stopped posting to it; the owner keeps polling
+ * the port meanwhile, so the QP's flushed completions are reaped (destroy waits for
+ * them, as the Linux IPoIB driver does).
  */
 #ifndef IBGW_FWD_IB_PORT_H
 #define IBGW_FWD_IB_PORT_H
@@ -211,11 +214,16 @@ struct ibp_ops {
 	 * never blocks. Returns the count or -errno. */
 	int (*poll)(struct ibp_port *port, struct ibp_wc *wcs, unsigned max);
 
-	/* An fd that becomes readable when poll() may return completions or
-	 * next_event() an event; re-armed by arm(). */
-	int (*event_fd)(struct ibp_port *port);
+	/* Worker: an fd that becomes readable when poll() may return completions,
+	 * once arm() has been called; a worker that sleeps calls arm(), polls once
+	 * more (completions that came before arm raise no event), then waits. */
+	int (*cq_fd)(struct ibp_port *port);
 	int (*arm)(struct ibp_port *port);
-	/* Next port or QP event, or -EAGAIN. Control thread. */
+	/* Control thread: an fd readable when next_event() has an event; the next
+	 * port or QP event, or -EAGAIN. (Two fds, because the worker and the control
+	 * thread each wait on their own: one shared level-triggered fd would make
+	 * whichever waits spin while the other's half is pending.) */
+	int (*async_fd)(struct ibp_port *port);
 	int (*next_event)(struct ibp_port *port, struct ibp_event *ev);
 };
 

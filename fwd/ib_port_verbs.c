@@ -3,8 +3,9 @@
  *
  * One port = one device context, one protection domain, one packet buffer pool
  * registered as a single memory region, one completion channel and one CQ shared by
- * every QP of the port, and an epoll fd over the completion channel and the async
- * event fd (the port's event_fd). docs/ib-port.md maps each op to its verbs calls.
+ * every QP of the port. The completion channel's fd is the port's cq_fd (the worker
+ * waits on it) and the context's async fd its async_fd (the control thread's).
+ * docs/ib-port.md maps each op to its verbs calls.
  *
  * The CQ is created at open with room for n_bufs + IBP_VERBS_CQ_SLACK entries and is
  * never resized: every completion but the internal drain WRs is for a posted pool
@@ -34,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,7 +122,6 @@ struct ibp_port {
 	unsigned n_bufs;
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
-	int epfd;
 
 	/* free_lock: the free list (a stack of buffer indexes). */
 	pthread_mutex_t free_lock;
@@ -334,7 +333,6 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
-	port->epfd = -1;
 	port->port_num = cfg->port;
 	snprintf(port->name, sizeof(port->name), "%s:%u", cfg->device, cfg->port);
 	pthread_mutex_init(&port->free_lock, NULL);
@@ -452,32 +450,12 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 		goto fail;
 	}
 
-	/* One fd for the caller: epoll over the completion channel and the async fd,
-	 * both non-blocking so arm() and next_event() never wait. */
+	/* Both fds non-blocking, so arm() and next_event() never wait. */
 	ret = set_nonblock(port->chan->fd);
 	if (ret == 0)
 		ret = set_nonblock(port->ctx->async_fd);
 	if (ret < 0)
 		goto fail;
-	port->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (port->epfd < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	{
-		struct epoll_event ev = { .events = EPOLLIN };
-
-		ev.data.fd = port->chan->fd;
-		if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, port->chan->fd, &ev) < 0) {
-			ret = -errno;
-			goto fail;
-		}
-		ev.data.fd = port->ctx->async_fd;
-		if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, port->ctx->async_fd, &ev) < 0) {
-			ret = -errno;
-			goto fail;
-		}
-	}
 	log_info("verbs: %s open: %u buffers of %zu bytes, CQ of %d", port->name, port->n_bufs,
 		 cfg->buf_size, port->cq->cqe);
 	*out = port;
@@ -532,8 +510,6 @@ static void verbs_close(struct ibp_port *port)
 			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_ah", port->name);
 		free(ah);
 	}
-	if (port->epfd >= 0)
-		close(port->epfd);
 	if (port->cq) {
 		/* ibv_destroy_cq waits for every CQ event to be acked. */
 		if (port->cq_events_unacked)
@@ -1479,9 +1455,14 @@ static int verbs_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 
 /* --- events --- */
 
-static int verbs_event_fd(struct ibp_port *port)
+static int verbs_cq_fd(struct ibp_port *port)
 {
-	return port->epfd;
+	return port->chan->fd;
+}
+
+static int verbs_async_fd(struct ibp_port *port)
+{
+	return port->ctx->async_fd;
 }
 
 /* Ack pending completion events (batched: each ack takes the CQ's mutex in libibverbs)
@@ -1624,7 +1605,8 @@ const struct ibp_ops ibp_verbs_ops = {
 	.post_recv = verbs_post_recv,
 	.post_srq_recv = verbs_post_srq_recv,
 	.poll = verbs_poll,
-	.event_fd = verbs_event_fd,
+	.cq_fd = verbs_cq_fd,
+	.async_fd = verbs_async_fd,
 	.arm = verbs_arm,
 	.next_event = verbs_next_event,
 };

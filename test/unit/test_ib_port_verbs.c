@@ -49,7 +49,8 @@ static void every_op_is_set(void **state)
 	assert_non_null(o->post_recv);
 	assert_non_null(o->post_srq_recv);
 	assert_non_null(o->poll);
-	assert_non_null(o->event_fd);
+	assert_non_null(o->cq_fd);
+	assert_non_null(o->async_fd);
 	assert_non_null(o->arm);
 	assert_non_null(o->next_event);
 }
