@@ -666,49 +666,60 @@ static bool pkey_ok(uint16_t pkey, uint16_t mine, bool *limited)
 	return false;
 }
 
-/* One delivery to QP qpn of port dst: the receiving HCA's checks. */
-static void egress(struct fabric *f, struct port *src, struct port *dst, int dport, uint32_t qpn,
-		   const struct ib_packet *pkt, const uint8_t *buf, size_t len,
-		   struct fabric_verdict *v)
+/* The receiving HCA's checks for one delivery to QP qpn of port dst. */
+static enum fabric_drop egress_check(struct fabric *f, struct port *dst, uint32_t qpn,
+				     const struct ib_packet *pkt)
 {
 	uint8_t type = qp_type_of(pkt->bth.opcode);
 	bool limited = false, match = false;
 
 	if (f->nodes[dst->node].down)
-		return refuse(f, v, src, dst, FABRIC_DROP_LINK_DOWN);
+		return FABRIC_DROP_LINK_DOWN;
 	if (lose(f, f->nodes[dst->node].loss_ppm))
-		return refuse(f, v, src, dst, FABRIC_DROP_LOSS);
+		return FABRIC_DROP_LOSS;
 	if (qpn == IB_QP1) {
 		/* The GSI accepts any P_Key of the port's table. */
 		for (unsigned i = 0; i < dst->info.n_pkeys && !match; i++)
 			match = pkey_ok(pkt->bth.pkey, dst->info.pkeys[i], &limited);
 		if (!match)
-			return refuse(f, v, src, dst,
-				      limited ? FABRIC_DROP_PKEY_LIMITED : FABRIC_DROP_PKEY);
+			return limited ? FABRIC_DROP_PKEY_LIMITED : FABRIC_DROP_PKEY;
 		if (type != SIMFAB_QP_UD)
-			return refuse(f, v, src, dst, FABRIC_DROP_QP_TYPE);
+			return FABRIC_DROP_QP_TYPE;
 		if (pkt->deth.qkey != IB_QP1_QKEY)
-			return refuse(f, v, src, dst, FABRIC_DROP_QKEY);
+			return FABRIC_DROP_QKEY;
 	} else {
 		struct qp *q = qp_find(dst, qpn);
 
 		if (!q)
-			return refuse(f, v, src, dst, FABRIC_DROP_NO_QP);
+			return FABRIC_DROP_NO_QP;
 		if (!pkey_ok(pkt->bth.pkey, dst->info.pkeys[q->pkey_index], &limited))
-			return refuse(f, v, src, dst,
-				      limited ? FABRIC_DROP_PKEY_LIMITED : FABRIC_DROP_PKEY);
+			return limited ? FABRIC_DROP_PKEY_LIMITED : FABRIC_DROP_PKEY;
 		if (q->type != type)
-			return refuse(f, v, src, dst, FABRIC_DROP_QP_TYPE);
+			return FABRIC_DROP_QP_TYPE;
 		if (type == SIMFAB_QP_UD && pkt->deth.qkey != q->qkey)
-			return refuse(f, v, src, dst, FABRIC_DROP_QKEY);
+			return FABRIC_DROP_QKEY;
 	}
 	if (pkt->has_grh && pkt->lrh.dlid < IB_LID_MC_FIRST &&
 	    !gid_is_port(&pkt->grh.dgid, &dst->info))
-		return refuse(f, v, src, dst, FABRIC_DROP_DGID);
+		return FABRIC_DROP_DGID;
 	if (pkt->payload_len > dst->mtu_bytes)
-		return refuse(f, v, src, dst, FABRIC_DROP_MTU);
-	if (f->ops.deliver(f->arg, dport, qpn, buf, len) < 0)
-		return refuse(f, v, src, dst, FABRIC_DROP_RX_OVERFLOW);
+		return FABRIC_DROP_MTU;
+	return FABRIC_OK;
+}
+
+static void egress(struct fabric *f, struct port *src, int dport, uint32_t qpn,
+		   const struct ib_packet *pkt, const uint8_t *buf, size_t len,
+		   struct fabric_verdict *v)
+{
+	struct port *dst = &f->ports[dport];
+	enum fabric_drop r = egress_check(f, dst, qpn, pkt);
+
+	if (r == FABRIC_OK && f->ops.deliver(f->arg, dport, qpn, buf, len) < 0)
+		r = FABRIC_DROP_RX_OVERFLOW;
+	if (r != FABRIC_OK) {
+		refuse(f, v, src, dst, r);
+		return;
+	}
 	dst->st.tx_packets++;
 	dst->st.tx_bytes += len;
 	f->st.delivered++;
@@ -727,8 +738,10 @@ static void route(struct fabric *f, struct port *src, int sport, uint32_t src_qp
 
 		if (!pkt->has_grh || !ib_gid_is_multicast(&pkt->grh.dgid) ||
 		    pkt->bth.dqpn != IB_QPN_MULTICAST ||
-		    qp_type_of(pkt->bth.opcode) != SIMFAB_QP_UD)
-			return refuse(f, v, src, NULL, FABRIC_DROP_MCAST_HDR);
+		    qp_type_of(pkt->bth.opcode) != SIMFAB_QP_UD) {
+			refuse(f, v, src, NULL, FABRIC_DROP_MCAST_HDR);
+			return;
+		}
 		for (unsigned i = 0; i < f->mc_end; i++) {
 			struct mc *m = &f->mc[i];
 
@@ -738,16 +751,17 @@ static void route(struct fabric *f, struct port *src, int sport, uint32_t src_qp
 			if (src && m->port == sport && m->qpn == src_qpn)
 				continue;
 			member = true;
-			egress(f, src, &f->ports[m->port], m->port, m->qpn, pkt, buf, len, v);
+			egress(f, src, m->port, m->qpn, pkt, buf, len, v);
 		}
 		if (!member)
 			refuse(f, v, src, NULL, FABRIC_DROP_MCAST_NO_MEMBER);
 		return;
 	}
-	if (dlid == 0 || dlid == IB_LID_PERMISSIVE || f->lid_port[dlid] < 0)
-		return refuse(f, v, src, NULL, FABRIC_DROP_NO_ROUTE);
-	egress(f, src, &f->ports[f->lid_port[dlid]], f->lid_port[dlid], pkt->bth.dqpn, pkt, buf,
-	       len, v);
+	if (dlid == 0 || dlid == IB_LID_PERMISSIVE || f->lid_port[dlid] < 0) {
+		refuse(f, v, src, NULL, FABRIC_DROP_NO_ROUTE);
+		return;
+	}
+	egress(f, src, f->lid_port[dlid], pkt->bth.dqpn, pkt, buf, len, v);
 }
 
 /* The sending HCA's and the first switch's checks. */
