@@ -86,9 +86,16 @@ struct ibp_ah_attr {
 	uint8_t sgid_index;
 };
 
+/*
+ * IBP_QPT_GSI: the port's QP1, for the CM MADs of IPoIB-CM on the simulated fabric
+ * (sends go to remote QP1 with Q_Key 0x80010000; receives are every GMP addressed to
+ * this port). On hardware the kernel owns QP1 and CM runs through librdmacm instead,
+ * so the verbs backend refuses it with -EOPNOTSUPP.
+ */
 enum ibp_qp_type {
 	IBP_QPT_UD,
-	IBP_QPT_RC
+	IBP_QPT_RC,
+	IBP_QPT_GSI,
 };
 
 struct ibp_qp_init {

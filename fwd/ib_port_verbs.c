@@ -753,6 +753,12 @@ static int verbs_create_qp(struct ibp_port *port, const struct ibp_qp_init *init
 	unsigned max_wr = (unsigned)port->dev.max_qp_wr;
 	int ret;
 
+	if (init->type == IBP_QPT_GSI) {
+		/* The kernel owns QP1; IPoIB-CM on hardware goes through librdmacm. */
+		log_error("verbs: %s: no user-space GSI QP on hardware (CM uses librdmacm)",
+			  port->name);
+		return -EOPNOTSUPP;
+	}
 	/* One send slot more than asked for: the drain WR of destroy_qp. */
 	if (init->send_depth == 0 || init->send_depth + 1 > max_wr ||
 	    (!(rc && init->srq) && (init->recv_depth == 0 || init->recv_depth > max_wr)) ||
