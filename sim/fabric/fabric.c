@@ -46,6 +46,7 @@ struct node {
 	char name[SIMFAB_NAME_MAX];
 	bool down;
 	uint32_t loss_ppm, delay_ms;
+	struct fabric_port_stats st; /* all its ports, since the fabric started */
 };
 
 struct mc {
@@ -608,7 +609,8 @@ int fabric_get_settings(const struct fabric *f, int i, struct fabric_settings *o
 	*out = (struct fabric_settings){ .name = f->nodes[i].name,
 					 .down = f->nodes[i].down,
 					 .loss_ppm = f->nodes[i].loss_ppm,
-					 .delay_ms = f->nodes[i].delay_ms };
+					 .delay_ms = f->nodes[i].delay_ms,
+					 .st = &f->nodes[i].st };
 	return 0;
 }
 
@@ -618,10 +620,14 @@ static void refuse(struct fabric *f, struct fabric_verdict *v, struct port *src,
 		   enum fabric_drop r)
 {
 	f->st.drops[r]++;
-	if (src)
+	if (src) {
 		src->st.drop_in[r]++;
-	if (dst)
+		f->nodes[src->node].st.drop_in[r]++;
+	}
+	if (dst) {
 		dst->st.drop_out[r]++;
+		f->nodes[dst->node].st.drop_out[r]++;
+	}
 	v->refused++;
 	if (v->first == FABRIC_OK)
 		v->first = r;
@@ -634,8 +640,10 @@ void fabric_count_drop(struct fabric *f, int port, enum fabric_drop reason)
 	if ((unsigned)reason >= FABRIC_DROP_COUNT || reason == FABRIC_OK)
 		return;
 	f->st.drops[reason]++;
-	if (p)
+	if (p) {
 		p->st.drop_out[reason]++;
+		f->nodes[p->node].st.drop_out[reason]++;
+	}
 }
 
 /* ---- the packet path ------------------------------------------------------------- */
@@ -722,6 +730,8 @@ static void egress(struct fabric *f, struct port *src, int dport, uint32_t qpn,
 	}
 	dst->st.tx_packets++;
 	dst->st.tx_bytes += len;
+	f->nodes[dst->node].st.tx_packets++;
+	f->nodes[dst->node].st.tx_bytes += len;
 	f->st.delivered++;
 	v->delivered++;
 }
@@ -853,6 +863,8 @@ void fabric_packet(struct fabric *f, int port, uint32_t src_qpn, const uint8_t *
 	}
 	p->st.rx_packets++;
 	p->st.rx_bytes += len;
+	f->nodes[p->node].st.rx_packets++;
+	f->nodes[p->node].st.rx_bytes += len;
 	if (f->nodes[p->node].down) {
 		refuse(f, v, p, NULL, FABRIC_DROP_LINK_DOWN);
 		goto captured;

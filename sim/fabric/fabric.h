@@ -153,25 +153,27 @@ int fabric_set_link(struct fabric *f, const char *name, bool up);
 int fabric_set_loss(struct fabric *f, const char *name, uint32_t ppm);
 int fabric_set_delay(struct fabric *f, const char *name, uint32_t ms);
 
-/* Settings of the i-th node name (0..), -ENOENT past the last; i = -1: the fabric-wide
- * loss and delay (name NULL). */
-struct fabric_settings {
-	const char *name;
-	bool down;
-	uint32_t loss_ppm, delay_ms;
-};
-int fabric_get_settings(const struct fabric *f, int i, struct fabric_settings *out);
-
-/* Count a drop the program saw (rx_overflow when a send to port fails). */
-void fabric_count_drop(struct fabric *f, int port, enum fabric_drop reason);
-
-/* Counters. */
+/* Counters of a port (or a node: all its ports). */
 struct fabric_port_stats {
 	uint64_t rx_packets, rx_bytes;       /* sent by the port into the fabric */
 	uint64_t tx_packets, tx_bytes;       /* delivered to the port's QPs */
 	uint64_t drop_in[FABRIC_DROP_COUNT]; /* its packets refused (by the fabric or a receiver) */
 	uint64_t drop_out[FABRIC_DROP_COUNT]; /* packets to it refused at it */
 };
+/* Settings and counters of the i-th node name (0..), -ENOENT past the last; i = -1:
+ * the fabric-wide loss and delay (name and st NULL). A node's counters sum its ports'
+ * since the fabric started: they outlast the connections. */
+struct fabric_settings {
+	const char *name;
+	bool down;
+	uint32_t loss_ppm, delay_ms;
+	const struct fabric_port_stats *st;
+};
+int fabric_get_settings(const struct fabric *f, int i, struct fabric_settings *out);
+
+/* Count a drop the program saw (rx_overflow when a send to port fails). */
+void fabric_count_drop(struct fabric *f, int port, enum fabric_drop reason);
+
 struct fabric_stats {
 	uint64_t packets, delivered;
 	uint64_t drops[FABRIC_DROP_COUNT];

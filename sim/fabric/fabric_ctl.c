@@ -182,6 +182,16 @@ static json_object *drops_obj(const uint64_t *c)
 	return o;
 }
 
+static void add_counters(json_object *o, const struct fabric_port_stats *ps)
+{
+	json_object_object_add(o, "rx_packets", json_object_new_int64((int64_t)ps->rx_packets));
+	json_object_object_add(o, "rx_bytes", json_object_new_int64((int64_t)ps->rx_bytes));
+	json_object_object_add(o, "tx_packets", json_object_new_int64((int64_t)ps->tx_packets));
+	json_object_object_add(o, "tx_bytes", json_object_new_int64((int64_t)ps->tx_bytes));
+	json_object_object_add(o, "drops_in", drops_obj(ps->drop_in));
+	json_object_object_add(o, "drops_out", drops_obj(ps->drop_out));
+}
+
 static const char *mtu_name(uint8_t mtu)
 {
 	static const char *const names[] = { "?", "256", "512", "1024", "2048", "4096" };
@@ -240,14 +250,7 @@ char *fabric_stats_json(const struct fabric *f)
 			json_object_array_add(pk, json_object_new_string(buf));
 		}
 		json_object_object_add(o, "pkeys", pk);
-		json_object_object_add(o, "rx_packets",
-				       json_object_new_int64((int64_t)ps->rx_packets));
-		json_object_object_add(o, "rx_bytes", json_object_new_int64((int64_t)ps->rx_bytes));
-		json_object_object_add(o, "tx_packets",
-				       json_object_new_int64((int64_t)ps->tx_packets));
-		json_object_object_add(o, "tx_bytes", json_object_new_int64((int64_t)ps->tx_bytes));
-		json_object_object_add(o, "drops_in", drops_obj(ps->drop_in));
-		json_object_object_add(o, "drops_out", drops_obj(ps->drop_out));
+		add_counters(o, ps);
 		json_object_array_add(ports, o);
 	}
 	json_object_object_add(root, "ports", ports);
@@ -266,6 +269,7 @@ char *fabric_stats_json(const struct fabric *f)
 					       json_object_new_string(fs.down ? "down" : "up"));
 			json_object_object_add(o, "loss_ppm", json_object_new_int64(fs.loss_ppm));
 			json_object_object_add(o, "delay_ms", json_object_new_int64(fs.delay_ms));
+			add_counters(o, fs.st);
 			json_object_array_add(nodes, o);
 		}
 		json_object_object_add(root, "nodes", nodes);

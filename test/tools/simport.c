@@ -285,7 +285,7 @@ static int do_recv(struct simfab_client *c, const struct opts *o, uint32_t qpn,
 			printf("pkt qpn=0x%x unparsable len=%zu\n", ev.qpn, ev.len);
 			continue;
 		}
-		printf("pkt qpn=0x%x slid=%u dlid=0x%x sqpn=0x%x pkey=0x%04x qkey=0x%08x len=%zu",
+		printf("pkt qpn=0x%x slid=%u dlid=%u sqpn=0x%x pkey=0x%04x qkey=0x%08x len=%zu",
 		       ev.qpn, p.lrh.slid, p.lrh.dlid, p.deth.src_qp, p.bth.pkey, p.deth.qkey,
 		       p.payload_len);
 		if (p.has_grh) {

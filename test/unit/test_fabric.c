@@ -654,6 +654,20 @@ static void test_stats_json(void **state)
 	assert_string_equal(json_object_get_string(json_object_object_get(o, "state")), "down");
 	json_object_put(root);
 	free(s);
+	/* Node counters outlast the port's connection; settings show per node. */
+	fabric_port_remove(x->f, x->b);
+	s = fabric_stats_json(x->f);
+	root = json_tokener_parse(s);
+	assert_true(json_object_object_get_ex(root, "nodes", &o));
+	assert_int_equal(json_object_array_length(o), 3);
+	o = json_object_array_get_idx(o, 1);
+	assert_string_equal(json_object_get_string(json_object_object_get(o, "node")), "hostB");
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "tx_packets")), 1);
+	o = json_object_array_get_idx(json_object_object_get(root, "nodes"), 2);
+	assert_string_equal(json_object_get_string(json_object_object_get(o, "link")), "down");
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "loss_ppm")), 12345);
+	json_object_put(root);
+	free(s);
 }
 
 static void test_cmd_parse(void **state)
