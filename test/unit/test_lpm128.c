@@ -1,0 +1,214 @@
+/*
+ * lpm128 against a naive reference (a linear scan for the longest covering prefix) on
+ * random prefixes: every length 0..128, clustered keys so that prefixes nest, lookups
+ * of random keys and of keys near the prefixes; then half the prefixes deleted and the
+ * check repeated; replace, exact get, errors, and the deferred-free hook.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "lib/lpm128.h"
+
+struct ref {
+	uint8_t key[16];
+	unsigned len;
+	uint32_t value;
+	int live;
+};
+
+static uint64_t rs = 88172645463325252ull;
+static uint64_t rnd64(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static int covers(const uint8_t *pfx, unsigned len, const uint8_t *key)
+{
+	unsigned full = len / 8, rem = len % 8;
+
+	if (memcmp(pfx, key, full))
+		return 0;
+	if (rem && ((pfx[full] ^ key[full]) & (0xff00 >> rem) & 0xff))
+		return 0;
+	return 1;
+}
+
+static uint32_t naive(const struct ref *r, unsigned n, const uint8_t *key)
+{
+	int best = -1;
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].live && (int)r[i].len > best && covers(r[i].key, r[i].len, key)) {
+			best = (int)r[i].len;
+			v = r[i].value;
+		}
+	return v;
+}
+
+static void rand_key(uint8_t *k)
+{
+	/* Clustered: a few top bytes shared so prefixes nest and nodes fill. */
+	uint64_t a = rnd64(), b = rnd64();
+
+	memcpy(k, &a, 8);
+	memcpy(k + 8, &b, 8);
+	k[0] = (uint8_t)(0xfe + (a & 1));
+	k[1] = (uint8_t)(0x80 + ((a >> 8) & 3));
+	if (b & 1)
+		memset(k + 2, 0, 6);
+}
+
+static void check_all(const struct lpm128 *t, const struct ref *r, unsigned n, unsigned probes)
+{
+	uint8_t key[16];
+
+	for (unsigned i = 0; i < probes; i++) {
+		if (i & 1) {
+			/* near a prefix: its bits, random rest */
+			const struct ref *p = &r[rnd64() % n];
+
+			rand_key(key);
+			memcpy(key, p->key, (p->len + 7) / 8);
+			if (rnd64() & 1 && p->len < 128)
+				key[p->len / 8] ^= (uint8_t)(0x80 >> (p->len % 8));
+		} else {
+			rand_key(key);
+		}
+		assert_int_equal(lpm128_lookup(t, key), naive(r, n, key));
+	}
+}
+
+static void test_random_vs_naive(void **state)
+{
+	enum { N = 3000 };
+	struct ref *r = calloc(N, sizeof(*r));
+	struct lpm128 *t;
+	struct lpm128_stats st;
+
+	(void)state;
+	assert_non_null(r);
+	assert_int_equal(lpm128_new(&t, NULL, NULL), 0);
+	for (unsigned i = 0; i < N; i++) {
+		rand_key(r[i].key);
+		r[i].len = (unsigned)(rnd64() % 129);
+		/* mask the key to its length like a user would (the table must not care) */
+		r[i].value = i + 1;
+		r[i].live = 1;
+		/* duplicates of an existing prefix replace it: mirror that in the reference */
+		for (unsigned j = 0; j < i; j++)
+			if (r[j].live && r[j].len == r[i].len && covers(r[j].key, r[j].len, r[i].key))
+				r[j].live = 0;
+		assert_int_equal(lpm128_add(t, r[i].key, r[i].len, r[i].value), 0);
+	}
+	check_all(t, r, N, 20000);
+	for (unsigned i = 0; i < N; i++)
+		if (r[i].live)
+			assert_int_equal(lpm128_get(t, r[i].key, r[i].len), r[i].value);
+	/* Delete every other live prefix. */
+	for (unsigned i = 0; i < N; i += 2)
+		if (r[i].live) {
+			assert_int_equal(lpm128_del(t, r[i].key, r[i].len), 0);
+			r[i].live = 0;
+			assert_int_equal(lpm128_get(t, r[i].key, r[i].len), 0);
+		}
+	check_all(t, r, N, 20000);
+	/* Delete the rest: the trie must be empty again. */
+	for (unsigned i = 0; i < N; i++)
+		if (r[i].live)
+			assert_int_equal(lpm128_del(t, r[i].key, r[i].len), 0);
+	lpm128_stats(t, &st);
+	assert_int_equal(st.prefixes, 0);
+	assert_int_equal(st.nodes, 0);
+	assert_int_equal(st.bytes, 0);
+	assert_null(t->root);
+	lpm128_free(t);
+	free(r);
+}
+
+static void test_basics(void **state)
+{
+	struct lpm128 *t;
+	uint8_t k[16] = {0xfe, 0xc0, 0, 0, 0, 0, 0, 1}, z[16] = {0};
+
+	(void)state;
+	assert_int_equal(lpm128_new(&t, NULL, NULL), 0);
+	assert_int_equal(lpm128_lookup(t, k), 0);
+	assert_int_equal(lpm128_add(t, k, 129, 1), -EINVAL);
+	assert_int_equal(lpm128_add(t, k, 64, 0), -EINVAL);
+	assert_int_equal(lpm128_del(t, k, 64), -ENOENT);
+	assert_int_equal(lpm128_add(t, z, 0, 7), 0); /* default route */
+	assert_int_equal(lpm128_lookup(t, k), 7);
+	assert_int_equal(lpm128_add(t, k, 64, 9), 0);
+	assert_int_equal(lpm128_lookup(t, k), 9);
+	assert_int_equal(lpm128_add(t, k, 64, 10), 0); /* replace */
+	assert_int_equal(lpm128_lookup(t, k), 10);
+	assert_int_equal(lpm128_add(t, k, 128, 11), 0); /* host */
+	assert_int_equal(lpm128_lookup(t, k), 11);
+	k[15] = 1;
+	assert_int_equal(lpm128_lookup(t, k), 10);
+	k[7] = 2;
+	assert_int_equal(lpm128_lookup(t, k), 7);
+	assert_int_equal(lpm128_del(t, z, 0), 0);
+	assert_int_equal(lpm128_lookup(t, k), 0);
+	assert_int_equal(lpm128_del(t, k, 1), -ENOENT); /* never added */
+	lpm128_free(t);
+}
+
+struct deferred {
+	void *ptrs[4096];
+	unsigned n;
+};
+
+static void defer(void *ctx, void *p)
+{
+	struct deferred *d = ctx;
+
+	assert_true(d->n < 4096);
+	d->ptrs[d->n++] = p;
+}
+
+/* A reader holding the old root sees the old table intact until the grace period ends
+ * (the replaced nodes are only handed to the free hook, never touched). */
+static void test_rcu_snapshot(void **state)
+{
+	struct deferred *d = calloc(1, sizeof(*d));
+	struct lpm128 *t, old;
+	uint8_t a[16] = {0x20, 0x01, 0x0d, 0xb8}, b[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1};
+
+	(void)state;
+	assert_int_equal(lpm128_new(&t, defer, d), 0);
+	assert_int_equal(lpm128_add(t, a, 32, 1), 0);
+	for (unsigned i = 0; i < d->n; i++)
+		free(d->ptrs[i]);
+	d->n = 0;
+	old = *t; /* a reader's snapshot of the root */
+	assert_int_equal(lpm128_add(t, b, 48, 2), 0);
+	assert_true(d->n > 0); /* the old path was replaced, not modified */
+	assert_int_equal(lpm128_lookup(&old, b), 1);
+	assert_int_equal(lpm128_lookup(t, b), 2);
+	for (unsigned i = 0; i < d->n; i++)
+		free(d->ptrs[i]);
+	d->n = 0;
+	lpm128_free(t);
+	free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_basics),
+		cmocka_unit_test(test_random_vs_naive),
+		cmocka_unit_test(test_rcu_snapshot),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
