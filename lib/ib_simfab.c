@@ -185,6 +185,9 @@ int simfab_decode(const uint8_t *buf, size_t len, struct simfab_msg *m, const ch
 		memcpy(p->name, b, SIMFAB_NAME_MAX);
 		if (!memchr(p->name, 0, SIMFAB_NAME_MAX))
 			return fail(why, "node name has no NUL within 64 octets", -EINVAL);
+		for (size_t i = strlen(p->name); i < SIMFAB_NAME_MAX; i++)
+			if (b[i])
+				return fail(why, "node name is not NUL padded", -EINVAL);
 		p->port_num = b[64];
 		p->lmc = b[65];
 		p->mtu = b[66];

@@ -1,0 +1,38 @@
+/*
+ * libFuzzer harness for the fabric's control command parser (sim/fabric/fabric_ctl.c):
+ * any line is parsed or refused with a reason; what parses names a known command, its
+ * node name and file point into the parsed copy and are NUL terminated.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/fabric/fabric.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(int cond)
+{
+	if (!cond)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fabric_cmd cmd;
+	const char *why = NULL;
+
+	if (fabric_cmd_parse((const char *)data, size, &cmd, &why) < 0) {
+		check(why != NULL && *why != 0);
+		return 0;
+	}
+	check(cmd.kind >= FABRIC_CMD_LINK && cmd.kind <= FABRIC_CMD_CAPTURE_STOP);
+	if (cmd.name)
+		check(cmd.name >= cmd.text && cmd.name < cmd.text + sizeof(cmd.text) &&
+		      strlen(cmd.name) > 0 && strlen(cmd.name) < SIMFAB_NAME_MAX);
+	if (cmd.kind == FABRIC_CMD_CAPTURE_START)
+		check(cmd.file && cmd.file[0] == '/');
+	if (cmd.kind == FABRIC_CMD_LOSS)
+		check(cmd.value <= FABRIC_PPM);
+	return 0;
+}
