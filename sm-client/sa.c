@@ -110,7 +110,9 @@ struct sa_client {
 	uint32_t next_tid;
 	uint32_t rng;
 	struct txn_list queue, outstanding;
-	uint64_t next_send;
+	/* Pacing: a token bucket of max_outstanding tokens refilled at rate_per_s, kept
+	 * in thousandths of a token. */
+	uint64_t tokens, tok_time;
 	/* SA state */
 	bool sa_up;
 	unsigned timeouts_in_row;
@@ -232,6 +234,18 @@ static struct sa_dest sa_dest(const struct sa_client *c)
 			break;
 		}
 	return d;
+}
+
+static void refill(struct sa_client *c, uint64_t n)
+{
+	uint64_t cap = (uint64_t)c->cfg.max_outstanding * 1000;
+
+	if (n > c->tok_time) {
+		c->tokens += (n - c->tok_time) * c->cfg.rate_per_s;
+		c->tok_time = n;
+	}
+	if (c->tokens > cap)
+		c->tokens = cap;
 }
 
 /* Build a request: header + record. */
@@ -1340,16 +1354,16 @@ static void run(struct sa_client *c)
 		if (again)
 			continue;
 		if (c->sa_up && c->have_port) {
+			refill(c, n);
 			while (c->queue.head && c->outstanding.n < c->cfg.max_outstanding &&
-			       c->next_send <= n) {
+			       c->tokens >= 1000) {
 				struct txn *t = c->queue.head;
 
 				list_del(&c->queue, t);
 				t->outstanding = true;
 				list_add(&c->outstanding, t);
 				txn_transmit(c, t);
-				c->next_send = (c->next_send > n ? c->next_send : n) +
-					       1000 / c->cfg.rate_per_s;
+				c->tokens -= 1000;
 			}
 			for (struct membership *m = c->groups; m; m = m->next)
 				if (m->state == SA_MC_RETRYING && !m->txn && m->retry_at <= n)
@@ -1360,8 +1374,9 @@ static void run(struct sa_client *c)
 				if (s->wanted && !s->subscribed && !s->txn && s->retry_at <= n)
 					sub_send(c, s, true);
 			}
+			refill(c, n);
 			if (c->queue.head && c->outstanding.n < c->cfg.max_outstanding &&
-			    c->next_send <= n)
+			    c->tokens >= 1000)
 				again = true;
 		} else if (c->have_port && !c->probe && c->probe_at <= n) {
 			send_probe(c);
@@ -1380,8 +1395,14 @@ static uint64_t next_deadline(const struct sa_client *c)
 	if (!c->have_port)
 		return d;
 	if (c->sa_up) {
-		if (c->queue.head && c->outstanding.n < c->cfg.max_outstanding && c->next_send < d)
-			d = c->next_send;
+		if (c->queue.head && c->outstanding.n < c->cfg.max_outstanding) {
+			uint64_t at = c->tokens >= 1000 ? c->tok_time
+							 : c->tok_time + (1000 - c->tokens + c->cfg.rate_per_s - 1) /
+										 c->cfg.rate_per_s;
+
+			if (at < d)
+				d = at;
+		}
 		for (const struct membership *m = c->groups; m; m = m->next)
 			if (m->state == SA_MC_RETRYING && !m->txn && m->retry_at < d)
 				d = m->retry_at;
@@ -1539,6 +1560,8 @@ int sa_client_new(const struct sa_client_config *cfg, struct sa_client **out)
 	c->port.subnet_timeout = 0xff;
 	compute_timeout(c);
 	c->sa_up = true;
+	c->tok_time = now(c);
+	c->tokens = (uint64_t)c->cfg.max_outstanding * 1000;
 	for (unsigned i = 0; i < NTRAPS; i++)
 		c->subs[i].trap = traps[i];
 	*out = c;

@@ -194,6 +194,12 @@ int sa_gidroutes_lookup(const struct sa_gidroutes *t, const union ib_gid *sgid,
 	h = mix(2166136261u, sgid->raw, IB_GID_LEN);
 	h = mix(h, q->dgid.raw, IB_GID_LEN);
 	h = mix(h, tail, sizeof(tail));
+	/* FNV's low bits are weak (its multiplier is odd): finish with murmur3's fmix32. */
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
 	ch = up[h % nup];
 	memset(out, 0, sizeof(*out));
 	out->dgid = q->dgid;

@@ -65,6 +65,8 @@ static void test_path_bits(void **state)
 	uint8_t buf[SA_PATH_REC_LEN];
 
 	(void)state;
+	memset(&r, 0, sizeof(r)); /* padding too: the structs are compared whole */
+	memset(&d, 0, sizeof(d));
 	r.raw_traffic = true;
 	r.flow_label = 0xabcde;
 	r.hop_limit = 0xff;
@@ -170,6 +172,8 @@ static void test_notice(void **state)
 	uint8_t buf[SA_NOTICE_LEN];
 
 	(void)state;
+	memset(&n, 0, sizeof(n));
+	memset(&d, 0, sizeof(d));
 	n.is_generic = true;
 	n.type = 4;
 	n.producer_type = 4;
