@@ -13,6 +13,6 @@ const struct ibp_ops *ibp_backend(const char *name)
 	if (strcmp(name, "verbs") == 0)
 		return &ibp_verbs_ops;
 	if (strcmp(name, "sim") == 0)
-		return NULL; /* sim backend: fwd/ib_port_sim.c (next) */
+		return &ibp_sim_ops;
 	return NULL;
 }
