@@ -8,17 +8,20 @@
  * A packet's path (see docs/simulated-rack.md, "Data layer"):
  *   ingress   the sending port is up; ib_packet_parse (lengths, VCRC, headers, ICRC);
  *             the sending QP exists and fits the opcode, DETH SrcQP is that QP; SLID
- *             within the port's LIDs (LMC); GRH SGID the port's GID; BTH P_Key an entry
- *             of the port's table; no controlled Q_Key from an unprivileged port;
- *             payload not above the port's MTU; loss (fabric-wide, sender's node)
- *   delay     held for the configured milliseconds (FIFO per delay value)
+ *             within the port's LIDs (LMC); GRH SGID the port's GID; BTH P_Key the
+ *             sending QP's (QP1: any entry of the table); no controlled Q_Key from an
+ *             unprivileged port; payload not above the port's MTU; loss (fabric-wide,
+ *             sender's node)
+ *   delay     held for the configured milliseconds (fabric + sender's node + unicast
+ *             receiver's node), in order of (due time, arrival)
  *   route     unicast DLID -> the port owning it (LMC honoured), else no_route;
  *             multicast DLID -> every QP attached to (GRH DGID, DLID) on any port,
  *             except the sending QP itself
  *   egress    (per receiving QP) port up; loss (receiver's node); P_Key match against
- *             the port's table (equal base, at least one full member); GRH DGID is the
- *             port's GID (unicast); the QP exists and has the opcode's transport; UD:
- *             Q_Key equals the QP's (QP1: 0x80010000); payload not above its MTU
+ *             the QP's P_Key (QP1: any entry of the table): equal base, at least one
+ *             full member; the QP exists and has the opcode's transport; UD: Q_Key
+ *             equals the QP's (QP1: 0x80010000); unicast GRH DGID is the port's GID;
+ *             payload not above its MTU; the program could hand it over
  * Each refused packet (or refused delivery of a multicast packet) is counted once, by
  * reason, fabric-wide and on the port it concerns.
  *
