@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Ethernet ports (fwd/eth_port.h, af_packet backend) against real kernels: two network
+# namespaces joined by a veth pair; test/tools/ethp_echo uses only the ethp_ ops.
+#   - frames the tool builds reach the peer's kernel (its ARP request creates a
+#     neighbour entry there; the kernel answers its pings), io_uring and mmsg engines
+#   - frames the peer's kernel sends (ping) reach the tool with the right lengths
+#   - VLAN: a kernel VLAN device on the peer reaches only the port of that VLAN
+#   - link down/up on the peer is reported through netlink within a bounded time, and
+#     a port whose link is down drops sends (counted)
+#   - the port's counters match the peer's interface counters
+# Needs root. Namespaces are ethp-*-$$, removed on exit.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/test/lib/tap.sh"
+build=${IBGW_BUILD:-$top/build}
+echo_bin=$build/tools/ethp_echo
+G=ethp-g-$$
+P=ethp-p-$$
+work=$(mktemp -d /tmp/ibgw-ethp.XXXXXX)
+pids=()
+
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	ip netns del "$G" 2>/dev/null
+	ip netns del "$P" 2>/dev/null
+	[ -n "${ETHP_KEEP:-}" ] && cp -r "$work" "$ETHP_KEEP"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+tap_plan 28
+if [ "$(id -u)" -ne 0 ] || [ ! -x "$echo_bin" ]; then
+	for i in $(seq 28); do echo "ok $i - # SKIP needs root and $echo_bin"; done
+	exit 0
+fi
+
+gx() { ip netns exec "$G" "$@"; }
+px() { ip netns exec "$P" "$@"; }
+ip netns add "$G" && ip netns add "$P" || exit 1
+ip link add ethg0 netns "$G" type veth peer name ethp0 netns "$P" || exit 1
+for ns in "$G" "$P"; do
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	ip -n "$ns" link set lo up
+done
+gx sysctl -qw net.ipv6.conf.ethg0.disable_ipv6=1
+px sysctl -qw net.ipv6.conf.ethp0.disable_ipv6=1
+gx ip link set ethg0 up
+px ip addr add 10.77.0.1/24 dev ethp0
+px ip link set ethp0 up
+# The peer's VLAN 100: a kernel VLAN device when the kernel has 802.1Q (CONFIG_VLAN_8021Q),
+# else a raw AF_PACKET peer that sends tagged pings and counts tagged replies.
+if px ip link add link ethp0 name ethp0.100 type vlan id 100 2>/dev/null; then
+	kernel_vlan=1
+	px ip addr add 10.77.100.1/24 dev ethp0.100
+	px ip link set ethp0.100 up
+else
+	kernel_vlan=0
+	echo "# this kernel has no 802.1Q devices: VLAN 100 peer is a raw AF_PACKET socket"
+fi
+cat >"$work/vlan_peer.py" <<'PY'
+# vlan_peer.py DEV DSTMAC VID SRCIP DSTIP COUNT SIZE: tagged ICMP echo requests from
+# an AF_PACKET socket; prints "tagged_replies N" (replies whose stripped tag is VID).
+import select, socket, struct, sys, time
+dev, dmac, vid, src, dst, count, size = sys.argv[1:8]
+vid, count, size = int(vid), int(count), int(size)
+dmac = bytes.fromhex(dmac.replace(':', ''))
+smac = bytes.fromhex(open('/sys/class/net/%s/address' % dev).read().strip().replace(':', ''))
+def csum(b):
+    if len(b) % 2: b += b'\0'
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((dev, 0))
+s.setsockopt(263, 8, 1)  # SOL_PACKET, PACKET_AUXDATA
+for i in range(count):
+    icmp = struct.pack('!BBHHH', 8, 0, 0, 0x77, i) + bytes(j & 255 for j in range(size))
+    icmp = icmp[:2] + struct.pack('!H', csum(icmp)) + icmp[4:]
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(icmp), i, 0, 64, 1, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
+    s.send(dmac + smac + struct.pack('!HHH', 0x8100, vid, 0x0800) + ip + icmp)
+    time.sleep(0.02)
+replies, end = 0, time.time() + 3
+while time.time() < end and replies < count:
+    if not select.select([s], [], [], 0.1)[0]: continue
+    data, anc, flags, addr = s.recvmsg(65535, socket.CMSG_SPACE(20))
+    if addr[2] == 4: continue  # our own
+    for lvl, typ, d in anc:
+        if lvl == 263 and typ == 8:
+            st, ln, sn, mac, net, tci, tpid = struct.unpack('IIIHHHH', d[:20])
+            if st & 0x10 and tci & 0xfff == vid and data[12:14] == b'\x08\x00' \
+               and data[23] == 1 and data[34] == 0 and len(data) == 14 + 28 + size:
+                replies += 1
+print('tagged_replies', replies)
+PY
+gmac=$(gx cat /sys/class/net/ethg0/address)
+pmac=$(px cat /sys/class/net/ethp0/address)
+sleep 0.2
+
+# wait_for FILE REGEX SECONDS: until FILE has a line matching REGEX.
+wait_for() {
+	local i
+	for i in $(seq $(($3 * 50))); do
+		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.02
+	done
+	return 1
+}
+# start NAME ARGS...: ethp_echo in the gateway namespace, output in $work/NAME.
+start() {
+	local name=$1; shift
+	ip netns exec "$G" timeout 30 "$echo_bin" "$@" >"$work/$name" 2>"$work/$name.err" &
+	pids+=($!)
+}
+stat_of() { # FILE KEY: a counter from the last stats line
+	grep '^stats' "$1" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+link_stat() { # rx|tx packets|bytes of ethp0 in the peer
+	px ip -s -j link show ethp0 | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['stats64']['$1']['$2'])"
+}
+
+# 1. The tool's frames reach the peer's kernel, both engines.
+for io in uring mmsg; do
+	out=$(gx timeout 20 "$echo_bin" -i $io -t 5 ethg0 10.77.0.2 ping 10.77.0.1 5 100 2>&1)
+	tap_like "$io: the tool's ARP request is answered by the peer's kernel" "$out" "arp 10.77.0.1 is at $pmac"
+	tap_like "$io: the peer's kernel answers the tool's 5 pings" "$out" "^replies 5$"
+	tap_like "$io: no drops counted" "$out" "rx_kernel=0 rx_truncated=0 rx_runt=0 rx_vlan=0 tx_full=0"
+done
+tap_like "the peer's kernel learned the tool's MAC from its ARP request (ip neigh)" \
+	"$(px ip neigh show 10.77.0.2 dev ethp0)" "lladdr $gmac"
+
+# 2. Frames from the peer's kernel reach the tool, with VLAN isolation: A on VLAN 100,
+#    B untagged, C on VLAN 200 (claims VLAN 100's address: must never see its frames).
+px ip neigh flush dev ethp0
+[ "$kernel_vlan" = 1 ] && px ip neigh flush dev ethp0.100
+rx0=$(link_stat rx packets); tx0=$(link_stat tx packets); rxb0=$(link_stat rx bytes)
+start A -v 100 -t 10 ethg0 10.77.100.2 respond
+start B -t 10 ethg0 10.77.0.2 respond
+start C -v 200 -t 10 ethg0 10.77.100.2 respond
+wait_for "$work/A" '^ready' 5 && wait_for "$work/B" '^ready' 5 && wait_for "$work/C" '^ready' 5
+out=$(px ping -c 5 -i 0.05 -s 100 -W 2 10.77.0.2 2>&1)
+tap_like "untagged: the peer's pings to the untagged port are answered" "$out" " 0% packet loss"
+if [ "$kernel_vlan" = 1 ]; then
+	out=$(px ping -c 5 -i 0.05 -s 1000 -W 2 10.77.100.2 2>&1)
+	tap_like "VLAN 100: the peer's pings over its VLAN device are answered" "$out" " 0% packet loss"
+	a_arp=1
+else
+	out=$(px python3 "$work/vlan_peer.py" ethp0 "$gmac" 100 10.77.100.1 10.77.100.2 5 1000 2>&1)
+	tap_like "VLAN 100: tagged pings from the raw peer are answered, tagged 100" "$out" "tagged_replies 5"
+	a_arp=0
+fi
+out=$(px ping -c 3 -i 0.05 -s 1472 -M do -W 2 10.77.0.2 2>&1)
+tap_like "untagged: full-MTU pings (1500-byte IP packets) are answered" "$out" " 0% packet loss"
+sleep 0.2
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+rx1=$(link_stat rx packets); tx1=$(link_stat tx packets); rxb1=$(link_stat rx bytes)
+tap_is "B saw the 100-byte pings as 142-byte frames and the full-MTU ones as 1514" \
+	"$(grep '^echo' "$work/B" | sort | uniq -c | awk '{print $1 "x" $3}' | tr '\n' ' ')" \
+	"5xlen=142 3xlen=1514 "
+tap_is "A saw the 1000-byte pings of VLAN 100 as untagged 1042-byte frames, tag 100" \
+	"$(grep '^echo' "$work/A" | sort | uniq -c | awk '{print $1 "x" $3 $4}')" "5xlen=1042vlan=100"
+tap_is "A received nothing untagged (arp+icmp = all it received)" \
+	"$(( $(stat_of "$work/A" arp) + $(stat_of "$work/A" icmp) ))/$(stat_of "$work/A" other)" \
+	"$(stat_of "$work/A" rx_packets)/0"
+tap_is "B received no frame of VLAN 100 (1 ARP + 8 pings)" \
+	"$(stat_of "$work/B" arp)/$(stat_of "$work/B" icmp)/$(stat_of "$work/B" other)" "1/8/0"
+tap_is "C (VLAN 200) received nothing" "$(stat_of "$work/C" rx_packets)" "0"
+tap_is "no frame of another VLAN reached user space (kernel filter)" \
+	"$(stat_of "$work/A" rx_vlan)$(stat_of "$work/B" rx_vlan)$(stat_of "$work/C" rx_vlan)" "000"
+sent=$(( $(stat_of "$work/A" tx_packets) + $(stat_of "$work/B" tx_packets) ))
+tap_is "frames the ports sent = frames the peer's ethp0 received" "$sent" "$((rx1 - rx0))"
+tap_is "bytes the ports sent = bytes the peer's ethp0 received" \
+	"$(( $(stat_of "$work/A" tx_bytes) + $(stat_of "$work/B" tx_bytes) ))" "$((rxb1 - rxb0))"
+tap_is "frames the peer sent = frames A and B received" \
+	"$(( $(stat_of "$work/A" rx_packets) + $(stat_of "$work/B" rx_packets) ))" "$((tx1 - tx0))"
+tap_is "the ports counted the replies they sent ($a_arp ARP + 5 pings for A; 1 + 8 for B)" \
+	"$(stat_of "$work/A" tx_packets)/$(stat_of "$work/B" tx_packets)" "$((a_arp + 5))/9"
+tap_is "tx bytes include the inserted tag on VLAN 100 (42+4 per ARP, 5 x (1042+4))" \
+	"$(stat_of "$work/A" tx_bytes)" "$((a_arp * 46 + 5 * 1046))"
+
+# 3. mmsg engine receives too.
+start M -i mmsg -t 10 ethg0 10.77.0.2 respond
+wait_for "$work/M" '^ready' 5
+out=$(px ping -c 5 -i 0.05 -s 200 -W 2 10.77.0.2 2>&1)
+tap_like "mmsg: the peer's pings are answered" "$out" " 0% packet loss"
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+tap_is "mmsg: echo requests seen with their lengths" \
+	"$(grep -c '^echo len=242 vlan=0' "$work/M")" 5
+
+# 4. Link down/up on the peer, through netlink, bounded.
+start L -t 15 ethg0 - link
+wait_for "$work/L" '^ready up=1' 5
+tap_like "link: starts up" "$(cat "$work/L")" "^ready up=1 mtu=1500"
+t0=$(date +%s%N)
+px ip link set ethp0 down
+if wait_for "$work/L" '^link up=0' 2; then
+	tap_ok "link: peer down reported within 2 s ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
+else
+	tap_not_ok "link: peer down reported within 2 s" "$(cat "$work/L" "$work/L.err")"
+fi
+wait_for "$work/L" '^tx_while_down' 2
+tap_like "link: a send while down is consumed and counted as dropped, not sent" \
+	"$(cat "$work/L")" "tx_while_down accepted=1 dropped=1 sent=0"
+t0=$(date +%s%N)
+px ip link set ethp0 up
+if wait_for "$work/L" '^link up=1' 3; then
+	tap_ok "link: peer up reported within 3 s ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
+else
+	tap_not_ok "link: peer up reported within 3 s" "$(cat "$work/L" "$work/L.err")"
+fi
+gx ip link set ethg0 mtu 1400
+wait_for "$work/L" 'mtu=1400' 2
+tap_like "link: an MTU change is reported" "$(cat "$work/L")" "^link up=1 mtu=1400"
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+tap_done
