@@ -245,7 +245,9 @@ bool icmp_rl_allow(struct icmp_ratelimit *rl, int family, const uint8_t *dst, ui
 	h ^= h >> 15;
 	h *= 0x2c1b3c6du;
 	h ^= h >> 12;
-	if (rl->g_cost_ns && !take(&rl->global, now_ns, rl->g_cost_ns, rl->g_burst_ns))
+	/* Per destination first, so a destination over its limit does not drain the
+	 * global bucket for everyone else. */
+	if (!take(&rl->b[h & rl->mask], now_ns, rl->cost_ns, rl->burst_ns))
 		return false;
-	return take(&rl->b[h & rl->mask], now_ns, rl->cost_ns, rl->burst_ns);
+	return !rl->g_cost_ns || take(&rl->global, now_ns, rl->g_cost_ns, rl->g_burst_ns);
 }
