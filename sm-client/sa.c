@@ -296,8 +296,10 @@ static void txn_submit(struct sa_client *c, struct txn *t)
 	list_add(&c->queue, t);
 	if (c->queue.n > c->st.queued_peak)
 		c->st.queued_peak = c->queue.n;
-	if (!c->in_run)
+	if (!c->in_run) {
 		run(c);
+		schedule(c); /* arm the timer for what was just sent */
+	}
 }
 
 /* Remove a transaction wherever it is and free it, without completion. */
@@ -328,7 +330,7 @@ static void query_key(const struct sa_client *c, const struct sa_path_query *q,
 		      union ib_gid *sgid, uint16_t *pkey)
 {
 	*sgid = ib_gid_is_zero(&q->sgid) ? c->gid : q->sgid;
-	*pkey = q->pkey ? q->pkey : c->cfg.pkey;
+	*pkey = q->any_pkey ? 0 : q->pkey ? q->pkey : c->cfg.pkey;
 }
 
 static struct path_entry *path_find(const struct sa_client *c, const union ib_gid *dgid,

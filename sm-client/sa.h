@@ -136,6 +136,7 @@ struct sa_path_query {
 	union ib_gid dgid;
 	union ib_gid sgid; /* zero: the port's GID */
 	uint16_t pkey;     /* 0: the configured P_Key */
+	bool any_pkey;     /* leave the P_Key out of the query (the SA picks one) */
 	uint8_t tclass;
 	uint32_t flow_label; /* used only to pick a router among several */
 };

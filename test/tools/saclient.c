@@ -197,7 +197,8 @@ static void on_tick(struct evloop *loop, struct evtimer *tm, void *arg)
 	if (strcmp(t->cmd, "run"))
 		return;
 	for (unsigned i = 0; i < t->npaths; i++) {
-		struct sa_path_query q = {.dgid = t->paths[i], .pkey = t->any_pkey ? 0 : t->pkey};
+		struct sa_path_query q = {.dgid = t->paths[i], .pkey = t->pkey,
+					  .any_pkey = t->any_pkey};
 		struct sa_path p;
 
 		/* The data path's view: a cheap lookup; a resolve refreshes expired entries. */
@@ -392,7 +393,7 @@ int main(int argc, char **argv)
 		if (!t.npaths)
 			usage();
 		for (unsigned k = 0; k < t.npaths; k++) {
-			struct sa_path_query q = {.dgid = t.paths[k]};
+			struct sa_path_query q = {.dgid = t.paths[k], .any_pkey = t.any_pkey};
 
 			if (!t.any_pkey)
 				q.pkey = t.pkey;
