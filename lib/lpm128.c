@@ -92,12 +92,12 @@ static unsigned expand(const struct lpm128_pfx *pfx, unsigned npfx, uint32_t val
  * or NULL with *err 0 when the node ends up empty.
  */
 static struct lpm128_node *rebuild(const struct lpm128_node *n, unsigned d, unsigned slot,
-				   struct lpm128_node *child, const struct change *c,
-				   int *err, int *pfx_result, int *delta)
+				   struct lpm128_node *child, const struct change *c, int *err,
+				   int *pfx_result, int *delta)
 {
 	struct lpm128_pfx pfx[2 * 256];
 	unsigned npfx = n ? n->npfx : 0, nchild = n ? n->nchild : 0;
-	uint64_t childvec[4] = {0};
+	uint64_t childvec[4] = { 0 };
 	uint32_t vals[256];
 	struct lpm128_node *out;
 	unsigned runs, ci = 0, k;
@@ -116,8 +116,8 @@ static struct lpm128_node *rebuild(const struct lpm128_node *n, unsigned d, unsi
 				break;
 		if (c->value) {
 			if (i == npfx) {
-				pfx[npfx++] = (struct lpm128_pfx){(uint8_t)c->slotbits,
-								  (uint8_t)c->len, c->value};
+				pfx[npfx++] = (struct lpm128_pfx){ (uint8_t)c->slotbits,
+								   (uint8_t)c->len, c->value };
 				*delta = 1;
 			} else {
 				pfx[i].value = c->value;
@@ -186,8 +186,8 @@ static void locate(const uint8_t key[16], unsigned len, unsigned *depth, unsigne
 static int apply(struct lpm128 *t, const uint8_t key[16], unsigned len, uint32_t value)
 {
 	const struct lpm128_node *path[LPM128_LEVELS];
-	struct lpm128_node *built[LPM128_LEVELS] = {0}, *child = NULL, *old_root;
-	struct change c = {.value = value};
+	struct lpm128_node *built[LPM128_LEVELS] = { 0 }, *child = NULL, *old_root;
+	struct change c = { .value = value };
 	unsigned d;
 	int err = 0, pres = 0, delta = 0;
 

@@ -32,7 +32,13 @@
 #include "lib/log.h"
 #include "sm-client/sa_mad.h"
 
-enum txn_kind { TX_PATH, TX_JOIN, TX_LEAVE, TX_INFORM, TX_PROBE };
+enum txn_kind {
+	TX_PATH,
+	TX_JOIN,
+	TX_LEAVE,
+	TX_INFORM,
+	TX_PROBE
+};
 
 struct txn {
 	struct txn *prev, *next; /* in queue or outstanding list */
@@ -58,7 +64,7 @@ struct waiter {
 };
 
 struct path_entry {
-	struct path_entry *hnext;      /* hash chain */
+	struct path_entry *hnext;         /* hash chain */
 	struct path_entry *fprev, *fnext; /* insertion order (eviction) */
 	union ib_gid dgid, sgid;
 	uint16_t pkey; /* 0: any (not in the query) */
@@ -87,7 +93,7 @@ struct membership {
 	void *arg;
 };
 
-static const uint16_t traps[] = {64, 65, 66, 67};
+static const uint16_t traps[] = { 64, 65, 66, 67 };
 #define NTRAPS (sizeof(traps) / sizeof(traps[0]))
 
 struct sub {
@@ -164,7 +170,7 @@ static uint64_t jitter(struct sa_client *c, uint64_t ms)
 
 static void emit(struct sa_client *c, enum sa_event_type type, const union ib_gid *gid)
 {
-	struct sa_event ev = {.type = type};
+	struct sa_event ev = { .type = type };
 
 	if (gid)
 		ev.gid = *gid;
@@ -226,7 +232,7 @@ static uint64_t attempt_timeout(struct sa_client *c, unsigned attempt)
 
 static struct sa_dest sa_dest(const struct sa_client *c)
 {
-	struct sa_dest d = {.lid = c->port.sm_lid, .sl = c->port.sm_sl, .qkey = SA_QP1_QKEY};
+	struct sa_dest d = { .lid = c->port.sm_lid, .sl = c->port.sm_sl, .qkey = SA_QP1_QKEY };
 
 	for (unsigned i = 0; i < c->port.npkeys; i++)
 		if ((c->port.pkeys[i] & 0x7fff) == 0x7fff) {
@@ -249,12 +255,11 @@ static void refill(struct sa_client *c, uint64_t n)
 }
 
 /* Build a request: header + record. */
-static struct txn *txn_new(struct sa_client *c, enum txn_kind kind, uint8_t method,
-			   uint16_t attr, uint64_t comp_mask, const uint8_t *rec, size_t rec_len,
-			   void *owner)
+static struct txn *txn_new(struct sa_client *c, enum txn_kind kind, uint8_t method, uint16_t attr,
+			   uint64_t comp_mask, const uint8_t *rec, size_t rec_len, void *owner)
 {
 	struct txn *t = calloc(1, sizeof(*t));
-	struct sa_hdr h = {0};
+	struct sa_hdr h = { 0 };
 
 	if (!t)
 		return NULL;
@@ -326,8 +331,8 @@ static uint32_t path_hash(const union ib_gid *dgid, const union ib_gid *sgid, ui
 	return h ^ (h >> 15);
 }
 
-static void query_key(const struct sa_client *c, const struct sa_path_query *q,
-		      union ib_gid *sgid, uint16_t *pkey)
+static void query_key(const struct sa_client *c, const struct sa_path_query *q, union ib_gid *sgid,
+		      uint16_t *pkey)
 {
 	*sgid = ib_gid_is_zero(&q->sgid) ? c->gid : q->sgid;
 	*pkey = q->any_pkey ? 0 : q->pkey ? q->pkey : c->cfg.pkey;
@@ -435,13 +440,13 @@ static int path_add_waiter(struct path_entry *e, sa_path_cb cb, void *arg)
 		e->waiters = w;
 		e->wcap = ncap;
 	}
-	e->waiters[e->nwait++] = (struct waiter){cb, arg};
+	e->waiters[e->nwait++] = (struct waiter){ cb, arg };
 	return 0;
 }
 
 static void path_send(struct sa_client *c, struct path_entry *e)
 {
-	struct sa_path_rec r = {0};
+	struct sa_path_rec r = { 0 };
 	uint8_t rec[SA_PATH_REC_LEN];
 	uint64_t mask = SA_PR_DGID | SA_PR_SGID | SA_PR_NUMBPATH | SA_PR_REVERSIBLE;
 
@@ -458,8 +463,8 @@ static void path_send(struct sa_client *c, struct path_entry *e)
 	if (e->pkey)
 		mask |= SA_PR_PKEY;
 	sa_path_rec_encode(&r, rec, sizeof(rec));
-	e->txn = txn_new(c, TX_PATH, IB_MAD_METHOD_GET, SA_ATTR_PATH_REC, mask, rec,
-			 sizeof(rec), e);
+	e->txn =
+	    txn_new(c, TX_PATH, IB_MAD_METHOD_GET, SA_ATTR_PATH_REC, mask, rec, sizeof(rec), e);
 	if (!e->txn) {
 		e->last_error = -ENOMEM;
 		return;
@@ -468,8 +473,8 @@ static void path_send(struct sa_client *c, struct path_entry *e)
 	txn_submit(c, e->txn);
 }
 
-static void path_done(struct sa_client *c, struct path_entry *e, int status,
-		      const struct sa_hdr *h, const uint8_t *mad, size_t len)
+static void path_done(struct sa_client *c, struct path_entry *e, int status, const struct sa_hdr *h,
+		      const uint8_t *mad, size_t len)
 {
 	struct sa_path_rec r;
 	uint64_t n = now(c);
@@ -538,8 +543,7 @@ static void path_done(struct sa_client *c, struct path_entry *e, int status,
 	free(e);
 }
 
-int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_cb cb,
-		    void *arg)
+int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_cb cb, void *arg)
 {
 	union ib_gid sgid;
 	uint16_t pkey;
@@ -550,8 +554,7 @@ int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_
 	if (!q || ib_gid_is_multicast(&q->dgid) || ib_gid_is_zero(&q->dgid))
 		return -EINVAL;
 	query_key(c, q, &sgid, &pkey);
-	if (c->cfg.gid_routes &&
-	    ib_gid_prefix(&q->dgid) != ib_gid_prefix(&sgid)) {
+	if (c->cfg.gid_routes && ib_gid_prefix(&q->dgid) != ib_gid_prefix(&sgid)) {
 		struct sa_path p;
 		struct sa_path_query lq = *q;
 
@@ -623,8 +626,7 @@ int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_
 	return 0;
 }
 
-int sa_path_lookup(const struct sa_client *c, const struct sa_path_query *q,
-		   struct sa_path *out)
+int sa_path_lookup(const struct sa_client *c, const struct sa_path_query *q, struct sa_path *out)
 {
 	union ib_gid sgid;
 	uint16_t pkey;
@@ -696,13 +698,13 @@ const char *sa_path_state_name(enum sa_path_state s)
 	return "?";
 }
 
-void sa_path_foreach(const struct sa_client *c,
-		     int (*fn)(void *arg, const struct sa_path_info *pi), void *arg)
+void sa_path_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_path_info *pi),
+		     void *arg)
 {
 	uint64_t n = now(c);
 
 	for (const struct path_entry *e = c->fifo_head; e; e = e->fnext) {
-		struct sa_path_info pi = {0};
+		struct sa_path_info pi = { 0 };
 
 		pi.path = e->path;
 		pi.path.dgid = e->dgid;
@@ -729,8 +731,8 @@ void sa_path_foreach(const struct sa_client *c,
 
 void sa_ipoib_bcast_mgid(uint16_t pkey, union ib_gid *mgid)
 {
-	static const uint8_t tmpl[IB_GID_LEN] = {0xff, 0x12, 0x40, 0x1b, 0, 0, 0, 0,
-						 0,    0,    0,    0,    0xff, 0xff, 0xff, 0xff};
+	static const uint8_t tmpl[IB_GID_LEN] = { 0xff, 0x12, 0x40, 0x1b, 0,    0,    0,    0,
+						  0,    0,    0,    0,    0xff, 0xff, 0xff, 0xff };
 
 	memcpy(mgid->raw, tmpl, IB_GID_LEN);
 	ib_put_be16(mgid->raw + 4, pkey | 0x8000);
@@ -784,7 +786,7 @@ static void mcast_create_params(const struct sa_client *c, const struct membersh
 
 static void mcast_send_join(struct sa_client *c, struct membership *m)
 {
-	struct sa_mcm_rec r = {0};
+	struct sa_mcm_rec r = { 0 };
 	uint8_t rec[SA_MCM_REC_LEN];
 	uint64_t mask = SA_MCM_MGID | SA_MCM_PORT_GID | SA_MCM_PKEY | SA_MCM_JOIN_STATE;
 
@@ -797,12 +799,12 @@ static void mcast_send_join(struct sa_client *c, struct membership *m)
 	r.scope = ib_mgid_scope(&m->p.mgid);
 	if (m->creating) {
 		mcast_create_params(c, m, &r);
-		mask |= SA_MCM_QKEY | SA_MCM_MTU_SEL | SA_MCM_MTU | SA_MCM_TCLASS | SA_MCM_RATE_SEL |
-			SA_MCM_RATE | SA_MCM_SL | SA_MCM_FLOW | SA_MCM_HOP;
+		mask |= SA_MCM_QKEY | SA_MCM_MTU_SEL | SA_MCM_MTU | SA_MCM_TCLASS |
+			SA_MCM_RATE_SEL | SA_MCM_RATE | SA_MCM_SL | SA_MCM_FLOW | SA_MCM_HOP;
 	}
 	sa_mcm_rec_encode(&r, rec, sizeof(rec));
-	m->txn = txn_new(c, TX_JOIN, IB_MAD_METHOD_SET, SA_ATTR_MCMEMBER_REC, mask, rec,
-			 sizeof(rec), m);
+	m->txn =
+	    txn_new(c, TX_JOIN, IB_MAD_METHOD_SET, SA_ATTR_MCMEMBER_REC, mask, rec, sizeof(rec), m);
 	if (!m->txn) {
 		m->state = SA_MC_RETRYING;
 		m->retry_at = now(c) + 1000;
@@ -885,8 +887,7 @@ static void mcast_done(struct sa_client *c, struct membership *m, int status,
 		m->cb(m->arg, status, NULL);
 }
 
-int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast_cb cb,
-		  void *arg)
+int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast_cb cb, void *arg)
 {
 	struct membership *m;
 
@@ -913,7 +914,7 @@ int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast
 
 static void mcast_send_leave(struct sa_client *c, const struct membership *m)
 {
-	struct sa_mcm_rec r = {0};
+	struct sa_mcm_rec r = { 0 };
 	uint8_t rec[SA_MCM_REC_LEN];
 	struct txn *t;
 
@@ -970,7 +971,7 @@ void sa_mcast_foreach(const struct sa_client *c,
 		      int (*fn)(void *arg, const struct sa_mcast_info *mi), void *arg)
 {
 	for (const struct membership *m = c->groups; m; m = m->next) {
-		struct sa_mcast_info mi = {0};
+		struct sa_mcast_info mi = { 0 };
 
 		mi.group = m->g;
 		if (!m->have_group)
@@ -989,7 +990,7 @@ void sa_mcast_foreach(const struct sa_client *c,
 
 static void sub_send(struct sa_client *c, struct sub *s, bool subscribe)
 {
-	struct sa_inform_info ii = {0};
+	struct sa_inform_info ii = { 0 };
 	uint8_t rec[SA_INFORM_INFO_LEN];
 	struct txn *t;
 
@@ -1061,12 +1062,12 @@ int sa_subscribe_traps(struct sa_client *c)
 	return 0;
 }
 
-void sa_sub_foreach(const struct sa_client *c,
-		    int (*fn)(void *arg, const struct sa_sub_info *si), void *arg)
+void sa_sub_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_sub_info *si),
+		    void *arg)
 {
 	for (unsigned i = 0; i < NTRAPS; i++) {
-		struct sa_sub_info si = {c->subs[i].trap, c->subs[i].subscribed,
-					 c->subs[i].last_error};
+		struct sa_sub_info si = { c->subs[i].trap, c->subs[i].subscribed,
+					  c->subs[i].last_error };
 
 		if (c->subs[i].wanted && fn(arg, &si))
 			break;
@@ -1094,8 +1095,8 @@ static void rejoin_all(struct sa_client *c)
 
 static void send_probe(struct sa_client *c)
 {
-	c->probe = txn_new(c, TX_PROBE, IB_MAD_METHOD_GET, SA_ATTR_CLASS_PORT_INFO, 0, NULL, 0,
-			   NULL);
+	c->probe =
+	    txn_new(c, TX_PROBE, IB_MAD_METHOD_GET, SA_ATTR_CLASS_PORT_INFO, 0, NULL, 0, NULL);
 	if (!c->probe)
 		return;
 	c->st.probes++;
@@ -1129,8 +1130,8 @@ static void sa_came_up(struct sa_client *c)
 	rejoin_all(c);
 }
 
-static void probe_done(struct sa_client *c, int status, const struct sa_hdr *h,
-		       const uint8_t *mad, size_t len)
+static void probe_done(struct sa_client *c, int status, const struct sa_hdr *h, const uint8_t *mad,
+		       size_t len)
 {
 	struct sa_class_port_info cpi;
 
@@ -1138,8 +1139,8 @@ static void probe_done(struct sa_client *c, int status, const struct sa_hdr *h,
 	if (!c->probe_gap)
 		c->probe_gap = c->base_timeout;
 	if (status == -ETIMEDOUT || status == -ECANCELED) {
-		c->probe_gap = c->probe_gap * 2 > c->cfg.probe_max_ms ? c->cfg.probe_max_ms
-								       : c->probe_gap * 2;
+		c->probe_gap =
+		    c->probe_gap * 2 > c->cfg.probe_max_ms ? c->cfg.probe_max_ms : c->probe_gap * 2;
 		c->probe_at = now(c) + jitter(c, c->probe_gap);
 		return;
 	}
@@ -1197,7 +1198,7 @@ static void handle_report(struct sa_client *c, const struct sa_hdr *h, const uin
 {
 	struct sa_notice n;
 	union ib_gid gid;
-	uint8_t resp[IB_MAD_LEN] = {0};
+	uint8_t resp[IB_MAD_LEN] = { 0 };
 	struct sa_hdr rh = *h;
 	struct sa_dest d = sa_dest(c);
 
@@ -1307,8 +1308,8 @@ void sa_client_input(struct sa_client *c, const uint8_t *mad, size_t len)
 	c->timeouts_in_row = 0;
 	if (h.mad.status) {
 		c->st.status_errors++;
-		log_debug("sa: tid %#x attr %#x: SA status %#x (%s)", t->tid, t->attr,
-			  h.mad.status, sa_status_name(h.mad.status));
+		log_debug("sa: tid %#x attr %#x: SA status %#x (%s)", t->tid, t->attr, h.mad.status,
+			  sa_status_name(h.mad.status));
 		txn_done(c, t, status_errno(h.mad.status), &h, mad, len);
 	} else {
 		txn_done(c, t, 0, &h, mad, len);
@@ -1398,9 +1399,11 @@ static uint64_t next_deadline(const struct sa_client *c)
 		return d;
 	if (c->sa_up) {
 		if (c->queue.head && c->outstanding.n < c->cfg.max_outstanding) {
-			uint64_t at = c->tokens >= 1000 ? c->tok_time
-							 : c->tok_time + (1000 - c->tokens + c->cfg.rate_per_s - 1) /
-										 c->cfg.rate_per_s;
+			uint64_t at =
+			    c->tokens >= 1000
+				? c->tok_time
+				: c->tok_time + (1000 - c->tokens + c->cfg.rate_per_s - 1) /
+						    c->cfg.rate_per_s;
 
 			if (at < d)
 				d = at;
@@ -1579,7 +1582,7 @@ void sa_client_free(struct sa_client *c)
 		struct sa_dest d = sa_dest(c);
 
 		for (struct membership *m = c->groups; m; m = m->next) {
-			struct sa_mcm_rec r = {0};
+			struct sa_mcm_rec r = { 0 };
 			uint8_t rec[SA_MCM_REC_LEN];
 			struct txn *t;
 
@@ -1598,7 +1601,7 @@ void sa_client_free(struct sa_client *c)
 			}
 		}
 		for (unsigned i = 0; i < NTRAPS; i++) {
-			struct sa_inform_info ii = {0};
+			struct sa_inform_info ii = { 0 };
 			uint8_t rec[SA_INFORM_INFO_LEN];
 			struct txn *t;
 

@@ -90,17 +90,17 @@ struct sa_client_config {
 	void *now_ctx;
 	void (*event)(void *arg, const struct sa_event *ev); /* may be NULL */
 	void *event_arg;
-	uint32_t seed;        /* jitter PRNG and first TID; 0: from the clock */
-	uint64_t sm_key;      /* SM_Key in requests (0; the SA ignores it for these) */
-	uint16_t pkey;        /* P_Key for PathRecords and joins; 0: 0xffff */
+	uint32_t seed;            /* jitter PRNG and first TID; 0: from the clock */
+	uint64_t sm_key;          /* SM_Key in requests (0; the SA ignores it for these) */
+	uint16_t pkey;            /* P_Key for PathRecords and joins; 0: 0xffff */
 	unsigned max_outstanding; /* per SA; 0: 8 */
 	unsigned rate_per_s;      /* new queries per second; 0: 200 */
 	unsigned retries;         /* retransmissions per query; 0: 3 */
 	uint32_t timeout_floor_ms, timeout_max_ms; /* 0: 200, 8000 */
 	uint32_t path_ttl_ms, neg_ttl_ms;          /* 0: 300000, 5000 */
 	unsigned max_paths;                        /* cache size; 0: 65536 */
-	unsigned sa_down_after;   /* queries timed out in a row before the SA is "down"; 0: 2 */
-	uint32_t probe_max_ms;    /* longest gap between probes of a down SA; 0: 30000 */
+	unsigned sa_down_after; /* queries timed out in a row before the SA is "down"; 0: 2 */
+	uint32_t probe_max_ms;  /* longest gap between probes of a down SA; 0: 30000 */
 	/* Off-subnet: answer DGIDs under a configured GID route locally (seed 004). The table
 	 * is the caller's and must outlive the client. NULL: always ask the SA. */
 	const struct sa_gidroutes *gid_routes;
@@ -146,18 +146,21 @@ struct sa_path_query {
 typedef void (*sa_path_cb)(void *arg, int status, const struct sa_path *path);
 /* Returns 1 when answered from the cache (cb was called before returning), 0 when a
  * query is under way (cb comes later), or -errno (-ENOMEM, -EINVAL). */
-int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_cb cb,
-		    void *arg);
+int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_cb cb, void *arg);
 /* The cheap lookup: a cached path (fresh, or stale while being revalidated), no query.
  * Returns 0, -ENOENT (not cached, or negative), -EAGAIN (a query is under way). */
-int sa_path_lookup(const struct sa_client *c, const struct sa_path_query *q,
-		   struct sa_path *out);
+int sa_path_lookup(const struct sa_client *c, const struct sa_path_query *q, struct sa_path *out);
 /* Drop every cached path to dgid (as trap 65 does). Returns the number dropped. */
 unsigned sa_path_invalidate(struct sa_client *c, const union ib_gid *dgid);
 /* Mark every path stale and re-query them paced, keeping them in service meanwhile. */
 void sa_path_revalidate_all(struct sa_client *c);
 
-enum sa_path_state { SA_PATH_VALID, SA_PATH_STALE, SA_PATH_NEGATIVE, SA_PATH_PENDING };
+enum sa_path_state {
+	SA_PATH_VALID,
+	SA_PATH_STALE,
+	SA_PATH_NEGATIVE,
+	SA_PATH_PENDING
+};
 struct sa_path_info {
 	struct sa_path path; /* dgid/sgid/pkey/tclass always set; the rest when known */
 	enum sa_path_state state;
@@ -166,8 +169,8 @@ struct sa_path_info {
 	unsigned waiters;
 };
 /* Calls fn for every cache entry (in no particular order); fn returns non-zero to stop. */
-void sa_path_foreach(const struct sa_client *c,
-		     int (*fn)(void *arg, const struct sa_path_info *pi), void *arg);
+void sa_path_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_path_info *pi),
+		     void *arg);
 const char *sa_path_state_name(enum sa_path_state s);
 
 /* --- Multicast -------------------------------------------------------------------- */
@@ -195,14 +198,18 @@ struct sa_mcast_params {
 	uint8_t mtu, rate, sl;
 	uint16_t pkey; /* 0: from the MGID's P_Key field if IPoIB, else the configured */
 };
-enum sa_mcast_state { SA_MC_JOINING, SA_MC_JOINED, SA_MC_RETRYING, SA_MC_LEAVING };
+enum sa_mcast_state {
+	SA_MC_JOINING,
+	SA_MC_JOINED,
+	SA_MC_RETRYING,
+	SA_MC_LEAVING
+};
 /* Called on every join outcome (also rejoins): status 0 and the group, or -errno. */
 typedef void (*sa_mcast_cb)(void *arg, int status, const struct sa_mcast_group *g);
 /* Start (and keep) a membership: retried with backoff until sa_mcast_leave, rejoined
  * after reregister/SM change. Returns 0, -EEXIST (already a member with that MGID),
  * -ENOMEM, -EINVAL. */
-int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast_cb cb,
-		  void *arg);
+int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast_cb cb, void *arg);
 /* Leave (MCMemberRecord Delete) and forget the membership. -ENOENT if none. */
 int sa_mcast_leave(struct sa_client *c, const union ib_gid *mgid);
 /* IPoIB broadcast MGID ff12:401b:<pkey>::ffff:ffff (RFC 4391 section 4). */
@@ -227,8 +234,8 @@ struct sa_sub_info {
 	bool subscribed;
 	int last_error;
 };
-void sa_sub_foreach(const struct sa_client *c,
-		    int (*fn)(void *arg, const struct sa_sub_info *si), void *arg);
+void sa_sub_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_sub_info *si),
+		    void *arg);
 
 /* --- Counters --------------------------------------------------------------------- */
 enum sa_bad_reason {

@@ -97,8 +97,8 @@ int sa_path_rec_encode(const struct sa_path_rec *r, uint8_t *p, size_t len)
 	memcpy(p + 24, r->sgid.raw, IB_GID_LEN);
 	ib_put_be16(p + 40, r->dlid);
 	ib_put_be16(p + 42, r->slid);
-	ib_put_be32(p + 44, (uint32_t)r->raw_traffic << 31 | (r->flow_label & 0xfffff) << 8 |
-				    r->hop_limit);
+	ib_put_be32(p + 44,
+		    (uint32_t)r->raw_traffic << 31 | (r->flow_label & 0xfffff) << 8 | r->hop_limit);
 	p[48] = r->tclass;
 	p[49] = (uint8_t)(r->reversible << 7 | (r->numb_path & 0x7f));
 	ib_put_be16(p + 50, r->pkey);
@@ -152,8 +152,8 @@ int sa_mcm_rec_encode(const struct sa_mcm_rec *r, uint8_t *p, size_t len)
 	ib_put_be16(p + 40, r->pkey);
 	p[42] = (uint8_t)(r->rate_sel << 6 | (r->rate & 0x3f));
 	p[43] = (uint8_t)(r->life_sel << 6 | (r->life & 0x3f));
-	ib_put_be32(p + 44, (uint32_t)(r->sl & 0x0f) << 28 | (r->flow_label & 0xfffff) << 8 |
-				    r->hop_limit);
+	ib_put_be32(p + 44,
+		    (uint32_t)(r->sl & 0x0f) << 28 | (r->flow_label & 0xfffff) << 8 | r->hop_limit);
 	p[48] = (uint8_t)((r->scope & 0x0f) << 4 | (r->join_state & 0x0f));
 	p[49] = (uint8_t)(r->proxy_join << 7);
 	return SA_MCM_REC_LEN;
@@ -247,8 +247,8 @@ int sa_class_port_info_decode(const uint8_t *p, size_t len, struct sa_class_port
 	return 0;
 }
 
-int sa_records(const struct sa_hdr *h, size_t len, size_t rec_len, size_t *stride,
-	       unsigned *count, bool *truncated)
+int sa_records(const struct sa_hdr *h, size_t len, size_t rec_len, size_t *stride, unsigned *count,
+	       bool *truncated)
 {
 	size_t avail, n;
 
@@ -270,7 +270,8 @@ int sa_records(const struct sa_hdr *h, size_t len, size_t rec_len, size_t *strid
 	if (*stride < rec_len)
 		return -EBADMSG;
 	n = avail >= rec_len ? (avail - rec_len) / *stride + 1 : 0;
-	if ((h->rmpp_flags & (SA_RMPP_ACTIVE | SA_RMPP_FIRST)) == (SA_RMPP_ACTIVE | SA_RMPP_FIRST) &&
+	if ((h->rmpp_flags & (SA_RMPP_ACTIVE | SA_RMPP_FIRST)) ==
+		(SA_RMPP_ACTIVE | SA_RMPP_FIRST) &&
 	    h->rmpp_data2 >= 20) {
 		/* PayloadLength counts the 20 SA-header octets after the RMPP header. */
 		size_t promised = h->rmpp_data2 - 20;
@@ -314,7 +315,7 @@ const char *sa_status_name(uint16_t status)
 		return "success";
 	if (cls)
 		return cls < sizeof(sa_codes) / sizeof(sa_codes[0]) ? sa_codes[cls]
-								     : "ERR_SA_UNKNOWN";
+								    : "ERR_SA_UNKNOWN";
 	if (code)
 		return mad_codes[code];
 	if (status & 1)

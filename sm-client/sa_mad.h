@@ -93,7 +93,11 @@ enum {
 };
 
 /* RMPP flags (low 3 bits of octet 26). */
-enum { SA_RMPP_ACTIVE = 1, SA_RMPP_FIRST = 2, SA_RMPP_LAST = 4 };
+enum {
+	SA_RMPP_ACTIVE = 1,
+	SA_RMPP_FIRST = 2,
+	SA_RMPP_LAST = 4
+};
 
 struct sa_hdr {
 	struct ib_mad_hdr mad;
@@ -181,8 +185,8 @@ void sa_notice_gid(const struct sa_notice *n, union ib_gid *gid);
  * buffer holds (umad2sim cuts RMPP answers to one MAD). For any other response there is
  * exactly one record at SA_HDR_LEN (-EMSGSIZE if the buffer is shorter).
  */
-int sa_records(const struct sa_hdr *h, size_t len, size_t rec_len, size_t *stride,
-	       unsigned *count, bool *truncated);
+int sa_records(const struct sa_hdr *h, size_t len, size_t rec_len, size_t *stride, unsigned *count,
+	       bool *truncated);
 
 /* SA status (MAD status field) by name: "success", "busy", "ERR_NO_RECORDS", ...
  * Never NULL. */

@@ -69,7 +69,7 @@ static int umad_send_op(void *ctx, const uint8_t *mad, size_t len, const struct 
 	return 0;
 }
 
-const struct sa_transport_ops sa_umad_ops = {.send = umad_send_op};
+const struct sa_transport_ops sa_umad_ops = { .send = umad_send_op };
 
 static void *mad_thread(void *arg)
 {
@@ -79,7 +79,7 @@ static void *mad_thread(void *arg)
 	if (!buf)
 		return NULL;
 	while (!atomic_load_explicit(&u->stop, memory_order_relaxed)) {
-		struct pollfd pfd = {.fd = umad_get_fd(u->portid), .events = POLLIN};
+		struct pollfd pfd = { .fd = umad_get_fd(u->portid), .events = POLLIN };
 		int len = RECV_BUF, rc;
 		unsigned h, t;
 		uint64_t one = 1;
@@ -112,7 +112,7 @@ static void *mad_thread(void *arg)
 			continue;
 		}
 		memcpy(copy, umad_get_mad(buf), (size_t)len);
-		u->ring[h & u->mask] = (struct slot){copy, (size_t)len};
+		u->ring[h & u->mask] = (struct slot){ copy, (size_t)len };
 		atomic_store_explicit(&u->head, h + 1, memory_order_release);
 		atomic_fetch_add(&u->received, 1);
 		if (write(u->efd, &one, sizeof(one)) < 0) {
@@ -184,7 +184,7 @@ static int pick_port(struct sa_umad *u)
 int sa_umad_open(const struct sa_umad_config *cfg, struct sa_umad **out)
 {
 	struct sa_umad *u = calloc(1, sizeof(*u));
-	long method_mask[16 / sizeof(long)] = {0};
+	long method_mask[16 / sizeof(long)] = { 0 };
 	unsigned rs;
 	int rc;
 
@@ -221,9 +221,9 @@ int sa_umad_open(const struct sa_umad_config *cfg, struct sa_umad **out)
 	}
 	/* Unsolicited methods we accept: Report (SA -> subscriber). */
 	method_mask[IB_MAD_METHOD_REPORT / (8 * sizeof(long))] |=
-		1L << (IB_MAD_METHOD_REPORT % (8 * sizeof(long)));
-	u->agent = umad_register(u->portid, IB_MGMT_CLASS_SA, SA_CLASS_VERSION,
-				 cfg->rmpp ? 1 : 0, method_mask);
+	    1L << (IB_MAD_METHOD_REPORT % (8 * sizeof(long)));
+	u->agent = umad_register(u->portid, IB_MGMT_CLASS_SA, SA_CLASS_VERSION, cfg->rmpp ? 1 : 0,
+				 method_mask);
 	if (u->agent < 0) {
 		rc = u->agent;
 		goto fail;

@@ -39,7 +39,7 @@ static uint64_t fz_now(void *ctx)
 	return ((struct fz *)ctx)->now;
 }
 
-static const struct sa_transport_ops ops = {.send = fz_send};
+static const struct sa_transport_ops ops = { .send = fz_send };
 
 static void nop_path(void *arg, int status, const struct sa_path *p)
 {
@@ -57,13 +57,16 @@ static void nop_join(void *arg, int status, const struct sa_mcast_group *g)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fz f = {.now = 1000};
-	struct sa_client_config cfg = {.ops = &ops, .now_ms = fz_now, .seed = 1};
-	struct sa_port_info pi = {.lid = 4, .sm_lid = 1, .state = SA_PORT_ACTIVE,
-				  .subnet_timeout = 8, .gid_prefix = 0xfe80000000000000ull,
-				  .port_guid = 0x0002c90300a10003ull};
-	struct sa_mcast_params mp = {.join_state = SA_JOIN_FULL, .create = true};
-	struct sa_path_query q = {0};
+	struct fz f = { .now = 1000 };
+	struct sa_client_config cfg = { .ops = &ops, .now_ms = fz_now, .seed = 1 };
+	struct sa_port_info pi = { .lid = 4,
+				   .sm_lid = 1,
+				   .state = SA_PORT_ACTIVE,
+				   .subnet_timeout = 8,
+				   .gid_prefix = 0xfe80000000000000ull,
+				   .port_guid = 0x0002c90300a10003ull };
+	struct sa_mcast_params mp = { .join_state = SA_JOIN_FULL, .create = true };
+	struct sa_path_query q = { 0 };
 	struct sa_client *c;
 	uint8_t mad[4096];
 	size_t len;
@@ -106,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((data[0] & 0x80) && f.n && len >= 16) {
 		const uint8_t *req = f.sent[(data[0] & 0x7f) % f.n];
 
-		memcpy(mad + 8, req + 8, 8);   /* TID */
+		memcpy(mad + 8, req + 8, 8); /* TID */
 		if ((data[0] & 0x40) && len >= 18)
 			memcpy(mad + 16, req + 16, 2); /* attribute */
 	}

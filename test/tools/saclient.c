@@ -197,8 +197,9 @@ static void on_tick(struct evloop *loop, struct evtimer *tm, void *arg)
 	if (strcmp(t->cmd, "run"))
 		return;
 	for (unsigned i = 0; i < t->npaths; i++) {
-		struct sa_path_query q = {.dgid = t->paths[i], .pkey = t->pkey,
-					  .any_pkey = t->any_pkey};
+		struct sa_path_query q = { .dgid = t->paths[i],
+					   .pkey = t->pkey,
+					   .any_pkey = t->any_pkey };
 		struct sa_path p;
 
 		/* The data path's view: a cheap lookup; a resolve refreshes expired entries. */
@@ -243,26 +244,29 @@ static int parse_route(struct sa_gidroutes *r, const char *spec)
 		return -EINVAL;
 	for (lids = strtok_r(eq + 1, ",", &save); lids && n < SA_ROUTE_MAX_ROUTERS;
 	     lids = strtok_r(NULL, ",", &save))
-		rt[n++] = (struct sa_router){.lid = (uint16_t)strtoul(lids, NULL, 0), .mtu = 4,
-					     .rate = 3, .hop_limit = 0xff};
+		rt[n++] = (struct sa_router){ .lid = (uint16_t)strtoul(lids, NULL, 0),
+					      .mtu = 4,
+					      .rate = 3,
+					      .hop_limit = 0xff };
 	return sa_gidroutes_add(r, &g, (unsigned)atoi(slash + 1), rt, n);
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: saclient [options] port|path DGID...|join MGID|subscribe|run ...\n");
+	fprintf(stderr,
+		"usage: saclient [options] port|path DGID...|join MGID|subscribe|run ...\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	struct tool t = {.pkey = 0};
-	struct sa_client_config cc = {0};
-	struct sa_umad_config uc = {0};
+	struct tool t = { .pkey = 0 };
+	struct sa_client_config cc = { 0 };
+	struct sa_umad_config uc = { 0 };
 	struct sa_gidroutes *routes = NULL;
 	union ib_gid mgids[MAX_ITEMS];
 	unsigned nmgids = 0;
-	struct sa_mcast_params mp = {0};
+	struct sa_mcast_params mp = { 0 };
 	bool subscribe = false;
 	int i, rc, verbose = 0;
 
@@ -393,7 +397,7 @@ int main(int argc, char **argv)
 		if (!t.npaths)
 			usage();
 		for (unsigned k = 0; k < t.npaths; k++) {
-			struct sa_path_query q = {.dgid = t.paths[k], .any_pkey = t.any_pkey};
+			struct sa_path_query q = { .dgid = t.paths[k], .any_pkey = t.any_pkey };
 
 			if (!t.any_pkey)
 				q.pkey = t.pkey;

@@ -90,7 +90,9 @@ static void check_all(const struct lpm128 *t, const struct ref *r, unsigned n, u
 
 static void test_random_vs_naive(void **state)
 {
-	enum { N = 3000 };
+	enum {
+		N = 3000
+	};
 	struct ref *r = calloc(N, sizeof(*r));
 	struct lpm128 *t;
 	struct lpm128_stats st;
@@ -106,7 +108,8 @@ static void test_random_vs_naive(void **state)
 		r[i].live = 1;
 		/* duplicates of an existing prefix replace it: mirror that in the reference */
 		for (unsigned j = 0; j < i; j++)
-			if (r[j].live && r[j].len == r[i].len && covers(r[j].key, r[j].len, r[i].key))
+			if (r[j].live && r[j].len == r[i].len &&
+			    covers(r[j].key, r[j].len, r[i].key))
 				r[j].live = 0;
 		assert_int_equal(lpm128_add(t, r[i].key, r[i].len, r[i].value), 0);
 	}
@@ -138,7 +141,7 @@ static void test_random_vs_naive(void **state)
 static void test_basics(void **state)
 {
 	struct lpm128 *t;
-	uint8_t k[16] = {0xfe, 0xc0, 0, 0, 0, 0, 0, 1}, z[16] = {0};
+	uint8_t k[16] = { 0xfe, 0xc0, 0, 0, 0, 0, 0, 1 }, z[16] = { 0 };
 
 	(void)state;
 	assert_int_equal(lpm128_new(&t, NULL, NULL), 0);
@@ -183,7 +186,7 @@ static void test_rcu_snapshot(void **state)
 {
 	struct deferred *d = calloc(1, sizeof(*d));
 	struct lpm128 *t, old;
-	uint8_t a[16] = {0x20, 0x01, 0x0d, 0xb8}, b[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1};
+	uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8 }, b[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1 };
 
 	(void)state;
 	assert_int_equal(lpm128_new(&t, defer, d), 0);

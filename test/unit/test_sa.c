@@ -45,7 +45,7 @@ static int fake_send(void *ctx, const uint8_t *mad, size_t len, const struct sa_
 	return 0;
 }
 
-static const struct sa_transport_ops fake_ops = {.send = fake_send};
+static const struct sa_transport_ops fake_ops = { .send = fake_send };
 
 static uint64_t fake_now(void *ctx)
 {
@@ -69,8 +69,8 @@ static void fake_free(struct fake *f)
 
 static struct sa_client *client(struct fake *f, struct sa_client_config *extra)
 {
-	struct sa_client_config cfg = {0};
-	struct sa_port_info pi = {0};
+	struct sa_client_config cfg = { 0 };
+	struct sa_port_info pi = { 0 };
 	struct sa_client *c;
 
 	if (extra)
@@ -119,7 +119,7 @@ static uint16_t sent_attr(struct fake *f, unsigned i)
 /* Answer the initial ClassPortInfo probe (sent by set_port). */
 static void answer_probe(struct sa_client *c, struct fake *f, unsigned i)
 {
-	uint8_t cpi[72] = {1, 2, 0, 0, 0, 0, 0, 8}; /* RespTimeValue 8 */
+	uint8_t cpi[72] = { 1, 2, 0, 0, 0, 0, 0, 8 }; /* RespTimeValue 8 */
 
 	assert_int_equal(sent_attr(f, i), SA_ATTR_CLASS_PORT_INFO);
 	respond(c, f, i, 0, cpi, sizeof(cpi));
@@ -167,8 +167,8 @@ static void test_path_resolve_and_cache(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_path_query q = {0};
-	struct result r = {0};
+	struct sa_path_query q = { 0 };
+	struct result r = { 0 };
 	struct sa_path p;
 	struct sa_stats st;
 	uint8_t rec[SA_PATH_REC_LEN];
@@ -182,8 +182,8 @@ static void test_path_resolve_and_cache(void **state)
 	assert_int_equal(sent_attr(f, 1), SA_ATTR_PATH_REC);
 	assert_int_equal(sa_hdr_decode(f->sent[1], 256, &h), 0);
 	assert_int_equal(h.mad.method, IB_MAD_METHOD_GET);
-	assert_int_equal(h.comp_mask, SA_PR_DGID | SA_PR_SGID | SA_PR_NUMBPATH |
-					      SA_PR_REVERSIBLE | SA_PR_PKEY);
+	assert_int_equal(h.comp_mask,
+			 SA_PR_DGID | SA_PR_SGID | SA_PR_NUMBPATH | SA_PR_REVERSIBLE | SA_PR_PKEY);
 	assert_int_equal(f->last_dest.lid, 1);
 	assert_int_equal(f->last_dest.qkey, SA_QP1_QKEY);
 	assert_int_equal(sa_path_lookup(c, &q, &p), -EAGAIN);
@@ -249,8 +249,8 @@ static void test_negative_and_status(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_path_query q = {0};
-	struct result r = {0};
+	struct sa_path_query q = { 0 };
+	struct result r = { 0 };
 	struct sa_stats st;
 
 	(void)state;
@@ -286,8 +286,8 @@ static void test_timeout_backoff(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_path_query q = {0};
-	struct result r = {0};
+	struct sa_path_query q = { 0 };
+	struct result r = { 0 };
 	struct sa_stats st;
 
 	(void)state;
@@ -321,7 +321,7 @@ static void test_timeout_backoff(void **state)
 
 static void test_coalesce_10000(void **state)
 {
-	struct sa_client_config cfg = {.max_outstanding = 8, .rate_per_s = 200};
+	struct sa_client_config cfg = { .max_outstanding = 8, .rate_per_s = 200 };
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, &cfg);
 	struct result *res = calloc(10000, sizeof(*res));
@@ -333,7 +333,7 @@ static void test_coalesce_10000(void **state)
 	first = f->nsent;
 	/* 10,000 neighbours over 1,000 distinct DGIDs, all at once. */
 	for (unsigned i = 0; i < 10000; i++) {
-		struct sa_path_query q = {0};
+		struct sa_path_query q = { 0 };
 
 		gid(&q.dgid, 0x1000 + i % 1000);
 		assert_true(sa_path_resolve(c, &q, on_path, &res[i]) >= 0);
@@ -411,8 +411,8 @@ static void test_join_create_leave(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_mcast_params p = {.join_state = SA_JOIN_FULL, .create = true};
-	struct mres m = {0};
+	struct sa_mcast_params p = { .join_state = SA_JOIN_FULL, .create = true };
+	struct mres m = { 0 };
 	struct sa_hdr h;
 	struct sa_mcm_rec r;
 
@@ -425,8 +425,8 @@ static void test_join_create_leave(void **state)
 	assert_int_equal(f->nsent, 2);
 	sa_hdr_decode(f->sent[1], 256, &h);
 	assert_int_equal(h.mad.method, IB_MAD_METHOD_SET);
-	assert_int_equal(h.comp_mask, SA_MCM_MGID | SA_MCM_PORT_GID | SA_MCM_PKEY |
-					      SA_MCM_JOIN_STATE);
+	assert_int_equal(h.comp_mask,
+			 SA_MCM_MGID | SA_MCM_PORT_GID | SA_MCM_PKEY | SA_MCM_JOIN_STATE);
 	sa_mcm_rec_decode(f->sent[1] + SA_HDR_LEN, 200, &r);
 	assert_int_equal(r.pkey, 0xffff);
 	assert_int_equal(r.join_state, 1);
@@ -468,10 +468,10 @@ static void test_sa_down_and_back(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_mcast_params p = {.join_state = SA_JOIN_FULL};
-	struct sa_path_query q = {0};
-	struct result r = {0};
-	struct mres m = {0};
+	struct sa_mcast_params p = { .join_state = SA_JOIN_FULL };
+	struct sa_path_query q = { 0 };
+	struct result r = { 0 };
+	struct mres m = { 0 };
 	struct sa_stats st;
 	struct sa_path path;
 	uint8_t rec[SA_PATH_REC_LEN];
@@ -499,7 +499,7 @@ static void test_sa_down_and_back(void **state)
 	/* The SA goes silent. Two queries time out: the SA is down. */
 	before = f->nsent;
 	for (unsigned k = 0; k < 2; k++) {
-		struct sa_path_query q2 = {0};
+		struct sa_path_query q2 = { 0 };
 
 		gid(&q2.dgid, 0x60 + k);
 		sa_path_resolve(c, &q2, on_path, &r);
@@ -519,7 +519,7 @@ static void test_sa_down_and_back(void **state)
 	assert_int_equal(path.dlid, 6);
 	before = f->nsent;
 	{
-		struct sa_path_query q3 = {0};
+		struct sa_path_query q3 = { 0 };
 
 		gid(&q3.dgid, 0x70);
 		assert_int_equal(sa_path_resolve(c, &q3, on_path, &r), 1);
@@ -552,7 +552,8 @@ static void test_sa_down_and_back(void **state)
 			informs += a == SA_ATTR_INFORM_INFO;
 			paths += a == SA_ATTR_PATH_REC;
 			if (getenv("SA_TEST_DEBUG"))
-				fprintf(stderr, "sent %u attr %#x trap %u\n", i, a, ib_get_be16(f->sent[i] + 56 + 26));
+				fprintf(stderr, "sent %u attr %#x trap %u\n", i, a,
+					ib_get_be16(f->sent[i] + 56 + 26));
 		}
 		assert_int_equal(joins, 1);
 		assert_int_equal(informs, 4);
@@ -570,13 +571,13 @@ static void test_report(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_path_query q = {0};
-	struct result r = {0};
+	struct sa_path_query q = { 0 };
+	struct result r = { 0 };
 	struct sa_stats st;
 	struct sa_path path;
-	uint8_t rec[SA_PATH_REC_LEN], m[256] = {0};
-	struct sa_hdr h = {0};
-	struct sa_notice n = {0};
+	uint8_t rec[SA_PATH_REC_LEN], m[256] = { 0 };
+	struct sa_hdr h = { 0 };
+	struct sa_notice n = { 0 };
 
 	(void)state;
 	answer_probe(c, f, 0);
@@ -626,11 +627,11 @@ static void test_reregister_keeps_paths(void **state)
 {
 	struct fake *f = fake_new();
 	struct sa_client *c = client(f, NULL);
-	struct sa_path_query q = {0};
-	struct result r = {0};
+	struct sa_path_query q = { 0 };
+	struct result r = { 0 };
 	struct sa_path path;
 	uint8_t rec[SA_PATH_REC_LEN];
-	struct sa_port_info pi = {0};
+	struct sa_port_info pi = { 0 };
 
 	(void)state;
 	answer_probe(c, f, 0);
@@ -662,17 +663,17 @@ static void test_reregister_keeps_paths(void **state)
 static void test_gid_routes(void **state)
 {
 	struct sa_gidroutes *t;
-	struct sa_router two[2] = {{.lid = 3, .mtu = 4, .rate = 3},
-				   {.lid = 5, .sl = 2, .mtu = 5, .rate = 7, .hop_limit = 64}};
-	struct sa_router one = {.lid = 9, .mtu = 3};
+	struct sa_router two[2] = { { .lid = 3, .mtu = 4, .rate = 3 },
+				    { .lid = 5, .sl = 2, .mtu = 5, .rate = 7, .hop_limit = 64 } };
+	struct sa_router one = { .lid = 9, .mtu = 3 };
 	union ib_gid pfx, sgid;
-	struct sa_path_query q = {0};
+	struct sa_path_query q = { 0 };
 	struct sa_path p;
-	unsigned hits[2] = {0};
+	unsigned hits[2] = { 0 };
 	struct fake *f = fake_new();
-	struct sa_client_config cfg = {0};
+	struct sa_client_config cfg = { 0 };
 	struct sa_client *c;
-	struct result r = {0};
+	struct result r = { 0 };
 
 	(void)state;
 	assert_int_equal(sa_gidroutes_new(&t), 0);

@@ -20,14 +20,14 @@
  * mtu 0x84 (selector 2 "exactly", 2048), rate 0x83 (exactly, 10 Gb/s),
  * pkt_life 0x92 (exactly, 18), preference 0. */
 static const uint8_t path_wire[SA_PATH_REC_LEN] = {
-	0, 0, 0, 0, 0, 0, 0, 0,                                     /* ServiceID */
-	0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0xa1, 0, 0x07, /* DGID */
-	0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0xa1, 0, 0x03, /* SGID */
-	0x00, 0x06, 0x00, 0x04,                                     /* DLID, SLID */
-	0x00, 0x00, 0x00, 0x00,                                     /* raw|flow|hop */
-	0x00, 0x80, 0x80, 0x01,                                     /* tclass, rev|numb, pkey */
-	0x00, 0x00, 0x84, 0x83, 0x92, 0x00,                         /* qos|sl, mtu, rate, life, pref */
-	0, 0, 0, 0, 0, 0,
+	0,    0,    0,    0,    0,    0,    0, 0, /* ServiceID */
+	0xfe, 0x80, 0,    0,    0,    0,    0, 0, 0, 0x02, 0xc9, 0x03, 0, 0xa1, 0, 0x07, /* DGID */
+	0xfe, 0x80, 0,    0,    0,    0,    0, 0, 0, 0x02, 0xc9, 0x03, 0, 0xa1, 0, 0x03, /* SGID */
+	0x00, 0x06, 0x00, 0x04,             /* DLID, SLID */
+	0x00, 0x00, 0x00, 0x00,             /* raw|flow|hop */
+	0x00, 0x80, 0x80, 0x01,             /* tclass, rev|numb, pkey */
+	0x00, 0x00, 0x84, 0x83, 0x92, 0x00, /* qos|sl, mtu, rate, life, pref */
+	0,    0,    0,    0,    0,    0,
 };
 
 static void test_path_vector(void **state)
@@ -61,7 +61,7 @@ static void test_path_vector(void **state)
  * 0xfff, SL 0xf, selectors 3. */
 static void test_path_bits(void **state)
 {
-	struct sa_path_rec r = {0}, d;
+	struct sa_path_rec r = { 0 }, d;
 	uint8_t buf[SA_PATH_REC_LEN];
 
 	(void)state;
@@ -94,12 +94,12 @@ static void test_path_bits(void **state)
  * MLID 0xc000, mtu 0x84, pkey 0xffff, rate 0x83, SL 0, Q_Key 0x0b1b; scope 2 and
  * join state 1 (ScopeState 0x21 in `saquery --smkey 1 -m`). */
 static const uint8_t mcm_wire[SA_MCM_REC_LEN] = {
-	0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
-	0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0xa1, 0, 0x03,
-	0x00, 0x00, 0x0b, 0x1b, /* Q_Key */
-	0xc0, 0x00, 0x84, 0x00, /* MLID, mtu, tclass */
-	0xff, 0xff, 0x83, 0x92, /* pkey, rate, life */
-	0x00, 0x00, 0x00, 0x00, /* sl|flow|hop */
+	0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,    0,    0,    0,    0,
+	0xff, 0xff, 0xff, 0xff, 0xfe, 0x80, 0, 0,    0,    0,    0,    0,
+	0,    0x02, 0xc9, 0x03, 0,    0xa1, 0, 0x03, 0x00, 0x00, 0x0b, 0x1b, /* Q_Key */
+	0xc0, 0x00, 0x84, 0x00,                                              /* MLID, mtu, tclass */
+	0xff, 0xff, 0x83, 0x92,                                              /* pkey, rate, life */
+	0x00, 0x00, 0x00, 0x00,                                              /* sl|flow|hop */
 	0x21, 0x00, 0x00, 0x00, /* scope|state, proxy */
 };
 
@@ -139,10 +139,9 @@ static void test_mcm_vector(void **state)
 static void test_inform_vector(void **state)
 {
 	static const uint8_t w[SA_INFORM_INFO_LEN] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x01, 0x01,
-		0xff, 0xff, 0x00, 0x40, 0x00, 0x00, 0x01, 0x12,
-		0x00, 0xff, 0xff, 0xff,
+		0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+		0,    0,    0,    0,    0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x01, 0x01,
+		0xff, 0xff, 0x00, 0x40, 0x00, 0x00, 0x01, 0x12, 0x00, 0xff, 0xff, 0xff,
 	};
 	struct sa_inform_info ii;
 	uint8_t buf[SA_INFORM_INFO_LEN];
@@ -167,7 +166,7 @@ static void test_inform_vector(void **state)
  * DataDetails + 6 (notice octet 16). */
 static void test_notice(void **state)
 {
-	struct sa_notice n = {0}, d;
+	struct sa_notice n = { 0 }, d;
 	union ib_gid g;
 	uint8_t buf[SA_NOTICE_LEN];
 
@@ -202,8 +201,8 @@ static void test_notice(void **state)
 
 static void test_header(void **state)
 {
-	struct sa_hdr h = {0}, d;
-	uint8_t buf[256] = {0};
+	struct sa_hdr h = { 0 }, d;
+	uint8_t buf[256] = { 0 };
 
 	(void)state;
 	h.mad.base_version = 1;
@@ -221,8 +220,8 @@ static void test_header(void **state)
 	h.comp_mask = 0x300c;
 	assert_int_equal(sa_hdr_encode(&h, buf, sizeof(buf)), SA_HDR_LEN);
 	assert_int_equal(buf[3], 0x92);
-	assert_int_equal(buf[43], 1);  /* SM_Key low octet */
-	assert_int_equal(buf[45], 8);  /* AttributeOffset */
+	assert_int_equal(buf[43], 1); /* SM_Key low octet */
+	assert_int_equal(buf[45], 8); /* AttributeOffset */
 	assert_int_equal(buf[55], 0x0c);
 	assert_int_equal(buf[54], 0x30);
 	assert_int_equal(sa_hdr_decode(buf, sizeof(buf), &d), 0);
@@ -242,7 +241,7 @@ static void test_header(void **state)
 
 static void test_records(void **state)
 {
-	struct sa_hdr h = {0};
+	struct sa_hdr h = { 0 };
 	size_t stride;
 	unsigned n;
 	bool trunc;
@@ -305,10 +304,10 @@ static void test_status_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_path_vector),  cmocka_unit_test(test_path_bits),
-		cmocka_unit_test(test_mcm_vector),   cmocka_unit_test(test_inform_vector),
-		cmocka_unit_test(test_notice),       cmocka_unit_test(test_header),
-		cmocka_unit_test(test_records),      cmocka_unit_test(test_status_names),
+		cmocka_unit_test(test_path_vector), cmocka_unit_test(test_path_bits),
+		cmocka_unit_test(test_mcm_vector),  cmocka_unit_test(test_inform_vector),
+		cmocka_unit_test(test_notice),      cmocka_unit_test(test_header),
+		cmocka_unit_test(test_records),     cmocka_unit_test(test_status_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
