@@ -1072,6 +1072,8 @@ unsigned cm_for_each(struct cm *cm, void (*fn)(const struct cm_conn_info *, void
 	unsigned n = 0;
 
 	for (struct cm_conn *c = cm->all; c; c = c->all_next, n++) {
+		if (!fn)
+			continue;
 		fill_info(cm, c, &info);
 		fn(&info, arg);
 	}

@@ -228,7 +228,7 @@ int cm_activity(struct cm *cm, const struct ipoib_hwaddr *peer);
 int cm_lookup(struct cm *cm, const struct ipoib_hwaddr *peer, struct cm_conn_info *out);
 
 /* Every connection, set-up and teardown included, in no particular order. The
- * callback must not call into the CM. Returns the number visited. */
+ * callback (NULL: only count) must not call into the CM. Returns the number visited. */
 unsigned cm_for_each(struct cm *cm, void (*fn)(const struct cm_conn_info *, void *), void *arg);
 
 /* Run due timers (retransmissions, timeouts, idle, timewait). */
