@@ -41,6 +41,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <infiniband/umad.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -278,6 +279,17 @@ static void event_push(struct ibp_port *port, enum ibp_event_type type, struct i
 	    (struct ibp_event){ .type = type, .qp = qp };
 	if (write(port->afd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0 && errno != EAGAIN)
 		log_errno(LOG_ERR, errno, "sim: %s: eventfd write", port->name);
+}
+
+/* A control request finds the socket full (a send burst filled it): the request was
+ * not sent, so wait for room (at most 1 s per try, 5 tries) and send it again. */
+static bool ctl_again(struct ibp_port *port, int ret, int *tries)
+{
+	struct pollfd pfd = { .fd = simfab_client_fd(port->fab), .events = POLLOUT };
+
+	if (ret != -EAGAIN || ++*tries > 5)
+		return false;
+	return poll(&pfd, 1, 1000) >= 0;
 }
 
 /* --- QP table (dp_lock) -------------------------------------------------------------- */
@@ -999,7 +1011,11 @@ static int sim_query(struct ibp_port *port, struct ibp_port_attr *attr)
 		bool sm = now.sm_lid != port->info.sm_lid;
 		bool pk = now.n_pkeys != port->info.n_pkeys ||
 			  memcmp(now.pkeys, port->info.pkeys, sizeof(now.pkeys)) != 0;
-		int r2 = simfab_client_port_update(port->fab, &now);
+		int r2, tries = 0;
+
+		do
+			r2 = simfab_client_port_update(port->fab, &now);
+		while (ctl_again(port, r2, &tries));
 
 		port->ctl_queued = true;
 		if (r2 < 0) {
@@ -1122,9 +1138,13 @@ static int sim_create_qp(struct ibp_port *port, const struct ibp_qp_init *init, 
 		qp->qpn = IB_QP1;
 		ret = qp_find(port, IB_QP1) ? -EBUSY : 0;
 	} else {
-		ret = simfab_client_qp_create_pkey(
-		    port->fab, qp->type == IBP_QPT_UD ? SIMFAB_QP_UD : SIMFAB_QP_RC, qp->pkey_index,
-		    qp->qkey, &qp->qpn);
+		int tries = 0;
+
+		do
+			ret = simfab_client_qp_create_pkey(
+			    port->fab, qp->type == IBP_QPT_UD ? SIMFAB_QP_UD : SIMFAB_QP_RC,
+			    qp->pkey_index, qp->qkey, &qp->qpn);
+		while (ctl_again(port, ret, &tries));
 		port->ctl_queued = true;
 		if (ret < 0)
 			log_errno(LOG_ERR, -ret, "sim: %s: QP_CREATE refused: %s", port->name,
@@ -1247,7 +1267,11 @@ static void sim_destroy_qp(struct ibp_qp *qp)
 	qp_unlink(port, qp);
 	qp_release(port, qp);
 	if (!port->fab_dead && qp_type != IBP_QPT_GSI) {
-		ret = simfab_client_qp_destroy(port->fab, qpn);
+		int tries = 0;
+
+		do
+			ret = simfab_client_qp_destroy(port->fab, qpn);
+		while (ctl_again(port, ret, &tries));
 		port->ctl_queued = true;
 		wake(port);
 	}
@@ -1289,13 +1313,15 @@ static void sim_destroy_ah(struct ibp_ah *ah)
 static int mcast(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid, bool attach)
 {
 	struct ibp_port *port = qp->port;
-	int ret;
+	int ret, tries = 0;
 
 	if (qp->type != IBP_QPT_UD || !mgid)
 		return -EINVAL;
 	pthread_mutex_lock(&port->dp_lock);
-	ret = attach ? simfab_client_mcast_attach(port->fab, qp->qpn, mgid, mlid)
-		     : simfab_client_mcast_detach(port->fab, qp->qpn, mgid, mlid);
+	do
+		ret = attach ? simfab_client_mcast_attach(port->fab, qp->qpn, mgid, mlid)
+			     : simfab_client_mcast_detach(port->fab, qp->qpn, mgid, mlid);
+	while (ctl_again(port, ret, &tries));
 	port->ctl_queued = true;
 	wake(port);
 	if (ret < 0)

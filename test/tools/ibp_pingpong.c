@@ -25,12 +25,17 @@
  * --size N, --max N, --timeout SEC (default 60), --attach MGID/MLID (ud-recv),
  * --dgid GID (ud-send: GRH; multicast: `ud-send 0xc000 0xffffff --dgid MGID`),
  * --qkey Q (default 0x0b1b), --rc-timeout CODE (default 14: 67 ms), --retry N (7),
- * --rnr-retry N (7), --stop-after N (rc: stop polling after receiving N messages and
- * wait to be killed, to play a crashed peer), --quiet (ud-recv: no per-datagram lines).
+ * --rnr-retry N (7), --stop-after N (rc: stop polling after receiving N
+ * messages and wait to be killed, to play a crashed peer), --quiet (ud-recv: no
+ * per-datagram lines), --churn (ud-recv: a second thread creates and destroys QPs, AHs
+ * and multicast attachments, queries and reads events meanwhile, as the daemon's
+ * control thread would: for TSan).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +64,7 @@ struct opts {
 	const char *attach, *dgid;
 	uint32_t qkey;
 	uint8_t rc_timeout, retry, rnr_retry;
-	int quiet;
+	int quiet, churn;
 };
 
 static double now_s(void)
@@ -217,6 +222,50 @@ static struct ibp_qp *ud_qp(struct ibp_port *port, const struct opts *o)
 	return qp;
 }
 
+/* --churn: the control thread's work while the main thread is the port's worker. */
+struct churn {
+	struct ibp_port *port;
+	const struct opts *o;
+	atomic_bool stop;
+	unsigned rounds;
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *c = arg;
+	union ib_gid mgid;
+	struct ibp_ah_attr aa = { .dlid = 1 };
+
+	ib_gid_parse("ff12:401b:ffff::1:2", &mgid);
+	while (!atomic_load(&c->stop)) {
+		struct ibp_qp_init init = {
+			.type = IBP_QPT_UD, .qkey = c->o->qkey, .send_depth = 4, .recv_depth = 4
+		};
+		struct ibp_port_attr a;
+		struct ibp_event ev;
+		struct ibp_qp *qp;
+		struct ibp_ah *ah;
+
+		if (ops->create_qp(c->port, &init, &qp) == 0) {
+			struct ibp_buf *b = ops->buf_get(c->port);
+
+			ops->qp_ready(qp, NULL);
+			if (b && ops->post_recv(qp, &b, 1) != 1)
+				ops->buf_put(c->port, b);
+			ops->attach_mcast(qp, &mgid, 0xc010);
+			ops->detach_mcast(qp, &mgid, 0xc010);
+			ops->destroy_qp(qp); /* the posted buffer returns to the pool */
+		}
+		if (ops->create_ah(c->port, &aa, &ah) == 0)
+			ops->destroy_ah(ah);
+		ops->query(c->port, &a);
+		while (ops->next_event(c->port, &ev) == 0)
+			;
+		c->rounds++;
+	}
+	return NULL;
+}
+
 static int cmd_ud_recv(const struct opts *o)
 {
 	struct ibp_port *port = open_port(o);
@@ -248,6 +297,11 @@ static int cmd_ud_recv(const struct opts *o)
 	ops->query(port, &a);
 	printf("ready qpn 0x%x lid %u\n", ops->qp_num(qp), a.lid);
 	fflush(stdout);
+	struct churn ch = { .port = port, .o = o };
+	pthread_t th;
+
+	if (o->churn && pthread_create(&th, NULL, churn_main, &ch) != 0)
+		die("pthread_create", errno);
 	end = now_s() + o->timeout;
 	while (now_s() < end && (!o->count || got < o->count)) {
 		int n = ops->poll(port, wc, WC_BATCH);
@@ -282,6 +336,11 @@ static int cmd_ud_recv(const struct opts *o)
 				       wc[i].slid, wc[i].src_qp, len, wc[i].has_grh, seq, ok);
 			repost(qp, NULL, wc[i].buf);
 		}
+	}
+	if (o->churn) {
+		atomic_store(&ch.stop, true);
+		pthread_join(th, NULL);
+		printf("churn rounds %u\n", ch.rounds);
 	}
 	{
 		struct ibp_sim_stats st;
@@ -605,7 +664,8 @@ int main(int argc, char **argv)
 		{ "dgid", 1, NULL, 'g' },       { "qkey", 1, NULL, 'q' },
 		{ "rc-timeout", 1, NULL, 'T' }, { "retry", 1, NULL, 'r' },
 		{ "rnr-retry", 1, NULL, 'R' },  { "stop-after", 1, NULL, 'S' },
-		{ "quiet", 0, NULL, 'Q' },      { NULL, 0, NULL, 0 },
+		{ "quiet", 0, NULL, 'Q' },      { "churn", 0, NULL, 'C' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .dir = ".",
 			  .count = 0,
@@ -672,6 +732,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Q':
 			o.quiet = 1;
+			break;
+		case 'C':
+			o.churn = 1;
 			break;
 		default:
 			return 1;
