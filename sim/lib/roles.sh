@@ -38,13 +38,32 @@ role_start_gateway() { :; }
 role_start_ibhost() { :; }
 role_start_ethhost() { :; }
 
-# After OpenSM is MASTER: the data-layer fabric (sim/) will start here, in the
-# mgmt namespace, reading port identities through one umad2sim client.
-role_after_sm() { :; }
+# After OpenSM is MASTER: the data-layer fabric (sim/lib/fabric.sh), in the mgmt
+# namespace. It holds no ibsim slot: each port tells it the identity it read
+# through libibumad. Without a built ibgw-fabric the rack runs MAD layer only.
+role_after_sm() {
+	if [ -x "$(fabric_bin)" ]; then
+		fabric_start
+	else
+		echo "sim/rack: no $(fabric_bin) (make): rack without its data layer" >&2
+	fi
+}
 
-# Fabric hooks for `link`, `loss`, `capture`.
-role_fabric_link() { :; }   # NODE down|up: the data path follows ibsim's link
+# Fabric hooks for `link`, `loss`, `delay`, `capture`, `fabric`.
+role_fabric_link() {   # NODE down|up: the data path follows ibsim's link
+	fabric_running || return 0
+	fabric_ctl link "$1" "$2" >/dev/null
+}
 role_fabric_cmd() {
-	echo "sim/rack: $1 needs the simulated fabric (not built yet)" >&2
-	exit 2
+	local what=$1
+	shift
+	fabric_running || {
+		echo "sim/rack: $what needs the simulated fabric (not running in rack $RACK_NAME; make, then sim/rack up)" >&2
+		exit 2
+	}
+	case $what in
+	capture) fabric_capture "$@";;
+	fabric) fabric_ctl "$@";;
+	*) fabric_ctl "$what" "$@";;
+	esac
 }
