@@ -67,13 +67,20 @@ FABRIC_BIN  := $(if $(wildcard sim/fabric/main.c),$(O)/bin/ibgw-fabric)
 TOOL_SRCS := $(wildcard test/tools/*.c)
 TOOL_BINS := $(patsubst test/tools/%.c,$(O)/tools/%,$(TOOL_SRCS))
 
-# Benchmarks: bench/<name>.c -> build/bench/<name>; `make bench` runs them all.
+# Benchmarks: bench/<name>.c -> build/bench/<name>; `make bench` runs them all. Peers
+# from DPDK (Debian libdpdk-dev, installed by `make bench-deps`) are compiled in when
+# present (IBGW_HAVE_DPDK), so a benchmark can print ratios against them.
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRCS))
+DPDK_CFLAGS := $(shell pkg-config --cflags libdpdk 2>/dev/null)
+DPDK_LIBS   := $(shell pkg-config --libs libdpdk 2>/dev/null)
+ifneq ($(DPDK_LIBS),)
+BENCH_CPPFLAGS := -DIBGW_HAVE_DPDK $(DPDK_CFLAGS)
+endif
 
 BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN)
 
-.PHONY: all deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers bench \
+.PHONY: all deps bench-deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers bench \
         format format-check demo install clean
 all: $(BINS)
 
@@ -106,9 +113,13 @@ $(O)/tools/%: $(O)/test/tools/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
+$(O)/bench/%.o: bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(BENCH_CPPFLAGS) $(CFLAGS) -Wno-cast-qual -MMD -MP -c -o $@ $<
+
 $(O)/bench/%: $(O)/bench/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
-	$(LINK)
+	$(LINK) $(DPDK_LIBS)
 
 $(O)/test/%: $(O)/test/unit/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
@@ -123,6 +134,10 @@ fuzzers: $(FUZZ_BINS)
 
 deps:
 	@sh packaging/deps.sh
+
+# Benchmark peers (DPDK, real prefix tables): large, so not part of `make deps`.
+bench-deps:
+	@sh packaging/deps.sh --bench
 
 # The whole suite: unit tests, golden config tests, integration tests, then the unit
 # tests under ASan+UBSan. test/run prints one closing line: "N passed, N failed".

@@ -10,6 +10,8 @@ liburcu-dev libsystemd-dev libcmocka-dev
 ibsim-utils opensm infiniband-diags
 tshark iperf3 iproute2 iputils-ping procps psmisc keepalived jq man-db
 "
+# --bench: also the benchmark peers (DPDK's LPM/FIB libraries, real prefix tables).
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS libdpdk-dev tor-geoipdb hyperfine"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
