@@ -208,7 +208,8 @@ static bool load_geoip(const char *path, bool v6, struct vec *out)
 		if (v6) {
 			uint8_t a[16], b[16];
 
-			if (inet_pton(AF_INET6, line, a) != 1 || inet_pton(AF_INET6, c1 + 1, b) != 1)
+			if (inet_pton(AF_INET6, line, a) != 1 ||
+			    inet_pton(AF_INET6, c1 + 1, b) != 1)
 				continue;
 			lo = a2u(a);
 			hi = a2u(b);
@@ -228,7 +229,7 @@ static bool load_geoip(const char *path, bool v6, struct vec *out)
 
 struct ref {
 	unsigned bits;
-	u128 *keys;  /* (masked addr) per slot; valid where val != 0 */
+	u128 *keys; /* (masked addr) per slot; valid where val != 0 */
 	uint8_t *lens;
 	uint32_t *vals;
 	size_t nslots;
@@ -510,9 +511,10 @@ static void check(const struct impl *im, const char *what, const struct keyset *
 {
 	for (unsigned i = 0; i < nkeys; i++)
 		if (got[i] != ks->want[i]) {
-			fprintf(stderr,
-				"lpm_bench: MISMATCH %s %s, %s keys, key #%u: got %u, reference %u\n",
-				im->name, what, ks->name, i, got[i], ks->want[i]);
+			fprintf(
+			    stderr,
+			    "lpm_bench: MISMATCH %s %s, %s keys, key #%u: got %u, reference %u\n",
+			    im->name, what, ks->name, i, got[i], ks->want[i]);
 			abort();
 		}
 }
@@ -558,8 +560,8 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 {
 	double base[2][2] = { { 0 } };
 
-	printf("  %-22s %-7s %9s %8s %9s %8s\n", "lookups (Mlookup/s)", "keys", "single",
-	       "gain", "bulk", "gain");
+	printf("  %-22s %-7s %9s %8s %9s %8s\n", "lookups (Mlookup/s)", "keys", "single", "gain",
+	       "bulk", "gain");
 	for (int s = 0; s < nks; s++) {
 		for (int i = 0; i < nim; i++) {
 			double ms, mb = 0;
@@ -573,8 +575,8 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 				base[s][0] = ms;
 				base[s][1] = mb;
 			}
-			printf("  %-22s %-7s %9.1f %7.2fx", im[i].name, ks[s].name, nkeys / ms / 1e6,
-			       ms / base[s][0]);
+			printf("  %-22s %-7s %9.1f %7.2fx", im[i].name, ks[s].name,
+			       nkeys / ms / 1e6, ms / base[s][0]);
 			if (im[i].bulk)
 				printf(" %9.1f %7.2fx\n", nkeys / mb / 1e6, mb / base[s][1]);
 			else
@@ -587,9 +589,8 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 		if (im[i].skip || !im[i].build_s)
 			continue;
 		printf("  %-22s %12.1f %9.2fx %10.2f %10.2f\n", im[i].name,
-		       (double)im[i].bytes / (1 << 20),
-		       (double)im[i].bytes / (double)im[0].bytes, im[i].build_s,
-		       im[i].update_us);
+		       (double)im[i].bytes / (1 << 20), (double)im[i].bytes / (double)im[0].bytes,
+		       im[i].build_s, im[i].update_us);
 	}
 }
 
@@ -607,7 +608,7 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 			if (add)                                                                   \
 				goto fail;                                                         \
 		}                                                                                  \
-		im->update_us = (now() - tu) * 1e6 / (2.0 * nupdates);                            \
+		im->update_us = (now() - tu) * 1e6 / (2.0 * nupdates);                             \
 	} while (0)
 
 static size_t *pick_updates(size_t n)
@@ -710,7 +711,8 @@ static int bench4(const char *path)
 			if (lpm4_add(t, p[i].addr, p[i].len, p[i].nh))
 				goto fail;
 		im->build_s = now() - t0;
-		UPDATE_LOOP(lpm4_del(t, p[j].addr, p[j].len), lpm4_add(t, p[j].addr, p[j].len, p[j].nh));
+		UPDATE_LOOP(lpm4_del(t, p[j].addr, p[j].len),
+			    lpm4_add(t, p[j].addr, p[j].len, p[j].nh));
 		lpm4_stats(t, &st);
 		im->bytes = st.reader_bytes + st.writer_bytes;
 		im->t = t;
@@ -888,13 +890,15 @@ static int bench6(const char *path)
 			if (lpm6_add(t, p[i].addr, p[i].len, p[i].nh))
 				goto fail;
 		im->build_s = now() - t0;
-		UPDATE_LOOP(lpm6_del(t, p[j].addr, p[j].len), lpm6_add(t, p[j].addr, p[j].len, p[j].nh));
+		UPDATE_LOOP(lpm6_del(t, p[j].addr, p[j].len),
+			    lpm6_add(t, p[j].addr, p[j].len, p[j].nh));
 		lpm6_stats(t, &st);
 		im->bytes = st.reader_bytes;
 		im->t = t;
 		im->single = lpm6_single;
 		im->bulk = lpm6_bulk;
-		printf("  lpm6: %zu nodes, %.1f MiB\n", st.nodes, (double)st.reader_bytes / (1 << 20));
+		printf("  lpm6: %zu nodes, %.1f MiB\n", st.nodes,
+		       (double)st.reader_bytes / (1 << 20));
 	}
 #ifdef IBGW_HAVE_DPDK
 	if (eal_up) {
@@ -904,7 +908,8 @@ static int bench6(const char *path)
 		struct rte_fib6_conf fc = { .type = RTE_FIB6_TRIE,
 					    .default_nh = 0,
 					    .max_routes = (int)v.n + 1024,
-					    .trie = { .nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = ntbl8 } };
+					    .trie = { .nh_sz = RTE_FIB6_TRIE_4B,
+						      .num_tbl8 = ntbl8 } };
 		struct rte_lpm6 *l;
 		struct rte_fib6 *f;
 		size_t h0;
@@ -915,7 +920,8 @@ static int bench6(const char *path)
 		l = rte_lpm6_create("bench6", 0, &lc);
 		if (!l) {
 			im->skip = true;
-			printf("  rte_lpm6_create: %s (try a larger -m)\n", rte_strerror(rte_errno));
+			printf("  rte_lpm6_create: %s (try a larger -m)\n",
+			       rte_strerror(rte_errno));
 		} else {
 			int rc = 0;
 
@@ -943,7 +949,8 @@ static int bench6(const char *path)
 		f = rte_fib6_create("bench6", 0, &fc);
 		if (!f) {
 			im->skip = true;
-			printf("  rte_fib6_create: %s (try a larger -m)\n", rte_strerror(rte_errno));
+			printf("  rte_fib6_create: %s (try a larger -m)\n",
+			       rte_strerror(rte_errno));
 		} else {
 			int rc = 0;
 
@@ -951,7 +958,8 @@ static int bench6(const char *path)
 			for (size_t i = 0; i < v.n && !rc; i++)
 				rc = rte_fib6_add(f, p[i].addr, p[i].len, p[i].nh);
 			if (rc) {
-				printf("  rte_fib6_add: %d (%u tbl8s too few?); skipped\n", rc, ntbl8);
+				printf("  rte_fib6_add: %d (%u tbl8s too few?); skipped\n", rc,
+				       ntbl8);
 				im->skip = true;
 			} else {
 				im->build_s = now() - t0;
@@ -1020,9 +1028,11 @@ static int write_samples(const char *dir, const char *g4, const char *g6)
 			perror(path);
 			return 1;
 		}
-		fprintf(f, "# %zu of the %zu CIDR prefixes converted from tor-geoipdb's %s,\n"
-			   "# in windows of %zu consecutive prefixes (bench/lpm_bench --write-samples)\n",
-			total, v.n, six ? g6 : g4, win);
+		fprintf(
+		    f,
+		    "# %zu of the %zu CIDR prefixes converted from tor-geoipdb's %s,\n"
+		    "# in windows of %zu consecutive prefixes (bench/lpm_bench --write-samples)\n",
+		    total, v.n, six ? g6 : g4, win);
 		for (size_t w = 0; w < total / win; w++) {
 			size_t start = w * (v.n / (total / win));
 

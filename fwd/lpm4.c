@@ -18,10 +18,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define TBL24_ENTRIES (1u << 24)
-#define GROUP_SIZE    256u
-#define NO_GROUP      UINT32_MAX
-#define DEPTH_SHIFT   25
+#define TBL24_ENTRIES  (1u << 24)
+#define GROUP_SIZE     256u
+#define NO_GROUP       UINT32_MAX
+#define DEPTH_SHIFT    25
 #define PREFETCH_AHEAD 16
 
 /* One per group, stable address: what the defer callback gets back. */
@@ -347,8 +347,7 @@ void lpm4_clear(struct lpm4 *t)
 	w->nprefix = 0;
 }
 
-void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *values,
-		      unsigned n)
+void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *values, unsigned n)
 {
 	unsigned i = 0;
 
@@ -444,9 +443,9 @@ void lpm4_stats(const struct lpm4 *t, struct lpm4_stats *out)
 	out->groups_used = w->used;
 	out->groups_pending = w->pending;
 	out->groups_max = w->max_groups;
-	out->reader_bytes = (size_t)TBL24_ENTRIES * 4 +
-			    (size_t)(w->used + w->pending) * GROUP_SIZE * 4;
+	out->reader_bytes =
+	    (size_t)TBL24_ENTRIES * 4 + (size_t)(w->used + w->pending) * GROUP_SIZE * 4;
 	out->writer_bytes = w->nslots * sizeof(*w->slots) + meta + sizeof(*w);
-	out->reserved_bytes = (size_t)TBL24_ENTRIES * 4 + (size_t)w->max_groups * GROUP_SIZE * 4 +
-			      out->writer_bytes;
+	out->reserved_bytes =
+	    (size_t)TBL24_ENTRIES * 4 + (size_t)w->max_groups * GROUP_SIZE * 4 + out->writer_bytes;
 }

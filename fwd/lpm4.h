@@ -33,19 +33,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LPM4_VALUE_MAX   ((1u << 25) - 1)
-#define LPM4_MAX_GROUPS  (1u << 24)
-#define LPM4_ENT_GROUP   (1u << 31)
-#define LPM4_ENT_VALUE   LPM4_VALUE_MAX
+#define LPM4_VALUE_MAX  ((1u << 25) - 1)
+#define LPM4_MAX_GROUPS (1u << 24)
+#define LPM4_ENT_GROUP  (1u << 31)
+#define LPM4_ENT_VALUE  LPM4_VALUE_MAX
 
 /* Run fn(arg) after a grace period, on any thread. */
 typedef void (*lpm4_defer_fn)(void *ctx, void (*fn)(void *arg), void *arg);
 
 struct lpm4_config {
-	uint32_t max_groups;  /* tbl8 groups (1 KiB each, reserved, touched on use); 0: 65536 */
-	lpm4_defer_fn defer;  /* NULL: reuse groups at once (no concurrent readers) */
+	uint32_t max_groups; /* tbl8 groups (1 KiB each, reserved, touched on use); 0: 65536 */
+	lpm4_defer_fn defer; /* NULL: reuse groups at once (no concurrent readers) */
 	void *defer_ctx;
-	int small_pages;      /* do not ask for transparent huge pages for tbl24 */
+	int small_pages; /* do not ask for transparent huge pages for tbl24 */
 };
 
 struct lpm4_writer; /* private to lpm4.c */
@@ -78,8 +78,8 @@ struct lpm4_stats {
 	uint32_t groups_used;    /* tbl8 groups in use */
 	uint32_t groups_pending; /* retired, waiting for a grace period */
 	uint32_t groups_max;
-	size_t reader_bytes; /* what lookups touch: tbl24 + groups in use and pending */
-	size_t writer_bytes; /* the writer's prefix index and group bookkeeping */
+	size_t reader_bytes;   /* what lookups touch: tbl24 + groups in use and pending */
+	size_t writer_bytes;   /* the writer's prefix index and group bookkeeping */
 	size_t reserved_bytes; /* address space reserved (tbl24 + every tbl8 group + writer) */
 };
 void lpm4_stats(const struct lpm4 *t, struct lpm4_stats *out);
@@ -97,7 +97,6 @@ static inline uint32_t lpm4_lookup(const struct lpm4 *t, uint32_t addr)
 
 /* values[i] = lpm4_lookup(t, addrs[i]) for i < n, with the tbl24 loads prefetched
  * ahead so that n cache misses overlap. */
-void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *values,
-		      unsigned n);
+void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *values, unsigned n);
 
 #endif

@@ -272,8 +272,8 @@ static void test_deferred_reuse(void **state)
 /* Random prefix with a length mix that nests: short covers and long specifics. */
 static void random_prefix(uint32_t *addr, unsigned *len)
 {
-	static const uint8_t lens[] = { 0, 1, 7, 8, 12, 16, 18, 20, 22, 23, 24, 24, 24,
-					25, 26, 27, 28, 29, 30, 31, 32, 32 };
+	static const uint8_t lens[] = { 0,  1,  7,  8,  12, 16, 18, 20, 22, 23, 24,
+					24, 24, 25, 26, 27, 28, 29, 30, 31, 32, 32 };
 	/* Cluster addresses in a few /8s so prefixes overlap. */
 	uint32_t a = (rnd32() % 4 + 10) << 24 | (rnd32() & 0x00ffffff);
 
@@ -433,8 +433,7 @@ static void qsbr_sync(struct qsbr *q)
 
 static void qsbr_quiescent(struct qsbr *q, int r)
 {
-	__atomic_store_n(&q->seen[r], __atomic_load_n(&q->gp, __ATOMIC_ACQUIRE),
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(&q->seen[r], __atomic_load_n(&q->gp, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
 struct deferred {
@@ -515,8 +514,8 @@ static void *reader(void *p)
 			}
 			if (!ok && __atomic_fetch_add(&c->bad, 1, __ATOMIC_RELAXED) == 0)
 				snprintf(c->why, sizeof(c->why),
-					 "key %08x got %u (expected %u, seq %lu..%lu)", c->keys[k], v,
-					 e, s1, s2);
+					 "key %08x got %u (expected %u, seq %lu..%lu)", c->keys[k],
+					 v, e, s1, s2);
 		}
 		qsbr_quiescent(&c->q, ra->id);
 	}

@@ -208,7 +208,7 @@ static void test_basic(void **state)
 
 static void random_prefix(uint8_t a[16], unsigned *len)
 {
-	static const uint8_t lens[] = { 0,  3,  16, 19, 24, 28, 29, 32, 32, 36, 40, 44,
+	static const uint8_t lens[] = { 0,  3,  16, 19, 24, 28, 29, 32, 32, 36,  40, 44,
 					47, 48, 48, 56, 60, 64, 64, 80, 96, 127, 128 };
 
 	rnd_bytes(a);
