@@ -67,7 +67,7 @@ fabric_capture() {
 	esac
 	case $file in /*) ;; *) file=$PWD/$file;; esac
 	if [ -z "$secs" ]; then
-		fabric_ctl capture start "$file" || return 1
+		fabric_ctl capture start "$file" >/dev/null || return 1
 		echo "capturing to $file until 'sim/rack capture stop'"
 		return 0
 	fi
