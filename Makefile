@@ -63,6 +63,10 @@ FUZZ_BINS := $(patsubst test/fuzz/%.c,$(O)/fuzz/%,$(FUZZ_SRCS))
 
 # The simulated fabric is its own program (sim/fabric/main.c + the sim/fabric archive).
 FABRIC_BIN  := $(if $(wildcard sim/fabric/main.c),$(O)/bin/ibgw-fabric)
+# An IB-side host of the simulated rack: the gateway's IPoIB link code in a host role
+# driving a TAP device (sim/host/*.c, linked with the gateway's archives).
+HOST_SRCS   := $(wildcard sim/host/*.c)
+HOST_BIN    := $(if $(HOST_SRCS),$(O)/bin/ibgw-host)
 # Test helper programs: test/tools/<name>.c -> build/tools/<name>.
 TOOL_SRCS := $(wildcard test/tools/*.c)
 TOOL_BINS := $(patsubst test/tools/%.c,$(O)/tools/%,$(TOOL_SRCS))
@@ -78,7 +82,7 @@ ifneq ($(DPDK_LIBS),)
 BENCH_CPPFLAGS := -DIBGW_HAVE_DPDK $(DPDK_CFLAGS)
 endif
 
-BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN)
+BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN)
 
 .PHONY: all deps bench-deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers bench \
         format format-check demo install clean
@@ -106,6 +110,10 @@ $(O)/bin/gwctl: $(O)/mgmt/gwctl.o $(ARCHIVES)
 	$(LINK)
 
 $(O)/bin/ibgw-fabric: $(O)/sim/fabric/main.o $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(LINK)
+
+$(O)/bin/ibgw-host: $(patsubst %.c,$(O)/%.o,$(HOST_SRCS)) $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
