@@ -23,15 +23,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ETHF_HLEN       14
-#define ETHF_TAG_LEN    4
-#define ETHF_TYPE_8021Q 0x8100
-#define ETHF_TYPE_8021AD 0x88a8
-#define ETHF_TYPE_IPV4  0x0800
-#define ETHF_TYPE_ARP   0x0806
-#define ETHF_TYPE_IPV6  0x86dd
-#define ETHF_TYPE_MIN   0x0600 /* smallest Ethernet II type; <= 1500 is an 802.3 length */
-#define ETHF_VID_MASK   0x0fff
+#define ETHF_HLEN         14
+#define ETHF_TAG_LEN      4
+#define ETHF_TYPE_8021Q   0x8100
+#define ETHF_TYPE_8021AD  0x88a8
+#define ETHF_TYPE_IPV4    0x0800
+#define ETHF_TYPE_ARP     0x0806
+#define ETHF_TYPE_IPV6    0x86dd
+#define ETHF_TYPE_MIN     0x0600 /* smallest Ethernet II type; <= 1500 is an 802.3 length */
+#define ETHF_VID_MASK     0x0fff
 #define ETHF_VID_RESERVED 0x0fff
 
 enum ethf_result {
@@ -42,15 +42,15 @@ enum ethf_result {
 	ETHF_ERR_BAD_TYPE,    /* 1501..1535: neither a length nor a type */
 	ETHF_ERR_TAG_NESTING, /* a tag inside a C-tag, or an S-tag inside an S-tag */
 	ETHF_ERR_TOO_MANY_TAGS,
-	ETHF_ERR_VID_RESERVED, /* VID 0xfff */
+	ETHF_ERR_VID_RESERVED,  /* VID 0xfff */
 	ETHF_ERR_SRC_MULTICAST, /* source MAC with the group bit set */
 	ETHF_ERR_MAX
 };
 
 struct ethf_info {
-	uint16_t ethertype; /* of the payload, after the tags */
-	uint16_t l3_off;    /* offset of the payload (L3 header) */
-	uint8_t n_tags;     /* 0, 1 or 2 */
+	uint16_t ethertype;             /* of the payload, after the tags */
+	uint16_t l3_off;                /* offset of the payload (L3 header) */
+	uint8_t n_tags;                 /* 0, 1 or 2 */
 	uint16_t outer_tpid, outer_tci; /* valid when n_tags >= 1 */
 	uint16_t inner_tci;             /* valid when n_tags == 2 (the C-tag) */
 };

@@ -111,11 +111,11 @@ struct ethp_port {
 	struct iovec tiov[BATCH_MAX][2];
 	uint8_t thdr[BATCH_MAX][ETHP_HDR_MAX + 4];
 
-	struct ethp_stats st; /* [owner] writes, relaxed */
+	struct ethp_stats st;  /* [owner] writes, relaxed */
 	uint64_t kernel_drops; /* [control] PACKET_STATISTICS accumulated */
 };
 
-#define CNT_ADD(port, field, n)                                                                  \
+#define CNT_ADD(port, field, n)                                                                    \
 	__atomic_store_n(&(port)->st.field, (port)->st.field + (n), __ATOMIC_RELAXED)
 
 static atomic_bool mmsg_logged;
@@ -194,7 +194,8 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 		return false;
 	}
 	if (aux && (aux->tp_status & TP_STATUS_VLAN_VALID)) {
-		if ((aux->tp_status & TP_STATUS_VLAN_TPID_VALID) && aux->tp_vlan_tpid != ETH_P_8021Q)
+		if ((aux->tp_status & TP_STATUS_VLAN_TPID_VALID) &&
+		    aux->tp_vlan_tpid != ETH_P_8021Q)
 			goto wrong_vlan;
 		tci = aux->tp_vlan_tci;
 		tagged = true;

@@ -218,7 +218,8 @@ int nl_watch_new(struct evloop *loop, nl_watch_cb cb, void *arg, struct nl_watch
 	nl_socket_modify_cb(w->ev, NL_CB_VALID, NL_CB_CUSTOM, on_msg, w);
 	if ((r = nl_connect(w->ev, NETLINK_ROUTE)) < 0 ||
 	    (r = nl_socket_add_membership(w->ev, RTNLGRP_LINK)) < 0 ||
-	    (r = nl_socket_set_nonblocking(w->ev)) < 0 || (r = nl_connect(w->query, NETLINK_ROUTE)) < 0) {
+	    (r = nl_socket_set_nonblocking(w->ev)) < 0 ||
+	    (r = nl_connect(w->query, NETLINK_ROUTE)) < 0) {
 		log_error("netlink: %s", nl_geterror(r));
 		r = nlerr(r);
 		goto fail;
