@@ -152,6 +152,12 @@ static uint64_t now(const struct sa_client *c)
 	return c->cfg.now_ms ? c->cfg.now_ms(c->cfg.now_ctx) : evloop_now_ms();
 }
 
+/* MADs go out only through an ACTIVE port; otherwise they wait in the queue. */
+static bool port_active(const struct sa_client *c)
+{
+	return c->have_port && c->port.state == SA_PORT_ACTIVE;
+}
+
 static uint32_t rnd(struct sa_client *c)
 {
 	uint32_t x = c->rng; /* xorshift32 */
@@ -585,7 +591,7 @@ int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_
 	}
 	if (e && e->has_path) {
 		c->st.path_hits++;
-		if (e->stale && !e->txn && c->sa_up)
+		if (e->stale && !e->txn && c->sa_up && port_active(c))
 			path_send(c, e);
 		if (cb)
 			cb(arg, 0, &e->path);
@@ -603,6 +609,11 @@ int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_
 		return rc ? rc : 0;
 	}
 	c->st.path_misses++;
+	if (c->have_port && !port_active(c)) {
+		if (cb)
+			cb(arg, -ENETDOWN, NULL);
+		return 1;
+	}
 	if (!c->sa_up) {
 		if (cb)
 			cb(arg, -EHOSTUNREACH, NULL);
@@ -1356,7 +1367,9 @@ static void run(struct sa_client *c)
 		}
 		if (again)
 			continue;
-		if (c->sa_up && c->have_port) {
+		if (!port_active(c))
+			break; /* everything waits for the port */
+		if (c->sa_up) {
 			refill(c, n);
 			while (c->queue.head && c->outstanding.n < c->cfg.max_outstanding &&
 			       c->tokens >= 1000) {
@@ -1395,7 +1408,7 @@ static uint64_t next_deadline(const struct sa_client *c)
 	for (const struct txn *t = c->outstanding.head; t; t = t->next)
 		if (t->deadline < d)
 			d = t->deadline;
-	if (!c->have_port)
+	if (!port_active(c))
 		return d;
 	if (c->sa_up) {
 		if (c->queue.head && c->outstanding.n < c->cfg.max_outstanding) {
@@ -1462,6 +1475,55 @@ uint64_t sa_client_tick(struct sa_client *c)
 /* ---------------------------------------------------------------------------------- */
 /* Port, lifecycle */
 
+/* The port left ACTIVE. Cached paths stay in service, marked stale (the data path may
+ * use them again the moment the link returns) and are revalidated when the port is
+ * ACTIVE again (a reregister); a query with no path yet fails with -ENETDOWN; every
+ * transaction on the wire goes back to the queue, its retries reset, to be sent once
+ * the port is back: nothing is sent into a dead port, and its silence does not count
+ * against the SA. */
+static void port_went_down(struct sa_client *c)
+{
+	unsigned stale = 0;
+
+	c->st.port_downs++;
+	if (c->probe) {
+		txn_cancel(c, c->probe);
+		c->probe = NULL;
+	}
+	c->timeouts_in_row = 0;
+	for (struct path_entry *e = c->fifo_head, *next; e; e = next) {
+		next = e->fnext;
+		if (e->has_path) {
+			e->stale = true;
+			stale++;
+		} else if (e->txn) {
+			txn_cancel(c, e->txn);
+			e->txn = NULL;
+			path_unlink(c, e);
+			path_notify(c, e, -ENETDOWN);
+			free(e);
+		}
+	}
+	while (c->outstanding.tail) {
+		struct txn *t = c->outstanding.tail;
+
+		list_del(&c->outstanding, t);
+		t->outstanding = false;
+		t->attempts = 0;
+		/* Back to the front of the queue, in their original order. */
+		t->prev = NULL;
+		t->next = c->queue.head;
+		if (c->queue.head)
+			c->queue.head->prev = t;
+		else
+			c->queue.tail = t;
+		c->queue.head = t;
+		c->queue.n++;
+	}
+	log_notice("sa: port down (state %u): %u cached paths kept, stale", c->port.state, stale);
+	emit(c, SA_EV_PORT_DOWN, NULL);
+}
+
 void sa_client_set_port(struct sa_client *c, const struct sa_port_info *pi)
 {
 	bool had = c->have_port, was_active = had && c->port.state == SA_PORT_ACTIVE;
@@ -1475,11 +1537,8 @@ void sa_client_set_port(struct sa_client *c, const struct sa_port_info *pi)
 	c->have_port = true;
 	ib_gid_set(&c->gid, pi->gid_prefix, pi->port_guid);
 	compute_timeout(c);
-	if (down) {
-		/* Paths stay (the data path may still use them once the link returns);
-		 * they will be revalidated when the port comes back. */
-		log_notice("sa: port down");
-	}
+	if (down)
+		port_went_down(c);
 	if (rereg) {
 		c->sa_up = true;
 		c->timeouts_in_row = 0;
@@ -1489,7 +1548,7 @@ void sa_client_set_port(struct sa_client *c, const struct sa_port_info *pi)
 		}
 		rejoin_all(c);
 	}
-	if (!had) {
+	if (!had && port_active(c)) {
 		/* First port info: send the ClassPortInfo (RespTimeValue) query, then whatever
 		 * was waiting. */
 		send_probe(c);
@@ -1656,6 +1715,11 @@ void sa_client_stats(const struct sa_client *c, struct sa_stats *out)
 	out->paths = c->npaths;
 	out->groups = c->ngroups;
 	out->sa_reachable = c->sa_up;
+	out->port_active = port_active(c);
+	out->paths_stale = 0;
+	for (const struct path_entry *e = c->fifo_head; e; e = e->fnext)
+		if (e->has_path && (e->stale || e->expires <= now(c)))
+			out->paths_stale++;
 	out->timeout_ms = c->base_timeout;
 }
 

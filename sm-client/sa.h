@@ -74,7 +74,9 @@ enum sa_event_type {
 	SA_EV_MC_DELETED = 67, /* trap 67: multicast group deleted */
 	SA_EV_SA_DOWN = 1000,  /* the SA stopped answering */
 	SA_EV_SA_UP,           /* it answers again (after SA_EV_SA_DOWN) */
-	SA_EV_REREGISTER,      /* rejoin/resubscribe started (reregister, SM or LID change) */
+	SA_EV_REREGISTER,      /* rejoin/resubscribe started (reregister, SM or LID change,
+				* port back ACTIVE) */
+	SA_EV_PORT_DOWN,       /* the port left ACTIVE: cached paths kept, marked stale */
 };
 struct sa_event {
 	enum sa_event_type type;
@@ -112,7 +114,9 @@ void sa_client_free(struct sa_client *c);
 
 /* Port state: call once before anything else is sent, and again on every port event
  * (LID change, SM LID change, port up/down, P_Key change). A changed LID or SM LID, or
- * the port coming back ACTIVE, counts as a reregister. */
+ * the port coming back ACTIVE, counts as a reregister. While the port is not ACTIVE
+ * nothing is sent: cached paths keep answering (marked stale), new path queries fail
+ * with -ENETDOWN, queries on the wire wait in the queue for the port. */
 void sa_client_set_port(struct sa_client *c, const struct sa_port_info *pi);
 /* The SM asked clients to reregister (PortInfo.ClientReregister / verbs event). */
 void sa_client_reregister(struct sa_client *c);
@@ -141,6 +145,7 @@ struct sa_path_query {
 	uint32_t flow_label; /* used only to pick a router among several */
 };
 /* status 0 and the path, or -errno: -ETIMEDOUT (no answer after the retries),
+ * -ENETDOWN (our port is not ACTIVE), -EHOSTUNREACH (the SA is down),
  * -ENOENT (the SA has no path, or a fresh negative entry), -EPROTO (other SA status;
  * the status is counted), -ECANCELED (client freed). */
 typedef void (*sa_path_cb)(void *arg, int status, const struct sa_path *path);
@@ -255,10 +260,11 @@ struct sa_stats {
 	uint64_t path_queries, path_hits, path_misses, path_coalesced, path_local;
 	uint64_t path_negative, path_invalidated, path_revalidated;
 	uint64_t joins, join_failures, leaves, subscriptions;
-	uint64_t sa_down, sa_up, probes, reregisters;
+	uint64_t sa_down, sa_up, probes, reregisters, port_downs;
 	uint64_t queued_peak;
 	unsigned outstanding, queued, paths, groups;
-	bool sa_reachable;
+	unsigned paths_stale; /* positive entries waiting for revalidation */
+	bool sa_reachable, port_active;
 	uint32_t timeout_ms; /* current base timeout */
 };
 void sa_client_stats(const struct sa_client *c, struct sa_stats *out);

@@ -16,12 +16,17 @@
 #include <unistd.h>
 
 #include "lib/evloop.h"
+#include "lib/ib_bytes.h"
 #include "lib/ib_mad.h"
 #include "lib/log.h"
 #include "sm-client/sa_mad.h"
 
 #define RECV_BUF (64 * 1024) /* room for a kernel-reassembled RMPP answer */
 #define SEND_BUF 1024
+
+#define SMI_CLASS_DR       0x81
+#define SMP_ATTR_PORT_INFO 0x0015
+#define SMP_DATA_OFF       64
 
 struct slot {
 	uint8_t *mad; /* malloc'd by the MAD thread, freed by the control thread */
@@ -32,7 +37,10 @@ struct sa_umad {
 	struct sa_umad_config cfg;
 	char ca_name[UMAD_CA_NAME_LEN];
 	int portnum;
-	int portid, agent;
+	int portid, agent, smi_agent;
+	uint32_t smp_tid;
+	struct sa_port_info base; /* GUID, P_Keys (umad_get_port), control thread */
+	uint64_t port_polls, port_answers;
 	int efd;
 	struct sa_client *client; /* control thread */
 	pthread_t thread;
@@ -123,6 +131,49 @@ static void *mad_thread(void *arg)
 	return NULL;
 }
 
+/* A PortInfo answer to our directed-route SubnGet (sa_umad_poll_port). */
+static void smp_answer(struct sa_umad *u, const uint8_t *mad)
+{
+	const uint8_t *pi = mad + SMP_DATA_OFF;
+	struct sa_port_info out = u->base;
+
+	if (!(mad[3] & 0x80) || ib_get_be16(mad + 16) != SMP_ATTR_PORT_INFO ||
+	    (ib_get_be16(mad + 4) & 0x7fff) || ib_get_be32(mad + 12) != u->smp_tid)
+		return; /* not ours, or an error status: the next poll asks again */
+	u->port_answers++;
+	out.gid_prefix = ib_get_be64(pi + 8);
+	out.lid = ib_get_be16(pi + 16);
+	out.sm_lid = ib_get_be16(pi + 18);
+	out.state = pi[32] & 0xf;
+	out.lmc = pi[34] & 0x7;
+	out.sm_sl = pi[36] & 0xf;
+	out.subnet_timeout = pi[51] & 0x1f;
+	if (u->cfg.port_cb)
+		u->cfg.port_cb(u->cfg.port_arg, &out);
+}
+
+int sa_umad_poll_port(struct sa_umad *u)
+{
+	uint8_t *umad = u->send_buf;
+	uint8_t *mad;
+
+	if (u->smi_agent < 0)
+		return -ENOTSUP;
+	memset(umad, 0, umad_size() + IB_MAD_LEN);
+	mad = umad_get_mad(umad);
+	mad[0] = IB_MAD_BASE_VERSION;
+	mad[1] = SMI_CLASS_DR;
+	mad[2] = 1;    /* class version */
+	mad[3] = 0x01; /* SubnGet; hop pointer and hop count 0: the local port */
+	ib_put_be32(mad + 12, ++u->smp_tid);
+	ib_put_be16(mad + 16, SMP_ATTR_PORT_INFO);
+	ib_put_be16(mad + 32, 0xffff); /* DrSLID: permissive */
+	ib_put_be16(mad + 34, 0xffff); /* DrDLID: permissive */
+	umad_set_addr(umad, 0xffff, 0, 0, 0);
+	u->port_polls++;
+	return umad_send(u->portid, u->smi_agent, umad, IB_MAD_LEN, 0, 0) < 0 ? -EIO : 0;
+}
+
 static void on_efd(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct sa_umad *u = arg;
@@ -138,7 +189,9 @@ static void on_efd(struct evloop *loop, int fd, uint32_t events, void *arg)
 	while (t != h) {
 		struct slot s = u->ring[t & u->mask];
 
-		if (u->client)
+		if (s.len >= IB_MAD_LEN && s.mad[1] == SMI_CLASS_DR)
+			smp_answer(u, s.mad);
+		else if (u->client)
 			sa_client_input(u->client, s.mad, s.len);
 		free(s.mad);
 		t++;
@@ -191,7 +244,7 @@ int sa_umad_open(const struct sa_umad_config *cfg, struct sa_umad **out)
 	if (!u)
 		return -ENOMEM;
 	u->cfg = *cfg;
-	u->portid = u->agent = u->efd = -1;
+	u->portid = u->agent = u->smi_agent = u->efd = -1;
 	rs = cfg->ring_size ? cfg->ring_size : 256;
 	while (rs & (rs - 1))
 		rs++;
@@ -228,6 +281,13 @@ int sa_umad_open(const struct sa_umad_config *cfg, struct sa_umad **out)
 		rc = u->agent;
 		goto fail;
 	}
+	/* Directed-route SMPs to the local port (sa_umad_poll_port); optional. */
+	u->smi_agent = umad_register(u->portid, SMI_CLASS_DR, 1, 0, NULL);
+	if (u->smi_agent < 0)
+		log_warning("sa_umad: no SMI agent (%d): port changes not polled", u->smi_agent);
+	rc = sa_umad_port_info(u, &u->base);
+	if (rc)
+		goto fail;
 	u->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (u->efd < 0) {
 		rc = -errno;
@@ -297,6 +357,8 @@ void sa_umad_close(struct sa_umad *u)
 		for (; t != h; t++)
 			free(u->ring[t & u->mask].mad);
 	}
+	if (u->smi_agent >= 0)
+		umad_unregister(u->portid, u->smi_agent);
 	if (u->agent >= 0)
 		umad_unregister(u->portid, u->agent);
 	if (u->portid >= 0)
@@ -315,4 +377,6 @@ void sa_umad_stats(const struct sa_umad *u, struct sa_umad_stats *out)
 	out->recv_errors = atomic_load(&u->recv_errors);
 	out->sent = u->sent;
 	out->send_errors = u->send_errors;
+	out->port_polls = u->port_polls;
+	out->port_answers = u->port_answers;
 }

@@ -660,6 +660,97 @@ static void test_reregister_keeps_paths(void **state)
 	fake_free(f);
 }
 
+/* Our own port leaves ACTIVE (link down) and comes back: nothing is sent meanwhile,
+ * cached paths keep answering (stale), a query with no path fails with -ENETDOWN, the
+ * join on the wire waits; back ACTIVE: the join and the path go out again. */
+static void test_port_down_keeps_paths(void **state)
+{
+	struct fake *f = fake_new();
+	struct sa_client *c = client(f, NULL);
+	struct sa_mcast_params mp = { .join_state = SA_JOIN_FULL };
+	struct sa_path_query q = { 0 }, q2 = { 0 }, q3 = { 0 };
+	struct result r = { 0 }, r2 = { 0 }, r3 = { 0 };
+	struct mres m = { 0 };
+	struct sa_path path;
+	struct sa_stats st;
+	struct sa_port_info pi = { 0 };
+	uint8_t rec[SA_PATH_REC_LEN];
+	unsigned sent;
+
+	(void)state;
+	answer_probe(c, f, 0);
+	gid(&q.dgid, 0x42);
+	gid(&q2.dgid, 0x43);
+	gid(&q3.dgid, 0x44);
+	sa_path_resolve(c, &q, on_path, &r);
+	path_rec_for(f->sent[1], 6, rec);
+	respond(c, f, 1, 0, rec, sizeof(rec));
+	assert_int_equal(r.status, 0);
+	sa_path_resolve(c, &q2, on_path, &r2); /* on the wire when the port goes down */
+	sa_ipoib_bcast_mgid(0x7fff, &mp.mgid);
+	assert_int_equal(sa_mcast_join(c, &mp, on_join, &m), 0);
+	assert_int_equal(f->nsent, 4);
+	sa_client_stats(c, &st);
+	assert_int_equal(st.outstanding, 2);
+
+	pi.lid = 4;
+	pi.sm_lid = 1;
+	pi.state = 1; /* DOWN */
+	pi.subnet_timeout = 8;
+	pi.gid_prefix = 0xfe80000000000000ull;
+	pi.port_guid = 0x0002c90300a10003ull;
+	sa_client_set_port(c, &pi);
+	assert_int_equal(r2.calls, 1);
+	assert_int_equal(r2.status, -ENETDOWN);
+	sa_client_stats(c, &st);
+	assert_false(st.port_active);
+	assert_int_equal(st.port_downs, 1);
+	assert_int_equal(st.paths, 1);
+	assert_int_equal(st.paths_stale, 1);
+	assert_int_equal(st.outstanding, 0);
+	assert_int_equal(st.queued, 1); /* the join */
+	assert_int_equal(sa_path_lookup(c, &q, &path), 0);
+	assert_int_equal(path.dlid, 6);
+	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 1); /* stale, answers */
+	assert_int_equal(r.status, 0);
+	assert_int_equal(sa_path_resolve(c, &q3, on_path, &r3), 1);
+	assert_int_equal(r3.status, -ENETDOWN);
+	/* A minute with the port down: not one MAD, the SA not declared down. */
+	sent = f->nsent;
+	for (unsigned i = 0; i < 600; i++) {
+		f->now += 100;
+		sa_client_tick(c);
+	}
+	assert_int_equal(f->nsent, sent);
+	sa_client_stats(c, &st);
+	assert_true(st.sa_reachable);
+	assert_int_equal(st.timeouts, 0);
+	assert_int_equal(m.calls, 0);
+
+	/* Back ACTIVE: rejoin and revalidate, the stale path serving until answered. */
+	pi.state = SA_PORT_ACTIVE;
+	sa_client_set_port(c, &pi);
+	assert_int_equal(f->nsent, sent + 2);
+	assert_int_equal(sent_attr(f, sent), SA_ATTR_MCMEMBER_REC);
+	assert_int_equal(sent_attr(f, sent + 1), SA_ATTR_PATH_REC);
+	sa_client_stats(c, &st);
+	assert_true(st.port_active);
+	assert_int_equal(st.reregisters, 1);
+	assert_int_equal(st.paths_stale, 1);
+	mcm_answer(c, f, sent);
+	assert_int_equal(m.calls, 1);
+	assert_int_equal(m.status, 0);
+	path_rec_for(f->sent[sent + 1], 9, rec);
+	respond(c, f, sent + 1, 0, rec, sizeof(rec));
+	sa_client_stats(c, &st);
+	assert_int_equal(st.paths_stale, 0);
+	assert_int_equal(st.path_revalidated, 1);
+	assert_int_equal(sa_path_lookup(c, &q, &path), 0);
+	assert_int_equal(path.dlid, 9);
+	sa_client_free(c);
+	fake_free(f);
+}
+
 static void test_gid_routes(void **state)
 {
 	struct sa_gidroutes *t;
@@ -743,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_sa_down_and_back),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_reregister_keeps_paths),
+		cmocka_unit_test(test_port_down_keeps_paths),
 		cmocka_unit_test(test_gid_routes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
