@@ -10,6 +10,12 @@
  *   saclient [OPTIONS] run [--join MGID]... [--path DGID]... [--subscribe]
  *                          [--duration S]        keep everything up and print a status
  *                                                line every second (for restart tests)
+ *   saclient [OPTIONS] watch [same as run]       the same, but the status line only on
+ *                                                SIGUSR1 and at exit
+ * run and watch also print, as they happen, "event t=MS type=..." lines (t: wall clock
+ * in ms since the epoch, to compare with the test's own clock): port changes (the port
+ * is re-read once a second with a PortInfo SMP, see sa_umad.h), SA down/up,
+ * reregister, port down, and every join outcome.
  * OPTIONS: --pkey P (PathRecord/join P_Key; "any": leave it out of PathRecord queries),
  *          --floor MS, --max MS (timeouts), --retries N, --path-ttl MS, --neg-ttl MS,
  *          --gid-route PREFIX/LEN=LID[,LID...] (answer off-subnet locally), -v
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/evloop.h"
 #include "lib/ib_gid.h"
@@ -43,13 +50,24 @@ struct tool {
 	unsigned npaths;
 	uint64_t lookups_ok, lookups_fail;
 	struct sa_port_info port;
+	bool watch; /* run or watch */
 };
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, status_flag;
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_flag = 1;
+	if (sig == SIGUSR1)
+		status_flag = 1;
+	else
+		stop_flag = 1;
+}
+
+static unsigned long long wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
 static void fmt_gid(const union ib_gid *g, char *buf)
@@ -102,6 +120,9 @@ static void join_cb(void *arg, int status, const struct sa_mcast_group *g)
 {
 	struct tool *t = arg;
 
+	if (t->watch)
+		printf("event t=%llu type=%s mlid=0x%04x error=%d\n", wall_ms(),
+		       status ? "join-failed" : "joined", g && !status ? g->mlid : 0, status);
 	if (status) {
 		printf("join error=%d (%s)\n", status, strerror(-status));
 		fflush(stdout);
@@ -161,24 +182,91 @@ static void path_quiet(void *arg, int status, const struct sa_path *p)
 	(void)p;
 }
 
+static int sub_count(void *arg, const struct sa_sub_info *si)
+{
+	if (si->subscribed)
+		(*(unsigned *)arg)++;
+	return 0;
+}
+
+static void print_status(struct tool *t)
+{
+	struct sa_stats st;
+	struct sa_umad_stats us;
+	unsigned subs = 0;
+
+	sa_client_stats(t->client, &st);
+	sa_umad_stats(t->umad, &us);
+	sa_sub_foreach(t->client, sub_count, &subs);
+	printf("status t=%llu sent=%llu received=%llu timeouts=%llu retries=%llu failed=%llu "
+	       "sa_reachable=%d sa_down=%llu sa_up=%llu probes=%llu reregisters=%llu joins=%llu "
+	       "subscriptions=%llu path_queries=%llu lookups_ok=%llu lookups_fail=%llu "
+	       "sm_lid=%u port_active=%d port_downs=%llu paths=%u paths_stale=%u "
+	       "path_revalidated=%llu subscribed=%u port_polls=%llu port_answers=%llu",
+	       wall_ms(), (unsigned long long)st.sent, (unsigned long long)st.received,
+	       (unsigned long long)st.timeouts, (unsigned long long)st.retries,
+	       (unsigned long long)st.failed, st.sa_reachable, (unsigned long long)st.sa_down,
+	       (unsigned long long)st.sa_up, (unsigned long long)st.probes,
+	       (unsigned long long)st.reregisters, (unsigned long long)st.joins,
+	       (unsigned long long)st.subscriptions, (unsigned long long)st.path_queries,
+	       (unsigned long long)t->lookups_ok, (unsigned long long)t->lookups_fail,
+	       t->port.sm_lid, st.port_active, (unsigned long long)st.port_downs, st.paths,
+	       st.paths_stale, (unsigned long long)st.path_revalidated, subs,
+	       (unsigned long long)us.port_polls, (unsigned long long)us.port_answers);
+	sa_mcast_foreach(t->client, mc_line, NULL);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* A PortInfo answer (sa_umad_poll_port): a change goes to the client. */
+static void on_port(void *arg, const struct sa_port_info *pi_in)
+{
+	struct tool *t = arg;
+	struct sa_port_info one = *pi_in, *pi = &one;
+
+	/* ibsim's PortInfo says SubnetTimeOut 31 whatever OpenSM set (2.4 hours: every
+	 * timeout would sit at its cap); keep the assumed 18 (the value OpenSM sets). */
+	one.subnet_timeout = 0xff;
+	if (!t->client || (pi->lid == t->port.lid && pi->sm_lid == t->port.sm_lid &&
+			   pi->state == t->port.state))
+		return;
+	printf("event t=%llu type=port lid=%u sm_lid=%u state=%u (was lid=%u sm_lid=%u "
+	       "state=%u)\n",
+	       wall_ms(), pi->lid, pi->sm_lid, pi->state, t->port.lid, t->port.sm_lid,
+	       t->port.state);
+	fflush(stdout);
+	t->port = *pi;
+	sa_client_set_port(t->client, pi);
+}
+
+static void on_event(void *arg, const struct sa_event *ev)
+{
+	struct tool *t = arg;
+	const char *name = ev->type == SA_EV_SA_DOWN	   ? "sa-down"
+			   : ev->type == SA_EV_SA_UP	   ? "sa-up"
+			   : ev->type == SA_EV_REREGISTER ? "reregister"
+			   : ev->type == SA_EV_PORT_DOWN  ? "port-down"
+							   : NULL;
+
+	if (!t->watch)
+		return;
+	if (name)
+		printf("event t=%llu type=%s sm_lid=%u\n", wall_ms(), name, t->port.sm_lid);
+	else
+		printf("event t=%llu type=trap%d\n", wall_ms(), (int)ev->type);
+	fflush(stdout);
+}
+
 /* Once a second: re-read the port (SM changes), print the status (run), check subs. */
 static void on_tick(struct evloop *loop, struct evtimer *tm, void *arg)
 {
 	struct tool *t = arg;
-	struct sa_port_info pi;
-	struct sa_stats st;
-
 	(void)tm;
 	if (stop_flag) {
 		evloop_stop(loop);
 		return;
 	}
-	if (sa_umad_port_info(t->umad, &pi) == 0 &&
-	    (pi.lid != t->port.lid || pi.sm_lid != t->port.sm_lid || pi.state != t->port.state)) {
-		printf("port-event lid=%u sm_lid=%u state=%u\n", pi.lid, pi.sm_lid, pi.state);
-		t->port = pi;
-		sa_client_set_port(t->client, &pi);
-	}
+	sa_umad_poll_port(t->umad); /* the answer comes to on_port */
 	if (!strcmp(t->cmd, "subscribe")) {
 		int all = 1;
 
@@ -194,7 +282,7 @@ static void on_tick(struct evloop *loop, struct evtimer *tm, void *arg)
 		}
 		return;
 	}
-	if (strcmp(t->cmd, "run"))
+	if (!t->watch)
 		return;
 	for (unsigned i = 0; i < t->npaths; i++) {
 		struct sa_path_query q = { .dgid = t->paths[i],
@@ -209,20 +297,10 @@ static void on_tick(struct evloop *loop, struct evtimer *tm, void *arg)
 			t->lookups_fail++;
 		sa_path_resolve(t->client, &q, path_quiet, NULL);
 	}
-	sa_client_stats(t->client, &st);
-	printf("status sent=%llu received=%llu timeouts=%llu retries=%llu failed=%llu "
-	       "sa_reachable=%d sa_down=%llu sa_up=%llu probes=%llu reregisters=%llu joins=%llu "
-	       "subscriptions=%llu path_queries=%llu lookups_ok=%llu lookups_fail=%llu",
-	       (unsigned long long)st.sent, (unsigned long long)st.received,
-	       (unsigned long long)st.timeouts, (unsigned long long)st.retries,
-	       (unsigned long long)st.failed, st.sa_reachable, (unsigned long long)st.sa_down,
-	       (unsigned long long)st.sa_up, (unsigned long long)st.probes,
-	       (unsigned long long)st.reregisters, (unsigned long long)st.joins,
-	       (unsigned long long)st.subscriptions, (unsigned long long)st.path_queries,
-	       (unsigned long long)t->lookups_ok, (unsigned long long)t->lookups_fail);
-	sa_mcast_foreach(t->client, mc_line, NULL);
-	printf("\n");
-	fflush(stdout);
+	if (strcmp(t->cmd, "watch") || status_flag) {
+		status_flag = 0;
+		print_status(t);
+	}
 	if (t->seconds && --t->seconds == 0)
 		evloop_stop(loop);
 }
@@ -273,6 +351,7 @@ int main(int argc, char **argv)
 	log_init("saclient", LOG_TARGET_STDERR, LOG_NOTICE);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	signal(SIGUSR1, on_signal);
 	mp.join_state = SA_JOIN_FULL;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -317,6 +396,7 @@ int main(int argc, char **argv)
 	if (i >= argc)
 		usage();
 	t.cmd = argv[i++];
+	t.watch = !strcmp(t.cmd, "run") || !strcmp(t.cmd, "watch");
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -355,6 +435,8 @@ int main(int argc, char **argv)
 	if (evloop_new(&t.loop))
 		return 1;
 	uc.loop = t.loop;
+	uc.port_cb = on_port;
+	uc.port_arg = &t;
 	rc = sa_umad_open(&uc, &t.umad);
 	if (rc) {
 		fprintf(stderr, "saclient: umad: %s\n", strerror(-rc));
@@ -383,6 +465,8 @@ int main(int argc, char **argv)
 	cc.loop = t.loop;
 	cc.pkey = t.pkey;
 	cc.gid_routes = routes;
+	cc.event = on_event;
+	cc.event_arg = &t;
 	rc = sa_client_new(&cc, &t.client);
 	if (rc)
 		return 1;
@@ -411,7 +495,7 @@ int main(int argc, char **argv)
 		}
 		if (t.pending > 0)
 			evtimer_start(t.deadline, 60000, 0);
-	} else if (!strcmp(t.cmd, "join") || !strcmp(t.cmd, "run")) {
+	} else if (!strcmp(t.cmd, "join") || t.watch) {
 		if (!strcmp(t.cmd, "join") && !nmgids)
 			usage();
 		for (unsigned k = 0; k < nmgids; k++) {
@@ -451,6 +535,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(t.cmd, "subscribe") && t.pending)
 		t.failures++, sa_sub_foreach(t.client, sub_line, NULL);
+	if (t.watch)
+		print_status(&t);
 	{
 		struct sa_stats st;
 
