@@ -62,9 +62,10 @@ struct ethp_port_config {
 };
 
 /* Bytes at the start of a receive buffer before the frame: io_uring's recvmsg header
- * (16), the sender's sockaddr_ll (20, given 22 so the sum is 2 mod 4) and the VLAN
- * auxdata cmsg (40). An IP header after a 14-byte Ethernet header lands 4-byte aligned. */
-#define ETHP_RX_HEADROOM 78
+ * (16), the sender's sockaddr_ll (20, given 24 so the cmsg after it is 8-aligned) and
+ * the VLAN auxdata cmsg (40, given 42). An IP header after a 14-byte Ethernet header
+ * lands 4-byte aligned (82 + 14 = 96). */
+#define ETHP_RX_HEADROOM 82
 
 /* A buffer of the port's pool. */
 struct ethp_buf {

@@ -53,13 +53,15 @@
 #include "fwd/eth_port.h"
 #include "lib/log.h"
 
-#define BATCH_MAX   64 /* frames per recvmmsg/sendmmsg/SENDMSG chain */
-#define NAME_LEN    22 /* sockaddr_ll (20) padded: the frame lands at ETHP_RX_HEADROOM */
-#define CTL_LEN     CMSG_SPACE(sizeof(struct tpacket_auxdata))
+#define BATCH_MAX 64 /* frames per recvmmsg/sendmmsg/SENDMSG chain */
+#define NAME_LEN  24 /* sockaddr_ll (20) padded: the cmsg that follows is 8-aligned */
+#define CTL_LEN   CMSG_SPACE(sizeof(struct tpacket_auxdata)) /* 40 */
+/* The receive msghdr asks for 2 bytes more control room so the frame starts 2 mod 4. */
+#define RX_CTL_LEN  (CTL_LEN + 2)
 #define RX_USERDATA 1
 #define BGID        0
 
-_Static_assert(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + CTL_LEN == ETHP_RX_HEADROOM,
+_Static_assert(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + RX_CTL_LEN == ETHP_RX_HEADROOM,
 	       "receive headroom");
 
 enum buf_state {
@@ -228,10 +230,12 @@ wrong_vlan:
 	return false;
 }
 
-static const struct tpacket_auxdata *find_aux(struct msghdr *mh, struct cmsghdr *c,
-					      struct tpacket_auxdata *copy)
+/* The auxdata among the cmsgs; o is io_uring's header (its cmsgs are bounded by it),
+ * NULL for a plain msghdr. */
+static const struct tpacket_auxdata *find_aux(struct msghdr *mh, struct io_uring_recvmsg_out *o,
+					      struct cmsghdr *c, struct tpacket_auxdata *copy)
 {
-	for (; c; c = CMSG_NXTHDR(mh, c)) {
+	for (; c; c = o ? io_uring_recvmsg_cmsg_nexthdr(o, mh, c) : CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA &&
 		    c->cmsg_len >= CMSG_LEN(sizeof(*copy))) {
 			memcpy(copy, CMSG_DATA(c), sizeof(*copy));
@@ -330,7 +334,7 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 				continue;
 			}
 			sll = io_uring_recvmsg_name(o);
-			aux = find_aux(&p->rx_msg, io_uring_recvmsg_cmsg_firsthdr(o, &p->rx_msg),
+			aux = find_aux(&p->rx_msg, o, io_uring_recvmsg_cmsg_firsthdr(o, &p->rx_msg),
 				       &auxc);
 			data = io_uring_recvmsg_payload(o, &p->rx_msg);
 			len = io_uring_recvmsg_payload_length(o, c->res, &p->rx_msg);
@@ -389,7 +393,7 @@ static int mmsg_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
 			keep[kept++] = b;
 			continue;
 		}
-		aux = find_aux(mh, CMSG_FIRSTHDR(mh), &auxc);
+		aux = find_aux(mh, NULL, CMSG_FIRSTHDR(mh), &auxc);
 		posted_to_held(p, b);
 		if (accept_frame(p, b, b->base + ETHP_RX_HEADROOM, p->rmsg[i].msg_len,
 				 p->rname[i].sll_pkttype, aux, &rxs[got])) {
@@ -766,7 +770,7 @@ static int setup_uring(struct ethp_port *p)
 		goto fail;
 	memset(&p->rx_msg, 0, sizeof(p->rx_msg));
 	p->rx_msg.msg_namelen = NAME_LEN;
-	p->rx_msg.msg_controllen = CTL_LEN;
+	p->rx_msg.msg_controllen = RX_CTL_LEN;
 	return 0;
 fail:
 	if (p->br)
