@@ -19,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 
 norm() { if [[ $1 =~ ^0x[0-9a-fA-F]+$ ]]; then printf '%d' "$1"; else printf '%s' "$1"; fi; }
 
-tap_plan 8
+tap_plan 9
 if ! command -v tshark >/dev/null; then
 	tap_not_ok "tshark is installed" "apt-get install tshark"
 	exit 1
@@ -92,4 +92,14 @@ tap_is "IPoIB private data (UD QPN, receive MTU) at the start of REQ, REP and RE
 tap_like "the REQ's service ID is IPoIB-CM's (0x1000000000000000 | UD QPN 0x49)" \
 	"${req_sid:-}" '^0x1000000000000049$'
 tap_is "tshark does not read it as an RDMA IP CM service ID" "${req_ipcm:-}" ""
+# Control: the same REQ with an RDMA IP CM service ID (0x0000000001 | port space 0x06
+# TCP | port 0x0049) is read as one, so the check above can fail. The service ID sits
+# at 24 (pcap file header) + 16 (record header) + 16 (ERF) + 28 (LRH BTH DETH) + 32.
+cp "$work/cm.pcap" "$work/ipcm.pcap"
+printf '\x00\x00\x00\x00\x01\x06\x00\x49' |
+	dd of="$work/ipcm.pcap" bs=1 seek=116 conv=notrunc status=none
+tap_is "control: an RDMA IP CM service ID is decoded as such (protocol 0x06, port 0x0048)" \
+	"$(tshark -r "$work/ipcm.pcap" -c 1 -T fields -E separator=, \
+		-e infiniband.cm.req.serviceid.protocol -e infiniband.cm.req.ip_cm.sport 2>/dev/null)" \
+	"0x06,0x0048"
 tap_done
