@@ -39,7 +39,8 @@ static size_t mk(uint8_t *p, size_t tot, const uint8_t *opt, size_t optlen, uint
 	p[10] = p[11] = 0;
 	p[12] = 10, p[13] = 1, p[14] = 0, p[15] = 5;
 	p[16] = 10, p[17] = 2, p[18] = 0, p[19] = 9;
-	memcpy(p + 20, opt, optlen);
+	if (optlen)
+		memcpy(p + 20, opt, optlen);
 	uint16_t c = ref_check(p, hl);
 	p[10] = (uint8_t)(c >> 8), p[11] = (uint8_t)c;
 	for (size_t i = hl; i < tot; i++)
