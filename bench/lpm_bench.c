@@ -37,7 +37,8 @@
 
 #ifdef IBGW_HAVE_DPDK
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wvla" /* rte_lpm.h's bulk lookup */
+#pragma GCC diagnostic ignored "-Wvla"   /* rte_lpm.h's bulk lookup */
+#pragma GCC diagnostic ignored "-Wundef" /* rte_ring_elem_pvt.h under clang */
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_fib.h>

@@ -98,10 +98,8 @@ void lpm6_stats(const struct lpm6 *t, struct lpm6_stats *out)
 	out->reader_bytes = s.bytes;
 }
 
-/* lpm128's lookup counts bits; without -mpopcnt in CFLAGS that is a libgcc call per
- * step, so the bulk lookup is also compiled for CPUs with the instruction. */
-__attribute__((target_clones("popcnt", "default"))) void
-lpm6_lookup_bulk(const struct lpm6 *t, const uint8_t (*addrs)[16], uint32_t *values, unsigned n)
+void lpm6_lookup_bulk(const struct lpm6 *t, const uint8_t (*addrs)[16], uint32_t *values,
+		      unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		values[i] = lpm128_lookup(t->trie, addrs[i]);

@@ -25,6 +25,17 @@
 
 #include "fwd/lpm6.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define SLOW_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SLOW_SANITIZER 1
+#endif
+#endif
+#ifndef SLOW_SANITIZER
+#define SLOW_SANITIZER 0
+#endif
+
 static uint64_t rng = 88172645463325252ull;
 
 static uint32_t rnd32(void)
@@ -490,7 +501,7 @@ static void test_concurrent_readers(void **state)
 		ra[i] = (struct reader_arg){ &c, i };
 		assert_int_equal(pthread_create(&th[i], NULL, reader, &ra[i]), 0);
 	}
-	for (unsigned op = 0; op < 10000; op++) {
+	for (unsigned op = 0; op < (SLOW_SANITIZER ? 1500u : 6000u); op++) {
 		unsigned r = rnd32() % NREGIONS, j = rnd32() % NCAND;
 		const struct rpfx *p = &c.cand[r][j];
 
