@@ -110,7 +110,10 @@ static int gsi_send(void *ctx, const struct cm_addr *to, const uint8_t *mad, siz
 		.hop_limit = to->has_grh && !to->hop_limit ? 0xff : to->hop_limit,
 		.traffic_class = to->traffic_class,
 	};
-	struct ibp_send s = { .qp = g->qp, .remote_qpn = IB_QP1, .remote_qkey = IB_QP1_QKEY };
+	struct ibp_send s = { .qp = g->qp,
+			      .remote_qpn = IB_QP1,
+			      .remote_qkey = IB_QP1_QKEY,
+			      .pkey_index = to->pkey_index };
 	struct gsi_send *gs;
 	int ret;
 

@@ -137,6 +137,9 @@ struct ibp_send {
 	uint32_t remote_qkey;
 	struct ibp_buf *buf;
 	uint64_t wr_id;
+	/* GSI QPs only: the P_Key table index to send with (QP1 serves every P_Key of the
+	 * port, so each IPoIB link's CM answers on its own partition). Ignored otherwise. */
+	uint16_t pkey_index;
 };
 
 enum ibp_wc_status {

@@ -1363,6 +1363,13 @@ static void send_ud(struct ibp_port *port, struct ibp_send *s, struct sbuf *b)
 	fill_route(port, a, &p);
 	p.bth.opcode = IB_OP_UD_SEND_ONLY;
 	p.bth.pkey = qp->pkey;
+	if (qp->type == IBP_QPT_GSI) {
+		if (s->pkey_index >= port->info.n_pkeys) {
+			cq_push(port, b, IBP_WC_SEND, IBP_WC_LOCAL_ERROR);
+			return;
+		}
+		p.bth.pkey = port->info.pkeys[s->pkey_index];
+	}
 	p.bth.dqpn = s->remote_qpn & IB_QPN_MAX;
 	p.bth.psn = qp->ud_psn;
 	qp->ud_psn = ibrc_psn_add(qp->ud_psn, 1);
