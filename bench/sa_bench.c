@@ -54,7 +54,7 @@ typedef unsigned __int128 u128;
 static int rounds = 5;
 static unsigned nkeys = 1u << 20;
 static uint32_t fib6_tbl8 = 1u << 18; /* rte_fib6's trie: every /64 under a /56 costs one */
-#define NAIVE_KEYS 2000u /* the linear scans get fewer keys (rates are per lookup) */
+#define NAIVE_KEYS 2000u              /* the linear scans get fewer keys (rates are per lookup) */
 #define MAX_R      32
 
 /* ---- helpers ---- */
@@ -294,7 +294,8 @@ static void bench_path_cache(unsigned n)
 {
 	struct fake f = { 0 };
 	struct sa_client *c = client_new(&f, n + 1024, 1000000, 64);
-	struct sa_path_query *hit = xcalloc(nkeys, sizeof(*hit)), *miss = xcalloc(nkeys, sizeof(*miss));
+	struct sa_path_query *hit = xcalloc(nkeys, sizeof(*hit)),
+			     *miss = xcalloc(nkeys, sizeof(*miss));
 	struct collect col = { xcalloc(n, sizeof(*col.v)), 0 };
 	union ib_gid sgid;
 	struct sa_stats st;
@@ -326,13 +327,15 @@ static void bench_path_cache(unsigned n)
 			abort();
 	for (unsigned k = 0; k < nkeys; k++) {
 		ib_gid_set(&hit[k].dgid, 0xfe80000000000000ull, guid_of((unsigned)(rnd() % n)));
-		ib_gid_set(&miss[k].dgid, 0xfe80000000000000ull, guid_of(n + (unsigned)(rnd() % n)));
+		ib_gid_set(&miss[k].dgid, 0xfe80000000000000ull,
+			   guid_of(n + (unsigned)(rnd() % n)));
 	}
 	/* Cross-check: the cache and the scan agree on every naive key. */
 	for (unsigned k = 0; k < nk_naive; k++) {
 		struct sa_path a, b;
 
-		if (sa_path_lookup(c, &hit[k], &a) || naive_path_lookup(col.v, col.n, &sgid, &hit[k], 0xffff, &b) ||
+		if (sa_path_lookup(c, &hit[k], &a) ||
+		    naive_path_lookup(col.v, col.n, &sgid, &hit[k], 0xffff, &b) ||
 		    a.dlid != b.dlid || !ib_gid_equal(&a.dgid, &hit[k].dgid) ||
 		    sa_path_lookup(c, &miss[k], &a) != -ENOENT ||
 		    naive_path_lookup(col.v, col.n, &sgid, &miss[k], 0xffff, &b) != -ENOENT) {
@@ -352,9 +355,10 @@ static void bench_path_cache(unsigned n)
 			t_c[s][r] = (now_s() - t0) / nkeys;
 			t0 = now_s();
 			for (unsigned k = 0; k < nk_naive; k++)
-				acc += naive_path_lookup(col.v, col.n, &sgid, &ks[k], 0xffff, &p) == 0
-					   ? p.dlid
-					   : 1;
+				acc +=
+				    naive_path_lookup(col.v, col.n, &sgid, &ks[k], 0xffff, &p) == 0
+					? p.dlid
+					: 1;
 			t_n[s][r] = (now_s() - t0) / nk_naive;
 			sink += acc;
 		}
@@ -401,12 +405,12 @@ static struct pfx *make_prefixes(unsigned total, unsigned *out_n, u128 *blocks48
 	u128 b32[4], b40[8], b48[16], b56[2048];
 	uint8_t *used = xcalloc(2048 * 256 + 16 * 65536, 1);
 
-#define ADD(v, l)                                                                                 \
-	do {                                                                                      \
-		u2a((v), p[n].addr);                                                              \
-		p[n].len = (l);                                                                   \
-		p[n].nh = (uint32_t)(rnd() % NROUTERS) + 1;                                       \
-		n++;                                                                              \
+#define ADD(v, l)                                                                                  \
+	do {                                                                                       \
+		u2a((v), p[n].addr);                                                               \
+		p[n].len = (l);                                                                    \
+		p[n].nh = (uint32_t)(rnd() % NROUTERS) + 1;                                        \
+		n++;                                                                               \
 	} while (0)
 	for (unsigned i = 0; i < 4; i++) {
 		b32[i] = (u128)(0xfd000000u | (uint32_t)(rnd() & 0xfffff0) | i) << 96;
@@ -567,14 +571,21 @@ static size_t heap_used(void)
 }
 #endif
 
-enum { I_LPM128, I_LPM6, I_FIB6, I_NAIVE, NIMPL };
+enum {
+	I_LPM128,
+	I_LPM6,
+	I_FIB6,
+	I_NAIVE,
+	NIMPL
+};
 static const char *impl_name[NIMPL] = { "lpm128", "rte_lpm6", "rte_fib6 (trie)", "linear scan" };
 
 static void lpm_check(const char *who, const char *set, unsigned k, uint32_t got, uint32_t want)
 {
 	if (got != want) {
-		fprintf(stderr, "sa_bench: MISMATCH %s, %s keys, key #%u: router %u, reference %u\n",
-			who, set, k, got, want);
+		fprintf(stderr,
+			"sa_bench: MISMATCH %s, %s keys, key #%u: router %u, reference %u\n", who,
+			set, k, got, want);
 		abort();
 	}
 }
@@ -664,7 +675,8 @@ static void bench_gid_lpm(unsigned total)
 		struct rte_fib6_conf fc = { .type = RTE_FIB6_TRIE,
 					    .default_nh = 0,
 					    .max_routes = (int)n + 1024,
-					    .trie = { .nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = fib6_tbl8 } };
+					    .trie = { .nh_sz = RTE_FIB6_TRIE_4B,
+						      .num_tbl8 = fib6_tbl8 } };
 		size_t h0 = heap_used();
 		int rc = 0;
 
@@ -692,9 +704,10 @@ static void bench_gid_lpm(unsigned total)
 			bytes[I_FIB6] = heap_used() - h0;
 			have[I_FIB6] = !rc;
 			if (rc)
-				printf("  rte_fib6_add: %d (%u tbl8s too few? --fib6-tbl8); rte_fib6 "
-				       "skipped\n",
-				       rc, fib6_tbl8);
+				printf(
+				    "  rte_fib6_add: %d (%u tbl8s too few? --fib6-tbl8); rte_fib6 "
+				    "skipped\n",
+				    rc, fib6_tbl8);
 		} else {
 			printf("  rte_fib6_create: %s; skipped\n", rte_strerror(rte_errno));
 		}
@@ -724,7 +737,9 @@ static void bench_gid_lpm(unsigned total)
 					for (unsigned k = 0; k < nk; k++) {
 						uint32_t nh;
 
-						out[k] = rte_lpm6_lookup(l6, keys[s][k], &nh) == 0 ? nh : 0;
+						out[k] = rte_lpm6_lookup(l6, keys[s][k], &nh) == 0
+							     ? nh
+							     : 0;
 					}
 					break;
 				case I_FIB6:
@@ -743,7 +758,8 @@ static void bench_gid_lpm(unsigned total)
 					tim[im][s][r] = (now_s() - t0) / nk;
 				else
 					for (unsigned k = 0; k < nk; k++)
-						lpm_check(impl_name[im], setname[s], k, out[k], want[s][k]);
+						lpm_check(impl_name[im], setname[s], k, out[k],
+							  want[s][k]);
 			}
 	printf("  cross-check: every implementation returned the reference's router for every "
 	       "key of both sets\n");
@@ -764,9 +780,9 @@ static void bench_gid_lpm(unsigned total)
 		}
 		for (int s = 0; s < 2; s++)
 			m[s] = median(tim[im][s], rounds);
-		printf("    %-16s %14.3f %14.3f %9.2fx %7.1f MiB %7.3f s\n", impl_name[im], 1e-6 / m[0],
-		       1e-6 / m[1], m[0] / median(tim[I_LPM128][0], rounds), (double)bytes[im] / (1 << 20),
-		       build[im]);
+		printf("    %-16s %14.3f %14.3f %9.2fx %7.1f MiB %7.3f s\n", impl_name[im],
+		       1e-6 / m[0], 1e-6 / m[1], m[0] / median(tim[I_LPM128][0], rounds),
+		       (double)bytes[im] / (1 << 20), build[im]);
 	}
 	printf("    (vs lpm128: time per lookup relative to lpm128 on in-/64 keys; > 1: lpm128 is "
 	       "faster)\n");
@@ -807,13 +823,15 @@ static void bench_storm(unsigned neighbours, unsigned distinct)
 		if (sa_path_resolve(c, &pq, NULL, NULL) < 0)
 			abort();
 	}
-	for (unsigned s = 0; s < 600000 && (f.answered < f.nsent || f.nsent - first < distinct); s++)
+	for (unsigned s = 0; s < 600000 && (f.answered < f.nsent || f.nsent - first < distinct);
+	     s++)
 		step(&f);
 	sa_client_stats(c, &st);
 	q = f.nsent - first;
-	if (q != distinct || st.path_queries != distinct || st.path_coalesced != neighbours - distinct) {
-		fprintf(stderr, "sa_bench: %u neighbours over %u DGIDs sent %u queries\n", neighbours,
-			distinct, q);
+	if (q != distinct || st.path_queries != distinct ||
+	    st.path_coalesced != neighbours - distinct) {
+		fprintf(stderr, "sa_bench: %u neighbours over %u DGIDs sent %u queries\n",
+			neighbours, distinct, q);
 		abort();
 	}
 	t_first = f.sent_at[first];
@@ -826,10 +844,11 @@ static void bench_storm(unsigned neighbours, unsigned distinct)
 	}
 	for (unsigned i = first; i < f.nsent && f.sent_at[i] == t_first; i++)
 		cb++;
-	printf("    %5u neighbours over %5u DGIDs: %5u PathRecord queries (naive: %u, %.0fx fewer), "
-	       "burst %u, peak %u in any 1 s, all sent in %.2f s, at most %u outstanding\n",
-	       neighbours, distinct, q, neighbours, (double)neighbours / q, cb, peak_win,
-	       (double)(t_last - t_first) / 1000, f.outstanding_peak);
+	printf(
+	    "    %5u neighbours over %5u DGIDs: %5u PathRecord queries (naive: %u, %.0fx fewer), "
+	    "burst %u, peak %u in any 1 s, all sent in %.2f s, at most %u outstanding\n",
+	    neighbours, distinct, q, neighbours, (double)neighbours / q, cb, peak_win,
+	    (double)(t_last - t_first) / 1000, f.outstanding_peak);
 	fake_free(&f);
 }
 
@@ -860,7 +879,8 @@ int main(int argc, char **argv)
 		char *copy = strdup(eal), *args[32] = { "sa_bench" }, *tok, *save = NULL;
 		int n = 1;
 
-		for (tok = strtok_r(copy, " ", &save); tok && n < 31; tok = strtok_r(NULL, " ", &save))
+		for (tok = strtok_r(copy, " ", &save); tok && n < 31;
+		     tok = strtok_r(NULL, " ", &save))
 			args[n++] = tok;
 		eal_up = rte_eal_init(n, args) >= 0;
 		printf("DPDK %s: EAL %s (%s)\n", rte_version(), eal_up ? "up" : "failed", eal);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/evloop.h"
 #include "lib/ib_gid.h"
@@ -50,7 +51,8 @@ struct tool {
 	unsigned npaths;
 	uint64_t lookups_ok, lookups_fail;
 	struct sa_port_info port;
-	bool watch; /* run or watch */
+	bool watch;             /* run or watch */
+	uint64_t subscriptions; /* last seen, for the "subscribed" event */
 };
 
 static volatile sig_atomic_t stop_flag, status_flag;
@@ -120,9 +122,14 @@ static void join_cb(void *arg, int status, const struct sa_mcast_group *g)
 {
 	struct tool *t = arg;
 
-	if (t->watch)
-		printf("event t=%llu type=%s mlid=0x%04x error=%d\n", wall_ms(),
-		       status ? "join-failed" : "joined", g && !status ? g->mlid : 0, status);
+	if (t->watch) {
+		struct sa_stats st;
+
+		sa_client_stats(t->client, &st);
+		printf("event t=%llu type=%s mlid=0x%04x error=%d sent=%llu\n", wall_ms(),
+		       status ? "join-failed" : "joined", g && !status ? g->mlid : 0, status,
+		       (unsigned long long)st.sent);
+	}
 	if (status) {
 		printf("join error=%d (%s)\n", status, strerror(-status));
 		fflush(stdout);
@@ -227,8 +234,8 @@ static void on_port(void *arg, const struct sa_port_info *pi_in)
 	/* ibsim's PortInfo says SubnetTimeOut 31 whatever OpenSM set (2.4 hours: every
 	 * timeout would sit at its cap); keep the assumed 18 (the value OpenSM sets). */
 	one.subnet_timeout = 0xff;
-	if (!t->client || (pi->lid == t->port.lid && pi->sm_lid == t->port.sm_lid &&
-			   pi->state == t->port.state))
+	if (!t->client ||
+	    (pi->lid == t->port.lid && pi->sm_lid == t->port.sm_lid && pi->state == t->port.state))
 		return;
 	printf("event t=%llu type=port lid=%u sm_lid=%u state=%u (was lid=%u sm_lid=%u "
 	       "state=%u)\n",
@@ -242,16 +249,20 @@ static void on_port(void *arg, const struct sa_port_info *pi_in)
 static void on_event(void *arg, const struct sa_event *ev)
 {
 	struct tool *t = arg;
-	const char *name = ev->type == SA_EV_SA_DOWN	   ? "sa-down"
-			   : ev->type == SA_EV_SA_UP	   ? "sa-up"
+	const char *name = ev->type == SA_EV_SA_DOWN      ? "sa-down"
+			   : ev->type == SA_EV_SA_UP      ? "sa-up"
 			   : ev->type == SA_EV_REREGISTER ? "reregister"
 			   : ev->type == SA_EV_PORT_DOWN  ? "port-down"
-							   : NULL;
+							  : NULL;
+
+	struct sa_stats st;
 
 	if (!t->watch)
 		return;
+	sa_client_stats(t->client, &st);
 	if (name)
-		printf("event t=%llu type=%s sm_lid=%u\n", wall_ms(), name, t->port.sm_lid);
+		printf("event t=%llu type=%s sm_lid=%u sent=%llu\n", wall_ms(), name,
+		       t->port.sm_lid, (unsigned long long)st.sent);
 	else
 		printf("event t=%llu type=trap%d\n", wall_ms(), (int)ev->type);
 	fflush(stdout);
@@ -284,6 +295,22 @@ static void on_tick(struct evloop *loop, struct evtimer *tm, void *arg)
 	}
 	if (!t->watch)
 		return;
+	{
+		struct sa_stats st;
+
+		sa_client_stats(t->client, &st);
+		if (st.subscriptions != t->subscriptions) {
+			unsigned subs = 0;
+
+			sa_sub_foreach(t->client, sub_count, &subs);
+			t->subscriptions = st.subscriptions;
+			printf("event t=%llu type=subscribed subscribed=%u subscriptions=%llu "
+			       "sent=%llu\n",
+			       wall_ms(), subs, (unsigned long long)st.subscriptions,
+			       (unsigned long long)st.sent);
+			fflush(stdout);
+		}
+	}
 	for (unsigned i = 0; i < t->npaths; i++) {
 		struct sa_path_query q = { .dgid = t->paths[i],
 					   .pkey = t->pkey,
@@ -475,6 +502,11 @@ int main(int argc, char **argv)
 	if (sa_umad_start(t.umad, t.client))
 		return 1;
 	sa_client_set_port(t.client, &t.port);
+	if (t.watch) {
+		printf("event t=%llu type=start pid=%d lid=%u sm_lid=%u\n", wall_ms(),
+		       (int)getpid(), t.port.lid, t.port.sm_lid);
+		fflush(stdout);
+	}
 	evtimer_start(t.tick, 1000, 1000);
 
 	if (!strcmp(t.cmd, "path")) {
