@@ -1067,6 +1067,7 @@ int main(int argc, char **argv)
 	bool do4 = true, do6 = true;
 	int rc = 0;
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows when redirected too */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			rounds = atoi(argv[++i]);
