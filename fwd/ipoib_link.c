@@ -60,6 +60,8 @@ struct ipoib_mcast {
 	struct sa_mcast_group g;
 	uint16_t attached_mlid;
 	struct ibp_ah *ah;
+	struct ibp_buf *q[PATH_QLEN]; /* encapsulated, waiting for the join */
+	unsigned qn;
 };
 
 struct ipoib_link {
@@ -472,6 +474,19 @@ static void mcast_attach(struct ipoib_mcast *m)
 	}
 }
 
+static void mcast_flush(struct ipoib_mcast *m, bool send)
+{
+	for (unsigned i = 0; i < m->qn; i++) {
+		if (send && m->ah) {
+			m->l->st.tx_mcast++;
+			post(m->l, m->ah, UD_MCAST_QPN, m->q[i]);
+		} else {
+			drop_buf(m->l, m->q[i], IPOIB_DROP_TX_MCAST_JOIN);
+		}
+	}
+	m->qn = 0;
+}
+
 static int link_create_qp(struct ipoib_link *l);
 static void link_set_up(struct ipoib_link *l, bool up);
 
@@ -530,9 +545,11 @@ static void mcast_cb(void *arg, int status, const struct sa_mcast_group *g)
 		for (struct ipoib_path *p = l->paths; p; p = p->next)
 			if (p->state != PATH_RESOLVING || !p->querying)
 				path_query(p);
+		mcast_flush(m, true);
 		return;
 	}
 	mcast_attach(m);
+	mcast_flush(m, true);
 }
 
 static struct ipoib_mcast *mcast_find(const struct ipoib_link *l, const union ib_gid *mgid)
@@ -743,11 +760,13 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 		l->cfg.recv_depth = 256;
 	if (!l->cfg.send_depth)
 		l->cfg.send_depth = 256;
-	ret = l->ops->query(cfg->port, &l->pa);
-	if (ret < 0) {
+	if (cfg->attr) {
+		l->pa = *cfg->attr;
+	} else if ((ret = l->ops->query(cfg->port, &l->pa)) < 0) {
 		free(l);
 		return ret;
 	}
+	l->cfg.attr = NULL;
 	for (i = 0; i < l->pa.n_pkeys; i++)
 		if ((l->pa.pkeys[i] & 0x7fff) == (l->pkey & 0x7fff) && (l->pa.pkeys[i] & 0x7fff))
 			break;
@@ -907,6 +926,7 @@ void ipoib_link_stop(struct ipoib_link *l)
 			sa_mcast_leave(l->cfg.sa, &m->mgid);
 		if (m->attached && l->qp)
 			l->ops->detach_mcast(l->qp, &m->mgid, m->attached_mlid);
+		mcast_flush(m, false);
 		m->attached = m->joined = false;
 	}
 	l->started = false;
@@ -936,6 +956,7 @@ void ipoib_link_free(struct ipoib_link *l)
 		struct ipoib_mcast *m = l->mcasts;
 
 		l->mcasts = m->next;
+		mcast_flush(m, false);
 		if (m->ah)
 			l->ops->destroy_ah(m->ah);
 		free(m);
@@ -960,7 +981,6 @@ void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev)
 	case IBP_EVENT_CLIENT_REREGISTER:
 	case IBP_EVENT_PKEY_CHANGE:
 		l->port_down = false;
-		l->ops->query(l->cfg.port, &l->pa);
 		/* The port's owner tells the SA client (sa_client_set_port/_reregister),
 		 * which rejoins every group: mcast_cb brings the link up again and
 		 * re-queries the paths. Mark the paths stale meanwhile. */
@@ -1237,13 +1257,23 @@ int ipoib_link_xmit_mcast(struct ipoib_link *l, const union ib_gid *mgid, uint16
 	m = mcast_find(l, mgid);
 	if (!m)
 		m = mcast_get(l, mgid, false); /* send-only full member */
-	if (!m || !m->joined || !m->ah) {
-		drop_buf(l, b, IPOIB_DROP_TX_MCAST_JOIN);
-		return -EAGAIN;
-	}
 	if (encap(b, ethertype) < 0) {
 		drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
 		return -EMSGSIZE;
+	}
+	if (!m) {
+		drop_buf(l, b, IPOIB_DROP_TX_MCAST_JOIN);
+		return -ENOMEM;
+	}
+	if (!m->joined || !m->ah) {
+		/* Wait for the join, three packets at most (as Linux does). */
+		if (m->qn == PATH_QLEN) {
+			drop_buf(l, m->q[0], IPOIB_DROP_TX_MCAST_JOIN);
+			memmove(&m->q[0], &m->q[1], sizeof(m->q[0]) * (PATH_QLEN - 1));
+			m->qn--;
+		}
+		m->q[m->qn++] = b;
+		return 1;
 	}
 	l->st.tx_mcast++;
 	return post(l, m->ah, UD_MCAST_QPN, b);

@@ -12,8 +12,8 @@
  *          IPv6: the link-local address from the port GUID is the link's, and the
  *          all-nodes and solicited-node groups of its addresses are joined (full member).
  *          Other groups the link sends to get a send-only full-member join first
- *          (packets to them are dropped and counted until it completes, at most one
- *          retrans interval);
+ *          (up to three packets wait for it, as in Linux; older ones are dropped and
+ *          counted);
  *   port events: PORT_DOWN takes the link down (state callback; neighbours flushed);
  *          PORT_ACTIVE, LID/SM change and client reregister rejoin every group through
  *          the SA client (the link is UP again when the broadcast join answers) and
@@ -72,6 +72,11 @@ struct ipoib_link_config {
 	const struct ibp_ops *ops;
 	struct ibp_port *port;
 	struct sa_client *sa; /* the port's SA client (shared by the port's links) */
+	/* The port as the owner last queried it; NULL: ipoib_link_new queries it. (Under
+	 * umad2sim, the sim backend's query SMPs time out once sm-client/sa_umad is open
+	 * in the same process: both register an SMI agent; so query first, then pass it.)
+	 * The link never queries the port after ipoib_link_new. */
+	const struct ibp_port_attr *attr;
 	struct evloop *loop;  /* timers (neighbours); NULL: call ipoib_link_tick */
 	uint16_t pkey;        /* 0: 0xffff */
 	uint8_t scope;        /* MGID scope; 0: link-local (2) */
@@ -101,7 +106,7 @@ enum ipoib_drop {
 	IPOIB_DROP_TX_TOO_BIG,     /* above the destination's MTU */
 	IPOIB_DROP_TX_NO_PATH,     /* PathRecord failed */
 	IPOIB_DROP_TX_PATH_QUEUE,  /* path queue overflow (oldest dropped) */
-	IPOIB_DROP_TX_MCAST_JOIN,  /* group not joined (yet) */
+	IPOIB_DROP_TX_MCAST_JOIN,  /* join queue overflow, or the link stopped */
 	IPOIB_DROP_TX_NEIGH,       /* neighbour queue overflow, failure, table full */
 	IPOIB_DROP_TX_POST,        /* post_send refused */
 	IPOIB_DROP_TX_NOBUF,       /* control side found the pool empty */

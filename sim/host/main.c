@@ -1,0 +1,905 @@
+/*
+ * ibgw-host: an IB host of the simulated rack. The gateway's IPoIB link (fwd/ipoib_link)
+ * in the host role, bridged at the link layer to a TAP device in the node's namespace,
+ * so the kernel there speaks its own ARP, ND, ping and TCP over IPoIB.
+ *
+ *   ibgw-host [OPTIONS]                  run (inside `sim/rack exec NODE --`)
+ *   ibgw-host --ctl PATH dump [WHAT]     ask a running host: link, stats, neigh, peers,
+ *                                        groups, all (default)
+ *   ibgw-host --ctl PATH xmit-ip ADDR N  make the link itself resolve ADDR (ARP/NS from
+ *                                        the link, as the gateway does) with N ICMP echo
+ *                                        requests queued meanwhile (queue overflow test)
+ * Options:
+ *   --node NAME     the node ($IBGW_NODE, else $SIM_HOST)
+ *   --socket PATH   the fabric's port socket ($IBGW_RACK_STATE/fabric.sock)
+ *   --pkey P        the link's P_Key (default 0xffff)
+ *   --mode datagram (connected: not wired yet)
+ *   --addr A/LEN    an address for the TAP (repeatable; IPv4 or IPv6)
+ *   --tap NAME      the TAP device (default ib0)
+ *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
+ *
+ * Threads: one. The control side (SA client, joins, ARP/ND, neighbour timers, control
+ * socket) and the port's data path (poll, post) share one lib/evloop loop, which the
+ * link's API allows for a single-threaded user (see fwd/ipoib_link.h). The MAD thread of
+ * sm-client/sa_umad is the only other thread; it talks to the loop through its ring and
+ * eventfd.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <net/if_arp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fwd/ib_port.h"
+#include "fwd/ip.h"
+#include "fwd/ipoib_link.h"
+#include "fwd/neigh.h"
+#include "lib/evloop.h"
+#include "lib/log.h"
+#include "sim/host/host_l2.h"
+#include "sm-client/sa.h"
+#include "sm-client/sa_umad.h"
+
+#define MAX_ADDRS  8
+#define BUF_SIZE   (IBP_GRH_AREA + 4096 + 64)
+#define N_BUFS     1024
+#define WC_BATCH   64
+#define TAP_BATCH  64
+#define FRAME_MAX  (65536 + 64)
+
+struct in6_ifreq_compat {
+	struct in6_addr addr;
+	uint32_t prefixlen;
+	int ifindex;
+};
+
+struct host {
+	struct evloop *loop;
+	const struct ibp_ops *ops;
+	struct ibp_port *port;
+	struct sa_umad *umad;
+	struct sa_client *sa;
+	struct sa_port_info pi;
+	struct ipoib_link *link;
+	struct hl2 l2;
+	bool l2_ready;
+	int tap_fd, ctl_fd, sig_fd;
+	char tap[IFNAMSIZ];
+	const char *node, *socket, *ctl_path;
+	uint16_t pkey;
+	int n_addrs;
+	struct {
+		int family;
+		uint8_t a[16];
+		unsigned plen;
+	} addrs[MAX_ADDRS];
+	struct evtimer *tick;
+	uint64_t tap_rx, tap_tx, tap_drops, tap_write_errors;
+	uint8_t frame[FRAME_MAX];
+};
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "ibgw-host: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+/* ---- TAP ------------------------------------------------------------------------ */
+
+static int ifreq_ioctl(unsigned long req, struct ifreq *ifr, int family)
+{
+	int s = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), r;
+
+	if (s < 0)
+		return -errno;
+	r = ioctl(s, req, ifr) < 0 ? -errno : 0;
+	close(s);
+	return r;
+}
+
+static int tap_open(struct host *h)
+{
+	struct ifreq ifr;
+	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	char path[128];
+	FILE *f;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	/* Carrier off until the IPoIB link is up. */
+	int off = 0;
+
+	ioctl(fd, TUNSETCARRIER, &off);
+	/* The link-local address is the port GUID's (RFC 4391), not the MAC's EUI-64. */
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/addr_gen_mode", h->tap);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+	h->tap_fd = fd;
+	return 0;
+}
+
+static int tap_set_mac(struct host *h, const uint8_t mac[6])
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
+	ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+	memcpy(ifr.ifr_hwaddr.sa_data, mac, 6);
+	return ifreq_ioctl(SIOCSIFHWADDR, &ifr, AF_INET);
+}
+
+static int tap_set_mtu(struct host *h, unsigned mtu)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
+	ifr.ifr_mtu = (int)mtu;
+	return ifreq_ioctl(SIOCSIFMTU, &ifr, AF_INET);
+}
+
+static int tap_up(struct host *h)
+{
+	struct ifreq ifr;
+	int r;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
+	r = ifreq_ioctl(SIOCGIFFLAGS, &ifr, AF_INET);
+	if (r < 0)
+		return r;
+	ifr.ifr_flags |= IFF_UP;
+	return ifreq_ioctl(SIOCSIFFLAGS, &ifr, AF_INET);
+}
+
+static int tap_add_addr(struct host *h, int family, const uint8_t *a, unsigned plen)
+{
+	struct ifreq ifr;
+	int r;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+		uint32_t mask = plen ? htonl(0xffffffffu << (32 - plen)) : 0;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, a, 4);
+		r = ifreq_ioctl(SIOCSIFADDR, &ifr, AF_INET);
+		if (r < 0)
+			return r;
+		sin->sin_addr.s_addr = mask;
+		return ifreq_ioctl(SIOCSIFNETMASK, &ifr, AF_INET);
+	}
+	struct in6_ifreq_compat r6;
+	int s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -errno;
+	if (ioctl(s, SIOCGIFINDEX, &ifr) < 0) {
+		r = -errno;
+		close(s);
+		return r;
+	}
+	memset(&r6, 0, sizeof(r6));
+	memcpy(&r6.addr, a, 16);
+	r6.prefixlen = plen;
+	r6.ifindex = ifr.ifr_ifindex;
+	r = ioctl(s, SIOCSIFADDR, &r6) < 0 ? -errno : 0;
+	close(s);
+	return r == -EEXIST ? 0 : r;
+}
+
+static void tap_carrier(struct host *h, bool on)
+{
+	int v = on;
+
+	ioctl(h->tap_fd, TUNSETCARRIER, &v);
+}
+
+/* ---- IB -> TAP ------------------------------------------------------------------ */
+
+static void to_tap(struct host *h, const struct ipoib_rx *rx)
+{
+	struct hl2_src src = { .qpn = rx->src_qpn, .lid = rx->slid, .has_gid = rx->has_grh,
+			       .gid = rx->sgid, .mcast = rx->mcast };
+	int n;
+
+	if (!h->l2_ready)
+		return;
+	n = hl2_ib_to_eth(&h->l2, rx->ethertype, rx->data, rx->len, &src, h->frame,
+			  sizeof(h->frame));
+	if (n < 0) {
+		h->tap_drops++;
+		return;
+	}
+	if (write(h->tap_fd, h->frame, (size_t)n) != n)
+		h->tap_write_errors++;
+	else
+		h->tap_tx++;
+}
+
+static void handle_wc(struct host *h, struct ibp_wc *wc)
+{
+	struct ipoib_rx rx;
+	enum ipoib_rx_kind k;
+
+	if (wc->kind == IBP_WC_SEND) {
+		ipoib_link_tx_done(h->link, wc);
+		return;
+	}
+	k = ipoib_link_rx(h->link, wc, &rx);
+	if (k == IPOIB_RX_ARP || k == IPOIB_RX_ND) {
+		/* Learned by the link; spoofed or malformed ARP/ND stops here. */
+		if (ipoib_link_input_ctl(h->link, &rx) == 0)
+			to_tap(h, &rx);
+	} else if (k != IPOIB_RX_DROP) {
+		to_tap(h, &rx);
+	}
+	if (wc->buf)
+		ipoib_link_repost(h->link, wc->buf);
+}
+
+static void poll_port(struct host *h)
+{
+	struct ibp_wc wcs[WC_BATCH];
+	int n, rounds = 0;
+
+	for (;;) {
+		n = h->ops->poll(h->port, wcs, WC_BATCH);
+		for (int i = 0; i < n; i++)
+			handle_wc(h, &wcs[i]);
+		if (n > 0 && ++rounds < 16)
+			continue;
+		if (n > 0)
+			return; /* let the loop run other work; the fd stays readable */
+		h->ops->arm(h->port);
+		n = h->ops->poll(h->port, wcs, WC_BATCH);
+		for (int i = 0; i < n; i++)
+			handle_wc(h, &wcs[i]);
+		if (n <= 0)
+			return;
+	}
+}
+
+static void on_cq(struct evloop *loop, int fd, uint32_t ev, void *arg)
+{
+	(void)loop;
+	(void)fd;
+	(void)ev;
+	poll_port(arg);
+}
+
+/* ---- TAP -> IB ------------------------------------------------------------------ */
+
+static void from_tap(struct host *h, const uint8_t *frame, size_t len)
+{
+	struct ibp_buf *b;
+	struct hl2_dst dst;
+	uint16_t et;
+	int n;
+
+	if (!ipoib_link_is_up(h->link) || !h->l2_ready) {
+		h->tap_drops++;
+		return;
+	}
+	b = ipoib_link_buf(h->link);
+	if (!b) {
+		h->tap_drops++;
+		return;
+	}
+	n = hl2_eth_to_ib(&h->l2, frame, len, b->data + IPOIB_ENCAP_LEN, b->cap - IPOIB_ENCAP_LEN,
+			  &et, &dst);
+	if (n < 0) {
+		h->ops->buf_put(h->port, b);
+		h->tap_drops++;
+		return;
+	}
+	b->len = (uint32_t)n;
+	switch (dst.kind) {
+	case HL2_DST_BCAST:
+		ipoib_link_xmit_bcast(h->link, et, b);
+		break;
+	case HL2_DST_MCAST:
+		ipoib_link_xmit_ip(h->link, dst.family, dst.ip, et, b);
+		break;
+	case HL2_DST_UNICAST:
+		if (dst.is_ip) {
+			struct neigh_entry *e = neigh_lookup(ipoib_link_neigh(h->link), dst.family, dst.ip);
+
+			if (e)
+				neigh_entry_used(e, evloop_now_ms());
+		}
+		ipoib_link_xmit_hw(h->link, &dst.hw, et, b);
+		break;
+	}
+}
+
+static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
+{
+	struct host *h = arg;
+
+	(void)loop;
+	(void)ev;
+	for (int i = 0; i < TAP_BATCH; i++) {
+		ssize_t n = read(fd, h->frame, sizeof(h->frame));
+
+		if (n <= 0)
+			break;
+		h->tap_rx++;
+		from_tap(h, h->frame, (size_t)n);
+	}
+}
+
+/* ---- link and port events ------------------------------------------------------- */
+
+static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
+{
+	struct host *h = ctx;
+	struct ipoib_hwaddr hw;
+
+	if (up) {
+		ipoib_link_hwaddr(l, &hw);
+		if (!h->l2_ready || hw.qpn != h->l2.own_hw.qpn) {
+			hl2_init(&h->l2, &hw);
+			h->l2_ready = true;
+		}
+		tap_set_mtu(h, ipoib_link_mtu(l));
+	}
+	tap_carrier(h, up);
+}
+
+static void on_async(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct host *h = arg;
+	struct ibp_event ev;
+
+	(void)loop;
+	(void)fd;
+	(void)events;
+	while (h->ops->next_event(h->port, &ev) == 0) {
+		ipoib_link_port_event(h->link, &ev);
+		if (ev.type == IBP_EVENT_PORT_ACTIVE || ev.type == IBP_EVENT_CLIENT_REREGISTER ||
+		    ev.type == IBP_EVENT_SM_CHANGE || ev.type == IBP_EVENT_LID_CHANGE) {
+			log_info("port event %d: rejoining", (int)ev.type);
+			sa_client_reregister(h->sa);
+		}
+	}
+}
+
+static void on_port_info(void *arg, const struct sa_port_info *pi)
+{
+	struct host *h = arg;
+
+	if (pi->lid == h->pi.lid && pi->sm_lid == h->pi.sm_lid && pi->state == h->pi.state &&
+	    pi->subnet_timeout == h->pi.subnet_timeout)
+		return;
+	h->pi = *pi;
+	if (h->sa)
+		sa_client_set_port(h->sa, pi);
+}
+
+/* Groups the kernel listens to on the TAP (/proc/net/igmp6): full-member joins. */
+static void sync_groups(struct host *h)
+{
+	FILE *f = fopen("/proc/net/igmp6", "r");
+	char line[256], dev[IFNAMSIZ + 1], hex[33];
+	int idx;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		uint8_t g[16];
+		union ib_gid mgid;
+
+		if (sscanf(line, "%d %16s %32s", &idx, dev, hex) != 3 || strcmp(dev, h->tap))
+			continue;
+		for (int i = 0; i < 16; i++) {
+			unsigned v;
+
+			if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+				goto next;
+			g[i] = (uint8_t)v;
+		}
+		if (ipoib_mgid_from_ipv6(g, ipoib_link_pkey(h->link), IB_MGID_SCOPE_LINK, &mgid) == 0)
+			ipoib_link_mcast_join(h->link, &mgid);
+next:;
+	}
+	fclose(f);
+}
+
+static void on_tick(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct host *h = arg;
+
+	(void)loop;
+	(void)t;
+	sa_umad_poll_port(h->umad);
+	if (ipoib_link_is_up(h->link))
+		sync_groups(h);
+}
+
+/* ---- control socket ------------------------------------------------------------- */
+
+static void fmt_addr(int family, const uint8_t *a, char *buf, size_t len)
+{
+	inet_ntop(family, a, buf, (socklen_t)len);
+}
+
+struct dump_ctx {
+	FILE *f;
+};
+
+static int dump_neigh(void *arg, const struct neigh_info *ni)
+{
+	struct dump_ctx *d = arg;
+	char as[INET6_ADDRSTRLEN], hs[IPOIB_HWADDR_STRLEN] = "-", gs[IB_GID_STRLEN] = "-";
+	struct ipoib_hwaddr hw = { 0 };
+
+	fmt_addr(ni->family, ni->addr, as, sizeof(as));
+	if (ni->has_link && ipoib_hwaddr_decode(ni->link.addr, ni->link.len, &hw) == 0) {
+		ipoib_hwaddr_format(&hw, hs, sizeof(hs));
+		ib_gid_format(&hw.gid, gs, sizeof(gs));
+	}
+	fprintf(d->f,
+		"neigh %s %s hwaddr %s qpn 0x%x gid %s dlid %u sl %u mtu %u mode %s usable %d "
+		"age_ms %llu queued %u queue_drops %llu probes %u\n",
+		as, neigh_state_name(ni->state), hs, hw.qpn, gs, ni->link.dlid, ni->link.sl,
+		ni->link.mtu, ni->link.conn ? "RC" : "UD", ni->link.usable,
+		(unsigned long long)ni->age_ms, ni->queued, (unsigned long long)ni->queue_drops,
+		ni->probes);
+	return 0;
+}
+
+static int dump_group(void *arg, const struct ipoib_mcast_info *mi)
+{
+	struct dump_ctx *d = arg;
+	char gs[IB_GID_STRLEN];
+
+	ib_gid_format(&mi->mgid, gs, sizeof(gs));
+	fprintf(d->f, "group %s %s %s mlid 0x%x qkey 0x%x\n", gs, mi->full ? "full" : "sendonly",
+		mi->joined ? "joined" : "joining", mi->mlid, mi->qkey);
+	return 0;
+}
+
+static void dump(struct host *h, FILE *f, const char *what)
+{
+	struct dump_ctx d = { .f = f };
+	struct ipoib_link_stats st;
+	struct neigh_stats ns;
+	struct ipoib_hwaddr hw;
+	char hs[IPOIB_HWADDR_STRLEN];
+	bool all = !strcmp(what, "all");
+
+	ipoib_link_stats(h->link, &st);
+	neigh_table_stats(ipoib_link_neigh(h->link), &ns);
+	ipoib_link_hwaddr(h->link, &hw);
+	ipoib_hwaddr_format(&hw, hs, sizeof(hs));
+	if (all || !strcmp(what, "link"))
+		fprintf(f, "link %s node %s state %s pkey 0x%04x qpn 0x%x mtu %u hwaddr %s mac "
+			   "%02x:%02x:%02x:%02x:%02x:%02x\n",
+			h->tap, h->node, ipoib_link_is_up(h->link) ? "up" : "down",
+			ipoib_link_pkey(h->link), hw.qpn, ipoib_link_mtu(h->link), hs,
+			h->l2.own_mac[0], h->l2.own_mac[1], h->l2.own_mac[2], h->l2.own_mac[3],
+			h->l2.own_mac[4], h->l2.own_mac[5]);
+	if (all || !strcmp(what, "stats")) {
+		fprintf(f,
+			"stats rx_packets %llu tx_packets %llu rx_bytes %llu tx_bytes %llu rx_mcast "
+			"%llu tx_mcast %llu rx_arp %llu rx_nd %llu tx_arp %llu tx_nd %llu joins %llu "
+			"join_failures %llu up_count %llu down_count %llu paths_resolved %llu "
+			"path_failures %llu ah_rebuilt %llu\n",
+			(unsigned long long)st.rx_packets, (unsigned long long)st.tx_packets,
+			(unsigned long long)st.rx_bytes, (unsigned long long)st.tx_bytes,
+			(unsigned long long)st.rx_mcast, (unsigned long long)st.tx_mcast,
+			(unsigned long long)st.rx_arp, (unsigned long long)st.rx_nd,
+			(unsigned long long)st.tx_arp, (unsigned long long)st.tx_nd,
+			(unsigned long long)st.joins, (unsigned long long)st.join_failures,
+			(unsigned long long)st.up_count, (unsigned long long)st.down_count,
+			(unsigned long long)st.paths_resolved, (unsigned long long)st.path_failures,
+			(unsigned long long)st.ah_rebuilt);
+		fprintf(f, "drops");
+		for (int i = 0; i < IPOIB_DROP_COUNT; i++)
+			fprintf(f, " %s %llu", ipoib_drop_name(i), (unsigned long long)st.drops[i]);
+		fprintf(f, "\n");
+		fprintf(f,
+			"neigh_stats entries %u allocs %llu destroys %llu res_failed %llu "
+			"unres_discards %llu queued %llu mcast_solicits %llu ucast_solicits %llu "
+			"table_full %llu reachable_ms %u\n",
+			ns.entries, (unsigned long long)ns.allocs, (unsigned long long)ns.destroys,
+			(unsigned long long)ns.res_failed, (unsigned long long)ns.unres_discards,
+			(unsigned long long)ns.queued, (unsigned long long)ns.mcast_solicits,
+			(unsigned long long)ns.ucast_solicits, (unsigned long long)ns.table_full,
+			neigh_reachable_time(ipoib_link_neigh(h->link)));
+		fprintf(f,
+			"tap rx %llu tx %llu drops %llu write_errors %llu l2_to_eth %llu l2_to_ib %llu "
+			"arp_rewritten %llu nd_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
+			"mac_collisions %llu\n",
+			(unsigned long long)h->tap_rx, (unsigned long long)h->tap_tx,
+			(unsigned long long)h->tap_drops, (unsigned long long)h->tap_write_errors,
+			(unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
+			(unsigned long long)h->l2.st.arp_rewritten,
+			(unsigned long long)h->l2.st.nd_rewritten,
+			(unsigned long long)h->l2.st.unknown_dst_mac,
+			(unsigned long long)h->l2.st.unknown_src,
+			(unsigned long long)h->l2.st.mac_collisions);
+	}
+	if (all || !strcmp(what, "neigh"))
+		neigh_foreach(ipoib_link_neigh(h->link), dump_neigh, &d);
+	if (all || !strcmp(what, "peers"))
+		for (unsigned i = 0; i < h->l2.n_peers; i++) {
+			const struct hl2_peer *p = &h->l2.peers[i];
+
+			ipoib_hwaddr_format(&p->hw, hs, sizeof(hs));
+			fprintf(f, "peer mac %02x:%02x:%02x:%02x:%02x:%02x hwaddr %s lid %u\n",
+				p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5], hs,
+				p->lid);
+		}
+	if (all || !strcmp(what, "groups"))
+		ipoib_link_mcast_foreach(h->link, dump_group, &d);
+}
+
+/* An ICMP echo request from our first IPv4 address to dst, through the link's own
+ * resolution (the gateway's path): ipoib_link_xmit_ip. */
+static int xmit_ip_test(struct host *h, const char *addr, unsigned count, FILE *f)
+{
+	uint8_t dst[4], *p;
+	struct ibp_buf *b;
+	int queued = 0, sent = 0, dropped = 0, src = -1;
+
+	for (int i = 0; i < h->n_addrs; i++)
+		if (h->addrs[i].family == AF_INET) {
+			src = i;
+			break;
+		}
+	if (src < 0 || inet_pton(AF_INET, addr, dst) != 1)
+		return -EINVAL;
+	for (unsigned i = 0; i < count; i++) {
+		b = ipoib_link_buf(h->link);
+		if (!b)
+			return -ENOBUFS;
+		p = b->data + IPOIB_ENCAP_LEN;
+		memset(p, 0, 28);
+		p[0] = 0x45;
+		ip_put16(p + 2, 28);
+		ip_put16(p + 4, (uint16_t)(0x4000 + i));
+		p[8] = 64;
+		p[9] = 1;
+		memcpy(p + 12, h->addrs[src].a, 4);
+		memcpy(p + 16, dst, 4);
+		ip_put16(p + 10, ip_csum(p, 20));
+		p[20] = 8; /* echo request */
+		ip_put16(p + 24, 0x1b1b);
+		ip_put16(p + 26, (uint16_t)i);
+		ip_put16(p + 22, ip_csum(p + 20, 8));
+		b->len = 28;
+		int r = ipoib_link_xmit_ip(h->link, AF_INET, dst, 0x0800, b);
+
+		if (r == 0)
+			sent++;
+		else if (r == 1)
+			queued++;
+		else
+			dropped++;
+	}
+	fprintf(f, "xmit-ip %s count %u sent %d queued %d dropped %d\n", addr, count, sent, queued,
+		dropped);
+	return 0;
+}
+
+static void on_ctl(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct host *h = arg;
+	char req[256], a1[64] = "", a2[64] = "", a3[32] = "";
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC), n;
+	FILE *f;
+
+	(void)loop;
+	(void)events;
+	if (c < 0)
+		return;
+	struct timeval tv = { .tv_sec = 1 };
+
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = (int)read(c, req, sizeof(req) - 1);
+	if (n <= 0) {
+		close(c);
+		return;
+	}
+	req[n] = 0;
+	f = fdopen(c, "w");
+	if (!f) {
+		close(c);
+		return;
+	}
+	sscanf(req, "%63s %63s %31s", a1, a2, a3);
+	if (!strcmp(a1, "dump"))
+		dump(h, f, a2[0] ? a2 : "all");
+	else if (!strcmp(a1, "xmit-ip")) {
+		if (xmit_ip_test(h, a2, (unsigned)atoi(a3), f) < 0)
+			fprintf(f, "error bad xmit-ip request\n");
+	} else
+		fprintf(f, "error unknown request '%s'\n", a1);
+	fclose(f);
+}
+
+static int ctl_listen(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sun.sun_path, path);
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 8) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int ctl_client(const char *path, int argc, char **argv)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char req[256] = "", buf[4096];
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ssize_t n;
+
+	if (fd < 0 || strlen(path) >= sizeof(sun.sun_path))
+		return 1;
+	strcpy(sun.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		fprintf(stderr, "ibgw-host: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < argc; i++) {
+		strncat(req, argv[i], sizeof(req) - strlen(req) - 2);
+		strcat(req, " ");
+	}
+	if (write(fd, req, strlen(req)) < 0)
+		return 1;
+	shutdown(fd, SHUT_WR);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)n, stdout);
+	close(fd);
+	return 0;
+}
+
+static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	(void)events;
+	(void)arg;
+	if (read(fd, &si, sizeof(si)) == sizeof(si))
+		evloop_stop(loop);
+}
+
+/* ---- main ----------------------------------------------------------------------- */
+
+static int parse_addr(struct host *h, const char *s)
+{
+	char buf[64], *slash;
+	int fam;
+
+	if (h->n_addrs == MAX_ADDRS)
+		return -ENOSPC;
+	snprintf(buf, sizeof(buf), "%s", s);
+	slash = strchr(buf, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = 0;
+	fam = strchr(buf, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(fam, buf, h->addrs[h->n_addrs].a) != 1)
+		return -EINVAL;
+	h->addrs[h->n_addrs].family = fam;
+	h->addrs[h->n_addrs].plen = (unsigned)atoi(slash + 1);
+	h->n_addrs++;
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: ibgw-host [--node N] [--socket P] [--pkey P] [--mode datagram] "
+			"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
+			"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|all]\n"
+			"       ibgw-host --ctl PATH xmit-ip ADDR COUNT\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static struct host h;
+	static const struct option lo[] = {
+		{ "node", required_argument, NULL, 'n' }, { "socket", required_argument, NULL, 's' },
+		{ "pkey", required_argument, NULL, 'p' }, { "mode", required_argument, NULL, 'm' },
+		{ "addr", required_argument, NULL, 'a' }, { "tap", required_argument, NULL, 't' },
+		{ "ctl", required_argument, NULL, 'c' },  { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char sockbuf[256], ctlbuf[256];
+	const char *env;
+	int o, r;
+
+	h.pkey = 0xffff;
+	snprintf(h.tap, sizeof(h.tap), "ib0");
+	while ((o = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+		switch (o) {
+		case 'n':
+			h.node = optarg;
+			break;
+		case 's':
+			h.socket = optarg;
+			break;
+		case 'p':
+			h.pkey = (uint16_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'm':
+			if (strcmp(optarg, "datagram")) {
+				fprintf(stderr, "ibgw-host: mode %s: only datagram is wired so far\n", optarg);
+				return 2;
+			}
+			break;
+		case 'a':
+			if (parse_addr(&h, optarg) < 0) {
+				fprintf(stderr, "ibgw-host: bad address %s\n", optarg);
+				return 2;
+			}
+			break;
+		case 't':
+			snprintf(h.tap, sizeof(h.tap), "%s", optarg);
+			break;
+		case 'c':
+			h.ctl_path = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!h.ctl_path && (env = getenv("IBGW_NODE_DIR"))) {
+		snprintf(ctlbuf, sizeof(ctlbuf), "%s/ibgw-host.sock", env);
+		h.ctl_path = ctlbuf;
+	}
+	if (optind < argc) {
+		if (!h.ctl_path)
+			usage();
+		return ctl_client(h.ctl_path, argc - optind, argv + optind);
+	}
+	if (!h.node)
+		h.node = getenv("IBGW_NODE") ? getenv("IBGW_NODE") : getenv("SIM_HOST");
+	if (!h.socket && (env = getenv("IBGW_RACK_STATE"))) {
+		snprintf(sockbuf, sizeof(sockbuf), "%s/fabric.sock", env);
+		h.socket = sockbuf;
+	}
+	if (!h.node || !h.socket)
+		usage();
+	log_init("ibgw-host", LOG_TARGET_STDERR, LOG_INFO);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((r = evloop_new(&h.loop)) < 0)
+		die("evloop", r);
+	h.ops = ibp_backend("sim");
+	struct ibp_port_config pc = { .backend = "sim", .device = h.node, .port = 1,
+				      .sim_socket = h.socket, .buf_size = BUF_SIZE, .n_bufs = N_BUFS };
+	if ((r = h.ops->open(&pc, &h.port)) < 0)
+		die("open port", r);
+
+	/* Query the port before sa_umad opens (see ipoib_link_config.attr). */
+	struct ibp_port_attr pa;
+
+	if ((r = h.ops->query(h.port, &pa)) < 0)
+		die("query port", r);
+	struct sa_umad_config uc = { .loop = h.loop, .port_cb = on_port_info, .port_arg = &h };
+	if ((r = sa_umad_open(&uc, &h.umad)) < 0)
+		die("umad", r);
+	if ((r = sa_umad_port_info(h.umad, &h.pi)) < 0)
+		die("port info", r);
+	struct sa_client_config cc = { .ops = &sa_umad_ops, .ops_ctx = h.umad, .loop = h.loop,
+				       .pkey = h.pkey };
+	if ((r = sa_client_new(&cc, &h.sa)) < 0)
+		die("sa client", r);
+	if ((r = sa_umad_start(h.umad, h.sa)) < 0)
+		die("umad start", r);
+	sa_client_set_port(h.sa, &h.pi);
+	sa_umad_poll_port(h.umad);
+
+	struct ipoib_link_config lc = {
+		.name = h.tap, .ops = h.ops, .port = h.port, .sa = h.sa, .loop = h.loop,
+		.pkey = h.pkey, .role = IPOIB_ROLE_HOST, .state_cb = on_link_state, .cb_ctx = &h,
+		.attr = &pa,
+	};
+	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
+		die("link", r);
+	for (int i = 0; i < h.n_addrs; i++)
+		ipoib_link_add_addr(h.link, h.addrs[i].family, h.addrs[i].a);
+
+	if ((r = tap_open(&h)) < 0)
+		die("tap", r);
+	{
+		/* The MAC from our own GUID (host_l2.h), before the link is up. */
+		uint8_t mac[6];
+
+		hl2_mac_from_guid(pa.port_guid, 0, mac);
+		if ((r = tap_set_mac(&h, mac)) < 0)
+			die("tap mac", r);
+		uint8_t ll[16];
+
+		if ((r = tap_up(&h)) < 0)
+			die("tap up", r);
+		ipoib_ipv6_link_local(pa.port_guid, ll);
+		if ((r = tap_add_addr(&h, AF_INET6, ll, 64)) < 0)
+			log_errno(LOG_WARNING, -r, "link-local address");
+		for (int i = 0; i < h.n_addrs; i++)
+			if ((r = tap_add_addr(&h, h.addrs[i].family, h.addrs[i].a, h.addrs[i].plen)) < 0)
+				log_errno(LOG_WARNING, -r, "address %d", i);
+	}
+	if (h.ctl_path) {
+		h.ctl_fd = ctl_listen(h.ctl_path);
+		if (h.ctl_fd < 0)
+			die("control socket", h.ctl_fd);
+		evloop_add_fd(h.loop, h.ctl_fd, EPOLLIN, on_ctl, &h);
+	}
+	sigset_t ss;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	h.sig_fd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+	evloop_add_fd(h.loop, h.sig_fd, EPOLLIN, on_signal, &h);
+	evloop_add_fd(h.loop, h.tap_fd, EPOLLIN, on_tap, &h);
+	evloop_add_fd(h.loop, h.ops->cq_fd(h.port), EPOLLIN, on_cq, &h);
+	evloop_add_fd(h.loop, h.ops->async_fd(h.port), EPOLLIN, on_async, &h);
+	h.tick = evtimer_new(h.loop, on_tick, &h);
+	evtimer_start(h.tick, 1000, 1000);
+	h.ops->arm(h.port);
+
+	if ((r = ipoib_link_start(h.link)) < 0)
+		die("link start", r);
+	log_notice("%s on %s: P_Key 0x%04x, joining the broadcast group", h.tap, h.node, h.pkey);
+	evloop_run(h.loop);
+
+	log_notice("stopping");
+	ipoib_link_stop(h.link);
+	poll_port(&h);
+	sa_client_free(h.sa); /* the leaves went out in ipoib_link_stop */
+	sa_umad_close(h.umad);
+	ipoib_link_free(h.link);
+	h.ops->close(h.port);
+	if (h.ctl_path)
+		unlink(h.ctl_path);
+	close(h.tap_fd);
+	evloop_free(h.loop);
+	return 0;
+}
