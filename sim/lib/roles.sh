@@ -35,8 +35,57 @@ role_start_sm_standby() { :; }
 # issues (ibgwd; the IPoIB host endpoint driving a TUN device). Ethernet hosts
 # need nothing started: their namespace and eth0 are the host.
 role_start_gateway() { :; }
-role_start_ibhost() { :; }
+role_start_ibhost() { :; }   # started after the fabric: role_start_ibhosts
 role_start_ethhost() { :; }
+
+# IB hosts (docs/ipoib.md): ibgw-host on each node with a "#@ipoib NODE PKEY MODE
+# ADDR..." line, once the fabric runs (the sim port attaches to it) and OpenSM is
+# MASTER (the link joins the broadcast group). Label ibgw-host-NODE; its control
+# socket is nodes/NODE/ibgw-host.sock (`ibgw-host --ctl SOCK dump`).
+host_bin() {
+	local top
+	top=$(cd "$RACK_SIM_DIR/.." && pwd)
+	if [ -n "${IBGW_HOST:-}" ]; then echo "$IBGW_HOST"
+	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/bin/ibgw-host"
+	else echo "$top/build/bin/ibgw-host"
+	fi
+}
+ipoib_lines() { awk '$1 == "#@ipoib"' "$RACK_STATE/topology"; }
+role_start_ibhost_node() {   # NODE PKEY MODE ADDR...
+	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i
+	shift 3
+	for a in "$@"; do args+=(--addr "$a"); done
+	rack_env_args "$node"
+	rack_spawn "ibgw-host-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" -- \
+		"$(host_bin)" --node "$node" --socket "$(fabric_socket)" --pkey "$pkey" \
+		--mode "$mode" --ctl "$dir/ibgw-host.sock" "${args[@]}"
+	for i in $(seq 50); do
+		[ -S "$dir/ibgw-host.sock" ] && return 0
+		rack_pid_alive "ibgw-host-$node" || break
+		sleep 0.1
+	done
+	echo "sim/rack: ibgw-host on $node did not start (see $RACK_STATE/logs/ibgw-host-$node.log)" >&2
+	return 1
+}
+role_start_ibhosts() {
+	[ -x "$(host_bin)" ] || { echo "sim/rack: no $(host_bin) (make): IB hosts not started" >&2; return 0; }
+	fabric_running || return 0
+	local tag node pkey mode addrs
+	while read -r tag node pkey mode addrs; do
+		# shellcheck disable=SC2086
+		role_start_ibhost_node "$node" "$pkey" "$mode" $addrs
+	done < <(ipoib_lines)
+}
+# For `status`: one line per IB host (its link as the host reports it).
+role_status_ibhosts() {
+	local tag node pkey mode addrs sock line
+	while read -r tag node pkey mode addrs; do
+		sock=$RACK_STATE/nodes/$node/ibgw-host.sock
+		line=$(ip netns exec "$(rack_ns "$node")" "$(host_bin)" --ctl "$sock" dump link 2>/dev/null |
+			awk '{ print "link", $6, "qpn", $10, "mtu", $12 }')
+		printf '  ipoib     %-9s P_Key %s %s %s: %s\n' "$node" "$pkey" "$mode" "$addrs" "${line:-not running}"
+	done < <(ipoib_lines)
+}
 
 # After OpenSM is MASTER: the data-layer fabric (sim/lib/fabric.sh), in the mgmt
 # namespace. It holds no ibsim slot: each port tells it the identity it read
@@ -44,6 +93,7 @@ role_start_ethhost() { :; }
 role_after_sm() {
 	if [ -x "$(fabric_bin)" ]; then
 		fabric_start
+		role_start_ibhosts
 	else
 		echo "sim/rack: no $(fabric_bin) (make): rack without its data layer" >&2
 	fi
