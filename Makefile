@@ -32,6 +32,11 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CPPFLAGS += -D_GNU_SOURCE -DIBGW_VERSION='"$(VERSION)"' -DIBGW_SYSCONFDIR='"$(SYSCONFDIR)"' -I. $(PKG_CFLAGS)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing -pthread
+# x86-64: the LPM tries count bits per lookup; without POPCNT every popcount is a libgcc
+# call (half the bulk rate measured). Every x86-64 server since 2009 has it.
+ifeq ($(shell uname -m),x86_64)
+CFLAGS   += -mpopcnt
+endif
 LDFLAGS  += -pthread -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS)
 
