@@ -1,0 +1,42 @@
+/*
+ * worker: the forwarding threads (prefix fwd_worker_). Each owns the data path of the
+ * ports of the interfaces assigned to it (fwd_if_config.worker): an Ethernet port, or
+ * an IB port with all its IPoIB links. A loop turn:
+ *
+ *   snapshot + clock  ->  RX bursts (ethp rx_burst; ibp poll -> ipoib_link_rx, send
+ *   completions -> ipoib_link_tx_done)  ->  fwd/forward.h per packet  ->  TX bursts
+ *   per egress port (ethp tx_burst; ibp post_send)  ->  receive buffers back (ethp
+ *   buf_put, ipoib_link_repost)  ->  the control->worker ring (frames to send, parked
+ *   packets, returned messages)  ->  punts to the worker->control ring  ->  quiescent
+ *   state.
+ *
+ * Idle: after spin_us without work the worker arms every port (ethp arm, ibp arm),
+ * polls once more, announces sleep on its ring (ring_sleep_prepare), goes RCU-offline
+ * and sleeps in epoll on the ports' fds and the ring's eventfd.
+ *
+ * Threads: start/stop from the control thread; the loop runs on its own thread
+ * (registered with liburcu QSBR).
+ */
+#ifndef IBGW_FWD_WORKER_H
+#define IBGW_FWD_WORKER_H
+
+#include <stdint.h>
+
+#include "fwd/engine.h"
+
+struct fwd_worker_config {
+	int cpu;          /* pin to this CPU; -1: no pinning */
+	unsigned spin_us; /* busy polling before sleeping; 0: the default (FWD_WORKER_SPIN_US) */
+	unsigned burst;   /* RX burst per port; 0: 32 */
+};
+
+#define FWD_WORKER_SPIN_US 50
+
+/* Start worker w of the engine (0 <= w < n_workers) with the ports of the interfaces
+ * assigned to it now; interfaces added later with that worker are picked up at the
+ * next loop turn. Returns 0 or -errno. */
+int fwd_worker_start(struct fwd_engine *e, unsigned w, const struct fwd_worker_config *cfg);
+/* Stop every started worker and join them (their messages are returned). */
+void fwd_worker_stop_all(struct fwd_engine *e);
+
+#endif
