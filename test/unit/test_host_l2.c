@@ -1,0 +1,230 @@
+/*
+ * sim/host/host_l2: the MAC derivation rule (worked out by hand for a rack GUID), its
+ * collision handling and stability, and the ARP/ND rewriting both ways, each result
+ * checked by the other codec (fwd/arp, fwd/nd: lengths, options, checksum).
+ * sim/host/ is not a library archive (it is the ibgw-host program), so the file under
+ * test is compiled in here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sim/host/host_l2.c"
+
+static struct hl2 h;
+static struct ipoib_hwaddr own, peer;
+
+static void setup_hw(void)
+{
+	own.flags = 0;
+	own.qpn = 0x48;
+	ib_gid_set(&own.gid, 0xfe80000000000000ull, 0x0002c90300a10007ull);
+	peer.flags = 0;
+	peer.qpn = 0x49;
+	ib_gid_set(&peer.gid, 0xfe80000000000000ull, 0x0002c90300a10009ull);
+	hl2_init(&h, &own);
+}
+
+/* GUID 0x0002c90300a10007: top 24 bits 0x0002c9, fold6 = 0x2c9 ^ 0xb = 0x2c2 & 0x3f = 2,
+ * octet 0 = 0x02 | 2 << 2 = 0x0a; then the low 40 bits. */
+static void test_mac_rule(void **s)
+{
+	uint8_t mac[6];
+	static const uint8_t want[6] = { 0x0a, 0x03, 0x00, 0xa1, 0x00, 0x07 };
+
+	(void)s;
+	hl2_mac_from_guid(0x0002c90300a10007ull, 0, mac);
+	assert_memory_equal(mac, want, 6);
+	assert_int_equal(mac[0] & 0x03, 0x02); /* locally administered, unicast */
+	hl2_mac_from_guid(0x0002c90300a10007ull, 1, mac);
+	assert_int_equal(mac[0], 0x0e);
+	setup_hw();
+	assert_memory_equal(h.own_mac, want, 6);
+}
+
+static void test_collision_and_stability(void **s)
+{
+	struct ipoib_hwaddr other = peer, again = peer;
+	const struct hl2_peer *p1, *p2, *p3;
+	uint8_t m1[6];
+
+	(void)s;
+	setup_hw();
+	p1 = hl2_learn(&h, &peer, 6);
+	memcpy(m1, p1->mac, 6);
+	/* Same low 40 bits and same OUI fold, another GID prefix: a collision. */
+	ib_gid_set(&other.gid, 0xfec0000000000001ull, 0x0002c90300a10009ull);
+	p2 = hl2_learn(&h, &other, 0);
+	assert_memory_not_equal(p2->mac, m1, 6);
+	assert_int_equal(p2->mac[0], 0x0e);
+	assert_int_equal(h.st.mac_collisions, 1);
+	/* The first peer restarts with a new QPN: same MAC, QPN updated. */
+	again.qpn = 0x77;
+	p3 = hl2_learn(&h, &again, 6);
+	assert_memory_equal(p3->mac, m1, 6);
+	assert_int_equal(hl2_by_mac(&h, m1)->hw.qpn, 0x77);
+	assert_non_null(hl2_by_src(&h, 6, 0x77));
+	/* A peer whose GUID maps onto our own MAC does not get it. */
+	struct ipoib_hwaddr twin = own;
+
+	ib_gid_set(&twin.gid, 0xfec0000000000002ull, 0x0002c90300a10007ull);
+	assert_memory_not_equal(hl2_learn(&h, &twin, 0)->mac, h.own_mac, 6);
+}
+
+/* An IPoIB ARP request from the peer, received through the broadcast group. */
+static void test_arp_ib_to_eth(void **s)
+{
+	uint8_t pk[ARP_IB_LEN], sha[20], frame[128];
+	struct hl2_src src = { .qpn = 0x49, .lid = 6, .mcast = true };
+	struct arp_pkt a;
+	int n;
+
+	(void)s;
+	setup_hw();
+	ipoib_hwaddr_encode(&peer, sha, sizeof(sha));
+	assert_int_equal(arp_build_request(pk, sizeof(pk), ARP_HTYPE_IB, sha, 0x0a0a000c, 0x0a0a000b),
+			 ARP_IB_LEN);
+	n = hl2_ib_to_eth(&h, 0x0806, pk, sizeof(pk), &src, frame, sizeof(frame));
+	assert_int_equal(n, 14 + ARP_ETHER_LEN);
+	assert_memory_equal(frame, "\xff\xff\xff\xff\xff\xff", 6);
+	assert_int_equal(arp_parse(frame + 14, (size_t)n - 14, ARP_HTYPE_ETHER, &a), ARP_OK);
+	assert_int_equal(a.op, ARP_OP_REQUEST);
+	assert_memory_equal(a.sha, hl2_by_mac(&h, frame + 6)->mac, 6);
+	assert_memory_equal(a.tha, "\0\0\0\0\0\0", 6);
+	assert_int_equal(a.spa, 0x0a0a000c);
+	assert_int_equal(hl2_by_mac(&h, a.sha)->hw.qpn, 0x49);
+	/* Malformed (hlen 6 on IPoIB): refused and counted. */
+	pk[4] = 6;
+	assert_true(hl2_ib_to_eth(&h, 0x0806, pk, sizeof(pk), &src, frame, sizeof(frame)) < 0);
+	assert_int_equal(h.st.bad_arp, 1);
+}
+
+/* The kernel's ARP reply to the peer becomes an IPoIB reply with our 20-octet address. */
+static void test_arp_eth_to_ib(void **s)
+{
+	const struct hl2_peer *p;
+	uint8_t frame[64], out[128], peer_hw[20];
+	struct hl2_dst d;
+	struct arp_pkt a;
+	uint16_t et;
+	int n;
+
+	(void)s;
+	setup_hw();
+	p = hl2_learn(&h, &peer, 6);
+	memcpy(frame, p->mac, 6);
+	memcpy(frame + 6, h.own_mac, 6);
+	frame[12] = 0x08;
+	frame[13] = 0x06;
+	arp_build(frame + 14, 28, ARP_HTYPE_ETHER, ARP_OP_REPLY, h.own_mac, 0x0a0a000b, p->mac,
+		  0x0a0a000c);
+	n = hl2_eth_to_ib(&h, frame, 42, out, sizeof(out), &et, &d);
+	assert_int_equal(n, ARP_IB_LEN);
+	assert_int_equal(et, 0x0806);
+	assert_int_equal(d.kind, HL2_DST_UNICAST);
+	assert_int_equal(d.hw.qpn, 0x49);
+	assert_int_equal(arp_parse(out, (size_t)n, ARP_HTYPE_IB, &a), ARP_OK);
+	assert_memory_equal(a.sha, h.own_hw_bytes, 20);
+	ipoib_hwaddr_encode(&peer, peer_hw, 20);
+	assert_memory_equal(a.tha, peer_hw, 20);
+	/* An unknown unicast MAC is refused. */
+	frame[5] ^= 0x55;
+	assert_int_equal(hl2_eth_to_ib(&h, frame, 42, out, sizeof(out), &et, &d), -ENXIO);
+}
+
+static const uint8_t own_ip6[16] = { 0xfd, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11 };
+static const uint8_t peer_ip6[16] = { 0xfd, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12 };
+
+/* The kernel's NS (8-octet option) -> IPoIB NS (24-octet option), valid for nd_parse. */
+static void test_nd_eth_to_ib(void **s)
+{
+	uint8_t frame[200], out[256], sn[16];
+	struct hl2_dst d;
+	struct nd_msg m;
+	uint16_t et;
+	size_t n;
+	int r;
+
+	(void)s;
+	setup_hw();
+	n = nd_build_ns(frame + 14, sizeof(frame) - 14, ND_LINK_ETHER, own_ip6, NULL, peer_ip6,
+			h.own_mac);
+	assert_true(n > 0);
+	nd_solicited_node(peer_ip6, sn);
+	nd_mcast_mac(sn, frame);
+	memcpy(frame + 6, h.own_mac, 6);
+	frame[12] = 0x86;
+	frame[13] = 0xdd;
+	r = hl2_eth_to_ib(&h, frame, 14 + n, out, sizeof(out), &et, &d);
+	assert_int_equal(r, (int)n + 16);
+	assert_int_equal(d.kind, HL2_DST_MCAST);
+	assert_memory_equal(d.ip, sn, 16);
+	assert_int_equal(nd_parse(out, (size_t)r, ND_LINK_IB, &m), ND_OK);
+	assert_non_null(m.sllao);
+	assert_memory_equal(m.sllao, h.own_hw_bytes, 20);
+	assert_int_equal(h.st.nd_rewritten, 1);
+}
+
+/* The peer's NA (IPoIB option) -> the kernel's NA with the peer's MAC, valid. */
+static void test_nd_ib_to_eth(void **s)
+{
+	uint8_t pk[200], frame[256], peer_hw[20];
+	struct hl2_src src = { .qpn = 0x49, .lid = 6, .mcast = false };
+	struct nd_msg m;
+	size_t n;
+	int r;
+
+	(void)s;
+	setup_hw();
+	ipoib_hwaddr_encode(&peer, peer_hw, 20);
+	n = nd_build_na(pk, sizeof(pk), ND_LINK_IB, peer_ip6, own_ip6, peer_ip6,
+			ND_NA_SOLICITED | ND_NA_OVERRIDE, peer_hw);
+	assert_true(n > 0);
+	r = hl2_ib_to_eth(&h, 0x86dd, pk, n, &src, frame, sizeof(frame));
+	assert_int_equal(r, 14 + (int)n - 16);
+	assert_memory_equal(frame, h.own_mac, 6);
+	assert_int_equal(nd_parse(frame + 14, (size_t)r - 14, ND_LINK_ETHER, &m), ND_OK);
+	assert_non_null(m.tllao);
+	assert_memory_equal(m.tllao, hl2_by_mac(&h, m.tllao)->mac, 6);
+	assert_int_equal(hl2_by_mac(&h, m.tllao)->hw.qpn, 0x49);
+	/* A corrupted checksum is refused, not rewritten into a valid one. */
+	pk[42] ^= 1;
+	assert_true(hl2_ib_to_eth(&h, 0x86dd, pk, n, &src, frame, sizeof(frame)) < 0);
+	assert_int_equal(h.st.bad_nd, 1);
+}
+
+/* IP: multicast destinations map from the IP header; unknown ethertypes refused. */
+static void test_ip_mapping(void **s)
+{
+	uint8_t frame[100] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x16 }, out[128];
+	struct hl2_dst d;
+	uint16_t et;
+
+	(void)s;
+	setup_hw();
+	memcpy(frame + 6, h.own_mac, 6);
+	frame[12] = 0x08;
+	frame[14] = 0x45;
+	memcpy(frame + 14 + 16, "\xe0\x00\x00\x16", 4);
+	assert_int_equal(hl2_eth_to_ib(&h, frame, 14 + 28, out, sizeof(out), &et, &d), 28);
+	assert_int_equal(d.kind, HL2_DST_MCAST);
+	assert_int_equal(d.family, AF_INET);
+	assert_memory_equal(d.ip, "\xe0\x00\x00\x16", 4);
+	frame[12] = 0x88;
+	frame[13] = 0xcc; /* LLDP */
+	assert_int_equal(hl2_eth_to_ib(&h, frame, 60, out, sizeof(out), &et, &d), -EPROTONOSUPPORT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mac_rule),      cmocka_unit_test(test_collision_and_stability),
+		cmocka_unit_test(test_arp_ib_to_eth), cmocka_unit_test(test_arp_eth_to_ib),
+		cmocka_unit_test(test_nd_eth_to_ib),  cmocka_unit_test(test_nd_ib_to_eth),
+		cmocka_unit_test(test_ip_mapping),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

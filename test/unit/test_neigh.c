@@ -1,0 +1,371 @@
+/*
+ * fwd/neigh: the state machine with a fake clock (Linux's timers: retrans 1 s, 3
+ * multicast probes, reachable time in [15, 45) s, delay 5 s, 3 unicast probes), the
+ * update rules (solicited, override, unsolicited, PERMANENT), the unresolved queue
+ * (overflow drops the oldest, counted; flushed when usable), GC thresholds, and
+ * lookups after many inserts and deletes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "fwd/neigh.h"
+
+static uint64_t fake_now = 1000000;
+static uint64_t clock_fn(void *ctx)
+{
+	(void)ctx;
+	return fake_now;
+}
+
+struct rec {
+	unsigned mcast, ucast, xmit, drop;
+	void *last_xmit, *dropped[64];
+};
+static struct rec rec;
+
+static void op_solicit(void *ctx, const struct neigh_entry *e, const struct neigh_link *ll)
+{
+	(void)ctx;
+	(void)e;
+	if (ll)
+		rec.ucast++;
+	else
+		rec.mcast++;
+}
+static void op_xmit(void *ctx, const struct neigh_entry *e, const struct neigh_link *ll, void *pkt)
+{
+	(void)ctx;
+	(void)e;
+	assert_true(ll->usable);
+	rec.xmit++;
+	rec.last_xmit = pkt;
+}
+static void op_drop(void *ctx, void *pkt)
+{
+	(void)ctx;
+	if (rec.drop < 64)
+		rec.dropped[rec.drop] = pkt;
+	rec.drop++;
+}
+static const struct neigh_ops ops = { op_solicit, op_xmit, op_drop };
+
+static struct neigh_table *mk(const struct neigh_params *p)
+{
+	struct neigh_config c = { .ops = &ops, .now_ms = clock_fn, .seed = 42 };
+	struct neigh_table *t;
+
+	if (p)
+		c.params = *p;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(neigh_table_new(&c, &t), 0);
+	return t;
+}
+
+static const uint8_t ip_a[4] = { 10, 0, 0, 2 };
+static const uint8_t ip_b[4] = { 10, 0, 0, 3 };
+
+static struct neigh_link mac_link(uint8_t last)
+{
+	struct neigh_link l = { .len = 6, .usable = true, .mtu = 1500 };
+
+	l.addr[0] = 0x02;
+	l.addr[5] = last;
+	return l;
+}
+
+static void run_for(struct neigh_table *t, uint64_t ms)
+{
+	uint64_t end = fake_now + ms;
+
+	while (fake_now < end) {
+		fake_now += 100;
+		neigh_tick(t);
+	}
+}
+
+static void test_defaults(void **s)
+{
+	struct neigh_params p = { 0 };
+
+	(void)s;
+	neigh_params_defaults(&p);
+	assert_int_equal(p.base_reachable_ms, 30000);
+	assert_int_equal(p.retrans_ms, 1000);
+	assert_int_equal(p.delay_probe_ms, 5000);
+	assert_int_equal(p.ucast_probes, 3);
+	assert_int_equal(p.mcast_probes, 3);
+	assert_int_equal(p.gc_stale_ms, 60000);
+	assert_int_equal(p.unres_qlen, 3);
+	assert_int_equal(p.gc_thresh1, 128);
+	assert_int_equal(p.gc_thresh2, 512);
+	assert_int_equal(p.gc_thresh3, 1024);
+	struct neigh_table *t = mk(NULL);
+	uint32_t r = neigh_reachable_time(t);
+
+	assert_true(r >= 15000 && r < 45000);
+	neigh_table_free(t);
+}
+
+/* INCOMPLETE: 3 multicast solicitations 1 s apart, then FAILED and the queue dropped. */
+static void test_incomplete_fails(void **s)
+{
+	struct neigh_table *t = mk(NULL);
+	int pk[5];
+	struct neigh_stats st;
+
+	(void)s;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(neigh_resolve(t, AF_INET, ip_a, &pk[i]), 0);
+	struct neigh_entry *e = neigh_lookup(t, AF_INET, ip_a);
+
+	assert_non_null(e);
+	assert_int_equal(neigh_entry_state(e), NEIGH_INCOMPLETE);
+	assert_int_equal(rec.mcast, 1);
+	/* Overflow: the two oldest dropped. */
+	assert_int_equal(rec.drop, 2);
+	assert_ptr_equal(rec.dropped[0], &pk[0]);
+	assert_ptr_equal(rec.dropped[1], &pk[1]);
+	run_for(t, 1000);
+	assert_int_equal(rec.mcast, 2);
+	run_for(t, 1000);
+	assert_int_equal(rec.mcast, 3);
+	assert_int_equal(neigh_entry_state(e), NEIGH_INCOMPLETE);
+	run_for(t, 1000);
+	assert_int_equal(neigh_entry_state(e), NEIGH_FAILED);
+	assert_int_equal(rec.mcast, 3);
+	assert_int_equal(rec.drop, 5);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.res_failed, 1);
+	assert_int_equal(st.unres_discards, 5);
+	/* A use right after failing is refused; the next GC removes the entry. */
+	int more;
+
+	assert_int_equal(neigh_resolve(t, AF_INET, ip_a, &more), -EHOSTUNREACH);
+	assert_int_equal(rec.drop, 6);
+	run_for(t, 30000);
+	assert_null(neigh_lookup(t, AF_INET, ip_a));
+	neigh_table_free(t);
+}
+
+/* A solicited reply resolves: queue flushed in order, REACHABLE; then STALE after the
+ * reachable time; used -> DELAY -> PROBE (3 unicast) -> FAILED without answers. */
+static void test_lifecycle(void **s)
+{
+	struct neigh_table *t = mk(NULL);
+	int pk[3];
+	struct neigh_link l = mac_link(1);
+	struct neigh_entry *e;
+
+	(void)s;
+	for (int i = 0; i < 3; i++)
+		neigh_resolve(t, AF_INET, ip_a, &pk[i]);
+	e = neigh_update(t, AF_INET, ip_a, &l, NEIGH_F_SOLICITED | NEIGH_F_OVERRIDE);
+	assert_non_null(e);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	assert_int_equal(rec.xmit, 3);
+	assert_ptr_equal(rec.last_xmit, &pk[2]);
+	assert_int_equal(neigh_entry_link(e)->addr[5], 1);
+	uint32_t rt = neigh_reachable_time(t);
+
+	run_for(t, rt - 200);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	run_for(t, 400);
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE);
+	/* STALE keeps sending; a use moves it to DELAY. */
+	neigh_entry_used(e, fake_now);
+	run_for(t, 100);
+	assert_int_equal(neigh_entry_state(e), NEIGH_DELAY);
+	run_for(t, 4800);
+	assert_int_equal(neigh_entry_state(e), NEIGH_DELAY);
+	run_for(t, 300);
+	assert_int_equal(neigh_entry_state(e), NEIGH_PROBE);
+	assert_int_equal(rec.ucast, 1);
+	run_for(t, 2000);
+	assert_int_equal(rec.ucast, 3);
+	run_for(t, 1000);
+	assert_int_equal(neigh_entry_state(e), NEIGH_FAILED);
+	neigh_table_free(t);
+}
+
+/* DELAY: an upper-layer confirmation within delay_probe_ms goes back to REACHABLE
+ * without any probe. PROBE: a solicited reply makes it REACHABLE. */
+static void test_confirmations(void **s)
+{
+	struct neigh_table *t = mk(NULL);
+	struct neigh_link l = mac_link(1);
+	struct neigh_entry *e = neigh_update(t, AF_INET, ip_a, &l, NEIGH_F_CREATE);
+
+	(void)s;
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE); /* unsolicited */
+	neigh_entry_used(e, fake_now);
+	run_for(t, 100);
+	assert_int_equal(neigh_entry_state(e), NEIGH_DELAY);
+	run_for(t, 1000);
+	neigh_entry_confirmed(e, fake_now);
+	run_for(t, 100);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	assert_int_equal(rec.ucast, 0);
+	/* to PROBE, then a reply */
+	run_for(t, 46000);
+	neigh_entry_used(e, fake_now);
+	run_for(t, 5200);
+	assert_int_equal(neigh_entry_state(e), NEIGH_PROBE);
+	neigh_update(t, AF_INET, ip_a, &l, NEIGH_F_SOLICITED);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	neigh_table_free(t);
+}
+
+/* Linux's neigh_update address rules. */
+static void test_update_rules(void **s)
+{
+	struct neigh_table *t = mk(NULL);
+	struct neigh_link l1 = mac_link(1), l2 = mac_link(2);
+	struct neigh_entry *e;
+	struct neigh_stats st;
+
+	(void)s;
+	assert_null(neigh_update(t, AF_INET, ip_a, &l1, 0)); /* no CREATE: nothing */
+	e = neigh_update(t, AF_INET, ip_a, &l1, NEIGH_F_CREATE | NEIGH_F_SOLICITED);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	/* Different address without OVERRIDE: kept; REACHABLE -> STALE. */
+	neigh_update(t, AF_INET, ip_a, &l2, NEIGH_F_SOLICITED);
+	assert_int_equal(neigh_entry_link(e)->addr[5], 1);
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE);
+	/* With OVERRIDE, unsolicited: replaced, STALE. */
+	neigh_update(t, AF_INET, ip_a, &l2, NEIGH_F_OVERRIDE);
+	assert_int_equal(neigh_entry_link(e)->addr[5], 2);
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE);
+	/* Same address unsolicited: no change; solicited: REACHABLE. */
+	neigh_update(t, AF_INET, ip_a, &l2, 0);
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE);
+	neigh_update(t, AF_INET, ip_a, NULL, NEIGH_F_SOLICITED);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.lladdr_changes, 1);
+	/* PERMANENT: only admin changes it, never timers. */
+	e = neigh_update(t, AF_INET, ip_b, &l1, NEIGH_F_ADMIN);
+	assert_int_equal(neigh_entry_state(e), NEIGH_PERMANENT);
+	neigh_update(t, AF_INET, ip_b, &l2, NEIGH_F_OVERRIDE | NEIGH_F_SOLICITED);
+	assert_int_equal(neigh_entry_link(e)->addr[5], 1);
+	run_for(t, 200000);
+	assert_int_equal(neigh_entry_state(e), NEIGH_PERMANENT);
+	assert_non_null(neigh_lookup(t, AF_INET, ip_b));
+	/* Below gc_thresh1 (128) Linux collects nothing but FAILED entries: the STALE
+	 * one stays (test_gc_thresholds covers collection). */
+	assert_non_null(neigh_lookup(t, AF_INET, ip_a));
+	assert_int_equal(neigh_entry_state(neigh_lookup(t, AF_INET, ip_a)), NEIGH_STALE);
+	neigh_table_free(t);
+}
+
+/* An entry whose address is known but not usable (IPoIB before its path) keeps the
+ * queue until neigh_set_link publishes a usable link. */
+static void test_usable_later(void **s)
+{
+	struct neigh_table *t = mk(NULL);
+	struct neigh_link l = mac_link(7);
+	int pk[2];
+	struct neigh_entry *e;
+	struct neigh_info ni;
+
+	(void)s;
+	l.usable = false;
+	neigh_resolve(t, AF_INET6, (const uint8_t *)"\xfd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x12", &pk[0]);
+	e = neigh_update(t, AF_INET6, (const uint8_t *)"\xfd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x12", &l,
+			 NEIGH_F_SOLICITED);
+	neigh_resolve(t, AF_INET6, (const uint8_t *)"\xfd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x12", &pk[1]);
+	assert_int_equal(rec.xmit, 0);
+	neigh_info_of(t, e, &ni);
+	assert_int_equal(ni.queued, 2);
+	assert_int_equal(ni.family, AF_INET6);
+	l.usable = true;
+	neigh_set_link(t, e, &l);
+	assert_int_equal(rec.xmit, 2);
+	neigh_info_of(t, e, &ni);
+	assert_int_equal(ni.queued, 0);
+	assert_int_equal(ni.state, NEIGH_REACHABLE);
+	neigh_table_free(t);
+}
+
+/* gc_thresh3 bounds the table; forced GC removes FAILED/old STALE entries first. */
+static void test_gc_thresholds(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 4, .gc_thresh2 = 8, .gc_thresh3 = 16 };
+	struct neigh_table *t = mk(&p);
+	struct neigh_link l = mac_link(1);
+	struct neigh_stats st;
+	uint8_t a[4] = { 10, 1, 0, 0 };
+	unsigned made = 0;
+
+	(void)s;
+	for (int i = 0; i < 40; i++) {
+		a[3] = (uint8_t)i;
+		if (neigh_update(t, AF_INET, a, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED))
+			made++;
+	}
+	neigh_table_stats(t, &st);
+	assert_int_equal(made, 16);
+	assert_int_equal(st.entries, 16);
+	assert_true(st.table_full >= 24);
+	/* Let them go STALE and unused past gc_stale: a forced GC makes room. */
+	run_for(t, 110000);
+	a[3] = 200;
+	assert_non_null(neigh_update(t, AF_INET, a, &l, NEIGH_F_CREATE));
+	neigh_table_stats(t, &st);
+	assert_true(st.entries <= 16);
+	neigh_table_free(t);
+}
+
+static int count_fn(void *arg, const struct neigh_info *ni)
+{
+	(void)ni;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+/* Many entries, deletes in between: every lookup right. */
+static void test_many(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 10000, .gc_thresh2 = 20000, .gc_thresh3 = 40000 };
+	struct neigh_table *t = mk(&p);
+	struct neigh_link l = mac_link(1);
+	uint8_t a[16] = { 0xfd };
+	unsigned n = 0;
+
+	(void)s;
+	for (int i = 0; i < 20000; i++) {
+		memcpy(a + 12, &i, 4);
+		assert_non_null(neigh_update(t, AF_INET6, a, &l, NEIGH_F_CREATE));
+	}
+	for (int i = 0; i < 20000; i += 2) {
+		memcpy(a + 12, &i, 4);
+		neigh_delete(t, neigh_lookup(t, AF_INET6, a));
+	}
+	for (int i = 0; i < 20000; i++) {
+		memcpy(a + 12, &i, 4);
+		if (i % 2)
+			assert_non_null(neigh_lookup(t, AF_INET6, a));
+		else
+			assert_null(neigh_lookup(t, AF_INET6, a));
+	}
+	neigh_foreach(t, count_fn, &n);
+	assert_int_equal(n, 10000);
+	assert_string_equal(neigh_state_name(NEIGH_REACHABLE), "REACHABLE");
+	neigh_table_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_incomplete_fails),
+		cmocka_unit_test(test_lifecycle),	  cmocka_unit_test(test_confirmations),
+		cmocka_unit_test(test_update_rules),	  cmocka_unit_test(test_usable_later),
+		cmocka_unit_test(test_gc_thresholds), cmocka_unit_test(test_many),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
