@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# ipoib_tcp.sh (root): iperf3 TCP between two IB hosts of the simulated rack in IPoIB
+# datagram mode (ibgw-host on ibhost1/ibhost2: TAP -> IPoIB link -> sim port -> fabric)
+# next to two namespaces joined by a plain veth pair, in the same run; prints both and
+# the ratio. SECONDS_PER_RUN (default 8). IBGW_BUILD: the build dir (default build/).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+export IBGW_BUILD=${IBGW_BUILD:-$top/build}
+secs=${SECONDS_PER_RUN:-8}
+rack=ipb$(($$ % 100000))
+v1=ipbv1$$ v2=ipbv2$$
+cleanup() {
+	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
+	ip netns del "$v1" 2>/dev/null
+	ip netns del "$v2" 2>/dev/null
+}
+trap cleanup EXIT
+[ "$(id -u)" = 0 ] || { echo "ipoib_tcp.sh: needs root" >&2; exit 1; }
+
+mbps() { awk '/receiver/ { v = $7; u = $8 } END { if (u == "Gbits/sec") v *= 1000; print v }'; }
+
+# veth peer
+ip netns add "$v1" && ip netns add "$v2"
+ip link add veth0 netns "$v1" type veth peer name veth0 netns "$v2"
+ip -n "$v1" addr add 10.99.0.1/24 dev veth0 && ip -n "$v1" link set veth0 up
+ip -n "$v2" addr add 10.99.0.2/24 dev veth0 && ip -n "$v2" link set veth0 up
+ip -n "$v1" link set lo up && ip -n "$v2" link set lo up
+ip netns exec "$v2" iperf3 -s -1 -D >/dev/null
+sleep 0.3
+veth=$(ip netns exec "$v1" iperf3 -c 10.99.0.2 -t "$secs" -f m | mbps)
+
+# IPoIB datagram mode
+RACK_QUIET=1 "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 || { echo "rack up failed" >&2; exit 1; }
+for i in $(seq 100); do
+	ip netns exec "$rack-ibhost1" ping -c1 -W1 10.10.0.12 >/dev/null 2>&1 && break
+	sleep 0.2
+done
+ip netns exec "$rack-ibhost2" iperf3 -s -1 -D >/dev/null
+sleep 0.3
+ipoib=$(ip netns exec "$rack-ibhost1" iperf3 -c 10.10.0.12 -t "$secs" -f m | mbps)
+
+printf 'iperf3 TCP, %s s each, same run (%s cores)\n' "$secs" "$(nproc)"
+printf '  veth pair (two namespaces)      %10.1f Mbit/s\n' "$veth"
+printf '  IPoIB datagram (ibhost1->2)     %10.1f Mbit/s  (MTU 2044)\n' "$ipoib"
+awk -v a="$ipoib" -v b="$veth" 'BEGIN { printf "  ratio IPoIB/veth                %10.4f\n", a / b }'
