@@ -62,8 +62,10 @@ struct plain_slot {
 int main(void)
 {
 	static uint8_t pkt[1500], buf[IBP_GRH_AREA + 4 + 1500];
-	struct neigh_config nc = { .seed = 7, .params = { .gc_thresh1 = 20000, .gc_thresh2 = 30000,
-							   .gc_thresh3 = 40000 } };
+	struct neigh_config nc = {
+		.seed = 7,
+		.params = { .gc_thresh1 = 20000, .gc_thresh2 = 30000, .gc_thresh3 = 40000 }
+	};
 	struct neigh_table *t;
 	struct neigh_link ll = { .len = 20, .usable = true, .mtu = 2044 };
 	uint32_t *keys = malloc(N_NEIGH * sizeof(*keys));
@@ -83,7 +85,8 @@ int main(void)
 
 		keys[i] = k;
 		ll.qpn = i;
-		neigh_update(t, AF_INET, (const uint8_t *)&keys[i], &ll, NEIGH_F_CREATE | NEIGH_F_SOLICITED);
+		neigh_update(t, AF_INET, (const uint8_t *)&keys[i], &ll,
+			     NEIGH_F_CREATE | NEIGH_F_SOLICITED);
 		h = (k * 2654435761u) >> 17;
 		while (plain[h].val && plain[h].key != k)
 			h = (h + 1) & 32767;
@@ -91,68 +94,69 @@ int main(void)
 		plain[h].val = &keys[i];
 	}
 	for (int rep = 0; rep < REPEAT; rep++) {
-	/* encap */
-	t0 = now_s();
-	for (unsigned i = 0; i < ROUNDS / 4; i++) {
-		struct ipoib_encap h = { .ethertype = 0x0800 };
+		/* encap */
+		t0 = now_s();
+		for (unsigned i = 0; i < ROUNDS / 4; i++) {
+			struct ipoib_encap h = { .ethertype = 0x0800 };
 
-		pkt[0] = (uint8_t)i;
-		memcpy(buf + 4, pkt, sizeof(pkt));
-		ipoib_encap_encode(&h, buf, 4);
-		acc += buf[5];
-	}
-	r1 = (ROUNDS / 4) / (now_s() - t0);
-	t0 = now_s();
-	for (unsigned i = 0; i < ROUNDS / 4; i++) {
-		pkt[0] = (uint8_t)i;
-		memcpy(buf + 4, pkt, sizeof(pkt));
-		acc += buf[5];
-	}
-	r2 = (ROUNDS / 4) / (now_s() - t0);
-	a1[rep] = r1;
-	a2[rep] = r2;
+			pkt[0] = (uint8_t)i;
+			memcpy(buf + 4, pkt, sizeof(pkt));
+			ipoib_encap_encode(&h, buf, 4);
+			acc += buf[5];
+		}
+		r1 = (ROUNDS / 4) / (now_s() - t0);
+		t0 = now_s();
+		for (unsigned i = 0; i < ROUNDS / 4; i++) {
+			pkt[0] = (uint8_t)i;
+			memcpy(buf + 4, pkt, sizeof(pkt));
+			acc += buf[5];
+		}
+		r2 = (ROUNDS / 4) / (now_s() - t0);
+		a1[rep] = r1;
+		a2[rep] = r2;
 
-	/* decap */
-	memset(buf, 0, sizeof(buf));
-	buf[40] = 0x08;
-	buf[44] = 0x45;
-	t0 = now_s();
-	for (unsigned i = 0; i < ROUNDS; i++) {
-		struct ipoib_rx rx;
+		/* decap */
+		memset(buf, 0, sizeof(buf));
+		buf[40] = 0x08;
+		buf[44] = 0x45;
+		t0 = now_s();
+		for (unsigned i = 0; i < ROUNDS; i++) {
+			struct ipoib_rx rx;
 
-		buf[47] = (uint8_t)i;
-		acc += ipoib_rx_classify(buf, sizeof(buf), i & 1, &rx) + rx.len;
-	}
-	r1 = ROUNDS / (now_s() - t0);
-	t0 = now_s();
-	for (unsigned i = 0; i < ROUNDS; i++) {
-		buf[47] = (uint8_t)i;
-		acc += (unsigned)(buf[40] << 8 | buf[41]) + buf[47];
-	}
-	r2 = ROUNDS / (now_s() - t0);
-	b1[rep] = r1;
-	b2[rep] = r2;
+			buf[47] = (uint8_t)i;
+			acc += ipoib_rx_classify(buf, sizeof(buf), i & 1, &rx) + rx.len;
+		}
+		r1 = ROUNDS / (now_s() - t0);
+		t0 = now_s();
+		for (unsigned i = 0; i < ROUNDS; i++) {
+			buf[47] = (uint8_t)i;
+			acc += (unsigned)(buf[40] << 8 | buf[41]) + buf[47];
+		}
+		r2 = ROUNDS / (now_s() - t0);
+		b1[rep] = r1;
+		b2[rep] = r2;
 
-	/* lookups */
-	t0 = now_s();
-	for (unsigned i = 0; i < ROUNDS / 2; i++) {
-		struct neigh_entry *e = neigh_lookup(t, AF_INET, (const uint8_t *)&keys[i % N_NEIGH]);
-		const struct neigh_link *l = e ? neigh_entry_link(e) : NULL;
+		/* lookups */
+		t0 = now_s();
+		for (unsigned i = 0; i < ROUNDS / 2; i++) {
+			struct neigh_entry *e =
+			    neigh_lookup(t, AF_INET, (const uint8_t *)&keys[i % N_NEIGH]);
+			const struct neigh_link *l = e ? neigh_entry_link(e) : NULL;
 
-		acc += (l ? l->qpn : 0) + (e ? neigh_entry_state(e) : 0);
-	}
-	r1 = (ROUNDS / 2) / (now_s() - t0);
-	t0 = now_s();
-	for (unsigned i = 0; i < ROUNDS / 2; i++) {
-		uint32_t k = keys[i % N_NEIGH], h = (k * 2654435761u) >> 17;
+			acc += (l ? l->qpn : 0) + (e ? neigh_entry_state(e) : 0);
+		}
+		r1 = (ROUNDS / 2) / (now_s() - t0);
+		t0 = now_s();
+		for (unsigned i = 0; i < ROUNDS / 2; i++) {
+			uint32_t k = keys[i % N_NEIGH], h = (k * 2654435761u) >> 17;
 
-		while (plain[h].key != k && plain[h].val)
-			h = (h + 1) & 32767;
-		acc += (uintptr_t)plain[h].val & 0xff;
-	}
-	r2 = (ROUNDS / 2) / (now_s() - t0);
-	c1[rep] = r1;
-	c2[rep] = r2;
+			while (plain[h].key != k && plain[h].val)
+				h = (h + 1) & 32767;
+			acc += (uintptr_t)plain[h].val & 0xff;
+		}
+		r2 = (ROUNDS / 2) / (now_s() - t0);
+		c1[rep] = r1;
+		c2[rep] = r2;
 	}
 	report("encap", median(a1), median(a2), "memcpy 1500 only");
 	report("decap", median(b1), median(b2), "read ethertype");

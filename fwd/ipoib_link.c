@@ -25,16 +25,20 @@
 #include "lib/log.h"
 #include "sm-client/sa.h"
 
-#define PATH_QLEN         3
-#define PATH_RETRY_MS     1000
-#define SPOOF_LOG_GAP_MS  1000
-#define TICK_MS           250
-#define ETH_P_IP          0x0800
-#define ETH_P_ARP         0x0806
-#define ETH_P_IPV6        0x86dd
-#define UD_MCAST_QPN      0xffffffu
+#define PATH_QLEN        3
+#define PATH_RETRY_MS    1000
+#define SPOOF_LOG_GAP_MS 1000
+#define TICK_MS          250
+#define ETH_P_IP         0x0800
+#define ETH_P_ARP        0x0806
+#define ETH_P_IPV6       0x86dd
+#define UD_MCAST_QPN     0xffffffu
 
-enum path_state { PATH_RESOLVING, PATH_VALID, PATH_FAILED };
+enum path_state {
+	PATH_RESOLVING,
+	PATH_VALID,
+	PATH_FAILED
+};
 
 struct ipoib_path {
 	struct ipoib_path *next;
@@ -301,7 +305,8 @@ static void bind_to_path(struct ipoib_link *l, struct neigh_link *ll, const stru
 		ll->grh = ib_gid_prefix(&p->gid) != ib_gid_prefix(&l->gid);
 	}
 	ll->mtu = l->mtu;
-	if (ll->usable && ib_mtu_bytes(p->sp.mtu) && ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN < ll->mtu)
+	if (ll->usable && ib_mtu_bytes(p->sp.mtu) &&
+	    ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN < ll->mtu)
 		ll->mtu = ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN;
 }
 
@@ -744,7 +749,8 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 	if (!cfg->ops || !cfg->port)
 		return -EINVAL;
 	if (cfg->connected) {
-		log_error("%s: connected mode is not wired into the link yet", cfg->name ? cfg->name : "ipoib");
+		log_error("%s: connected mode is not wired into the link yet",
+			  cfg->name ? cfg->name : "ipoib");
 		return -EOPNOTSUPP;
 	}
 	l = calloc(1, sizeof(*l));
@@ -776,7 +782,8 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 
 		for (unsigned k = 0; k < l->pa.n_pkeys && o + 8 < sizeof(tbl); k++)
 			if (l->pa.pkeys[k] & 0x7fff)
-				o += (size_t)snprintf(tbl + o, sizeof(tbl) - o, " 0x%04x", l->pa.pkeys[k]);
+				o += (size_t)snprintf(tbl + o, sizeof(tbl) - o, " 0x%04x",
+						      l->pa.pkeys[k]);
 		log_error("%s: P_Key 0x%04x is not in the port's P_Key table (has:%s)", l->name,
 			  l->pkey, o ? tbl : " nothing");
 		free(l);
@@ -862,8 +869,8 @@ static void link_set_up(struct ipoib_link *l, bool up)
 	if (up) {
 		l->st.up_count++;
 		ipoib_hwaddr_format(&l->hw, hs, sizeof(hs));
-		log_notice("%s: up: P_Key 0x%04x qpn 0x%x mtu %u qkey 0x%x sl %u hwaddr %s", l->name,
-			   l->pkey, l->qpn, l->mtu, l->qkey, l->sl, hs);
+		log_notice("%s: up: P_Key 0x%04x qpn 0x%x mtu %u qkey 0x%x sl %u hwaddr %s",
+			   l->name, l->pkey, l->qpn, l->mtu, l->qkey, l->sl, hs);
 		if (l->tick)
 			evtimer_start(l->tick, TICK_MS, TICK_MS);
 	} else {
@@ -1046,8 +1053,8 @@ static void spoof_log(struct ipoib_link *l, uint32_t spa, const uint8_t *sha)
 	if (ipoib_hwaddr_decode(sha, IPOIB_HWADDR_LEN, &hw) == 0)
 		ipoib_hwaddr_format(&hw, hs, sizeof(hs));
 	inet_ntop(AF_INET, &ia, as, sizeof(as));
-	log_warning("%s: ARP claims our address %s from %s (%s; %llu more suppressed)", l->name,
-		    as, hs, l->cfg.accept_spoofed_arp ? "accepted" : "ignored",
+	log_warning("%s: ARP claims our address %s from %s (%s; %llu more suppressed)", l->name, as,
+		    hs, l->cfg.accept_spoofed_arp ? "accepted" : "ignored",
 		    (unsigned long long)l->spoof_suppressed);
 	l->spoof_suppressed = 0;
 	l->last_spoof_log = now;
@@ -1141,7 +1148,8 @@ static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 				return 0;
 			}
 			n = nd_build_na_reply(b->data + IPOIB_ENCAP_LEN, b->cap - IPOIB_ENCAP_LEN,
-					      ND_LINK_IB, &m, m.target, ND_NA_OVERRIDE, l->hw_bytes);
+					      ND_LINK_IB, &m, m.target, ND_NA_OVERRIDE,
+					      l->hw_bytes);
 			send_nd(l, b, n, m.src, e ? neigh_entry_link(e) : NULL);
 		}
 		return 0;
@@ -1425,8 +1433,11 @@ void ipoib_link_mcast_foreach(const struct ipoib_link *l,
 {
 	for (const struct ipoib_mcast *m = l->mcasts; m; m = m->next) {
 		struct ipoib_mcast_info mi = {
-			.mgid = m->mgid, .full = m->full, .joined = m->joined,
-			.mlid = m->g.mlid, .qkey = m->g.qkey,
+			.mgid = m->mgid,
+			.full = m->full,
+			.joined = m->joined,
+			.mlid = m->g.mlid,
+			.qkey = m->g.qkey,
 		};
 
 		if (fn(arg, &mi))

@@ -77,12 +77,12 @@ struct ipoib_link_config {
 	 * in the same process: both register an SMI agent; so query first, then pass it.)
 	 * The link never queries the port after ipoib_link_new. */
 	const struct ibp_port_attr *attr;
-	struct evloop *loop;  /* timers (neighbours); NULL: call ipoib_link_tick */
-	uint16_t pkey;        /* 0: 0xffff */
-	uint8_t scope;        /* MGID scope; 0: link-local (2) */
+	struct evloop *loop; /* timers (neighbours); NULL: call ipoib_link_tick */
+	uint16_t pkey;       /* 0: 0xffff */
+	uint8_t scope;       /* MGID scope; 0: link-local (2) */
 	enum ipoib_role role;
 	bool accept_spoofed_arp;
-	bool connected; /* RFC 4755: not wired yet (-EOPNOTSUPP) */
+	bool connected;                  /* RFC 4755: not wired yet (-EOPNOTSUPP) */
 	unsigned recv_depth, send_depth; /* 0: 256 each */
 	struct neigh_params neigh;
 	neigh_defer_fn defer; /* for the neighbour table, see neigh.h */
@@ -94,22 +94,22 @@ struct ipoib_link_config {
 
 /* What is dropped, by reason (receive and transmit). */
 enum ipoib_drop {
-	IPOIB_DROP_RX_ERROR,       /* completion with an error status */
-	IPOIB_DROP_RX_SHORT,       /* shorter than the GRH area + IPoIB header */
-	IPOIB_DROP_RX_ETHERTYPE,   /* not IPv4, IPv6 or ARP */
-	IPOIB_DROP_RX_LOOP,        /* our own multicast coming back */
-	IPOIB_DROP_RX_BAD_IP,      /* IP header too short for its version */
-	IPOIB_DROP_RX_BAD_ARP,     /* ARP refused by arp_parse */
-	IPOIB_DROP_RX_BAD_ND,      /* ND refused by nd_parse */
-	IPOIB_DROP_ARP_SPOOF,      /* claims one of our addresses */
-	IPOIB_DROP_TX_DOWN,        /* link not up */
-	IPOIB_DROP_TX_TOO_BIG,     /* above the destination's MTU */
-	IPOIB_DROP_TX_NO_PATH,     /* PathRecord failed */
-	IPOIB_DROP_TX_PATH_QUEUE,  /* path queue overflow (oldest dropped) */
-	IPOIB_DROP_TX_MCAST_JOIN,  /* join queue overflow, or the link stopped */
-	IPOIB_DROP_TX_NEIGH,       /* neighbour queue overflow, failure, table full */
-	IPOIB_DROP_TX_POST,        /* post_send refused */
-	IPOIB_DROP_TX_NOBUF,       /* control side found the pool empty */
+	IPOIB_DROP_RX_ERROR,      /* completion with an error status */
+	IPOIB_DROP_RX_SHORT,      /* shorter than the GRH area + IPoIB header */
+	IPOIB_DROP_RX_ETHERTYPE,  /* not IPv4, IPv6 or ARP */
+	IPOIB_DROP_RX_LOOP,       /* our own multicast coming back */
+	IPOIB_DROP_RX_BAD_IP,     /* IP header too short for its version */
+	IPOIB_DROP_RX_BAD_ARP,    /* ARP refused by arp_parse */
+	IPOIB_DROP_RX_BAD_ND,     /* ND refused by nd_parse */
+	IPOIB_DROP_ARP_SPOOF,     /* claims one of our addresses */
+	IPOIB_DROP_TX_DOWN,       /* link not up */
+	IPOIB_DROP_TX_TOO_BIG,    /* above the destination's MTU */
+	IPOIB_DROP_TX_NO_PATH,    /* PathRecord failed */
+	IPOIB_DROP_TX_PATH_QUEUE, /* path queue overflow (oldest dropped) */
+	IPOIB_DROP_TX_MCAST_JOIN, /* join queue overflow, or the link stopped */
+	IPOIB_DROP_TX_NEIGH,      /* neighbour queue overflow, failure, table full */
+	IPOIB_DROP_TX_POST,       /* post_send refused */
+	IPOIB_DROP_TX_NOBUF,      /* control side found the pool empty */
 	IPOIB_DROP_COUNT
 };
 const char *ipoib_drop_name(enum ipoib_drop d);
@@ -128,7 +128,7 @@ enum ipoib_rx_kind {
 	IPOIB_RX_IP4,
 	IPOIB_RX_IP6, /* not ND */
 	IPOIB_RX_ARP,
-	IPOIB_RX_ND,  /* ICMPv6 133..137 directly after the IPv6 header */
+	IPOIB_RX_ND, /* ICMPv6 133..137 directly after the IPv6 header */
 };
 struct ipoib_rx {
 	enum ipoib_rx_kind kind;

@@ -20,8 +20,8 @@
 
 #include "lib/evloop.h"
 
-#define NEVER UINT64_MAX
-#define FORCED_GC_GAP_MS 5000
+#define NEVER               UINT64_MAX
+#define FORCED_GC_GAP_MS    5000
 #define REACHABLE_REDRAW_MS 300000
 
 struct neigh_entry {
@@ -57,9 +57,10 @@ struct neigh_table {
 };
 
 static const char *const state_names[NEIGH_STATE_COUNT] = {
-	[NEIGH_NONE] = "none",	       [NEIGH_INCOMPLETE] = "INCOMPLETE", [NEIGH_REACHABLE] = "REACHABLE",
-	[NEIGH_STALE] = "STALE",       [NEIGH_DELAY] = "DELAY",		  [NEIGH_PROBE] = "PROBE",
-	[NEIGH_FAILED] = "FAILED",     [NEIGH_PERMANENT] = "PERMANENT",
+	[NEIGH_NONE] = "none",           [NEIGH_INCOMPLETE] = "INCOMPLETE",
+	[NEIGH_REACHABLE] = "REACHABLE", [NEIGH_STALE] = "STALE",
+	[NEIGH_DELAY] = "DELAY",         [NEIGH_PROBE] = "PROBE",
+	[NEIGH_FAILED] = "FAILED",       [NEIGH_PERMANENT] = "PERMANENT",
 };
 
 const char *neigh_state_name(enum neigh_state s)

@@ -69,23 +69,23 @@ const char *neigh_state_name(enum neigh_state s);
  * (new address, path rebuilt, connection up or down) publishes a new copy.
  */
 struct neigh_link {
-	uint8_t len;                      /* 6 (MAC) or 20 (IPoIB hardware address) */
-	uint8_t addr[NEIGH_LLADDR_MAX];   /* IPoIB: flags, QPN, GID as on the wire */
-	bool usable;                      /* can be sent to now (IPoIB: ah set) */
+	uint8_t len;                    /* 6 (MAC) or 20 (IPoIB hardware address) */
+	uint8_t addr[NEIGH_LLADDR_MAX]; /* IPoIB: flags, QPN, GID as on the wire */
+	bool usable;                    /* can be sent to now (IPoIB: ah set) */
 	/* IPoIB */
-	void *ah;                         /* struct ibp_ah * of the path */
-	uint32_t qpn;                     /* remote UD QPN (from addr) */
+	void *ah;     /* struct ibp_ah * of the path */
+	uint32_t qpn; /* remote UD QPN (from addr) */
 	uint16_t dlid;
-	uint8_t sl, ib_mtu;               /* path SL and MTU code */
-	bool grh;                         /* off-subnet */
-	uint32_t mtu;                     /* IP MTU to this neighbour: UD MTU, or CM's */
-	void *conn;                       /* connected mode: the RC connection; NULL: UD */
+	uint8_t sl, ib_mtu; /* path SL and MTU code */
+	bool grh;           /* off-subnet */
+	uint32_t mtu;       /* IP MTU to this neighbour: UD MTU, or CM's */
+	void *conn;         /* connected mode: the RC connection; NULL: UD */
 };
 
 /* Plain snapshot of one entry, for `gwctl show neighbours` and tests. */
 struct neigh_info {
-	int family;      /* AF_INET / AF_INET6 */
-	uint8_t addr[16];/* IPv4 in the first 4 octets (network order) */
+	int family;       /* AF_INET / AF_INET6 */
+	uint8_t addr[16]; /* IPv4 in the first 4 octets (network order) */
 	enum neigh_state state;
 	struct neigh_link link; /* len 0 when not known */
 	bool has_link;
@@ -94,18 +94,18 @@ struct neigh_info {
 	uint64_t used_ms;      /* since the last use (UINT64_MAX: never) */
 	unsigned queued;       /* packets waiting for resolution */
 	unsigned probes;
-	uint64_t queue_drops;  /* packets of this entry dropped: overflow or failure */
+	uint64_t queue_drops; /* packets of this entry dropped: overflow or failure */
 };
 
 struct neigh_params {
-	uint32_t base_reachable_ms; /* 30000 */
-	uint32_t retrans_ms;        /* 1000 */
-	uint32_t delay_probe_ms;    /* 5000 */
-	uint32_t gc_stale_ms;       /* 60000 */
-	uint32_t gc_interval_ms;    /* 30000 */
-	unsigned ucast_probes;      /* 3 */
-	unsigned mcast_probes;      /* 3 */
-	unsigned unres_qlen;        /* 3 */
+	uint32_t base_reachable_ms;                  /* 30000 */
+	uint32_t retrans_ms;                         /* 1000 */
+	uint32_t delay_probe_ms;                     /* 5000 */
+	uint32_t gc_stale_ms;                        /* 60000 */
+	uint32_t gc_interval_ms;                     /* 30000 */
+	unsigned ucast_probes;                       /* 3 */
+	unsigned mcast_probes;                       /* 3 */
+	unsigned unres_qlen;                         /* 3 */
 	unsigned gc_thresh1, gc_thresh2, gc_thresh3; /* 128, 512, 1024 */
 };
 /* Fill zero fields with the defaults above. */
@@ -141,9 +141,9 @@ struct neigh_config {
 struct neigh_stats {
 	unsigned entries;
 	uint64_t allocs, destroys, lookups_miss;
-	uint64_t res_failed;    /* INCOMPLETE or PROBE -> FAILED */
-	uint64_t unres_discards;/* queued packets dropped (overflow or failure) */
-	uint64_t queued;        /* packets ever queued */
+	uint64_t res_failed;     /* INCOMPLETE or PROBE -> FAILED */
+	uint64_t unres_discards; /* queued packets dropped (overflow or failure) */
+	uint64_t queued;         /* packets ever queued */
 	uint64_t mcast_solicits, ucast_solicits;
 	uint64_t periodic_gc_runs, forced_gc_runs, table_full;
 	uint64_t lladdr_changes;
@@ -176,10 +176,10 @@ const uint8_t *neigh_entry_addr(const struct neigh_entry *e);
 int neigh_resolve(struct neigh_table *t, int family, const uint8_t *addr, void *pkt);
 
 enum {
-	NEIGH_F_CREATE = 1,     /* create the entry when absent */
-	NEIGH_F_SOLICITED = 2,  /* a reply to our solicitation: REACHABLE */
-	NEIGH_F_OVERRIDE = 4,   /* a different address replaces the known one */
-	NEIGH_F_ADMIN = 8,      /* configured: PERMANENT (or delete with neigh_delete) */
+	NEIGH_F_CREATE = 1,    /* create the entry when absent */
+	NEIGH_F_SOLICITED = 2, /* a reply to our solicitation: REACHABLE */
+	NEIGH_F_OVERRIDE = 4,  /* a different address replaces the known one */
+	NEIGH_F_ADMIN = 8,     /* configured: PERMANENT (or delete with neigh_delete) */
 };
 /* What the wire said about (family, addr): its link address ll (NULL: none given).
  * Follows Linux's neigh_update rules: an unsolicited address creates a STALE entry
@@ -207,7 +207,8 @@ void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struc
 void neigh_foreach_entry(struct neigh_table *t,
 			 void (*fn)(void *arg, struct neigh_table *t, struct neigh_entry *e),
 			 void *arg);
-void neigh_info_of(const struct neigh_table *t, const struct neigh_entry *e, struct neigh_info *out);
+void neigh_info_of(const struct neigh_table *t, const struct neigh_entry *e,
+		   struct neigh_info *out);
 void neigh_table_stats(const struct neigh_table *t, struct neigh_stats *out);
 const struct neigh_params *neigh_table_params(const struct neigh_table *t);
 uint32_t neigh_reachable_time(const struct neigh_table *t);

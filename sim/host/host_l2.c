@@ -251,7 +251,8 @@ int hl2_ib_to_eth(struct hl2 *h, uint16_t ethertype, const uint8_t *p, size_t le
 			h->st.bad_arp++;
 			return -EINVAL;
 		}
-		if (mac_of_hw(h, a.sha, src->lid, srcmac) < 0 || mac_of_hw(h, a.tha, 0, thamac) < 0) {
+		if (mac_of_hw(h, a.sha, src->lid, srcmac) < 0 ||
+		    mac_of_hw(h, a.tha, 0, thamac) < 0) {
 			h->st.bad_arp++;
 			return -EINVAL;
 		}
@@ -351,7 +352,8 @@ int hl2_eth_to_ib(struct hl2 *h, const uint8_t *frame, size_t len, uint8_t *out,
 		uint8_t tha[20];
 		size_t n;
 
-		if (arp_parse(p, plen, ARP_HTYPE_ETHER, &a) != ARP_OK || dst->kind == HL2_DST_MCAST) {
+		if (arp_parse(p, plen, ARP_HTYPE_ETHER, &a) != ARP_OK ||
+		    dst->kind == HL2_DST_MCAST) {
 			h->st.bad_arp++;
 			return -EINVAL;
 		}

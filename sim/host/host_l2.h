@@ -51,7 +51,7 @@ struct hl2_stats {
 	uint64_t to_eth, to_ib;
 	uint64_t arp_rewritten, nd_rewritten;
 	uint64_t unknown_dst_mac, unknown_src, unknown_tha, bad_arp, bad_nd, bad_frame,
-		bad_ethertype, too_big;
+	    bad_ethertype, too_big;
 };
 
 struct hl2 {

@@ -52,12 +52,12 @@
 #include "sm-client/sa.h"
 #include "sm-client/sa_umad.h"
 
-#define MAX_ADDRS  8
-#define BUF_SIZE   (IBP_GRH_AREA + 4096 + 64)
-#define N_BUFS     1024
-#define WC_BATCH   64
-#define TAP_BATCH  64
-#define FRAME_MAX  (65536 + 64)
+#define MAX_ADDRS 8
+#define BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
+#define N_BUFS    1024
+#define WC_BATCH  64
+#define TAP_BATCH 64
+#define FRAME_MAX (65536 + 64)
 
 struct in6_ifreq_compat {
 	struct in6_addr addr;
@@ -226,8 +226,11 @@ static void tap_carrier(struct host *h, bool on)
 
 static void to_tap(struct host *h, const struct ipoib_rx *rx)
 {
-	struct hl2_src src = { .qpn = rx->src_qpn, .lid = rx->slid, .has_gid = rx->has_grh,
-			       .gid = rx->sgid, .mcast = rx->mcast };
+	struct hl2_src src = { .qpn = rx->src_qpn,
+			       .lid = rx->slid,
+			       .has_gid = rx->has_grh,
+			       .gid = rx->sgid,
+			       .mcast = rx->mcast };
 	int n;
 
 	if (!h->l2_ready)
@@ -330,7 +333,8 @@ static void from_tap(struct host *h, const uint8_t *frame, size_t len)
 		break;
 	case HL2_DST_UNICAST:
 		if (dst.is_ip) {
-			struct neigh_entry *e = neigh_lookup(ipoib_link_neigh(h->link), dst.family, dst.ip);
+			struct neigh_entry *e =
+			    neigh_lookup(ipoib_link_neigh(h->link), dst.family, dst.ip);
 
 			if (e)
 				neigh_entry_used(e, evloop_now_ms());
@@ -426,9 +430,10 @@ static void sync_groups(struct host *h)
 				goto next;
 			g[i] = (uint8_t)v;
 		}
-		if (ipoib_mgid_from_ipv6(g, ipoib_link_pkey(h->link), IB_MGID_SCOPE_LINK, &mgid) == 0)
+		if (ipoib_mgid_from_ipv6(g, ipoib_link_pkey(h->link), IB_MGID_SCOPE_LINK, &mgid) ==
+		    0)
 			ipoib_link_mcast_join(h->link, &mgid);
-next:;
+	next:;
 	}
 	fclose(f);
 }
@@ -501,27 +506,29 @@ static void dump(struct host *h, FILE *f, const char *what)
 	ipoib_link_hwaddr(h->link, &hw);
 	ipoib_hwaddr_format(&hw, hs, sizeof(hs));
 	if (all || !strcmp(what, "link"))
-		fprintf(f, "link %s node %s state %s pkey 0x%04x qpn 0x%x mtu %u hwaddr %s mac "
-			   "%02x:%02x:%02x:%02x:%02x:%02x\n",
+		fprintf(f,
+			"link %s node %s state %s pkey 0x%04x qpn 0x%x mtu %u hwaddr %s mac "
+			"%02x:%02x:%02x:%02x:%02x:%02x\n",
 			h->tap, h->node, ipoib_link_is_up(h->link) ? "up" : "down",
 			ipoib_link_pkey(h->link), hw.qpn, ipoib_link_mtu(h->link), hs,
 			h->l2.own_mac[0], h->l2.own_mac[1], h->l2.own_mac[2], h->l2.own_mac[3],
 			h->l2.own_mac[4], h->l2.own_mac[5]);
 	if (all || !strcmp(what, "stats")) {
-		fprintf(f,
-			"stats rx_packets %llu tx_packets %llu rx_bytes %llu tx_bytes %llu rx_mcast "
-			"%llu tx_mcast %llu rx_arp %llu rx_nd %llu tx_arp %llu tx_nd %llu joins %llu "
-			"join_failures %llu up_count %llu down_count %llu paths_resolved %llu "
-			"path_failures %llu ah_rebuilt %llu\n",
-			(unsigned long long)st.rx_packets, (unsigned long long)st.tx_packets,
-			(unsigned long long)st.rx_bytes, (unsigned long long)st.tx_bytes,
-			(unsigned long long)st.rx_mcast, (unsigned long long)st.tx_mcast,
-			(unsigned long long)st.rx_arp, (unsigned long long)st.rx_nd,
-			(unsigned long long)st.tx_arp, (unsigned long long)st.tx_nd,
-			(unsigned long long)st.joins, (unsigned long long)st.join_failures,
-			(unsigned long long)st.up_count, (unsigned long long)st.down_count,
-			(unsigned long long)st.paths_resolved, (unsigned long long)st.path_failures,
-			(unsigned long long)st.ah_rebuilt);
+		fprintf(
+		    f,
+		    "stats rx_packets %llu tx_packets %llu rx_bytes %llu tx_bytes %llu rx_mcast "
+		    "%llu tx_mcast %llu rx_arp %llu rx_nd %llu tx_arp %llu tx_nd %llu joins %llu "
+		    "join_failures %llu up_count %llu down_count %llu paths_resolved %llu "
+		    "path_failures %llu ah_rebuilt %llu\n",
+		    (unsigned long long)st.rx_packets, (unsigned long long)st.tx_packets,
+		    (unsigned long long)st.rx_bytes, (unsigned long long)st.tx_bytes,
+		    (unsigned long long)st.rx_mcast, (unsigned long long)st.tx_mcast,
+		    (unsigned long long)st.rx_arp, (unsigned long long)st.rx_nd,
+		    (unsigned long long)st.tx_arp, (unsigned long long)st.tx_nd,
+		    (unsigned long long)st.joins, (unsigned long long)st.join_failures,
+		    (unsigned long long)st.up_count, (unsigned long long)st.down_count,
+		    (unsigned long long)st.paths_resolved, (unsigned long long)st.path_failures,
+		    (unsigned long long)st.ah_rebuilt);
 		fprintf(f, "drops");
 		for (int i = 0; i < IPOIB_DROP_COUNT; i++)
 			fprintf(f, " %s %llu", ipoib_drop_name(i), (unsigned long long)st.drops[i]);
@@ -535,18 +542,19 @@ static void dump(struct host *h, FILE *f, const char *what)
 			(unsigned long long)ns.queued, (unsigned long long)ns.mcast_solicits,
 			(unsigned long long)ns.ucast_solicits, (unsigned long long)ns.table_full,
 			neigh_reachable_time(ipoib_link_neigh(h->link)));
-		fprintf(f,
-			"tap rx %llu tx %llu drops %llu write_errors %llu l2_to_eth %llu l2_to_ib %llu "
-			"arp_rewritten %llu nd_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
-			"mac_collisions %llu\n",
-			(unsigned long long)h->tap_rx, (unsigned long long)h->tap_tx,
-			(unsigned long long)h->tap_drops, (unsigned long long)h->tap_write_errors,
-			(unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
-			(unsigned long long)h->l2.st.arp_rewritten,
-			(unsigned long long)h->l2.st.nd_rewritten,
-			(unsigned long long)h->l2.st.unknown_dst_mac,
-			(unsigned long long)h->l2.st.unknown_src,
-			(unsigned long long)h->l2.st.mac_collisions);
+		fprintf(
+		    f,
+		    "tap rx %llu tx %llu drops %llu write_errors %llu l2_to_eth %llu l2_to_ib %llu "
+		    "arp_rewritten %llu nd_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
+		    "mac_collisions %llu\n",
+		    (unsigned long long)h->tap_rx, (unsigned long long)h->tap_tx,
+		    (unsigned long long)h->tap_drops, (unsigned long long)h->tap_write_errors,
+		    (unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
+		    (unsigned long long)h->l2.st.arp_rewritten,
+		    (unsigned long long)h->l2.st.nd_rewritten,
+		    (unsigned long long)h->l2.st.unknown_dst_mac,
+		    (unsigned long long)h->l2.st.unknown_src,
+		    (unsigned long long)h->l2.st.mac_collisions);
 	}
 	if (all || !strcmp(what, "neigh"))
 		neigh_foreach(ipoib_link_neigh(h->link), dump_neigh, &d);
@@ -556,8 +564,8 @@ static void dump(struct host *h, FILE *f, const char *what)
 
 			ipoib_hwaddr_format(&p->hw, hs, sizeof(hs));
 			fprintf(f, "peer mac %02x:%02x:%02x:%02x:%02x:%02x hwaddr %s lid %u\n",
-				p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5], hs,
-				p->lid);
+				p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5],
+				hs, p->lid);
 		}
 	if (all || !strcmp(what, "groups"))
 		ipoib_link_mcast_foreach(h->link, dump_group, &d);
@@ -742,10 +750,14 @@ int main(int argc, char **argv)
 {
 	static struct host h;
 	static const struct option lo[] = {
-		{ "node", required_argument, NULL, 'n' }, { "socket", required_argument, NULL, 's' },
-		{ "pkey", required_argument, NULL, 'p' }, { "mode", required_argument, NULL, 'm' },
-		{ "addr", required_argument, NULL, 'a' }, { "tap", required_argument, NULL, 't' },
-		{ "ctl", required_argument, NULL, 'c' },  { "help", no_argument, NULL, 'h' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "pkey", required_argument, NULL, 'p' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "tap", required_argument, NULL, 't' },
+		{ "ctl", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char sockbuf[256], ctlbuf[256];
@@ -767,7 +779,9 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			if (strcmp(optarg, "datagram")) {
-				fprintf(stderr, "ibgw-host: mode %s: only datagram is wired so far\n", optarg);
+				fprintf(stderr,
+					"ibgw-host: mode %s: only datagram is wired so far\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -810,8 +824,12 @@ int main(int argc, char **argv)
 	if ((r = evloop_new(&h.loop)) < 0)
 		die("evloop", r);
 	h.ops = ibp_backend("sim");
-	struct ibp_port_config pc = { .backend = "sim", .device = h.node, .port = 1,
-				      .sim_socket = h.socket, .buf_size = BUF_SIZE, .n_bufs = N_BUFS };
+	struct ibp_port_config pc = { .backend = "sim",
+				      .device = h.node,
+				      .port = 1,
+				      .sim_socket = h.socket,
+				      .buf_size = BUF_SIZE,
+				      .n_bufs = N_BUFS };
 	if ((r = h.ops->open(&pc, &h.port)) < 0)
 		die("open port", r);
 
@@ -825,8 +843,9 @@ int main(int argc, char **argv)
 		die("umad", r);
 	if ((r = sa_umad_port_info(h.umad, &h.pi)) < 0)
 		die("port info", r);
-	struct sa_client_config cc = { .ops = &sa_umad_ops, .ops_ctx = h.umad, .loop = h.loop,
-				       .pkey = h.pkey };
+	struct sa_client_config cc = {
+		.ops = &sa_umad_ops, .ops_ctx = h.umad, .loop = h.loop, .pkey = h.pkey
+	};
 	if ((r = sa_client_new(&cc, &h.sa)) < 0)
 		die("sa client", r);
 	if ((r = sa_umad_start(h.umad, h.sa)) < 0)
@@ -835,8 +854,15 @@ int main(int argc, char **argv)
 	sa_umad_poll_port(h.umad);
 
 	struct ipoib_link_config lc = {
-		.name = h.tap, .ops = h.ops, .port = h.port, .sa = h.sa, .loop = h.loop,
-		.pkey = h.pkey, .role = IPOIB_ROLE_HOST, .state_cb = on_link_state, .cb_ctx = &h,
+		.name = h.tap,
+		.ops = h.ops,
+		.port = h.port,
+		.sa = h.sa,
+		.loop = h.loop,
+		.pkey = h.pkey,
+		.role = IPOIB_ROLE_HOST,
+		.state_cb = on_link_state,
+		.cb_ctx = &h,
 		.attr = &pa,
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
@@ -861,7 +887,8 @@ int main(int argc, char **argv)
 		if ((r = tap_add_addr(&h, AF_INET6, ll, 64)) < 0)
 			log_errno(LOG_WARNING, -r, "link-local address");
 		for (int i = 0; i < h.n_addrs; i++)
-			if ((r = tap_add_addr(&h, h.addrs[i].family, h.addrs[i].a, h.addrs[i].plen)) < 0)
+			if ((r = tap_add_addr(&h, h.addrs[i].family, h.addrs[i].a,
+					      h.addrs[i].plen)) < 0)
 				log_errno(LOG_WARNING, -r, "address %d", i);
 	}
 	if (h.ctl_path) {

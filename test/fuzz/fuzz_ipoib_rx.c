@@ -51,7 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		check(rx.data == data + IBP_GRH_AREA + IPOIB_ENCAP_LEN);
 		check(rx.len == size - IBP_GRH_AREA - IPOIB_ENCAP_LEN);
-		struct hl2_src src = { .qpn = 0x49, .lid = 6, .has_gid = rx.has_grh, .gid = rx.sgid,
+		struct hl2_src src = { .qpn = 0x49,
+				       .lid = 6,
+				       .has_gid = rx.has_grh,
+				       .gid = rx.sgid,
 				       .mcast = (flags & 2) != 0 };
 
 		n = hl2_ib_to_eth(&h, rx.ethertype, rx.data, rx.len, &src, frame, sizeof(frame));
@@ -64,12 +67,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (k == IPOIB_RX_ARP) {
 				struct arp_pkt a;
 
-				check(arp_parse(frame + 14, (size_t)n - 14, ARP_HTYPE_ETHER, &a) == ARP_OK);
+				check(arp_parse(frame + 14, (size_t)n - 14, ARP_HTYPE_ETHER, &a) ==
+				      ARP_OK);
 			}
 			if (k == IPOIB_RX_ND) {
 				struct nd_msg msg;
 
-				check(nd_parse(frame + 14, (size_t)n - 14, ND_LINK_ETHER, &msg) == ND_OK);
+				check(nd_parse(frame + 14, (size_t)n - 14, ND_LINK_ETHER, &msg) ==
+				      ND_OK);
 			}
 			/* Back towards IB: ARP and ND must map back (every MAC in them is known now),
 			 * except a unicast ARP/ND frame whose destination is our own MAC. */

@@ -85,8 +85,9 @@ static void test_arp_ib_to_eth(void **s)
 	(void)s;
 	setup_hw();
 	ipoib_hwaddr_encode(&peer, sha, sizeof(sha));
-	assert_int_equal(arp_build_request(pk, sizeof(pk), ARP_HTYPE_IB, sha, 0x0a0a000c, 0x0a0a000b),
-			 ARP_IB_LEN);
+	assert_int_equal(
+	    arp_build_request(pk, sizeof(pk), ARP_HTYPE_IB, sha, 0x0a0a000c, 0x0a0a000b),
+	    ARP_IB_LEN);
 	n = hl2_ib_to_eth(&h, 0x0806, pk, sizeof(pk), &src, frame, sizeof(frame));
 	assert_int_equal(n, 14 + ARP_ETHER_LEN);
 	assert_memory_equal(frame, "\xff\xff\xff\xff\xff\xff", 6);
@@ -221,9 +222,12 @@ static void test_ip_mapping(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mac_rule),      cmocka_unit_test(test_collision_and_stability),
-		cmocka_unit_test(test_arp_ib_to_eth), cmocka_unit_test(test_arp_eth_to_ib),
-		cmocka_unit_test(test_nd_eth_to_ib),  cmocka_unit_test(test_nd_ib_to_eth),
+		cmocka_unit_test(test_mac_rule),
+		cmocka_unit_test(test_collision_and_stability),
+		cmocka_unit_test(test_arp_ib_to_eth),
+		cmocka_unit_test(test_arp_eth_to_ib),
+		cmocka_unit_test(test_nd_eth_to_ib),
+		cmocka_unit_test(test_nd_ib_to_eth),
 		cmocka_unit_test(test_ip_mapping),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

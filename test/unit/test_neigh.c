@@ -362,9 +362,9 @@ static void test_many(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),	  cmocka_unit_test(test_incomplete_fails),
-		cmocka_unit_test(test_lifecycle),	  cmocka_unit_test(test_confirmations),
-		cmocka_unit_test(test_update_rules),	  cmocka_unit_test(test_usable_later),
+		cmocka_unit_test(test_defaults),      cmocka_unit_test(test_incomplete_fails),
+		cmocka_unit_test(test_lifecycle),     cmocka_unit_test(test_confirmations),
+		cmocka_unit_test(test_update_rules),  cmocka_unit_test(test_usable_later),
 		cmocka_unit_test(test_gc_thresholds), cmocka_unit_test(test_many),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
