@@ -183,6 +183,7 @@ struct fwd_msg {
 	bool has_grh;
 	union ib_gid sgid, dgid;
 	struct ibp_send ib_send; /* TX_IB */
+	bool own; /* TX_IP: the gateway's own packet (echo reply, ICMP error): no TTL change */
 	uint32_t len;
 	uint8_t data[FWD_MSG_DATA];
 };
@@ -212,8 +213,9 @@ enum fwd_drop {
 	FWD_DROP_TX_FULL,         /* the port refused the burst's tail */
 	FWD_DROP_TX_ERROR,        /* post_send / tx_burst error */
 	FWD_DROP_IPV6_ROUTED_LL,  /* IPv6 link-local destination routed (never forwarded) */
-	FWD_DROP_LOOP,            /* the route sends it back out of the ingress interface
-				   * to the same link (not with a redirect: dropped) */
+	FWD_DROP_LOOP,            /* the next hop is the packet's own sender on the
+				   * ingress interface */
+	FWD_DROP_MULTICAST,       /* IP multicast destination: not routed by this engine */
 	FWD_DROP_COUNT
 };
 const char *fwd_drop_name(enum fwd_drop d);

@@ -119,6 +119,10 @@ void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib
 void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
 		   uint8_t *pkt, size_t len, struct fwd_result *res);
 
+/* The same for the gateway's own packets (TTL / hop limit left alone, no ICMP errors). */
+void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
+		      uint8_t *pkt, size_t len, struct fwd_result *res);
+
 /* Count a result in c->st (the worker and tests call it once per input). */
 void fwd_count(struct fwd_ctx *c, const struct fwd_result *res);
 

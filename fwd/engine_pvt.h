@@ -1,0 +1,64 @@
+/*
+ * engine_pvt: the engine's internals shared by fwd/engine.c, fwd/worker.c and
+ * fwd/slowpath.c (DPDK's _pvt.h convention). Nothing outside those three includes it.
+ */
+#ifndef IBGW_FWD_ENGINE_PVT_H
+#define IBGW_FWD_ENGINE_PVT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "fwd/engine.h"
+
+/* Counters: one writer (the owning worker), readers anywhere. A relaxed load + store
+ * is a plain add on the writer's side (no locked instruction) and race-free for TSan. */
+#define FWD_ADD(ctr, n) __atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), \
+					 __ATOMIC_RELAXED)
+#define FWD_INC(ctr)    FWD_ADD(ctr, 1)
+
+/* Per worker: rings, message pools, counters. */
+struct fwd_wk {
+	struct ring *to_ctl; /* producer: the worker; consumer: control */
+	struct ring *to_wk;  /* producer: control; consumer: the worker */
+	struct fwd_msg *wmem, *cmem; /* the two pools' storage */
+	struct fwd_msg **wfree;      /* owner: the worker */
+	unsigned wn;
+	struct fwd_msg **cfree;      /* owner: control */
+	unsigned cn;
+	struct fwd_stats *st;        /* owner: the worker (cache-line aligned) */
+	/* Thread (owner: control). */
+	pthread_t thr;
+	bool started;
+	_Atomic bool stop;
+	void *wctx; /* worker.c's state */
+};
+
+/* Per Ethernet interface: the neighbour table's ops context. */
+struct fwd_nctx {
+	struct fwd_engine *e;
+	uint32_t ifindex;
+};
+
+struct fwd_sp; /* slowpath.c */
+
+struct fwd_engine {
+	struct fwd_engine_config cfg;
+	_Atomic(struct fwd_snap *) snap; /* written by control (release), read by workers */
+	struct rt_table *rt;
+	const struct rt_fib *fib;
+	uint32_t seed;
+	unsigned n_workers;
+	struct fwd_wk wk[FWD_WORKERS_MAX];
+	bool own_neigh[FWD_IF_MAX]; /* the engine created ifs[i].neigh */
+	struct fwd_nctx nctx[FWD_IF_MAX];
+	struct fwd_sp *sp; /* owner: control */
+};
+
+/* slowpath.c: the Ethernet neighbour tables' ops (ctx: struct fwd_nctx). */
+extern const struct neigh_ops fwd_sp_neigh_ops;
+int fwd_sp_new(struct fwd_engine *e);
+void fwd_sp_free(struct fwd_engine *e);
+/* Neighbour learned/changed hook (proxy announcements and learned routes). */
+void fwd_sp_if_changed(struct fwd_engine *e, uint32_t ifindex);
+
+#endif
