@@ -52,10 +52,11 @@ LDFLAGS  += -fsanitize=fuzzer,address,undefined
 endif
 
 # Modules in link order (a module may use only those after it).
-# sim/fabric (the simulated fabric's core) uses lib/ only; its archive lets unit tests
-# link the core without the program's main.
-MODULES  := gateway mgmt fwd cm sm-client sim/fabric lib
-MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c
+# sim/fabric (the simulated fabric's core) uses lib/ only; sim/host (the IB-host
+# program's parts) uses the data plane. Their archives let unit tests and fuzzers link
+# them without the programs' mains.
+MODULES  := gateway mgmt sim/host fwd cm sm-client sim/fabric lib
+MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c sim/host/main.c
 mod_srcs  = $(filter-out $(MAINS),$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(O)/%.o,$(call mod_srcs,$(1)))
 mod_ar    = $(O)/$(1)/lib$(subst -,_,$(notdir $(1))).a
@@ -70,8 +71,7 @@ FUZZ_BINS := $(patsubst test/fuzz/%.c,$(O)/fuzz/%,$(FUZZ_SRCS))
 FABRIC_BIN  := $(if $(wildcard sim/fabric/main.c),$(O)/bin/ibgw-fabric)
 # An IB-side host of the simulated rack: the gateway's IPoIB link code in a host role
 # driving a TAP device (sim/host/*.c, linked with the gateway's archives).
-HOST_SRCS   := $(wildcard sim/host/*.c)
-HOST_BIN    := $(if $(HOST_SRCS),$(O)/bin/ibgw-host)
+HOST_BIN    := $(if $(wildcard sim/host/main.c),$(O)/bin/ibgw-host)
 # Test helper programs: test/tools/<name>.c -> build/tools/<name>.
 TOOL_SRCS := $(wildcard test/tools/*.c)
 TOOL_BINS := $(patsubst test/tools/%.c,$(O)/tools/%,$(TOOL_SRCS))
@@ -118,7 +118,7 @@ $(O)/bin/ibgw-fabric: $(O)/sim/fabric/main.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
-$(O)/bin/ibgw-host: $(patsubst %.c,$(O)/%.o,$(HOST_SRCS)) $(ARCHIVES)
+$(O)/bin/ibgw-host: $(O)/sim/host/main.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 

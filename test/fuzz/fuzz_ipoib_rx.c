@@ -15,7 +15,10 @@
 #include <string.h>
 
 #include "fwd/ipoib_link.h"
-#include "sim/host/host_l2.c"
+#include "fwd/arp.h"
+#include "fwd/ip.h"
+#include "fwd/nd.h"
+#include "sim/host/host_l2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,8 +2,6 @@
  * sim/host/host_l2: the MAC derivation rule (worked out by hand for a rack GUID), its
  * collision handling and stability, and the ARP/ND rewriting both ways, each result
  * checked by the other codec (fwd/arp, fwd/nd: lengths, options, checksum).
- * sim/host/ is not a library archive (it is the ibgw-host program), so the file under
- * test is compiled in here.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +10,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sim/host/host_l2.c"
+#include <errno.h>
+#include <sys/socket.h>
+
+#include "fwd/arp.h"
+#include "fwd/ip.h"
+#include "fwd/nd.h"
+#include "sim/host/host_l2.h"
 
 static struct hl2 h;
 static struct ipoib_hwaddr own, peer;
