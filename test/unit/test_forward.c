@@ -1,0 +1,654 @@
+/*
+ * The forwarding pipeline on buffers: a small engine (real route table, real neighbour
+ * tables, real snapshots) with fake ports only at the edge (an IB buffer pool). Every
+ * checksum is verified by this file's own RFC 1071 sum, not the library's.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwd/engine.h"
+#include "fwd/forward.h"
+#include "fwd/ipoib_link.h"
+#include "fwd/neigh.h"
+#include "fwd/route.h"
+
+/* ---- an independent Internet checksum ---- */
+static uint16_t sum16(const uint8_t *p, size_t n, uint32_t s)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+static bool ip4_csum_ok(const uint8_t *p)
+{
+	return sum16(p, (p[0] & 15u) * 4, 0) == 0xffff;
+}
+
+static bool l4_csum_ok4(const uint8_t *p)
+{
+	unsigned ihl = (p[0] & 15u) * 4, tot = (unsigned)(p[2] << 8 | p[3]);
+	uint32_t s = 0;
+
+	if (p[9] != 1) {
+		s = sum16(p + 12, 8, 0);
+		s += p[9] + (tot - ihl);
+	}
+	return sum16(p + ihl, tot - ihl, s) == 0xffff;
+}
+
+static bool l4_csum_ok6(const uint8_t *p)
+{
+	unsigned pl = (unsigned)(p[4] << 8 | p[5]);
+	uint32_t s = sum16(p + 8, 32, 0);
+
+	s += pl + p[6];
+	return sum16(p + 40, pl, s) == 0xffff;
+}
+
+/* ---- fake IB buffer pool ---- */
+#define NB 128
+static struct ibp_buf bufs[NB];
+static uint8_t bufmem[NB][4200];
+static bool inuse[NB];
+static struct ibp_buf *fake_get(struct ibp_port *p)
+{
+	(void)p;
+	for (int i = 0; i < NB; i++) {
+		if (!inuse[i]) {
+			inuse[i] = true;
+			bufs[i] = (struct ibp_buf){ .data = bufmem[i], .cap = 4200, .id = (uint64_t)i };
+			return &bufs[i];
+		}
+	}
+	return NULL;
+}
+static void fake_put(struct ibp_port *p, struct ibp_buf *b)
+{
+	(void)p;
+	inuse[b->id] = false;
+}
+static const struct ibp_ops fake_ib = { .name = "fake", .buf_get = fake_get, .buf_put = fake_put };
+static int fake_eth_dummy;
+
+/* ---- the engine ---- */
+struct env {
+	struct rt_table *rt;
+	struct fwd_engine *e;
+	struct neigh_table *ibn;
+	struct fwd_ctx c;
+	struct fwd_result res;
+	uint32_t eth, ib;
+};
+
+static const uint8_t gw_mac[6] = { 2, 0, 0, 0, 0, 1 };
+static const uint8_t h_mac[6] = { 2, 0, 0, 0, 0, 2 };
+static const uint8_t h3_mac[6] = { 2, 0, 0, 0, 0, 3 };
+
+static void nop_solicit(void *c, const struct neigh_entry *e, const struct neigh_link *l)
+{
+	(void)c, (void)e, (void)l;
+}
+static void nop_xmit(void *c, const struct neigh_entry *e, const struct neigh_link *l, void *p)
+{
+	(void)c, (void)e, (void)l, (void)p;
+}
+static void nop_drop(void *c, void *p)
+{
+	(void)c, (void)p;
+}
+static const struct neigh_ops nops = { .solicit = nop_solicit, .xmit = nop_xmit, .drop = nop_drop };
+
+static struct ip_prefix pfx(const char *s)
+{
+	struct ip_prefix p;
+
+	assert_int_equal(ip_prefix_parse(s, true, &p), 0);
+	return p;
+}
+
+static void addr(const char *s, uint8_t *out)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(s, &a), 0);
+	memcpy(out, a.bytes, a.family == AF_INET ? 4 : 16);
+}
+
+static void eth_neigh(struct env *v, const char *ip, const uint8_t *mac)
+{
+	struct neigh_link ll = { .len = 6, .usable = true };
+	const struct fwd_if *f = fwd_snap_if(fwd_engine_current(v->e), v->eth);
+	uint8_t a[16];
+
+	addr(ip, a);
+	memcpy(ll.addr, mac, 6);
+	assert_non_null(neigh_update(f->neigh, strchr(ip, ':') ? AF_INET6 : AF_INET, a, &ll,
+				     NEIGH_F_CREATE | NEIGH_F_ADMIN));
+}
+
+static void ib_neigh(struct env *v, const char *ip, uint32_t qpn, uint32_t mtu)
+{
+	struct neigh_link ll = { .len = 20, .usable = true, .ah = (void *)0xa4, .qpn = qpn,
+				 .mtu = mtu };
+	uint8_t a[16];
+
+	addr(ip, a);
+	ll.addr[1] = (uint8_t)(qpn >> 16), ll.addr[2] = (uint8_t)(qpn >> 8), ll.addr[3] = (uint8_t)qpn;
+	ll.addr[4] = 0xfe, ll.addr[5] = 0x80;
+	assert_non_null(neigh_update(v->ibn, strchr(ip, ':') ? AF_INET6 : AF_INET, a, &ll,
+				     NEIGH_F_CREATE | NEIGH_F_ADMIN));
+}
+
+static int setup(void **state)
+{
+	struct env *v = calloc(1, sizeof(*v));
+	struct rt_config rc = { 0 };
+	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 7 };
+	struct neigh_config nc = { .ops = &nops };
+	struct fwd_if_config ei = { .name = "eth1", .kind = FWD_IF_ETH, .mtu = 1500,
+				    .eth_ops = &ethp_afpacket_ops,
+				    .eth = (struct ethp_port *)&fake_eth_dummy, .mac = gw_mac };
+	struct fwd_if_config ii = { .name = "ib1", .kind = FWD_IF_IPOIB, .mtu = 2044,
+				    .ib_ops = &fake_ib, .ib_port = (struct ibp_port *)&fake_eth_dummy };
+	struct ipoib_hwaddr hw = { .qpn = 0x11 };
+	struct rt_route r = { .prefix = pfx("198.51.100.0/24"), .source = RT_SRC_STATIC, .nnh = 2 };
+
+	memset(inuse, 0, sizeof(inuse));
+	assert_int_equal(rt_create(&v->rt, &rc), 0);
+	ec.rt = v->rt;
+	assert_int_equal(fwd_engine_new(&ec, &v->e), 0);
+	assert_int_equal(neigh_table_new(&nc, &v->ibn), 0);
+	ii.neigh = v->ibn;
+	assert_int_equal(fwd_engine_if_add(v->e, &ei, &v->eth), 0);
+	assert_int_equal(fwd_engine_if_add(v->e, &ii, &v->ib), 0);
+	assert_int_equal(fwd_engine_if_set_up(v->e, v->eth, true), 0);
+	assert_int_equal(fwd_engine_if_set_ipoib(v->e, v->ib, (struct ibp_qp *)0x9, 0xb1b, &hw, 2044),
+			 0);
+	{
+		struct ip_prefix a[] = { pfx("10.1.0.1/24"), pfx("2001:db8:1::1/64") };
+		struct ip_prefix b[] = { pfx("10.2.0.1/24"), pfx("2001:db8:2::1/64") };
+
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(fwd_engine_if_add_addr(v->e, v->eth, &a[i]), 0);
+			assert_int_equal(fwd_engine_if_add_addr(v->e, v->ib, &b[i]), 0);
+		}
+	}
+	r.nh[0] = (struct rt_nexthop){ .type = RT_NH_GATEWAY, .ifindex = v->eth };
+	r.nh[1] = r.nh[0];
+	assert_int_equal(ip_addr_parse("10.1.0.2", &r.nh[0].gw), 0);
+	assert_int_equal(ip_addr_parse("10.1.0.3", &r.nh[1].gw), 0);
+	assert_int_equal(rt_add(v->rt, &r), 0);
+	eth_neigh(v, "10.1.0.2", h_mac);
+	eth_neigh(v, "10.1.0.3", h3_mac);
+	eth_neigh(v, "2001:db8:1::2", h_mac);
+	ib_neigh(v, "10.2.0.2", 0x48, 2044);
+	ib_neigh(v, "2001:db8:2::2", 0x48, 2044);
+	assert_int_equal(fwd_ctx_init(&v->c, v->e, 0), 0);
+	fwd_ctx_begin(&v->c, 1000000000ull);
+	*state = v;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *v = *state;
+
+	fwd_ctx_fini(&v->c);
+	fwd_engine_free(v->e);
+	neigh_table_free(v->ibn);
+	rt_destroy(v->rt);
+	free(v);
+	return 0;
+}
+
+/* ---- packets ---- */
+static size_t mk4(uint8_t *p, const char *src, const char *dst, uint8_t proto, size_t len,
+		  uint8_t ttl, bool df)
+{
+	memset(p, 0, len);
+	p[0] = 0x45;
+	p[2] = (uint8_t)(len >> 8), p[3] = (uint8_t)len;
+	p[4] = 0x12, p[5] = 0x34;
+	p[6] = df ? 0x40 : 0;
+	p[8] = ttl;
+	p[9] = proto;
+	addr(src, p + 12);
+	addr(dst, p + 16);
+	{
+		uint16_t c = (uint16_t)~sum16(p, 20, 0);
+
+		p[10] = (uint8_t)(c >> 8), p[11] = (uint8_t)c;
+	}
+	if (proto == 17 && len >= 28) {
+		p[20] = 0x30, p[21] = 0x39, p[22] = 0, p[23] = 53;
+		p[24] = (uint8_t)((len - 20) >> 8), p[25] = (uint8_t)(len - 20);
+		for (size_t i = 28; i < len; i++)
+			p[i] = (uint8_t)i;
+		{
+			uint32_t s = sum16(p + 12, 8, 0) + 17 + (uint32_t)(len - 20);
+			uint16_t c = (uint16_t)~sum16(p + 20, len - 20, s);
+
+			p[26] = (uint8_t)(c >> 8), p[27] = (uint8_t)c;
+		}
+	}
+	return len;
+}
+
+static size_t mk6(uint8_t *p, const char *src, const char *dst, size_t len, uint8_t hl)
+{
+	memset(p, 0, len);
+	p[0] = 0x60;
+	p[4] = (uint8_t)((len - 40) >> 8), p[5] = (uint8_t)(len - 40);
+	p[6] = 17;
+	p[7] = hl;
+	addr(src, p + 8);
+	addr(dst, p + 24);
+	p[40] = 0x30, p[41] = 0x39, p[43] = 53;
+	p[44] = p[4], p[45] = p[5];
+	for (size_t i = 48; i < len; i++)
+		p[i] = (uint8_t)i;
+	{
+		uint32_t s = sum16(p + 8, 32, 0) + 17 + (uint32_t)(len - 40);
+		uint16_t c = (uint16_t)~sum16(p + 40, len - 40, s);
+
+		p[46] = (uint8_t)(c >> 8), p[47] = (uint8_t)c;
+	}
+	return len;
+}
+
+static void from_ib(struct env *v, uint8_t *p, size_t len)
+{
+	struct ipoib_rx rx = { .kind = (p[0] >> 4) == 4 ? IPOIB_RX_IP4 : IPOIB_RX_IP6,
+			       .data = p, .len = len };
+
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_ib(&v->c, fwd_snap_if(v->c.snap, v->ib), &rx, &v->res);
+}
+
+static size_t from_eth(struct env *v, uint8_t *frame, const uint8_t *pkt, size_t len)
+{
+	memcpy(frame, gw_mac, 6);
+	memcpy(frame + 6, h_mac, 6);
+	frame[12] = (pkt[0] >> 4) == 4 ? 0x08 : 0x86;
+	frame[13] = (pkt[0] >> 4) == 4 ? 0x00 : 0xdd;
+	memcpy(frame + 14, pkt, len);
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), frame, len + 14, ETHP_PKT_HOST,
+		      &v->res);
+	return len + 14;
+}
+
+static void release_ib(struct env *v)
+{
+	for (unsigned i = 0; i < v->res.n_tx; i++)
+		if (v->res.tx[i].ifp->kind == FWD_IF_IPOIB)
+			fake_put(NULL, v->res.tx[i].ib.buf);
+}
+
+/* ---- tests ---- */
+static void ib_to_eth_ipv4(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 100, 64, false);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 1);
+	assert_int_equal(v->res.tx[0].ifp->index, v->eth);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h_mac, 6);
+	assert_memory_equal(v->res.tx[0].eth.hdr + 6, gw_mac, 6);
+	assert_int_equal(v->res.tx[0].eth.hdr[12], 0x08);
+	assert_int_equal(v->res.tx[0].eth.hdr_len, 14);
+	assert_ptr_equal(v->res.tx[0].eth.data, p); /* no copy */
+	assert_int_equal(v->res.tx[0].eth.len, 100);
+	assert_int_equal(p[8], 63);
+	assert_true(ip4_csum_ok(p));
+	assert_true(l4_csum_ok4(p));
+}
+
+static void eth_to_ib_ipv4(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200], f[300];
+	const uint8_t *o;
+
+	mk4(p, "10.1.0.2", "10.2.0.2", 17, 120, 10, true);
+	from_eth(v, f, p, 120);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 1);
+	assert_int_equal(v->res.tx[0].ifp->index, v->ib);
+	assert_ptr_equal(v->res.tx[0].ib.qp, (void *)0x9);
+	assert_ptr_equal(v->res.tx[0].ib.ah, (void *)0xa4);
+	assert_int_equal(v->res.tx[0].ib.remote_qpn, 0x48);
+	assert_int_equal(v->res.tx[0].ib.remote_qkey, 0xb1b);
+	assert_int_equal(v->res.tx[0].ib.buf->len, 124);
+	o = v->res.tx[0].ib.buf->data;
+	assert_int_equal(o[0], 0x08);
+	assert_int_equal(o[1], 0x00);
+	assert_int_equal(o[2] | o[3], 0);
+	assert_int_equal(o[4 + 8], 9);
+	assert_true(ip4_csum_ok(o + 4));
+	assert_true(l4_csum_ok4(o + 4));
+	assert_memory_equal(o + 4 + 20, p + 20, 100);
+	release_ib(v);
+}
+
+static void ipv6_both_ways(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[300], f[400];
+	const uint8_t *o;
+
+	mk6(p, "2001:db8:2::2", "2001:db8:1::2", 200, 64);
+	from_ib(v, p, 200);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.tx[0].ifp->index, v->eth);
+	assert_int_equal(v->res.tx[0].eth.hdr[12], 0x86);
+	assert_int_equal(v->res.tx[0].eth.hdr[13], 0xdd);
+	assert_int_equal(p[7], 63);
+	assert_true(l4_csum_ok6(p));
+
+	mk6(p, "2001:db8:1::2", "2001:db8:2::2", 200, 2);
+	from_eth(v, f, p, 200);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	o = v->res.tx[0].ib.buf->data;
+	assert_int_equal(o[0], 0x86);
+	assert_int_equal(o[4 + 7], 1);
+	assert_true(l4_csum_ok6(o + 4));
+	release_ib(v);
+}
+
+static void ttl_expiry_sends_time_exceeded(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+	const uint8_t *o;
+	uint8_t ours[4];
+
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 100, 1, false);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	assert_int_equal(v->res.drop, FWD_DROP_TTL_EXPIRED);
+	assert_int_equal(v->res.n_tx, 1);
+	assert_int_equal(v->res.tx[0].ifp->index, v->ib); /* back where it came from */
+	o = v->res.tx[0].ib.buf->data + 4;
+	addr("10.2.0.1", ours);
+	assert_memory_equal(o + 12, ours, 4);
+	assert_memory_equal(o + 16, p + 12, 4);
+	assert_int_equal(o[9], 1);
+	assert_int_equal(o[20], 11);
+	assert_int_equal(o[21], 0);
+	assert_true(ip4_csum_ok(o));
+	assert_true(l4_csum_ok4(o));
+	assert_memory_equal(o + 28, p, 28); /* quote: the packet as it came (TTL 1) */
+	release_ib(v);
+
+	mk6(p, "2001:db8:2::2", "2001:db8:1::2", 100, 1);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.drop, FWD_DROP_TTL_EXPIRED);
+	assert_int_equal(v->res.n_tx, 1);
+	o = v->res.tx[0].ib.buf->data + 4;
+	assert_int_equal(o[40], 3);
+	assert_true(l4_csum_ok6(o));
+	release_ib(v);
+}
+
+static void df_too_big_sends_frag_needed(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[2100];
+	const uint8_t *o;
+
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 2000, 64, true);
+	from_ib(v, p, 2000);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	assert_int_equal(v->res.drop, FWD_DROP_TOO_BIG);
+	assert_int_equal(v->res.n_tx, 1);
+	o = v->res.tx[0].ib.buf->data + 4;
+	assert_int_equal(o[20], 3);
+	assert_int_equal(o[21], 4);
+	assert_int_equal(o[26] << 8 | o[27], 1500); /* next-hop MTU */
+	assert_int_equal(o[28 + 8], 64);           /* quoted TTL not decremented */
+	assert_true(ip4_csum_ok(o));
+	assert_true(l4_csum_ok4(o));
+	release_ib(v);
+}
+
+static void ipv6_too_big_sends_ptb(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[2100];
+	const uint8_t *o;
+
+	mk6(p, "2001:db8:2::2", "2001:db8:1::2", 1600, 64);
+	from_ib(v, p, 1600);
+	assert_int_equal(v->res.drop, FWD_DROP_TOO_BIG);
+	assert_int_equal(v->res.n_tx, 1);
+	o = v->res.tx[0].ib.buf->data + 4;
+	assert_int_equal(o[40], 2);
+	assert_int_equal((o[44] << 24) | (o[45] << 16) | (o[46] << 8) | o[47], 1500);
+	assert_true(l4_csum_ok6(o));
+	assert_true((o[4] << 8 | o[5]) + 40 <= 1280);
+	release_ib(v);
+}
+
+static void fragments_when_df_clear(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[2100], re[2100];
+	unsigned total = 0;
+
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 2000, 64, false);
+	memcpy(re, p, 2000);
+	from_ib(v, p, 2000);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		const uint8_t *f = v->res.tx[i].eth.data;
+		unsigned tot = (unsigned)(f[2] << 8 | f[3]), off = ((f[6] & 0x1fu) << 8 | f[7]) * 8u;
+
+		assert_true(tot <= 1500);
+		assert_true(ip4_csum_ok(f));
+		assert_int_equal(f[8], 63);
+		assert_int_equal(!!(f[6] & 0x20), i == 0);
+		assert_memory_equal(f + 20, re + 20 + off, tot - 20);
+		total += tot - 20;
+	}
+	assert_int_equal(total, 1980);
+}
+
+static void mss_clamped_on_syn(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[100];
+
+	mk4(p, "10.2.0.2", "10.1.0.2", 6, 44, 64, true);
+	p[20] = 0x30, p[21] = 0x39, p[23] = 80;
+	p[32] = 0x60;               /* data offset 6 */
+	p[33] = 0x02;               /* SYN */
+	p[40] = 2, p[41] = 4, p[42] = 2044 >> 8 & 0xff, p[43] = (2044 - 40) & 0xff;
+	p[42] = (uint8_t)(2004 >> 8), p[43] = (uint8_t)2004;
+	{
+		uint32_t s = sum16(p + 12, 8, 0) + 6 + 24;
+		uint16_t c = (uint16_t)~sum16(p + 20, 24, s);
+
+		p[36] = (uint8_t)(c >> 8), p[37] = (uint8_t)c;
+	}
+	from_ib(v, p, 44);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(p[42] << 8 | p[43], 1460);
+	assert_true(l4_csum_ok4(p));
+	assert_true(ip4_csum_ok(p));
+}
+
+static void martians_and_link_local_dropped(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+	struct fwd_stats st;
+
+	mk4(p, "127.0.0.1", "10.1.0.2", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	assert_int_equal(v->res.n_tx, 0);
+	fwd_count(&v->c, &v->res);
+	mk4(p, "169.254.1.1", "10.1.0.2", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	fwd_count(&v->c, &v->res);
+	mk6(p, "fe80::1", "2001:db8:1::2", 60, 64);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	fwd_count(&v->c, &v->res);
+	fwd_engine_stats(v->e, -1, &st);
+	assert_int_equal(st.drops[FWD_DROP_MARTIAN], 3);
+	assert_int_equal(st.ip[IP4_SRC_LOOPBACK], 1);
+	assert_int_equal(st.ip[IP4_SRC_LINK_LOCAL], 1);
+	assert_int_equal(st.ip[IP6_SRC_LINK_LOCAL], 1);
+	/* bad checksum */
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 60, 64, false);
+	p[10] ^= 1;
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.drop, FWD_DROP_IP_INVALID);
+}
+
+static void local_delivery_punts(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200], f[300];
+
+	mk4(p, "10.1.0.2", "10.1.0.1", 1, 60, 64, false);
+	from_eth(v, f, p, 60);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_LOCAL);
+	assert_int_equal(v->res.punt_len, 60);
+	mk6(p, "2001:db8:2::2", "2001:db8:2::1", 60, 64);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.punt, FWD_PUNT_LOCAL);
+}
+
+static void unresolved_punts_with_next_hop(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200], f[300], nh[4];
+
+	mk4(p, "10.2.0.2", "10.1.0.9", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_UNRESOLVED);
+	assert_int_equal(v->res.punt_if->index, v->eth);
+	addr("10.1.0.9", nh);
+	assert_memory_equal(v->res.punt_nh, nh, 4);
+	assert_int_equal(p[8], 64); /* not decremented: the egress stage runs again later */
+	/* to IB, unknown neighbour */
+	mk4(p, "10.1.0.2", "10.2.0.77", 17, 60, 64, false);
+	from_eth(v, f, p, 60);
+	assert_int_equal(v->res.punt, FWD_PUNT_UNRESOLVED);
+	assert_int_equal(v->res.punt_if->index, v->ib);
+	/* ARP and ND punt too */
+	memcpy(f, gw_mac, 6);
+	f[12] = 0x08, f[13] = 0x06;
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, 60, ETHP_PKT_BROADCAST, &v->res);
+	assert_int_equal(v->res.punt, FWD_PUNT_ARP);
+}
+
+static void no_route_sends_unreachable(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+	const uint8_t *o;
+
+	mk4(p, "10.2.0.2", "203.0.113.1", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.drop, FWD_DROP_NO_ROUTE);
+	assert_int_equal(v->res.n_tx, 1);
+	o = v->res.tx[0].ib.buf->data + 4;
+	assert_int_equal(o[20], 3);
+	assert_int_equal(o[21], 0);
+	release_ib(v);
+}
+
+static void ecmp_spreads_and_sticks(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+	unsigned a = 0, b = 0;
+
+	for (unsigned i = 0; i < 2000; i++) {
+		mk4(p, "10.2.0.2", "198.51.100.7", 17, 60, 64, false);
+		p[20] = (uint8_t)(i >> 8), p[21] = (uint8_t)i; /* source port */
+		p[26] = p[27] = 0;
+		from_ib(v, p, 60);
+		assert_int_equal(v->res.v, FWD_V_TX);
+		if (!memcmp(v->res.tx[0].eth.hdr, h_mac, 6))
+			a++;
+		else if (!memcmp(v->res.tx[0].eth.hdr, h3_mac, 6))
+			b++;
+		if (i == 5) {
+			uint8_t first[6];
+
+			memcpy(first, v->res.tx[0].eth.hdr, 6);
+			for (int k = 0; k < 10; k++) {
+				mk4(p, "10.2.0.2", "198.51.100.7", 17, 60, 64, false);
+				p[20] = 0, p[21] = 5, p[26] = p[27] = 0;
+				from_ib(v, p, 60);
+				assert_memory_equal(v->res.tx[0].eth.hdr, first, 6);
+			}
+		}
+	}
+	assert_int_equal(a + b, 2000);
+	assert_true(a > 800 && b > 800);
+}
+
+static void snapshot_changes_are_seen(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+
+	assert_int_equal(fwd_engine_if_set_up(v->e, v->eth, false), 0);
+	fwd_ctx_begin(&v->c, 2000000000ull);
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.drop, FWD_DROP_IF_DOWN);
+	assert_int_equal(fwd_engine_if_set_up(v->e, v->eth, true), 0);
+	fwd_ctx_begin(&v->c, 3000000000ull);
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_string_equal(fwd_drop_name(FWD_DROP_MARTIAN), "martian");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(ib_to_eth_ipv4, setup, teardown),
+		cmocka_unit_test_setup_teardown(eth_to_ib_ipv4, setup, teardown),
+		cmocka_unit_test_setup_teardown(ipv6_both_ways, setup, teardown),
+		cmocka_unit_test_setup_teardown(ttl_expiry_sends_time_exceeded, setup, teardown),
+		cmocka_unit_test_setup_teardown(df_too_big_sends_frag_needed, setup, teardown),
+		cmocka_unit_test_setup_teardown(ipv6_too_big_sends_ptb, setup, teardown),
+		cmocka_unit_test_setup_teardown(fragments_when_df_clear, setup, teardown),
+		cmocka_unit_test_setup_teardown(mss_clamped_on_syn, setup, teardown),
+		cmocka_unit_test_setup_teardown(martians_and_link_local_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(local_delivery_punts, setup, teardown),
+		cmocka_unit_test_setup_teardown(unresolved_punts_with_next_hop, setup, teardown),
+		cmocka_unit_test_setup_teardown(no_route_sends_unreachable, setup, teardown),
+		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
+		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
