@@ -148,11 +148,23 @@ static void flush_all(struct wstate *w)
 		flush_if(w, k);
 	fwd_ctx_scratch_reset(&w->ctx);
 	if (w->nret) {
-		/* Control messages whose data went out: back to the control thread. */
+		/* Messages whose data went out: control's go back to it, ours (parked
+		 * punts released by control) to our pool. */
 		struct ring *r = w->e->wk[w->id].to_ctl;
+		unsigned nc = 0;
 
-		(void)ring_enqueue_burst(r, w->rets, w->nret);
-		ring_wake_if_sleeping(r);
+		for (unsigned i = 0; i < w->nret; i++) {
+			struct fwd_msg *m = w->rets[i];
+
+			if (m->owner == FWD_OWNER_WORKER)
+				fwd_msg_recycle(w->e, m);
+			else
+				w->rets[nc++] = m;
+		}
+		if (nc) {
+			(void)ring_enqueue_burst(r, w->rets, nc);
+			ring_wake_if_sleeping(r);
+		}
 		w->nret = 0;
 	}
 }
@@ -325,7 +337,7 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
 		struct fwd_msg *m = v[i];
 		const struct fwd_if *f;
 
-		if (m->owner == FWD_OWNER_WORKER) {
+		if (m->owner == FWD_OWNER_WORKER && m->type != FWD_MSG_TX_IP) {
 			fwd_msg_recycle(w->e, m); /* a punt came back */
 			continue;
 		}
@@ -357,7 +369,10 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
 					      &w->res);
 			take(w, &w->res, false, NULL);
 		}
-		w->rets[w->nret++] = m;
+		if (m->owner == FWD_OWNER_WORKER)
+			w->rets[w->nret++] = m; /* a parked punt, sent: recycled after the flush */
+		else
+			w->rets[w->nret++] = m;
 	}
 	if (n)
 		flush_all(w);

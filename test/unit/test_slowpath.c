@@ -1,0 +1,313 @@
+/*
+ * The slow path through its rings, as a worker would use them: punted ARP for our
+ * address, proxy ARP decisions (other side learned / asker's side), resolution with a
+ * parked packet released by the ARP reply, echo to our address. Two Ethernet
+ * interfaces; no threads (the test plays the worker).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwd/arp.h"
+#include "fwd/engine.h"
+#include "fwd/ring.h"
+#include "fwd/route.h"
+#include "fwd/slowpath.h"
+
+static uint64_t fake_now = 1000000;
+static uint64_t now_fn(void *ctx)
+{
+	(void)ctx;
+	return fake_now;
+}
+
+static int dummy_port;
+static const uint8_t mac1[6] = { 2, 0, 0, 0, 1, 1 }, mac2[6] = { 2, 0, 0, 0, 2, 1 };
+static const uint8_t hmac[6] = { 2, 0, 0, 0, 1, 2 }, h2mac[6] = { 2, 0, 0, 0, 2, 2 };
+
+struct env {
+	struct rt_table *rt;
+	struct fwd_engine *e;
+	uint32_t if1, if2;
+};
+
+static uint32_t ip4(const char *s)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(s, &a), 0);
+	return (uint32_t)a.bytes[0] << 24 | (uint32_t)a.bytes[1] << 16 | (uint32_t)a.bytes[2] << 8 |
+	       a.bytes[3];
+}
+
+static int setup(void **state)
+{
+	struct env *v = calloc(1, sizeof(*v));
+	struct rt_config rc = { 0 };
+	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 3, .now_ms = now_fn };
+	struct fwd_if_config c1 = { .name = "eth1", .kind = FWD_IF_ETH, .mtu = 1500,
+				    .eth_ops = &ethp_afpacket_ops,
+				    .eth = (struct ethp_port *)&dummy_port, .mac = mac1 };
+	struct fwd_if_config c2 = c1;
+	struct ip_prefix p;
+
+	c2.name = "eth2";
+	c2.mac = mac2;
+	assert_int_equal(rt_create(&v->rt, &rc), 0);
+	ec.rt = v->rt;
+	assert_int_equal(fwd_engine_new(&ec, &v->e), 0);
+	assert_int_equal(fwd_engine_if_add(v->e, &c1, &v->if1), 0);
+	assert_int_equal(fwd_engine_if_add(v->e, &c2, &v->if2), 0);
+	assert_int_equal(fwd_engine_if_set_up(v->e, v->if1, true), 0);
+	assert_int_equal(fwd_engine_if_set_up(v->e, v->if2, true), 0);
+	assert_int_equal(ip_prefix_parse("10.1.0.1/24", true, &p), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, v->if1, &p), 0);
+	assert_int_equal(ip_prefix_parse("10.2.0.1/24", true, &p), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, v->if2, &p), 0);
+	*state = v;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *v = *state;
+
+	fwd_engine_free(v->e);
+	rt_destroy(v->rt);
+	free(v);
+	return 0;
+}
+
+/* The worker's side: punt a message, then collect what control sent back. */
+static void punt(struct env *v, enum fwd_punt why, uint32_t ifindex, const uint8_t *data,
+		 size_t len, int family, const uint8_t *nh)
+{
+	struct fwd_msg *m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER);
+	void *p = m;
+
+	assert_non_null(m);
+	m->type = FWD_MSG_PUNT_ETH;
+	m->punt = (uint8_t)why;
+	m->ifindex = (uint16_t)ifindex;
+	m->family = (uint8_t)family;
+	if (nh)
+		memcpy(m->nh, nh, family == AF_INET ? 4 : 16);
+	memcpy(m->data, data, len);
+	m->len = (uint32_t)len;
+	assert_int_equal(ring_enqueue_burst(fwd_engine_ring_to_ctl(v->e, 0), &p, 1), 1);
+	fwd_sp_poll(v->e);
+}
+
+/* Next message for the worker that is not a returned punt; NULL if none. */
+static struct fwd_msg *next_out(struct env *v)
+{
+	void *p;
+
+	while (ring_dequeue_burst(fwd_engine_ring_to_worker(v->e, 0), &p, 1) == 1) {
+		struct fwd_msg *m = p;
+
+		if (m->owner == FWD_OWNER_WORKER && m->type != FWD_MSG_TX_IP) {
+			fwd_msg_recycle(v->e, m);
+			continue;
+		}
+		return m;
+	}
+	return NULL;
+}
+
+static void done(struct env *v, struct fwd_msg *m)
+{
+	fwd_msg_put(v->e, m, FWD_OWNER_WORKER);
+	fwd_sp_poll(v->e); /* control takes it back */
+}
+
+static size_t arp_frame(uint8_t *f, const uint8_t *src_mac, uint16_t op, const char *spa,
+			const char *tpa, const uint8_t *tha)
+{
+	size_t n;
+
+	memset(f, 0xff, 6);
+	memcpy(f + 6, src_mac, 6);
+	f[12] = 0x08, f[13] = 0x06;
+	n = arp_build(f + 14, 100, ARP_HTYPE_ETHER, op, src_mac, ip4(spa), tha, ip4(tpa));
+	assert_true(n > 0);
+	return 14 + n;
+}
+
+static void arp_for_us_answered_and_learned(void **state)
+{
+	struct env *v = *state;
+	uint8_t f[128], a[4] = { 10, 1, 0, 2 };
+	struct fwd_msg *m;
+	struct arp_pkt r;
+	const struct fwd_if *i1 = fwd_snap_if(fwd_engine_current(v->e), v->if1);
+	struct neigh_entry *ne;
+
+	punt(v, FWD_PUNT_ARP, v->if1, f, arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.2", "10.1.0.1", NULL),
+	     0, NULL);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_ETH);
+	assert_int_equal(m->ifindex, v->if1);
+	assert_memory_equal(m->data, hmac, 6);
+	assert_memory_equal(m->data + 6, mac1, 6);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(r.op, ARP_OP_REPLY);
+	assert_int_equal(r.spa, ip4("10.1.0.1"));
+	assert_memory_equal(r.sha, mac1, 6);
+	done(v, m);
+	ne = neigh_lookup(i1->neigh, AF_INET, a);
+	assert_non_null(ne);
+	assert_int_equal(neigh_entry_state(ne), NEIGH_STALE);
+	assert_memory_equal(neigh_entry_link(ne)->addr, hmac, 6);
+}
+
+static void proxy_arp_for_the_other_side_only(void **state)
+{
+	struct env *v = *state;
+	struct fwd_proxy_config pc = { .proxy_arp = true, .defend_dad = true };
+	uint8_t f[128];
+	struct fwd_msg *m;
+	struct arp_pkt r;
+	struct fwd_sp_stats st;
+
+	assert_int_equal(fwd_engine_if_set_proxy(v->e, v->if1, &pc), 0);
+	/* A host on eth2 announces itself (reply to nobody: gratuitous) -> no entry without
+	 * a request; so it answers our request first. */
+	{
+		const struct fwd_if *i2 = fwd_snap_if(fwd_engine_current(v->e), v->if2);
+		struct neigh_link ll = { .len = 6, .usable = true };
+		uint8_t a[4] = { 10, 1, 0, 50 };
+
+		memcpy(ll.addr, h2mac, 6);
+		assert_non_null(neigh_update(i2->neigh, AF_INET, a, &ll, NEIGH_F_CREATE));
+	}
+	/* Who has 10.1.0.50 (on eth2), asked on eth1: the gateway's MAC answers. */
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.2", "10.1.0.50", NULL), 0, NULL);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(r.op, ARP_OP_REPLY);
+	assert_int_equal(r.spa, ip4("10.1.0.50"));
+	assert_memory_equal(r.sha, mac1, 6);
+	done(v, m);
+	/* Who has 10.1.0.2 (learned on eth1 itself), asked on eth1 by another host: no. */
+	{
+		const struct fwd_if *i1 = fwd_snap_if(fwd_engine_current(v->e), v->if1);
+		struct neigh_link ll = { .len = 6, .usable = true };
+		uint8_t a[4] = { 10, 1, 0, 2 };
+
+		memcpy(ll.addr, hmac, 6);
+		assert_non_null(neigh_update(i1->neigh, AF_INET, a, &ll, NEIGH_F_CREATE));
+	}
+	{
+		uint8_t other[6] = { 2, 0, 0, 0, 1, 3 };
+
+		punt(v, FWD_PUNT_ARP, v->if1, f,
+		     arp_frame(f, other, ARP_OP_REQUEST, "10.1.0.3", "10.1.0.2", NULL), 0, NULL);
+	}
+	assert_null(next_out(v));
+	fwd_sp_stats(v->e, &st);
+	assert_int_equal(st.r[FWD_SP_PROXY_ANSWERED], 1);
+	assert_true(st.proxy[PROXY_R_TARGET_ASKER_SIDE] >= 1);
+	/* eth2 does not proxy: a request there for an eth1 address is ignored. */
+	punt(v, FWD_PUNT_ARP, v->if2, f,
+	     arp_frame(f, h2mac, ARP_OP_REQUEST, "10.1.0.50", "10.1.0.2", NULL), 0, NULL);
+	/* ... but the sender, seen on eth2 for the first time through this request, now has
+	 * a learned host route to eth2 and is announced on eth1 (gratuitous ARP, our MAC). */
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->ifindex, v->if1);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(arp_classify(&r), ARP_KIND_ANNOUNCE);
+	assert_int_equal(r.spa, ip4("10.1.0.50"));
+	assert_memory_equal(r.sha, mac1, 6);
+	done(v, m);
+	assert_null(next_out(v));
+	{
+		struct ip_addr a;
+		const struct rt_fib_nh *nh;
+
+		assert_int_equal(ip_addr_parse("10.1.0.50", &a), 0);
+		nh = rt_lookup(v->rt, &a, 0);
+		assert_non_null(nh);
+		assert_int_equal(nh->ifindex, v->if2);
+	}
+}
+
+static void parked_until_resolved(void **state)
+{
+	struct env *v = *state;
+	uint8_t pkt[60] = { 0x45, 0, 0, 60, 0, 0, 0, 0, 64, 17 }, nh[4] = { 10, 2, 0, 9 };
+	uint8_t f[128];
+	struct fwd_msg *m;
+	struct arp_pkt r;
+	struct fwd_sp_stats st;
+
+	memcpy(pkt + 16, nh, 4);
+	punt(v, FWD_PUNT_UNRESOLVED, v->if2, pkt, sizeof(pkt), AF_INET, nh);
+	/* The solicitation goes out on eth2 to broadcast. */
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->ifindex, v->if2);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(r.op, ARP_OP_REQUEST);
+	assert_int_equal(r.tpa, ip4("10.2.0.9"));
+	assert_int_equal(r.spa, ip4("10.2.0.1"));
+	done(v, m);
+	assert_null(next_out(v)); /* the packet waits */
+	/* The answer releases it to the worker as TX_IP toward 10.2.0.9. */
+	punt(v, FWD_PUNT_ARP, v->if2, f,
+	     arp_frame(f, h2mac, ARP_OP_REPLY, "10.2.0.9", "10.2.0.1", mac2), 0, NULL);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_IP);
+	assert_int_equal(m->owner, FWD_OWNER_WORKER); /* the worker's own punt, parked */
+	assert_int_equal(m->ifindex, v->if2);
+	assert_memory_equal(m->nh, nh, 4);
+	assert_memory_equal(m->data, pkt, sizeof(pkt));
+	fwd_msg_recycle(v->e, m);
+	fwd_sp_stats(v->e, &st);
+	assert_int_equal(st.r[FWD_SP_PARKED], 1);
+	assert_int_equal(st.r[FWD_SP_RESOLVED_SENT], 1);
+}
+
+static void echo_answered(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[64] = { 0x45, 0, 0, 40, 0x12, 0x34, 0, 0, 64, 1, 0, 0, 10, 1, 0, 2, 10, 1, 0, 1,
+			  8, 0, 0, 0, 0, 1, 0, 7 };
+	struct fwd_msg *m;
+
+	ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, 20)));
+	ip_put16(p + 22, (uint16_t)~ip_csum_fold(ip_csum_add(0, p + 20, 20)));
+	punt(v, FWD_PUNT_LOCAL, v->if1, p, 40, 0, NULL);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_IP);
+	assert_true(m->own);
+	assert_int_equal(m->ifindex, v->if1);
+	assert_int_equal(m->data[20], 0); /* echo reply */
+	assert_memory_equal(m->data + 16, p + 12, 4);
+	assert_int_equal(ip_csum_fold(ip_csum_add(0, m->data, 20)), 0xffff);
+	assert_int_equal(ip_csum_fold(ip_csum_add(0, m->data + 20, 20)), 0xffff);
+	done(v, m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(arp_for_us_answered_and_learned, setup, teardown),
+		cmocka_unit_test_setup_teardown(proxy_arp_for_the_other_side_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
+		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
