@@ -12,11 +12,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "cm/cm_gsi.h"
 #include "fwd/arp.h"
 #include "fwd/ip.h"
 #include "fwd/nd.h"
@@ -33,6 +35,11 @@
 #define ETH_P_ARP        0x0806
 #define ETH_P_IPV6       0x86dd
 #define UD_MCAST_QPN     0xffffffu
+#define CONN_MAGIC       0x49504f43u /* "IPOC" */
+#define CONN_RETRY_MS    1000        /* after a failed attempt, before the next */
+#define CONN_IDLE_MS     300000
+#define EXPIRE_MAX       16
+#define CM_PORT_LINKS    16
 
 enum path_state {
 	PATH_RESOLVING,
@@ -46,6 +53,7 @@ struct ipoib_path {
 	union ib_gid gid;
 	enum path_state state;
 	bool querying;
+	uint64_t conn_failed_at; /* last connection attempt to this GID that failed */
 	struct sa_path sp;
 	struct ibp_ah *ah;
 	uint64_t failed_at;
@@ -66,6 +74,39 @@ struct ipoib_mcast {
 	struct ibp_ah *ah;
 	struct ibp_buf *q[PATH_QLEN]; /* encapsulated, waiting for the join */
 	unsigned qn;
+};
+
+/*
+ * One RC connection (connected mode). The cm's handle for the QP ("qp" in cm.h) is this
+ * struct. Control thread: everything but the data-path fields; the data path reads
+ * qp/peer (immutable while published) and writes the atomics; freed through cfg.defer.
+ */
+struct ipoib_conn {
+	uint32_t magic;
+	struct ipoib_conn *next;
+	struct ipoib_link *l;
+	struct ipoib_hwaddr peer; /* flags RC, UD QPN, GID */
+	struct ibp_qp *qp;
+	uint32_t qpn, remote_qpn, mtu;
+	uint16_t dlid;
+	bool up, dead, fail_told;
+	uint64_t created;
+	struct ibp_buf *q[PATH_QLEN]; /* encapsulated, waiting for up (single-thread users) */
+	unsigned qn;
+	/* data path -> control thread */
+	atomic_uint active, failed;
+	atomic_uint_fast64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+};
+
+/* The port's GSI QP, shared by its connected links. Control thread. */
+struct ipoib_cm_port {
+	const struct ibp_ops *ops;
+	struct ibp_port *port;
+	struct cm_gsi *gsi;
+	struct ipoib_link *links[CM_PORT_LINKS];
+	unsigned n_links;
+	uint8_t next_tag;
+	uint64_t orphans;
 };
 
 struct ipoib_link {
@@ -93,7 +134,29 @@ struct ipoib_link {
 	uint64_t last_spoof_log;
 	uint64_t spoof_suppressed;
 	struct ipoib_link_stats st;
+	/* connected mode (control thread, but srq_owed and want_conn: data path too) */
+	struct ipoib_cm_port *cmp;
+	bool own_cmp;
+	uint8_t cm_tag;
+	struct cm *cm;
+	struct ibp_srq *srq;
+	struct ipoib_conn *conns;
+	uint32_t rx_mtu; /* receive MTU incl. the IPoIB header */
+	atomic_uint srq_owed;  /* RC receives not yet given back to the SRQ */
+	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
+	struct ipoib_hwaddr expired[EXPIRE_MAX];
+	unsigned n_expired;
+	bool expired_overflow;
 };
+
+struct ipoib_path;
+static struct ipoib_conn *conn_find(const struct ipoib_link *l, const struct ipoib_hwaddr *peer);
+static void conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
+			 struct ipoib_path *p);
+static int send_ucast(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
+		      struct ipoib_conn *c, struct ibp_ah *ah, uint32_t ud_mtu, struct ibp_buf *b);
+static bool ll_peer(const struct neigh_link *ll, struct ipoib_hwaddr *out);
+static uint32_t ud_mtu_of(const struct ipoib_link *l, const struct ipoib_path *p);
 
 static const char *const drop_names[IPOIB_DROP_COUNT] = {
 	[IPOIB_DROP_RX_ERROR] = "rx_error",
@@ -112,6 +175,7 @@ static const char *const drop_names[IPOIB_DROP_COUNT] = {
 	[IPOIB_DROP_TX_NEIGH] = "tx_neigh",
 	[IPOIB_DROP_TX_POST] = "tx_post",
 	[IPOIB_DROP_TX_NOBUF] = "tx_nobuf",
+	[IPOIB_DROP_TX_CONN] = "tx_conn",
 };
 
 const char *ipoib_drop_name(enum ipoib_drop d)
@@ -121,27 +185,11 @@ const char *ipoib_drop_name(enum ipoib_drop d)
 
 /* ---- receive classification ------------------------------------------------------ */
 
-enum ipoib_rx_kind ipoib_rx_classify(const uint8_t *buf, size_t len, bool has_grh,
-				     struct ipoib_rx *out)
+/* From the IPoIB header on (p/n: at least IPOIB_ENCAP_LEN octets). */
+static enum ipoib_rx_kind classify_payload(const uint8_t *p, size_t n, struct ipoib_rx *out)
 {
 	struct ipoib_encap h;
-	const uint8_t *p;
-	size_t n;
 
-	memset(out, 0, sizeof(*out));
-	out->kind = IPOIB_RX_DROP;
-	if (len < IBP_GRH_AREA + IPOIB_ENCAP_LEN) {
-		out->why = IPOIB_DROP_RX_SHORT;
-		return out->kind;
-	}
-	out->has_grh = has_grh;
-	if (has_grh) {
-		memcpy(out->sgid.raw, buf + 8, 16);
-		memcpy(out->dgid.raw, buf + 24, 16);
-		out->mcast = ib_gid_is_multicast(&out->dgid);
-	}
-	p = buf + IBP_GRH_AREA;
-	n = len - IBP_GRH_AREA;
 	ipoib_encap_decode(p, n, &h);
 	out->ethertype = h.ethertype;
 	out->data = p + IPOIB_ENCAP_LEN;
@@ -172,6 +220,24 @@ enum ipoib_rx_kind ipoib_rx_classify(const uint8_t *buf, size_t len, bool has_gr
 		break;
 	}
 	return out->kind;
+}
+
+enum ipoib_rx_kind ipoib_rx_classify(const uint8_t *buf, size_t len, bool has_grh,
+				     struct ipoib_rx *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = IPOIB_RX_DROP;
+	if (len < IBP_GRH_AREA + IPOIB_ENCAP_LEN) {
+		out->why = IPOIB_DROP_RX_SHORT;
+		return out->kind;
+	}
+	out->has_grh = has_grh;
+	if (has_grh) {
+		memcpy(out->sgid.raw, buf + 8, 16);
+		memcpy(out->dgid.raw, buf + 24, 16);
+		out->mcast = ib_gid_is_multicast(&out->dgid);
+	}
+	return classify_payload(buf + IBP_GRH_AREA, len - IBP_GRH_AREA, out);
 }
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -308,6 +374,8 @@ static void bind_to_path(struct ipoib_link *l, struct neigh_link *ll, const stru
 	if (ll->usable && ib_mtu_bytes(p->sp.mtu) &&
 	    ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN < ll->mtu)
 		ll->mtu = ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN;
+	if (ll->conn) /* connected mode: the connection's MTU (published by cb_up) */
+		ll->mtu = ((const struct ipoib_conn *)ll->conn)->mtu;
 }
 
 static void rebind_one(void *arg, struct neigh_table *t, struct neigh_entry *e)
@@ -321,6 +389,12 @@ static void rebind_one(void *arg, struct neigh_table *t, struct neigh_entry *e)
 		return;
 	ll = *cur;
 	bind_to_path(ra->l, &ll, ra->p);
+	if (ra->l->cm && ll.usable && !ll.conn) {
+		struct ipoib_hwaddr hw;
+
+		if (ll_peer(cur, &hw))
+			conn_request(ra->l, &hw, (struct ipoib_path *)ra->p);
+	}
 	if (ll.usable == cur->usable && ll.ah == cur->ah && ll.mtu == cur->mtu)
 		return;
 	neigh_set_link(t, e, &ll);
@@ -453,9 +527,700 @@ static void bind_neigh(struct ipoib_link *l, struct neigh_entry *e)
 	if (p->state == PATH_FAILED && now_ms() - p->failed_at >= PATH_RETRY_MS)
 		path_query(p);
 	ll = *cur;
+	if (l->cm) {
+		/* Connected mode: the peer's connection, or one started for it. */
+		struct ipoib_hwaddr hw;
+		struct ipoib_conn *c = NULL;
+
+		if (ll_peer(cur, &hw)) {
+			c = conn_find(l, &hw);
+			if (!c && p->state == PATH_VALID)
+				conn_request(l, &hw, p);
+		}
+		ll.conn = c && c->up ? c : NULL;
+	}
 	bind_to_path(l, &ll, p);
-	if (ll.usable != cur->usable || ll.ah != cur->ah)
+	if (ll.usable != cur->usable || ll.ah != cur->ah || ll.conn != cur->conn ||
+	    ll.mtu != cur->mtu)
 		neigh_set_link(l->neigh, e, &ll);
+}
+
+/* ---- connected mode ------------------------------------------------------------- */
+
+static bool same_peer(const struct ipoib_hwaddr *a, const struct ipoib_hwaddr *b)
+{
+	return a->qpn == b->qpn && ib_gid_equal(&a->gid, &b->gid);
+}
+
+static bool ll_peer(const struct neigh_link *ll, struct ipoib_hwaddr *out)
+{
+	return ll && ll->len == IPOIB_HWADDR_LEN &&
+	       ipoib_hwaddr_decode(ll->addr, IPOIB_HWADDR_LEN, out) == 0;
+}
+
+static bool is_nd_payload(const uint8_t *p, size_t n)
+{
+	return n > 40 && (p[0] >> 4) == 6 && p[6] == 58 && p[40] >= ND_RS && p[40] <= ND_REDIRECT;
+}
+
+/* The connection to peer (flags ignored): the up one, else one being set up; NULL. */
+static struct ipoib_conn *conn_find(const struct ipoib_link *l, const struct ipoib_hwaddr *peer)
+{
+	struct ipoib_conn *pending = NULL;
+
+	for (struct ipoib_conn *c = l->conns; c; c = c->next) {
+		if (c->dead || !same_peer(&c->peer, peer))
+			continue;
+		if (c->up)
+			return c;
+		pending = c;
+	}
+	return pending;
+}
+
+/* Post an encapsulated buffer on a connection. Takes ownership. */
+static int post_rc(struct ipoib_link *l, struct ipoib_conn *c, struct ibp_buf *b)
+{
+	struct ibp_send s = { .qp = c->qp, .buf = b };
+	uint32_t n = b->len;
+
+	if (!l->up) {
+		drop_buf(l, b, IPOIB_DROP_TX_DOWN);
+		return -ENETDOWN;
+	}
+	if (l->ops->post_send(&s, 1) != 1) {
+		drop_buf(l, b, IPOIB_DROP_TX_POST);
+		return -ENOBUFS;
+	}
+	l->st.tx_packets++;
+	l->st.tx_bytes += n;
+	l->st.rc_tx_packets++;
+	l->st.rc_tx_bytes += n;
+	atomic_fetch_add_explicit(&c->tx_packets, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->tx_bytes, n, memory_order_relaxed);
+	atomic_store_explicit(&c->active, 1, memory_order_relaxed);
+	return 0;
+}
+
+static void conn_drop_queue(struct ipoib_link *l, struct ipoib_conn *c)
+{
+	for (unsigned i = 0; i < c->qn; i++)
+		drop_buf(l, c->q[i], IPOIB_DROP_TX_CONN);
+	c->qn = 0;
+}
+
+/* The IP MTU of UD to a GID: the broadcast group's, or the path's when smaller. */
+static uint32_t ud_mtu_of(const struct ipoib_link *l, const struct ipoib_path *p)
+{
+	uint32_t m = l->mtu;
+
+	if (p && p->state == PATH_VALID && ib_mtu_bytes(p->sp.mtu) &&
+	    ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN < m)
+		m = ib_mtu_bytes(p->sp.mtu) - IPOIB_ENCAP_LEN;
+	return m;
+}
+
+static void conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
+			 struct ipoib_path *p);
+
+/*
+ * Unicast to a peer, b encapsulated (b->len includes the IPoIB header): on the
+ * connection c when it is up; else on UD (ah, the peer's UD QPN) within ud_mtu. ARP and
+ * ND always go on UD. A packet above ud_mtu to a peer with a connection being set up
+ * waits on it (three at most, the oldest dropped). Takes ownership.
+ */
+static int send_ucast(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
+		      struct ipoib_conn *c, struct ibp_ah *ah, uint32_t ud_mtu, struct ibp_buf *b)
+{
+	const uint8_t *pl = b->data + IPOIB_ENCAP_LEN;
+	uint32_t plen = b->len - IPOIB_ENCAP_LEN;
+	uint16_t et = (uint16_t)(b->data[0] << 8 | b->data[1]);
+	bool force_ud = et == ETH_P_ARP || (et == ETH_P_IPV6 && is_nd_payload(pl, plen));
+
+	if (!force_ud && c && c->up && !c->dead) {
+		if (plen > c->mtu) {
+			drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
+			return -EMSGSIZE;
+		}
+		return post_rc(l, c, b);
+	}
+	if (!force_ud && l->cm && plen > ud_mtu) {
+		if (c && !c->dead && plen <= l->rx_mtu - IPOIB_ENCAP_LEN) {
+			if (c->qn == PATH_QLEN) {
+				drop_buf(l, c->q[0], IPOIB_DROP_TX_CONN);
+				memmove(&c->q[0], &c->q[1], sizeof(c->q[0]) * (PATH_QLEN - 1));
+				c->qn--;
+			}
+			c->q[c->qn++] = b;
+			l->st.conn_queued++;
+			return 1;
+		}
+		drop_buf(l, b, c ? IPOIB_DROP_TX_TOO_BIG : IPOIB_DROP_TX_CONN);
+		return -EMSGSIZE;
+	}
+	if (plen > ud_mtu) {
+		drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
+		return -EMSGSIZE;
+	}
+	if (l->cm && (peer->flags & IPOIB_HWADDR_F_RC) && !force_ud)
+		l->st.ud_to_rc_peer++;
+	return post(l, ah, peer->qpn, b);
+}
+
+struct publish_arg {
+	struct ipoib_link *l;
+	struct ipoib_conn *c;
+	bool on;
+};
+
+static void bind_to_path(struct ipoib_link *l, struct neigh_link *ll, const struct ipoib_path *p);
+
+static void publish_one(void *arg, struct neigh_table *t, struct neigh_entry *e)
+{
+	struct publish_arg *pa = arg;
+	const struct neigh_link *cur = neigh_entry_link(e);
+	struct ipoib_hwaddr hw;
+	struct neigh_link ll;
+	struct ipoib_path *p;
+
+	if (!ll_peer(cur, &hw) || !same_peer(&hw, &pa->c->peer))
+		return;
+	ll = *cur;
+	if (pa->on) {
+		if (cur->conn == pa->c && cur->mtu == pa->c->mtu)
+			return;
+		ll.conn = pa->c;
+	} else {
+		if (cur->conn != pa->c)
+			return;
+		ll.conn = NULL;
+	}
+	p = path_find(pa->l, &hw.gid);
+	if (p)
+		bind_to_path(pa->l, &ll, p);
+	else
+		ll.mtu = ll.conn ? pa->c->mtu : pa->l->mtu;
+	neigh_set_link(t, e, &ll);
+}
+
+/* Publish the connection into (or take it out of) every neighbour entry of its peer. */
+static void conn_publish(struct ipoib_link *l, struct ipoib_conn *c, bool on)
+{
+	struct publish_arg pa = { .l = l, .c = c, .on = on };
+
+	neigh_foreach_entry(l->neigh, publish_one, &pa);
+}
+
+static void conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
+			 struct ipoib_path *p)
+{
+	struct cm_path_info pi;
+	char hs[IPOIB_HWADDR_STRLEN];
+	int r;
+
+	if (!l->cm || !l->up || !(peer->flags & IPOIB_HWADDR_F_RC) || !p ||
+	    p->state != PATH_VALID || conn_find(l, peer))
+		return;
+	if (p->conn_failed_at && now_ms() - p->conn_failed_at < CONN_RETRY_MS)
+		return;
+	memset(&pi, 0, sizeof(pi));
+	pi.slid = l->pa.lid;
+	pi.dlid = p->sp.dlid;
+	pi.sgid = l->gid;
+	pi.dgid = p->gid;
+	pi.has_grh = ib_gid_prefix(&p->gid) != ib_gid_prefix(&l->gid) || p->sp.hop_limit > 1;
+	pi.flow_label = p->sp.flow_label;
+	pi.hop_limit = p->sp.hop_limit;
+	pi.traffic_class = p->sp.tclass;
+	pi.sl = p->sp.sl;
+	pi.packet_rate = p->sp.rate;
+	pi.packet_lifetime = p->sp.packet_life;
+	pi.mtu = (enum ib_mtu)p->sp.mtu;
+	pi.pkey = l->pkey;
+	l->st.conn_requests++;
+	r = cm_connect(l->cm, peer, &pi);
+	if (r < 0 && r != -EALREADY) {
+		p->conn_failed_at = now_ms();
+		ipoib_hwaddr_format(peer, hs, sizeof(hs));
+		log_info("%s: cannot connect to %s: %s", l->name, hs, strerror(-r));
+	}
+}
+
+static int cb_qp_create(void *ctx, const struct cm_conn_info *ci, void **qp, uint32_t *qpn)
+{
+	struct ipoib_link *l = ctx;
+	struct ipoib_conn *c = calloc(1, sizeof(*c));
+	struct ibp_qp_init qi = {
+		.type = IBP_QPT_RC,
+		.pkey_index = l->pkey_index,
+		.send_depth = l->cfg.send_depth,
+		.srq = l->srq,
+	};
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	qi.user = c;
+	c->magic = CONN_MAGIC;
+	c->l = l;
+	c->peer = ci->peer;
+	c->created = now_ms();
+	r = l->ops->create_qp(l->cfg.port, &qi, &c->qp);
+	if (r < 0) {
+		log_errno(LOG_WARNING, -r, "%s: cannot create an RC QP", l->name);
+		free(c);
+		return r;
+	}
+	c->qpn = l->ops->qp_num(c->qp);
+	c->next = l->conns;
+	l->conns = c;
+	*qp = c;
+	*qpn = c->qpn;
+	return 0;
+}
+
+static int cb_qp_connect(void *ctx, void *qp, const struct ibp_qp_connect *pc)
+{
+	struct ipoib_conn *c = qp;
+
+	(void)ctx;
+	c->remote_qpn = pc->remote_qpn;
+	c->dlid = pc->path.dlid;
+	return c->l->ops->qp_ready(c->qp, pc);
+}
+
+static void conn_free_fn(void *arg)
+{
+	struct ipoib_conn *c = arg;
+
+	c->magic = 0;
+	free(c);
+}
+
+static void cb_qp_destroy(void *ctx, void *qp)
+{
+	struct ipoib_link *l = ctx;
+	struct ipoib_conn *c = qp, **pp;
+
+	for (pp = &l->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	conn_drop_queue(l, c);
+	l->ops->destroy_qp(c->qp);
+	/* A receive the QP had taken from the SRQ went back to the pool with it. */
+	atomic_fetch_add_explicit(&l->srq_owed, 1, memory_order_relaxed);
+	if (l->cfg.defer)
+		l->cfg.defer(l->cfg.defer_ctx, conn_free_fn, c);
+	else
+		conn_free_fn(c);
+}
+
+static void cb_up(void *ctx, const struct cm_conn_info *ci, void *qp)
+{
+	struct ipoib_link *l = ctx;
+	struct ipoib_conn *c = qp;
+	char hs[IPOIB_HWADDR_STRLEN];
+
+	c->up = true;
+	c->mtu = ci->mtu;
+	c->remote_qpn = ci->remote_qpn;
+	c->dlid = ci->dlid;
+	l->st.conn_up++;
+	ipoib_hwaddr_format(&c->peer, hs, sizeof(hs));
+	log_info("%s: connection to %s up (%s): qpn 0x%x <-> 0x%x mtu %u", l->name, hs,
+		 ci->active ? "active" : "passive", c->qpn, c->remote_qpn, c->mtu);
+	conn_publish(l, c, true);
+	for (unsigned i = 0; i < c->qn; i++) {
+		if (c->q[i]->len - IPOIB_ENCAP_LEN > c->mtu)
+			drop_buf(l, c->q[i], IPOIB_DROP_TX_TOO_BIG);
+		else
+			post_rc(l, c, c->q[i]);
+	}
+	c->qn = 0;
+}
+
+static void cb_down(void *ctx, const struct cm_conn_info *ci, void *qp, bool was_up,
+		    enum cm_close_reason why)
+{
+	struct ipoib_link *l = ctx;
+	struct ipoib_conn *c = qp;
+	char hs[IPOIB_HWADDR_STRLEN];
+
+	(void)ci;
+	c->up = false;
+	c->dead = true;
+	ipoib_hwaddr_format(&c->peer, hs, sizeof(hs));
+	if (was_up) {
+		l->st.conn_down++;
+		conn_publish(l, c, false);
+	} else {
+		struct ipoib_path *p = path_find(l, &c->peer.gid);
+
+		l->st.conn_failed++;
+		if (p && why != CM_CLOSE_CROSSED && why != CM_CLOSE_REPLACED)
+			p->conn_failed_at = now_ms();
+	}
+	log_info("%s: connection to %s %s: %s", l->name, hs, was_up ? "down" : "not set up",
+		 cm_close_reason_name(why));
+	conn_drop_queue(l, c);
+}
+
+static const struct cm_callbacks link_cm_cb = {
+	.qp_create = cb_qp_create,
+	.qp_connect = cb_qp_connect,
+	.qp_destroy = cb_qp_destroy,
+	.up = cb_up,
+	.down = cb_down,
+};
+
+/* ---- the port's GSI QP -------------------------------------------------------------- */
+
+int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port,
+		       struct ipoib_cm_port **out)
+{
+	struct cm_gsi_config gc = { .ops = ops, .port = port };
+	struct ipoib_cm_port *cp = calloc(1, sizeof(*cp));
+	int r;
+
+	if (!cp)
+		return -ENOMEM;
+	cp->ops = ops;
+	cp->port = port;
+	cp->next_tag = 1;
+	r = cm_gsi_open(&gc, &cp->gsi);
+	if (r < 0) {
+		free(cp);
+		return r;
+	}
+	*out = cp;
+	return 0;
+}
+
+void ipoib_cm_port_close(struct ipoib_cm_port *cp)
+{
+	if (!cp)
+		return;
+	cm_gsi_close(cp->gsi);
+	free(cp);
+}
+
+const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp)
+{
+	return cp ? cp->gsi : NULL;
+}
+
+static void cmp_deliver(void *arg, const uint8_t *mad, size_t len, const struct cm_addr *from)
+{
+	struct ipoib_cm_port *cp = arg;
+	struct cm *orphan = NULL;
+
+	/* The links of the partition the MAD came on, each claiming its own. */
+	for (unsigned i = 0; i < cp->n_links; i++) {
+		struct ipoib_link *l = cp->links[i];
+
+		if (!l->cm || l->pkey_index != from->pkey_index)
+			continue;
+		if (!orphan)
+			orphan = l->cm;
+		if (cm_input(l->cm, mad, len, from) != -ENOENT)
+			return;
+	}
+	for (unsigned i = 0; i < cp->n_links && !orphan; i++)
+		orphan = cp->links[i]->cm;
+	cp->orphans++;
+	if (orphan)
+		cm_input_orphan(orphan, mad, len, from);
+}
+
+bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc)
+{
+	if (!cp || wc->qp != cm_gsi_qp(cp->gsi))
+		return false;
+	cm_gsi_completion(cp->gsi, wc, cmp_deliver, cp);
+	return true;
+}
+
+static int cmp_add(struct ipoib_cm_port *cp, struct ipoib_link *l)
+{
+	if (cp->n_links == CM_PORT_LINKS)
+		return -ENOSPC;
+	cp->links[cp->n_links++] = l;
+	l->cm_tag = cp->next_tag++;
+	return 0;
+}
+
+static void cmp_del(struct ipoib_cm_port *cp, struct ipoib_link *l)
+{
+	for (unsigned i = 0; i < cp->n_links; i++)
+		if (cp->links[i] == l) {
+			cp->links[i] = cp->links[--cp->n_links];
+			return;
+		}
+}
+
+struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l)
+{
+	return l->own_cmp ? l->cmp : NULL;
+}
+
+/* SRQ and cm, once the UD QP (our QPN) exists. */
+static int link_cm_start(struct ipoib_link *l)
+{
+	struct cm_config cc;
+	struct ibp_buf *b;
+	int r;
+
+	b = l->ops->buf_get(l->cfg.port);
+	if (!b)
+		return -ENOBUFS;
+	l->rx_mtu = b->cap < CM_IPOIB_MTU_MAX + IPOIB_ENCAP_LEN ? b->cap
+								 : CM_IPOIB_MTU_MAX + IPOIB_ENCAP_LEN;
+	l->ops->buf_put(l->cfg.port, b);
+	if (l->rx_mtu < l->mtu + IPOIB_ENCAP_LEN)
+		l->rx_mtu = l->mtu + IPOIB_ENCAP_LEN;
+	r = l->ops->create_srq(l->cfg.port, l->cfg.recv_depth, &l->srq);
+	if (r < 0) {
+		log_errno(LOG_ERR, -r, "%s: cannot create the SRQ", l->name);
+		return r;
+	}
+	for (unsigned i = 0; i < l->cfg.recv_depth; i++) {
+		b = l->ops->buf_get(l->cfg.port);
+		if (!b)
+			break;
+		if (l->ops->post_srq_recv(l->srq, &b, 1) != 1) {
+			l->ops->buf_put(l->cfg.port, b);
+			break;
+		}
+	}
+	memset(&cc, 0, sizeof(cc));
+	cc.local = l->hw;
+	cc.lid = l->pa.lid;
+	cc.ca_guid = l->pa.port_guid;
+	cc.pkey = l->pkey;
+	cc.pkey_index = l->pkey_index;
+	cc.rx_mtu = l->rx_mtu;
+	cc.max_cm_retries = l->cfg.cm_max_retries;
+	cc.retry_count = l->cfg.conn_retry_count ? l->cfg.conn_retry_count : 3;
+	cc.rnr_retry = l->cfg.conn_rnr_retry ? l->cfg.conn_rnr_retry : 7;
+	cc.min_rnr_timer = 12; /* 0.64 ms */
+	cc.idle_timeout_ms = l->cfg.conn_idle_ms == UINT32_MAX ? 0
+			     : l->cfg.conn_idle_ms            ? l->cfg.conn_idle_ms
+							      : CONN_IDLE_MS;
+	cc.comm_id_tag = l->cm_tag;
+	cc.transport = &cm_gsi_transport;
+	cc.transport_ctx = l->cmp->gsi;
+	cc.cb = &link_cm_cb;
+	cc.cb_ctx = l;
+	cc.loop = l->cfg.loop;
+	r = cm_new(&cc, &l->cm);
+	if (r < 0) {
+		log_errno(LOG_ERR, -r, "%s: cannot start the connection manager", l->name);
+		return r;
+	}
+	log_info("%s: connected mode: receive MTU %u (IP MTU %u), service ID 0x%016llx", l->name,
+		 l->rx_mtu, l->rx_mtu - IPOIB_ENCAP_LEN,
+		 (unsigned long long)cm_ipoib_service_id(l->qpn));
+	return 0;
+}
+
+static void link_cm_stop(struct ipoib_link *l)
+{
+	if (l->cm) {
+		cm_free(l->cm); /* DREQs; down + qp_destroy for each connection */
+		l->cm = NULL;
+	}
+	if (l->srq) {
+		l->ops->destroy_srq(l->srq);
+		l->srq = NULL;
+	}
+}
+
+static void conn_disconnect_all(struct ipoib_link *l)
+{
+	bool again = true;
+
+	while (again && l->cm) {
+		again = false;
+		for (struct ipoib_conn *c = l->conns; c; c = c->next) {
+			if (c->dead)
+				continue;
+			c->dead = true; /* cm_disconnect may not find a half-open one */
+			if (cm_disconnect(l->cm, &c->peer) == 0) {
+				again = true; /* the list may have changed */
+				break;
+			}
+		}
+	}
+}
+
+struct ref_arg {
+	const struct ipoib_hwaddr *peer;
+	bool found;
+};
+
+static int ref_one(void *arg, const struct neigh_info *ni)
+{
+	struct ref_arg *ra = arg;
+	struct ipoib_hwaddr hw;
+
+	if (ni->has_link && ll_peer(&ni->link, &hw) && same_peer(&hw, ra->peer)) {
+		ra->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+static bool peer_referenced(struct ipoib_link *l, const struct ipoib_hwaddr *peer)
+{
+	struct ref_arg ra = { .peer = peer };
+
+	neigh_foreach(l->neigh, ref_one, &ra);
+	return ra.found;
+}
+
+static void want_one(void *arg, struct neigh_table *t, struct neigh_entry *e)
+{
+	struct ipoib_link *l = arg;
+	const struct neigh_link *ll = neigh_entry_link(e);
+	struct ipoib_hwaddr hw;
+
+	(void)t;
+	if (ll && ll->usable && !ll->conn && ll_peer(ll, &hw) && (hw.flags & IPOIB_HWADDR_F_RC))
+		conn_request(l, &hw, path_find(l, &hw.gid));
+}
+
+/* Control thread, every tick: what the data path reported, expired neighbours. */
+static void conn_tick(struct ipoib_link *l)
+{
+	bool again;
+
+	if (!l->cm)
+		return;
+	do {
+		again = false;
+		for (struct ipoib_conn *c = l->conns; c; c = c->next) {
+			if (!c->up || c->dead)
+				continue;
+			if (atomic_exchange_explicit(&c->active, 0, memory_order_relaxed))
+				cm_activity(l->cm, &c->peer);
+			if (atomic_load_explicit(&c->failed, memory_order_relaxed) &&
+			    !c->fail_told) {
+				c->fail_told = true;
+				cm_disconnect(l->cm, &c->peer);
+				again = true;
+				break;
+			}
+		}
+	} while (again);
+	for (unsigned i = 0; i < l->n_expired; i++)
+		if (!peer_referenced(l, &l->expired[i]))
+			cm_neigh_expired(l->cm, &l->expired[i]);
+	l->n_expired = 0;
+	if (l->expired_overflow) {
+		l->expired_overflow = false;
+		do {
+			again = false;
+			for (struct ipoib_conn *c = l->conns; c; c = c->next)
+				if (!c->dead && !peer_referenced(l, &c->peer) &&
+				    cm_neigh_expired(l->cm, &c->peer) == 0) {
+					again = true;
+					break;
+				}
+		} while (again);
+	}
+	if (atomic_exchange_explicit(&l->want_conn, 0, memory_order_relaxed))
+		neigh_foreach_entry(l->neigh, want_one, l);
+}
+
+static void neigh_release(void *ctx, const struct neigh_entry *e, const struct neigh_link *ll)
+{
+	struct ipoib_link *l = ctx;
+	struct ipoib_hwaddr hw;
+
+	(void)e;
+	if (!l->cm || !ll_peer(ll, &hw) || !conn_find(l, &hw))
+		return;
+	for (unsigned i = 0; i < l->n_expired; i++)
+		if (same_peer(&l->expired[i], &hw))
+			return;
+	if (l->n_expired < EXPIRE_MAX)
+		l->expired[l->n_expired++] = hw;
+	else
+		l->expired_overflow = true;
+}
+
+struct conn_list_arg {
+	struct ipoib_link *l;
+	int (*fn)(void *arg, const struct ipoib_conn_info *ci);
+	void *arg;
+	bool stop;
+};
+
+static void conn_list_one(const struct cm_conn_info *ci, void *arg)
+{
+	struct conn_list_arg *a = arg;
+	struct ipoib_conn_info out;
+
+	if (a->stop)
+		return;
+	memset(&out, 0, sizeof(out));
+	out.peer = ci->peer;
+	out.state = ci->state;
+	out.active = ci->active;
+	out.local_qpn = ci->local_qpn;
+	out.remote_qpn = ci->remote_qpn;
+	out.mtu = ci->mtu;
+	out.dlid = ci->dlid;
+	out.age_ms = ci->age_ms;
+	out.idle_ms = ci->idle_ms;
+	for (struct ipoib_conn *c = a->l->conns; c; c = c->next) {
+		if (c->qpn != ci->local_qpn || !same_peer(&c->peer, &ci->peer))
+			continue;
+		out.up = c->up;
+		out.tx_packets = atomic_load_explicit(&c->tx_packets, memory_order_relaxed);
+		out.tx_bytes = atomic_load_explicit(&c->tx_bytes, memory_order_relaxed);
+		out.rx_packets = atomic_load_explicit(&c->rx_packets, memory_order_relaxed);
+		out.rx_bytes = atomic_load_explicit(&c->rx_bytes, memory_order_relaxed);
+		break;
+	}
+	if (a->fn(a->arg, &out))
+		a->stop = true;
+}
+
+void ipoib_link_conn_foreach(struct ipoib_link *l,
+			     int (*fn)(void *arg, const struct ipoib_conn_info *ci), void *arg)
+{
+	struct conn_list_arg a = { .l = l, .fn = fn, .arg = arg };
+
+	if (l->cm)
+		cm_for_each(l->cm, conn_list_one, &a);
+}
+
+const struct cm_stats *ipoib_link_cm_stats(const struct ipoib_link *l)
+{
+	return l->cm ? cm_get_stats(l->cm) : NULL;
+}
+
+uint32_t ipoib_link_conn_mtu(const struct ipoib_link *l)
+{
+	if (!l->up)
+		return 0;
+	return l->cfg.connected && l->rx_mtu ? l->rx_mtu - IPOIB_ENCAP_LEN : l->mtu;
+}
+
+uint32_t ipoib_link_peer_mtu(struct ipoib_link *l, const struct ipoib_hwaddr *peer)
+{
+	struct ipoib_conn *c = conn_find(l, peer);
+	struct ipoib_path *p = path_find(l, &peer->gid);
+
+	if (c && c->up)
+		return c->mtu;
+	if (l->cm && (c || ((peer->flags & IPOIB_HWADDR_F_RC) &&
+			    !(p && p->conn_failed_at && now_ms() - p->conn_failed_at < 10000))))
+		return l->rx_mtu - IPOIB_ENCAP_LEN;
+	return ud_mtu_of(l, p);
 }
 
 /* ---- multicast ------------------------------------------------------------------ */
@@ -714,9 +1479,15 @@ static void neigh_xmit(void *ctx, const struct neigh_entry *e, const struct neig
 		       void *pkt)
 {
 	struct ipoib_link *l = ctx;
+	struct ipoib_hwaddr hw;
 
 	(void)e;
-	post(l, ll->ah, ll->qpn, pkt);
+	if (!l->cm || !ll_peer(ll, &hw)) {
+		post(l, ll->ah, ll->qpn, pkt);
+		return;
+	}
+	send_ucast(l, &hw, ll->conn ? ll->conn : conn_find(l, &hw), ll->ah,
+		   ll->conn ? l->mtu : ll->mtu, pkt);
 }
 
 static void neigh_drop(void *ctx, void *pkt)
@@ -724,10 +1495,13 @@ static void neigh_drop(void *ctx, void *pkt)
 	drop_buf(ctx, pkt, IPOIB_DROP_TX_NEIGH);
 }
 
+static void neigh_release(void *ctx, const struct neigh_entry *e, const struct neigh_link *ll);
+
 static const struct neigh_ops link_neigh_ops = {
 	.solicit = neigh_solicit,
 	.xmit = neigh_xmit,
 	.drop = neigh_drop,
+	.release = neigh_release,
 };
 
 /* ---- lifecycle ------------------------------------------------------------------ */
@@ -748,11 +1522,6 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 
 	if (!cfg->ops || !cfg->port)
 		return -EINVAL;
-	if (cfg->connected) {
-		log_error("%s: connected mode is not wired into the link yet",
-			  cfg->name ? cfg->name : "ipoib");
-		return -EOPNOTSUPP;
-	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -813,8 +1582,32 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 			return -ENOMEM;
 		}
 	}
+	if (cfg->connected) {
+		/* The port's GSI QP: shared, or our own. */
+		l->cmp = cfg->cm_port;
+		if (!l->cmp) {
+			ret = ipoib_cm_port_open(l->ops, cfg->port, &l->cmp);
+			if (ret < 0) {
+				log_errno(LOG_ERR, -ret, "%s: no GSI QP for connected mode",
+					  l->name);
+				goto fail_cm;
+			}
+			l->own_cmp = true;
+		}
+		ret = cmp_add(l->cmp, l);
+		if (ret < 0)
+			goto fail_cm;
+	}
 	*out = l;
 	return 0;
+fail_cm:
+	if (l->own_cmp)
+		ipoib_cm_port_close(l->cmp);
+	if (l->tick)
+		evtimer_free(l->tick);
+	neigh_table_free(l->neigh);
+	free(l);
+	return ret;
 }
 
 static int link_create_qp(struct ipoib_link *l)
@@ -842,7 +1635,7 @@ static int link_create_qp(struct ipoib_link *l)
 		return ret;
 	}
 	l->qpn = l->ops->qp_num(l->qp);
-	l->hw.flags = 0;
+	l->hw.flags = l->cfg.connected ? IPOIB_HWADDR_F_RC : 0;
 	l->hw.qpn = l->qpn;
 	l->hw.gid = l->gid;
 	ipoib_hwaddr_encode(&l->hw, l->hw_bytes, sizeof(l->hw_bytes));
@@ -855,6 +1648,13 @@ static int link_create_qp(struct ipoib_link *l)
 			l->ops->buf_put(l->cfg.port, b);
 			break;
 		}
+	}
+	if (l->cfg.connected && !l->cm && (ret = link_cm_start(l)) < 0) {
+		/* Without the cm the RC flag would be a lie: datagram only. */
+		link_cm_stop(l);
+		l->hw.flags = 0;
+		ipoib_hwaddr_encode(&l->hw, l->hw_bytes, sizeof(l->hw_bytes));
+		log_warning("%s: connected mode failed: running in datagram mode", l->name);
 	}
 	return 0;
 }
@@ -876,6 +1676,7 @@ static void link_set_up(struct ipoib_link *l, bool up)
 	} else {
 		l->st.down_count++;
 		log_notice("%s: down", l->name);
+		conn_disconnect_all(l);
 		neigh_flush(l->neigh);
 		for (struct ipoib_path *p = l->paths; p; p = p->next)
 			path_flush_queue(p, false);
@@ -937,6 +1738,7 @@ void ipoib_link_stop(struct ipoib_link *l)
 		m->attached = m->joined = false;
 	}
 	l->started = false;
+	link_cm_stop(l);
 	if (l->qp) {
 		l->ops->destroy_qp(l->qp);
 		l->qp = NULL;
@@ -970,12 +1772,28 @@ void ipoib_link_free(struct ipoib_link *l)
 	}
 	if (l->tick)
 		evtimer_free(l->tick);
+	if (l->cmp) {
+		cmp_del(l->cmp, l);
+		if (l->own_cmp)
+			ipoib_cm_port_close(l->cmp);
+	}
 	free(l);
 }
 
 void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev)
 {
 	switch (ev->type) {
+	case IBP_EVENT_QP_FATAL:
+		/* One of our RC QPs failed (retries exhausted): tear its connection down;
+		 * the next packet to the peer starts a new one. */
+		for (struct ipoib_conn *c = l->conns; c; c = c->next)
+			if (c->qp == ev->qp && !c->dead && !c->fail_told) {
+				c->fail_told = true;
+				l->st.rc_tx_errors++;
+				cm_disconnect(l->cm, &c->peer);
+				break;
+			}
+		break;
 	case IBP_EVENT_PORT_DOWN:
 		l->port_down = true;
 		link_set_up(l, false);
@@ -1031,9 +1849,21 @@ uint64_t ipoib_link_tick(struct ipoib_link *l)
 {
 	uint64_t now = now_ms();
 
+	uint64_t next;
+
 	/* Paths that failed: retried on the next use (bind_neigh / xmit_hw). */
 	(void)now;
-	return neigh_tick(l->neigh);
+	next = neigh_tick(l->neigh);
+	conn_tick(l);
+	if (l->cm && !l->cfg.loop) {
+		uint64_t d;
+
+		cm_tick(l->cm);
+		d = cm_next_deadline(l->cm);
+		if (d && d > now && d - now < next)
+			next = d - now;
+	}
+	return next;
 }
 
 /* ---- ARP and ND ----------------------------------------------------------------- */
@@ -1202,9 +2032,45 @@ int ipoib_link_input_ctl(struct ipoib_link *l, const struct ipoib_rx *rx)
 
 /* ---- data path ------------------------------------------------------------------ */
 
+/* A receive through the SRQ (wc->qp is one of our RC QPs). */
+static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc,
+				struct ipoib_rx *out)
+{
+	struct ipoib_conn *c = wc->qp_user;
+
+	atomic_fetch_add_explicit(&l->srq_owed, 1, memory_order_relaxed);
+	memset(out, 0, sizeof(*out));
+	out->kind = IPOIB_RX_DROP;
+	out->rc = true;
+	if (wc->status != IBP_WC_OK || !wc->buf || !c || c->magic != CONN_MAGIC || c->l != l) {
+		out->why = IPOIB_DROP_RX_ERROR;
+	} else if (wc->byte_len < IPOIB_ENCAP_LEN) {
+		out->why = IPOIB_DROP_RX_SHORT;
+	} else {
+		classify_payload(wc->buf->data, wc->byte_len, out);
+		out->src_qpn = c->peer.qpn;
+		out->slid = c->dlid;
+		out->sgid = c->peer.gid;
+	}
+	if (out->kind == IPOIB_RX_DROP) {
+		l->st.drops[out->why]++;
+		return IPOIB_RX_DROP;
+	}
+	l->st.rx_packets++;
+	l->st.rx_bytes += wc->byte_len;
+	l->st.rc_rx_packets++;
+	l->st.rc_rx_bytes += wc->byte_len;
+	atomic_fetch_add_explicit(&c->rx_packets, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->rx_bytes, wc->byte_len, memory_order_relaxed);
+	atomic_store_explicit(&c->active, 1, memory_order_relaxed);
+	return out->kind;
+}
+
 enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 				 struct ipoib_rx *out)
 {
+	if (l->srq && wc->qp != l->qp)
+		return rx_rc(l, wc, out);
 	if (wc->status != IBP_WC_OK || !wc->buf) {
 		memset(out, 0, sizeof(*out));
 		out->kind = IPOIB_RX_DROP;
@@ -1232,14 +2098,51 @@ enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 
 void ipoib_link_repost(struct ipoib_link *l, struct ibp_buf *b)
 {
+	/* Buffers are the port's, all alike: the SRQ gets back what RC receives took. */
+	if (l->srq && atomic_load_explicit(&l->srq_owed, memory_order_relaxed)) {
+		atomic_fetch_sub_explicit(&l->srq_owed, 1, memory_order_relaxed);
+		b->len = 0;
+		if (l->ops->post_srq_recv(l->srq, &b, 1) == 1)
+			return;
+	}
 	if (!l->qp || l->ops->post_recv(l->qp, &b, 1) != 1)
 		l->ops->buf_put(l->cfg.port, b);
 }
 
 void ipoib_link_tx_done(struct ipoib_link *l, const struct ibp_wc *wc)
 {
+	if (wc->qp != l->qp && wc->status != IBP_WC_OK) {
+		struct ipoib_conn *c = wc->qp_user;
+
+		/* an RC send failed: the control thread tears the connection down */
+		if (c && c->magic == CONN_MAGIC && c->l == l)
+			atomic_store_explicit(&c->failed, 1, memory_order_relaxed);
+	}
 	if (wc->buf)
 		l->ops->buf_put(l->cfg.port, wc->buf);
+}
+
+void ipoib_link_send_fill(struct ipoib_link *l, const struct neigh_link *ll, struct ibp_send *s)
+{
+	struct ipoib_conn *c = ll->conn;
+
+	if (c) {
+		s->qp = c->qp;
+		s->ah = NULL;
+		s->remote_qpn = 0;
+		s->remote_qkey = 0;
+		atomic_fetch_add_explicit(&c->tx_packets, 1, memory_order_relaxed);
+		if (s->buf)
+			atomic_fetch_add_explicit(&c->tx_bytes, s->buf->len, memory_order_relaxed);
+		atomic_store_explicit(&c->active, 1, memory_order_relaxed);
+		return;
+	}
+	s->qp = l->qp;
+	s->ah = ll->ah;
+	s->remote_qpn = ll->qpn;
+	s->remote_qkey = l->qkey;
+	if (l->srq && ll->len == IPOIB_HWADDR_LEN && (ll->addr[0] & IPOIB_HWADDR_F_RC))
+		atomic_store_explicit(&l->want_conn, 1, memory_order_relaxed);
 }
 
 static int check_mtu(struct ipoib_link *l, struct ibp_buf *b, uint32_t mtu)
@@ -1301,11 +2204,15 @@ int ipoib_link_xmit_hw(struct ipoib_link *l, const struct ipoib_hwaddr *dst, uin
 {
 	struct ipoib_path *p;
 
+	struct ipoib_conn *c = NULL;
+
 	if (!l->up) {
 		drop_buf(l, b, IPOIB_DROP_TX_DOWN);
 		return -ENETDOWN;
 	}
-	if (check_mtu(l, b, l->mtu) < 0)
+	if (l->cm) /* the peer's connection (the MTU check is send_ucast's) */
+		c = conn_find(l, dst);
+	if (!l->cm && check_mtu(l, b, l->mtu) < 0)
 		return -EMSGSIZE;
 	if (encap(b, ethertype) < 0) {
 		drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
@@ -1315,6 +2222,25 @@ int ipoib_link_xmit_hw(struct ipoib_link *l, const struct ipoib_hwaddr *dst, uin
 	if (!p) {
 		drop_buf(l, b, IPOIB_DROP_TX_NO_PATH);
 		return -ENOMEM;
+	}
+	if (l->cm && c && c->up && !(p->state == PATH_VALID && p->ah)) {
+		/* connected, the path being re-queried: IP goes on; ARP/ND wait below */
+		uint16_t et = ethertype;
+
+		if (et != ETH_P_ARP && !(et == ETH_P_IPV6 && is_nd_payload(b->data + IPOIB_ENCAP_LEN,
+									     b->len - IPOIB_ENCAP_LEN)))
+			return send_ucast(l, dst, c, NULL, l->mtu, b);
+	}
+	if (l->cm && p->state == PATH_VALID && p->ah) {
+		if (!c && (dst->flags & IPOIB_HWADDR_F_RC)) {
+			conn_request(l, dst, p);
+			c = conn_find(l, dst);
+		}
+		return send_ucast(l, dst, c, p->ah, ud_mtu_of(l, p), b);
+	}
+	if (l->cm && b->len - IPOIB_ENCAP_LEN > l->mtu) {
+		drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG); /* no path yet: UD rules */
+		return -EMSGSIZE;
 	}
 	if (p->state == PATH_VALID && p->ah)
 		return post(l, p->ah, dst->qpn, b);
@@ -1371,6 +2297,28 @@ int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uin
 		if (ll && ll->usable &&
 		    (s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY ||
 		     s == NEIGH_PROBE || s == NEIGH_PERMANENT)) {
+			struct ipoib_hwaddr hw;
+
+			if (l->cm && ll_peer(ll, &hw)) {
+				/* Connected mode: the connection when up, else UD (and one
+				 * started when the peer advertises RC). */
+				struct ipoib_conn *c = ll->conn;
+
+				neigh_entry_used(e, now_ms());
+				if (encap(b, ethertype) < 0) {
+					drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
+					return -EMSGSIZE;
+				}
+				if (!c && (hw.flags & IPOIB_HWADDR_F_RC)) {
+					c = conn_find(l, &hw);
+					if (!c) {
+						conn_request(l, &hw, path_find(l, &hw.gid));
+						c = conn_find(l, &hw);
+					}
+				}
+				return send_ucast(l, &hw, c, ll->ah, ll->conn ? l->mtu : ll->mtu,
+						  b);
+			}
 			if (check_mtu(l, b, ll->mtu) < 0)
 				return -EMSGSIZE;
 			neigh_entry_used(e, now_ms());
@@ -1381,8 +2329,9 @@ int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uin
 			return post(l, ll->ah, ll->qpn, b);
 		}
 	}
-	/* Resolution: the control side (here the same thread). */
-	if (check_mtu(l, b, l->mtu) < 0)
+	/* Resolution: the control side (here the same thread). In connected mode a packet
+	 * up to the connected MTU may wait (neigh_xmit decides UD or RC once resolved). */
+	if (check_mtu(l, b, l->cm ? l->rx_mtu - IPOIB_ENCAP_LEN : l->mtu) < 0)
 		return -EMSGSIZE;
 	if (encap(b, ethertype) < 0) {
 		drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);

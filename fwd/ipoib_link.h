@@ -40,10 +40,23 @@
  * one event loop). The gateway's workers will read only neighbour entries, which are
  * RCU-safe (neigh.h), and hand everything else to the control thread.
  *
- * Connected mode (RFC 4755, cm/) plugs in here: the RC flag in the link's hardware
- * address, an SRQ, and per neighbour neigh_link.conn/.mtu (published by the control
- * thread when cm_callbacks.up/down fire); ipoib_link_xmit_neigh already sends on the
- * connection's QP when conn is set. Not wired yet: cfg.connected returns -EOPNOTSUPP.
+ * Connected mode (RFC 4755, cfg.connected; docs/connected-mode.md): the link advertises
+ * the RC flag (0x80) in its hardware address, receives RC messages through one SRQ, and
+ * runs a cm (cm/cm.h) whose MADs ride the port's GSI QP: one struct ipoib_cm_port per
+ * port, shared by the port's links (CM MADs offered to the links of the P_Key index they
+ * came on, each link's cm claiming its service ID / communication IDs, answering on its
+ * own P_Key index). A neighbour whose hardware address has the RC flag gets a connection
+ * (cm_connect when the neighbour is bound to its path; crossing REQs are the cm's); the
+ * cm's up/down callbacks publish the connection (neigh_link.conn) and its MTU (up to
+ * 65520) into every neighbour entry of that peer. Unicast IP goes on the connection when
+ * it is up, otherwise on UD (packets above the UD MTU wait, three at most, for a
+ * connection being set up). Multicast, broadcast, ARP and ND always go on UD. The data
+ * path reports activity and RC send errors in atomics that the control thread reads
+ * every tick (cm_activity: idle teardown after cfg.conn_idle_ms; cm_disconnect on a
+ * failed QP); a neighbour entry that leaves the table takes its peer's connection down
+ * (cm_neigh_expired) when no other entry names that peer; a peer that restarts sends a
+ * new REQ and the cm replaces the connection. RC receives come through the SRQ:
+ * ipoib_link_rx classifies them (rx->rc), ipoib_link_repost refills the SRQ first.
  */
 #ifndef IBGW_FWD_IPOIB_LINK_H
 #define IBGW_FWD_IPOIB_LINK_H
@@ -52,11 +65,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cm/cm.h"
 #include "fwd/ib_port.h"
 #include "fwd/neigh.h"
 #include "lib/ipoib.h"
 
 struct ipoib_link;
+struct ipoib_cm_port;
 struct sa_client;
 struct evloop;
 
@@ -82,7 +97,14 @@ struct ipoib_link_config {
 	uint8_t scope;       /* MGID scope; 0: link-local (2) */
 	enum ipoib_role role;
 	bool accept_spoofed_arp;
-	bool connected;                  /* RFC 4755: not wired yet (-EOPNOTSUPP) */
+	bool connected; /* RFC 4755 connected mode (see above) */
+	/* Connected mode: the port's shared GSI QP (ipoib_cm_port_open). NULL: the link
+	 * opens one of its own (one link on the port only: the sim gives one GSI QP). */
+	struct ipoib_cm_port *cm_port;
+	uint32_t conn_idle_ms;     /* idle teardown; 0: 300000; UINT32_MAX: never */
+	uint8_t conn_retry_count;  /* RC transport retries; 0: 3 */
+	uint8_t conn_rnr_retry;    /* RNR retries asked of the peer; 0: 7 (forever) */
+	uint8_t cm_max_retries;    /* CM MAD resends; 0: the cm's default (8) */
 	unsigned recv_depth, send_depth; /* 0: 256 each */
 	struct neigh_params neigh;
 	neigh_defer_fn defer; /* for the neighbour table, see neigh.h */
@@ -110,6 +132,8 @@ enum ipoib_drop {
 	IPOIB_DROP_TX_NEIGH,      /* neighbour queue overflow, failure, table full */
 	IPOIB_DROP_TX_POST,       /* post_send refused */
 	IPOIB_DROP_TX_NOBUF,      /* control side found the pool empty */
+	IPOIB_DROP_TX_CONN,       /* above the UD MTU, no connection (yet): queue overflow,
+				     setup failed, or none being set up */
 	IPOIB_DROP_COUNT
 };
 const char *ipoib_drop_name(enum ipoib_drop d);
@@ -120,6 +144,13 @@ struct ipoib_link_stats {
 	uint64_t drops[IPOIB_DROP_COUNT];
 	uint64_t joins, join_failures, up_count, down_count;
 	uint64_t paths_resolved, path_failures, ah_rebuilt;
+	/* connected mode */
+	uint64_t rc_tx_packets, rc_tx_bytes, rc_rx_packets, rc_rx_bytes;
+	uint64_t rc_tx_errors;  /* RC send completions in error (the QP failed) */
+	uint64_t conn_requests; /* cm_connect called (REQs we started) */
+	uint64_t conn_up, conn_down, conn_failed; /* failed: attempts that never came up */
+	uint64_t conn_queued;   /* packets that waited for a connection */
+	uint64_t ud_to_rc_peer; /* unicast sent on UD to an RC-capable peer (no connection) */
 };
 
 /* ---- receive classification (pure; used by the fuzz harness too) ------------------ */
@@ -140,6 +171,9 @@ struct ipoib_rx {
 	uint16_t slid;
 	bool has_grh, mcast;
 	union ib_gid sgid, dgid; /* when has_grh */
+	/* Arrived on a connection (through the SRQ): src_qpn is the peer's UD QPN and slid
+	 * its LID (as for UD), sgid its GID (has_grh stays false). */
+	bool rc;
 };
 /* buf/len: the receive buffer as the completion leaves it (GRH area first). */
 enum ipoib_rx_kind ipoib_rx_classify(const uint8_t *buf, size_t len, bool has_grh,
@@ -183,7 +217,54 @@ struct ipoib_mcast_info {
 void ipoib_link_mcast_foreach(const struct ipoib_link *l,
 			      int (*fn)(void *arg, const struct ipoib_mcast_info *mi), void *arg);
 
+/* ---- connected mode --------------------------------------------------------------- */
+/* The port's GSI QP (QP1) for the CM MADs of every connected link on the port (control
+ * thread; its completions must reach ipoib_cm_port_completion on the control thread:
+ * the host role polls the port there; see docs/connected-mode.md for the gateway). */
+int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port,
+		       struct ipoib_cm_port **out);
+/* After every link using it is stopped. */
+void ipoib_cm_port_close(struct ipoib_cm_port *cp);
+/* A completion of the port: true if it was the GSI QP's (consumed: buffer reposted or
+ * returned), false if it is someone else's. */
+bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc);
+struct cm_gsi;
+const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp);
+/* The link's own cm_port when it opened one (cfg.cm_port NULL), else NULL. */
+struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l);
+
+/* What `gwctl show connections` shows of one connection (plain data). */
+struct ipoib_conn_info {
+	struct ipoib_hwaddr peer; /* flags RC, peer UD QPN, peer GID */
+	enum cm_state state;
+	bool active; /* we sent the REQ */
+	bool up;     /* carries traffic (published into the neighbours) */
+	uint32_t local_qpn, remote_qpn; /* RC QPNs */
+	uint32_t mtu;                   /* IP MTU, 0 until known */
+	uint16_t dlid;
+	uint64_t age_ms, idle_ms;
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+};
+/* Every connection the cm knows (set-up and teardown included); fn returns non-zero to
+ * stop. Control thread. */
+void ipoib_link_conn_foreach(struct ipoib_link *l,
+			     int (*fn)(void *arg, const struct ipoib_conn_info *ci), void *arg);
+/* The cm's counters (NULL in datagram mode). */
+const struct cm_stats *ipoib_link_cm_stats(const struct ipoib_link *l);
+/* The IP MTU of the link's connections (receive MTU - 4: 65520 with buffers of 64 KiB
+ * and more, less with smaller port buffers); the UD MTU in datagram mode. */
+uint32_t ipoib_link_conn_mtu(const struct ipoib_link *l);
+/* The IP MTU towards a peer: its connection's when one is up or being set up (or it
+ * advertises RC: one is started), the UD MTU otherwise. Host role: the TAP's MTU is
+ * the connected MTU, and what is above a peer's MTU is answered with ICMP. */
+uint32_t ipoib_link_peer_mtu(struct ipoib_link *l, const struct ipoib_hwaddr *peer);
+
 /* ---- data path (port owner) ---------------------------------------------------- */
+/* For a caller that builds its own sends (the forwarding engine): fill s for a
+ * neighbour's published link address -- the connection's RC QP when ll->conn is set
+ * (its activity and counters recorded), else the UD QP, ll's AH and QPN, the link's
+ * Q_Key. s->buf is the caller's (IPoIB header written, len set). */
+void ipoib_link_send_fill(struct ipoib_link *l, const struct neigh_link *ll, struct ibp_send *s);
 /* Receive completion of the link's QP: classify (drops counted). The buffer stays the
  * caller's: give it back with ipoib_link_repost when done with rx->data. */
 enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,

@@ -306,6 +306,8 @@ static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
 	uint32_t h = hash_key(t, e->family, e->addr);
 	struct neigh_entry **pp = &t->buckets[h & t->mask];
 
+	if (t->cfg.ops && t->cfg.ops->release)
+		t->cfg.ops->release(t->cfg.ops_ctx, e, e->link);
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			__atomic_store_n(pp, e->next, __ATOMIC_RELEASE);

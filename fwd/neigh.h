@@ -123,6 +123,11 @@ struct neigh_ops {
 		     void *pkt);
 	/* A queued packet is dropped (overflow, failure, entry removed). */
 	void (*drop)(void *ctx, void *pkt);
+	/* Optional: the entry leaves the table (GC, delete, flush; not neigh_table_free)
+	 * with its last published link (NULL if none). Called before the entry is
+	 * unlinked; must not add or delete entries. Connected mode tears the peer's
+	 * connection down from here (cm_neigh_expired). */
+	void (*release)(void *ctx, const struct neigh_entry *e, const struct neigh_link *ll);
 };
 
 typedef void (*neigh_defer_fn)(void *ctx, void (*fn)(void *arg), void *arg);

@@ -5,7 +5,7 @@
  *
  *   ibgw-host [OPTIONS]                  run (inside `sim/rack exec NODE --`)
  *   ibgw-host --ctl PATH dump [WHAT]     ask a running host: link, stats, neigh, peers,
- *                                        groups, all (default)
+ *                                        groups, conns, all (default)
  *   ibgw-host --ctl PATH xmit-ip ADDR N  make the link itself resolve ADDR (ARP/NS from
  *                                        the link, as the gateway does) with N ICMP echo
  *                                        requests queued meanwhile (queue overflow test)
@@ -13,7 +13,12 @@
  *   --node NAME     the node ($IBGW_NODE, else $SIM_HOST)
  *   --socket PATH   the fabric's port socket ($IBGW_RACK_STATE/fabric.sock)
  *   --pkey P        the link's P_Key (default 0xffff)
- *   --mode datagram (connected: not wired yet)
+ *   --mode M        datagram (default) or connected (RFC 4755: the RC flag in our
+ *                   hardware address, RC connections to peers that advertise it, TAP
+ *                   MTU 65520; packets above a peer's MTU are answered with ICMP
+ *                   fragmentation needed / packet too big, as the Linux IPoIB driver
+ *                   does, so the kernel caches a per-destination PMTU)
+ *   --conn-idle-ms N  connected mode: idle connections are torn down after N ms
  *   --addr A/LEN    an address for the TAP (repeatable; IPv4 or IPv6)
  *   --tap NAME      the TAP device (default ib0)
  *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
@@ -42,6 +47,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cm/cm_gsi.h"
+#include "fwd/icmp.h"
 #include "fwd/ib_port.h"
 #include "fwd/ip.h"
 #include "fwd/ipoib_link.h"
@@ -54,6 +61,8 @@
 
 #define MAX_ADDRS 8
 #define BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
+/* Connected mode: a whole connected-mode message (65520 + the IPoIB header) per buffer. */
+#define BUF_SIZE_CM (IBP_GRH_AREA + 65536 + 64)
 #define N_BUFS    1024
 #define WC_BATCH  64
 #define TAP_BATCH 64
@@ -73,6 +82,9 @@ struct host {
 	struct sa_client *sa;
 	struct sa_port_info pi;
 	struct ipoib_link *link;
+	struct ipoib_cm_port *cmp;
+	bool connected;
+	uint32_t conn_idle_ms;
 	struct hl2 l2;
 	bool l2_ready;
 	int tap_fd, ctl_fd, sig_fd;
@@ -87,6 +99,8 @@ struct host {
 	} addrs[MAX_ADDRS];
 	struct evtimer *tick;
 	uint64_t tap_rx, tap_tx, tap_drops, tap_write_errors;
+	uint64_t icmp_too_big, icmp_refused, mcast_too_big;
+	uint8_t icmp_frame[HL2_ETH_HLEN + ICMP6_ERR_MAX];
 	uint8_t frame[FRAME_MAX];
 };
 
@@ -252,6 +266,8 @@ static void handle_wc(struct host *h, struct ibp_wc *wc)
 	struct ipoib_rx rx;
 	enum ipoib_rx_kind k;
 
+	if (h->cmp && ipoib_cm_port_completion(h->cmp, wc))
+		return; /* a CM MAD (QP1): handed to the link's cm */
 	if (wc->kind == IBP_WC_SEND) {
 		ipoib_link_tx_done(h->link, wc);
 		return;
@@ -300,6 +316,51 @@ static void on_cq(struct evloop *loop, int fd, uint32_t ev, void *arg)
 
 /* ---- TAP -> IB ------------------------------------------------------------------ */
 
+/*
+ * A packet from the kernel above the destination's MTU (connected mode: the TAP's MTU
+ * is the connected one, 65520; a UD-only peer takes 2044): answer ICMP fragmentation
+ * needed / packet too big with that MTU, as the Linux IPoIB driver does
+ * (ipoib_cm_skb_too_long), so the kernel caches the PMTU for that destination. The
+ * error comes from the destination's address (a source of our own would be a martian
+ * to the kernel), from the peer's MAC.
+ */
+static void too_big(struct host *h, const uint8_t *frame, size_t len, uint32_t mtu)
+{
+	struct icmp_err e = { .code = 0, .param = mtu };
+	const uint8_t *ip = frame + HL2_ETH_HLEN;
+	size_t iplen = len - HL2_ETH_HLEN, n = 0;
+	uint16_t et = (uint16_t)(frame[12] << 8 | frame[13]);
+	enum icmp_reason r;
+	uint8_t *out = h->icmp_frame;
+
+	if (et == 0x0800 && iplen >= 20) {
+		e.type = ICMP4_DEST_UNREACH;
+		e.code = ICMP4_CODE_FRAG_NEEDED;
+		e.src = ip + 16;
+		r = icmp4_error(&e, ip, iplen, out + HL2_ETH_HLEN,
+				sizeof(h->icmp_frame) - HL2_ETH_HLEN, &n);
+	} else if (et == 0x86dd && iplen >= 40) {
+		e.type = ICMP6_PACKET_TOO_BIG;
+		e.src = ip + 24;
+		r = icmp6_error(&e, ip, iplen, out + HL2_ETH_HLEN,
+				sizeof(h->icmp_frame) - HL2_ETH_HLEN, &n);
+	} else {
+		r = ICMP_INVOKING_MALFORMED;
+	}
+	if (r != ICMP_OK) {
+		h->icmp_refused++;
+		return;
+	}
+	memcpy(out, frame + 6, 6); /* to the kernel's MAC */
+	memcpy(out + 6, frame, 6); /* from the peer's */
+	out[12] = frame[12];
+	out[13] = frame[13];
+	if (write(h->tap_fd, out, HL2_ETH_HLEN + n) != (ssize_t)(HL2_ETH_HLEN + n))
+		h->tap_write_errors++;
+	else
+		h->icmp_too_big++;
+}
+
 static void from_tap(struct host *h, const uint8_t *frame, size_t len)
 {
 	struct ibp_buf *b;
@@ -324,6 +385,20 @@ static void from_tap(struct host *h, const uint8_t *frame, size_t len)
 		return;
 	}
 	b->len = (uint32_t)n;
+	if (h->connected) {
+		uint32_t mtu = dst.kind == HL2_DST_UNICAST ? ipoib_link_peer_mtu(h->link, &dst.hw)
+							   : ipoib_link_mtu(h->link);
+
+		if ((uint32_t)n > mtu) {
+			h->ops->buf_put(h->port, b);
+			h->tap_drops++;
+			if (dst.kind == HL2_DST_UNICAST && dst.is_ip)
+				too_big(h, frame, len, mtu);
+			else
+				h->mcast_too_big++;
+			return;
+		}
+	}
 	switch (dst.kind) {
 	case HL2_DST_BCAST:
 		ipoib_link_xmit_bcast(h->link, et, b);
@@ -373,7 +448,7 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 			hl2_init(&h->l2, &hw);
 			h->l2_ready = true;
 		}
-		tap_set_mtu(h, ipoib_link_mtu(l));
+		tap_set_mtu(h, ipoib_link_conn_mtu(l));
 	}
 	tap_carrier(h, up);
 }
@@ -492,6 +567,58 @@ static int dump_group(void *arg, const struct ipoib_mcast_info *mi)
 	return 0;
 }
 
+static int dump_conn(void *arg, const struct ipoib_conn_info *ci)
+{
+	struct dump_ctx *d = arg;
+	char hs[IPOIB_HWADDR_STRLEN], gs[IB_GID_STRLEN];
+
+	ipoib_hwaddr_format(&ci->peer, hs, sizeof(hs));
+	ib_gid_format(&ci->peer.gid, gs, sizeof(gs));
+	fprintf(d->f,
+		"conn peer %s qpn 0x%x gid %s state %s %s up %d local_qpn 0x%x remote_qpn 0x%x "
+		"mtu %u dlid %u age_ms %llu idle_ms %llu tx_packets %llu tx_bytes %llu "
+		"rx_packets %llu rx_bytes %llu\n",
+		hs, ci->peer.qpn, gs, cm_state_name(ci->state), ci->active ? "active" : "passive",
+		ci->up, ci->local_qpn, ci->remote_qpn, ci->mtu, ci->dlid,
+		(unsigned long long)ci->age_ms, (unsigned long long)ci->idle_ms,
+		(unsigned long long)ci->tx_packets, (unsigned long long)ci->tx_bytes,
+		(unsigned long long)ci->rx_packets, (unsigned long long)ci->rx_bytes);
+	return 0;
+}
+
+static void dump_cm(struct host *h, FILE *f)
+{
+	const struct cm_stats *cs = ipoib_link_cm_stats(h->link);
+	static const char *const an[8] = { "req", "mra", "rej", "rep", "rtu", "dreq", "drep", "cpi" };
+
+	if (!cs)
+		return;
+	fprintf(f, "cm_stats rx_mads %llu tx_mads %llu tx_errors %llu established %llu "
+		   "crossing_accepted %llu crossing_rejected %llu retransmits %llu timeouts %llu "
+		   "rx_dup_req %llu rx_stale %llu rx_unclaimed %llu",
+		(unsigned long long)cs->rx_mads, (unsigned long long)cs->tx_mads,
+		(unsigned long long)cs->tx_errors, (unsigned long long)cs->established,
+		(unsigned long long)cs->crossing_accepted,
+		(unsigned long long)cs->crossing_rejected, (unsigned long long)cs->retransmits,
+		(unsigned long long)cs->timeouts, (unsigned long long)cs->rx_dup_req,
+		(unsigned long long)cs->rx_stale, (unsigned long long)cs->rx_unclaimed);
+	for (int i = 0; i < 8; i++)
+		fprintf(f, " tx_%s %llu rx_%s %llu", an[i], (unsigned long long)cs->tx_by_attr[i],
+			an[i], (unsigned long long)cs->rx_by_attr[i]);
+	for (int i = 0; i < CM_CLOSE_COUNT; i++)
+		fprintf(f, " closed_%s %llu", cm_close_reason_name(i),
+			(unsigned long long)cs->closed[i]);
+	fprintf(f, "\n");
+	if (h->cmp) {
+		const struct cm_gsi_stats *gs = cm_gsi_get_stats(ipoib_cm_port_gsi(h->cmp));
+
+		fprintf(f, "gsi_stats tx %llu tx_done %llu tx_errors %llu rx %llu rx_error %llu\n",
+			(unsigned long long)gs->tx, (unsigned long long)gs->tx_done,
+			(unsigned long long)gs->tx_errors, (unsigned long long)gs->rx,
+			(unsigned long long)gs->rx_error);
+	}
+}
+
 static void dump(struct host *h, FILE *f, const char *what)
 {
 	struct dump_ctx d = { .f = f };
@@ -508,11 +635,12 @@ static void dump(struct host *h, FILE *f, const char *what)
 	if (all || !strcmp(what, "link"))
 		fprintf(f,
 			"link %s node %s state %s pkey 0x%04x qpn 0x%x mtu %u hwaddr %s mac "
-			"%02x:%02x:%02x:%02x:%02x:%02x\n",
+			"%02x:%02x:%02x:%02x:%02x:%02x mode %s conn_mtu %u\n",
 			h->tap, h->node, ipoib_link_is_up(h->link) ? "up" : "down",
 			ipoib_link_pkey(h->link), hw.qpn, ipoib_link_mtu(h->link), hs,
 			h->l2.own_mac[0], h->l2.own_mac[1], h->l2.own_mac[2], h->l2.own_mac[3],
-			h->l2.own_mac[4], h->l2.own_mac[5]);
+			h->l2.own_mac[4], h->l2.own_mac[5], h->connected ? "connected" : "datagram",
+			ipoib_link_conn_mtu(h->link));
 	if (all || !strcmp(what, "stats")) {
 		fprintf(
 		    f,
@@ -529,6 +657,19 @@ static void dump(struct host *h, FILE *f, const char *what)
 		    (unsigned long long)st.up_count, (unsigned long long)st.down_count,
 		    (unsigned long long)st.paths_resolved, (unsigned long long)st.path_failures,
 		    (unsigned long long)st.ah_rebuilt);
+		fprintf(f,
+			"rc rc_tx_packets %llu rc_tx_bytes %llu rc_rx_packets %llu rc_rx_bytes %llu "
+			"rc_tx_errors %llu conn_requests %llu conn_up %llu conn_down %llu "
+			"conn_failed %llu conn_queued %llu ud_to_rc_peer %llu icmp_too_big %llu "
+			"icmp_refused %llu mcast_too_big %llu\n",
+			(unsigned long long)st.rc_tx_packets, (unsigned long long)st.rc_tx_bytes,
+			(unsigned long long)st.rc_rx_packets, (unsigned long long)st.rc_rx_bytes,
+			(unsigned long long)st.rc_tx_errors, (unsigned long long)st.conn_requests,
+			(unsigned long long)st.conn_up, (unsigned long long)st.conn_down,
+			(unsigned long long)st.conn_failed, (unsigned long long)st.conn_queued,
+			(unsigned long long)st.ud_to_rc_peer, (unsigned long long)h->icmp_too_big,
+			(unsigned long long)h->icmp_refused, (unsigned long long)h->mcast_too_big);
+		dump_cm(h, f);
 		fprintf(f, "drops");
 		for (int i = 0; i < IPOIB_DROP_COUNT; i++)
 			fprintf(f, " %s %llu", ipoib_drop_name(i), (unsigned long long)st.drops[i]);
@@ -569,6 +710,8 @@ static void dump(struct host *h, FILE *f, const char *what)
 		}
 	if (all || !strcmp(what, "groups"))
 		ipoib_link_mcast_foreach(h->link, dump_group, &d);
+	if (all || !strcmp(what, "conns"))
+		ipoib_link_conn_foreach(h->link, dump_conn, &d);
 }
 
 /* An ICMP echo request from our first IPv4 address to dst, through the link's own
@@ -739,9 +882,10 @@ static int parse_addr(struct host *h, const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ibgw-host [--node N] [--socket P] [--pkey P] [--mode datagram] "
+	fprintf(stderr, "usage: ibgw-host [--node N] [--socket P] [--pkey P] "
+			"[--mode datagram|connected] [--conn-idle-ms N] "
 			"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
-			"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|all]\n"
+			"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
 			"       ibgw-host --ctl PATH xmit-ip ADDR COUNT\n");
 	exit(2);
 }
@@ -754,6 +898,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "pkey", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
+		{ "conn-idle-ms", required_argument, NULL, 'i' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "tap", required_argument, NULL, 't' },
 		{ "ctl", required_argument, NULL, 'c' },
@@ -778,12 +923,16 @@ int main(int argc, char **argv)
 			h.pkey = (uint16_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'm':
-			if (strcmp(optarg, "datagram")) {
-				fprintf(stderr,
-					"ibgw-host: mode %s: only datagram is wired so far\n",
+			if (!strcmp(optarg, "connected")) {
+				h.connected = true;
+			} else if (strcmp(optarg, "datagram")) {
+				fprintf(stderr, "ibgw-host: mode %s: datagram or connected\n",
 					optarg);
 				return 2;
 			}
+			break;
+		case 'i':
+			h.conn_idle_ms = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'a':
 			if (parse_addr(&h, optarg) < 0) {
@@ -828,7 +977,7 @@ int main(int argc, char **argv)
 				      .device = h.node,
 				      .port = 1,
 				      .sim_socket = h.socket,
-				      .buf_size = BUF_SIZE,
+				      .buf_size = h.connected ? BUF_SIZE_CM : BUF_SIZE,
 				      .n_bufs = N_BUFS };
 	if ((r = h.ops->open(&pc, &h.port)) < 0)
 		die("open port", r);
@@ -861,12 +1010,15 @@ int main(int argc, char **argv)
 		.loop = h.loop,
 		.pkey = h.pkey,
 		.role = IPOIB_ROLE_HOST,
+		.connected = h.connected,
+		.conn_idle_ms = h.conn_idle_ms,
 		.state_cb = on_link_state,
 		.cb_ctx = &h,
 		.attr = &pa,
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
 		die("link", r);
+	h.cmp = ipoib_link_cm_port(h.link); /* the link's own GSI QP (connected mode) */
 	for (int i = 0; i < h.n_addrs; i++)
 		ipoib_link_add_addr(h.link, h.addrs[i].family, h.addrs[i].a);
 
@@ -914,7 +1066,8 @@ int main(int argc, char **argv)
 
 	if ((r = ipoib_link_start(h.link)) < 0)
 		die("link start", r);
-	log_notice("%s on %s: P_Key 0x%04x, joining the broadcast group", h.tap, h.node, h.pkey);
+	log_notice("%s on %s: P_Key 0x%04x, %s mode, joining the broadcast group", h.tap, h.node,
+		   h.pkey, h.connected ? "connected" : "datagram");
 	evloop_run(h.loop);
 
 	log_notice("stopping");
