@@ -25,6 +25,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "gateway/config.h"
+#include "gateway/dataplane.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 #include "mgmt/ctl_server.h"
@@ -34,6 +35,7 @@ struct gw_daemon {
 	struct gw_config *cfg;
 	struct evloop *loop;
 	struct ctl_server *ctl;
+	struct gw_dp *dp; /* the running data plane (gateway/dataplane.h) */
 	int sigfd;
 	int exit_status;
 	struct evtimer *watchdog;
@@ -73,70 +75,79 @@ static int cmd_show_config(void *ctx, struct json_object *args, struct ctl_reply
 	return ctl_reply_record(r, gw_config_to_json(d->cfg)) < 0 ? CTL_EFAILED : CTL_OK;
 }
 
-static struct json_object *prefixes_json(const struct ip_prefix *p, unsigned n)
+/* Optional arguments: one known key of a given type, nothing else. */
+static int opt_arg(struct json_object *args, const char *key, enum json_type type,
+		   struct json_object **out, struct ctl_reply *r, const char *what)
 {
-	struct json_object *a = json_object_new_array();
-	char buf[IP_PREFIX_STRLEN];
-
-	for (unsigned i = 0; i < n; i++)
-		json_object_array_add(
-		    a, json_object_new_string(ip_prefix_format(&p[i], buf, sizeof(buf))));
-	return a;
+	*out = NULL;
+	if (!args)
+		return 0;
+	json_object_object_foreach(args, k, v)
+	{
+		if (strcmp(k, key) || !json_object_is_type(v, type))
+			return ctl_reply_error(r, CTL_EBADREQ, "%s takes only \"%s\"", what, key);
+		*out = v;
+	}
+	return 0;
 }
-
-/*
- * Links as configured, with their operational state. The data plane does not exist
- * yet in this version, so no link can be up; saying so is the honest state.
- */
-static const char link_down_reason[] = "no data plane in this build";
 
 static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
-	const struct gw_config *cfg = d->cfg;
+	struct json_object *v;
+
+	if (opt_arg(args, "stats", json_type_boolean, &v, r, "show links"))
+		return CTL_EBADREQ;
+	return gw_dp_show_links(d->dp, v && json_object_get_boolean(v), r);
+}
+
+static int cmd_show_routes(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct json_object *v;
+	struct ip_prefix p;
+
+	if (opt_arg(args, "prefix", json_type_string, &v, r, "show routes"))
+		return CTL_EBADREQ;
+	if (v && ip_prefix_parse(json_object_get_string(v), false, &p) < 0)
+		return ctl_reply_error(r, CTL_EBADREQ,
+				       "'%s' is not a prefix (10.1.0.0/16, fd00::/64; no host bits)",
+				       json_object_get_string(v));
+	return gw_dp_show_routes(d->dp, v ? &p : NULL, r);
+}
+
+static int cmd_show_neighbours(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct json_object *v;
+
+	if (opt_arg(args, "dev", json_type_string, &v, r, "show neighbours"))
+		return CTL_EBADREQ;
+	return gw_dp_show_neighbours(d->dp, v ? json_object_get_string(v) : NULL, r);
+}
+
+static int cmd_show_paths(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
 	(void)args;
+	return gw_dp_show_paths(((struct gw_daemon *)ctx)->dp, r);
+}
 
-	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
-		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
-		struct json_object *o = json_object_new_object();
-		char pkey[8];
+static int cmd_show_mcast(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	(void)args;
+	return gw_dp_show_mcast(((struct gw_daemon *)ctx)->dp, r);
+}
 
-		snprintf(pkey, sizeof(pkey), "0x%04x", l->pkey);
-		json_object_object_add(o, "name", json_object_new_string(l->name));
-		json_object_object_add(o, "kind", json_object_new_string("ipoib"));
-		json_object_object_add(o, "state", json_object_new_string("down"));
-		json_object_object_add(o, "reason", json_object_new_string(link_down_reason));
-		json_object_object_add(o, "mtu", json_object_new_int((int)l->mtu));
-		json_object_object_add(o, "mode",
-				       json_object_new_string(gw_ipoib_mode_name(l->mode)));
-		json_object_object_add(o, "pkey", json_object_new_string(pkey));
-		json_object_object_add(o, "device", json_object_new_string(l->device));
-		json_object_object_add(o, "port", json_object_new_int(l->port));
-		json_object_object_add(o, "backend",
-				       json_object_new_string(gw_ipoib_backend_name(l->backend)));
-		json_object_object_add(o, "addresses", prefixes_json(l->addresses, l->n_addresses));
-		if (ctl_reply_record(r, o) < 0)
-			return CTL_EFAILED;
-	}
-	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
-		const struct gw_eth_if_config *e = &cfg->eth_ifs[i];
-		struct json_object *o = json_object_new_object();
+static int cmd_show_connections(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	(void)args;
+	return gw_dp_show_connections(((struct gw_daemon *)ctx)->dp, r);
+}
 
-		json_object_object_add(o, "name", json_object_new_string(e->name));
-		json_object_object_add(o, "kind", json_object_new_string("ether"));
-		json_object_object_add(o, "state", json_object_new_string("down"));
-		json_object_object_add(o, "reason", json_object_new_string(link_down_reason));
-		json_object_object_add(o, "mtu", json_object_new_int((int)e->mtu));
-		json_object_object_add(o, "device", json_object_new_string(e->device));
-		if (e->vlan)
-			json_object_object_add(o, "vlan", json_object_new_int(e->vlan));
-		json_object_object_add(o, "backend",
-				       json_object_new_string(gw_eth_backend_name(e->backend)));
-		json_object_object_add(o, "addresses", prefixes_json(e->addresses, e->n_addresses));
-		if (ctl_reply_record(r, o) < 0)
-			return CTL_EFAILED;
-	}
-	return CTL_OK;
+static int cmd_show_stats(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	(void)args;
+	return gw_dp_show_stats(((struct gw_daemon *)ctx)->dp, r);
 }
 
 static int cmd_reload(void *ctx, struct json_object *args, struct ctl_reply *r)
@@ -172,9 +183,17 @@ static int cmd_log_level(void *ctx, struct json_object *args, struct ctl_reply *
 }
 
 static const struct ctl_command commands[] = {
-	{ CTL_SHOW_VERSION, true, cmd_show_version }, { CTL_SHOW_CONFIG, true, cmd_show_config },
-	{ CTL_SHOW_LINKS, true, cmd_show_links },     { CTL_RELOAD, false, cmd_reload },
+	{ CTL_SHOW_VERSION, true, cmd_show_version },
+	{ CTL_SHOW_CONFIG, true, cmd_show_config },
+	{ CTL_SHOW_LINKS, true, cmd_show_links },
+	{ CTL_RELOAD, false, cmd_reload },
 	{ CTL_LOG_LEVEL, false, cmd_log_level },
+	{ CTL_SHOW_ROUTES, true, cmd_show_routes },
+	{ CTL_SHOW_NEIGHBOURS, true, cmd_show_neighbours },
+	{ CTL_SHOW_PATHS, true, cmd_show_paths },
+	{ CTL_SHOW_MCAST, true, cmd_show_mcast },
+	{ CTL_SHOW_CONNECTIONS, true, cmd_show_connections },
+	{ CTL_SHOW_STATS, true, cmd_show_stats },
 };
 
 /* --- config --- */
@@ -219,6 +238,8 @@ int gw_daemon_reload(struct gw_daemon *d)
 	    strcmp(cfg->readonly_socket, d->cfg->readonly_socket))
 		log_notice("control socket changes take effect at the next start");
 	log_set_level(cfg->log_level);
+	if (d->dp)
+		gw_dp_reconfigure(d->dp, cfg);
 	gw_config_free(d->cfg);
 	d->cfg = cfg;
 	d->reloads++;
@@ -337,6 +358,14 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 	}
 	if (open_sockets(d) < 0)
 		goto fail;
+	err = gw_dp_start(d->cfg, d->loop, &d->dp);
+	if (err < 0) {
+		d->dp = NULL;
+		log_errno(LOG_ERR, -err, "data plane");
+		err = -EIO;
+		goto fail;
+	}
+	err = -EIO;
 	if (sd_watchdog_enabled(0, &wd_usec) > 0) {
 		d->watchdog = evtimer_new(d->loop, on_watchdog, d);
 		if (!d->watchdog)
@@ -368,6 +397,7 @@ void gw_daemon_free(struct gw_daemon *d)
 	if (!d)
 		return;
 	ctl_server_free(d->ctl);
+	gw_dp_stop(d->dp);
 	evtimer_free(d->watchdog);
 	if (d->sigfd >= 0)
 		close(d->sigfd);

@@ -118,6 +118,18 @@ const char *ctl_msg_name(uint16_t type)
 		return "reload";
 	case CTL_LOG_LEVEL:
 		return "log level";
+	case CTL_SHOW_ROUTES:
+		return "show routes";
+	case CTL_SHOW_NEIGHBOURS:
+		return "show neighbours";
+	case CTL_SHOW_PATHS:
+		return "show paths";
+	case CTL_SHOW_MCAST:
+		return "show mcast";
+	case CTL_SHOW_CONNECTIONS:
+		return "show connections";
+	case CTL_SHOW_STATS:
+		return "show stats";
 	default:
 		return NULL;
 	}

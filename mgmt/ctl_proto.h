@@ -30,9 +30,15 @@ struct json_object;
 enum ctl_msg_type {
 	CTL_SHOW_VERSION = 1,
 	CTL_SHOW_CONFIG = 2,
-	CTL_SHOW_LINKS = 3,
+	CTL_SHOW_LINKS = 3, /* {"stats": true} optional */
 	CTL_RELOAD = 4,
 	CTL_LOG_LEVEL = 5,
+	CTL_SHOW_ROUTES = 6,      /* {"prefix": "10.1.0.0/16"} optional */
+	CTL_SHOW_NEIGHBOURS = 7,  /* {"dev": "eth0"} optional */
+	CTL_SHOW_PATHS = 8,
+	CTL_SHOW_MCAST = 9,
+	CTL_SHOW_CONNECTIONS = 10,
+	CTL_SHOW_STATS = 11,
 
 	CTL_MSG_RECORD = 0x8001,
 	CTL_MSG_END = 0x8002,

@@ -1,7 +1,7 @@
 /*
  * gwctl: the operator's command line for ibgwd, in iproute2's manner.
  *
- *   gwctl [-j] [-p] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]
+ *   gwctl [-j] [-p] [-s] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]
  *
  * Words may be shortened to any unique prefix ("gwctl sh li"). The daemon answers in
  * JSON records (the protocol's contract); -j prints them as one top-level JSON array,
@@ -25,7 +25,7 @@
 #define EXIT_USAGE     2
 
 struct output {
-	bool json, pretty;
+	bool json, pretty, stats;
 	struct json_object *array; /* -j: records collected, printed at the end */
 };
 
@@ -55,6 +55,31 @@ static int64_t num(struct json_object *o, const char *key)
 	struct json_object *v;
 
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
+}
+
+static bool has(struct json_object *o, const char *key)
+{
+	return json_object_object_get_ex(o, key, NULL);
+}
+
+/* " key value" when the record has key (a string or a number). */
+static void opt(struct json_object *o, const char *key, const char *word)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, key, &v))
+		printf(" %s %s", word, json_object_get_string(v));
+}
+
+/* Flags (an array of strings) as words. */
+static void flags(struct json_object *o, const char *key)
+{
+	struct json_object *a;
+
+	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(a); i++)
+		printf(" %s", json_object_get_string(json_object_array_get_idx(a, i)));
 }
 
 static void upper(char *dst, const char *src, size_t len)
@@ -107,8 +132,160 @@ static void print_link(struct json_object *o, struct output *out)
 			printf("    %s %s\n", strchr(a, ':') ? "inet6" : "inet", a);
 		}
 	}
+	if (has(o, "address")) {
+		printf("    link/%s %s", strcmp(str(o, "kind"), "ipoib") ? "ether" : "infiniband",
+		       str(o, "address"));
+		opt(o, "qpn", "qpn");
+		opt(o, "qkey", "qkey");
+		opt(o, "lid", "lid");
+		opt(o, "sm_lid", "sm_lid");
+		opt(o, "io", "io");
+		printf("\n");
+	}
+	if (has(o, "configured_mode"))
+		printf("    mode %s configured, %s running (not available in this build)\n",
+		       str(o, "configured_mode"), str(o, "mode"));
 	if (str(o, "reason")[0])
 		printf("    %s: %s\n", str(o, "state"), str(o, "reason"));
+	if (json_object_object_get_ex(o, "stats", &addrs)) {
+		struct json_object *drops;
+
+		printf("    RX: packets %lld bytes %lld\n", (long long)num(addrs, "rx_packets"),
+		       (long long)num(addrs, "rx_bytes"));
+		printf("    TX: packets %lld bytes %lld\n", (long long)num(addrs, "tx_packets"),
+		       (long long)num(addrs, "tx_bytes"));
+		if (json_object_object_get_ex(addrs, "drops", &drops)) {
+			bool any = false;
+
+			json_object_object_foreach(drops, k, v)
+			{
+				if (!json_object_get_int64(v))
+					continue;
+				printf("%s %s %lld", any ? "" : "    drops:", k,
+				       (long long)json_object_get_int64(v));
+				any = true;
+			}
+			printf(any ? "\n" : "    drops: none\n");
+		}
+	}
+}
+
+/* Like `ip route`: a line pastes back into an add. */
+static void print_route(struct json_object *o, struct output *out)
+{
+	struct json_object *nhs;
+	const char *type = str(o, "type");
+	(void)out;
+
+	if (strcmp(type, "unicast"))
+		printf("%s ", type);
+	printf("%s", str(o, "dst"));
+	opt(o, "gateway", "via");
+	opt(o, "dev", "dev");
+	opt(o, "protocol", "proto");
+	opt(o, "scope", "scope");
+	opt(o, "prefsrc", "src");
+	if (num(o, "metric"))
+		printf(" metric %lld", (long long)num(o, "metric"));
+	flags(o, "flags");
+	printf("\n");
+	if (json_object_object_get_ex(o, "nexthops", &nhs)) {
+		for (size_t i = 0; i < json_object_array_length(nhs); i++) {
+			struct json_object *nh = json_object_array_get_idx(nhs, i);
+
+			printf("\tnexthop");
+			opt(nh, "gateway", "via");
+			opt(nh, "dev", "dev");
+			opt(nh, "weight", "weight");
+			flags(nh, "flags");
+			printf("\n");
+		}
+	}
+}
+
+/* Like `ip neigh`; IPoIB entries add their path and mode. */
+static void print_neigh(struct json_object *o, struct output *out)
+{
+	struct json_object *path;
+	(void)out;
+
+	printf("%s dev %s", str(o, "dst"), str(o, "dev"));
+	opt(o, "lladdr", "lladdr");
+	flags(o, "state");
+	if (json_object_object_get_ex(o, "path", &path)) {
+		printf(" path");
+		opt(path, "dlid", "dlid");
+		opt(path, "sl", "sl");
+		opt(path, "mtu", "mtu");
+		if (json_object_get_boolean(json_object_object_get(path, "grh")))
+			printf(" grh");
+		opt(o, "mode", "mode");
+	}
+	printf("\n");
+}
+
+static void print_path(struct json_object *o, struct output *out)
+{
+	char state[16];
+	(void)out;
+
+	upper(state, str(o, "state"), sizeof(state));
+	printf("%s", str(o, "dgid"));
+	opt(o, "dlid", "dlid");
+	opt(o, "sl", "sl");
+	opt(o, "mtu", "mtu");
+	opt(o, "rate", "rate");
+	opt(o, "hop_limit", "hop_limit");
+	opt(o, "pkey", "pkey");
+	printf(" %s", state);
+	if (json_object_get_boolean(json_object_object_get(o, "local")))
+		printf(" local");
+	if (num(o, "expires_ms"))
+		printf(" expires %llds", (long long)(num(o, "expires_ms") / 1000));
+	opt(o, "error", "error");
+	printf(" dev %s/%lld\n", str(o, "device"), (long long)num(o, "port"));
+}
+
+static void print_mcast(struct json_object *o, struct output *out)
+{
+	(void)out;
+	printf("%s dev %s", str(o, "mgid"), str(o, "dev"));
+	opt(o, "mlid", "mlid");
+	opt(o, "qkey", "qkey");
+	printf(" %s %s\n", str(o, "join"), str(o, "state"));
+}
+
+static void print_conn(struct json_object *o, struct output *out)
+{
+	(void)out;
+	printf("%s dev %s", str(o, "peer"), str(o, "dev"));
+	opt(o, "state", "state");
+	opt(o, "local_qpn", "qpn");
+	opt(o, "remote_qpn", "remote_qpn");
+	opt(o, "mtu", "mtu");
+	opt(o, "dlid", "dlid");
+	opt(o, "idle_ms", "idle_ms");
+	printf("\n");
+}
+
+/* Counters: "key value" per line, nested objects indented. */
+static void print_counters(struct json_object *o, int indent)
+{
+	json_object_object_foreach(o, k, v)
+	{
+		if (json_object_is_type(v, json_type_object)) {
+			printf("%*s%s:\n", indent, "", k);
+			print_counters(v, indent + 4);
+		} else if (indent == 0 || json_object_get_int64(v)) {
+			printf("%*s%s %s\n", indent, "", k, json_object_get_string(v));
+		}
+	}
+}
+
+static void print_stats(struct json_object *o, struct output *out)
+{
+	(void)out;
+	print_counters(o, 0);
 }
 
 /* The config as YAML, from its JSON form: objects as "key: value", arrays as "- ". */
@@ -185,6 +362,48 @@ static void print_config(struct json_object *o, struct output *out)
 
 /* --- argument builders --- */
 
+static bool opt_stats; /* -s */
+
+static struct json_object *args_links(int argc, char **argv)
+{
+	struct json_object *a = json_object_new_object();
+	(void)argv;
+
+	if (argc != 0) {
+		json_object_put(a);
+		return NULL;
+	}
+	if (opt_stats)
+		json_object_object_add(a, "stats", json_object_new_boolean(true));
+	return a;
+}
+
+static struct json_object *args_routes(int argc, char **argv)
+{
+	struct json_object *a = json_object_new_object();
+
+	if (argc > 1) {
+		json_object_put(a);
+		return NULL;
+	}
+	if (argc == 1)
+		json_object_object_add(a, "prefix", json_object_new_string(argv[0]));
+	return a;
+}
+
+static struct json_object *args_neigh(int argc, char **argv)
+{
+	struct json_object *a = json_object_new_object();
+
+	if (argc == 2 && !strcmp(argv[0], "dev"))
+		json_object_object_add(a, "dev", json_object_new_string(argv[1]));
+	else if (argc != 0) {
+		json_object_put(a);
+		return NULL;
+	}
+	return a;
+}
+
 static struct json_object *args_log_level(int argc, char **argv)
 {
 	struct json_object *a;
@@ -211,10 +430,46 @@ static const struct command commands[] = {
 	  "the running configuration" },
 	{ { "show", "links" },
 	  CTL_SHOW_LINKS,
-	  NULL,
-	  NULL,
+	  "",
+	  args_links,
 	  print_link,
-	  "IPoIB links and Ethernet interfaces" },
+	  "IPoIB links and Ethernet interfaces (-s: counters)" },
+	{ { "show", "routes" },
+	  CTL_SHOW_ROUTES,
+	  "[PREFIX]",
+	  args_routes,
+	  print_route,
+	  "the routing table, like ip route" },
+	{ { "show", "neighbours" },
+	  CTL_SHOW_NEIGHBOURS,
+	  "[dev NAME]",
+	  args_neigh,
+	  print_neigh,
+	  "neighbours of every interface, like ip neigh" },
+	{ { "show", "paths" },
+	  CTL_SHOW_PATHS,
+	  NULL,
+	  NULL,
+	  print_path,
+	  "the SA client's path cache" },
+	{ { "show", "mcast" },
+	  CTL_SHOW_MCAST,
+	  NULL,
+	  NULL,
+	  print_mcast,
+	  "multicast groups of the IPoIB links" },
+	{ { "show", "connections" },
+	  CTL_SHOW_CONNECTIONS,
+	  NULL,
+	  NULL,
+	  print_conn,
+	  "IPoIB connected-mode connections" },
+	{ { "show", "stats" },
+	  CTL_SHOW_STATS,
+	  NULL,
+	  NULL,
+	  print_stats,
+	  "forwarding counters: packets, drops by reason, slow path" },
 	{ { "reload" },
 	  CTL_RELOAD,
 	  NULL,
@@ -232,10 +487,11 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gwctl [-j] [-p] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
+	fprintf(f, "usage: gwctl [-j] [-p] [-s] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
 		   "  -j          JSON output (one array)\n"
 		   "  -p          pretty-print JSON\n"
-		   "  -S SOCKET   control socket (default $IBGW_SOCKET or " DEFAULT_SOCKET ")\n"
+		   "  -s          statistics (show links)\n"
+		   "  -S SOCKET   control socket (default $IBGW_SOCKET, $IBGW_CTL_SOCKET or " DEFAULT_SOCKET ")\n"
 		   "  -t SECONDS  reply timeout (default 10)\n"
 		   "  -V          print gwctl's version\n"
 		   "commands (any unique prefix of each word):\n");
@@ -245,7 +501,7 @@ static void usage(FILE *f)
 		for (int w = 0; commands[i].words[w]; w++)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s",
 				 w ? " " : "", commands[i].words[w]);
-		if (commands[i].arg_usage)
+		if (commands[i].arg_usage && commands[i].arg_usage[0])
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s",
 				 commands[i].arg_usage);
 		fprintf(f, "  %-36s %s\n", line, commands[i].help);
@@ -348,14 +604,19 @@ int main(int argc, char **argv)
 	int c, used, status, err;
 
 	if (!socket_path || !socket_path[0])
+		socket_path = getenv("IBGW_CTL_SOCKET"); /* what sim/rack sets on a gateway node */
+	if (!socket_path || !socket_path[0])
 		socket_path = DEFAULT_SOCKET;
-	while ((c = getopt(argc, argv, "+jpS:t:Vh")) != -1) {
+	while ((c = getopt(argc, argv, "+jpsS:t:Vh")) != -1) {
 		switch (c) {
 		case 'j':
 			out.json = true;
 			break;
 		case 'p':
 			out.pretty = true;
+			break;
+		case 's':
+			out.stats = opt_stats = true;
 			break;
 		case 'S':
 			socket_path = optarg;

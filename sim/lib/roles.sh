@@ -31,9 +31,9 @@ role_start_sm() { rack_start_opensm "$1" 15; }
 # does not hold an ibsim client slot in racks that do not test failover.
 role_start_sm_standby() { :; }
 
-# Gateways, IB-side hosts and Ethernet hosts get their processes in later
-# issues (ibgwd; the IPoIB host endpoint driving a TUN device). Ethernet hosts
-# need nothing started: their namespace and eth0 are the host.
+# Gateways start after the fabric (role_start_gateways); IB hosts likewise
+# (role_start_ibhosts). Ethernet hosts need nothing started: their namespace and
+# eth0 are the host.
 role_start_gateway() { :; }
 role_start_ibhost() { :; }   # started after the fabric: role_start_ibhosts
 role_start_ethhost() { :; }
@@ -85,6 +85,105 @@ role_status_ibhosts() {
 			awk '{ print "link", $6, "qpn", $10, "mtu", $12 }')
 		printf '  ipoib     %-9s P_Key %s %s %s: %s\n' "$node" "$pkey" "$mode" "$addrs" "${line:-not running}"
 	done < <(ipoib_lines)
+	role_status_gateways
+}
+
+# Gateways (docs/operations.md): ibgwd on each node of $IBGW_GW_NODES (default gw1;
+# "" for none) once the fabric and the IB hosts run, with $IBGW_GW_CONFIG (default
+# etc/rack-gw1.yaml, routed mode; etc/rack-gw1-proxy.yaml for proxy mode). Label
+# ibgwd-NODE, log logs/ibgwd-NODE.log, control socket nodes/NODE/ibgwd.sock (the
+# node's IBGW_CTL_SOCKET, which gwctl reads: `sim/rack exec gw1 -- gwctl show routes`).
+# $IBGW_GW_MODE (routed | proxy | none; default: proxy when the config's name says
+# so, else routed) gives the hosts their side of it:
+#   routed  Ethernet hosts get fd00:20::N/64 and routes to 10.10.0.0/24, fd00:10::/64
+#           via the gateway; IB hosts routes to 10.20.0.0/24, fd00:20::/64 via it.
+#   proxy   Ethernet hosts get 10.10.0.(200+K)/24 and fd00:10::(200+K)/64 in the IB
+#           hosts' subnet, and no route: proxy ARP/ND does the rest.
+ibgwd_bin() {
+	local top
+	top=$(cd "$RACK_SIM_DIR/.." && pwd)
+	if [ -n "${IBGW_IBGWD:-}" ]; then echo "$IBGW_IBGWD"
+	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/bin/ibgwd"
+	else echo "$top/build/bin/ibgwd"
+	fi
+}
+gw_config() {
+	local top
+	top=$(cd "$RACK_SIM_DIR/.." && pwd)
+	echo "${IBGW_GW_CONFIG:-$top/etc/rack-gw1.yaml}"
+}
+gw_mode() {
+	if [ -n "${IBGW_GW_MODE:-}" ]; then echo "$IBGW_GW_MODE"
+	else case $(basename "$(gw_config)") in *proxy*) echo proxy;; *) echo routed;; esac
+	fi
+}
+# gateway_start NODE [CONFIG]: start ibgwd on NODE and wait for its control socket.
+gateway_start() {
+	local node=$1 cfg=${2:-$(gw_config)} dir=$RACK_STATE/nodes/$1 i ns
+	ns=$(rack_ns "$node")
+	# The gateway speaks on eth0 itself (AF_PACKET); the node's kernel keeps out of
+	# IPv6 there (no link-local, no ND answers of its own).
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 2>/dev/null
+	rm -f "$dir/ibgwd.sock"
+	rack_env_args "$node"
+	rack_spawn "ibgwd-$node" "$ns" "$dir" "${RACK_ENV[@]}" -- \
+		"$(ibgwd_bin)" -d -f "$cfg" -S "$dir/ibgwd.sock"
+	for i in $(seq 100); do
+		[ -S "$dir/ibgwd.sock" ] && return 0
+		rack_pid_alive "ibgwd-$node" || break
+		sleep 0.1
+	done
+	echo "sim/rack: ibgwd on $node did not start (see $RACK_STATE/logs/ibgwd-$node.log)" >&2
+	return 1
+}
+gateway_stop() {   # NODE
+	rack_pid_alive "ibgwd-$1" || return 0
+	rack_stop "ibgwd-$1" TERM
+}
+# hosts_for_gateway MODE: addresses and routes on the hosts (idempotent).
+hosts_for_gateway() {
+	local mode=$1 node kind role ns ip addr k=0 tag pkey m addrs
+	while read -r node kind role ns ip addr; do
+		[ "$role" = ethhost ] || continue
+		k=$((k + 1))
+		case $mode in
+		routed)
+			local n=${addr%/*}; n=${n##*.}
+			ip -n "$ns" -6 addr replace "fd00:20::$n/64" dev eth0 nodad
+			ip -n "$ns" route replace 10.10.0.0/24 via 10.20.0.1
+			ip -n "$ns" -6 route replace fd00:10::/64 via fd00:20::1;;
+		proxy)
+			ip -n "$ns" addr replace "10.10.0.$((200 + k))/24" dev eth0
+			ip -n "$ns" -6 addr replace "fd00:10::$((200 + k))/64" dev eth0 nodad;;
+		esac
+	done < "$RACK_STATE/rack.nodes"
+	[ "$mode" = routed ] || return 0
+	while read -r tag node pkey m addrs; do
+		ns=$(rack_ns "$node")
+		ip -n "$ns" route replace 10.20.0.0/24 via 10.10.0.1 dev ib0 2>/dev/null
+		ip -n "$ns" -6 route replace fd00:20::/64 via fd00:10::1 dev ib0 2>/dev/null
+	done < <(ipoib_lines)
+}
+role_start_gateways() {
+	local node
+	[ -x "$(ibgwd_bin)" ] || { echo "sim/rack: no $(ibgwd_bin) (make): gateways not started" >&2; return 0; }
+	fabric_running || return 0
+	for node in ${IBGW_GW_NODES-gw1}; do
+		rack_node_field "$node" 1 >/dev/null || continue
+		gateway_start "$node" || return 1
+	done
+	[ -n "${IBGW_GW_NODES-gw1}" ] && [ "$(gw_mode)" != none ] && hosts_for_gateway "$(gw_mode)"
+	return 0
+}
+role_status_gateways() {
+	local node sock
+	for node in ${IBGW_GW_NODES-gw1}; do
+		sock=$RACK_STATE/nodes/$node/ibgwd.sock
+		[ -S "$sock" ] || continue
+		printf '  gateway   %s: %s\n' "$node" "$(ip netns exec "$(rack_ns "$node")" \
+			"$(dirname "$(ibgwd_bin)")/gwctl" -S "$sock" show links 2>/dev/null |
+			awk '/^[a-z]/ { printf "%s%s %s", sep, $1, $5; sep = ", " }')"
+	done
 }
 
 # After OpenSM is MASTER: the data-layer fabric (sim/lib/fabric.sh), in the mgmt
@@ -93,7 +192,8 @@ role_status_ibhosts() {
 role_after_sm() {
 	if [ -x "$(fabric_bin)" ]; then
 		fabric_start
-		role_start_ibhosts
+		[ -n "${RACK_BARE:-}" ] || role_start_ibhosts
+		[ -n "${RACK_BARE:-}" ] || role_start_gateways
 	else
 		echo "sim/rack: no $(fabric_bin) (make): rack without its data layer" >&2
 	fi

@@ -1,0 +1,1052 @@
+/*
+ * The composition of the data plane (gateway/dataplane.h): the daemon's config turned
+ * into running objects, in this order:
+ *
+ *   RIB/FIB (fwd/route.h)  ->  engine (fwd/engine.h)  ->  IB ports: open, query, then
+ *   sa_umad + sa_client (query first: under umad2sim both register an SMI agent), GID
+ *   routes, then per P_Key an IPoIB link (gateway role) and its engine interface  ->
+ *   Ethernet ports (fwd/eth_port.h) with their link state from netlink  ->  addresses
+ *   and proxy settings  ->  static routes  ->  the slow path on the control loop  ->
+ *   the workers (count and CPUs from the config)  ->  the links start (broadcast joins).
+ *
+ * RCU: the tables' deferred frees go through liburcu QSBR's call_rcu; the control
+ * thread is a registered QSBR thread that stays offline (it writes the tables, it does
+ * not read them under RCU), so its call_rcu and synchronize_rcu never wait on itself.
+ *
+ * The engine needs each IPoIB link's UD QP and Q_Key (fwd_engine_if_set_ipoib), which
+ * fwd/ipoib_link.h does not export: the gateway hands the link a shim of the port's ops
+ * table whose create_qp records the UD QP a link creates (the QP's user pointer is the
+ * link) and then calls the backend. Everything else goes straight to the backend.
+ *
+ * Threads: control thread only (the workers run inside the engine).
+ */
+#include "gateway/dataplane.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <urcu-qsbr.h>
+
+#include "fwd/netlink.h"
+#include "fwd/route.h"
+#include "fwd/slowpath.h"
+#include "fwd/worker.h"
+#include "gateway/dataplane_pvt.h"
+#include "lib/evloop.h"
+#include "lib/log.h"
+#include "sm-client/sa_umad.h"
+
+#define IB_BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
+#define IB_N_BUFS    4096
+#define ETH_N_BUFS   2048
+#define PORT_POLL_MS 1000
+
+/* ---- RCU deferral --------------------------------------------------------------------- */
+
+struct defer_item {
+	struct rcu_head head;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static void defer_run(struct rcu_head *h)
+{
+	struct defer_item *d = caa_container_of(h, struct defer_item, head);
+
+	d->fn(d->arg);
+	free(d);
+}
+
+static void dp_defer(void *ctx, void (*fn)(void *arg), void *arg)
+{
+	struct defer_item *d = malloc(sizeof(*d));
+	(void)ctx;
+
+	if (!d) {
+		synchronize_rcu(); /* no memory: wait here instead */
+		fn(arg);
+		return;
+	}
+	d->fn = fn;
+	d->arg = arg;
+	call_rcu(&d->head, defer_run);
+}
+
+/* ---- the IB ops shim: record each link's UD QP ----------------------------------------- */
+
+struct qp_rec {
+	void *user;
+	struct ibp_qp *qp;
+	uint32_t qkey;
+};
+static struct qp_rec qp_recs[64]; /* control thread only */
+static const struct ibp_ops *shim_base_sim, *shim_base_verbs;
+static struct ibp_ops shim_sim, shim_verbs;
+
+static void qp_record(void *user, struct ibp_qp *qp, uint32_t qkey)
+{
+	struct qp_rec *free_slot = NULL;
+
+	for (unsigned i = 0; i < sizeof(qp_recs) / sizeof(qp_recs[0]); i++) {
+		if (qp_recs[i].user == user) {
+			qp_recs[i].qp = qp;
+			qp_recs[i].qkey = qkey;
+			return;
+		}
+		if (!qp_recs[i].user && !free_slot)
+			free_slot = &qp_recs[i];
+	}
+	if (free_slot)
+		*free_slot = (struct qp_rec){ user, qp, qkey };
+}
+
+static const struct qp_rec *qp_find(const void *user)
+{
+	for (unsigned i = 0; i < sizeof(qp_recs) / sizeof(qp_recs[0]); i++)
+		if (qp_recs[i].user == user)
+			return &qp_recs[i];
+	return NULL;
+}
+
+static void qp_forget(const void *user)
+{
+	for (unsigned i = 0; i < sizeof(qp_recs) / sizeof(qp_recs[0]); i++)
+		if (qp_recs[i].user == user)
+			qp_recs[i] = (struct qp_rec){ 0 };
+}
+
+static int shim_create_qp(const struct ibp_ops *base, struct ibp_port *port,
+			  const struct ibp_qp_init *init, struct ibp_qp **out)
+{
+	int ret = base->create_qp(port, init, out);
+
+	if (ret == 0 && init->type == IBP_QPT_UD && init->user)
+		qp_record(init->user, *out, init->qkey);
+	return ret;
+}
+
+static int shim_create_qp_sim(struct ibp_port *port, const struct ibp_qp_init *init,
+			      struct ibp_qp **out)
+{
+	return shim_create_qp(shim_base_sim, port, init, out);
+}
+
+static int shim_create_qp_verbs(struct ibp_port *port, const struct ibp_qp_init *init,
+				struct ibp_qp **out)
+{
+	return shim_create_qp(shim_base_verbs, port, init, out);
+}
+
+static const struct ibp_ops *shim_ops(const char *backend)
+{
+	const struct ibp_ops *base = ibp_backend(backend);
+
+	if (!base)
+		return NULL;
+	if (!strcmp(backend, "sim")) {
+		shim_base_sim = base;
+		shim_sim = *base;
+		shim_sim.create_qp = shim_create_qp_sim;
+		return &shim_sim;
+	}
+	shim_base_verbs = base;
+	shim_verbs = *base;
+	shim_verbs.create_qp = shim_create_qp_verbs;
+	return &shim_verbs;
+}
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex)
+{
+	for (unsigned i = 0; i < dp->n_links; i++)
+		if (dp->links[i].ifindex == ifindex && ifindex)
+			return &dp->links[i];
+	return NULL;
+}
+
+static struct dp_link *link_by_name(struct gw_dp *dp, const char *name)
+{
+	for (unsigned i = 0; i < dp->n_links; i++)
+		if (!strcmp(dp->links[i].name, name))
+			return &dp->links[i];
+	return NULL;
+}
+
+static void set_reason(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(char *dst, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, DP_REASON_LEN, fmt, ap);
+	va_end(ap);
+}
+
+static uint8_t mtu_code(uint32_t bytes)
+{
+	switch (bytes) {
+	case 256:
+		return IB_MTU_256;
+	case 512:
+		return IB_MTU_512;
+	case 1024:
+		return IB_MTU_1024;
+	case 4096:
+		return IB_MTU_4096;
+	default:
+		return IB_MTU_2048;
+	}
+}
+
+/* ---- IPoIB link state ------------------------------------------------------------------- */
+
+static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
+{
+	struct dp_link *k = ctx;
+	struct gw_dp *dp = k->port->dp;
+	const struct qp_rec *q = qp_find(l);
+	struct ipoib_hwaddr hw;
+	uint32_t mtu;
+	int ret;
+
+	if (!k->ifindex)
+		return;
+	if (!up) {
+		set_reason(k->reason, "%s", k->port->pi.state != SA_PORT_ACTIVE && k->port->pi.lid
+						? "IB port not active"
+						: "broadcast group not joined");
+		ret = fwd_engine_if_set_ipoib(dp->e, k->ifindex, NULL, 0, NULL, 0);
+		if (ret < 0)
+			log_errno(LOG_ERR, -ret, "%s: cannot take the interface down", k->name);
+		return;
+	}
+	if (!q || !q->qp) {
+		set_reason(k->reason, "the link's UD QP is unknown to the gateway");
+		log_error("%s: up, but its UD QP was not seen: not forwarding", k->name);
+		return;
+	}
+	k->qp = q->qp;
+	k->qkey = q->qkey;
+	ipoib_link_hwaddr(l, &hw);
+	mtu = ipoib_link_mtu(l);
+	if (k->cfg_mtu && k->cfg_mtu < mtu)
+		mtu = k->cfg_mtu;
+	ret = fwd_engine_if_set_ipoib(dp->e, k->ifindex, q->qp, q->qkey, &hw, mtu);
+	if (ret < 0) {
+		set_reason(k->reason, "engine refused the link: %s", strerror(-ret));
+		log_errno(LOG_ERR, -ret, "%s: cannot bring the interface up", k->name);
+		return;
+	}
+	k->reason[0] = '\0';
+}
+
+/* ---- IB ports ---------------------------------------------------------------------------- */
+
+static void on_port_info(void *arg, const struct sa_port_info *pi)
+{
+	struct dp_port *p = arg;
+
+	if (pi->lid == p->pi.lid && pi->sm_lid == p->pi.sm_lid && pi->state == p->pi.state &&
+	    pi->subnet_timeout == p->pi.subnet_timeout)
+		return;
+	if (pi->state != p->pi.state)
+		log_notice("IB port %s/%u: state %u -> %u, LID 0x%x, SM LID 0x%x", p->device,
+			   p->num, p->pi.state, pi->state, pi->lid, pi->sm_lid);
+	p->pi = *pi;
+	if (p->sa)
+		sa_client_set_port(p->sa, pi);
+}
+
+static void on_port_async(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct dp_port *p = arg;
+	struct ibp_event ev;
+	(void)loop;
+	(void)fd;
+	(void)events;
+
+	while (p->ops->next_event(p->port, &ev) == 0) {
+		for (unsigned i = 0; i < p->dp->n_links; i++) {
+			struct dp_link *k = &p->dp->links[i];
+
+			if (k->port == p && k->link)
+				ipoib_link_port_event(k->link, &ev);
+		}
+		switch (ev.type) {
+		case IBP_EVENT_PORT_ACTIVE:
+		case IBP_EVENT_CLIENT_REREGISTER:
+		case IBP_EVENT_SM_CHANGE:
+		case IBP_EVENT_LID_CHANGE:
+			log_info("IB port %s/%u: event %d: rejoining", p->device, p->num,
+				 (int)ev.type);
+			if (p->sa)
+				sa_client_reregister(p->sa);
+			break;
+		default:
+			break;
+		}
+		if (p->umad)
+			sa_umad_poll_port(p->umad);
+	}
+}
+
+static void on_port_timer(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct gw_dp *dp = arg;
+	(void)loop;
+	(void)t;
+
+	for (unsigned i = 0; i < dp->n_ports; i++)
+		if (dp->ports[i].umad)
+			sa_umad_poll_port(dp->ports[i].umad);
+}
+
+static const char *sim_socket(char *buf, size_t len)
+{
+	const char *env = getenv("IBGW_SIM_FABRIC");
+
+	if (env && env[0])
+		return env;
+	env = getenv("IBGW_RACK_STATE");
+	if (env && env[0]) {
+		snprintf(buf, len, "%s/fabric.sock", env);
+		return buf;
+	}
+	return NULL;
+}
+
+static void on_sa_event(void *arg, const struct sa_event *ev)
+{
+	struct dp_port *p = arg;
+
+	switch (ev->type) {
+	case SA_EV_SA_DOWN:
+		log_warning("IB port %s/%u: the SA stopped answering (cached paths keep serving)",
+			    p->device, p->num);
+		break;
+	case SA_EV_SA_UP:
+		log_notice("IB port %s/%u: the SA answers again", p->device, p->num);
+		break;
+	case SA_EV_PORT_DOWN:
+		log_warning("IB port %s/%u: port left ACTIVE", p->device, p->num);
+		break;
+	default:
+		break;
+	}
+}
+
+static int port_open(struct gw_dp *dp, struct dp_port *p)
+{
+	struct ibp_port_config pc = {
+		.backend = p->backend,
+		.device = p->device,
+		.port = p->num,
+		.buf_size = IB_BUF_SIZE,
+		.n_bufs = IB_N_BUFS,
+	};
+	char sockbuf[GW_PATH_MAX];
+	int ret;
+
+	p->ops = shim_ops(p->backend);
+	if (!p->ops) {
+		set_reason(p->reason, "IB backend %s not built", p->backend);
+		return -ENOTSUP;
+	}
+	if (!strcmp(p->backend, "sim")) {
+		pc.sim_socket = sim_socket(sockbuf, sizeof(sockbuf));
+		if (!pc.sim_socket) {
+			set_reason(p->reason, "no simulated fabric (IBGW_SIM_FABRIC is not set)");
+			return -ENOENT;
+		}
+	}
+	ret = p->ops->open(&pc, &p->port);
+	if (ret < 0) {
+		p->port = NULL;
+		set_reason(p->reason, "cannot open IB port %s/%u (%s): %s", p->device, p->num,
+			   p->backend, strerror(-ret));
+		return ret;
+	}
+	/* Query before sa_umad opens: under umad2sim both register an SMI agent. */
+	ret = p->ops->query(p->port, &p->pa);
+	if (ret < 0) {
+		set_reason(p->reason, "cannot query IB port %s/%u: %s", p->device, p->num,
+			   strerror(-ret));
+		goto fail;
+	}
+	struct sa_umad_config uc = {
+		.ca_name = strcmp(p->backend, "sim") ? p->device : NULL,
+		.port = strcmp(p->backend, "sim") ? p->num : 0,
+		.loop = dp->loop,
+		.port_cb = on_port_info,
+		.port_arg = p,
+	};
+	ret = sa_umad_open(&uc, &p->umad);
+	if (ret < 0) {
+		p->umad = NULL;
+		set_reason(p->reason, "cannot open the SA transport (umad) on %s/%u: %s",
+			   p->device, p->num, strerror(-ret));
+		goto fail;
+	}
+	ret = sa_umad_port_info(p->umad, &p->pi);
+	if (ret < 0) {
+		set_reason(p->reason, "cannot read the port through umad: %s", strerror(-ret));
+		goto fail;
+	}
+	struct sa_client_config cc = {
+		.ops = &sa_umad_ops,
+		.ops_ctx = p->umad,
+		.loop = dp->loop,
+		.event = on_sa_event,
+		.event_arg = p,
+		.gid_routes = dp->gidroutes,
+	};
+	ret = sa_client_new(&cc, &p->sa);
+	if (ret < 0) {
+		p->sa = NULL;
+		set_reason(p->reason, "cannot start the SA client: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = sa_umad_start(p->umad, p->sa);
+	if (ret < 0) {
+		set_reason(p->reason, "cannot start the MAD thread: %s", strerror(-ret));
+		goto fail;
+	}
+	sa_client_set_port(p->sa, &p->pi);
+	sa_umad_poll_port(p->umad);
+	(void)sa_subscribe_traps(p->sa);
+	if (evloop_add_fd(dp->loop, p->ops->async_fd(p->port), EPOLLIN, on_port_async, p) == 0)
+		p->async_on = true;
+	log_notice("IB port %s/%u (%s): LID 0x%x, GUID 0x%016llx, SM LID 0x%x", p->device,
+		   p->num, p->backend, p->pa.lid, (unsigned long long)p->pa.port_guid,
+		   p->pi.sm_lid);
+	return 0;
+fail:
+	log_error("%s", p->reason);
+	if (p->sa)
+		sa_client_free(p->sa);
+	p->sa = NULL;
+	if (p->umad)
+		sa_umad_close(p->umad);
+	p->umad = NULL;
+	p->ops->close(p->port);
+	p->port = NULL;
+	return ret;
+}
+
+static struct dp_port *port_get(struct gw_dp *dp, const struct gw_ipoib_link_config *l)
+{
+	const char *backend = gw_ipoib_backend_name(l->backend);
+
+	for (unsigned i = 0; i < dp->n_ports; i++) {
+		struct dp_port *p = &dp->ports[i];
+
+		if (!strcmp(p->backend, backend) && !strcmp(p->device, l->device) &&
+		    p->num == l->port)
+			return p;
+	}
+	if (dp->n_ports == DP_MAX_PORTS)
+		return NULL;
+	struct dp_port *p = &dp->ports[dp->n_ports];
+
+	memset(p, 0, sizeof(*p));
+	p->dp = dp;
+	snprintf(p->backend, sizeof(p->backend), "%s", backend);
+	snprintf(p->device, sizeof(p->device), "%s", l->device);
+	p->num = l->port;
+	p->worker = dp->n_ports % dp->n_workers;
+	dp->n_ports++;
+	(void)port_open(dp, p);
+	return p;
+}
+
+/* ---- interfaces: addresses and proxying -------------------------------------------------- */
+
+static void if_add_addrs(struct gw_dp *dp, struct dp_link *k)
+{
+	char buf[IP_PREFIX_STRLEN];
+
+	for (unsigned i = 0; i < k->n_addrs; i++) {
+		int ret = fwd_engine_if_add_addr(dp->e, k->ifindex, &k->addrs[i]);
+
+		if (ret < 0)
+			log_errno(LOG_ERR, -ret, "%s: address %s not added", k->name,
+				  ip_prefix_format(&k->addrs[i], buf, sizeof(buf)));
+		if (k->link && ret == 0)
+			(void)ipoib_link_add_addr(k->link, k->addrs[i].addr.family,
+						  k->addrs[i].addr.bytes);
+	}
+}
+
+/*
+ * The config says, per interface A, "answer here for addresses in these prefixes that
+ * live on the other side"; the engine wants, per interface B, "addresses in these live
+ * here" (answered for on the other interfaces). A prefix of A lives on the interface
+ * whose connected subnet holds it (other than A); when none does (a shared subnet), on
+ * every other interface.
+ */
+static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	struct fwd_proxy_config pc[DP_MAX_LINKS];
+
+	memset(pc, 0, sizeof(pc));
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		const struct gw_proxy_config *gp =
+		    i < cfg->n_ipoib_links ? &cfg->ipoib_links[i].proxy
+					   : &cfg->eth_ifs[i - cfg->n_ipoib_links].proxy;
+
+		pc[i].proxy_arp = gp->arp;
+		pc[i].proxy_nd = gp->nd;
+		pc[i].defend_dad = true;
+		pc[i].router = true;
+	}
+	for (unsigned a = 0; a < dp->n_links; a++) {
+		const struct gw_proxy_config *gp =
+		    a < cfg->n_ipoib_links ? &cfg->ipoib_links[a].proxy
+					   : &cfg->eth_ifs[a - cfg->n_ipoib_links].proxy;
+
+		for (unsigned j = 0; j < gp->n_prefixes; j++) {
+			const struct ip_prefix *p = &gp->prefixes[j];
+			int home = -1;
+
+			for (unsigned b = 0; b < dp->n_links && home < 0; b++) {
+				if (b == a)
+					continue;
+				for (unsigned x = 0; x < dp->links[b].n_addrs; x++) {
+					struct ip_prefix net = dp->links[b].addrs[x];
+
+					ip_prefix_mask(&net);
+					if (net.len <= p->len && ip_prefix_contains(&net, &p->addr)) {
+						home = (int)b;
+						break;
+					}
+				}
+			}
+			for (unsigned b = 0; b < dp->n_links; b++) {
+				if (b == a || (home >= 0 && (int)b != home))
+					continue;
+				if (pc[b].n_prefixes < FWD_IF_MAX_PROXY)
+					pc[b].prefixes[pc[b].n_prefixes++] = *p;
+			}
+		}
+	}
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		if (!dp->links[i].ifindex)
+			continue;
+		int ret = fwd_engine_if_set_proxy(dp->e, dp->links[i].ifindex, &pc[i]);
+
+		if (ret < 0)
+			log_errno(LOG_ERR, -ret, "%s: proxy settings refused", dp->links[i].name);
+	}
+}
+
+/* ---- IPoIB links -------------------------------------------------------------------------- */
+
+static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
+{
+	struct dp_link *k = &dp->links[dp->n_links++];
+	struct dp_port *p;
+	int ret;
+
+	memset(k, 0, sizeof(*k));
+	k->kind = DP_IPOIB;
+	snprintf(k->name, sizeof(k->name), "%s", c->name);
+	snprintf(k->device, sizeof(k->device), "%s", c->device);
+	snprintf(k->backend, sizeof(k->backend), "%s", gw_ipoib_backend_name(c->backend));
+	k->port_num = c->port;
+	k->pkey = c->pkey;
+	k->cfg_mode = c->mode;
+	k->mode = c->mode;
+	k->cfg_mtu = c->mtu;
+	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
+	memcpy(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+
+	p = port_get(dp, c);
+	k->port = p;
+	if (!p) {
+		set_reason(k->reason, "too many IB ports (at most %d)", DP_MAX_PORTS);
+		return;
+	}
+	if (!p->port) {
+		snprintf(k->reason, sizeof(k->reason), "%s", p->reason);
+		return;
+	}
+	struct ipoib_link_config lc = {
+		.name = k->name,
+		.ops = p->ops,
+		.port = p->port,
+		.sa = p->sa,
+		.attr = &p->pa,
+		.loop = dp->loop,
+		.pkey = c->pkey,
+		.role = IPOIB_ROLE_GATEWAY,
+		.connected = c->mode == GW_IPOIB_CONNECTED,
+		.defer = dp_defer,
+		.state_cb = on_link_state,
+		.cb_ctx = k,
+	};
+	ret = ipoib_link_new(&lc, &k->link);
+	if (ret == -EOPNOTSUPP && lc.connected) {
+		log_warning("%s: connected mode is not available in this build: datagram mode",
+			    k->name);
+		lc.connected = false;
+		k->mode = GW_IPOIB_DATAGRAM;
+		ret = ipoib_link_new(&lc, &k->link);
+	}
+	if (ret < 0) {
+		k->link = NULL;
+		if (ret == -ENOENT)
+			set_reason(k->reason, "P_Key 0x%04x is not in the port's P_Key table",
+				   c->pkey);
+		else
+			set_reason(k->reason, "cannot create the IPoIB link: %s", strerror(-ret));
+		log_error("%s: %s", k->name, k->reason);
+		return;
+	}
+	struct fwd_if_config fc = {
+		.name = k->name,
+		.kind = FWD_IF_IPOIB,
+		.worker = p->worker,
+		.mtu = c->mtu,
+		.ib_ops = p->ops,
+		.ib_port = p->port,
+		.link = k->link,
+		.neigh = ipoib_link_neigh(k->link),
+	};
+	ret = fwd_engine_if_add(dp->e, &fc, &k->ifindex);
+	if (ret < 0) {
+		k->ifindex = 0;
+		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
+		log_error("%s: %s", k->name, k->reason);
+		return;
+	}
+	set_reason(k->reason, "broadcast group not joined yet");
+	if_add_addrs(dp, k);
+}
+
+/* ---- Ethernet ------------------------------------------------------------------------------ */
+
+static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct nl_link_state *st)
+{
+	bool up = st->present && st->up;
+	uint32_t mtu;
+
+	k->carrier = up;
+	if (k->eth)
+		k->eops->set_link(k->eth, up);
+	if (!k->ifindex)
+		return;
+	if (st->present && st->mtu) {
+		mtu = k->cfg_mtu && k->cfg_mtu < st->mtu ? k->cfg_mtu : st->mtu;
+		(void)fwd_engine_if_set_mtu(dp->e, k->ifindex, mtu);
+	}
+	if (st->present && memcmp(st->mac, "\0\0\0\0\0\0", 6))
+		(void)fwd_engine_if_set_mac(dp->e, k->ifindex, st->mac);
+	(void)fwd_engine_if_set_up(dp->e, k->ifindex, up);
+	if (up)
+		k->reason[0] = '\0';
+	else if (!st->present)
+		set_reason(k->reason, "device %s does not exist", k->device);
+	else if (!(st->flags & 0x1 /* IFF_UP */))
+		set_reason(k->reason, "device %s is administratively down", k->device);
+	else
+		set_reason(k->reason, "no carrier on %s", k->device);
+}
+
+static void on_netlink(const struct nl_link_state *st, unsigned changes, void *arg)
+{
+	struct gw_dp *dp = arg;
+
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		struct dp_link *k = &dp->links[i];
+
+		if (k->kind != DP_ETH || strcmp(k->device, st->name))
+			continue;
+		if (changes & (NL_CHG_UP | NL_CHG_PRESENT))
+			log_notice("%s: %s link %s", k->name, k->device,
+				   st->present && st->up ? "up" : "down");
+		eth_apply_state(dp, k, st);
+	}
+}
+
+static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned n)
+{
+	struct dp_link *k = &dp->links[dp->n_links++];
+	struct nl_link_state st;
+	int ret;
+
+	memset(k, 0, sizeof(*k));
+	k->kind = DP_ETH;
+	snprintf(k->name, sizeof(k->name), "%s", c->name);
+	snprintf(k->device, sizeof(k->device), "%s", c->device);
+	snprintf(k->backend, sizeof(k->backend), "%s", gw_eth_backend_name(c->backend));
+	k->vlan = c->vlan;
+	k->cfg_mtu = c->mtu;
+	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
+	memcpy(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+
+	k->eops = ethp_backend(k->backend);
+	if (!k->eops) {
+		set_reason(k->reason, "Ethernet backend %s not built", k->backend);
+		return;
+	}
+	struct ethp_port_config pc = {
+		.backend = k->backend,
+		.device = k->device,
+		.vlan = c->vlan,
+		.n_bufs = ETH_N_BUFS,
+		.buf_size = (c->mtu + ETHP_HDR_MAX + ETHP_RX_HEADROOM + 63) / 64 * 64 < 2048
+				? 2048
+				: (c->mtu + ETHP_HDR_MAX + ETHP_RX_HEADROOM + 63) / 64 * 64,
+	};
+	ret = k->eops->open(&pc, &k->eth);
+	if (ret < 0) {
+		k->eth = NULL;
+		set_reason(k->reason, "cannot open %s (%s): %s", k->device, k->backend,
+			   strerror(-ret));
+		log_error("%s: %s", k->name, k->reason);
+		return;
+	}
+	ret = k->eops->query(k->eth, &k->eattr);
+	if (ret < 0) {
+		set_reason(k->reason, "cannot query %s: %s", k->device, strerror(-ret));
+		k->eops->close(k->eth);
+		k->eth = NULL;
+		return;
+	}
+	struct fwd_if_config fc = {
+		.name = k->name,
+		.kind = FWD_IF_ETH,
+		.worker = (dp->n_ports + n) % dp->n_workers,
+		.mtu = k->eattr.mtu && k->eattr.mtu < c->mtu ? k->eattr.mtu : c->mtu,
+		.eth_ops = k->eops,
+		.eth = k->eth,
+		.mac = k->eattr.mac,
+		.vlan = c->vlan,
+	};
+	ret = fwd_engine_if_add(dp->e, &fc, &k->ifindex);
+	if (ret < 0) {
+		k->ifindex = 0;
+		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
+		log_error("%s: %s", k->name, k->reason);
+		return;
+	}
+	if_add_addrs(dp, k);
+	memset(&st, 0, sizeof(st));
+	if (dp->nl && nl_watch_add(dp->nl, k->device, &st) == 0) {
+		eth_apply_state(dp, k, &st);
+	} else if (dp->nl && nl_watch_get(dp->nl, k->device, &st) == 0) {
+		eth_apply_state(dp, k, &st); /* a second VLAN on the same device */
+	} else {
+		/* No netlink: trust the port's own view. */
+		st.present = true;
+		st.up = k->eattr.link_up;
+		st.flags = 0x1;
+		st.mtu = k->eattr.mtu;
+		memcpy(st.mac, k->eattr.mac, 6);
+		snprintf(st.name, sizeof(st.name), "%s", k->device);
+		eth_apply_state(dp, k, &st);
+	}
+	log_notice("%s: %s%s%.0u (%s, %s), MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %s", k->name,
+		   k->device, c->vlan ? " vlan " : "", c->vlan, k->backend,
+		   k->eattr.io ? k->eattr.io : "?", k->eattr.mac[0], k->eattr.mac[1],
+		   k->eattr.mac[2], k->eattr.mac[3], k->eattr.mac[4], k->eattr.mac[5], fc.mtu,
+		   k->carrier ? "up" : "down");
+}
+
+/* ---- static routes ------------------------------------------------------------------------ */
+
+static int route_from_config(struct gw_dp *dp, const struct gw_route_config *c, struct rt_route *r)
+{
+	uint32_t ifindex = 0;
+	char buf[IP_PREFIX_STRLEN];
+
+	memset(r, 0, sizeof(*r));
+	r->prefix = c->prefix;
+	r->source = RT_SRC_STATIC;
+	r->metric = c->metric;
+	if (c->dev[0]) {
+		struct dp_link *k = link_by_name(dp, c->dev);
+
+		if (!k || !k->ifindex) {
+			log_warning("route %s: dev %s is not running: route not installed",
+				    ip_prefix_format(&c->prefix, buf, sizeof(buf)), c->dev);
+			return -ENODEV;
+		}
+		ifindex = k->ifindex;
+	}
+	if (c->n_via == 0) {
+		r->nnh = 1;
+		r->nh[0].type = RT_NH_CONNECTED;
+		r->nh[0].ifindex = ifindex;
+		return 0;
+	}
+	r->nnh = (uint8_t)(c->n_via > RT_ECMP_MAX ? RT_ECMP_MAX : c->n_via);
+	for (unsigned i = 0; i < r->nnh; i++) {
+		r->nh[i].type = RT_NH_GATEWAY;
+		r->nh[i].gw = c->via[i];
+		r->nh[i].ifindex = ifindex;
+	}
+	return 0;
+}
+
+static void routes_apply(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	struct rt_route *nr = calloc(cfg->n_routes ? cfg->n_routes : 1, sizeof(*nr));
+	unsigned n = 0;
+	char buf[IP_PREFIX_STRLEN];
+
+	if (!nr) {
+		log_error("static routes: out of memory");
+		return;
+	}
+	for (unsigned i = 0; i < cfg->n_routes; i++)
+		if (route_from_config(dp, &cfg->routes[i], &nr[n]) == 0)
+			n++;
+	/* Remove what is gone, then add or replace the rest. */
+	for (unsigned i = 0; i < dp->n_routes; i++) {
+		bool keep = false;
+
+		for (unsigned j = 0; j < n && !keep; j++)
+			keep = dp->routes[i].metric == nr[j].metric &&
+			       dp->routes[i].prefix.len == nr[j].prefix.len &&
+			       ip_addr_equal(&dp->routes[i].prefix.addr, &nr[j].prefix.addr);
+		if (!keep)
+			(void)rt_del(dp->rt, &dp->routes[i].prefix, RT_SRC_STATIC,
+				     dp->routes[i].metric);
+	}
+	for (unsigned j = 0; j < n; j++) {
+		int ret = rt_replace(dp->rt, &nr[j]);
+
+		if (ret < 0)
+			log_errno(LOG_ERR, -ret, "route %s metric %u not installed",
+				  ip_prefix_format(&nr[j].prefix, buf, sizeof(buf)), nr[j].metric);
+	}
+	free(dp->routes);
+	dp->routes = nr;
+	dp->n_routes = n;
+}
+
+static void gidroutes_build(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	for (unsigned i = 0; i < cfg->n_gid_routes; i++) {
+		const struct gw_gid_route_config *g = &cfg->gid_routes[i];
+		struct sa_router r[SA_ROUTE_MAX_ROUTERS];
+		union ib_gid prefix;
+		unsigned n = 0;
+
+		if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers)
+			continue; /* source sa: the SA names the router */
+		if (!dp->gidroutes && sa_gidroutes_new(&dp->gidroutes) < 0)
+			return;
+		memcpy(prefix.raw, g->prefix.addr.bytes, 16);
+		for (unsigned j = 0; j < g->n_routers && n < SA_ROUTE_MAX_ROUTERS; j++, n++)
+			r[n] = (struct sa_router){ .lid = g->routers[j].lid,
+						   .sl = g->routers[j].sl,
+						   .mtu = mtu_code(g->routers[j].mtu),
+						   .hop_limit = g->routers[j].hop_limit };
+		if (sa_gidroutes_add(dp->gidroutes, &prefix, g->prefix.len, r, n) < 0)
+			log_error("GID route %u not installed", i);
+	}
+}
+
+/* ---- start / stop --------------------------------------------------------------------------- */
+
+int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp **out)
+{
+	struct gw_dp *dp = calloc(1, sizeof(*dp));
+	int ret;
+
+	if (!dp)
+		return -ENOMEM;
+	dp->loop = loop;
+	rcu_register_thread();
+	rcu_thread_offline();
+
+	dp->n_workers = cfg->workers ? cfg->workers : 1;
+	if (dp->n_workers > FWD_WORKERS_MAX) {
+		log_warning("%u workers configured; this build runs at most %d", dp->n_workers,
+			    FWD_WORKERS_MAX);
+		dp->n_workers = FWD_WORKERS_MAX;
+	}
+	struct rt_config rc = { .defer = dp_defer };
+
+	ret = rt_create(&dp->rt, &rc);
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "route table");
+		goto fail;
+	}
+	struct fwd_engine_config ec = { .n_workers = dp->n_workers, .rt = dp->rt, .defer = dp_defer };
+
+	ret = fwd_engine_new(&ec, &dp->e);
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "forwarding engine");
+		goto fail;
+	}
+	gidroutes_build(dp, cfg);
+	if (nl_watch_new(loop, on_netlink, dp, &dp->nl) < 0) {
+		log_warning("no netlink: Ethernet link state is not followed");
+		dp->nl = NULL;
+	}
+	for (unsigned i = 0; i < cfg->n_ipoib_links && dp->n_links < DP_MAX_LINKS; i++)
+		ipoib_add(dp, &cfg->ipoib_links[i]);
+	for (unsigned i = 0; i < cfg->n_eth_ifs && dp->n_links < DP_MAX_LINKS; i++)
+		eth_add(dp, &cfg->eth_ifs[i], i);
+	proxy_apply(dp, cfg);
+	routes_apply(dp, cfg);
+
+	ret = fwd_sp_attach(dp->e, loop);
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "slow path");
+		goto fail;
+	}
+	dp->sp_attached = true;
+	for (unsigned w = 0; w < dp->n_workers; w++) {
+		struct fwd_worker_config wc = {
+			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
+		};
+
+		ret = fwd_worker_start(dp->e, w, &wc);
+		if (ret < 0) {
+			log_errno(LOG_ERR, -ret, "worker %u", w);
+			goto fail;
+		}
+	}
+	dp->workers_started = true;
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		struct dp_link *k = &dp->links[i];
+
+		if (k->link && k->ifindex) {
+			ret = ipoib_link_start(k->link);
+			if (ret < 0) {
+				set_reason(k->reason, "cannot start (broadcast join): %s",
+					   strerror(-ret));
+				log_error("%s: %s", k->name, k->reason);
+			}
+		}
+	}
+	dp->port_timer = evtimer_new(loop, on_port_timer, dp);
+	if (dp->port_timer)
+		evtimer_start(dp->port_timer, PORT_POLL_MS, PORT_POLL_MS);
+	log_notice("data plane: %u workers, %u IB ports, %u links", dp->n_workers, dp->n_ports,
+		   dp->n_links);
+	*out = dp;
+	return 0;
+fail:
+	gw_dp_stop(dp);
+	return ret < 0 ? ret : -EIO;
+}
+
+static void port_drain(struct dp_port *p)
+{
+	struct ibp_wc wcs[64];
+	int n;
+
+	/* The workers are stopped: reap the completions the QPs' destruction flushed. */
+	for (int round = 0; round < 64; round++) {
+		n = p->ops->poll(p->port, wcs, 64);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			if (wcs[i].buf)
+				p->ops->buf_put(p->port, wcs[i].buf);
+	}
+}
+
+void gw_dp_stop(struct gw_dp *dp)
+{
+	if (!dp)
+		return;
+	evtimer_free(dp->port_timer);
+	if (dp->workers_started)
+		fwd_worker_stop_all(dp->e);
+	if (dp->sp_attached)
+		fwd_sp_detach(dp->e);
+	for (unsigned i = 0; i < dp->n_links; i++)
+		if (dp->links[i].link)
+			ipoib_link_stop(dp->links[i].link);
+	for (unsigned i = 0; i < dp->n_ports; i++) {
+		struct dp_port *p = &dp->ports[i];
+
+		if (!p->port)
+			continue;
+		port_drain(p);
+		if (p->async_on)
+			evloop_del_fd(dp->loop, p->ops->async_fd(p->port));
+		if (p->sa)
+			sa_client_free(p->sa);
+		p->sa = NULL;
+	}
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		struct dp_link *k = &dp->links[i];
+
+		if (k->link) {
+			qp_forget(k->link);
+			ipoib_link_free(k->link);
+		}
+		k->link = NULL;
+	}
+	if (dp->nl)
+		nl_watch_free(dp->nl);
+	rcu_barrier(); /* every deferred free has run */
+	if (dp->e)
+		fwd_engine_free(dp->e);
+	for (unsigned i = 0; i < dp->n_links; i++)
+		if (dp->links[i].eth)
+			dp->links[i].eops->close(dp->links[i].eth);
+	for (unsigned i = 0; i < dp->n_ports; i++) {
+		struct dp_port *p = &dp->ports[i];
+
+		if (p->umad)
+			sa_umad_close(p->umad);
+		if (p->port)
+			p->ops->close(p->port);
+	}
+	rcu_barrier();
+	if (dp->rt)
+		rt_destroy(dp->rt);
+	if (dp->gidroutes)
+		sa_gidroutes_free(dp->gidroutes);
+	free(dp->routes);
+	free(dp);
+	rcu_unregister_thread();
+}
+
+/* ---- reload ----------------------------------------------------------------------------------- */
+
+void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	bool changed = cfg->n_ipoib_links + cfg->n_eth_ifs != dp->n_links;
+
+	for (unsigned i = 0; i < cfg->n_ipoib_links && !changed; i++) {
+		const struct gw_ipoib_link_config *c = &cfg->ipoib_links[i];
+		const struct dp_link *k = &dp->links[i];
+
+		changed = k->kind != DP_IPOIB || strcmp(k->name, c->name) ||
+			  strcmp(k->device, c->device) || k->port_num != c->port ||
+			  k->pkey != c->pkey || k->cfg_mode != c->mode || k->cfg_mtu != c->mtu ||
+			  k->n_addrs != c->n_addresses ||
+			  memcmp(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+	}
+	for (unsigned i = 0; i < cfg->n_eth_ifs && !changed; i++) {
+		const struct gw_eth_if_config *c = &cfg->eth_ifs[i];
+		const struct dp_link *k = &dp->links[cfg->n_ipoib_links + i];
+
+		changed = k->kind != DP_ETH || strcmp(k->name, c->name) ||
+			  strcmp(k->device, c->device) || k->vlan != c->vlan ||
+			  k->cfg_mtu != c->mtu || k->n_addrs != c->n_addresses ||
+			  memcmp(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+	}
+	if (changed)
+		log_notice("reload: IPoIB links and Ethernet interfaces changed; the change "
+			   "takes effect at restart");
+	if (cfg->workers != dp->n_workers)
+		log_notice("reload: workers changed; takes effect at restart");
+	if (!changed) {
+		proxy_apply(dp, cfg);
+		routes_apply(dp, cfg);
+		log_info("reload: static routes and proxy settings applied");
+	}
+}

@@ -1,0 +1,48 @@
+/*
+ * The gateway's data plane as the daemon composes it (prefix gw_dp_): from a config,
+ * the IB ports (one per backend/device/port) with their SA client and IPoIB links, the
+ * Ethernet ports with a netlink watcher, the RIB/FIB, the forwarding engine and its
+ * workers, and the slow path on the control loop. docs/architecture.md ("Threads") and
+ * docs/operations.md describe what runs.
+ *
+ * A link whose port cannot be opened (no HCA, no simulated fabric, no such netdev)
+ * stays DOWN with the reason; the daemon keeps running and the other links work.
+ *
+ * The simulated fabric's socket (backend sim) is $IBGW_SIM_FABRIC, else
+ * $IBGW_RACK_STATE/fabric.sock (what sim/rack sets for every node).
+ *
+ * Threads: every function here is for the control thread. The data plane keeps its own
+ * copy of what it needs from the config: a reload may free the config it started with.
+ */
+#ifndef IBGW_GATEWAY_DATAPLANE_H
+#define IBGW_GATEWAY_DATAPLANE_H
+
+#include <stdbool.h>
+
+#include "lib/addr.h"
+
+struct gw_config;
+struct gw_dp;
+struct evloop;
+struct ctl_reply;
+
+/* Build and start everything the config names. Returns 0 (links that could not be
+ * opened are DOWN with a reason) or -errno when the engine itself cannot be built. */
+int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp **out);
+/* Stop the workers, leave the groups, close the ports. */
+void gw_dp_stop(struct gw_dp *dp);
+
+/* A reload parsed cfg: log what differs from the running data plane ("takes effect at
+ * restart"); static routes are applied live. */
+void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg);
+
+/* gwctl requests: each adds one JSON record per object to r and returns a ctl_status. */
+int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r);
+int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ctl_reply *r);
+int gw_dp_show_neighbours(struct gw_dp *dp, const char *dev, struct ctl_reply *r);
+int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r);
+int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r);
+int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r);
+int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * The data plane's private state, shared by gateway/dataplane.c (building and running
+ * it) and gateway/dp_show.c (gwctl's view of it). Everything here belongs to the
+ * control thread, except what the engine's workers read through its snapshots.
+ */
+#ifndef IBGW_GATEWAY_DATAPLANE_PVT_H
+#define IBGW_GATEWAY_DATAPLANE_PVT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fwd/engine.h"
+#include "fwd/eth_port.h"
+#include "fwd/ib_port.h"
+#include "fwd/ipoib_link.h"
+#include "gateway/config.h"
+#include "gateway/dataplane.h"
+#include "sm-client/sa.h"
+
+struct nl_watch;
+struct sa_umad;
+struct evtimer;
+
+#define DP_REASON_LEN 160
+#define DP_MAX_PORTS  8
+#define DP_MAX_LINKS  (FWD_IF_MAX - 1)
+#define DP_MAX_ADDRS  FWD_IF_MAX_ADDRS
+
+/* One IB port (backend, device, port) and what runs on it. Owner: control thread. */
+struct dp_port {
+	struct gw_dp *dp;
+	char backend[16], device[GW_NAME_MAX];
+	uint8_t num;
+	const struct ibp_ops *ops; /* the gateway's shim of the backend (dataplane.c) */
+	struct ibp_port *port;     /* NULL: could not be opened (reason) */
+	struct ibp_port_attr pa;
+	struct sa_umad *umad;
+	struct sa_client *sa;
+	struct sa_port_info pi;
+	bool async_on;
+	unsigned worker;
+	char reason[DP_REASON_LEN];
+};
+
+enum dp_kind { DP_IPOIB, DP_ETH };
+
+/* One configured link or interface as it runs. Owner: control thread. */
+struct dp_link {
+	enum dp_kind kind;
+	char name[GW_NAME_MAX];
+	char device[GW_NAME_MAX];
+	char backend[16];
+	uint32_t cfg_mtu;
+	struct ip_prefix addrs[DP_MAX_ADDRS];
+	unsigned n_addrs;
+	uint32_t ifindex; /* the engine's interface, 0 when not added */
+	char reason[DP_REASON_LEN]; /* why it is down ("" when up or coming up) */
+	/* IPoIB */
+	struct dp_port *port;
+	struct ipoib_link *link;
+	uint8_t port_num;
+	uint16_t pkey;
+	enum gw_ipoib_mode mode, cfg_mode;
+	struct ibp_qp *qp; /* the link's UD QP (captured by the ops shim) */
+	uint32_t qkey;
+	/* Ethernet */
+	const struct ethp_ops *eops;
+	struct ethp_port *eth;
+	struct ethp_port_attr eattr;
+	uint16_t vlan;
+	bool carrier;
+};
+
+struct gw_dp {
+	struct evloop *loop;
+	struct rt_table *rt;
+	struct fwd_engine *e;
+	unsigned n_workers;
+	bool workers_started, sp_attached;
+	struct sa_gidroutes *gidroutes;
+	struct nl_watch *nl;
+	struct evtimer *port_timer;
+	struct dp_port ports[DP_MAX_PORTS];
+	unsigned n_ports;
+	struct dp_link links[DP_MAX_LINKS];
+	unsigned n_links;
+	/* Static routes as installed (for a live reload). */
+	struct rt_route *routes;
+	unsigned n_routes;
+};
+
+struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);
+
+#endif

@@ -1,0 +1,517 @@
+/*
+ * gwctl's view of the data plane: one JSON record per object (a link, a route, a
+ * neighbour, a path, a group, a connection), snake_case keys in the manner of
+ * `ip -j` (dst, gateway, dev, protocol, scope, prefsrc, metric, flags, nexthops;
+ * lladdr and state as an array for neighbours). The text form is gwctl's.
+ *
+ * Threads: control thread (the tables' writer, so it reads them without RCU).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "fwd/route.h"
+#include "fwd/slowpath.h"
+#include "gateway/dataplane_pvt.h"
+#include "lib/ib_gid.h"
+#include "lib/ipoib.h"
+#include "mgmt/ctl_server.h"
+
+static void add_str(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static void add_int(struct json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+static void add_hex(struct json_object *o, const char *k, unsigned v, int width)
+{
+	char b[16];
+
+	snprintf(b, sizeof(b), "0x%0*x", width, v);
+	add_str(o, k, b);
+}
+
+static const char *mac_str(const uint8_t *m, char *b, size_t len)
+{
+	snprintf(b, len, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+	return b;
+}
+
+static const char *if_name(struct gw_dp *dp, uint32_t ifindex)
+{
+	const struct fwd_if *f = fwd_snap_if(fwd_engine_current(dp->e), ifindex);
+
+	return f ? f->name : "?";
+}
+
+static unsigned mtu_bytes(uint8_t code)
+{
+	return code >= 1 && code <= 5 ? 128u << code : 0;
+}
+
+/* ---- links ----------------------------------------------------------------------------- */
+
+static struct json_object *addrs_json(const struct ip_prefix *p, unsigned n)
+{
+	struct json_object *a = json_object_new_array();
+	char buf[IP_PREFIX_STRLEN];
+
+	for (unsigned i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_string(
+					     ip_prefix_format(&p[i], buf, sizeof(buf))));
+	return a;
+}
+
+static struct json_object *ipoib_stats_json(const struct ipoib_link *l)
+{
+	struct ipoib_link_stats st;
+	struct json_object *o = json_object_new_object(), *d = json_object_new_object();
+
+	ipoib_link_stats(l, &st);
+	add_int(o, "rx_packets", (int64_t)st.rx_packets);
+	add_int(o, "rx_bytes", (int64_t)st.rx_bytes);
+	add_int(o, "tx_packets", (int64_t)st.tx_packets);
+	add_int(o, "tx_bytes", (int64_t)st.tx_bytes);
+	add_int(o, "rx_mcast", (int64_t)st.rx_mcast);
+	add_int(o, "tx_mcast", (int64_t)st.tx_mcast);
+	add_int(o, "rx_arp", (int64_t)st.rx_arp);
+	add_int(o, "tx_arp", (int64_t)st.tx_arp);
+	add_int(o, "rx_nd", (int64_t)st.rx_nd);
+	add_int(o, "tx_nd", (int64_t)st.tx_nd);
+	add_int(o, "joins", (int64_t)st.joins);
+	add_int(o, "paths_resolved", (int64_t)st.paths_resolved);
+	add_int(o, "path_failures", (int64_t)st.path_failures);
+	for (int i = 0; i < IPOIB_DROP_COUNT; i++)
+		add_int(d, ipoib_drop_name((enum ipoib_drop)i), (int64_t)st.drops[i]);
+	json_object_object_add(o, "drops", d);
+	return o;
+}
+
+static struct json_object *eth_stats_json(struct dp_link *k)
+{
+	struct ethp_stats st;
+	struct json_object *o = json_object_new_object(), *d = json_object_new_object();
+
+	memset(&st, 0, sizeof(st));
+	k->eops->stats(k->eth, &st);
+	add_int(o, "rx_packets", (int64_t)st.rx_packets);
+	add_int(o, "rx_bytes", (int64_t)st.rx_bytes);
+	add_int(o, "tx_packets", (int64_t)st.tx_packets);
+	add_int(o, "tx_bytes", (int64_t)st.tx_bytes);
+	for (int i = 0; i < ETHP_DROP_MAX; i++)
+		add_int(d, ethp_drop_name((enum ethp_drop)i), (int64_t)st.drops[i]);
+	json_object_object_add(o, "drops", d);
+	return o;
+}
+
+int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
+{
+	const struct fwd_snap *s = fwd_engine_current(dp->e);
+	char buf[IPOIB_HWADDR_STRLEN];
+
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		struct dp_link *k = &dp->links[i];
+		const struct fwd_if *f = fwd_snap_if(s, k->ifindex);
+		struct json_object *o = json_object_new_object();
+		bool up = f && f->up;
+
+		add_str(o, "name", k->name);
+		add_str(o, "kind", k->kind == DP_IPOIB ? "ipoib" : "ether");
+		add_str(o, "state", up ? "up" : "down");
+		if (!up)
+			add_str(o, "reason", k->reason[0] ? k->reason : "down");
+		add_int(o, "mtu", f ? f->mtu : k->cfg_mtu);
+		if (k->kind == DP_IPOIB) {
+			add_str(o, "mode", gw_ipoib_mode_name(k->mode));
+			if (k->mode != k->cfg_mode)
+				add_str(o, "configured_mode", gw_ipoib_mode_name(k->cfg_mode));
+			add_hex(o, "pkey", k->pkey, 4);
+			add_str(o, "device", k->device);
+			add_int(o, "port", k->port_num);
+			if (up) {
+				struct ipoib_hwaddr hw;
+
+				ipoib_link_hwaddr(k->link, &hw);
+				ipoib_hwaddr_format(&hw, buf, sizeof(buf));
+				add_str(o, "address", buf);
+				add_hex(o, "qpn", hw.qpn, 0);
+				add_hex(o, "qkey", k->qkey, 0);
+			}
+			if (k->port && k->port->port) {
+				add_hex(o, "lid", k->port->pi.lid, 0);
+				add_hex(o, "sm_lid", k->port->pi.sm_lid, 0);
+			}
+		} else {
+			add_str(o, "device", k->device);
+			if (k->vlan)
+				add_int(o, "vlan", k->vlan);
+			if (k->eth)
+				add_str(o, "address", mac_str(f ? f->mac : k->eattr.mac, buf,
+							      sizeof(buf)));
+			if (k->eth && k->eattr.io)
+				add_str(o, "io", k->eattr.io);
+		}
+		add_str(o, "backend", k->backend);
+		add_int(o, "ifindex", k->ifindex);
+		json_object_object_add(o, "addresses", addrs_json(k->addrs, k->n_addrs));
+		if (stats) {
+			if (k->kind == DP_IPOIB && k->link)
+				json_object_object_add(o, "stats", ipoib_stats_json(k->link));
+			else if (k->kind == DP_ETH && k->eth)
+				json_object_object_add(o, "stats", eth_stats_json(k));
+		}
+		if (ctl_reply_record(r, o) < 0)
+			return CTL_EFAILED;
+	}
+	return CTL_OK;
+}
+
+/* ---- routes ---------------------------------------------------------------------------- */
+
+struct route_walk {
+	struct gw_dp *dp;
+	const struct ip_prefix *match;
+	struct ctl_reply *r;
+	int status;
+};
+
+static const char *proto_name(uint8_t src)
+{
+	switch (src) {
+	case RT_SRC_CONNECTED:
+		return "kernel";
+	case RT_SRC_STATIC:
+		return "static";
+	case RT_SRC_LEARNED:
+		return "learned";
+	default:
+		return "kernel_import";
+	}
+}
+
+/* The interface address inside prefix p (the connected route's src). */
+static bool prefsrc(struct gw_dp *dp, uint32_t ifindex, const struct ip_prefix *p,
+		    struct ip_addr *out)
+{
+	const struct fwd_if *f = fwd_snap_if(fwd_engine_current(dp->e), ifindex);
+
+	if (!f)
+		return false;
+	for (unsigned i = 0; i < f->n_addrs; i++) {
+		if (f->addrs[i].addr.family == p->addr.family &&
+		    ip_prefix_contains(p, &f->addrs[i].addr)) {
+			*out = f->addrs[i].addr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct json_object *nh_json(struct gw_dp *dp, const struct rt_route *rt, unsigned i)
+{
+	struct json_object *o = json_object_new_object(), *fl = json_object_new_array();
+	char buf[IP_ADDR_STRLEN];
+
+	if (rt->nh[i].type == RT_NH_GATEWAY)
+		add_str(o, "gateway", ip_addr_format(&rt->nh[i].gw, buf, sizeof(buf)));
+	if (rt->nh[i].ifindex)
+		add_str(o, "dev", if_name(dp, rt->nh[i].ifindex));
+	add_int(o, "weight", 1);
+	if (!(rt->nh_resolved & (1u << i)))
+		json_object_array_add(fl, json_object_new_string("unresolved"));
+	json_object_object_add(o, "flags", fl);
+	return o;
+}
+
+static int route_cb(void *ctx, const struct rt_route *rt)
+{
+	struct route_walk *w = ctx;
+	struct json_object *o, *fl;
+	char buf[IP_PREFIX_STRLEN];
+	struct ip_addr src;
+
+	if (w->match && (w->match->len != rt->prefix.len ||
+			 !ip_addr_equal(&w->match->addr, &rt->prefix.addr)))
+		return 0;
+	o = json_object_new_object();
+	fl = json_object_new_array();
+	switch (rt->nh[0].type) {
+	case RT_NH_LOCAL:
+		add_str(o, "type", "local");
+		break;
+	case RT_NH_BLACKHOLE:
+		add_str(o, "type", "blackhole");
+		break;
+	default:
+		add_str(o, "type", "unicast");
+	}
+	if (rt->prefix.len == 0)
+		add_str(o, "dst", "default");
+	else if (rt->nh[0].type == RT_NH_LOCAL)
+		add_str(o, "dst", ip_addr_format(&rt->prefix.addr, buf, sizeof(buf)));
+	else
+		add_str(o, "dst", ip_prefix_format(&rt->prefix, buf, sizeof(buf)));
+	if (rt->nnh == 1) {
+		if (rt->nh[0].type == RT_NH_GATEWAY)
+			add_str(o, "gateway", ip_addr_format(&rt->nh[0].gw, buf, sizeof(buf)));
+		if (rt->nh[0].ifindex)
+			add_str(o, "dev", if_name(w->dp, rt->nh[0].ifindex));
+	}
+	add_str(o, "protocol", proto_name(rt->source));
+	if (rt->nh[0].type == RT_NH_LOCAL)
+		add_str(o, "scope", "host");
+	else if (rt->nh[0].type == RT_NH_CONNECTED)
+		add_str(o, "scope", "link");
+	if (rt->source == RT_SRC_CONNECTED && rt->nh[0].ifindex &&
+	    prefsrc(w->dp, rt->nh[0].ifindex, &rt->prefix, &src))
+		add_str(o, "prefsrc", ip_addr_format(&src, buf, sizeof(buf)));
+	add_int(o, "metric", rt->metric);
+	if (rt->nnh > 1) {
+		struct json_object *a = json_object_new_array();
+
+		for (unsigned i = 0; i < rt->nnh; i++)
+			json_object_array_add(a, nh_json(w->dp, rt, i));
+		json_object_object_add(o, "nexthops", a);
+	} else if (rt->nh[0].type != RT_NH_LOCAL && rt->nh[0].type != RT_NH_BLACKHOLE &&
+		   !(rt->nh_resolved & 1)) {
+		json_object_array_add(fl, json_object_new_string("unresolved"));
+	}
+	if (!(rt->flags & RT_F_SELECTED))
+		json_object_array_add(fl, json_object_new_string("inactive"));
+	json_object_object_add(o, "flags", fl);
+	if (ctl_reply_record(w->r, o) < 0) {
+		w->status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
+int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ctl_reply *r)
+{
+	struct route_walk w = { .dp = dp, .match = match, .r = r, .status = CTL_OK };
+
+	rt_walk(dp->rt, match ? match->addr.family : 0, route_cb, &w);
+	return w.status;
+}
+
+/* ---- neighbours ------------------------------------------------------------------------ */
+
+struct neigh_walk {
+	struct gw_dp *dp;
+	const struct fwd_if *f;
+	struct ctl_reply *r;
+	int status;
+};
+
+static int neigh_cb(void *arg, const struct neigh_info *ni)
+{
+	struct neigh_walk *w = arg;
+	struct json_object *o = json_object_new_object(), *st = json_object_new_array();
+	char buf[IPOIB_HWADDR_STRLEN];
+
+	if (ni->state == NEIGH_NONE) {
+		json_object_put(o);
+		json_object_put(st);
+		return 0;
+	}
+	add_str(o, "dst", inet_ntop(ni->family, ni->addr, buf, sizeof(buf)) ? buf : "?");
+	add_str(o, "dev", w->f->name);
+	if (ni->has_link && ni->link.len == 6) {
+		add_str(o, "lladdr", mac_str(ni->link.addr, buf, sizeof(buf)));
+	} else if (ni->has_link && ni->link.len == IPOIB_HWADDR_LEN) {
+		struct ipoib_hwaddr hw;
+		char gid[IB_GID_STRLEN];
+
+		if (ipoib_hwaddr_decode(ni->link.addr, ni->link.len, &hw) == 0) {
+			ipoib_hwaddr_format(&hw, buf, sizeof(buf));
+			add_str(o, "lladdr", buf);
+			add_hex(o, "qpn", hw.qpn, 0);
+			ib_gid_format(&hw.gid, gid, sizeof(gid));
+			add_str(o, "gid", gid);
+			add_str(o, "peer_mode", hw.flags & IPOIB_HWADDR_F_RC ? "rc" : "ud");
+		}
+		if (ni->link.usable) {
+			struct json_object *p = json_object_new_object();
+
+			add_hex(p, "dlid", ni->link.dlid, 0);
+			add_int(p, "sl", ni->link.sl);
+			add_int(p, "mtu", mtu_bytes(ni->link.ib_mtu));
+			json_object_object_add(p, "grh", json_object_new_boolean(ni->link.grh));
+			json_object_object_add(o, "path", p);
+			add_int(o, "mtu", ni->link.mtu);
+			add_str(o, "mode", ni->link.conn ? "rc" : "ud");
+		}
+	}
+	json_object_array_add(st, json_object_new_string(neigh_state_name(ni->state)));
+	json_object_object_add(o, "state", st);
+	if (ni->probes)
+		add_int(o, "probes", ni->probes);
+	if (ni->queued)
+		add_int(o, "queued", ni->queued);
+	if (ctl_reply_record(w->r, o) < 0) {
+		w->status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
+int gw_dp_show_neighbours(struct gw_dp *dp, const char *dev, struct ctl_reply *r)
+{
+	const struct fwd_snap *s = fwd_engine_current(dp->e);
+	struct neigh_walk w = { .dp = dp, .r = r, .status = CTL_OK };
+	bool found = !dev;
+
+	for (uint32_t k = 1; k < FWD_IF_MAX && w.status == CTL_OK; k++) {
+		const struct fwd_if *f = fwd_snap_if(s, k);
+
+		if (!f || !f->neigh || (dev && strcmp(dev, f->name)))
+			continue;
+		found = true;
+		w.f = f;
+		neigh_foreach(f->neigh, neigh_cb, &w);
+	}
+	if (!found)
+		return ctl_reply_error(r, CTL_EBADREQ, "no interface '%s' in the data plane", dev);
+	return w.status;
+}
+
+/* ---- paths, groups, connections -------------------------------------------------------- */
+
+struct port_walk {
+	struct dp_port *p;
+	const char *dev;
+	struct ctl_reply *r;
+	int status;
+};
+
+static int path_cb(void *arg, const struct sa_path_info *pi)
+{
+	struct port_walk *w = arg;
+	struct json_object *o = json_object_new_object();
+	char gid[IB_GID_STRLEN];
+
+	ib_gid_format(&pi->path.dgid, gid, sizeof(gid));
+	add_str(o, "dgid", gid);
+	ib_gid_format(&pi->path.sgid, gid, sizeof(gid));
+	add_str(o, "sgid", gid);
+	add_str(o, "state", sa_path_state_name(pi->state));
+	if (pi->state == SA_PATH_VALID || pi->state == SA_PATH_STALE) {
+		add_hex(o, "dlid", pi->path.dlid, 0);
+		add_hex(o, "slid", pi->path.slid, 0);
+		add_int(o, "sl", pi->path.sl);
+		add_int(o, "mtu", mtu_bytes(pi->path.mtu));
+		add_int(o, "rate", pi->path.rate);
+		add_int(o, "hop_limit", pi->path.hop_limit);
+		json_object_object_add(o, "local", json_object_new_boolean(pi->path.local));
+	}
+	add_hex(o, "pkey", pi->path.pkey, 4);
+	if (pi->last_error)
+		add_str(o, "error", strerror(pi->last_error < 0 ? -pi->last_error : pi->last_error));
+	add_int(o, "age_ms", (int64_t)pi->age_ms);
+	add_int(o, "expires_ms", (int64_t)pi->expires_in_ms);
+	add_str(o, "device", w->p->device);
+	add_int(o, "port", w->p->num);
+	if (ctl_reply_record(w->r, o) < 0) {
+		w->status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
+int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r)
+{
+	struct port_walk w = { .r = r, .status = CTL_OK };
+
+	for (unsigned i = 0; i < dp->n_ports && w.status == CTL_OK; i++) {
+		if (!dp->ports[i].sa)
+			continue;
+		w.p = &dp->ports[i];
+		sa_path_foreach(dp->ports[i].sa, path_cb, &w);
+	}
+	return w.status;
+}
+
+static int mcast_cb(void *arg, const struct ipoib_mcast_info *mi)
+{
+	struct port_walk *w = arg;
+	struct json_object *o = json_object_new_object();
+	char gid[IB_GID_STRLEN];
+
+	ib_gid_format(&mi->mgid, gid, sizeof(gid));
+	add_str(o, "mgid", gid);
+	add_str(o, "dev", w->dev);
+	add_str(o, "join", mi->full ? "full" : "sendonly");
+	add_str(o, "state", mi->joined ? "joined" : "joining");
+	if (mi->joined) {
+		add_hex(o, "mlid", mi->mlid, 0);
+		add_hex(o, "qkey", mi->qkey, 0);
+	}
+	if (ctl_reply_record(w->r, o) < 0) {
+		w->status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
+int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r)
+{
+	struct port_walk w = { .r = r, .status = CTL_OK };
+
+	for (unsigned i = 0; i < dp->n_links && w.status == CTL_OK; i++) {
+		if (!dp->links[i].link)
+			continue;
+		w.dev = dp->links[i].name;
+		ipoib_link_mcast_foreach(dp->links[i].link, mcast_cb, &w);
+	}
+	return w.status;
+}
+
+int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r)
+{
+	for (unsigned i = 0; i < dp->n_links; i++)
+		if (dp->links[i].kind == DP_IPOIB && dp->links[i].mode == GW_IPOIB_CONNECTED)
+			return ctl_reply_error(r, CTL_EFAILED,
+					       "connections are not listed by this build");
+	return CTL_OK; /* no connected-mode link: no connections */
+}
+
+/* ---- counters --------------------------------------------------------------------------- */
+
+int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
+{
+	struct fwd_stats st;
+	struct fwd_sp_stats sp;
+	struct json_object *o = json_object_new_object(), *d = json_object_new_object(),
+			   *p = json_object_new_object(), *s = json_object_new_object();
+
+	fwd_engine_stats(dp->e, -1, &st);
+	fwd_sp_stats(dp->e, &sp);
+	add_int(o, "workers", dp->n_workers);
+	add_int(o, "rx_packets", (int64_t)st.rx_packets);
+	add_int(o, "rx_bytes", (int64_t)st.rx_bytes);
+	add_int(o, "tx_packets", (int64_t)st.tx_packets);
+	add_int(o, "forwarded4", (int64_t)st.forwarded4);
+	add_int(o, "forwarded6", (int64_t)st.forwarded6);
+	add_int(o, "fragmented", (int64_t)st.fragmented);
+	add_int(o, "frags_sent", (int64_t)st.frags_sent);
+	add_int(o, "mss_clamped", (int64_t)st.mss_clamped);
+	add_int(o, "icmp_sent", (int64_t)st.icmp_sent);
+	add_int(o, "icmp_rate_limited", (int64_t)st.icmp_rate_limited);
+	for (int i = 0; i < FWD_DROP_COUNT; i++)
+		add_int(d, fwd_drop_name((enum fwd_drop)i), (int64_t)st.drops[i]);
+	json_object_object_add(o, "drops", d);
+	for (int i = 0; i < FWD_PUNT_COUNT; i++)
+		add_int(p, fwd_punt_name((enum fwd_punt)i), (int64_t)st.punts[i]);
+	json_object_object_add(o, "punts", p);
+	for (int i = 0; i < FWD_SP_REASON_COUNT; i++)
+		add_int(s, fwd_sp_reason_name((enum fwd_sp_reason)i), (int64_t)sp.r[i]);
+	json_object_object_add(o, "slowpath", s);
+	return ctl_reply_record(r, o) < 0 ? CTL_EFAILED : CTL_OK;
+}
