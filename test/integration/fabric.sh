@@ -12,36 +12,16 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
+. "$top/test/lib/rack_suite.sh"
 simport=$build/tools/simport
 fabric=$build/bin/ibgw-fabric
-rack=fab$(($$ % 100000))
-work=$(mktemp -d /tmp/ibgw-fabric.XXXXXX)
-rackcmd() { "$top/sim/rack" "$@" --name "$rack"; }
-cleanup() {
-	local j
-	for j in $(jobs -p); do kill "$j" 2>/dev/null; done
-	wait 2>/dev/null
-	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work" || exit 1
+suite_init fab
+rackcmd() { R "$@"; }
 
 tap_plan 38
-for f in "$simport" "$fabric"; do
-	if [ ! -x "$f" ]; then
-		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
-		exit 1
-	fi
-done
-if [ "$(id -u)" != 0 ]; then
-	tap_not_ok "runs as root" "network namespaces need root"
-	exit 1
-fi
-for b in ibsim opensm saquery smpquery tshark jq; do
-	command -v "$b" >/dev/null || { tap_not_ok "$b is installed"; exit 1; }
-done
+suite_need_built "$simport" "$fabric"
+suite_need_root
+suite_need_cmds ibsim opensm saquery smpquery tshark jq
 
 # --- helpers -------------------------------------------------------------------
 export IBGW_BUILD=$build
@@ -73,7 +53,7 @@ npkts() { grep -c '^pkt' "$work/$1"; }
 
 # --- rack and fabric ---------------------------------------------------------------
 t0=$SECONDS
-if ! out=$(RACK_QUIET=1 rackcmd up 2>&1); then
+if ! out=$(RACK_QUIET=1 rackcmd up --bare 2>&1); then
 	tap_not_ok "rack $rack comes up" "$out"
 	exit 1
 fi

@@ -13,32 +13,14 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
+. "$top/test/lib/rack_suite.sh"
 pp=$build/tools/ibp_pingpong
 fabric=$build/bin/ibgw-fabric
-rack=ibps$(($$ % 100000))
-work=$(mktemp -d /tmp/ibgw-ibpsim.XXXXXX)
-cleanup() {
-	local j
-	for j in $(jobs -p); do kill -9 "$j" 2>/dev/null; done
-	wait 2>/dev/null
-	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work" || exit 1
+suite_init ibps
 
 tap_plan 24
-for f in "$pp" "$fabric"; do
-	if [ ! -x "$f" ]; then
-		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
-		exit 1
-	fi
-done
-if [ "$(id -u)" != 0 ]; then
-	tap_not_ok "runs as root" "network namespaces need root"
-	exit 1
-fi
+suite_need_built "$pp" "$fabric"
+suite_need_root
 
 export IBGW_BUILD=$build
 RACK_SIM_DIR=$top/sim
@@ -74,7 +56,7 @@ rc_pair() {
 }
 
 # --- rack, fabric, identities ------------------------------------------------------------
-if ! out=$(RACK_QUIET=1 "$top/sim/rack" up --name "$rack" 2>&1); then
+if ! out=$(RACK_QUIET=1 R up --bare 2>&1); then
 	tap_not_ok "rack $rack comes up" "$out"
 	exit 1
 fi

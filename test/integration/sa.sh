@@ -14,25 +14,15 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
+. "$top/test/lib/rack_suite.sh"
 sac=$build/tools/saclient
-rack="sa$$"
-R() { "$top/sim/rack" --name "$rack" "$@"; }
-work=$(mktemp -d /tmp/ibgw-sa.XXXXXX)
+suite_init sa
 bg=
-cleanup() {
-	[ -n "$bg" ] && kill "$bg" 2>/dev/null && wait "$bg" 2>/dev/null
-	R down >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
+suite_cleanup_hook() { [ -n "$bg" ] && kill "$bg" 2>/dev/null && wait "$bg" 2>/dev/null; }
 
 tap_plan 17
-if [ ! -x "$sac" ]; then
-	tap_not_ok "saclient is built" "missing $sac"
-	exit 1
-fi
-if ! R up routed >"$work/up.log" 2>&1; then
+suite_need_built "$sac"
+if ! R up routed --bare >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up" "$(cat "$work/up.log")"
 	exit 1
 fi

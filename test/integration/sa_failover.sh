@@ -18,26 +18,15 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
+. "$top/test/lib/rack_suite.sh"
 sac=$build/tools/saclient
-rack="saf$$"
-rack=${rack:0:10}
-R() { "$top/sim/rack" --name "$rack" "$@"; }
-work=$(mktemp -d /tmp/ibgw-saf.XXXXXX)
+suite_init saf
 bg=
-cleanup() {
-	[ -n "$bg" ] && kill "$bg" 2>/dev/null && wait "$bg" 2>/dev/null
-	R down >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
+suite_cleanup_hook() { [ -n "$bg" ] && kill "$bg" 2>/dev/null && wait "$bg" 2>/dev/null; }
 
 tap_plan 16
-if [ ! -x "$sac" ]; then
-	tap_not_ok "saclient is built" "missing $sac"
-	exit 1
-fi
-if ! R up >"$work/up.log" 2>&1; then
+suite_need_built "$sac"
+if ! R up --bare >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up" "$(cat "$work/up.log")"
 	exit 1
 fi
