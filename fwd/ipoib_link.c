@@ -295,6 +295,19 @@ static int encap(struct ibp_buf *b, uint16_t ethertype)
 	return 0;
 }
 
+/*
+ * Every send of the link goes through here. A gateway whose worker owns the port's data
+ * path gives a post hook (cfg.post) that posts directly on the worker and hands sends
+ * made on the control thread (ARP/ND replies, parked packets) to the worker's ring;
+ * a single-threaded host leaves it NULL. Returns 1 when the send was taken.
+ */
+static int link_post(struct ipoib_link *l, struct ibp_send *s)
+{
+	if (l->cfg.post)
+		return l->cfg.post(l->cfg.post_ctx, s);
+	return l->ops->post_send(s, 1);
+}
+
 /* Post an encapsulated buffer. Takes ownership. */
 static int post(struct ipoib_link *l, struct ibp_ah *ah, uint32_t qpn, struct ibp_buf *b)
 {
@@ -307,7 +320,7 @@ static int post(struct ipoib_link *l, struct ibp_ah *ah, uint32_t qpn, struct ib
 		drop_buf(l, b, IPOIB_DROP_TX_DOWN);
 		return -ENETDOWN;
 	}
-	if (l->ops->post_send(&s, 1) != 1) {
+	if (link_post(l, &s) != 1) {
 		drop_buf(l, b, IPOIB_DROP_TX_POST);
 		return -ENOBUFS;
 	}
@@ -588,7 +601,7 @@ static int post_rc(struct ipoib_link *l, struct ipoib_conn *c, struct ibp_buf *b
 		drop_buf(l, b, IPOIB_DROP_TX_DOWN);
 		return -ENETDOWN;
 	}
-	if (l->ops->post_send(&s, 1) != 1) {
+	if (link_post(l, &s) != 1) {
 		drop_buf(l, b, IPOIB_DROP_TX_POST);
 		return -ENOBUFS;
 	}

@@ -109,6 +109,10 @@ struct ipoib_link_config {
 	struct neigh_params neigh;
 	neigh_defer_fn defer; /* for the neighbour table, see neigh.h */
 	void *defer_ctx;
+	/* Optional: every send of the link goes through post(post_ctx, s), which returns 1
+	 * when the send was taken (see link_post in ipoib_link.c). NULL: ops->post_send. */
+	int (*post)(void *ctx, struct ibp_send *s);
+	void *post_ctx;
 	/* UP/DOWN changes. */
 	void (*state_cb)(void *ctx, struct ipoib_link *l, bool up);
 	void *cb_ctx;
