@@ -1,6 +1,6 @@
 /*
  * The rare paths of fwd/ip.h: IPv4 option walk, IPv6 extension-header chain walk,
- * martian address rules, the flow hash, and the reason names.
+ * martian address rules and the reason names.
  */
 #include "fwd/ip.h"
 
@@ -287,60 +287,3 @@ enum ip_reason ip6_check_addrs(const struct ip6_martian_cfg *cfg, const uint8_t 
 	return IP_OK;
 }
 
-/* Murmur3's 32-bit block mix and finaliser. */
-static inline uint32_t rotl32(uint32_t x, int r)
-{
-	return x << r | x >> (32 - r);
-}
-
-static inline uint32_t hmix(uint32_t h, uint32_t k)
-{
-	k *= 0xcc9e2d51u;
-	k = rotl32(k, 15);
-	k *= 0x1b873593u;
-	h ^= k;
-	h = rotl32(h, 13);
-	return h * 5 + 0xe6546b64u;
-}
-
-static inline uint32_t hfinal(uint32_t h)
-{
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	h ^= h >> 16;
-	return h;
-}
-
-static bool has_ports(uint8_t proto)
-{
-	return proto == 6 || proto == 17 || proto == 132 || proto == 136;
-}
-
-uint32_t ip4_flow_hash(const uint8_t *p, const struct ip4_info *info, uint32_t seed)
-{
-	uint32_t h = seed;
-
-	h = hmix(h, info->src);
-	h = hmix(h, info->dst);
-	h = hmix(h, info->proto);
-	if (has_ports(info->proto) && !info->mf && info->frag_off == 0 &&
-	    info->hdr_len + 4u <= info->tot_len)
-		h = hmix(h, ip_be32(p + info->hdr_len));
-	return hfinal(h);
-}
-
-uint32_t ip6_flow_hash(const uint8_t *p, const struct ip6_info *info, uint32_t seed)
-{
-	uint32_t h = seed;
-
-	for (int i = 8; i < 40; i += 4)
-		h = hmix(h, ip_be32(p + i));
-	h = hmix(h, info->proto);
-	if (has_ports(info->proto) && !info->is_frag && info->l4_off + 4u <= info->pkt_len)
-		h = hmix(h, ip_be32(p + info->l4_off));
-	else
-		h = hmix(h, ip_be32(p) & 0xfffff); /* flow label */
-	return hfinal(h);
-}

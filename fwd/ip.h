@@ -10,7 +10,6 @@
  *   ip4/ip6_check_addrs  martian and link-local source/destination rules (configurable)
  *   ip4_ttl_decrement    TTL - 1 with the RFC 1624 incremental checksum update
  *   ip6_hop_decrement    hop limit - 1
- *   ip4/ip6_flow_hash    5-tuple (3-tuple for fragments and port-less protocols) for ECMP
  *
  * Every rejection is an enum ip_reason whose ip_reason_name() is a stable counter name.
  * Hot functions are static inline here; the rare paths (options, long chains) are in ip.c.
@@ -381,13 +380,5 @@ static inline bool ip6_is_link_local(const uint8_t a[16])
 {
 	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
 }
-
-/* ---- flow hash (ECMP) ---- */
-
-/* A 32-bit hash of (src, dst, proto) plus the ports when the packet carries a whole
- * TCP/UDP/SCTP/UDP-Lite header and is not a fragment (all fragments of a datagram hash
- * alike). For IPv6 the flow label joins the 3-tuple. Info must come from validate. */
-uint32_t ip4_flow_hash(const uint8_t *p, const struct ip4_info *info, uint32_t seed);
-uint32_t ip6_flow_hash(const uint8_t *p, const struct ip6_info *info, uint32_t seed);
 
 #endif

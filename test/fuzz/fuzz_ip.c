@@ -30,7 +30,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ip4_validate(data, size, &i4) == IP_OK) {
 		check(i4.hdr_len >= 20 && i4.hdr_len <= i4.tot_len && i4.tot_len <= size);
 		(void)ip4_check_addrs(&ip4_martian_default, i4.src, i4.dst);
-		(void)ip4_flow_hash(data, &i4, 1);
 		memcpy(buf, data, size);
 		if (ip4_ttl_decrement(buf) == IP_OK) {
 			check(ip4_validate(buf, size, &j4) == IP_OK);
@@ -43,7 +42,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(i6.pkt_len <= size && i6.l4_off <= i6.pkt_len && i6.l4_off >= 40);
 		check(i6.n_ext <= IP6_EXT_MAX);
 		(void)ip6_check_addrs(&ip6_martian_default, data + 8, data + 24);
-		(void)ip6_flow_hash(data, &i6, 1);
 	}
 	return 0;
 }

@@ -395,47 +395,6 @@ static void test_ip6_addrs_hop(void **state)
 	(void)n;
 }
 
-static void test_flow_hash(void **state)
-{
-	uint8_t p[600], q[600];
-	struct ip6_info i6;
-	struct ip4_info i4;
-	size_t n;
-
-	(void)state;
-	n = mk6(p, NULL, 0, 6, 20);
-	assert_int_equal(ip6_validate(p, n, &i6), IP_OK);
-	uint32_t h1 = ip6_flow_hash(p, &i6, 7);
-	assert_int_equal(h1, ip6_flow_hash(p, &i6, 7));
-	assert_int_not_equal(h1, ip6_flow_hash(p, &i6, 8));
-	memcpy(q, p, n);
-	q[43] = 81; /* other destination port */
-	assert_int_not_equal(h1, ip6_flow_hash(q, &i6, 7));
-	/* the port is ignored for a port-less protocol */
-	p[6] = 58;
-	assert_int_equal(ip6_validate(p, n, &i6), IP_OK);
-	q[6] = 58;
-	assert_int_equal(ip6_flow_hash(p, &i6, 7), ip6_flow_hash(q, &i6, 7));
-
-	uint8_t v4[40] = { 0 };
-	memcpy(v4, hdr, 20);
-	v4[3] = 40;
-	v4[20] = 0x04, v4[21] = 0x00, v4[22] = 0x00, v4[23] = 0x35;
-	fix_csum(v4);
-	assert_int_equal(ip4_validate(v4, 40, &i4), IP_OK);
-	uint32_t a = ip4_flow_hash(v4, &i4, 1);
-	v4[23] = 0x36;
-	assert_int_not_equal(a, ip4_flow_hash(v4, &i4, 1));
-	/* a first fragment hashes like the rest: no ports */
-	v4[6] = 0x20;
-	v4[3] = 36; /* 16 data octets */
-	fix_csum(v4);
-	assert_int_equal(ip4_validate(v4, 40, &i4), IP_OK);
-	uint32_t f1 = ip4_flow_hash(v4, &i4, 1);
-	v4[23] = 0x37;
-	assert_int_equal(f1, ip4_flow_hash(v4, &i4, 1));
-}
-
 static void test_names(void **state)
 {
 	(void)state;
@@ -450,7 +409,7 @@ int main(void)
 		cmocka_unit_test(test_ip4_valid),     cmocka_unit_test(test_ip4_reject),
 		cmocka_unit_test(test_ip4_options),   cmocka_unit_test(test_ip4_ttl),
 		cmocka_unit_test(test_ip4_martians),  cmocka_unit_test(test_ip6_chain),
-		cmocka_unit_test(test_ip6_addrs_hop), cmocka_unit_test(test_flow_hash),
+		cmocka_unit_test(test_ip6_addrs_hop),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
