@@ -101,6 +101,5 @@ void lpm6_stats(const struct lpm6 *t, struct lpm6_stats *out)
 void lpm6_lookup_bulk(const struct lpm6 *t, const uint8_t (*addrs)[16], uint32_t *values,
 		      unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
-		values[i] = lpm128_lookup(t->trie, addrs[i]);
+	lpm128_lookup_bulk(t->trie, addrs, values, n);
 }

@@ -1,11 +1,20 @@
 /*
- * lpm128: the writer side of the compressed multibit trie (see lpm128.h).
+ * lpm128: the writer side of the DIR-16 + poptrie structure (see lpm128.h).
  *
- * Every change copies the nodes from the root down to the node where the prefix ends,
- * rebuilds that node's leaf runs from its own prefix list, and links the copies
- * bottom-up; only then is the new root published. The replaced nodes are handed to the
- * free function after the publish. An allocation failure frees the new copies and
- * leaves the published trie untouched.
+ * A prefix of length <= 16 lives in sval (one value array per length); the dir entries
+ * it covers are recomputed from sval (the longest covering length wins): a leaf entry
+ * gets the new value, a node entry gets a copy of its node with the new def.
+ * A longer prefix lives in the pfx list of the node where it ends. A change copies
+ * that node (new leaf runs from its prefix list; a new block of its children when
+ * their def changes), then, bottom-up, each ancestor with a new block of children
+ * holding the new copy; only then is the dir entry stored. The replaced blocks and
+ * prefix lists go to the free function after the store. An allocation failure frees
+ * the new copies and leaves the published trie untouched.
+ *
+ * Ownership: a block (array of sibling nodes, or one top node) is one allocation; a
+ * node's pfx list (with its out-of-line leaves) is another, owned by the node and
+ * shared by its copies, so it is only retired when the node's prefixes change or the
+ * node goes away.
  */
 #include "lib/lpm128.h"
 
@@ -14,39 +23,86 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct change {
-	unsigned depth, slotbits, len; /* node depth, bits inside it, length inside it */
-	uint32_t value;                /* 0: delete */
-	int result;                    /* 0, -ENOENT */
-	int delta;                     /* prefixes added (+1), removed (-1), replaced (0) */
-	/* Nodes replaced (to free after publishing) and nodes built (to free on failure). */
-	struct lpm128_node *old[LPM128_LEVELS], *built[LPM128_LEVELS];
-	unsigned nold, nbuilt;
-};
+_Static_assert(sizeof(struct lpm128_node) == 128, "two cache lines");
+_Static_assert(offsetof(struct lpm128_node, leafvec) == 64, "line 1 starts with leafvec");
 
-static size_t node_size(unsigned nchild, unsigned nleaf, unsigned npfx)
+#define DIR_SIZE  (1u << LPM128_DIR_BITS)
+#define SVAL_SIZE ((2u << LPM128_DIR_BITS) - 1)
+#define LEAF(v)   ((uint64_t)(v) << 32 | 1)
+#define NODE_SZ   sizeof(struct lpm128_node)
+
+static uint32_t *sv(const struct lpm128 *t, unsigned len)
 {
-	return sizeof(struct lpm128_node) + nchild * sizeof(struct lpm128_node *) +
-	       npfx * sizeof(struct lpm128_pfx) + nleaf * sizeof(uint32_t);
+	return t->sval + (1u << len) - 1;
 }
 
-static struct lpm128_node *node_alloc(unsigned nchild, unsigned nleaf, unsigned npfx)
-{
-	struct lpm128_node *n = calloc(1, node_size(nchild, nleaf, npfx));
-	uint8_t *p;
+/* Allocations made (freed on failure) and replaced (retired after publishing). */
+struct alloc {
+	void *p;
+	size_t sz;
+};
+struct txn {
+	struct alloc made[4 * LPM128_LEVELS + 4], old[4 * LPM128_LEVELS + 4];
+	unsigned nmade, nold;
+	long dnode;
+};
 
-	if (!n)
+static void *txn_alloc(struct txn *x, size_t sz, bool block)
+{
+	void *p = block ? aligned_alloc(64, sz) : malloc(sz);
+
+	if (!p)
 		return NULL;
-	p = (uint8_t *)(n + 1);
-	n->children = (struct lpm128_node **)p;
-	p += nchild * sizeof(struct lpm128_node *);
-	n->pfx = (struct lpm128_pfx *)p;
-	p += npfx * sizeof(struct lpm128_pfx);
-	n->leaves = (uint32_t *)p;
-	n->nchild = (uint16_t)nchild;
-	n->nleaf = (uint16_t)nleaf;
-	n->npfx = (uint16_t)npfx;
-	return n;
+	if (block)
+		memset(p, 0, sz);
+	x->made[x->nmade++] = (struct alloc){ p, sz };
+	return p;
+}
+
+static void txn_retire(struct txn *x, const void *p, size_t sz)
+{
+	if (p)
+		x->old[x->nold++] = (struct alloc){ (void *)(uintptr_t)p, sz };
+}
+
+static void retire_now(struct lpm128 *t, const void *p, size_t sz)
+{
+	if (!p)
+		return;
+	t->bytes -= sz;
+	if (t->free_fn)
+		t->free_fn(t->free_ctx, (void *)(uintptr_t)p);
+	else
+		free((void *)(uintptr_t)p);
+}
+
+static void txn_commit(struct lpm128 *t, struct txn *x)
+{
+	for (unsigned i = 0; i < x->nmade; i++)
+		t->bytes += x->made[i].sz;
+	for (unsigned i = 0; i < x->nold; i++)
+		retire_now(t, x->old[i].p, x->old[i].sz);
+	t->nnode = (size_t)((long)t->nnode + x->dnode);
+}
+
+static void txn_abort(struct txn *x)
+{
+	for (unsigned i = 0; i < x->nmade; i++)
+		free(x->made[i].p);
+}
+
+static size_t ext_size(const struct lpm128_node *n)
+{
+	return n->npfx * sizeof(struct lpm128_pfx) +
+	       (n->nleaf > LPM128_INLINE ? n->nleaf * sizeof(uint32_t) : 0);
+}
+
+/* Copy node src to dst (its final place): the inline leaves move with it. */
+static void place(struct lpm128_node *dst, const struct lpm128_node *src)
+{
+	memcpy(dst, src, NODE_SZ);
+	if (dst->nleaf <= LPM128_INLINE)
+		dst->leaves = dst->inl;
 }
 
 static bool vec_test(const uint64_t v[4], unsigned s)
@@ -54,21 +110,34 @@ static bool vec_test(const uint64_t v[4], unsigned s)
 	return v[s >> 6] >> (s & 63) & 1;
 }
 
-static void vec_set(uint64_t v[4], unsigned s)
+static unsigned vec_rank(const uint64_t v[4], const uint8_t base[4], unsigned s)
 {
-	v[s >> 6] |= 1ull << (s & 63);
+	return base[s >> 6] + (unsigned)__builtin_popcountll(v[s >> 6] & ((1ull << (s & 63)) - 1));
+}
+
+static void vec_bases(const uint64_t v[4], uint8_t base[4])
+{
+	unsigned n = 0;
+
+	for (unsigned w = 0; w < 4; w++) {
+		base[w] = (uint8_t)n;
+		n += (unsigned)__builtin_popcountll(v[w]);
+	}
+}
+
+static const struct lpm128_node *child_of(const struct lpm128_node *n, unsigned s)
+{
+	if (!n || !vec_test(n->childvec, s))
+		return NULL;
+	return &n->children[vec_rank(n->childvec, n->cbase, s)];
 }
 
 /* Expand pfx[] over the 256 slots: vals[s] = value of the longest prefix covering s. */
-static unsigned expand(const struct lpm128_pfx *pfx, unsigned npfx, uint32_t vals[256])
+static void expand(const struct lpm128_pfx *pfx, unsigned npfx, uint32_t vals[256])
 {
-	int lens[256];
-	unsigned runs = 0;
+	uint8_t lens[256] = { 0 };
 
-	for (unsigned s = 0; s < 256; s++) {
-		vals[s] = 0;
-		lens[s] = -1;
-	}
+	memset(vals, 0, 256 * sizeof(*vals));
 	for (unsigned i = 0; i < npfx; i++) {
 		unsigned shift = LPM128_STRIDE - pfx[i].len;
 		unsigned lo = (unsigned)pfx[i].bits << shift, hi = lo + (1u << shift);
@@ -79,195 +148,352 @@ static unsigned expand(const struct lpm128_pfx *pfx, unsigned npfx, uint32_t val
 				vals[s] = pfx[i].value;
 			}
 	}
+}
+
+/* The value of the longest prefix of pfx[] covering slot s (a child's def). */
+static uint32_t pfx_cover(const struct lpm128_node *n, unsigned s)
+{
+	unsigned best = 0;
+	uint32_t v = 0;
+
+	if (!n)
+		return 0;
+	for (unsigned i = 0; i < n->npfx; i++) {
+		unsigned shift = LPM128_STRIDE - n->pfx[i].len;
+
+		if (n->pfx[i].len > best && (s >> shift) == n->pfx[i].bits) {
+			best = n->pfx[i].len;
+			v = n->pfx[i].value;
+		}
+	}
+	return v;
+}
+
+static uint32_t dir_cover(const struct lpm128 *t, unsigned i)
+{
+	for (int l = LPM128_DIR_BITS; l >= 0; l--) {
+		uint32_t v = sv(t, (unsigned)l)[i >> (LPM128_DIR_BITS - l)];
+
+		if (v)
+			return v;
+	}
+	return 0;
+}
+
+/* Leaf runs of n from vals[], with its prefix list pfx[] (one new allocation). */
+static int set_leaves(struct lpm128_node *n, const uint32_t vals[256],
+		      const struct lpm128_pfx *pfx, unsigned npfx, struct txn *x)
+{
+	unsigned runs = 0, k = 0;
+	uint32_t *leaves;
+	size_t sz;
+
+	memset(n->leafvec, 0, sizeof(n->leafvec));
+	for (unsigned s = 0; s < 256; s++)
+		if (s == 0 || vals[s] != vals[s - 1]) {
+			n->leafvec[s >> 6] |= 1ull << (s & 63);
+			runs++;
+		}
+	vec_bases(n->leafvec, n->lbase);
+	n->nleaf = (uint16_t)runs;
+	n->npfx = (uint16_t)npfx;
+	sz = ext_size(n);
+	n->pfx = NULL;
+	if (sz) {
+		n->pfx = txn_alloc(x, sz, false);
+		if (!n->pfx)
+			return -ENOMEM;
+		if (npfx)
+			memcpy(n->pfx, pfx, npfx * sizeof(*pfx));
+	}
+	leaves = runs > LPM128_INLINE ? (uint32_t *)(n->pfx + npfx) : n->inl;
 	for (unsigned s = 0; s < 256; s++)
 		if (s == 0 || vals[s] != vals[s - 1])
-			runs++;
-	return runs;
+			leaves[k++] = vals[s];
+	n->leaves = leaves;
+	return 0;
+}
+
+/* An empty node (no prefixes, no children) with def. */
+static void empty_node(struct lpm128_node *n, uint32_t def)
+{
+	memset(n, 0, NODE_SZ);
+	n->def = def;
+	n->leafvec[0] = 1;
+	vec_bases(n->leafvec, n->lbase);
+	n->nleaf = 1;
+	n->leaves = n->inl;
 }
 
 /*
- * Build the replacement of node n (NULL: none yet) at depth d for change c, where
- * child (when d < c->depth) is the already-built replacement of the child on the path
- * (NULL: that child goes away). Returns the new node, or NULL with *err set (-ENOMEM),
- * or NULL with *err 0 when the node ends up empty.
+ * The change at the node where the prefix ends (depth D): *n is the new node (built
+ * from old, which may be NULL), value 0 deletes. Returns 0, -ENOENT or -ENOMEM;
+ * *delta: prefixes added (+1), removed (-1) or replaced (0).
  */
-static struct lpm128_node *rebuild(const struct lpm128_node *n, unsigned d, unsigned slot,
-				   struct lpm128_node *child, const struct change *c, int *err,
-				   int *pfx_result, int *delta)
+static int change_here(struct lpm128_node *n, const struct lpm128_node *old, uint32_t def,
+		       unsigned bits, unsigned len, uint32_t value, struct txn *x, int *delta)
 {
 	struct lpm128_pfx pfx[2 * 256];
-	unsigned npfx = n ? n->npfx : 0, nchild = n ? n->nchild : 0;
-	uint64_t childvec[4] = { 0 };
+	unsigned npfx = old ? old->npfx : 0, i;
 	uint32_t vals[256];
-	struct lpm128_node *out;
-	unsigned runs, ci = 0, k;
-	bool had_child;
+	bool redef = false;
+	int rc;
 
-	*err = 0;
-	if (n) {
-		memcpy(pfx, n->pfx, npfx * sizeof(*pfx));
-		memcpy(childvec, n->childvec, sizeof(childvec));
+	if (old) {
+		place(n, old);
+		if (npfx)
+			memcpy(pfx, old->pfx, npfx * sizeof(*pfx));
+	} else {
+		empty_node(n, def);
 	}
-	if (d == c->depth) {
-		unsigned i;
-
-		for (i = 0; i < npfx; i++)
-			if (pfx[i].len == c->len && pfx[i].bits == c->slotbits)
-				break;
-		if (c->value) {
-			if (i == npfx) {
-				pfx[npfx++] = (struct lpm128_pfx){ (uint8_t)c->slotbits,
-								   (uint8_t)c->len, c->value };
-				*delta = 1;
-			} else {
-				pfx[i].value = c->value;
-				*delta = 0;
-			}
+	for (i = 0; i < npfx; i++)
+		if (pfx[i].len == len && pfx[i].bits == bits)
+			break;
+	if (value) {
+		if (i == npfx) {
+			pfx[npfx++] = (struct lpm128_pfx){ (uint8_t)bits, (uint8_t)len, value };
+			*delta = 1;
 		} else {
-			if (i == npfx) {
-				*pfx_result = -ENOENT;
-				return NULL;
-			}
-			pfx[i] = pfx[--npfx];
-			*delta = -1;
+			pfx[i].value = value;
+			*delta = 0;
 		}
 	} else {
-		had_child = vec_test(childvec, slot);
-		if (had_child && !child) {
-			childvec[slot >> 6] &= ~(1ull << (slot & 63));
-			nchild--;
-		} else if (!had_child && child) {
-			vec_set(childvec, slot);
-			nchild++;
-		}
+		if (i == npfx)
+			return -ENOENT;
+		pfx[i] = pfx[--npfx];
+		*delta = -1;
 	}
-	if (npfx == 0 && nchild == 0)
-		return NULL;
-	runs = expand(pfx, npfx, vals);
-	out = node_alloc(nchild, runs, npfx);
-	if (!out) {
-		*err = -ENOMEM;
-		return NULL;
+	expand(pfx, npfx, vals);
+	rc = set_leaves(n, vals, pfx, npfx, x);
+	if (rc)
+		return rc;
+	if (old)
+		txn_retire(x, old->pfx, ext_size(old));
+	/* The children's def follow this node's prefixes. */
+	for (unsigned s = 0, c = 0; s < 256 && old; s++)
+		if (vec_test(old->childvec, s) && old->children[c++].def != vals[s])
+			redef = true;
+	if (redef) {
+		struct lpm128_node *blk = txn_alloc(x, old->nchild * NODE_SZ, true);
+
+		if (!blk)
+			return -ENOMEM;
+		for (unsigned s = 0, c = 0; s < 256; s++)
+			if (vec_test(old->childvec, s)) {
+				place(&blk[c], &old->children[c]);
+				blk[c].def = vals[s];
+				c++;
+			}
+		txn_retire(x, old->children, old->nchild * NODE_SZ);
+		n->children = blk;
 	}
-	memcpy(out->childvec, childvec, sizeof(childvec));
-	memcpy(out->pfx, pfx, npfx * sizeof(*pfx));
-	k = 0;
-	for (unsigned s = 0; s < 256; s++)
-		if (s == 0 || vals[s] != vals[s - 1]) {
-			vec_set(out->leafvec, s);
-			out->leaves[k++] = vals[s];
-		}
-	/* Children: the old ones in slot order, with the path's slot replaced. */
-	for (unsigned s = 0; s < 256; s++) {
-		if (!vec_test(childvec, s))
-			continue;
-		if (d != c->depth && s == slot)
-			out->children[ci++] = child;
-		else
-			out->children[ci++] = n->children[lpm128_rank_(n->childvec, s)];
-	}
-	return out;
+	return 0;
 }
 
-static void locate(const uint8_t key[16], unsigned len, unsigned *depth, unsigned *bits,
-		   unsigned *rlen)
+/* n = copy of old (or a new empty node with def) whose child at slot s is child (NULL:
+ * none). Returns 0 or -ENOMEM. */
+static int relink(struct lpm128_node *n, const struct lpm128_node *old, uint32_t def,
+		  unsigned s, const struct lpm128_node *child, struct txn *x)
 {
-	if (len == 0) {
-		*depth = 0;
-		*bits = 0;
-		*rlen = 0;
-		return;
+	uint64_t cv[4] = { 0 };
+	unsigned nchild, c = 0, k = 0;
+	struct lpm128_node *blk = NULL;
+
+	if (old)
+		place(n, old);
+	else
+		empty_node(n, def);
+	memcpy(cv, n->childvec, sizeof(cv));
+	if (child)
+		cv[s >> 6] |= 1ull << (s & 63);
+	else
+		cv[s >> 6] &= ~(1ull << (s & 63));
+	nchild = 0;
+	for (unsigned w = 0; w < 4; w++)
+		nchild += (unsigned)__builtin_popcountll(cv[w]);
+	if (nchild) {
+		blk = txn_alloc(x, nchild * NODE_SZ, true);
+		if (!blk)
+			return -ENOMEM;
+		for (unsigned t = 0; t < 256; t++) {
+			bool had = old && vec_test(old->childvec, t);
+
+			if (t == s) {
+				if (child)
+					place(&blk[k++], child);
+			} else if (had) {
+				place(&blk[k++], &old->children[c]);
+			}
+			c += had;
+		}
 	}
-	*depth = (len - 1) / LPM128_STRIDE;
-	*rlen = len - *depth * LPM128_STRIDE;
-	*bits = (unsigned)key[*depth] >> (LPM128_STRIDE - *rlen);
+	if (old && old->nchild)
+		txn_retire(x, old->children, old->nchild * NODE_SZ);
+	memcpy(n->childvec, cv, sizeof(cv));
+	vec_bases(cv, n->cbase);
+	n->nchild = (uint16_t)nchild;
+	n->children = blk;
+	return 0;
 }
 
-static int apply(struct lpm128 *t, const uint8_t key[16], unsigned len, uint32_t value)
+static bool node_empty(const struct lpm128_node *n)
+{
+	return n->npfx == 0 && n->nchild == 0;
+}
+
+static int apply_long(struct lpm128 *t, const uint8_t key[16], unsigned len, uint32_t value)
 {
 	const struct lpm128_node *path[LPM128_LEVELS];
-	struct lpm128_node *built[LPM128_LEVELS] = { 0 }, *child = NULL, *old_root;
-	struct change c = { .value = value };
-	unsigned d;
-	int err = 0, pres = 0, delta = 0;
+	struct lpm128_node cur, up;
+	unsigned i = (unsigned)key[0] << 8 | key[1];
+	unsigned D = (len - LPM128_DIR_BITS - 1) / LPM128_STRIDE;
+	unsigned rlen = len - LPM128_DIR_BITS - D * LPM128_STRIDE;
+	uint64_t e = t->dir[i];
+	struct txn x = { .nmade = 0 };
+	bool present;
+	int delta = 0, rc;
+	uint32_t def;
 
-	if (len > 128 || !key)
-		return -EINVAL;
-	locate(key, len, &c.depth, &c.slotbits, &c.len);
-	/* Walk down, remembering the existing nodes on the path. */
-	path[0] = t->root;
-	for (d = 1; d <= c.depth; d++) {
-		const struct lpm128_node *p = path[d - 1];
-		unsigned s = key[d - 1];
-
-		path[d] = p && vec_test(p->childvec, s) ? p->children[lpm128_rank_(p->childvec, s)]
-							: NULL;
-	}
-	if (!value && !path[c.depth])
+	path[0] = e & 1 ? NULL : (const struct lpm128_node *)(uintptr_t)e;
+	for (unsigned d = 1; d <= D; d++)
+		path[d] = child_of(path[d - 1], key[1 + d]);
+	if (!value && !path[D])
 		return -ENOENT;
-	/* Rebuild bottom-up. */
-	for (d = c.depth + 1; d-- > 0;) {
-		child = rebuild(path[d], d, key[d], child, &c, &err, &pres, &delta);
-		if (err || pres)
+	def = D ? pfx_cover(path[D - 1], key[1 + D]) : dir_cover(t, i);
+	rc = change_here(&cur, path[D], def, (unsigned)key[2 + D] >> (LPM128_STRIDE - rlen),
+			 rlen, value, &x, &delta);
+	if (rc)
+		goto fail;
+	present = !node_empty(&cur);
+	x.dnode += (present ? 1 : 0) - (path[D] ? 1 : 0);
+	for (unsigned d = D; d-- > 0;) {
+		def = d ? pfx_cover(path[d - 1], key[1 + d]) : dir_cover(t, i);
+		rc = relink(&up, path[d], def, key[2 + d], present ? &cur : NULL, &x);
+		if (rc)
 			goto fail;
-		built[d] = child;
+		present = !node_empty(&up);
+		x.dnode += (present ? 1 : 0) - (path[d] ? 1 : 0);
+		cur = up;
+		if (cur.nleaf <= LPM128_INLINE)
+			cur.leaves = cur.inl;
 	}
-	old_root = t->root;
-	__atomic_store_n(&t->root, child, __ATOMIC_RELEASE);
-	(void)old_root;
-	/* Account and hand the replaced nodes over. */
-	for (d = 0; d <= c.depth; d++) {
-		if (path[d]) {
-			t->nnode--;
-			t->bytes -= node_size(path[d]->nchild, path[d]->nleaf, path[d]->npfx);
-			if (t->free_fn)
-				t->free_fn(t->free_ctx, (void *)path[d]);
-			else
-				free((void *)path[d]);
+	if (present) {
+		struct lpm128_node *top = txn_alloc(&x, NODE_SZ, true);
+
+		if (!top) {
+			rc = -ENOMEM;
+			goto fail;
 		}
-		if (built[d]) {
-			t->nnode++;
-			t->bytes += node_size(built[d]->nchild, built[d]->nleaf, built[d]->npfx);
-		}
+		place(top, &cur);
+		e = (uint64_t)(uintptr_t)top;
+	} else {
+		e = LEAF(dir_cover(t, i));
 	}
+	__atomic_store_n(&t->dir[i], e, __ATOMIC_RELEASE);
+	txn_retire(&x, path[0], NODE_SZ);
+	txn_commit(t, &x);
 	t->nprefix = (size_t)((long)t->nprefix + delta);
 	return 0;
 fail:
-	for (d = 0; d < LPM128_LEVELS; d++)
-		free(built[d]);
-	return err ? err : pres;
+	txn_abort(&x);
+	return rc;
+}
+
+static int apply_short(struct lpm128 *t, const uint8_t key[16], unsigned len, uint32_t value)
+{
+	unsigned i0 = ((unsigned)key[0] << 8 | key[1]) >> (LPM128_DIR_BITS - len);
+	unsigned lo = i0 << (LPM128_DIR_BITS - len), cnt = 1u << (LPM128_DIR_BITS - len);
+	uint32_t *slot = &sv(t, len)[i0], old = *slot;
+	struct lpm128_node **fresh;
+	unsigned nfresh = 0;
+
+	if (!value && !old)
+		return -ENOENT;
+	/* New copies of the top nodes whose def changes, all made before any store:
+	 * fresh[i - lo] for entry i. */
+	*slot = value;
+	fresh = calloc(cnt, sizeof(*fresh));
+	if (!fresh)
+		goto nomem;
+	for (unsigned i = lo; i < lo + cnt; i++) {
+		uint64_t e = t->dir[i];
+		const struct lpm128_node *n = (const void *)(uintptr_t)e;
+		uint32_t def;
+
+		if (e & 1)
+			continue;
+		def = dir_cover(t, i);
+		if (n->def == def)
+			continue;
+		fresh[i - lo] = aligned_alloc(64, NODE_SZ);
+		if (!fresh[i - lo])
+			goto nomem;
+		nfresh++;
+		place(fresh[i - lo], n);
+		fresh[i - lo]->def = def;
+	}
+	for (unsigned i = lo; i < lo + cnt; i++) {
+		uint64_t e = t->dir[i];
+
+		if (e & 1) {
+			uint64_t ne = LEAF(dir_cover(t, i));
+
+			if (ne != e)
+				__atomic_store_n(&t->dir[i], ne, __ATOMIC_RELEASE);
+		} else if (fresh[i - lo]) {
+			__atomic_store_n(&t->dir[i], (uint64_t)(uintptr_t)fresh[i - lo],
+					 __ATOMIC_RELEASE);
+			t->bytes += NODE_SZ;
+			retire_now(t, (const void *)(uintptr_t)e, NODE_SZ);
+		}
+	}
+	free(fresh);
+	t->nprefix = t->nprefix + (value && !old) - (!value && old);
+	return 0;
+nomem:
+	*slot = old;
+	for (unsigned j = 0; fresh && nfresh && j < cnt; j++)
+		free(fresh[j]);
+	free(fresh);
+	return -ENOMEM;
 }
 
 int lpm128_add(struct lpm128 *t, const uint8_t key[16], unsigned len, uint32_t value)
 {
-	if (!value)
+	if (!value || len > 128 || !key)
 		return -EINVAL;
-	return apply(t, key, len, value);
+	return len <= LPM128_DIR_BITS ? apply_short(t, key, len, value)
+				      : apply_long(t, key, len, value);
 }
 
 int lpm128_del(struct lpm128 *t, const uint8_t key[16], unsigned len)
 {
-	return apply(t, key, len, 0);
+	if (len > 128 || !key)
+		return -EINVAL;
+	return len <= LPM128_DIR_BITS ? apply_short(t, key, len, 0) : apply_long(t, key, len, 0);
 }
 
 uint32_t lpm128_get(const struct lpm128 *t, const uint8_t key[16], unsigned len)
 {
-	const struct lpm128_node *n = t->root;
-	unsigned depth, bits, rlen;
+	unsigned i, D, rlen, bits;
+	const struct lpm128_node *n;
+	uint64_t e;
 
 	if (len > 128 || !key)
 		return 0;
-	locate(key, len, &depth, &bits, &rlen);
-	for (unsigned d = 0; n && d < depth; d++) {
-		unsigned s = key[d];
-
-		n = vec_test(n->childvec, s) ? n->children[lpm128_rank_(n->childvec, s)] : NULL;
-	}
-	if (!n)
-		return 0;
-	for (unsigned i = 0; i < n->npfx; i++)
-		if (n->pfx[i].len == rlen && n->pfx[i].bits == bits)
-			return n->pfx[i].value;
+	i = (unsigned)key[0] << 8 | key[1];
+	if (len <= LPM128_DIR_BITS)
+		return sv(t, len)[i >> (LPM128_DIR_BITS - len)];
+	D = (len - LPM128_DIR_BITS - 1) / LPM128_STRIDE;
+	rlen = len - LPM128_DIR_BITS - D * LPM128_STRIDE;
+	bits = (unsigned)key[2 + D] >> (LPM128_STRIDE - rlen);
+	e = t->dir[i];
+	n = e & 1 ? NULL : (const struct lpm128_node *)(uintptr_t)e;
+	for (unsigned d = 1; n && d <= D; d++)
+		n = child_of(n, key[1 + d]);
+	for (unsigned k = 0; n && k < n->npfx; k++)
+		if (n->pfx[k].len == rlen && n->pfx[k].bits == bits)
+			return n->pfx[k].value;
 	return 0;
 }
 
@@ -277,26 +503,45 @@ int lpm128_new(struct lpm128 **out, lpm128_free_fn free_fn, void *free_ctx)
 
 	if (!t)
 		return -ENOMEM;
+	t->dir = aligned_alloc(64, DIR_SIZE * sizeof(*t->dir));
+	t->sval = calloc(SVAL_SIZE, sizeof(*t->sval));
+	if (!t->dir || !t->sval) {
+		free(t->dir);
+		free(t->sval);
+		free(t);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < DIR_SIZE; i++)
+		t->dir[i] = LEAF(0);
 	t->free_fn = free_fn;
 	t->free_ctx = free_ctx;
+	t->bytes = DIR_SIZE * sizeof(*t->dir) + SVAL_SIZE * sizeof(*t->sval);
 	*out = t;
 	return 0;
 }
 
-static void free_tree(struct lpm128_node *n)
+/* Free what node n owns: its prefix list and, recursively, its block of children. */
+static void free_owned(struct lpm128_node *n)
 {
-	if (!n)
-		return;
-	for (unsigned i = 0; i < n->nchild; i++)
-		free_tree(n->children[i]);
-	free(n);
+	for (unsigned c = 0; c < n->nchild; c++)
+		free_owned((struct lpm128_node *)(uintptr_t)&n->children[c]);
+	free((void *)(uintptr_t)n->children);
+	free(n->pfx);
 }
 
 void lpm128_free(struct lpm128 *t)
 {
 	if (!t)
 		return;
-	free_tree(t->root);
+	for (unsigned i = 0; i < DIR_SIZE; i++)
+		if (!(t->dir[i] & 1)) {
+			struct lpm128_node *n = (struct lpm128_node *)(uintptr_t)t->dir[i];
+
+			free_owned(n);
+			free(n);
+		}
+	free(t->dir);
+	free(t->sval);
 	free(t);
 }
 
@@ -305,4 +550,68 @@ void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out)
 	out->prefixes = t->nprefix;
 	out->nodes = t->nnode;
 	out->bytes = t->bytes;
+}
+
+/* Keys in flight in lpm128_lookup_bulk: each step of one key overlaps the cache misses
+ * of the others. */
+#define BULK_WAYS 8
+
+void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint32_t *values,
+			unsigned n)
+{
+	const uint64_t *dir = t->dir;
+
+	for (unsigned i = 0; i < n && i < BULK_WAYS; i++)
+		__builtin_prefetch(&dir[(unsigned)keys[i][0] << 8 | keys[i][1]]);
+	for (unsigned base = 0; base < n; base += BULK_WAYS) {
+		const struct lpm128_node *nd[BULK_WAYS];
+		uint32_t best[BULK_WAYS];
+		uint8_t depth[BULK_WAYS];
+		unsigned m = n - base < BULK_WAYS ? n - base : BULK_WAYS, live = 0;
+
+		for (unsigned j = 0; j < m; j++) {
+			const uint8_t *k = keys[base + j];
+			uint64_t e = __atomic_load_n(&dir[(unsigned)k[0] << 8 | k[1]],
+						     __ATOMIC_ACQUIRE);
+
+			if (e & 1) {
+				values[base + j] = (uint32_t)(e >> 32);
+				continue;
+			}
+			nd[j] = (const struct lpm128_node *)(uintptr_t)e;
+			__builtin_prefetch(nd[j]);
+			best[j] = 0;
+			depth[j] = 2;
+			live |= 1u << j;
+		}
+		/* The next group's dir entries while this group walks. */
+		for (unsigned j = base + BULK_WAYS; j < n && j < base + 2 * BULK_WAYS; j++)
+			__builtin_prefetch(&dir[(unsigned)keys[j][0] << 8 | keys[j][1]]);
+		while (live) {
+			for (unsigned l = live; l; l &= l - 1) {
+				unsigned j = (unsigned)__builtin_ctz(l);
+				const struct lpm128_node *c = nd[j];
+				unsigned s = keys[base + j][depth[j]], w = s >> 6, b = s & 63;
+				uint64_t cv = c->childvec[w];
+				uint32_t v;
+
+				best[j] = c->def ? c->def : best[j];
+				if (cv >> b & 1) {
+					c = &c->children[c->cbase[w] +
+							 (unsigned)__builtin_popcountll(
+							     cv & ((1ull << b) - 1))];
+					__builtin_prefetch(c);
+					nd[j] = c;
+					depth[j]++;
+					continue;
+				}
+				v = c->leaves[c->lbase[w] +
+					      (unsigned)__builtin_popcountll(
+						  c->leafvec[w] & ((2ull << b) - 1)) -
+					      1];
+				values[base + j] = v ? v : best[j];
+				live &= ~(1u << j);
+			}
+		}
+	}
 }

@@ -55,6 +55,8 @@ static uint32_t naive(const struct ref *r, unsigned n, const uint8_t *key)
 	return v;
 }
 
+static int key_mode; /* 0: all lengths; 1: lengths 8..71 packed around 2001::/16 */
+
 static void rand_key(uint8_t *k)
 {
 	/* Clustered: a few top bytes shared so prefixes nest and nodes fill. */
@@ -66,6 +68,13 @@ static void rand_key(uint8_t *k)
 	k[1] = (uint8_t)(0x80 + ((a >> 8) & 3));
 	if (b & 1)
 		memset(k + 2, 0, 6);
+	if (key_mode == 1) {
+		/* Short prefixes (<= /16) above dense nodes: dir entries and defs churn. */
+		k[0] = 0x20;
+		k[1] = (uint8_t)(0x01 + (a & 1));
+		k[2] = (uint8_t)((a >> 16) & 3);
+		k[3] = (uint8_t)((a >> 24) & 7);
+	}
 }
 
 static void check_all(const struct lpm128 *t, const struct ref *r, unsigned n, unsigned probes)
@@ -88,7 +97,7 @@ static void check_all(const struct lpm128 *t, const struct ref *r, unsigned n, u
 	}
 }
 
-static void test_random_vs_naive(void **state)
+static void random_vs_naive(void)
 {
 	enum {
 		N = 3000
@@ -96,13 +105,15 @@ static void test_random_vs_naive(void **state)
 	struct ref *r = calloc(N, sizeof(*r));
 	struct lpm128 *t;
 	struct lpm128_stats st;
+	size_t empty_bytes;
 
-	(void)state;
 	assert_non_null(r);
 	assert_int_equal(lpm128_new(&t, NULL, NULL), 0);
+	lpm128_stats(t, &st);
+	empty_bytes = st.bytes;
 	for (unsigned i = 0; i < N; i++) {
 		rand_key(r[i].key);
-		r[i].len = (unsigned)(rnd64() % 129);
+		r[i].len = key_mode == 1 ? 8 + (unsigned)(rnd64() % 64) : (unsigned)(rnd64() % 129);
 		/* mask the key to its length like a user would (the table must not care) */
 		r[i].value = i + 1;
 		r[i].live = 1;
@@ -132,10 +143,26 @@ static void test_random_vs_naive(void **state)
 	lpm128_stats(t, &st);
 	assert_int_equal(st.prefixes, 0);
 	assert_int_equal(st.nodes, 0);
-	assert_int_equal(st.bytes, 0);
-	assert_null(t->root);
+	assert_int_equal(st.bytes, empty_bytes);
+	for (unsigned i = 0; i < 1u << LPM128_DIR_BITS; i++)
+		assert_true(t->dir[i] == 1); /* every /16 a leaf with no value */
 	lpm128_free(t);
 	free(r);
+}
+
+static void test_random_vs_naive(void **state)
+{
+	(void)state;
+	key_mode = 0;
+	random_vs_naive();
+}
+
+static void test_nested_vs_naive(void **state)
+{
+	(void)state;
+	key_mode = 1;
+	random_vs_naive();
+	key_mode = 0;
 }
 
 static void test_basics(void **state)
@@ -180,8 +207,8 @@ static void defer(void *ctx, void *p)
 	d->ptrs[d->n++] = p;
 }
 
-/* A reader holding the old root sees the old table intact until the grace period ends
- * (the replaced nodes are only handed to the free hook, never touched). */
+/* A reader holding the old dir entry sees the old table intact until the grace period
+ * ends (the replaced nodes are only handed to the free hook, never touched). */
 static void test_rcu_snapshot(void **state)
 {
 	struct deferred *d = calloc(1, sizeof(*d));
@@ -194,14 +221,27 @@ static void test_rcu_snapshot(void **state)
 	for (unsigned i = 0; i < d->n; i++)
 		free(d->ptrs[i]);
 	d->n = 0;
-	old = *t; /* a reader's snapshot of the root */
+	old = *t; /* a reader's snapshot of the dir entries it loaded */
+	old.dir = malloc((sizeof(*t->dir)) << LPM128_DIR_BITS);
+	assert_non_null(old.dir);
+	memcpy(old.dir, t->dir, sizeof(*t->dir) << LPM128_DIR_BITS);
 	assert_int_equal(lpm128_add(t, b, 48, 2), 0);
 	assert_true(d->n > 0); /* the old path was replaced, not modified */
 	assert_int_equal(lpm128_lookup(&old, b), 1);
 	assert_int_equal(lpm128_lookup(t, b), 2);
+	/* A short prefix above the node: the old top node keeps its def too. */
+	memcpy(old.dir, t->dir, sizeof(*t->dir) << LPM128_DIR_BITS);
+	assert_int_equal(lpm128_add(t, a, 12, 3), 0);
+	assert_int_equal(lpm128_lookup(&old, b), 2);
+	b[5] = 7;
+	assert_int_equal(lpm128_lookup(&old, b), 1);
+	a[2] = 0xff;
+	assert_int_equal(lpm128_lookup(&old, a), 0);
+	assert_int_equal(lpm128_lookup(t, a), 3);
 	for (unsigned i = 0; i < d->n; i++)
 		free(d->ptrs[i]);
 	d->n = 0;
+	free(old.dir);
 	lpm128_free(t);
 	free(d);
 }
@@ -211,6 +251,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basics),
 		cmocka_unit_test(test_random_vs_naive),
+		cmocka_unit_test(test_nested_vs_naive),
 		cmocka_unit_test(test_rcu_snapshot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
