@@ -181,8 +181,8 @@ static uint32_t dir_cover(const struct lpm128 *t, unsigned i)
 }
 
 /* Leaf runs of n from vals[], with its prefix list pfx[] (one new allocation). */
-static int set_leaves(struct lpm128_node *n, const uint32_t vals[256],
-		      const struct lpm128_pfx *pfx, unsigned npfx, struct txn *x)
+static int set_leaves(struct lpm128_node *n, const uint32_t vals[256], const struct lpm128_pfx *pfx,
+		      unsigned npfx, struct txn *x)
 {
 	unsigned runs = 0, k = 0;
 	uint32_t *leaves;
@@ -292,8 +292,8 @@ static int change_here(struct lpm128_node *n, const struct lpm128_node *old, uin
 
 /* n = copy of old (or a new empty node with def) whose child at slot s is child (NULL:
  * none). Returns 0 or -ENOMEM. */
-static int relink(struct lpm128_node *n, const struct lpm128_node *old, uint32_t def,
-		  unsigned s, const struct lpm128_node *child, struct txn *x)
+static int relink(struct lpm128_node *n, const struct lpm128_node *old, uint32_t def, unsigned s,
+		  const struct lpm128_node *child, struct txn *x)
 {
 	uint64_t cv[4] = { 0 };
 	unsigned nchild, c = 0, k = 0;
@@ -360,8 +360,8 @@ static int apply_long(struct lpm128 *t, const uint8_t key[16], unsigned len, uin
 	if (!value && !path[D])
 		return -ENOENT;
 	def = D ? pfx_cover(path[D - 1], key[1 + D]) : dir_cover(t, i);
-	rc = change_here(&cur, path[D], def, (unsigned)key[2 + D] >> (LPM128_STRIDE - rlen),
-			 rlen, value, &x, &delta);
+	rc = change_here(&cur, path[D], def, (unsigned)key[2 + D] >> (LPM128_STRIDE - rlen), rlen,
+			 value, &x, &delta);
 	if (rc)
 		goto fail;
 	present = !node_empty(&cur);
@@ -571,8 +571,8 @@ void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint3
 
 		for (unsigned j = 0; j < m; j++) {
 			const uint8_t *k = keys[base + j];
-			uint64_t e = __atomic_load_n(&dir[(unsigned)k[0] << 8 | k[1]],
-						     __ATOMIC_ACQUIRE);
+			uint64_t e =
+			    __atomic_load_n(&dir[(unsigned)k[0] << 8 | k[1]], __ATOMIC_ACQUIRE);
 
 			if (e & 1) {
 				values[base + j] = (uint32_t)(e >> 32);
@@ -606,8 +606,8 @@ void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint3
 					continue;
 				}
 				v = c->leaves[c->lbase[w] +
-					      (unsigned)__builtin_popcountll(
-						  c->leafvec[w] & ((2ull << b) - 1)) -
+					      (unsigned)__builtin_popcountll(c->leafvec[w] &
+									     ((2ull << b) - 1)) -
 					      1];
 				values[base + j] = v ? v : best[j];
 				live &= ~(1u << j);
