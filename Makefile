@@ -12,6 +12,7 @@
 #   make bench      build and run the benchmarks (ratios against peers, same run)
 #   make demo       run the appliance on its embedded default
 #   make install    DESTDIR=... PREFIX=/usr
+#   make deb        build the Debian package into build/deb/ (docs/packaging.md)
 
 O        ?= build
 CC       ?= cc
@@ -90,7 +91,7 @@ endif
 BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN)
 
 .PHONY: all deps bench-deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers bench \
-        format format-check demo install clean
+        format format-check demo install deb clean
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -197,6 +198,31 @@ install: $(O)/bin/ibgwd $(O)/bin/gwctl
 	install -D -m 0644 docs/man/ibgwd.8 $(DESTDIR)$(PREFIX)/share/man/man8/ibgwd.8
 	install -D -m 0644 docs/man/gwctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/gwctl.8
 	install -D -m 0644 docs/man/ibgwd.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/ibgwd.yaml.5
+
+# The Debian package (docs/packaging.md). dpkg-buildpackage wants debian/ at the top of
+# the tree it builds, so the source files (git's tracked and untracked-but-not-ignored
+# ones less those deleted in the work tree; outside git, everything but build/) are
+# copied to $(DEB_DIR)/ibgw-VERSION/ with packaging/debian as its debian/, and the .deb
+# lands in $(DEB_DIR). The source tree is not touched. The outer make's variables and
+# jobserver are kept out of the package build.
+DEB_DIR  ?= build/deb
+DEB_SRC  := $(DEB_DIR)/ibgw-$(VERSION)
+deb:
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_SRC)
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		{ git ls-files -z -co --exclude-standard; git ls-files -z -d; } | \
+			sort -z | uniq -z -u | grep -zv '^packaging/debian/' | \
+			tar --null -T - -cf - | tar -xf - -C $(DEB_SRC); \
+	else \
+		tar --exclude=./build --exclude=./.git --exclude=./packaging/debian -cf - . | \
+			tar -xf - -C $(DEB_SRC); \
+	fi
+	cp -a packaging/debian $(DEB_SRC)/debian
+	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+		DEB_BUILD_OPTIONS="parallel=$$(nproc) $$DEB_BUILD_OPTIONS" \
+		dpkg-buildpackage -us -uc -b
+	@ls -1 $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf build
