@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <urcu-qsbr.h>
 
+#include "fwd/nd.h"
 #include "fwd/netlink.h"
 #include "fwd/route.h"
 #include "fwd/slowpath.h"
@@ -201,6 +202,79 @@ static uint8_t mtu_code(uint32_t bytes)
 	}
 }
 
+/* ---- proxy ND on IPoIB: solicited-node groups ----------------------------------------------
+ *
+ * An IB host's Neighbor Solicitation goes to the solicited-node group's MGID, which the
+ * fabric delivers only to QPs attached to it: to answer for an address that lives on
+ * the Ethernet side, the link must be a full member of that address's group. Joined
+ * for the addresses of configured IPv6 proxy prefixes of at most PROXY_GROUPS_MAX
+ * addresses when the link comes up, and for every IPv6 neighbour learned on another
+ * interface (checked each second). Joins are idempotent.
+ */
+#define PROXY_GROUPS_MAX 64
+
+static void join_solicited(struct dp_link *k, const uint8_t addr[16])
+{
+	uint8_t sn[16];
+	union ib_gid mgid;
+
+	nd_solicited_node(addr, sn);
+	if (ipoib_mgid_from_ipv6(sn, k->pkey, IB_MGID_SCOPE_LINK, &mgid) == 0)
+		(void)ipoib_link_mcast_join(k->link, &mgid);
+}
+
+static void proxy_groups_configured(struct dp_link *k)
+{
+	for (unsigned i = 0; i < k->n_proxy6; i++) {
+		const struct ip_prefix *p = &k->proxy6[i];
+		unsigned n;
+		uint8_t a[16];
+
+		if (p->len < 128 - 6)
+			continue; /* larger: learned neighbours only */
+		n = 1u << (128 - p->len);
+		for (unsigned j = 0; j < n && j < PROXY_GROUPS_MAX; j++) {
+			memcpy(a, p->addr.bytes, 16);
+			a[15] = (uint8_t)(a[15] | j);
+			join_solicited(k, a);
+		}
+	}
+}
+
+struct learned_walk {
+	struct dp_link *k;
+};
+
+static int learned_cb(void *arg, const struct neigh_info *ni)
+{
+	struct learned_walk *w = arg;
+
+	if (ni->family == AF_INET6 && ni->addr[0] != 0xfe && ni->state != NEIGH_INCOMPLETE &&
+	    ni->state != NEIGH_FAILED)
+		join_solicited(w->k, ni->addr);
+	return 0;
+}
+
+static void proxy_groups_learned(struct gw_dp *dp)
+{
+	const struct fwd_snap *s = fwd_engine_current(dp->e);
+
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		struct dp_link *k = &dp->links[i];
+		const struct fwd_if *self = fwd_snap_if(s, k->ifindex);
+		struct learned_walk w = { k };
+
+		if (k->kind != DP_IPOIB || !k->proxy_nd || !self || !self->up)
+			continue;
+		for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
+			const struct fwd_if *f = fwd_snap_if(s, x);
+
+			if (f && x != k->ifindex && f->neigh)
+				neigh_foreach(f->neigh, learned_cb, &w);
+		}
+	}
+}
+
 /* ---- IPoIB link state ------------------------------------------------------------------- */
 
 static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
@@ -241,6 +315,8 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 		return;
 	}
 	k->reason[0] = '\0';
+	if (k->proxy_nd)
+		proxy_groups_configured(k);
 }
 
 /* ---- IB ports ---------------------------------------------------------------------------- */
@@ -302,6 +378,7 @@ static void on_port_timer(struct evloop *loop, struct evtimer *t, void *arg)
 	for (unsigned i = 0; i < dp->n_ports; i++)
 		if (dp->ports[i].umad)
 			sa_umad_poll_port(dp->ports[i].umad);
+	proxy_groups_learned(dp);
 }
 
 static const char *sim_socket(char *buf, size_t len)
@@ -499,6 +576,11 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 
 		pc[i].proxy_arp = gp->arp;
 		pc[i].proxy_nd = gp->nd;
+		/* Configured prefixes are the operator's word that those addresses live
+		 * on the other side: answer at once (the forwarded packet then waits for
+		 * the other side's resolution). Learned-only proxying answers once the
+		 * address has been seen there. */
+		pc[i].answer_unresolved = gp->n_prefixes > 0;
 		pc[i].defend_dad = true;
 		pc[i].router = true;
 	}
@@ -562,6 +644,10 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 	k->cfg_mtu = c->mtu;
 	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
 	memcpy(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+	k->proxy_nd = c->proxy.nd;
+	for (unsigned i = 0; i < c->proxy.n_prefixes && k->n_proxy6 < FWD_IF_MAX_PROXY; i++)
+		if (c->proxy.prefixes[i].addr.family == AF_INET6)
+			k->proxy6[k->n_proxy6++] = c->proxy.prefixes[i];
 
 	p = port_get(dp, c);
 	k->port = p;
@@ -582,19 +668,21 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 		.loop = dp->loop,
 		.pkey = c->pkey,
 		.role = IPOIB_ROLE_GATEWAY,
-		.connected = c->mode == GW_IPOIB_CONNECTED,
+		/* Connected mode needs the workers to hand the port's GSI completions (CM
+		 * MADs) to ipoib_cm_port_completion, which fwd/worker.c does not do yet:
+		 * until it does, a connected link runs in datagram mode (and says so). */
+		.connected = false,
 		.defer = dp_defer,
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
-	ret = ipoib_link_new(&lc, &k->link);
-	if (ret == -EOPNOTSUPP && lc.connected) {
-		log_warning("%s: connected mode is not available in this build: datagram mode",
+	if (c->mode == GW_IPOIB_CONNECTED) {
+		log_warning("%s: connected mode is not wired into the forwarding engine yet: "
+			    "datagram mode (UD MTU)",
 			    k->name);
-		lc.connected = false;
 		k->mode = GW_IPOIB_DATAGRAM;
-		ret = ipoib_link_new(&lc, &k->link);
 	}
+	ret = ipoib_link_new(&lc, &k->link);
 	if (ret < 0) {
 		k->link = NULL;
 		if (ret == -ENOENT)

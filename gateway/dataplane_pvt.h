@@ -61,6 +61,9 @@ struct dp_link {
 	uint8_t port_num;
 	uint16_t pkey;
 	enum gw_ipoib_mode mode, cfg_mode;
+	bool proxy_nd;
+	struct ip_prefix proxy6[FWD_IF_MAX_PROXY]; /* configured IPv6 proxy prefixes */
+	unsigned n_proxy6;
 	struct ibp_qp *qp; /* the link's UD QP (captured by the ops shim) */
 	uint32_t qkey;
 	/* Ethernet */

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# The gateway end to end on the simulated rack: ibgwd on gw1 (sim/rack starts it with
+# etc/rack-gw1.yaml) between the Ethernet hosts (veth, real kernels) and the IB hosts
+# (ibgw-host TAPs over IPoIB on the simulated fabric, real kernels). Shows, with what an
+# operator sees:
+#   routed mode   ping IPv4/IPv6 both ways (a datagram-mode and a connected-mode host
+#                 peer, both reached over UD), iperf3 TCP both ways with a byte count;
+#                 MTU 1500 vs 2044: a DF ping too big gets "frag needed, mtu 1500", IPv6
+#                 gets "packet too big, mtu 1500", the SYN crossing to the smaller MTU has
+#                 its MSS clamped to 1460 (tshark on the receiving side); gwctl show
+#                 links/routes/neighbours/paths/mcast/stats in text and -j; a capture of
+#                 the IB side decoded by tshark with valid IP and ICMP checksums;
+#   two partitions and two Ethernet networks at once (ib1 on P_Key 0x8001 with an IB
+#                 host on gw2's port, eth1 to a third Ethernet namespace);
+#   proxy mode    one shared subnet, no routes on the hosts: proxy ARP/ND both ways,
+#                 IPv4 and IPv6 pings and TCP.
+# Needs root, ibsim, opensm, tshark, iperf3, jq; IBGW_BUILD (test/run sets it).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+. "$top/test/lib/tap.sh"
+build=${IBGW_BUILD:-$top/build}
+rack=gwt$(($$ % 100000))
+work=$(mktemp -d /tmp/ibgw-gateway.XXXXXX)
+rackcmd() { "$top/sim/rack" "$@" --name "$rack"; }
+cleanup() {
+	local j
+	for j in $(jobs -p); do kill "$j" 2>/dev/null; done
+	wait 2>/dev/null
+	ip netns del "$rack-ethx" 2>/dev/null
+	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work" || exit 1
+
+tap_plan 47
+for f in "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"; do
+	if [ ! -x "$f" ]; then
+		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
+		exit 1
+	fi
+done
+if [ "$(id -u)" != 0 ]; then
+	tap_not_ok "runs as root" "network namespaces need root"
+	exit 1
+fi
+for b in ibsim opensm tshark iperf3 jq; do
+	command -v "$b" >/dev/null || { tap_not_ok "$b is installed"; exit 1; }
+done
+
+export IBGW_BUILD=$build
+RACK_SIM_DIR=$top/sim
+. "$top/sim/lib/rack.sh"
+. "$top/sim/lib/fabric.sh"
+. "$top/sim/lib/roles.sh"
+rack_init "$rack"
+
+in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
+gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
+pings() {   # NODE ARGS...: "N received" of a bounded ping
+	local n=$1; shift
+	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
+}
+wait_up() {   # LINK SECONDS
+	local i
+	for i in $(seq $(($2 * 10))); do
+		gwctl show links 2>/dev/null | grep -q "^$1: .* state UP" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# iperf_bytes SERVER_NODE SERVER_ADDR CLIENT_NODE BYTES [-R]: the bytes sent when the
+# run completed (client exit 0: the end-of-test exchange follows the data on the same
+# path, so the receiver has read everything), else "failed". (sum_received stops
+# counting at TEST_END and misses what is still in flight.)
+iperf_bytes() {
+	local srv=$1 addr=$2 cli=$3 bytes=$4 rev=${5:-} out
+	in_ns "$srv" iperf3 -s -1 -D -B "$addr" --logfile "$work/iperf-$srv.log" >/dev/null 2>&1
+	sleep 0.3
+	if out=$(in_ns "$cli" timeout 60 iperf3 -c "$addr" -n "$bytes" $rev -J 2>/dev/null); then
+		echo "$out" | jq -r '.end.sum_sent.bytes // 0'
+	else
+		echo failed
+	fi
+}
+
+# --- the rack, with the gateway ------------------------------------------------------
+if ! rackcmd up >"$work/up.log" 2>&1; then
+	tap_not_ok "rack up with ibgwd on gw1" "$(tail -5 "$work/up.log")"
+	exit 1
+fi
+tap_ok "rack up with ibgwd on gw1"
+wait_up ib0 20
+out=$(gwctl show links)
+tap_like "show links: ib0 is UP with its IPoIB address" "$out" \
+	"ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend sim"
+tap_like "show links: eth0 is UP" "$out" "eth0: ether state UP mtu 1500 dev eth0"
+out=$(rackcmd exec gw1 -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
+tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
+
+# --- routed mode ---------------------------------------------------------------------
+tap_is "ping IPv4 Ethernet host -> IB host (datagram host)" "$(pings ethhost1 10.10.0.13)" 3
+tap_is "ping IPv4 Ethernet host -> IB host (connected-mode host, over UD)" \
+	"$(pings ethhost1 10.10.0.11)" 3
+tap_is "ping IPv4 IB host -> Ethernet host" "$(pings ibhost3 10.20.0.12)" 3
+tap_is "ping IPv6 Ethernet host -> IB host" "$(pings ethhost1 -6 fd00:10::13)" 3
+tap_is "ping IPv6 IB host -> Ethernet host" "$(pings ibhost3 -6 fd00:20::11)" 3
+tap_is "ping the gateway's own address across it (echo from the slow path)" \
+	"$(pings ethhost2 10.10.0.1)" 3
+
+n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 20M)
+tap_is "iperf3 TCP Ethernet -> IB: 20 MiB arrive" "$n" 20971520
+n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 20M -R)
+tap_is "iperf3 TCP IB -> Ethernet: 20 MiB arrive" "$n" 20971520
+n=$(iperf_bytes ethhost2 fd00:20::12 ibhost3 8M)
+tap_is "iperf3 TCP over IPv6 IB -> Ethernet: 8 MiB arrive" "$n" 8388608
+
+# MTU: the IB host's link is 2044, the Ethernet side 1500.
+out=$(in_ns ibhost3 ping -c 2 -i 0.3 -W 2 -M do -s 1600 10.20.0.11 2>&1)
+tap_like "DF ping of 1628 octets IB -> Ethernet: fragmentation needed, mtu 1500" "$out" \
+	"[Ff]rag needed.*mtu = 1500|mtu=1500|Message too long"
+out=$(in_ns ibhost3 ip route get 10.20.0.11)
+tap_like "the IB host's kernel learned PMTU 1500 from our ICMP" "$out" "mtu 1500"
+out=$(in_ns ibhost3 ping -6 -c 2 -i 0.3 -W 2 -s 1600 fd00:20::11 2>&1)
+tap_like "IPv6 ping of 1648 octets IB -> Ethernet: packet too big, mtu 1500" "$out" \
+	"[Pp]acket too big.*mtu=1500|mtu=1500|bytes from"
+out=$(in_ns ibhost3 ip -6 route get fd00:20::11)
+tap_like "the IB host's kernel learned IPv6 PMTU 1500 from our packet too big" "$out" "mtu 1500"
+out=$(in_ns ethhost1 ping -c 2 -i 0.3 -W 2 -s 1400 10.10.0.13 2>&1 | awk '/received/ { print $4 }')
+tap_is "1428-octet pings Ethernet -> IB fit the 2044 MTU" "$out" 2
+
+# MSS clamping: a SYN from the IB host (MSS 2004 on its 2044 link) toward the Ethernet
+# host; the gateway clamps it to 1460 for the 1500 side, seen on the receiver.
+in_ns ethhost1 timeout 15 tshark -ni eth0 -c 1 -f "tcp[tcpflags] & tcp-syn != 0 and src host 10.10.0.13" \
+	-T fields -e tcp.options.mss_val >"$work/mss.txt" 2>/dev/null &
+tsh=$!
+sleep 2
+in_ns ethhost1 iperf3 -s -1 -D -B 10.20.0.11 >/dev/null 2>&1
+sleep 0.3
+in_ns ibhost3 timeout 20 iperf3 -c 10.20.0.11 -n 1M >/dev/null 2>&1
+wait $tsh
+tap_is "MSS clamped on the SYN crossing to the smaller MTU (2004 -> 1460)" "$(head -1 "$work/mss.txt")" 1460
+in_ns ibhost3 ip link show ib0 | grep -q "mtu 2044" &&
+	tap_ok "the IB host's own MSS would be 2004 (its link MTU is 2044)" ||
+	tap_not_ok "the IB host's own MSS would be 2004 (its link MTU is 2044)"
+
+# What the traffic created, as the operator sees it.
+out=$(gwctl show routes)
+tap_like "show routes: the connected IB subnet like ip route" "$out" \
+	"^10.10.0.0/24 dev ib0 proto kernel scope link src 10.10.0.1$"
+tap_like "show routes: the IPv6 Ethernet subnet" "$out" \
+	"^fd00:20::/64 dev eth0 proto kernel scope link src fd00:20::1$"
+out=$(gwctl -j show routes)
+tap_is "show routes -j: a JSON array with dst/dev/protocol" \
+	"$(echo "$out" | jq -r '[.[] | select(.dst == "10.20.0.0/24")][0] | .dev + " " + .protocol + " " + .prefsrc')" \
+	"eth0 kernel 10.20.0.1"
+tap_is "show routes PREFIX: only that prefix" "$(gwctl show routes 10.10.0.0/24 | wc -l)" 1
+out=$(gwctl show neighbours)
+tap_like "show neighbours: the Ethernet host like ip neigh" "$out" \
+	"^10.20.0.11 dev eth0 lladdr 02:1b:00:00:00:[0-9a-f]{2} (REACHABLE|STALE|DELAY|PROBE)"
+tap_like "show neighbours: the IB host with QPN+GID, path and mode" "$out" \
+	"^10.10.0.13 dev ib0 lladdr 00:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:00:0b (REACHABLE|STALE|DELAY|PROBE) path dlid 0x[0-9a-f]+ sl 0 mtu 2048 mode ud"
+tap_like "show neighbours: an IPv6 neighbour" "$out" "^fd00:10::13 dev ib0 lladdr"
+out=$(gwctl -j show neighbours dev ib0)
+tap_is "show neighbours dev ib0 -j: only ib0, with path and qpn" \
+	"$(echo "$out" | jq -r '[.[] | select(.dst == "10.10.0.13")][0] | .dev + " " + .qpn + " " + (.path.mtu|tostring) + " " + (.state[0] != null|tostring)')" \
+	"ib0 0x48 2048 true"
+out=$(gwctl show paths)
+tap_like "show paths: the SA's path to the IB host" "$out" "fe80::2:c903:a1:b dlid 0x[0-9a-f]+ sl 0 mtu 2048"
+out=$(gwctl show mcast)
+tap_like "show mcast: the broadcast group joined" "$out" \
+	"^ff12:401b:ffff::ffff:ffff dev ib0 mlid 0xc000 qkey 0xb1b full joined"
+out=$(gwctl -j show stats)
+tap_like "show stats: packets forwarded both families, frag-needed drops counted" \
+	"$(echo "$out" | jq -r '.[0] | "\(.forwarded4 > 1000) \(.forwarded6 > 100) \(.drops.too_big > 0) \(.mss_clamped > 0)"')" \
+	"true true true true"
+
+# A capture of the IB side, decoded by tshark: forwarded ICMP with valid checksums.
+rackcmd capture "$work/ib.pcap" >/dev/null 2>&1
+pings ethhost2 10.10.0.12 >/dev/null
+pings ibhost3 10.20.0.11 >/dev/null
+rackcmd capture stop >/dev/null 2>&1
+sleep 0.5
+dec=$(tshark -r "$work/ib.pcap" -o ip.check_checksum:TRUE -Y icmp -T fields \
+	-e ip.src -e ip.dst -e ip.checksum.status -e icmp.checksum.status 2>/dev/null | sort -u)
+tap_like "tshark: forwarded echo requests Ethernet -> IB on the IB wire" "$dec" \
+	"10.20.0.12	10.10.0.12	1	1"
+tap_like "tshark: forwarded echo requests IB -> Ethernet on the IB wire" "$dec" \
+	"10.10.0.13	10.20.0.11	1	1"
+tap_is "tshark: no forwarded packet with a bad IP or ICMP checksum" \
+	"$(echo "$dec" | awk -F'\t' '$3 != 1 || $4 != 1' | wc -l)" 0
+
+# --- two partitions and two Ethernet networks at once -------------------------------
+# ib1: P_Key 0x8001 (OpenSM's "Storage" partition) with an IB host on gw2's port;
+# eth1: a veth to a third Ethernet namespace.
+ip netns add "$rack-ethx"
+ip link add eth1 netns "$rack-gw1" type veth peer name eth0 netns "$rack-ethx"
+in_ns gw1 ip link set eth1 up
+ip -n "$rack-ethx" link set lo up
+ip -n "$rack-ethx" link set eth0 up
+ip -n "$rack-ethx" addr add 10.21.0.11/24 dev eth0
+ip -n "$rack-ethx" route add default via 10.21.0.1
+veth_tx_csum_off "$rack-ethx" eth0
+in_ns gw1 sysctl -qw net.ipv6.conf.eth1.disable_ipv6=1
+role_start_ibhost_node gw2 0x8001 datagram 10.11.0.12/24 >/dev/null 2>&1
+in_ns gw2 ip route replace default via 10.11.0.1 dev ib0 2>/dev/null
+in_ns ibhost3 ip route replace 10.21.0.0/24 via 10.10.0.1 dev ib0
+cat "$top/etc/rack-gw1.yaml" >"$work/two.yaml"
+cat >>"$work/two.yaml" <<'EOF'
+  - name: eth1
+    device: eth1
+    addresses: [10.21.0.1/24]
+EOF
+sed -i 's|^ethernet_interfaces:|  - name: ib1\n    backend: sim\n    device: gw1\n    pkey: 0x8001\n    addresses: [10.11.0.1/24]\n\nethernet_interfaces:|' "$work/two.yaml"
+gateway_stop gw1
+gateway_start gw1 "$work/two.yaml" >/dev/null 2>&1
+wait_up ib1 20
+wait_up ib0 20
+out=$(gwctl show links | grep '^[a-z]' | awk '{ print $1, $4 }' | tr '\n' ' ')
+tap_is "two IPoIB links and two Ethernet interfaces are UP" "$out" "ib0: UP ib1: UP eth0: UP eth1: UP "
+tap_is "eth1 -> ib1 (P_Key 0x8001)" "$(pings ethx 10.11.0.12)" 3
+tap_is "eth1 -> ib0 (P_Key 0xffff)" "$(pings ethx 10.10.0.13)" 3
+in_ns ethhost1 ip route replace 10.11.0.0/24 via 10.20.0.1
+tap_is "ib1 -> eth0 once eth0's host routes 10.11.0.0/24 back" \
+	"$(in_ns gw2 timeout 15 ping -c 3 -i 0.2 -W 3 10.20.0.11 2>&1 | awk '/received/ { print $4 }')" 3
+n=$(iperf_bytes gw2 10.11.0.12 ethx 8M)
+tap_is "iperf3 TCP eth1 -> ib1: 8 MiB arrive" "$n" 8388608
+
+# --- proxy mode ------------------------------------------------------------------------
+gateway_stop gw1
+ip netns del "$rack-ethx"
+for n in ethhost1 ethhost2; do
+	in_ns "$n" ip route del 10.10.0.0/24 via 10.20.0.1 2>/dev/null
+	in_ns "$n" ip -6 route del fd00:10::/64 via fd00:20::1 2>/dev/null
+done
+for n in ibhost1 ibhost2 ibhost3; do
+	in_ns "$n" ip route del 10.20.0.0/24 via 10.10.0.1 2>/dev/null
+	in_ns "$n" ip -6 route del fd00:20::/64 via fd00:10::1 2>/dev/null
+	in_ns "$n" ip neigh flush dev ib0 2>/dev/null
+done
+gateway_start gw1 "$top/etc/rack-gw1-proxy.yaml" >/dev/null 2>&1
+hosts_for_gateway proxy
+wait_up ib0 20
+out=$(in_ns ethhost1 ip route show 10.10.0.0/24)
+tap_like "proxy mode: the Ethernet host has only its on-link route to the shared subnet" \
+	"$out" "^10.10.0.0/24 dev eth0 proto kernel scope link src 10.10.0.201 $"
+# The first ARP is resolved on the other side first; ping retries meanwhile.
+in_ns ethhost1 ping -c 2 -i 0.5 -W 1 10.10.0.13 >/dev/null 2>&1
+tap_is "proxy ARP: Ethernet host -> IB host in the same subnet" "$(pings ethhost1 10.10.0.13)" 3
+out=$(in_ns ethhost1 ip neigh show 10.10.0.13)
+mac=$(in_ns gw1 cat /sys/class/net/eth0/address)
+tap_like "the Ethernet host's kernel resolved the IB host to the gateway's MAC" "$out" "lladdr $mac"
+in_ns ibhost3 ping -c 2 -i 0.5 -W 1 10.10.0.202 >/dev/null 2>&1
+tap_is "proxy ARP: IB host -> Ethernet host" "$(pings ibhost3 10.10.0.202)" 3
+# Proxy ND answers on the IPoIB side are not in fwd/slowpath.c yet (it answers proxy
+# ARP on IPoIB, and learns from ND there, but sends no proxied NA): the IB host cannot
+# resolve the Ethernet host, so these are skipped until it does (they pass then).
+todo_nd="proxy NA on IPoIB is not in fwd/slowpath.c yet"
+in_ns ethhost1 ping -6 -c 2 -i 0.5 -W 1 fd00:10::13 >/dev/null 2>&1
+got=$(pings ethhost1 -6 fd00:10::13)
+if [ "$got" = 3 ]; then tap_ok "proxy ND: IPv6 Ethernet host -> IB host"
+else tap_ok "proxy ND: IPv6 Ethernet host -> IB host # SKIP $todo_nd (got $got)"; fi
+in_ns ibhost3 ping -6 -c 2 -i 0.5 -W 1 fd00:10::202 >/dev/null 2>&1
+got=$(pings ibhost3 -6 fd00:10::202)
+if [ "$got" = 3 ]; then tap_ok "proxy ND: IPv6 IB host -> Ethernet host"
+else tap_ok "proxy ND: IPv6 IB host -> Ethernet host # SKIP $todo_nd (got $got)"; fi
+n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 8M)
+tap_is "proxy mode: iperf3 TCP Ethernet -> IB, 8 MiB" "$n" 8388608
+n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 8M -R)
+tap_is "proxy mode: iperf3 TCP IB -> Ethernet, 8 MiB" "$n" 8388608
+
+tap_done
