@@ -55,6 +55,8 @@ static const char *const sp_names[FWD_SP_REASON_COUNT] = {
 	[FWD_SP_LEARNED_ROUTE] = "learned_route",
 	[FWD_SP_ANNOUNCED] = "announced",
 	[FWD_SP_IB_CTL] = "ipoib_ctl",
+	[FWD_SP_UNRES_DISCARDED] = "unresolved_discarded",
+	[FWD_SP_IF_GONE] = "interface_gone",
 };
 
 const char *fwd_sp_reason_name(enum fwd_sp_reason r)
@@ -817,8 +819,10 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 	const struct fwd_if *out = sp_if(sp->e, m->ifindex);
 	int family = m->family;
 
-	if (!out || !out->neigh)
+	if (!out || !out->neigh) {
+		sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 		return false;
+	}
 	if (out->kind == FWD_IF_ETH) {
 		int ret;
 
@@ -832,12 +836,15 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 	if (out->link) {
 		struct ibp_buf *b = ipoib_link_buf(out->link);
 
-		if (!b)
+		if (!b) {
+			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 			return false;
+		}
 		if (m->len + IPOIB_ENCAP_LEN > b->cap ||
 		    (family == AF_INET ? ip4_ttl_decrement(m->data) : ip6_hop_decrement(m->data)) !=
 			    IP_OK) {
 			out->ib_ops->buf_put(out->ib_port, b);
+			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 			return false;
 		}
 		memcpy(b->data + IPOIB_ENCAP_LEN, m->data, m->len);
@@ -845,7 +852,9 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 		sp->st.r[FWD_SP_PARKED]++;
 		(void)ipoib_link_xmit_ip(out->link, family, m->nh,
 					 family == AF_INET ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6, b);
+		return false;
 	}
+	sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 	return false;
 }
 
@@ -858,6 +867,7 @@ static void handle(struct fwd_sp *sp, struct fwd_msg *m)
 
 	sp->st.msgs++;
 	if (!in) {
+		sp->st.r[FWD_SP_IF_GONE]++;
 		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
 		return;
 	}

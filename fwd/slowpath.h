@@ -54,6 +54,9 @@ enum fwd_sp_reason {
 	FWD_SP_LEARNED_ROUTE,    /* host routes added for proxied neighbours */
 	FWD_SP_ANNOUNCED,        /* gratuitous ARP / unsolicited NA sent */
 	FWD_SP_IB_CTL,           /* handed to ipoib_link_input_ctl */
+	FWD_SP_UNRES_DISCARDED,  /* unresolved packet that could not be parked: egress
+				  * gone, no IPoIB link, no IB buffer, TTL expired */
+	FWD_SP_IF_GONE,          /* punt from an interface removed meanwhile */
 	FWD_SP_REASON_COUNT
 };
 const char *fwd_sp_reason_name(enum fwd_sp_reason r);
