@@ -339,6 +339,41 @@ void fwd_engine_free(struct fwd_engine *e)
 
 /* ---- interfaces --------------------------------------------------------------------- */
 
+static const void *if_port(const struct fwd_if *f)
+{
+	return f->kind == FWD_IF_ETH ? (const void *)f->eth : (const void *)f->ib_port;
+}
+
+/* The lock of a port: the slot already serving it, else a free one (there are as many
+ * slots as interfaces). */
+static struct fwd_port_lock *port_lock_of(struct fwd_engine *e, const void *port)
+{
+	struct fwd_port_lock *free_slot = NULL;
+
+	for (unsigned i = 0; i < FWD_IF_MAX; i++) {
+		if (e->plock[i].port == port)
+			return &e->plock[i];
+		if (!e->plock[i].port && !free_slot)
+			free_slot = &e->plock[i];
+	}
+	if (free_slot)
+		free_slot->port = port;
+	return free_slot;
+}
+
+/* After an interface is gone from snapshot n: free its port's slot if no interface
+ * uses that port any more. A worker still on an older snapshot may take the lock
+ * once more; if the slot serves another port by then, the two share it for a moment. */
+static void port_lock_release(struct fwd_engine *e, const struct fwd_snap *n, const void *port)
+{
+	for (unsigned k = 1; k < FWD_IF_MAX; k++)
+		if (n->ifs[k].index && if_port(&n->ifs[k]) == port)
+			return;
+	for (unsigned i = 0; i < FWD_IF_MAX; i++)
+		if (e->plock[i].port == port)
+			e->plock[i].port = NULL;
+}
+
 static struct fwd_if *edit_if(struct fwd_snap *n, uint32_t index)
 {
 	if (index == 0 || index >= FWD_IF_MAX || n->ifs[index].index == 0)
@@ -407,6 +442,7 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 		f->ib_port = c->ib_port;
 		f->link = c->link;
 	}
+	f->dp_lock = port_lock_of(e, if_port(f));
 	snap_publish(e, n);
 	*index = i;
 	return 0;
@@ -426,6 +462,7 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 	struct fwd_snap *n = snap_edit(e);
 	struct fwd_if *f;
 	struct neigh_table *t;
+	const void *port;
 
 	if (!n)
 		return -ENOMEM;
@@ -437,7 +474,9 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 	for (unsigned a = 0; a < f->n_addrs; a++)
 		(void)rt_del_connected(e->rt, &f->addrs[a], index);
 	t = e->own_neigh[index] ? f->neigh : NULL;
+	port = if_port(f);
 	memset(f, 0, sizeof(*f));
+	port_lock_release(e, n, port);
 	snap_publish(e, n);
 	if (t) {
 		/* Parked packets are dropped now (on this thread); the table goes later. */

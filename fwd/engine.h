@@ -49,6 +49,7 @@
 #include "lib/ipoib.h"
 
 struct fwd_engine;
+struct fwd_port_lock;
 struct ipoib_link;
 struct ring;
 
@@ -89,6 +90,12 @@ struct fwd_if {
 	bool up;
 	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
 	unsigned worker; /* the worker owning the port's data path */
+	/* The port's data path lock: every worker transmits on any port (a packet leaves
+	 * through its egress port from the worker that received it), so each data-path
+	 * call (rx_burst, tx_burst, arm; poll, post_send, post_recv, arm) is made under
+	 * the lock of its port, one per port whichever interfaces share it. Engine memory:
+	 * valid for the engine's life. */
+	struct fwd_port_lock *dp_lock;
 	struct neigh_table *neigh;
 	/* Ethernet */
 	const struct ethp_ops *eth_ops;

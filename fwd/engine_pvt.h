@@ -33,6 +33,27 @@ struct fwd_wk {
 	void *wctx; /* worker.c's state */
 };
 
+/* A port's data-path lock (see fwd_if.dp_lock): a test-and-set spinlock, held only
+ * around one port call, never while taking another. */
+struct fwd_port_lock {
+	_Alignas(64) atomic_flag held;
+	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
+};
+
+static inline void fwd_port_lock(struct fwd_port_lock *l)
+{
+	while (atomic_flag_test_and_set_explicit(&l->held, memory_order_acquire)) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+}
+
+static inline void fwd_port_unlock(struct fwd_port_lock *l)
+{
+	atomic_flag_clear_explicit(&l->held, memory_order_release);
+}
+
 /* Per Ethernet interface: the neighbour table's ops context. */
 struct fwd_nctx {
 	struct fwd_engine *e;
@@ -50,6 +71,7 @@ struct fwd_engine {
 	unsigned n_workers;
 	struct fwd_wk wk[FWD_WORKERS_MAX];
 	bool own_neigh[FWD_IF_MAX]; /* the engine created ifs[i].neigh */
+	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
 	struct fwd_nctx nctx[FWD_IF_MAX];
 	struct fwd_sp *sp; /* owner: control */
 };

@@ -33,6 +33,7 @@ struct wport {
 	uint32_t eth_if; /* the Ethernet interface of this port */
 	const struct ibp_ops *iops;
 	struct ibp_port *ib;
+	struct fwd_port_lock *lk; /* the port's data-path lock */
 };
 
 struct txq {
@@ -101,7 +102,7 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 			continue;
 		w->ports[w->nports] = (struct wport){
 			.kind = f->kind, .eops = f->eth_ops, .eth = f->eth, .eth_if = k,
-			.iops = f->ib_ops, .ib = f->ib_port,
+			.iops = f->ib_ops, .ib = f->ib_port, .lk = f->dp_lock,
 		};
 		if (f->kind == FWD_IF_ETH)
 			epoll_add(w, f->eth_ops->wait_fd(f->eth));
@@ -122,15 +123,20 @@ static void flush_if(struct wstate *w, unsigned k)
 
 	if (!q->n)
 		return;
+	/* The egress port may be another worker's: its data path under its lock. */
 	if (f->kind == FWD_IF_ETH) {
+		fwd_port_lock(f->dp_lock);
 		n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
+		fwd_port_unlock(f->dp_lock);
 		if (n < 0)
 			n = 0;
 		FWD_ADD(w->st->tx_packets, (unsigned)n);
 		if ((unsigned)n < q->n)
 			FWD_ADD(w->st->drops[FWD_DROP_TX_FULL], q->n - (unsigned)n);
 	} else {
+		fwd_port_lock(f->dp_lock);
 		n = f->ib_ops->post_send(q->ib, q->n);
+		fwd_port_unlock(f->dp_lock);
 		if (n < 0)
 			n = 0;
 		FWD_ADD(w->st->tx_packets, (unsigned)n);
@@ -256,7 +262,11 @@ static void take(struct wstate *w, struct fwd_result *res, bool ib, const struct
 static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
 	const struct fwd_if *in = fwd_snap_if(s, p->eth_if);
-	int n = p->eops->rx_burst(p->eth, w->erx, w->cfg.burst);
+	int n;
+
+	fwd_port_lock(p->lk);
+	n = p->eops->rx_burst(p->eth, w->erx, w->cfg.burst);
+	fwd_port_unlock(p->lk);
 
 	if (n <= 0)
 		return 0;
@@ -269,7 +279,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	}
 	flush_all(w); /* frames point into the receive buffers */
 	for (int i = 0; i < n; i++)
-		p->eops->buf_put(p->eth, w->erx[i].buf);
+		p->eops->buf_put(p->eth, w->erx[i].buf); /* any thread: no lock */
 	return (unsigned)n;
 }
 
@@ -283,7 +293,11 @@ static const struct fwd_if *if_of_link(const struct fwd_snap *s, const void *lin
 
 static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
-	int n = p->iops->poll(p->ib, w->wcs, w->cfg.burst);
+	int n;
+
+	fwd_port_lock(p->lk);
+	n = p->iops->poll(p->ib, w->wcs, w->cfg.burst);
+	fwd_port_unlock(p->lk);
 
 	if (n <= 0)
 		return 0;
@@ -294,6 +308,7 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		struct ipoib_rx rx;
 
 		if (wc->kind == IBP_WC_SEND) {
+			/* Buffers back to the pool (any thread): no port lock. */
 			if (l)
 				ipoib_link_tx_done(l, wc);
 			else if (wc->buf)
@@ -312,6 +327,7 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		take(w, &w->res, true, &rx);
 	}
 	flush_all(w);
+	fwd_port_lock(p->lk); /* post_recv */
 	for (int i = 0; i < n; i++) {
 		struct ibp_wc *wc = &w->wcs[i];
 
@@ -322,6 +338,7 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		else
 			p->iops->buf_put(p->ib, wc->buf);
 	}
+	fwd_port_unlock(p->lk);
 	return (unsigned)n;
 }
 
@@ -386,10 +403,12 @@ static bool arm_all(struct wstate *w)
 	for (unsigned i = 0; i < w->nports; i++) {
 		struct wport *p = &w->ports[i];
 
+		fwd_port_lock(p->lk);
 		if (p->kind == FWD_IF_ETH)
 			(void)p->eops->arm(p->eth);
 		else
 			(void)p->iops->arm(p->ib);
+		fwd_port_unlock(p->lk);
 	}
 	return true;
 }

@@ -14,6 +14,12 @@
  * polls once more, announces sleep on its ring (ring_sleep_prepare), goes RCU-offline
  * and sleeps in epoll on the ports' fds and the ring's eventfd.
  *
+ * Transmit crosses workers: a packet leaves through its egress port from the worker
+ * that received it, so two workers may send on one port. Every data-path call on a
+ * port (receive, transmit, arm, repost) is made under that port's lock
+ * (fwd_if.dp_lock), held for that one call only, which keeps the ports' rule: one
+ * thread at a time in a port's data path.
+ *
  * Threads: start/stop from the control thread; the loop runs on its own thread
  * (registered with liburcu QSBR).
  */
