@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_geoip.h"
 #include "fwd/lpm4.h"
 #include "fwd/lpm6.h"
 #include "lib/lpm128.h"
@@ -50,11 +51,8 @@
 #pragma GCC diagnostic pop
 #endif
 
-#define NH_MAX  ((1u << 20) - 1)
 #define BURST   64
 #define MAX_IMP 6
-
-typedef unsigned __int128 u128;
 
 static int rounds = 7;
 static uint32_t tbl8_6 = 1u << 20; /* rte_lpm6 / rte_fib6 tbl8 groups */
@@ -83,12 +81,6 @@ static uint64_t rnd(void)
 	return z ^ (z >> 31);
 }
 
-static uint32_t nh_of(uint64_t x)
-{
-	x *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t)(x >> 40) % NH_MAX + 1;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -113,117 +105,9 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-static u128 a2u(const uint8_t a[16])
-{
-	u128 v = 0;
-
-	for (int i = 0; i < 16; i++)
-		v = v << 8 | a[i];
-	return v;
-}
-
-static void u2a(u128 v, uint8_t a[16])
-{
-	for (int i = 15; i >= 0; i--, v >>= 8)
-		a[i] = (uint8_t)v;
-}
-
 static u128 mask128(unsigned len)
 {
 	return len ? ~(u128)0 << (128 - len) : 0;
-}
-
-/* ---- prefixes from tor-geoipdb ---- */
-
-struct pfx4 {
-	uint32_t addr;
-	uint8_t len;
-	uint32_t nh;
-};
-
-struct pfx6 {
-	uint8_t addr[16];
-	uint8_t len;
-	uint32_t nh;
-};
-
-struct vec {
-	void *p;
-	size_t n, cap, size;
-};
-
-static void *vec_push(struct vec *v)
-{
-	if (v->n == v->cap) {
-		v->cap = v->cap ? v->cap * 2 : 4096;
-		v->p = realloc(v->p, v->cap * v->size);
-		if (!v->p) {
-			fprintf(stderr, "lpm_bench: out of memory\n");
-			exit(1);
-		}
-	}
-	return (char *)v->p + v->n++ * v->size;
-}
-
-/* Cover [lo, hi] with the fewest aligned blocks (bits-wide space). */
-static void range_to_cidr(u128 lo, u128 hi, unsigned bits, struct vec *out)
-{
-	for (;;) {
-		unsigned k = 0; /* the block holds 2^k addresses */
-
-		while (k + 1 < bits && !((lo >> k) & 1) && hi - lo >= ((u128)1 << (k + 1)) - 1)
-			k++;
-		if (bits == 32) {
-			struct pfx4 *p = vec_push(out);
-
-			p->addr = (uint32_t)lo;
-			p->len = (uint8_t)(32 - k);
-			p->nh = nh_of((uint64_t)lo ^ p->len);
-		} else {
-			struct pfx6 *p = vec_push(out);
-
-			u2a(lo, p->addr);
-			p->len = (uint8_t)(128 - k);
-			p->nh = nh_of((uint64_t)(lo >> 64) ^ (uint64_t)lo ^ p->len);
-		}
-		if (hi - lo == ((u128)1 << k) - 1)
-			return;
-		lo += (u128)1 << k;
-	}
-}
-
-static bool load_geoip(const char *path, bool v6, struct vec *out)
-{
-	FILE *f = fopen(path, "r");
-	char line[256];
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char *c1, *c2;
-		u128 lo, hi;
-
-		if (line[0] == '#' || !(c1 = strchr(line, ',')) || !(c2 = strchr(c1 + 1, ',')))
-			continue;
-		*c1 = *c2 = 0;
-		if (v6) {
-			uint8_t a[16], b[16];
-
-			if (inet_pton(AF_INET6, line, a) != 1 ||
-			    inet_pton(AF_INET6, c1 + 1, b) != 1)
-				continue;
-			lo = a2u(a);
-			hi = a2u(b);
-		} else {
-			lo = strtoull(line, NULL, 10);
-			hi = strtoull(c1 + 1, NULL, 10);
-		}
-		if (hi < lo)
-			continue;
-		range_to_cidr(lo, hi, v6 ? 128 : 32, out);
-	}
-	fclose(f);
-	return out->n > 0;
 }
 
 /* ---- the reference: one hash set per prefix length, longest probed first ---- */
@@ -631,23 +515,6 @@ static size_t *pick_updates(size_t n)
 }
 
 /* ---- IPv4 ---- */
-
-static uint32_t groups_needed(const struct pfx4 *p, size_t n)
-{
-	uint8_t *seen = xcalloc(1u << 21, 1);
-	uint32_t g = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		uint32_t b = p[i].addr >> 8;
-
-		if (p[i].len > 24 && !(seen[b >> 3] & (1u << (b & 7)))) {
-			seen[b >> 3] |= (uint8_t)(1u << (b & 7));
-			g++;
-		}
-	}
-	free(seen);
-	return g;
-}
 
 static int bench4(const char *path)
 {
