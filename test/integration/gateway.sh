@@ -96,7 +96,7 @@ out=$(gwctl show links)
 tap_like "show links: ib0 is UP with its IPoIB address" "$out" \
 	"ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend sim"
 tap_like "show links: eth0 is UP" "$out" "eth0: ether state UP mtu 1500 dev eth0"
-out=$(rackcmd exec gw1 -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
+out=$("$top/sim/rack" exec gw1 --name "$rack" -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
 tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
 
 # --- routed mode ---------------------------------------------------------------------
