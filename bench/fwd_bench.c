@@ -1,0 +1,765 @@
+/*
+ * fwd_bench: the forwarding pipeline's rate per core, in memory, against a minimal
+ * DPDK-style loop doing the same parse / lookup / rewrite, in the same process.
+ *
+ * Ours: fwd_input_ib (after ipoib_rx_classify of a UD receive buffer) and
+ * fwd_input_eth on a real engine: the route table holds tor-geoipdb's IPv4 prefixes
+ * (bench/bench_geoip.h; about 560k), alternately routed via 50,000 gateways on an
+ * Ethernet interface and 50,000 on an IPoIB interface, all 100,000 resolved in the
+ * engine's neighbour tables. Per packet: classify, ip4_validate (checksum included),
+ * martians, FIB lookup, TTL / MTU checks, neighbour lookup and use hint, TTL - 1
+ * (RFC 1624), emit (Ethernet: 14-byte header into the descriptor, no copy; IPoIB: copy
+ * into a send buffer behind the 4-octet header), the descriptor queued as the worker
+ * queues it, counters.
+ *
+ * Reference ("minimal"): Ethernet or IPoIB header check, version / IHL / length / TTL
+ * (no checksum check: NICs verify it), rte_lpm lookup, an open-addressing hash of the
+ * 100,000 neighbours (one multiply, one compare), TTL - 1 with the incremental
+ * checksum, the same header write or copy, the same descriptor. Without DPDK (no
+ * IBGW_HAVE_DPDK) the reference uses lpm4 for its lookup; with DPDK it runs both.
+ *
+ * Packets: IPv4/UDP, 64 and 1500 octets at the IP layer, destinations inside random
+ * prefixes of the side they route to (a different prefix per packet), sources on the
+ * ingress side. Every round restores the packets (untimed), then times PASSES passes
+ * over them per implementation, in rotating order. Printed: Mpackets/s medians and
+ * ratios of medians (ref time / ours: above 1, ours is faster). Before timing, every
+ * implementation must pick the same next hop (MAC or QPN) for every packet, or the
+ * program aborts.
+ *
+ *   fwd_bench [--rounds R] [--packets N] [--geoip FILE] [--eal "EAL ARGS"]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "bench/bench_geoip.h"
+#include "fwd/engine.h"
+#include "fwd/forward.h"
+#include "fwd/ipoib_link.h"
+#include "fwd/lpm4.h"
+#include "fwd/neigh.h"
+#include "fwd/route.h"
+
+#ifdef IBGW_HAVE_DPDK
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wvla"   /* rte_lpm.h's bulk lookup */
+#pragma GCC diagnostic ignored "-Wundef" /* rte_ring_elem_pvt.h under clang */
+#include <rte_eal.h>
+#include <rte_lpm.h>
+#include <rte_version.h>
+#pragma GCC diagnostic pop
+#endif
+
+#define NGW      50000 /* next hops per side: 100,000 neighbours */
+#define PASSES   40    /* TTL 255 leaves room for them */
+#define TXQ      64
+#define GRH      40
+#define MAX_IMPL 4
+
+static int rounds = 9;
+static unsigned npkts = 16384;
+
+/* ---- helpers ---- */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = calloc(1, n);
+
+	if (!p) {
+		fprintf(stderr, "fwd_bench: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "fwd_bench: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+static uint16_t csum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* ---- addressing ---- */
+
+/* Gateway g of side s (0: Ethernet, 100.64.0.0/15; 1: IPoIB, 100.96.0.0/15), host order. */
+static uint32_t gw_addr(int s, uint32_t g)
+{
+	return (s ? 0x64600000u : 0x64400000u) + 2 + g;
+}
+
+static void gw_mac(uint32_t g, uint8_t mac[6])
+{
+	mac[0] = 0x02, mac[1] = 0x42;
+	mac[2] = (uint8_t)(g >> 24), mac[3] = (uint8_t)(g >> 16), mac[4] = (uint8_t)(g >> 8);
+	mac[5] = (uint8_t)g;
+}
+
+static uint32_t gw_qpn(uint32_t g)
+{
+	return 0x100000u + g;
+}
+
+static const uint8_t our_mac[6] = { 0x02, 0x99, 0, 0, 0, 1 };
+
+/* ---- fake IB send buffers (the emit's one copy lands here) ---- */
+
+#define NIB 256
+static struct ibp_buf ibufs[NIB];
+static struct ibp_buf *ifree[NIB];
+static unsigned nifree;
+
+static struct ibp_buf *fb_get(struct ibp_port *p)
+{
+	(void)p;
+	return nifree ? ifree[--nifree] : NULL;
+}
+
+static void fb_put(struct ibp_port *p, struct ibp_buf *b)
+{
+	(void)p;
+	ifree[nifree++] = b;
+}
+
+static const struct ibp_ops fake_ib = { .name = "bench", .buf_get = fb_get, .buf_put = fb_put };
+static int dummy_port, dummy_qp, dummy_ah;
+
+static void nop_solicit(void *c, const struct neigh_entry *e, const struct neigh_link *l)
+{
+	(void)c, (void)e, (void)l;
+}
+static void nop_xmit(void *c, const struct neigh_entry *e, const struct neigh_link *l, void *p)
+{
+	(void)c, (void)e, (void)l, (void)p;
+}
+static void nop_drop(void *c, void *p)
+{
+	(void)c, (void)p;
+}
+static const struct neigh_ops nops = { .solicit = nop_solicit, .xmit = nop_xmit, .drop = nop_drop };
+
+/* ---- the engine ---- */
+
+struct ours {
+	struct rt_table *rt;
+	struct fwd_engine *e;
+	struct neigh_table *ibn;
+	struct fwd_ctx c;
+	struct fwd_result res;
+	const struct fwd_if *eth, *ib;
+	struct fwd_tx txq[TXQ];
+	unsigned ntx;
+};
+
+static void big_table_params(struct neigh_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->gc_thresh1 = p->gc_thresh2 = p->gc_thresh3 = 4 * NGW;
+	p->base_reachable_ms = 3600000; /* REACHABLE through the run */
+	neigh_params_defaults(p);
+}
+
+static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t groups)
+{
+	struct rt_config rc = { .max_nexthops = 2 * NGW + 1024,
+				.lpm4_groups = groups + groups / 4 };
+	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 7, .msg_pool = 16 };
+	struct neigh_config nc = { .ops = &nops };
+	struct fwd_if_config ei = { .name = "eth0",
+				    .kind = FWD_IF_ETH,
+				    .mtu = 1500,
+				    .eth_ops = &ethp_afpacket_ops,
+				    .eth = (struct ethp_port *)(void *)&dummy_port,
+				    .mac = our_mac };
+	struct fwd_if_config ii = { .name = "ib0",
+				    .kind = FWD_IF_IPOIB,
+				    .mtu = 2044,
+				    .ib_ops = &fake_ib,
+				    .ib_port = (struct ibp_port *)(void *)&dummy_port };
+	struct ipoib_hwaddr hw = { .qpn = 0x48 };
+	uint32_t ie, ib;
+	int ret;
+	double t0 = now();
+
+	big_table_params(&ec.eth_neigh);
+	big_table_params(&nc.params);
+	if ((ret = rt_create(&o->rt, &rc)) < 0)
+		die("rt_create", ret);
+	ec.rt = o->rt;
+	if ((ret = fwd_engine_new(&ec, &o->e)) < 0)
+		die("fwd_engine_new", ret);
+	if ((ret = neigh_table_new(&nc, &o->ibn)) < 0)
+		die("neigh_table_new", ret);
+	ii.neigh = o->ibn;
+	if ((ret = fwd_engine_if_add(o->e, &ei, &ie)) < 0 ||
+	    (ret = fwd_engine_if_add(o->e, &ii, &ib)) < 0 ||
+	    (ret = fwd_engine_if_set_up(o->e, ie, true)) < 0 ||
+	    (ret = fwd_engine_if_set_ipoib(o->e, ib, (struct ibp_qp *)(void *)&dummy_qp, 0xb1b, &hw,
+					   2044)) < 0)
+		die("interfaces", ret);
+	for (int s = 0; s < 2; s++) {
+		struct ip_prefix a = { .addr.family = AF_INET, .len = 15 };
+		uint32_t x = htonl(gw_addr(s, 0) - 1);
+
+		memcpy(a.addr.bytes, &x, 4);
+		if ((ret = fwd_engine_if_add_addr(o->e, s ? ib : ie, &a)) < 0)
+			die("address", ret);
+	}
+	/* 100,000 resolved neighbours. */
+	for (uint32_t g = 0; g < NGW; g++) {
+		for (int s = 0; s < 2; s++) {
+			struct neigh_link ll = { .usable = true };
+			uint32_t a = htonl(gw_addr(s, g));
+			struct neigh_table *t =
+			    s ? o->ibn : fwd_snap_if(fwd_engine_current(o->e), ie)->neigh;
+
+			if (s) {
+				ll.len = 20;
+				ll.ah = &dummy_ah;
+				ll.qpn = gw_qpn(g);
+				ll.mtu = 2044;
+			} else {
+				ll.len = 6;
+				gw_mac(g, ll.addr);
+			}
+			if (!neigh_update(t, AF_INET, (const uint8_t *)&a, &ll,
+					  NEIGH_F_CREATE | NEIGH_F_SOLICITED))
+				die("neighbour", ENOSPC);
+		}
+	}
+	/* The prefixes, alternately behind each side. */
+	for (size_t i = 0; i < n; i++) {
+		int s = (int)(i & 1);
+		struct rt_route r = { .source = RT_SRC_STATIC, .nnh = 1 };
+		uint32_t a = htonl(p[i].addr), gw = htonl(gw_addr(s, (uint32_t)(i / 2) % NGW));
+
+		r.prefix.addr.family = AF_INET;
+		r.prefix.len = p[i].len;
+		memcpy(r.prefix.addr.bytes, &a, 4);
+		r.nh[0] = (struct rt_nexthop){ .type = RT_NH_GATEWAY, .ifindex = s ? ib : ie };
+		r.nh[0].gw.family = AF_INET;
+		memcpy(r.nh[0].gw.bytes, &gw, 4);
+		if ((ret = rt_add(o->rt, &r)) < 0 && ret != -EEXIST)
+			die("rt_add", ret);
+	}
+	if ((ret = fwd_ctx_init(&o->c, o->e, 0)) < 0)
+		die("fwd_ctx_init", ret);
+	fwd_ctx_begin(&o->c, 1000000000ull);
+	o->eth = fwd_snap_if(o->c.snap, ie);
+	o->ib = fwd_snap_if(o->c.snap, ib);
+	printf("  engine: %zu routes, 100000 neighbours, built in %.1f s\n", n, now() - t0);
+}
+
+/* ---- the reference: rte_lpm (or lpm4), a neighbour hash, a minimal parse ---- */
+
+struct rneigh {
+	uint32_t ip; /* host order; 0: empty */
+	uint32_t qpn;
+	void *ah;
+	uint8_t mac[6];
+};
+
+struct ref {
+	const char *name;
+	uint32_t (*lookup)(void *t, uint32_t dst); /* 0: no route; else gw index + 1 */
+	void *t;
+	struct rneigh *nb;
+	uint32_t mask;
+	uint32_t *gw_of; /* next hop value - 1 -> gateway address (host order) */
+	struct ethp_tx etx[TXQ];
+	struct ibp_send itx[TXQ];
+	unsigned n;
+};
+
+static inline uint32_t nb_hash(uint32_t ip)
+{
+	return (ip * 0x9e3779b1u) >> 8;
+}
+
+static void ref_neigh_init(struct ref *r)
+{
+	uint32_t sz = 1;
+
+	while (sz < 4 * NGW)
+		sz <<= 1;
+	r->nb = xmalloc(sz * sizeof(*r->nb));
+	r->mask = sz - 1;
+	for (int s = 0; s < 2; s++) {
+		for (uint32_t g = 0; g < NGW; g++) {
+			uint32_t ip = gw_addr(s, g), h = nb_hash(ip) & r->mask;
+
+			while (r->nb[h].ip)
+				h = (h + 1) & r->mask;
+			r->nb[h].ip = ip;
+			r->nb[h].qpn = gw_qpn(g);
+			r->nb[h].ah = &dummy_ah;
+			gw_mac(g, r->nb[h].mac);
+		}
+	}
+}
+
+static inline const struct rneigh *ref_neigh(const struct ref *r, uint32_t ip)
+{
+	uint32_t h = nb_hash(ip) & r->mask;
+
+	while (r->nb[h].ip != ip) {
+		if (!r->nb[h].ip)
+			return NULL;
+		h = (h + 1) & r->mask;
+	}
+	return &r->nb[h];
+}
+
+/* TTL - 1 with RFC 1624 (checksum + 0x0100 in one's complement). */
+static inline void ttl_dec(uint8_t *ip)
+{
+	uint32_t c = (uint32_t)(ip[10] << 8 | ip[11]) + 0x0100;
+
+	ip[8]--;
+	c = (c & 0xffff) + (c >> 16);
+	ip[10] = (uint8_t)(c >> 8), ip[11] = (uint8_t)c;
+}
+
+/* The IP part: checks, route, neighbour, TTL. */
+static inline const struct rneigh *ref_route(struct ref *r, uint8_t *ip, size_t len)
+{
+	uint32_t dst, v;
+
+	if (len < 20 || ip[0] != 0x45 || (size_t)(ip[2] << 8 | ip[3]) > len || ip[8] <= 1)
+		return NULL;
+	memcpy(&dst, ip + 16, 4);
+	v = r->lookup(r->t, ntohl(dst));
+	if (!v)
+		return NULL;
+	ttl_dec(ip);
+	return ref_neigh(r, r->gw_of[v - 1]);
+}
+
+/* IPoIB -> Ethernet: a UD receive buffer (GRH area, IPoIB header, IP). */
+static inline bool ref_ib(struct ref *r, uint8_t *buf, size_t len)
+{
+	uint8_t *ip = buf + GRH + 4;
+	const struct rneigh *nb;
+	struct ethp_tx *t;
+
+	if (len < GRH + 4 + 20 || buf[GRH] != 0x08 || buf[GRH + 1] != 0x00)
+		return false;
+	nb = ref_route(r, ip, len - GRH - 4);
+	if (!nb)
+		return false;
+	t = &r->etx[r->n++ & (TXQ - 1)];
+	memcpy(t->hdr, nb->mac, 6);
+	memcpy(t->hdr + 6, our_mac, 6);
+	t->hdr[12] = 0x08, t->hdr[13] = 0x00;
+	t->hdr_len = 14;
+	t->data = ip;
+	t->len = (uint32_t)(len - GRH - 4);
+	return true;
+}
+
+/* Ethernet -> IPoIB: a frame; the packet is copied into an IB send buffer. */
+static inline bool ref_eth(struct ref *r, uint8_t *fr, size_t len)
+{
+	const struct rneigh *nb;
+	struct ibp_send *t;
+	struct ibp_buf *b;
+
+	if (len < 34 || fr[12] != 0x08 || fr[13] != 0x00 || memcmp(fr, our_mac, 6))
+		return false;
+	nb = ref_route(r, fr + 14, len - 14);
+	if (!nb || !(b = fb_get(NULL)))
+		return false;
+	b->data[0] = 0x08, b->data[1] = 0x00, b->data[2] = b->data[3] = 0;
+	memcpy(b->data + 4, fr + 14, len - 14);
+	b->len = (uint32_t)(len - 14 + 4);
+	t = &r->itx[r->n++ & (TXQ - 1)];
+	*t = (struct ibp_send){ .qp = (struct ibp_qp *)(void *)&dummy_qp,
+				.ah = nb->ah,
+				.remote_qpn = nb->qpn,
+				.remote_qkey = 0xb1b,
+				.buf = b };
+	fb_put(NULL, b); /* the send completes at once here */
+	return true;
+}
+
+static uint32_t lookup_lpm4(void *t, uint32_t dst)
+{
+	return lpm4_lookup(t, dst);
+}
+
+#ifdef IBGW_HAVE_DPDK
+static uint32_t lookup_rte(void *t, uint32_t dst)
+{
+	uint32_t nh;
+
+	return rte_lpm_lookup(t, dst, &nh) == 0 ? nh : 0;
+}
+#endif
+
+/* ---- ours, per packet as the worker runs it ---- */
+
+static inline void ours_take(struct ours *o)
+{
+	for (unsigned i = 0; i < o->res.n_tx; i++) {
+		o->txq[o->ntx++ & (TXQ - 1)] = o->res.tx[i];
+		if (o->res.tx[i].ifp->kind == FWD_IF_IPOIB)
+			fb_put(NULL, o->res.tx[i].ib.buf); /* the send completes at once */
+	}
+	if (o->res.v == FWD_V_DROP && o->res.drop < FWD_DROP_COUNT)
+		o->c.st->drops[o->res.drop]++;
+	fwd_ctx_scratch_reset(&o->c);
+}
+
+static inline bool ours_ib(struct ours *o, uint8_t *buf, size_t len)
+{
+	struct ipoib_rx rx;
+
+	ipoib_rx_classify(buf, len, false, &rx);
+	fwd_input_ib(&o->c, o->ib, &rx, &o->res);
+	ours_take(o);
+	return o->res.v == FWD_V_TX;
+}
+
+static inline bool ours_eth(struct ours *o, uint8_t *fr, size_t len)
+{
+	fwd_input_eth(&o->c, o->eth, fr, len, ETHP_PKT_HOST, &o->res);
+	ours_take(o);
+	return o->res.v == FWD_V_TX;
+}
+
+/* ---- packets ---- */
+
+struct pktset {
+	const char *name;
+	bool from_ib;
+	size_t iplen, stride, off; /* off: where the IP header starts in a slot */
+	uint8_t *pristine, *work;
+	uint32_t *dst;
+};
+
+static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool from_ib, size_t iplen)
+{
+	size_t hdr = from_ib ? GRH + 4 : 14;
+
+	ps->from_ib = from_ib;
+	ps->iplen = iplen;
+	ps->off = hdr;
+	ps->stride = (hdr + iplen + 63) & ~(size_t)63;
+	ps->pristine = xmalloc(npkts * ps->stride);
+	ps->work = xmalloc(npkts * ps->stride);
+	ps->dst = xmalloc(npkts * sizeof(uint32_t));
+	for (unsigned i = 0; i < npkts; i++) {
+		uint8_t *s = ps->pristine + i * ps->stride, *ip = s + hdr;
+		/* A prefix routed to the other side: IB -> Ethernet needs an even index. */
+		size_t k = (rnd() % (n / 2)) * 2 + (from_ib ? 0 : 1);
+		uint32_t host = p[k].len == 32 ? 0 : (uint32_t)rnd() >> p[k].len;
+		uint32_t dst = htonl(p[k].addr | host);
+		uint32_t src = htonl(gw_addr(from_ib ? 1 : 0, (uint32_t)rnd() % NGW) + NGW);
+		uint16_t c;
+
+		ps->dst[i] = ntohl(dst);
+		if (from_ib) {
+			s[GRH] = 0x08, s[GRH + 1] = 0x00;
+		} else {
+			memcpy(s, our_mac, 6);
+			s[6] = 0x02, s[7] = 0x77, s[8] = 1, s[9] = 2, s[10] = 3, s[11] = 4;
+			s[12] = 0x08, s[13] = 0x00;
+		}
+		ip[0] = 0x45;
+		ip[2] = (uint8_t)(iplen >> 8), ip[3] = (uint8_t)iplen;
+		ip[8] = 255;
+		ip[9] = 17;
+		memcpy(ip + 12, &src, 4);
+		memcpy(ip + 16, &dst, 4);
+		c = csum(ip, 20);
+		ip[10] = (uint8_t)(c >> 8), ip[11] = (uint8_t)c;
+		ip[20] = 0x30, ip[21] = 0x39, ip[22] = 0x00, ip[23] = 0x35;
+		ip[24] = (uint8_t)((iplen - 20) >> 8), ip[25] = (uint8_t)(iplen - 20);
+		for (size_t b = 28; b < iplen; b++)
+			ip[b] = (uint8_t)b;
+	}
+}
+
+static void pkt_restore(struct pktset *ps)
+{
+	memcpy(ps->work, ps->pristine, npkts * ps->stride);
+}
+
+/* One timed run: PASSES passes over the set. Returns seconds; *ok the packets sent. */
+static double run_ours(struct ours *o, struct pktset *ps, unsigned *ok)
+{
+	size_t len = ps->off + ps->iplen;
+	unsigned sent = 0;
+	double t0 = now();
+
+	for (int pass = 0; pass < PASSES; pass++) {
+		for (unsigned i = 0; i < npkts; i++) {
+			uint8_t *s = ps->work + i * ps->stride;
+
+			if ((i & 31) == 0) {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_MONOTONIC, &ts); /* the worker's loop turn */
+				fwd_ctx_begin(&o->c, (uint64_t)ts.tv_sec * 1000000000u +
+							 (uint64_t)ts.tv_nsec);
+			}
+			sent += ps->from_ib ? ours_ib(o, s, len) : ours_eth(o, s, len);
+		}
+	}
+	*ok = sent;
+	return now() - t0;
+}
+
+static double run_ref(struct ref *r, struct pktset *ps, unsigned *ok)
+{
+	size_t len = ps->off + ps->iplen;
+	unsigned sent = 0;
+	double t0 = now();
+
+	for (int pass = 0; pass < PASSES; pass++) {
+		for (unsigned i = 0; i < npkts; i++) {
+			uint8_t *s = ps->work + i * ps->stride;
+
+			sent += ps->from_ib ? ref_ib(r, s, len) : ref_eth(r, s, len);
+		}
+	}
+	*ok = sent;
+	return now() - t0;
+}
+
+/* Every implementation picks the same next hop for every packet (one pass each). */
+static void cross_check(struct ours *o, struct ref *refs, int nref, struct pktset *ps)
+{
+	size_t len = ps->off + ps->iplen;
+
+	pkt_restore(ps);
+	for (unsigned i = 0; i < npkts; i++) {
+		uint8_t *s = ps->work + i * ps->stride;
+		uint8_t want[6];
+		uint32_t wqpn = 0;
+		bool ok = ps->from_ib ? ours_ib(o, s, len) : ours_eth(o, s, len);
+
+		if (!ok) {
+			fprintf(stderr, "MISMATCH %s packet %u: ours did not forward (drop %s)\n",
+				ps->name, i, fwd_drop_name(o->res.drop));
+			exit(1);
+		}
+		if (ps->from_ib)
+			memcpy(want, o->res.tx[0].eth.hdr, 6);
+		else
+			wqpn = o->res.tx[0].ib.remote_qpn;
+		for (int k = 0; k < nref; k++) {
+			struct ref *r = &refs[k];
+			unsigned slot = r->n & (TXQ - 1);
+
+			memcpy(s, ps->pristine + i * ps->stride, len); /* TTL back */
+			if (!(ps->from_ib ? ref_ib(r, s, len) : ref_eth(r, s, len)) ||
+			    (ps->from_ib ? memcmp(r->etx[slot].hdr, want, 6) != 0
+					 : r->itx[slot].remote_qpn != wqpn)) {
+				fprintf(stderr, "MISMATCH %s packet %u (dst %08x): %s differs\n",
+					ps->name, i, ps->dst[i], r->name);
+				exit(1);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *g4 = "/usr/share/tor/geoip";
+	const char *eal = "--no-huge --no-pci --no-shconf --no-telemetry -m 3072 -l 0 "
+			  "--log-level=error";
+	struct vec v = { .size = sizeof(struct pfx4) };
+	struct ours o;
+	struct ref refs[MAX_IMPL];
+	int nref = 0;
+	struct pktset sets[4] = {
+		{ .name = "IPoIB->Ethernet   64" },
+		{ .name = "IPoIB->Ethernet 1500" },
+		{ .name = "Ethernet->IPoIB   64" },
+		{ .name = "Ethernet->IPoIB 1500" },
+	};
+	const struct pfx4 *p;
+	uint32_t groups, *gw_of;
+	bool have_dpdk = false;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--packets") && i + 1 < argc)
+			npkts = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--geoip") && i + 1 < argc)
+			g4 = argv[++i];
+		else if (!strcmp(argv[i], "--eal") && i + 1 < argc)
+			eal = argv[++i];
+		else {
+			fprintf(stderr, "usage: fwd_bench [--rounds R] [--packets N] [--geoip F] "
+					"[--eal ARGS]\n");
+			return 2;
+		}
+	}
+	if (rounds < 1 || rounds > 64 || npkts < 64)
+		return 2;
+	if (!load_geoip(g4, false, &v)) {
+		printf("fwd_bench: %s not readable: install tor-geoipdb (make bench-deps); "
+		       "skipped\n",
+		       g4);
+		return 0;
+	}
+	p = v.p;
+	groups = groups_needed(p, v.n);
+	printf("fwd_bench: %zu IPv4 prefixes from %s, %u packets per set, %d passes per "
+	       "round, %d rounds, medians\n",
+	       v.n, g4, npkts, PASSES, rounds);
+#ifdef IBGW_HAVE_DPDK
+	{
+		char *copy = strdup(eal), *args[32] = { "fwd_bench" }, *tok, *save = NULL;
+		int n = 1;
+
+		for (tok = strtok_r(copy, " ", &save); tok && n < 31;
+		     tok = strtok_r(NULL, " ", &save))
+			args[n++] = tok;
+		have_dpdk = rte_eal_init(n, args) >= 0;
+		printf("DPDK %s: EAL %s (%s)\n", rte_version(), have_dpdk ? "up" : "failed", eal);
+	}
+#else
+	(void)eal;
+	printf("DPDK was not compiled in (no libdpdk-dev at build time): the reference loop "
+	       "runs on lpm4 only\n");
+#endif
+	for (unsigned b = 0; b < NIB; b++) {
+		ibufs[b] = (struct ibp_buf){ .data = xmalloc(2100), .cap = 2100, .id = b };
+		ifree[nifree++] = &ibufs[b];
+	}
+	memset(&o, 0, sizeof(o));
+	ours_build(&o, p, v.n, groups);
+
+	/* The reference's tables: next hop value = prefix's gateway slot + 1. */
+	gw_of = xmalloc(2 * NGW * sizeof(uint32_t));
+	for (uint32_t g = 0; g < NGW; g++)
+		for (int s = 0; s < 2; s++)
+			gw_of[2 * g + (uint32_t)s] = gw_addr(s, g);
+#define NH_OF(i) (2 * ((uint32_t)((i) / 2) % NGW) + (uint32_t)((i)&1) + 1)
+	{
+		struct lpm4_config cfg = { .max_groups = groups + groups / 4 };
+		struct lpm4 *t;
+		int ret;
+
+		if ((ret = lpm4_create(&t, &cfg)) < 0)
+			die("lpm4_create", ret);
+		for (size_t i = 0; i < v.n; i++)
+			if ((ret = lpm4_add(t, p[i].addr, p[i].len, NH_OF(i))) < 0)
+				die("lpm4_add", ret);
+		refs[nref++] = (struct ref){
+			.name = "minimal + lpm4", .lookup = lookup_lpm4, .t = t, .gw_of = gw_of
+		};
+	}
+#ifdef IBGW_HAVE_DPDK
+	if (have_dpdk) {
+		struct rte_lpm_config lc = { .max_rules = (uint32_t)v.n + 1024,
+					     .number_tbl8s = groups + groups / 4 };
+		struct rte_lpm *l = rte_lpm_create("fwd_bench", 0, &lc);
+		double t0 = now();
+
+		if (!l)
+			die("rte_lpm_create", ENOMEM);
+		for (size_t i = 0; i < v.n; i++)
+			if (rte_lpm_add(l, p[i].addr, p[i].len, NH_OF(i)) < 0)
+				die("rte_lpm_add", EINVAL);
+		printf("  rte_lpm: built in %.1f s\n", now() - t0);
+		refs[nref++] = (struct ref){
+			.name = "minimal + rte_lpm", .lookup = lookup_rte, .t = l, .gw_of = gw_of
+		};
+	}
+#endif
+	for (int k = 0; k < nref; k++)
+		ref_neigh_init(&refs[k]);
+	for (int s = 0; s < 4; s++) {
+		pkt_build(&sets[s], p, v.n, s < 2, (s & 1) ? 1500 : 64);
+		cross_check(&o, refs, nref, &sets[s]);
+	}
+	printf("  cross-check: every implementation chose the same next hop for all %u packets "
+	       "of each set\n",
+	       4 * npkts);
+
+	printf("  %-22s %-20s %9s %9s\n", "Mpackets/s per core", "implementation", "median",
+	       "ours/ref");
+	for (int s = 0; s < 4; s++) {
+		struct pktset *ps = &sets[s];
+		double t[MAX_IMPL + 1][64], med[MAX_IMPL + 1];
+		unsigned want = PASSES * npkts;
+
+		for (int r = 0; r < rounds; r++) {
+			for (int j = 0; j <= nref; j++) {
+				int k = (j + r) % (nref + 1); /* rotating order */
+				unsigned ok;
+
+				pkt_restore(ps);
+				t[k][r] =
+				    k == 0 ? run_ours(&o, ps, &ok) : run_ref(&refs[k - 1], ps, &ok);
+				if (ok != want) {
+					fprintf(stderr, "fwd_bench: %s: %u of %u forwarded\n",
+						ps->name, ok, want);
+					return 1;
+				}
+			}
+		}
+		for (int k = 0; k <= nref; k++)
+			med[k] = median(t[k], rounds);
+		for (int k = 0; k <= nref; k++)
+			printf("  %-22s %-20s %9.2f %8.2fx\n", k ? "" : ps->name,
+			       k ? refs[k - 1].name : "ibgw fwd_input", want / med[k] / 1e6,
+			       med[k] / med[0]);
+	}
+	printf("  (ours/ref: the reference's median time over ours; below 1, the minimal loop "
+	       "is faster)\n");
+	return 0;
+}
