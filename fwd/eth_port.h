@@ -128,6 +128,7 @@ enum ethp_drop {
 struct ethp_stats {
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
+	uint64_t rx_csum_completed; /* TCP/UDP checksums the sender left to offload */
 	uint64_t drops[ETHP_DROP_MAX];
 };
 

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "fwd/eth_port.h"
+#include "fwd/ip.h"
 #include "lib/log.h"
 
 #define BATCH_MAX 64 /* frames per recvmmsg/sendmmsg/SENDMSG chain */
@@ -183,6 +184,51 @@ static void posted_to_held(struct ethp_port *p, struct ethp_buf *b)
 
 /* ---- receive: the common part ---- */
 
+/*
+ * A frame from a local sender (a veth peer, a VM's tap) may carry a TCP/UDP checksum
+ * left to offload (TP_STATUS_CSUMNOTREADY: the kernel never computed it). Forwarded as
+ * is, the far end drops the segment. Compute it here, over the pseudo-header and the
+ * whole L4 segment, as the offloading NIC would have. Anything not plain IPv4/IPv6
+ * TCP/UDP (fragments, truncated headers) is left alone.
+ */
+static bool complete_l4_csum(uint8_t *l3, uint32_t len, uint16_t ethertype)
+{
+	uint64_t sum;
+	uint32_t l4len, off;
+	uint8_t proto;
+
+	if (ethertype == ETH_P_IP) {
+		struct ip4_info ip;
+
+		if (ip4_validate(l3, len, &ip) != IP_OK || ip.mf || ip.frag_off)
+			return false;
+		proto = ip.proto;
+		off = ip.hdr_len;
+		l4len = (uint32_t)ip.tot_len - off;
+		sum = ip4_pseudo_sum(l3 + 12, l3 + 16, (uint16_t)l4len, proto);
+	} else if (ethertype == ETH_P_IPV6) {
+		struct ip6_info ip;
+
+		if (ip6_validate(l3, len, &ip) != IP_OK)
+			return false;
+		proto = ip.proto;
+		off = ip.l4_off;
+		l4len = ip.pkt_len - off;
+		sum = ip6_pseudo_sum(l3 + 8, l3 + 24, l4len, proto);
+	} else {
+		return false;
+	}
+	uint32_t field = proto == IPPROTO_TCP ? 16 : proto == IPPROTO_UDP ? 6 : 0;
+	if (!field || l4len < field + 2)
+		return false;
+	l3[off + field] = l3[off + field + 1] = 0;
+	uint16_t c = (uint16_t)~ip_csum_fold(ip_csum_add(sum, l3 + off, l4len));
+	if (proto == IPPROTO_UDP && c == 0)
+		c = 0xffff; /* zero means "no checksum" in UDP */
+	ip_put16(l3 + off + field, c);
+	return true;
+}
+
 /* Check the frame's VLAN against the port's, strip an in-band tag; fill *rx.
  * Returns false (counted) when the frame is not for this port. */
 static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data, uint32_t len,
@@ -216,6 +262,9 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 	}
 	if ((tci & 0x0fff) != p->vlan)
 		goto wrong_vlan;
+	if (aux && (aux->tp_status & TP_STATUS_CSUMNOTREADY) &&
+	    complete_l4_csum(data + ETH_HLEN, len - ETH_HLEN, (uint16_t)(data[12] << 8 | data[13])))
+		CNT_ADD(p, rx_csum_completed, 1);
 	rx->buf = b;
 	rx->data = data;
 	rx->len = len;
@@ -673,6 +722,7 @@ static void afp_stats(struct ethp_port *p, struct ethp_stats *st)
 	st->rx_bytes = __atomic_load_n(&p->st.rx_bytes, __ATOMIC_RELAXED);
 	st->tx_packets = __atomic_load_n(&p->st.tx_packets, __ATOMIC_RELAXED);
 	st->tx_bytes = __atomic_load_n(&p->st.tx_bytes, __ATOMIC_RELAXED);
+	st->rx_csum_completed = __atomic_load_n(&p->st.rx_csum_completed, __ATOMIC_RELAXED);
 	for (i = 0; i < ETHP_DROP_MAX; i++)
 		st->drops[i] = __atomic_load_n(&p->st.drops[i], __ATOMIC_RELAXED);
 	st->drops[ETHP_DROP_RX_KERNEL] += p->kernel_drops;

@@ -140,24 +140,12 @@ gateway_stop() {   # NODE
 	rack_pid_alive "ibgwd-$1" || return 0
 	rack_stop "ibgwd-$1" TERM
 }
-# veth_tx_csum_off NS DEV: the host's kernel fills in its TCP/UDP checksums itself,
-# as on a real wire (a veth otherwise hands AF_PACKET readers CHECKSUM_PARTIAL
-# packets whose checksum field is not computed yet). ethtool -K DEV tx off, without
-# needing ethtool: the SIOCETHTOOL ioctl with ETHTOOL_STXCSUM.
-veth_tx_csum_off() {
-	ip netns exec "$1" python3 -c '
-import ctypes, fcntl, socket, struct, sys
-val = ctypes.create_string_buffer(struct.pack("II", 0x17, 0))
-ifr = struct.pack("16sP", sys.argv[1].encode(), ctypes.addressof(val))
-fcntl.ioctl(socket.socket(), 0x8946, ifr)' "$2"
-}
 # hosts_for_gateway MODE: addresses and routes on the hosts (idempotent).
 hosts_for_gateway() {
 	local mode=$1 node kind role ns ip addr k=0 tag pkey m addrs
 	while read -r node kind role ns ip addr; do
 		[ "$role" = ethhost ] || continue
 		k=$((k + 1))
-		veth_tx_csum_off "$ns" eth0
 		case $mode in
 		routed)
 			local n=${addr%/*}; n=${n##*.}
