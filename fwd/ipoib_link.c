@@ -751,10 +751,11 @@ static void conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
 	pi.mtu = (enum ib_mtu)p->sp.mtu;
 	pi.pkey = l->pkey;
 	l->st.conn_requests++;
+	ipoib_hwaddr_format(peer, hs, sizeof(hs));
+	log_info("%s: connecting to %s (DLID %u)", l->name, hs, pi.dlid);
 	r = cm_connect(l->cm, peer, &pi);
 	if (r < 0 && r != -EALREADY) {
 		p->conn_failed_at = now_ms();
-		ipoib_hwaddr_format(peer, hs, sizeof(hs));
 		log_info("%s: cannot connect to %s: %s", l->name, hs, strerror(-r));
 	}
 }
@@ -2245,7 +2246,11 @@ int ipoib_link_xmit_hw(struct ipoib_link *l, const struct ipoib_hwaddr *dst, uin
 			return send_ucast(l, dst, c, NULL, l->mtu, b);
 	}
 	if (l->cm && p->state == PATH_VALID && p->ah) {
-		if (!c && (dst->flags & IPOIB_HWADDR_F_RC)) {
+		/* IP (not ARP/ND: those stay on UD and must not keep a connection alive)
+		 * starts a connection to a peer that advertises RC. */
+		if (!c && (dst->flags & IPOIB_HWADDR_F_RC) && ethertype != ETH_P_ARP &&
+		    !(ethertype == ETH_P_IPV6 &&
+		      is_nd_payload(b->data + IPOIB_ENCAP_LEN, b->len - IPOIB_ENCAP_LEN))) {
 			conn_request(l, dst, p);
 			c = conn_find(l, dst);
 		}
@@ -2322,7 +2327,10 @@ int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uin
 					drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
 					return -EMSGSIZE;
 				}
-				if (!c && (hw.flags & IPOIB_HWADDR_F_RC)) {
+				if (!c && (hw.flags & IPOIB_HWADDR_F_RC) &&
+				    !(ethertype == ETH_P_IPV6 &&
+				      is_nd_payload(b->data + IPOIB_ENCAP_LEN,
+						    b->len - IPOIB_ENCAP_LEN))) {
 					c = conn_find(l, &hw);
 					if (!c) {
 						conn_request(l, &hw, path_find(l, &hw.gid));

@@ -79,7 +79,11 @@ restart_host() {   # NODE PKEY ADDR...
 }
 
 # --- up ------------------------------------------------------------------------
-out=$(rackcmd up 2>&1)
+# rack.topo runs ibhost1/ibhost2 in connected mode (test/integration/ipoib_cm.sh); this
+# suite is datagram mode's: the same rack with every IB host in datagram mode.
+topo=$work/rack-datagram.topo
+sed 's/^\(#@ipoib [^ ]* [^ ]*\) connected /\1 datagram /' "$top/sim/topologies/rack.topo" >"$topo"
+out=$(rackcmd up "$topo" 2>&1)
 if [ $? -ne 0 ] || ! rack_is_up; then
 	tap_not_ok "rack up with IB hosts" "$out"
 	exit 1
