@@ -32,14 +32,26 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-tap_plan 51
+plan=51
+tap_plan $plan
+# bail REASON: a step everything after it needs has failed; the checks not reached are
+# failures (none passes on a missing package or root), and the suite ends here.
+bail() {
+	while [ "$tap_n" -lt "$plan" ]; do tap_not_ok "not reached: $1"; done
+	exit 1
+}
 
 # --- build -------------------------------------------------------------------------
 out=$(timeout 400 make -C "$top" --no-print-directory deb DEB_DIR="$work/deb" 2>&1)
 rc=$?
 tap_is "make deb builds the package (dpkg-buildpackage -us -uc -b)" "$rc" 0
-[ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -30 | sed 's/^/# /'
+if [ "$rc" -ne 0 ]; then
+	printf '%s\n' "$out" | grep -Ev '^(cc|ar|rm) ' | grep -Ei -B3 -A3 'error|not ok|fail' |
+		head -40 | sed 's/^/# /'
+	bail "make deb failed"
+fi
 tap_check "the .deb is named after VERSION and the architecture" test -s "$deb"
+[ -s "$deb" ] || bail "no $deb"
 tap_is "the source tree has no debian/ of its own after the build" \
 	"$(test -e "$top/debian" && echo present || echo absent)" absent
 
@@ -84,7 +96,10 @@ out=$(timeout 400 debootstrap --variant=minbase --include=systemd,procps,man-db 
 	"$VERSION_CODENAME" "$root" "$mirror" 2>&1)
 rc=$?
 tap_is "debootstrap makes a minimal $VERSION_CODENAME root from the apt mirror" "$rc" 0
-[ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -20 | sed 's/^/# /'
+if [ "$rc" -ne 0 ]; then
+	printf '%s\n' "$out" | tail -20 | sed 's/^/# /'
+	bail "no Debian root"
+fi
 tap_is "the fresh root has no group ibgw before" "$(in_root getent group ibgw)" ""
 
 cp "$deb" "$root/tmp/"
@@ -92,7 +107,10 @@ out=$(in_root env DEBIAN_FRONTEND=noninteractive timeout 300 \
 	apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb")" 2>&1 </dev/null)
 rc=$?
 tap_is "apt-get install ./ibgw.deb in the root (dependencies from the mirror)" "$rc" 0
-[ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -20 | sed 's/^/# /'
+if [ "$rc" -ne 0 ]; then
+	printf '%s\n' "$out" | tail -20 | sed 's/^/# /'
+	bail "the package did not install"
+fi
 tap_is "ibgwd -V" "$(in_root ibgwd -V 2>&1)" "ibgwd $version"
 tap_check "ibgwd -n -f /etc/ibgw/ibgwd.yaml accepts the installed config" \
 	in_root ibgwd -n -f /etc/ibgw/ibgwd.yaml
@@ -111,10 +129,15 @@ tap_like "the unit starts the installed daemon on the installed config" \
 	"$(grep '^ExecStart=' "$root/lib/systemd/system/ibgwd.service")" \
 	'^ExecStart=/usr/sbin/ibgwd -d -f /etc/ibgw/ibgwd.yaml$'
 
-# The daemon on the packaged config: its sockets belong to group ibgw, a member may use
-# the privileged socket and a non-member may not.
+# The daemon with the packaged config's control section: its sockets belong to group
+# ibgw, a member may use the privileged socket and a non-member may not. Only that
+# section (the example's links would open this machine's eth0), and in a network
+# namespace of its own with no interface but lo.
 in_root useradd -m alice && in_root adduser --quiet alice ibgw && in_root useradd -m bob
-timeout 120 chroot "$root" ibgwd -d -f /etc/ibgw/ibgwd.yaml >"$work/ibgwd.log" 2>&1 &
+awk '/^control:/ { p = 1; print; next } p && /^[^ #]/ { p = 0 } p' \
+	"$root/etc/ibgw/ibgwd.yaml" >"$root/tmp/control.yaml"
+sed 's/^/# control.yaml: /' "$root/tmp/control.yaml"
+timeout 120 unshare --net chroot "$root" ibgwd -d -f /tmp/control.yaml >"$work/ibgwd.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do
 	[ -S "$root/run/ibgw/ibgwd.sock" ] && break
