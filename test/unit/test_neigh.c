@@ -53,7 +53,7 @@ static void op_drop(void *ctx, void *pkt)
 		rec.dropped[rec.drop] = pkt;
 	rec.drop++;
 }
-static const struct neigh_ops ops = { op_solicit, op_xmit, op_drop };
+static const struct neigh_ops ops = { .solicit = op_solicit, .xmit = op_xmit, .drop = op_drop };
 
 static struct neigh_table *mk(const struct neigh_params *p)
 {
