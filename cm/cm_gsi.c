@@ -26,7 +26,18 @@ struct gsi_send {
 static int post_recv_buf(struct cm_gsi *g, struct ibp_buf *b)
 {
 	b->len = 0;
+	if (g->cfg.post_recv)
+		return g->cfg.post_recv(g->cfg.post_ctx, g->qp, b) == 1 ? 0 : -EAGAIN;
 	return g->cfg.ops->post_recv(g->qp, &b, 1) == 1 ? 0 : -EAGAIN;
+}
+
+void cm_gsi_set_post(struct cm_gsi *g, int (*post)(void *ctx, struct ibp_send *s),
+		     int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
+		     void *ctx)
+{
+	g->cfg.post = post;
+	g->cfg.post_recv = post_recv;
+	g->cfg.post_ctx = ctx;
 }
 
 int cm_gsi_open(const struct cm_gsi_config *cfg, struct cm_gsi **out)
@@ -138,7 +149,7 @@ static int gsi_send(void *ctx, const struct cm_addr *to, const uint8_t *mad, siz
 	s.ah = gs->ah;
 	s.buf = gs->buf;
 	s.wr_id = (uint64_t)(uintptr_t)gs;
-	ret = ops->post_send(&s, 1);
+	ret = g->cfg.post ? g->cfg.post(g->cfg.post_ctx, &s) : ops->post_send(&s, 1);
 	if (ret != 1) {
 		g->st.tx_post_fail++;
 		ret = ret < 0 ? ret : -EAGAIN;

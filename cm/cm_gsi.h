@@ -41,6 +41,13 @@ struct cm_gsi_config {
 	uint16_t pkey_index; /* of the GSI QP: its sends carry that P_Key */
 	unsigned recv_depth; /* receive buffers kept posted; 0: 64 */
 	unsigned send_depth; /* 0: 64 */
+	/* Optional, for a port whose data path another thread owns (the gateway's worker):
+	 * post(post_ctx, s) takes each MAD send instead of ops->post_send (1: taken; the
+	 * send's completion must still reach cm_gsi_completion), and post_recv(post_ctx,
+	 * qp, b) each receive buffer given back after open (1: posted). NULL: the ops. */
+	int (*post)(void *ctx, struct ibp_send *s);
+	int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b);
+	void *post_ctx;
 };
 
 struct cm_gsi_stats {
@@ -51,6 +58,11 @@ struct cm_gsi_stats {
 int cm_gsi_open(const struct cm_gsi_config *cfg, struct cm_gsi **out);
 void cm_gsi_close(struct cm_gsi *g);
 struct ibp_qp *cm_gsi_qp(const struct cm_gsi *g);
+/* Set (or clear, NULL) the post hooks of the config after open (control thread, before
+ * the port's owner sees any of the GSI QP's completions or between them). */
+void cm_gsi_set_post(struct cm_gsi *g, int (*post)(void *ctx, struct ibp_send *s),
+		     int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
+		     void *ctx);
 
 typedef void (*cm_gsi_deliver_fn)(void *arg, const uint8_t *mad, size_t len,
 				  const struct cm_addr *from);

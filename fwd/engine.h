@@ -149,6 +149,9 @@ enum fwd_msg_type {
 	/* worker -> control */
 	FWD_MSG_PUNT_ETH = 1, /* a whole Ethernet frame (untagged) received on ifindex */
 	FWD_MSG_PUNT_IB,      /* an IPoIB payload (after the IPoIB header) from ifindex */
+	FWD_MSG_IB_WC,        /* a completion (wc) of the GSI QP of ifindex's port (CM MADs):
+			       * the control thread hands it to ipoib_link_gsi_completion,
+			       * which reposts or frees its buffer */
 	/* control -> worker */
 	FWD_MSG_TX_ETH,       /* send data[0..len) (a whole untagged frame) on ifindex */
 	FWD_MSG_TX_IB,        /* post ib_send (buffer, AH, QPN, Q_Key prepared) */
@@ -190,6 +193,7 @@ struct fwd_msg {
 	bool has_grh;
 	union ib_gid sgid, dgid;
 	struct ibp_send ib_send; /* TX_IB */
+	struct ibp_wc wc;        /* IB_WC */
 	bool own; /* TX_IP: the gateway's own packet (echo reply, ICMP error): no TTL change */
 	uint32_t len;
 	uint8_t data[FWD_MSG_DATA];

@@ -172,13 +172,17 @@ static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh
 		b->data[2] = b->data[3] = 0;
 		memcpy(b->data + IPOIB_ENCAP_LEN, pkt, len);
 		b->len = (uint32_t)(len + IPOIB_ENCAP_LEN);
-		t->ib = (struct ibp_send){
-			.qp = out->ud_qp,
-			.ah = ll->ah,
-			.remote_qpn = ll->qpn,
-			.remote_qkey = out->qkey,
-			.buf = b,
-		};
+		t->ib = (struct ibp_send){ .buf = b };
+		if (out->link) {
+			/* The neighbour's connection (RC QP) when one is published, else
+			 * the UD QP, its AH and QPN, the link's Q_Key. */
+			ipoib_link_send_fill(out->link, ll, &t->ib);
+		} else {
+			t->ib.qp = out->ud_qp;
+			t->ib.ah = ll->ah;
+			t->ib.remote_qpn = ll->qpn;
+			t->ib.remote_qkey = out->qkey;
+		}
 	}
 	res->n_tx++;
 	return true;

@@ -974,6 +974,43 @@ static void cmp_del(struct ipoib_cm_port *cp, struct ipoib_link *l)
 		}
 }
 
+void ipoib_cm_port_set_post(struct ipoib_cm_port *cp, int (*post_fn)(void *ctx, struct ibp_send *s),
+			    int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
+			    void *ctx)
+{
+	if (cp && cp->gsi)
+		cm_gsi_set_post(cp->gsi, post_fn, post_recv, ctx);
+}
+
+bool ipoib_link_gsi_completion(struct ipoib_link *l, const struct ibp_wc *wc)
+{
+	return l && l->cmp && ipoib_cm_port_completion(l->cmp, wc);
+}
+
+struct ibp_qp *ipoib_link_ud_qp(const struct ipoib_link *l)
+{
+	return l->qp;
+}
+
+uint32_t ipoib_link_qkey(const struct ipoib_link *l)
+{
+	return l->qkey;
+}
+
+struct ibp_qp *ipoib_link_gsi_qp(const struct ipoib_link *l)
+{
+	return l->cmp && l->cmp->gsi ? cm_gsi_qp(l->cmp->gsi) : NULL;
+}
+
+struct ipoib_link *ipoib_link_of_rc(const struct ibp_wc *wc)
+{
+	const struct ipoib_conn *c = wc->qp_user;
+
+	if (!c || c->magic != CONN_MAGIC)
+		return NULL;
+	return c->l;
+}
+
 struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l)
 {
 	return l->own_cmp ? l->cmp : NULL;

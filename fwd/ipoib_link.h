@@ -263,6 +263,29 @@ uint32_t ipoib_link_conn_mtu(const struct ipoib_link *l);
  * the connected MTU, and what is above a peer's MTU is answered with ICMP. */
 uint32_t ipoib_link_peer_mtu(struct ipoib_link *l, const struct ipoib_hwaddr *peer);
 
+/* The port's owner thread hands the GSI QP's completions to the control thread: the
+ * link's cm port (shared or its own) takes them there. The hooks route the GSI QP's
+ * sends and receive reposts (cm_gsi_set_post); NULL hooks: the ops. Control thread. */
+void ipoib_cm_port_set_post(struct ipoib_cm_port *cp, int (*post)(void *ctx, struct ibp_send *s),
+			    int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
+			    void *ctx);
+/* ipoib_cm_port_completion on the link's cm port (false: datagram mode, or not its). */
+bool ipoib_link_gsi_completion(struct ipoib_link *l, const struct ibp_wc *wc);
+
+/* ---- accessors for the gateway's composition -------------------------------------- */
+/* The UD QP (NULL until started; its QP's user pointer is the link) and the broadcast
+ * group's Q_Key (0 until joined). Control thread, or a reader that learned them through
+ * a publication after the link came up. */
+struct ibp_qp *ipoib_link_ud_qp(const struct ipoib_link *l);
+uint32_t ipoib_link_qkey(const struct ipoib_link *l);
+/* The GSI QP of the link's cm port (NULL in datagram mode). Fixed from ipoib_link_new
+ * (shared cm port) or start (own) until free. */
+struct ibp_qp *ipoib_link_gsi_qp(const struct ipoib_link *l);
+/* A completion of an RC QP (its user pointer is a connection of some link): that
+ * connection's link, or NULL when wc->qp_user is not a live connection. Data path:
+ * connections are freed through cfg.defer (after a grace period). */
+struct ipoib_link *ipoib_link_of_rc(const struct ibp_wc *wc);
+
 /* ---- data path (port owner) ---------------------------------------------------- */
 /* For a caller that builds its own sends (the forwarding engine): fill s for a
  * neighbour's published link address -- the connection's RC QP when ll->conn is set

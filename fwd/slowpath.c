@@ -137,6 +137,20 @@ int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send
 	return ctl_enqueue(e->sp, m);
 }
 
+int fwd_sp_ib_post_recv(struct fwd_engine *e, uint32_t ifindex, struct ibp_qp *qp,
+			struct ibp_buf *b)
+{
+	const struct fwd_if *f = sp_if(e, ifindex);
+	int n;
+
+	if (!f || f->kind != FWD_IF_IPOIB || !f->dp_lock)
+		return -EINVAL;
+	fwd_port_lock(f->dp_lock);
+	n = f->ib_ops->post_recv(qp, &b, 1);
+	fwd_port_unlock(f->dp_lock);
+	return n;
+}
+
 /* Our own IP packet (echo reply, ICMP error): routed here, emitted by the worker. */
 static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_t len)
 {
@@ -264,6 +278,47 @@ static enum proxy_where where_lookup(void *arg, int family, const uint8_t *addr)
 
 /* ---- proxied neighbours: learned routes, announcements, ND groups ------------------------ */
 
+/* IPoIB: the gratuitous ARP goes to the link's broadcast group, the unsolicited NA to
+ * the all-nodes group's MGID, both through the link (which posts on its UD QP). */
+static void announce_ib(struct fwd_sp *sp, const struct fwd_if *a, int family, const uint8_t *addr)
+{
+	struct proxy_link pl = { .ib = true, .lladdr = a->hwaddr };
+	struct ibp_buf *b;
+	size_t n;
+	int ret;
+
+	if (!a->link)
+		return;
+	b = ipoib_link_buf(a->link);
+	if (!b)
+		return;
+	if (family == AF_INET)
+		n = proxy_announce_arp(&pl, ip_be32(addr), false, b->data + IPOIB_ENCAP_LEN,
+				       b->cap - IPOIB_ENCAP_LEN);
+	else
+		n = proxy_announce_nd(&pl, addr, a->proxy.router, b->data + IPOIB_ENCAP_LEN,
+				      b->cap - IPOIB_ENCAP_LEN);
+	if (!n) {
+		a->ib_ops->buf_put(a->ib_port, b);
+		return;
+	}
+	b->len = (uint32_t)n;
+	if (family == AF_INET) {
+		ret = ipoib_link_xmit_bcast(a->link, ETHF_TYPE_ARP, b);
+	} else {
+		union ib_gid mgid;
+
+		if (ipoib_mgid_from_ipv6(nd_all_nodes, ipoib_link_pkey(a->link),
+					 IB_MGID_SCOPE_LINK, &mgid) < 0) {
+			a->ib_ops->buf_put(a->ib_port, b);
+			return;
+		}
+		ret = ipoib_link_xmit_mcast(a->link, &mgid, ETHF_TYPE_IPV6, b);
+	}
+	if (ret >= 0)
+		sp->st.r[FWD_SP_ANNOUNCED]++;
+}
+
 static void announce_on(struct fwd_sp *sp, const struct fwd_if *a, int family, const uint8_t *addr)
 {
 	uint8_t buf[ETHF_HLEN + ND_MAX_LEN];
@@ -271,8 +326,10 @@ static void announce_on(struct fwd_sp *sp, const struct fwd_if *a, int family, c
 				 .lladdr = a->kind == FWD_IF_ETH ? a->mac : a->hwaddr };
 	size_t n;
 
-	if (a->kind != FWD_IF_ETH)
-		return; /* IPoIB announcements need ipoib_link's broadcast send (not here yet) */
+	if (a->kind == FWD_IF_IPOIB) {
+		announce_ib(sp, a, family, addr);
+		return;
+	}
 	if (family == AF_INET) {
 		n = proxy_announce_arp(&pl, ip_be32(addr), false, buf + ETHF_HLEN,
 				       sizeof(buf) - ETHF_HLEN);
@@ -387,10 +444,12 @@ static void resolve_other(struct fwd_sp *sp, uint32_t k, int family, const uint8
 {
 	const struct fwd_if *f = sp_if(sp->e, k);
 
-	if (f && f->neigh && f->kind == FWD_IF_ETH)
+	/* Ethernet: the table's solicit sends the ARP request / NS. IPoIB: the table is
+	 * the link's (ipoib_link_neigh): its solicit sends the ARP request / NS to the
+	 * broadcast / solicited-node group, and the answer (ipoib_link_input_ctl) binds
+	 * the neighbour to its path. Nothing waits on it: the asker retries. */
+	if (f && f->neigh && f->up)
 		(void)neigh_resolve(f->neigh, family, addr, NULL);
-	/* IPoIB: the link resolves when something is sent; an empty resolve is the
-	 * link's own neigh_resolve + bind (ipoib_link has no "resolve only" call yet). */
 }
 
 static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *frame, size_t len)
@@ -552,6 +611,64 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 
 /* ---- ARP and ND on IPoIB: the link first, then the proxy for the other interfaces ---- */
 
+/* A proxied NA on IPoIB: the decision as on Ethernet (the link address is the link's
+ * 20 octets), sent through ipoib_link_xmit_hw to the asker's source link-layer option
+ * (its QPN + GID; the link resolves the path), or to all-nodes for a DAD NS. An NS
+ * without the option has no IPoIB answer address: ignored (RFC 4861 lets it be). */
+static void ib_proxy_nd(struct fwd_sp *sp, const struct fwd_if *in, const struct nd_msg *nm)
+{
+	struct proxy_cfg pc = { .enabled = true,
+				.answer_unresolved = in->proxy.answer_unresolved,
+				.defend_dad = in->proxy.defend_dad,
+				.router = in->proxy.router };
+	struct proxy_link pl = { .ib = true, .lladdr = in->hwaddr, .ip6_src = NULL };
+	struct where_ctx w = { .e = sp->e, .in = in };
+	struct proxy_env env = { .cfg = &pc, .link = &pl, .lookup = where_lookup,
+				 .ctx = &w, .rl = &sp->prl, .now_ns = now_ns(sp->e) };
+	uint8_t out[ND_MAX_LEN];
+	struct proxy_decision d = proxy_nd(&env, nm, NULL, out, sizeof(out));
+
+	sp->st.proxy[d.reason]++;
+	if (d.action == PROXY_RESOLVE) {
+		resolve_other(sp, w.other, AF_INET6, nm->target);
+		sp->st.r[FWD_SP_PROXY_RESOLVE]++;
+		return;
+	}
+	if (d.action != PROXY_ANSWER) {
+		sp->st.r[FWD_SP_PROXY_IGNORED]++;
+		return;
+	}
+	{
+		struct ibp_buf *b = ipoib_link_buf(in->link);
+		struct ipoib_hwaddr hw;
+		int ret = -EINVAL;
+
+		if (!b)
+			return;
+		if (d.len + IPOIB_ENCAP_LEN > b->cap) {
+			in->ib_ops->buf_put(in->ib_port, b);
+			return;
+		}
+		memcpy(b->data + IPOIB_ENCAP_LEN, out, d.len);
+		b->len = (uint32_t)d.len;
+		if (nm->dad) {
+			union ib_gid mgid;
+
+			if (ipoib_mgid_from_ipv6(nd_all_nodes, ipoib_link_pkey(in->link),
+						 IB_MGID_SCOPE_LINK, &mgid) == 0)
+				ret = ipoib_link_xmit_mcast(in->link, &mgid, ETHF_TYPE_IPV6, b);
+			else
+				in->ib_ops->buf_put(in->ib_port, b);
+		} else if (nm->sllao && ipoib_hwaddr_decode(nm->sllao, 20, &hw) >= 0) {
+			ret = ipoib_link_xmit_hw(in->link, &hw, ETHF_TYPE_IPV6, b);
+		} else {
+			in->ib_ops->buf_put(in->ib_port, b);
+		}
+		if (ret >= 0)
+			sp->st.r[FWD_SP_PROXY_ANSWERED]++;
+	}
+}
+
 static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m)
 {
 	struct ipoib_rx rx = {
@@ -629,6 +746,9 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 			neighbour_learned(sp, in->index, AF_INET6, nm.target);
 		else if (nm.type == ND_NS && !nm.dad)
 			neighbour_learned(sp, in->index, AF_INET6, nm.src);
+		if (nm.type == ND_NS && in->proxy.proxy_nd &&
+		    !is_own(fwd_engine_current(sp->e), AF_INET6, nm.target, NULL))
+			ib_proxy_nd(sp, in, &nm);
 	}
 }
 
@@ -868,6 +988,15 @@ static void handle(struct fwd_sp *sp, struct fwd_msg *m)
 	sp->st.msgs++;
 	if (!in) {
 		sp->st.r[FWD_SP_IF_GONE]++;
+		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
+		return;
+	}
+	if (m->type == FWD_MSG_IB_WC) {
+		/* A GSI QP completion the worker passed on: the cm's (connected mode). */
+		if (!in->link || !ipoib_link_gsi_completion(in->link, &m->wc)) {
+			if (m->wc.buf && in->ib_ops)
+				in->ib_ops->buf_put(in->ib_port, m->wc.buf);
+		}
 		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
 		return;
 	}

@@ -34,6 +34,16 @@ struct wport {
 	const struct ibp_ops *iops;
 	struct ibp_port *ib;
 	struct fwd_port_lock *lk; /* the port's data-path lock */
+	/* IPoIB: the port's links as of the snapshot (UD QP: NULL while down), and the
+	 * GSI QP of the port's cm (connected mode; NULL: none) with an interface of the
+	 * port to name in the messages that take its completions to the control thread. */
+	unsigned nlinks;
+	struct {
+		struct ipoib_link *l;
+		struct ibp_qp *ud;
+	} links[FWD_IF_MAX];
+	struct ibp_qp *gsi_qp;
+	uint32_t gsi_if;
 };
 
 struct txq {
@@ -61,6 +71,7 @@ struct wstate {
 	void *rets[BURST_MAX];
 	struct ethp_rx erx[BURST_MAX];
 	struct ibp_wc wcs[BURST_MAX];
+	struct ipoib_link *wl[BURST_MAX]; /* the link of each receive completion */
 };
 
 static uint64_t mono_ns(void)
@@ -81,6 +92,21 @@ static void epoll_add(struct wstate *w, int fd)
 		(void)epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The link's QPs as the snapshot publishes them (the GSI QP is fixed from the link's
+ * creation on, which happened before the interface was published). */
+static void wport_add_link(struct wport *p, const struct fwd_if *f)
+{
+	if (!f->link || p->nlinks == FWD_IF_MAX)
+		return;
+	p->links[p->nlinks].l = f->link;
+	p->links[p->nlinks].ud = f->ud_qp;
+	p->nlinks++;
+	if (!p->gsi_qp) {
+		p->gsi_qp = ipoib_link_gsi_qp(f->link);
+		p->gsi_if = f->index;
+	}
+}
+
 static void rescan(struct wstate *w, const struct fwd_snap *s)
 {
 	if (w->epfd >= 0)
@@ -90,20 +116,25 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 	w->nports = 0;
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
-		bool dup = false;
+		struct wport *dup = NULL;
 
 		if (!f->index || f->worker != w->id)
 			continue;
 		for (unsigned i = 0; i < w->nports; i++)
 			if ((f->kind == FWD_IF_ETH && w->ports[i].eth == f->eth) ||
 			    (f->kind == FWD_IF_IPOIB && w->ports[i].ib == f->ib_port))
-				dup = true;
-		if (dup)
+				dup = &w->ports[i];
+		if (dup) {
+			if (f->kind == FWD_IF_IPOIB)
+				wport_add_link(dup, f);
 			continue;
+		}
 		w->ports[w->nports] = (struct wport){
 			.kind = f->kind, .eops = f->eth_ops, .eth = f->eth, .eth_if = k,
 			.iops = f->ib_ops, .ib = f->ib_port, .lk = f->dp_lock,
 		};
+		if (f->kind == FWD_IF_IPOIB)
+			wport_add_link(&w->ports[w->nports], f);
 		if (f->kind == FWD_IF_ETH)
 			epoll_add(w, f->eth_ops->wait_fd(f->eth));
 		else
@@ -291,6 +322,59 @@ static const struct fwd_if *if_of_link(const struct fwd_snap *s, const void *lin
 	return NULL;
 }
 
+/* Which link a completion of port p belongs to: its UD QP's, or (connected mode) the
+ * link of the RC connection it came on (receives through the link's SRQ). NULL: none
+ * of this port's links (a QP of a link gone meanwhile). *gsi: the port's GSI QP. */
+static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc, bool *gsi)
+{
+	struct ipoib_link *l;
+
+	*gsi = p->gsi_qp && wc->qp == p->gsi_qp;
+	if (*gsi)
+		return NULL;
+	for (unsigned i = 0; i < p->nlinks; i++)
+		if (wc->qp == p->links[i].ud || wc->qp_user == p->links[i].l)
+			return p->links[i].l; /* a UD QP's user pointer is its link */
+	l = ipoib_link_of_rc(wc);
+	for (unsigned i = 0; l && i < p->nlinks; i++)
+		if (p->links[i].l == l)
+			return l;
+	return NULL;
+}
+
+/* A GSI QP completion (a CM MAD sent or received): to the control thread, which runs
+ * the cm (ipoib_link_gsi_completion reposts or frees the buffer there). */
+static void gsi_to_ctl(struct wstate *w, struct wport *p, const struct ibp_wc *wc)
+{
+	struct fwd_msg *m;
+
+	if (w->npunt == PUNTQ)
+		flush_punts(w);
+	m = fwd_msg_get(w->e, w->id, FWD_OWNER_WORKER);
+	if (!m) {
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+		if (wc->buf && wc->kind == IBP_WC_RECV) {
+			struct ibp_buf *b = wc->buf;
+
+			b->len = 0;
+			fwd_port_lock(p->lk);
+			if (p->iops->post_recv(wc->qp, &b, 1) != 1)
+				p->iops->buf_put(p->ib, b);
+			fwd_port_unlock(p->lk);
+		} else if (wc->buf) {
+			p->iops->buf_put(p->ib, wc->buf);
+		}
+		return;
+	}
+	m->type = FWD_MSG_IB_WC;
+	m->punt = FWD_PUNT_COUNT;
+	m->ifindex = (uint16_t)p->gsi_if;
+	m->wc = *wc;
+	m->len = 0;
+	m->own = false;
+	w->punts[w->npunt++] = m;
+}
+
 static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
 	int n;
@@ -303,12 +387,20 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		return 0;
 	for (int i = 0; i < n; i++) {
 		struct ibp_wc *wc = &w->wcs[i];
-		struct ipoib_link *l = wc->qp_user;
+		bool gsi;
+		struct ipoib_link *l = wc_link(p, wc, &gsi);
 		const struct fwd_if *in;
 		struct ipoib_rx rx;
 
+		w->wl[i] = l;
+		if (gsi) {
+			gsi_to_ctl(w, p, wc);
+			wc->buf = NULL; /* the control thread's now */
+			continue;
+		}
 		if (wc->kind == IBP_WC_SEND) {
-			/* Buffers back to the pool (any thread): no port lock. */
+			/* Buffers back to the pool (any thread): no port lock. RC send errors
+			 * are noted for the control thread (teardown). */
 			if (l)
 				ipoib_link_tx_done(l, wc);
 			else if (wc->buf)
@@ -322,19 +414,20 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 			FWD_INC(w->st->drops[FWD_DROP_IF_DOWN]);
 			continue;
 		}
+		/* UD through the link's QP, RC through its SRQ: ipoib_link_rx tells. */
 		ipoib_link_rx(l, wc, &rx);
 		fwd_input_ib(&w->ctx, in, &rx, &w->res);
 		take(w, &w->res, true, &rx);
 	}
 	flush_all(w);
-	fwd_port_lock(p->lk); /* post_recv */
+	fwd_port_lock(p->lk); /* post_recv, post_srq_recv */
 	for (int i = 0; i < n; i++) {
 		struct ibp_wc *wc = &w->wcs[i];
 
 		if (wc->kind != IBP_WC_RECV || !wc->buf)
 			continue;
-		if (wc->qp_user)
-			ipoib_link_repost(wc->qp_user, wc->buf);
+		if (w->wl[i])
+			ipoib_link_repost(w->wl[i], wc->buf); /* the SRQ first when it is owed */
 		else
 			p->iops->buf_put(p->ib, wc->buf);
 	}

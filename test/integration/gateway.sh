@@ -253,18 +253,15 @@ mac=$(in_ns gw1 cat /sys/class/net/eth0/address)
 tap_like "the Ethernet host's kernel resolved the IB host to the gateway's MAC" "$out" "lladdr $mac"
 in_ns ibhost3 ping -c 2 -i 0.5 -W 1 10.10.0.202 >/dev/null 2>&1
 tap_is "proxy ARP: IB host -> Ethernet host" "$(pings ibhost3 10.10.0.202)" 3
-# Proxy ND answers on the IPoIB side are not in fwd/slowpath.c yet (it answers proxy
-# ARP on IPoIB, and learns from ND there, but sends no proxied NA): the IB host cannot
-# resolve the Ethernet host, so these are skipped until it does (they pass then).
-todo_nd="proxy NA on IPoIB is not in fwd/slowpath.c yet"
+# Proxy ND on IPoIB: the IB host's NS for the Ethernet host reaches the gateway through
+# the solicited-node group it joined; the proxied NA goes back through the link.
 in_ns ethhost1 ping -6 -c 2 -i 0.5 -W 1 fd00:10::13 >/dev/null 2>&1
-got=$(pings ethhost1 -6 fd00:10::13)
-if [ "$got" = 3 ]; then tap_ok "proxy ND: IPv6 Ethernet host -> IB host"
-else tap_ok "proxy ND: IPv6 Ethernet host -> IB host # SKIP $todo_nd (got $got)"; fi
+tap_is "proxy ND: IPv6 Ethernet host -> IB host" "$(pings ethhost1 -6 fd00:10::13)" 3
 in_ns ibhost3 ping -6 -c 2 -i 0.5 -W 1 fd00:10::202 >/dev/null 2>&1
-got=$(pings ibhost3 -6 fd00:10::202)
-if [ "$got" = 3 ]; then tap_ok "proxy ND: IPv6 IB host -> Ethernet host"
-else tap_ok "proxy ND: IPv6 IB host -> Ethernet host # SKIP $todo_nd (got $got)"; fi
+tap_is "proxy ND: IPv6 IB host -> Ethernet host" "$(pings ibhost3 -6 fd00:10::202)" 3
+out=$(in_ns ibhost3 ip -6 neigh show fd00:10::202)
+# (the host role's TAP shows IPoIB addresses as MACs; the router flag is the proxy's NA)
+tap_like "the IB host's kernel learned the Ethernet host from the gateway's proxied NA" "$out" "lladdr [0-9a-f:]+ router"
 n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 8M)
 tap_is "proxy mode: iperf3 TCP Ethernet -> IB, 8 MiB" "$n" 8388608
 n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 8M -R)
