@@ -286,4 +286,3 @@ enum ip_reason ip6_check_addrs(const struct ip6_martian_cfg *cfg, const uint8_t 
 		return IP6_DST_V4MAPPED;
 	return IP_OK;
 }
-

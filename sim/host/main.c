@@ -63,10 +63,10 @@
 #define BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
 /* Connected mode: a whole connected-mode message (65520 + the IPoIB header) per buffer. */
 #define BUF_SIZE_CM (IBP_GRH_AREA + 65536 + 64)
-#define N_BUFS    1024
-#define WC_BATCH  64
-#define TAP_BATCH 64
-#define FRAME_MAX (65536 + 64)
+#define N_BUFS      1024
+#define WC_BATCH    64
+#define TAP_BATCH   64
+#define FRAME_MAX   (65536 + 64)
 
 struct in6_ifreq_compat {
 	struct in6_addr addr;
@@ -589,13 +589,16 @@ static int dump_conn(void *arg, const struct ipoib_conn_info *ci)
 static void dump_cm(struct host *h, FILE *f)
 {
 	const struct cm_stats *cs = ipoib_link_cm_stats(h->link);
-	static const char *const an[8] = { "req", "mra", "rej", "rep", "rtu", "dreq", "drep", "cpi" };
+	static const char *const an[8] = {
+		"req", "mra", "rej", "rep", "rtu", "dreq", "drep", "cpi"
+	};
 
 	if (!cs)
 		return;
-	fprintf(f, "cm_stats rx_mads %llu tx_mads %llu tx_errors %llu established %llu "
-		   "crossing_accepted %llu crossing_rejected %llu retransmits %llu timeouts %llu "
-		   "rx_dup_req %llu rx_stale %llu rx_unclaimed %llu",
+	fprintf(f,
+		"cm_stats rx_mads %llu tx_mads %llu tx_errors %llu established %llu "
+		"crossing_accepted %llu crossing_rejected %llu retransmits %llu timeouts %llu "
+		"rx_dup_req %llu rx_stale %llu rx_unclaimed %llu",
 		(unsigned long long)cs->rx_mads, (unsigned long long)cs->tx_mads,
 		(unsigned long long)cs->tx_errors, (unsigned long long)cs->established,
 		(unsigned long long)cs->crossing_accepted,
@@ -657,18 +660,19 @@ static void dump(struct host *h, FILE *f, const char *what)
 		    (unsigned long long)st.up_count, (unsigned long long)st.down_count,
 		    (unsigned long long)st.paths_resolved, (unsigned long long)st.path_failures,
 		    (unsigned long long)st.ah_rebuilt);
-		fprintf(f,
-			"rc rc_tx_packets %llu rc_tx_bytes %llu rc_rx_packets %llu rc_rx_bytes %llu "
-			"rc_tx_errors %llu conn_requests %llu conn_up %llu conn_down %llu "
-			"conn_failed %llu conn_queued %llu ud_to_rc_peer %llu icmp_too_big %llu "
-			"icmp_refused %llu mcast_too_big %llu\n",
-			(unsigned long long)st.rc_tx_packets, (unsigned long long)st.rc_tx_bytes,
-			(unsigned long long)st.rc_rx_packets, (unsigned long long)st.rc_rx_bytes,
-			(unsigned long long)st.rc_tx_errors, (unsigned long long)st.conn_requests,
-			(unsigned long long)st.conn_up, (unsigned long long)st.conn_down,
-			(unsigned long long)st.conn_failed, (unsigned long long)st.conn_queued,
-			(unsigned long long)st.ud_to_rc_peer, (unsigned long long)h->icmp_too_big,
-			(unsigned long long)h->icmp_refused, (unsigned long long)h->mcast_too_big);
+		fprintf(
+		    f,
+		    "rc rc_tx_packets %llu rc_tx_bytes %llu rc_rx_packets %llu rc_rx_bytes %llu "
+		    "rc_tx_errors %llu conn_requests %llu conn_up %llu conn_down %llu "
+		    "conn_failed %llu conn_queued %llu ud_to_rc_peer %llu icmp_too_big %llu "
+		    "icmp_refused %llu mcast_too_big %llu\n",
+		    (unsigned long long)st.rc_tx_packets, (unsigned long long)st.rc_tx_bytes,
+		    (unsigned long long)st.rc_rx_packets, (unsigned long long)st.rc_rx_bytes,
+		    (unsigned long long)st.rc_tx_errors, (unsigned long long)st.conn_requests,
+		    (unsigned long long)st.conn_up, (unsigned long long)st.conn_down,
+		    (unsigned long long)st.conn_failed, (unsigned long long)st.conn_queued,
+		    (unsigned long long)st.ud_to_rc_peer, (unsigned long long)h->icmp_too_big,
+		    (unsigned long long)h->icmp_refused, (unsigned long long)h->mcast_too_big);
 		dump_cm(h, f);
 		fprintf(f, "drops");
 		for (int i = 0; i < IPOIB_DROP_COUNT; i++)
@@ -882,11 +886,12 @@ static int parse_addr(struct host *h, const char *s)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ibgw-host [--node N] [--socket P] [--pkey P] "
-			"[--mode datagram|connected] [--conn-idle-ms N] "
-			"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
-			"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
-			"       ibgw-host --ctl PATH xmit-ip ADDR COUNT\n");
+	fprintf(stderr,
+		"usage: ibgw-host [--node N] [--socket P] [--pkey P] "
+		"[--mode datagram|connected] [--conn-idle-ms N] "
+		"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
+		"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
+		"       ibgw-host --ctl PATH xmit-ip ADDR COUNT\n");
 	exit(2);
 }
 

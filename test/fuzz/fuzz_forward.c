@@ -66,16 +66,26 @@ static void init(void)
 	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 1 };
 	struct neigh_config nc = { .ops = &nops };
 	struct neigh_table *ibn;
-	struct fwd_if_config e = { .name = "eth", .kind = FWD_IF_ETH, .mtu = 1500,
-				   .eth_ops = &ethp_afpacket_ops, .eth = (void *)&dummy, .mac = mac };
-	struct fwd_if_config i = { .name = "ib", .kind = FWD_IF_IPOIB, .mtu = 2044, .ib_ops = &ib,
+	struct fwd_if_config e = { .name = "eth",
+				   .kind = FWD_IF_ETH,
+				   .mtu = 1500,
+				   .eth_ops = &ethp_afpacket_ops,
+				   .eth = (void *)&dummy,
+				   .mac = mac };
+	struct fwd_if_config i = { .name = "ib",
+				   .kind = FWD_IF_IPOIB,
+				   .mtu = 2044,
+				   .ib_ops = &ib,
 				   .ib_port = (void *)&dummy };
 	struct ipoib_hwaddr hw = { .qpn = 2 };
 	struct ip_prefix p;
 	struct neigh_link le = { .len = 6, .usable = true, .addr = { 2, 0, 0, 0, 0, 2 } };
-	struct neigh_link li = { .len = 20, .usable = true, .ah = (void *)1, .qpn = 9, .mtu = 2044 };
+	struct neigh_link li = {
+		.len = 20, .usable = true, .ah = (void *)1, .qpn = 9, .mtu = 2044
+	};
 	uint8_t a1[4] = { 10, 1, 0, 2 }, a2[4] = { 10, 2, 0, 2 };
-	uint8_t b1[16] = { 0x20, 1, 0xd, 0xb8, 0, 1, [15] = 2 }, b2[16] = { 0x20, 1, 0xd, 0xb8, 0, 2, [15] = 2 };
+	uint8_t b1[16] = { 0x20, 1, 0xd, 0xb8, 0, 1, [15] = 2 },
+		b2[16] = { 0x20, 1, 0xd, 0xb8, 0, 2, [15] = 2 };
 
 	for (unsigned k = 0; k < 64; k++) {
 		bufs[k] = (struct ibp_buf){ .data = pool[k], .cap = 4200, .id = k };

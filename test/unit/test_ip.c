@@ -409,8 +409,7 @@ int main(void)
 		cmocka_unit_test(test_ip4_valid),     cmocka_unit_test(test_ip4_reject),
 		cmocka_unit_test(test_ip4_options),   cmocka_unit_test(test_ip4_ttl),
 		cmocka_unit_test(test_ip4_martians),  cmocka_unit_test(test_ip6_chain),
-		cmocka_unit_test(test_ip6_addrs_hop),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_ip6_addrs_hop), cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
