@@ -13,10 +13,18 @@
  * thread is a registered QSBR thread that stays offline (it writes the tables, it does
  * not read them under RCU), so its call_rcu and synchronize_rcu never wait on itself.
  *
- * The engine needs each IPoIB link's UD QP and Q_Key (fwd_engine_if_set_ipoib), which
- * fwd/ipoib_link.h does not export: the gateway hands the link a shim of the port's ops
- * table whose create_qp records the UD QP a link creates (the QP's user pointer is the
- * link) and then calls the backend. Everything else goes straight to the backend.
+ * The engine learns each IPoIB link's UD QP and Q_Key from ipoib_link_ud_qp/qkey when
+ * the link comes up (fwd_engine_if_set_ipoib). Every send the control thread makes on a
+ * link (cfg.post) or on a port's GSI QP (cm MADs, ipoib_cm_port_set_post) goes through
+ * the owning worker's ring (fwd_sp_send_ib); the GSI QP's receive reposts are made
+ * under the port's data-path lock (fwd_sp_ib_post_recv).
+ *
+ * Connected mode (mode: connected): one cm port (ipoib_cm_port_open, the port's GSI QP)
+ * per IB port, shared by its connected links; the port's buffers then hold a whole RC
+ * message (65524 + the GRH area). The worker passes the GSI QP's completions to the
+ * control thread (FWD_MSG_IB_WC), RC receives (SRQ) and RC send completions to the
+ * link; the interface's MTU is the connections' (65520), each neighbour's is its own.
+ * Port events, QP_FATAL of an RC QP included, go to every link of the port.
  *
  * Threads: control thread only (the workers run inside the engine).
  */
@@ -41,6 +49,10 @@
 
 #define IB_BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
 #define IB_N_BUFS    4096
+/* A port with a connected link: buffers for a whole RC message (65520 + the IPoIB
+ * header) and the GRH area, fewer of them. */
+#define IB_BUF_SIZE_CM (IBP_GRH_AREA + 65524 + 64)
+#define IB_N_BUFS_CM   1024
 #define ETH_N_BUFS   2048
 #define PORT_POLL_MS 1000
 
@@ -75,87 +87,32 @@ static void dp_defer(void *ctx, void (*fn)(void *arg), void *arg)
 	call_rcu(&d->head, defer_run);
 }
 
-/* ---- the IB ops shim: record each link's UD QP ----------------------------------------- */
+/* ---- connected mode: the port's GSI QP and the links' sends through the worker ---------- */
 
-struct qp_rec {
-	void *user;
-	struct ibp_qp *qp;
-	uint32_t qkey;
-};
-static struct qp_rec qp_recs[64]; /* control thread only */
-static const struct ibp_ops *shim_base_sim, *shim_base_verbs;
-static struct ibp_ops shim_sim, shim_verbs;
-
-static void qp_record(void *user, struct ibp_qp *qp, uint32_t qkey)
+/* ipoib_link's post hook: a send the control thread makes on the link (ARP/ND replies,
+ * parked packets, packets that waited for a path, a join or a connection) goes to the
+ * worker that owns the port, which posts it under the port's lock. */
+static int link_post(void *ctx, struct ibp_send *s)
 {
-	struct qp_rec *free_slot = NULL;
+	struct dp_link *k = ctx;
 
-	for (unsigned i = 0; i < sizeof(qp_recs) / sizeof(qp_recs[0]); i++) {
-		if (qp_recs[i].user == user) {
-			qp_recs[i].qp = qp;
-			qp_recs[i].qkey = qkey;
-			return;
-		}
-		if (!qp_recs[i].user && !free_slot)
-			free_slot = &qp_recs[i];
-	}
-	if (free_slot)
-		*free_slot = (struct qp_rec){ user, qp, qkey };
+	return k->ifindex && fwd_sp_send_ib(k->port->dp->e, k->ifindex, s) == 0 ? 1 : 0;
 }
 
-static const struct qp_rec *qp_find(const void *user)
+/* cm_gsi's hooks (through ipoib_cm_port_set_post): CM MAD sends go to the worker like
+ * the link's; receive buffers the cm gives back are posted here under the port's lock. */
+static int gsi_post(void *ctx, struct ibp_send *s)
 {
-	for (unsigned i = 0; i < sizeof(qp_recs) / sizeof(qp_recs[0]); i++)
-		if (qp_recs[i].user == user)
-			return &qp_recs[i];
-	return NULL;
+	struct dp_port *p = ctx;
+
+	return p->gsi_ifindex && fwd_sp_send_ib(p->dp->e, p->gsi_ifindex, s) == 0 ? 1 : 0;
 }
 
-static void qp_forget(const void *user)
+static int gsi_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)
 {
-	for (unsigned i = 0; i < sizeof(qp_recs) / sizeof(qp_recs[0]); i++)
-		if (qp_recs[i].user == user)
-			qp_recs[i] = (struct qp_rec){ 0 };
-}
+	struct dp_port *p = ctx;
 
-static int shim_create_qp(const struct ibp_ops *base, struct ibp_port *port,
-			  const struct ibp_qp_init *init, struct ibp_qp **out)
-{
-	int ret = base->create_qp(port, init, out);
-
-	if (ret == 0 && init->type == IBP_QPT_UD && init->user)
-		qp_record(init->user, *out, init->qkey);
-	return ret;
-}
-
-static int shim_create_qp_sim(struct ibp_port *port, const struct ibp_qp_init *init,
-			      struct ibp_qp **out)
-{
-	return shim_create_qp(shim_base_sim, port, init, out);
-}
-
-static int shim_create_qp_verbs(struct ibp_port *port, const struct ibp_qp_init *init,
-				struct ibp_qp **out)
-{
-	return shim_create_qp(shim_base_verbs, port, init, out);
-}
-
-static const struct ibp_ops *shim_ops(const char *backend)
-{
-	const struct ibp_ops *base = ibp_backend(backend);
-
-	if (!base)
-		return NULL;
-	if (!strcmp(backend, "sim")) {
-		shim_base_sim = base;
-		shim_sim = *base;
-		shim_sim.create_qp = shim_create_qp_sim;
-		return &shim_sim;
-	}
-	shim_base_verbs = base;
-	shim_verbs = *base;
-	shim_verbs.create_qp = shim_create_qp_verbs;
-	return &shim_verbs;
+	return p->gsi_ifindex ? fwd_sp_ib_post_recv(p->dp->e, p->gsi_ifindex, qp, b) : 0;
 }
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -281,7 +238,8 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 {
 	struct dp_link *k = ctx;
 	struct gw_dp *dp = k->port->dp;
-	const struct qp_rec *q = qp_find(l);
+	struct ibp_qp *qp = ipoib_link_ud_qp(l);
+	uint32_t qkey = ipoib_link_qkey(l);
 	struct ipoib_hwaddr hw;
 	uint32_t mtu;
 	int ret;
@@ -297,18 +255,21 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 			log_errno(LOG_ERR, -ret, "%s: cannot take the interface down", k->name);
 		return;
 	}
-	if (!q || !q->qp) {
-		set_reason(k->reason, "the link's UD QP is unknown to the gateway");
-		log_error("%s: up, but its UD QP was not seen: not forwarding", k->name);
+	if (!qp) {
+		set_reason(k->reason, "the link has no UD QP");
+		log_error("%s: up, but without a UD QP: not forwarding", k->name);
 		return;
 	}
-	k->qp = q->qp;
-	k->qkey = q->qkey;
+	k->qp = qp;
+	k->qkey = qkey;
 	ipoib_link_hwaddr(l, &hw);
-	mtu = ipoib_link_mtu(l);
+	/* Connected mode: the interface's MTU is the connections' (65520); each
+	 * neighbour's own (UD or its connection's) is in its entry (neigh_link.mtu), and
+	 * the engine sends what is above it back as too big. */
+	mtu = k->mode == GW_IPOIB_CONNECTED ? ipoib_link_conn_mtu(l) : ipoib_link_mtu(l);
 	if (k->cfg_mtu && k->cfg_mtu < mtu)
 		mtu = k->cfg_mtu;
-	ret = fwd_engine_if_set_ipoib(dp->e, k->ifindex, q->qp, q->qkey, &hw, mtu);
+	ret = fwd_engine_if_set_ipoib(dp->e, k->ifindex, qp, qkey, &hw, mtu);
 	if (ret < 0) {
 		set_reason(k->reason, "engine refused the link: %s", strerror(-ret));
 		log_errno(LOG_ERR, -ret, "%s: cannot bring the interface up", k->name);
@@ -421,13 +382,13 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.backend = p->backend,
 		.device = p->device,
 		.port = p->num,
-		.buf_size = IB_BUF_SIZE,
-		.n_bufs = IB_N_BUFS,
+		.buf_size = p->connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
+		.n_bufs = p->connected ? IB_N_BUFS_CM : IB_N_BUFS,
 	};
 	char sockbuf[GW_PATH_MAX];
 	int ret;
 
-	p->ops = shim_ops(p->backend);
+	p->ops = ibp_backend(p->backend);
 	if (!p->ops) {
 		set_reason(p->reason, "IB backend %s not built", p->backend);
 		return -ENOTSUP;
@@ -534,6 +495,14 @@ static struct dp_port *port_get(struct gw_dp *dp, const struct gw_ipoib_link_con
 	snprintf(p->device, sizeof(p->device), "%s", l->device);
 	p->num = l->port;
 	p->worker = dp->n_ports % dp->n_workers;
+	/* Big buffers when any link configured on this port runs connected. */
+	for (unsigned i = 0; dp->start_cfg && i < dp->start_cfg->n_ipoib_links; i++) {
+		const struct gw_ipoib_link_config *o = &dp->start_cfg->ipoib_links[i];
+
+		if (o->mode == GW_IPOIB_CONNECTED && o->backend == l->backend &&
+		    !strcmp(o->device, l->device) && o->port == l->port)
+			p->connected = true;
+	}
 	dp->n_ports++;
 	(void)port_open(dp, p);
 	return p;
@@ -668,20 +637,29 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 		.loop = dp->loop,
 		.pkey = c->pkey,
 		.role = IPOIB_ROLE_GATEWAY,
-		/* Connected mode needs the workers to hand the port's GSI completions (CM
-		 * MADs) to ipoib_cm_port_completion, which fwd/worker.c does not do yet:
-		 * until it does, a connected link runs in datagram mode (and says so). */
-		.connected = false,
+		/* Connected mode: the worker hands the port's GSI completions (CM MADs) to
+		 * the control thread (FWD_MSG_IB_WC -> ipoib_link_gsi_completion); one
+		 * cm port per IB port, shared by its connected links. */
+		.connected = c->mode == GW_IPOIB_CONNECTED,
 		.defer = dp_defer,
+		.post = link_post,
+		.post_ctx = k,
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
-	if (c->mode == GW_IPOIB_CONNECTED) {
-		log_warning("%s: connected mode is not wired into the forwarding engine yet: "
-			    "datagram mode (UD MTU)",
-			    k->name);
+	if (lc.connected && !p->cmp) {
+		ret = ipoib_cm_port_open(p->ops, p->port, &p->cmp);
+		if (ret < 0) {
+			p->cmp = NULL;
+			log_errno(LOG_ERR, -ret, "%s: cannot open the port's GSI QP for the CM: "
+				  "datagram mode", k->name);
+		}
+	}
+	if (lc.connected && !p->cmp) {
+		lc.connected = false;
 		k->mode = GW_IPOIB_DATAGRAM;
 	}
+	lc.cm_port = p->cmp;
 	ret = ipoib_link_new(&lc, &k->link);
 	if (ret < 0) {
 		k->link = NULL;
@@ -709,6 +687,10 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
 		log_error("%s: %s", k->name, k->reason);
 		return;
+	}
+	if (lc.connected && !p->gsi_ifindex) {
+		p->gsi_ifindex = k->ifindex;
+		ipoib_cm_port_set_post(p->cmp, gsi_post, gsi_post_recv, p);
 	}
 	set_reason(k->reason, "broadcast group not joined yet");
 	if_add_addrs(dp, k);
@@ -978,8 +960,10 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		log_warning("no netlink: Ethernet link state is not followed");
 		dp->nl = NULL;
 	}
+	dp->start_cfg = cfg;
 	for (unsigned i = 0; i < cfg->n_ipoib_links && dp->n_links < DP_MAX_LINKS; i++)
 		ipoib_add(dp, &cfg->ipoib_links[i]);
+	dp->start_cfg = NULL;
 	for (unsigned i = 0; i < cfg->n_eth_ifs && dp->n_links < DP_MAX_LINKS; i++)
 		eth_add(dp, &cfg->eth_ifs[i], i);
 	proxy_apply(dp, cfg);
@@ -1070,11 +1054,18 @@ void gw_dp_stop(struct gw_dp *dp)
 	for (unsigned i = 0; i < dp->n_links; i++) {
 		struct dp_link *k = &dp->links[i];
 
-		if (k->link) {
-			qp_forget(k->link);
+		if (k->link)
 			ipoib_link_free(k->link);
-		}
 		k->link = NULL;
+	}
+	for (unsigned i = 0; i < dp->n_ports; i++) {
+		struct dp_port *p = &dp->ports[i];
+
+		if (p->cmp) {
+			ipoib_cm_port_set_post(p->cmp, NULL, NULL, NULL);
+			ipoib_cm_port_close(p->cmp);
+		}
+		p->cmp = NULL;
 	}
 	if (dp->nl)
 		nl_watch_free(dp->nl);

@@ -31,7 +31,7 @@ struct dp_port {
 	struct gw_dp *dp;
 	char backend[16], device[GW_NAME_MAX];
 	uint8_t num;
-	const struct ibp_ops *ops; /* the gateway's shim of the backend (dataplane.c) */
+	const struct ibp_ops *ops; /* the backend's */
 	struct ibp_port *port;     /* NULL: could not be opened (reason) */
 	struct ibp_port_attr pa;
 	struct sa_umad *umad;
@@ -39,6 +39,9 @@ struct dp_port {
 	struct sa_port_info pi;
 	bool async_on;
 	unsigned worker;
+	bool connected;               /* a connected link is configured on it: big buffers */
+	struct ipoib_cm_port *cmp;    /* its GSI QP for the CM (connected links), or NULL */
+	uint32_t gsi_ifindex;         /* the interface whose worker carries the GSI sends */
 	char reason[DP_REASON_LEN];
 };
 
@@ -64,7 +67,7 @@ struct dp_link {
 	bool proxy_nd;
 	struct ip_prefix proxy6[FWD_IF_MAX_PROXY]; /* configured IPv6 proxy prefixes */
 	unsigned n_proxy6;
-	struct ibp_qp *qp; /* the link's UD QP (captured by the ops shim) */
+	struct ibp_qp *qp; /* the link's UD QP (ipoib_link_ud_qp when it came up) */
 	uint32_t qkey;
 	/* Ethernet */
 	const struct ethp_ops *eops;
@@ -83,6 +86,7 @@ struct gw_dp {
 	struct sa_gidroutes *gidroutes;
 	struct nl_watch *nl;
 	struct evtimer *port_timer;
+	const struct gw_config *start_cfg; /* during gw_dp_start only */
 	struct dp_port ports[DP_MAX_PORTS];
 	unsigned n_ports;
 	struct dp_link links[DP_MAX_LINKS];

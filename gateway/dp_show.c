@@ -88,6 +88,14 @@ static struct json_object *ipoib_stats_json(const struct ipoib_link *l)
 	add_int(o, "joins", (int64_t)st.joins);
 	add_int(o, "paths_resolved", (int64_t)st.paths_resolved);
 	add_int(o, "path_failures", (int64_t)st.path_failures);
+	add_int(o, "rc_rx_packets", (int64_t)st.rc_rx_packets);
+	add_int(o, "rc_rx_bytes", (int64_t)st.rc_rx_bytes);
+	add_int(o, "rc_tx_packets", (int64_t)st.rc_tx_packets);
+	add_int(o, "rc_tx_bytes", (int64_t)st.rc_tx_bytes);
+	add_int(o, "rc_tx_errors", (int64_t)st.rc_tx_errors);
+	add_int(o, "conn_up", (int64_t)st.conn_up);
+	add_int(o, "conn_down", (int64_t)st.conn_down);
+	add_int(o, "conn_failed", (int64_t)st.conn_failed);
 	for (int i = 0; i < IPOIB_DROP_COUNT; i++)
 		add_int(d, ipoib_drop_name((enum ipoib_drop)i), (int64_t)st.drops[i]);
 	json_object_object_add(o, "drops", d);
@@ -473,13 +481,50 @@ int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r)
 	return w.status;
 }
 
+static int conn_cb(void *arg, const struct ipoib_conn_info *ci)
+{
+	struct port_walk *w = arg;
+	struct json_object *o = json_object_new_object();
+	char hw[IPOIB_HWADDR_STRLEN];
+
+	ipoib_hwaddr_format(&ci->peer, hw, sizeof(hw));
+	add_str(o, "peer", hw);
+	add_str(o, "dev", w->dev);
+	add_str(o, "state", cm_state_name(ci->state));
+	json_object_object_add(o, "up", json_object_new_boolean(ci->up));
+	add_str(o, "role", ci->active ? "active" : "passive");
+	add_hex(o, "local_qpn", ci->local_qpn, 0);
+	add_hex(o, "remote_qpn", ci->remote_qpn, 0);
+	add_int(o, "mtu", ci->mtu);
+	add_hex(o, "dlid", ci->dlid, 0);
+	add_int(o, "age_ms", (int64_t)ci->age_ms);
+	add_int(o, "idle_ms", (int64_t)ci->idle_ms);
+	add_int(o, "tx_packets", (int64_t)ci->tx_packets);
+	add_int(o, "tx_bytes", (int64_t)ci->tx_bytes);
+	add_int(o, "rx_packets", (int64_t)ci->rx_packets);
+	add_int(o, "rx_bytes", (int64_t)ci->rx_bytes);
+	if (ctl_reply_record(w->r, o) < 0) {
+		w->status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
+/* Every connection of the connected links (ipoib_link_conn_foreach): none in
+ * datagram mode. */
 int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r)
 {
-	for (unsigned i = 0; i < dp->n_links; i++)
-		if (dp->links[i].kind == DP_IPOIB && dp->links[i].mode == GW_IPOIB_CONNECTED)
-			return ctl_reply_error(r, CTL_EFAILED,
-					       "connections are not listed by this build");
-	return CTL_OK; /* no connected-mode link: no connections */
+	struct port_walk w = { .r = r, .status = CTL_OK };
+
+	for (unsigned i = 0; i < dp->n_links && w.status == CTL_OK; i++) {
+		struct dp_link *k = &dp->links[i];
+
+		if (k->kind != DP_IPOIB || !k->link || k->mode != GW_IPOIB_CONNECTED)
+			continue;
+		w.dev = k->name;
+		ipoib_link_conn_foreach(k->link, conn_cb, &w);
+	}
+	return w.status;
 }
 
 /* ---- counters --------------------------------------------------------------------------- */

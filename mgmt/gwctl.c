@@ -257,15 +257,21 @@ static void print_mcast(struct json_object *o, struct output *out)
 
 static void print_conn(struct json_object *o, struct output *out)
 {
-	(void)out;
 	printf("%s dev %s", str(o, "peer"), str(o, "dev"));
 	opt(o, "state", "state");
+	opt(o, "role", "role");
 	opt(o, "local_qpn", "qpn");
 	opt(o, "remote_qpn", "remote_qpn");
 	opt(o, "mtu", "mtu");
 	opt(o, "dlid", "dlid");
 	opt(o, "idle_ms", "idle_ms");
-	printf("\n");
+	if (has(o, "up"))
+		printf(" %s", json_object_get_boolean(json_object_object_get(o, "up")) ? "UP"
+											  : "DOWN");
+	(void)out;
+	printf("\n    tx %lld packets %lld bytes rx %lld packets %lld bytes\n",
+	       (long long)num(o, "tx_packets"), (long long)num(o, "tx_bytes"),
+	       (long long)num(o, "rx_packets"), (long long)num(o, "rx_bytes"));
 }
 
 /* Counters: "key value" per line, nested objects indented. */
