@@ -262,6 +262,47 @@ static bool import_route(struct rtnl_route *r, uint8_t proto, kroute_map_fn map,
 	return out->nnh > 0;
 }
 
+/* libnl 3.7 trusts what the kernel sends; the fuzz harness found two inputs it does not
+ * survive, which the kernel never sends: an RTA_MULTIPATH entry whose rtnh_len is 0 or
+ * whose aligned length passes the attribute's end (an endless loop allocating next
+ * hops: its size_t count wraps), and an RTA_VIA shorter than struct rtvia (a memcpy of
+ * -2 octets), at the top or inside a next hop. Checked here first. */
+static bool via_ok(struct nlattr *tb[])
+{
+	return !tb[RTA_VIA] || nla_len(tb[RTA_VIA]) >= (int)sizeof(struct rtvia);
+}
+
+static bool multipath_sane(const struct nlmsghdr *h)
+{
+	struct nlattr *tb[RTA_MAX + 1];
+	const struct rtnexthop *nh;
+	int left;
+
+	if (nlmsg_parse((struct nlmsghdr *)h, sizeof(struct rtmsg), tb, RTA_MAX, NULL) < 0 ||
+	    !via_ok(tb))
+		return false;
+	if (!tb[RTA_MULTIPATH])
+		return true;
+	nh = nla_data(tb[RTA_MULTIPATH]);
+	left = nla_len(tb[RTA_MULTIPATH]);
+	while (left > 0) {
+		if (left < (int)sizeof(*nh) || nh->rtnh_len < sizeof(*nh) ||
+		    (int)RTNH_ALIGN(nh->rtnh_len) > left)
+			return false;
+		if (nh->rtnh_len > sizeof(*nh)) {
+			struct nlattr *ntb[RTA_MAX + 1];
+
+			if (nla_parse(ntb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh),
+				      nh->rtnh_len - (int)sizeof(*nh), NULL) < 0 ||
+			    !via_ok(ntb))
+				return false;
+		}
+		left -= RTNH_ALIGN(nh->rtnh_len);
+		nh = RTNH_NEXT(nh);
+	}
+	return true;
+}
+
 int kroute_parse(const void *buf, size_t len, uint32_t table, uint8_t proto, kroute_map_fn map,
 		 void *ctx, struct rt_route *out)
 {
@@ -271,6 +312,8 @@ int kroute_parse(const void *buf, size_t len, uint32_t table, uint8_t proto, kro
 
 	if (len < NLMSG_HDRLEN || h->nlmsg_len < NLMSG_HDRLEN || h->nlmsg_len > len ||
 	    (h->nlmsg_type != RTM_NEWROUTE && h->nlmsg_type != RTM_DELROUTE))
+		return 0;
+	if (!multipath_sane(h))
 		return 0;
 	ret = rtnl_route_parse((struct nlmsghdr *)h, &r);
 	if (ret < 0)

@@ -25,7 +25,7 @@ G=kr-g-$$
 P=kr-p-$$
 work=$(mktemp -d /tmp/ibgw-kroute.XXXXXX)
 pids=()
-PLAN=33
+PLAN=32
 
 cleanup() {
 	local p
@@ -85,7 +85,7 @@ start_tool() {
 	out=$work/out.$run
 	rm -f "$work/in"
 	mkfifo "$work/in"
-	gx "$tool" "$@" <"$work/in" >"$out" 2>"$work/err.$run" &
+	ip netns exec "$G" "$tool" "$@" <"$work/in" >"$out" 2>"$work/err.$run" &
 	pids+=($!)
 	tool_pid=$!
 	exec 3>"$work/in"
@@ -303,10 +303,11 @@ rib
 cmd del 10.20.0.0/16 static
 cmd route 10.22.0.0/16 static via 10.9.0.254
 cmd sync
-gx bird -f -c "$work/bird-g.conf" -s "$work/bird-g.ctl" -P "$work/bird-g.pid" \
+# Not through gx/px: $! must be bird itself (ip netns exec execs it), not a subshell.
+ip netns exec "$G" bird -f -c "$work/bird-g.conf" -s "$work/bird-g.ctl" -P "$work/bird-g.pid" \
 	>"$work/bird-g.out" 2>&1 &
 pids+=($!)
-px bird -f -c "$work/bird-p.conf" -s "$work/bird-p.ctl" -P "$work/bird-p.pid" \
+ip netns exec "$P" bird -f -c "$work/bird-p.conf" -s "$work/bird-p.ctl" -P "$work/bird-p.pid" \
 	>"$work/bird-p.out" 2>&1 &
 pids+=($!)
 bgc() { gx birdc -s "$work/bird-g.ctl" "$@"; }
