@@ -247,6 +247,7 @@ tap_is "connected mode: ping connected IB host -> Ethernet host" "$(pings ibhost
 out=$(gwctl show connections)
 tap_like "show connections: the connection to ibhost1 is up on ib0" "$out" \
 	"dev ib0 .*mtu 65520 .* UP"
+echo "$out" | sed 's/^/# /'
 cj0=$(gwctl -j show connections)
 n=$(iperf_bytes ibhost1 10.10.0.11 ethhost1 8M)
 tap_is "connected mode: iperf3 TCP Ethernet -> connected IB host, 8 MiB" "$n" 8388608
