@@ -96,6 +96,8 @@ static int link_post(void *ctx, struct ibp_send *s)
 {
 	struct dp_link *k = ctx;
 
+	if (!k->port->dp->workers_started) /* stopping: the control thread is alone */
+		return k->port->ops->post_send(s, 1);
 	return k->ifindex && fwd_sp_send_ib(k->port->dp->e, k->ifindex, s) == 0 ? 1 : 0;
 }
 
@@ -105,6 +107,8 @@ static int gsi_post(void *ctx, struct ibp_send *s)
 {
 	struct dp_port *p = ctx;
 
+	if (!p->dp->workers_started) /* stopping: DREQs go out from here */
+		return p->ops->post_send(s, 1);
 	return p->gsi_ifindex && fwd_sp_send_ib(p->dp->e, p->gsi_ifindex, s) == 0 ? 1 : 0;
 }
 
@@ -112,6 +116,8 @@ static int gsi_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)
 {
 	struct dp_port *p = ctx;
 
+	if (!p->dp->workers_started)
+		return p->ops->post_recv(qp, &b, 1);
 	return p->gsi_ifindex ? fwd_sp_ib_post_recv(p->dp->e, p->gsi_ifindex, qp, b) : 0;
 }
 
@@ -1034,6 +1040,7 @@ void gw_dp_stop(struct gw_dp *dp)
 	evtimer_free(dp->port_timer);
 	if (dp->workers_started)
 		fwd_worker_stop_all(dp->e);
+	dp->workers_started = false; /* the links' and the cm's sends now post directly */
 	if (dp->sp_attached)
 		fwd_sp_detach(dp->e);
 	for (unsigned i = 0; i < dp->n_links; i++)
