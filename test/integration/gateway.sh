@@ -12,6 +12,9 @@
 #                 the IB side decoded by tshark with valid IP and ICMP checksums;
 #   two partitions and two Ethernet networks at once (ib1 on P_Key 0x8001 with an IB
 #                 host on gw2's port, eth1 to a third Ethernet namespace);
+#   connected mode  ib0 with mode connected (MTU 65520): the connected-mode IB host over
+#                 RC, pings v4/v6 and iperf3 both ways, show connections text/-j, RC
+#                 counters, 60028-octet DF ping answered frag needed 1500, PTB, fragments;
 #   proxy mode    one shared subnet, no routes on the hosts: proxy ARP/ND both ways,
 #                 IPv4 and IPv6 pings and TCP.
 # Needs root, ibsim, opensm, tshark, iperf3, jq; IBGW_BUILD (test/run sets it).
@@ -34,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 cd "$work" || exit 1
 
-tap_plan 60
+tap_plan 64
 for f in "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"; do
 	if [ ! -x "$f" ]; then
 		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
@@ -244,6 +247,9 @@ in_ns ibhost1 ip neigh flush dev ib0 2>/dev/null
 in_ns ethhost1 ping -c 2 -i 0.5 -W 1 10.10.0.11 >/dev/null 2>&1
 tap_is "connected mode: ping Ethernet host -> connected IB host" "$(pings ethhost1 10.10.0.11)" 3
 tap_is "connected mode: ping connected IB host -> Ethernet host" "$(pings ibhost1 10.20.0.11)" 3
+in_ns ethhost1 ping -6 -c 2 -i 0.5 -W 1 fd00:10::11 >/dev/null 2>&1
+tap_is "connected mode: ping IPv6 Ethernet host -> connected IB host" "$(pings ethhost1 -6 fd00:10::11)" 3
+tap_is "connected mode: ping IPv6 connected IB host -> Ethernet host" "$(pings ibhost1 -6 fd00:20::11)" 3
 out=$(gwctl show connections)
 tap_like "show connections: the connection to ibhost1 is up on ib0" "$out" \
 	"dev ib0 .*mtu 65520 .* UP"
@@ -274,6 +280,11 @@ tap_like "60028-octet DF ping from the connected IB host crosses RC; the gateway
 	"$out" "[Ff]rag needed.*mtu = 1500|mtu=1500"
 out=$(in_ns ibhost1 ip route get 10.20.0.11)
 tap_like "the connected IB host's kernel learned PMTU 1500 from our ICMP" "$out" "mtu 1500"
+out=$(in_ns ibhost1 ping -6 -c 2 -i 0.3 -W 2 -s 20000 fd00:20::11 2>&1)
+tap_like "IPv6 ping of 20048 octets from the connected IB host: packet too big, mtu 1500" "$out" \
+	"[Pp]acket too big.*mtu=1500|mtu=1500|bytes from"
+out=$(in_ns ibhost1 ip -6 route get fd00:20::11)
+tap_like "the connected IB host's kernel learned IPv6 PMTU 1500 from our packet too big" "$out" "mtu 1500"
 out=$(in_ns ibhost1 ping -c 2 -i 0.3 -W 2 -s 30000 10.20.0.11 2>&1 | awk '/received/ { print $4 }')
 tap_is "30028-octet pings (no DF) connected IB host -> Ethernet: fragmented by the gateway, answered" "$out" 2
 
