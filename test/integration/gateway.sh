@@ -37,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 cd "$work" || exit 1
 
-tap_plan 64
+tap_plan 65
 for f in "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"; do
 	if [ ! -x "$f" ]; then
 		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
@@ -237,12 +237,15 @@ tap_is "iperf3 TCP eth1 -> ib1: 8 MiB arrive" "$n" 8388608
 # ib0 in connected mode (RFC 4755): the connected-mode IB host (ibhost1) gets an RC
 # connection to the gateway; its IP MTU is 65520 on the IB side, 1500 on Ethernet.
 gateway_stop gw1
-sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' \
+# Two workers: the IB port and the Ethernet port are owned by different workers, so RC
+# sends toward the IB host are posted across workers (under the port's lock).
+sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
 	"$top/etc/rack-gw1.yaml" >"$work/cm.yaml"
 gateway_start gw1 "$work/cm.yaml" >/dev/null 2>&1
 wait_up ib0 20
 tap_like "connected mode: ib0 is UP with mode connected and MTU 65520" "$(gwctl show links)" \
 	"ib0: ipoib state UP mtu 65520 mode connected"
+tap_is "connected mode: two workers" "$(gwctl -j show stats | jq -r '.[0].workers')" 2
 in_ns ibhost1 ip neigh flush dev ib0 2>/dev/null
 in_ns ethhost1 ping -c 2 -i 0.5 -W 1 10.10.0.11 >/dev/null 2>&1
 tap_is "connected mode: ping Ethernet host -> connected IB host" "$(pings ethhost1 10.10.0.11)" 3
