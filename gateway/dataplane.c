@@ -52,7 +52,7 @@
 /* A port with a connected link: buffers for a whole RC message (65520 + the IPoIB
  * header) and the GRH area, fewer of them. */
 #define IB_BUF_SIZE_CM (IBP_GRH_AREA + 65524 + 64)
-#define IB_N_BUFS_CM   1024
+#define IB_N_BUFS_CM   1024 /* per connected link on the port */
 #define ETH_N_BUFS   2048
 #define PORT_POLL_MS 1000
 
@@ -389,7 +389,9 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.device = p->device,
 		.port = p->num,
 		.buf_size = p->connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
-		.n_bufs = p->connected ? IB_N_BUFS_CM : IB_N_BUFS,
+		/* each connected link keeps 256 UD + 256 SRQ receives posted and sends up
+		 * to 256; the GSI QP 64 receives */
+		.n_bufs = p->connected ? IB_N_BUFS_CM * p->connected : IB_N_BUFS,
 	};
 	char sockbuf[GW_PATH_MAX];
 	int ret;
@@ -506,8 +508,9 @@ static struct dp_port *port_get(struct gw_dp *dp, const struct gw_ipoib_link_con
 		const struct gw_ipoib_link_config *o = &dp->start_cfg->ipoib_links[i];
 
 		if (o->mode == GW_IPOIB_CONNECTED && o->backend == l->backend &&
-		    !strcmp(o->device, l->device) && o->port == l->port)
-			p->connected = true;
+		    !strcmp(o->device, l->device) && o->port == l->port &&
+		    p->connected < 4)
+			p->connected++;
 	}
 	dp->n_ports++;
 	(void)port_open(dp, p);

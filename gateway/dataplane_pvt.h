@@ -39,7 +39,8 @@ struct dp_port {
 	struct sa_port_info pi;
 	bool async_on;
 	unsigned worker;
-	bool connected;               /* a connected link is configured on it: big buffers */
+	unsigned connected;           /* connected links configured on it (at most 4
+				       * counted): big buffers, 1024 per link */
 	struct ipoib_cm_port *cmp;    /* its GSI QP for the CM (connected links), or NULL */
 	uint32_t gsi_ifindex;         /* the interface whose worker carries the GSI sends */
 	char reason[DP_REASON_LEN];

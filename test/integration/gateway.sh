@@ -37,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 cd "$work" || exit 1
 
-tap_plan 65
+tap_plan 68
 for f in "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"; do
 	if [ ! -x "$f" ]; then
 		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
@@ -239,13 +239,21 @@ tap_is "iperf3 TCP eth1 -> ib1: 8 MiB arrive" "$n" 8388608
 gateway_stop gw1
 # Two workers: the IB port and the Ethernet port are owned by different workers, so RC
 # sends toward the IB host are posted across workers (under the port's lock).
+# Both partitions' links connected (one GSI QP for the port, shared); gw2's host on
+# P_Key 0x8001 runs datagram mode: reached over UD with the UD MTU.
 sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
-	"$top/etc/rack-gw1.yaml" >"$work/cm.yaml"
+	-e 's/^    pkey: 0x8001$/    pkey: 0x8001\n    mode: connected/' "$work/two.yaml" >"$work/cm.yaml"
 gateway_start gw1 "$work/cm.yaml" >/dev/null 2>&1
 wait_up ib0 20
 tap_like "connected mode: ib0 is UP with mode connected and MTU 65520" "$(gwctl show links)" \
 	"ib0: ipoib state UP mtu 65520 mode connected"
 tap_is "connected mode: two workers" "$(gwctl -j show stats | jq -r '.[0].workers')" 2
+wait_up ib1 20
+tap_like "connected mode: ib1 (P_Key 0x8001, same port) is UP in connected mode too" \
+	"$(gwctl show links)" "ib1: ipoib state UP mtu 65520 mode connected pkey 0x8001"
+tap_is "connected mode: eth1 -> ib1's datagram-mode host (over UD)" "$(pings ethx 10.11.0.12)" 3
+out=$(gwctl -j show neighbours dev ib1 | jq -r '.[] | select(.dst == "10.11.0.12") | "\(.peer_mode) \(.mode) \(.mtu)"')
+tap_is "connected mode: the datagram-mode peer's entry stays UD with the UD MTU" "$out" "ud ud 2044"
 in_ns ibhost1 ip neigh flush dev ib0 2>/dev/null
 in_ns ethhost1 ping -c 2 -i 0.5 -W 1 10.10.0.11 >/dev/null 2>&1
 tap_is "connected mode: ping Ethernet host -> connected IB host" "$(pings ethhost1 10.10.0.11)" 3
