@@ -32,8 +32,7 @@ static int post_recv_buf(struct cm_gsi *g, struct ibp_buf *b)
 }
 
 void cm_gsi_set_post(struct cm_gsi *g, int (*post)(void *ctx, struct ibp_send *s),
-		     int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
-		     void *ctx)
+		     int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b), void *ctx)
 {
 	g->cfg.post = post;
 	g->cfg.post_recv = post_recv;

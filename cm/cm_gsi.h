@@ -61,8 +61,7 @@ struct ibp_qp *cm_gsi_qp(const struct cm_gsi *g);
 /* Set (or clear, NULL) the post hooks of the config after open (control thread, before
  * the port's owner sees any of the GSI QP's completions or between them). */
 void cm_gsi_set_post(struct cm_gsi *g, int (*post)(void *ctx, struct ibp_send *s),
-		     int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
-		     void *ctx);
+		     int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b), void *ctx);
 
 typedef void (*cm_gsi_deliver_fn)(void *arg, const uint8_t *mad, size_t len,
 				  const struct cm_addr *from);

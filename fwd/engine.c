@@ -283,9 +283,12 @@ int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
 	neigh_params_defaults(&e->cfg.eth_neigh);
 	if (!e->cfg.icmp_rl.per_dst_rate) {
 		e->cfg.icmp_rl = (struct icmp_rl_cfg){
-			.per_dst_rate = 1000, .per_dst_burst = 50,
-			.total_rate = 10000, .total_burst = 500,
-			.v4_prefix_len = 24, .v6_prefix_len = 64,
+			.per_dst_rate = 1000,
+			.per_dst_burst = 50,
+			.total_rate = 10000,
+			.total_burst = 500,
+			.v4_prefix_len = 24,
+			.v6_prefix_len = 64,
 			.exempt_pmtu = true,
 		};
 	}
@@ -490,16 +493,16 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 	return 0;
 }
 
-#define EDIT_IF(e, index, n, f)                  \
-	do {                                     \
-		(n) = snap_edit(e);              \
-		if (!(n))                        \
-			return -ENOMEM;          \
-		(f) = edit_if((n), (index));     \
-		if (!(f)) {                      \
-			free(n);                 \
-			return -ENOENT;          \
-		}                                \
+#define EDIT_IF(e, index, n, f)                                                                    \
+	do {                                                                                       \
+		(n) = snap_edit(e);                                                                \
+		if (!(n))                                                                          \
+			return -ENOMEM;                                                            \
+		(f) = edit_if((n), (index));                                                       \
+		if (!(f)) {                                                                        \
+			free(n);                                                                   \
+			return -ENOENT;                                                            \
+		}                                                                                  \
 	} while (0)
 
 int fwd_engine_if_set_up(struct fwd_engine *e, uint32_t index, bool up)
@@ -537,8 +540,8 @@ int fwd_engine_if_set_mac(struct fwd_engine *e, uint32_t index, const uint8_t ma
 	return 0;
 }
 
-int fwd_engine_if_set_ipoib(struct fwd_engine *e, uint32_t index, struct ibp_qp *qp,
-			    uint32_t qkey, const struct ipoib_hwaddr *hw, uint32_t mtu)
+int fwd_engine_if_set_ipoib(struct fwd_engine *e, uint32_t index, struct ibp_qp *qp, uint32_t qkey,
+			    const struct ipoib_hwaddr *hw, uint32_t mtu)
 {
 	struct fwd_snap *n;
 	struct fwd_if *f;

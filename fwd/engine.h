@@ -53,13 +53,13 @@ struct fwd_port_lock;
 struct ipoib_link;
 struct ring;
 
-#define FWD_IF_MAX          32 /* interface indexes 1..31 */
-#define FWD_IF_NAME_MAX     16
-#define FWD_IF_MAX_ADDRS    8
-#define FWD_IF_MAX_PROXY    16 /* configured proxy prefixes per interface */
-#define FWD_MARTIAN_MAX     16 /* extra martian prefixes per family and direction */
-#define FWD_WORKERS_MAX     16
-#define FWD_MSG_DATA        4200 /* bytes a message holds: an IPoIB 4092 packet + headers */
+#define FWD_IF_MAX       32 /* interface indexes 1..31 */
+#define FWD_IF_NAME_MAX  16
+#define FWD_IF_MAX_ADDRS 8
+#define FWD_IF_MAX_PROXY 16 /* configured proxy prefixes per interface */
+#define FWD_MARTIAN_MAX  16 /* extra martian prefixes per family and direction */
+#define FWD_WORKERS_MAX  16
+#define FWD_MSG_DATA     4200 /* bytes a message holds: an IPoIB 4092 packet + headers */
 
 enum fwd_if_kind {
 	FWD_IF_NONE = 0,
@@ -106,8 +106,8 @@ struct fwd_if {
 	const struct ibp_ops *ib_ops;
 	struct ibp_port *ib_port;
 	struct ipoib_link *link;
-	struct ibp_qp *ud_qp;     /* the link's UD QP (NULL while down) */
-	uint32_t qkey;            /* the broadcast group's Q_Key */
+	struct ibp_qp *ud_qp;             /* the link's UD QP (NULL while down) */
+	uint32_t qkey;                    /* the broadcast group's Q_Key */
 	uint8_t hwaddr[IPOIB_HWADDR_LEN]; /* our QPN + GID on the link */
 	/* Addresses (with their prefix lengths), IPv4 and IPv6 mixed. */
 	unsigned n_addrs;
@@ -117,8 +117,8 @@ struct fwd_if {
 
 /* Knobs (control thread sets, workers read from the snapshot). */
 struct fwd_knobs {
-	bool mss_clamp;             /* clamp TCP MSS on SYNs crossing to a smaller MTU */
-	bool icmp_errors;           /* send ICMP errors at all (default on) */
+	bool mss_clamp;   /* clamp TCP MSS on SYNs crossing to a smaller MTU */
+	bool icmp_errors; /* send ICMP errors at all (default on) */
 	uint8_t ip4_src_classes, ip4_dst_classes; /* IP4_M_*; see ip4_martian_default */
 	uint8_t ip6_src_classes, ip6_dst_classes; /* IP6_M_* */
 	unsigned n_martian4_src, n_martian4_dst;
@@ -153,19 +153,19 @@ enum fwd_msg_type {
 			       * the control thread hands it to ipoib_link_gsi_completion,
 			       * which reposts or frees its buffer */
 	/* control -> worker */
-	FWD_MSG_TX_ETH,       /* send data[0..len) (a whole untagged frame) on ifindex */
-	FWD_MSG_TX_IB,        /* post ib_send (buffer, AH, QPN, Q_Key prepared) */
-	FWD_MSG_TX_IP,        /* forward the IP packet data[0..len) out of ifindex to the
+	FWD_MSG_TX_ETH, /* send data[0..len) (a whole untagged frame) on ifindex */
+	FWD_MSG_TX_IB,  /* post ib_send (buffer, AH, QPN, Q_Key prepared) */
+	FWD_MSG_TX_IP,  /* forward the IP packet data[0..len) out of ifindex to the
 			       * next hop nh (it was parked for resolution): the worker
 			       * runs the egress stage again */
 };
 
 /* Why a packet was punted (worker -> control). */
 enum fwd_punt {
-	FWD_PUNT_ARP = 0,     /* ARP (Ethernet); IPoIB ARP goes to ipoib_link_input_ctl */
-	FWD_PUNT_ND,          /* Neighbor Discovery */
-	FWD_PUNT_LOCAL,       /* IP to one of the gateway's addresses (echo and others) */
-	FWD_PUNT_UNRESOLVED,  /* the next hop's neighbour is not usable: resolve, park */
+	FWD_PUNT_ARP = 0,    /* ARP (Ethernet); IPoIB ARP goes to ipoib_link_input_ctl */
+	FWD_PUNT_ND,         /* Neighbor Discovery */
+	FWD_PUNT_LOCAL,      /* IP to one of the gateway's addresses (echo and others) */
+	FWD_PUNT_UNRESOLVED, /* the next hop's neighbour is not usable: resolve, park */
 	FWD_PUNT_COUNT
 };
 const char *fwd_punt_name(enum fwd_punt p);
@@ -204,29 +204,29 @@ struct fwd_msg {
 /* Drop reasons of the data path (stable counter names: fwd_drop_name). The packet rules'
  * own reasons (ip_reason, ethf_result, ...) are counted beside these in fwd_stats. */
 enum fwd_drop {
-	FWD_DROP_ETH_FRAME = 0,   /* ethf_parse refused (see eth[]) */
-	FWD_DROP_ETHERTYPE,       /* not IPv4, IPv6 or ARP */
-	FWD_DROP_NOT_FOR_US,      /* Ethernet frame to another unicast MAC */
-	FWD_DROP_IB_RX,           /* ipoib_link_rx refused (its own counters say why) */
-	FWD_DROP_IF_DOWN,         /* ingress or egress interface down or unknown */
-	FWD_DROP_IP_INVALID,      /* ip4/ip6_validate refused (see ip[]) */
-	FWD_DROP_MARTIAN,         /* ip4/ip6_check_addrs refused (see ip[]) */
-	FWD_DROP_L2_BCAST,        /* IP in a link-layer broadcast/multicast frame, not for us */
-	FWD_DROP_NO_ROUTE,        /* no route: ICMP unreachable sent (rate limited) */
-	FWD_DROP_BLACKHOLE,       /* blackhole route */
-	FWD_DROP_TTL_EXPIRED,     /* TTL / hop limit: ICMP time exceeded sent */
-	FWD_DROP_TOO_BIG,         /* DF / IPv6 above the MTU: frag needed / PTB sent */
-	FWD_DROP_FRAG_FAILED,     /* frag4_fragment refused */
-	FWD_DROP_SAME_IF_ICMP,    /* ICMP error with no route back */
-	FWD_DROP_NO_BUF,          /* no IB buffer, no scratch space */
-	FWD_DROP_PUNT_FULL,       /* worker -> control ring or message pool exhausted */
-	FWD_DROP_PUNT_TOO_BIG,    /* packet larger than a message (FWD_MSG_DATA) */
-	FWD_DROP_TX_FULL,         /* the port refused the burst's tail */
-	FWD_DROP_TX_ERROR,        /* post_send / tx_burst error */
-	FWD_DROP_IPV6_ROUTED_LL,  /* IPv6 link-local destination routed (never forwarded) */
-	FWD_DROP_LOOP,            /* the next hop is the packet's own sender on the
+	FWD_DROP_ETH_FRAME = 0,  /* ethf_parse refused (see eth[]) */
+	FWD_DROP_ETHERTYPE,      /* not IPv4, IPv6 or ARP */
+	FWD_DROP_NOT_FOR_US,     /* Ethernet frame to another unicast MAC */
+	FWD_DROP_IB_RX,          /* ipoib_link_rx refused (its own counters say why) */
+	FWD_DROP_IF_DOWN,        /* ingress or egress interface down or unknown */
+	FWD_DROP_IP_INVALID,     /* ip4/ip6_validate refused (see ip[]) */
+	FWD_DROP_MARTIAN,        /* ip4/ip6_check_addrs refused (see ip[]) */
+	FWD_DROP_L2_BCAST,       /* IP in a link-layer broadcast/multicast frame, not for us */
+	FWD_DROP_NO_ROUTE,       /* no route: ICMP unreachable sent (rate limited) */
+	FWD_DROP_BLACKHOLE,      /* blackhole route */
+	FWD_DROP_TTL_EXPIRED,    /* TTL / hop limit: ICMP time exceeded sent */
+	FWD_DROP_TOO_BIG,        /* DF / IPv6 above the MTU: frag needed / PTB sent */
+	FWD_DROP_FRAG_FAILED,    /* frag4_fragment refused */
+	FWD_DROP_SAME_IF_ICMP,   /* ICMP error with no route back */
+	FWD_DROP_NO_BUF,         /* no IB buffer, no scratch space */
+	FWD_DROP_PUNT_FULL,      /* worker -> control ring or message pool exhausted */
+	FWD_DROP_PUNT_TOO_BIG,   /* packet larger than a message (FWD_MSG_DATA) */
+	FWD_DROP_TX_FULL,        /* the port refused the burst's tail */
+	FWD_DROP_TX_ERROR,       /* post_send / tx_burst error */
+	FWD_DROP_IPV6_ROUTED_LL, /* IPv6 link-local destination routed (never forwarded) */
+	FWD_DROP_LOOP,           /* the next hop is the packet's own sender on the
 				   * ingress interface */
-	FWD_DROP_MULTICAST,       /* IP multicast destination: not routed by this engine */
+	FWD_DROP_MULTICAST,      /* IP multicast destination: not routed by this engine */
 	FWD_DROP_COUNT
 };
 const char *fwd_drop_name(enum fwd_drop d);
@@ -239,11 +239,11 @@ struct fwd_stats {
 	uint64_t icmp_sent, icmp_rate_limited, icmp_not_sent;
 	uint64_t punts[FWD_PUNT_COUNT];
 	uint64_t drops[FWD_DROP_COUNT];
-	uint64_t ip[IP_REASON_COUNT];  /* the ip_reason behind IP_INVALID / MARTIAN */
-	uint64_t eth[16];              /* the ethf_result behind ETH_FRAME */
+	uint64_t ip[IP_REASON_COUNT];     /* the ip_reason behind IP_INVALID / MARTIAN */
+	uint64_t eth[16];                 /* the ethf_result behind ETH_FRAME */
 	uint64_t icmp[ICMP_REASON_COUNT]; /* why an ICMP error was not built */
-	uint64_t ctl_tx;                 /* frames sent for the control thread */
-	uint64_t sleeps, wakeups, loops; /* worker loop */
+	uint64_t ctl_tx;                  /* frames sent for the control thread */
+	uint64_t sleeps, wakeups, loops;  /* worker loop */
 };
 
 /* ---- the engine (control thread) -------------------------------------------------- */
@@ -251,14 +251,14 @@ struct fwd_stats {
 typedef void (*fwd_defer_fn)(void *ctx, void (*fn)(void *arg), void *arg);
 
 struct fwd_engine_config {
-	unsigned n_workers;      /* 1..FWD_WORKERS_MAX */
-	struct rt_table *rt;     /* the routes (the engine adds connected/local/learned) */
-	fwd_defer_fn defer;      /* RCU deferral for old snapshots; NULL: free at once */
+	unsigned n_workers;  /* 1..FWD_WORKERS_MAX */
+	struct rt_table *rt; /* the routes (the engine adds connected/local/learned) */
+	fwd_defer_fn defer;  /* RCU deferral for old snapshots; NULL: free at once */
 	void *defer_ctx;
-	unsigned msg_pool;       /* messages per pool (per worker and side); 0: 256 */
-	struct icmp_rl_cfg icmp_rl; /* per-worker ICMP limiter; zero: 1000/s, burst 50 per /24
+	unsigned msg_pool;             /* messages per pool (per worker and side); 0: 256 */
+	struct icmp_rl_cfg icmp_rl;    /* per-worker ICMP limiter; zero: 1000/s, burst 50 per /24
 				     * and /64 bucket, 10000/s total, PMTU exempt */
-	uint32_t flow_seed;      /* ECMP hash seed; 0: random */
+	uint32_t flow_seed;            /* ECMP hash seed; 0: random */
 	struct neigh_params eth_neigh; /* Ethernet neighbour tables (zero: Linux defaults) */
 	uint64_t (*now_ms)(void *ctx); /* the neighbour tables' clock; NULL: evloop_now_ms */
 	void *now_ctx;
@@ -298,14 +298,13 @@ int fwd_engine_if_set_mac(struct fwd_engine *e, uint32_t index, const uint8_t ma
 /* IPoIB link up (qp non-NULL: UD QP, Q_Key, our hardware address, link MTU) or down
  * (qp NULL). A QP may be destroyed only after the snapshot without it has been seen by
  * every worker (after a grace period). */
-int fwd_engine_if_set_ipoib(struct fwd_engine *e, uint32_t index, struct ibp_qp *qp,
-			    uint32_t qkey, const struct ipoib_hwaddr *hw, uint32_t mtu);
+int fwd_engine_if_set_ipoib(struct fwd_engine *e, uint32_t index, struct ibp_qp *qp, uint32_t qkey,
+			    const struct ipoib_hwaddr *hw, uint32_t mtu);
 /* An address of the gateway on the interface ("10.0.0.1/24"): local delivery, ICMP
  * source, ARP/ND answers; adds the connected and local routes. */
 int fwd_engine_if_add_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a);
 int fwd_engine_if_del_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a);
-int fwd_engine_if_set_proxy(struct fwd_engine *e, uint32_t index,
-			    const struct fwd_proxy_config *p);
+int fwd_engine_if_set_proxy(struct fwd_engine *e, uint32_t index, const struct fwd_proxy_config *p);
 int fwd_engine_set_knobs(struct fwd_engine *e, const struct fwd_knobs *k);
 
 /* The interface of an IPoIB link or an Ethernet port (0 if none). */

@@ -12,20 +12,20 @@
 
 /* Counters: one writer (the owning worker), readers anywhere. A relaxed load + store
  * is a plain add on the writer's side (no locked instruction) and race-free for TSan. */
-#define FWD_ADD(ctr, n) __atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), \
-					 __ATOMIC_RELAXED)
-#define FWD_INC(ctr)    FWD_ADD(ctr, 1)
+#define FWD_ADD(ctr, n)                                                                            \
+	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define FWD_INC(ctr) FWD_ADD(ctr, 1)
 
 /* Per worker: rings, message pools, counters. */
 struct fwd_wk {
-	struct ring *to_ctl; /* producer: the worker; consumer: control */
-	struct ring *to_wk;  /* producer: control; consumer: the worker */
+	struct ring *to_ctl;         /* producer: the worker; consumer: control */
+	struct ring *to_wk;          /* producer: control; consumer: the worker */
 	struct fwd_msg *wmem, *cmem; /* the two pools' storage */
 	struct fwd_msg **wfree;      /* owner: the worker */
 	unsigned wn;
-	struct fwd_msg **cfree;      /* owner: control */
+	struct fwd_msg **cfree; /* owner: control */
 	unsigned cn;
-	struct fwd_stats *st;        /* owner: the worker (cache-line aligned) */
+	struct fwd_stats *st; /* owner: the worker (cache-line aligned) */
 	/* Thread (owner: control). */
 	pthread_t thr;
 	bool started;
@@ -70,7 +70,7 @@ struct fwd_engine {
 	uint32_t seed;
 	unsigned n_workers;
 	struct fwd_wk wk[FWD_WORKERS_MAX];
-	bool own_neigh[FWD_IF_MAX]; /* the engine created ifs[i].neigh */
+	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
 	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
 	struct fwd_nctx nctx[FWD_IF_MAX];
 	struct fwd_sp *sp; /* owner: control */

@@ -125,8 +125,8 @@ static const uint8_t *src_addr(const struct fwd_snap *s, const struct fwd_if *if
 
 static inline bool neigh_sendable(enum neigh_state s)
 {
-	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY ||
-	       s == NEIGH_PROBE || s == NEIGH_PERMANENT;
+	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
+	       s == NEIGH_PERMANENT;
 }
 
 /* Put pkt[0..len) on the wire to ll: Ethernet by reference, IPoIB by one copy. */
@@ -197,8 +197,8 @@ static void icmp_error(struct fwd_ctx *c, const struct fwd_if *in, int family, c
  * a forwarded packet (TTL - 1 here, after the MTU check, so an ICMP error quotes the
  * packet as it came); false for our own ICMP errors.
  */
-static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out,
-		   int family, const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
+static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out, int family,
+		   const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
 		   struct fwd_result *res)
 {
 	struct neigh_entry *ne = neigh_lookup(out->neigh, family, nh);
@@ -253,8 +253,9 @@ static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_
 				return;
 			}
 			for (size_t i = 0; i < n; i++)
-				pieces[i] = (struct frag4_piece){
-					.buf = mem + i * ((mtu + 63) & ~63u), .cap = mtu };
+				pieces[i] =
+				    (struct frag4_piece){ .buf = mem + i * ((mtu + 63) & ~63u),
+							  .cap = mtu };
 			if (frag4_fragment(p, len, mtu, pieces, n, &made, &ipwhy) != FRAG_OK) {
 				drop(res, FWD_DROP_FRAG_FAILED);
 				return;
@@ -302,8 +303,7 @@ void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, cons
 		return;
 	}
 	output(c, NULL, out, family, nh, pkt, len, true, res);
-	if (res->v == FWD_V_TX)
-		{
+	if (res->v == FWD_V_TX) {
 		if (family == AF_INET)
 			FWD_INC(c->st->forwarded4);
 		else
@@ -325,8 +325,7 @@ void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, c
 }
 
 /* Route our own ICMP error back toward its destination and emit it (no TTL change). */
-static void send_own(struct fwd_ctx *c, int family, uint8_t *p, size_t len,
-		     struct fwd_result *res)
+static void send_own(struct fwd_ctx *c, int family, uint8_t *p, size_t len, struct fwd_result *res)
 {
 	const struct rt_fib_nh *nh;
 	const struct fwd_if *out;
@@ -353,8 +352,9 @@ static void icmp_error(struct fwd_ctx *c, const struct fwd_if *in, int family, c
 		       size_t len, uint8_t type, uint8_t code, uint32_t param, bool l2_mcast,
 		       struct fwd_result *res)
 {
-	struct icmp_err err = { .type = type, .code = code, .param = param,
-				.ll_multicast = l2_mcast };
+	struct icmp_err err = {
+		.type = type, .code = code, .param = param, .ll_multicast = l2_mcast
+	};
 	const uint8_t *dst = family == AF_INET ? pkt + 12 : pkt + 8;
 	size_t cap = family == AF_INET ? ICMP4_ERR_MAX : ICMP6_ERR_MAX, olen;
 	enum icmp_reason r;
@@ -607,8 +607,7 @@ void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, s
 		drop(res, FWD_DROP_ETHERTYPE);
 		return;
 	}
-	l2_mcast = pkttype == ETHP_PKT_BROADCAST || pkttype == ETHP_PKT_MULTICAST ||
-		   (frame[0] & 1);
+	l2_mcast = pkttype == ETHP_PKT_BROADCAST || pkttype == ETHP_PKT_MULTICAST || (frame[0] & 1);
 	l3 = frame + ei.l3_off;
 	l3len = len - ei.l3_off;
 	switch (ei.ethertype) {

@@ -41,9 +41,9 @@
 
 struct ipoib_rx;
 
-#define FWD_TX_MAX       48     /* outputs of one input: a 65520 packet into 1500 MTU */
-#define FWD_SCRATCH_PKT  (66 * 1024) /* scratch one input may need (fragments, ICMP) */
-#define FWD_RL_BUCKETS   1024
+#define FWD_TX_MAX      48          /* outputs of one input: a 65520 packet into 1500 MTU */
+#define FWD_SCRATCH_PKT (66 * 1024) /* scratch one input may need (fragments, ICMP) */
+#define FWD_RL_BUCKETS  1024
 
 /* Per-worker pipeline state. Owner: its worker thread. */
 struct fwd_ctx {
@@ -96,7 +96,7 @@ struct fwd_result {
 	enum fwd_punt punt;
 	const struct fwd_if *punt_if; /* ingress (ARP/ND/LOCAL) or egress (UNRESOLVED) */
 	uint8_t punt_family;
-	uint8_t punt_nh[16]; /* UNRESOLVED: the neighbour to resolve */
+	uint8_t punt_nh[16];      /* UNRESOLVED: the neighbour to resolve */
 	const uint8_t *punt_data; /* Ethernet: the frame (ARP, ND, LOCAL); IPoIB payload;
 				   * UNRESOLVED: the IP packet */
 	uint32_t punt_len;

@@ -141,7 +141,7 @@ struct ipoib_link {
 	struct cm *cm;
 	struct ibp_srq *srq;
 	struct ipoib_conn *conns;
-	uint32_t rx_mtu; /* receive MTU incl. the IPoIB header */
+	uint32_t rx_mtu;       /* receive MTU incl. the IPoIB header */
 	atomic_uint srq_owed;  /* RC receives not yet given back to the SRQ */
 	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
 	struct ipoib_hwaddr expired[EXPIRE_MAX];
@@ -153,8 +153,8 @@ struct ipoib_path;
 static struct ipoib_conn *conn_find(const struct ipoib_link *l, const struct ipoib_hwaddr *peer);
 static void conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
 			 struct ipoib_path *p);
-static int send_ucast(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
-		      struct ipoib_conn *c, struct ibp_ah *ah, uint32_t ud_mtu, struct ibp_buf *b);
+static int send_ucast(struct ipoib_link *l, const struct ipoib_hwaddr *peer, struct ipoib_conn *c,
+		      struct ibp_ah *ah, uint32_t ud_mtu, struct ibp_buf *b);
 static bool ll_peer(const struct neigh_link *ll, struct ipoib_hwaddr *out);
 static uint32_t ud_mtu_of(const struct ipoib_link *l, const struct ipoib_path *p);
 
@@ -642,8 +642,8 @@ static void conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
  * ND always go on UD. A packet above ud_mtu to a peer with a connection being set up
  * waits on it (three at most, the oldest dropped). Takes ownership.
  */
-static int send_ucast(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
-		      struct ipoib_conn *c, struct ibp_ah *ah, uint32_t ud_mtu, struct ibp_buf *b)
+static int send_ucast(struct ipoib_link *l, const struct ipoib_hwaddr *peer, struct ipoib_conn *c,
+		      struct ibp_ah *ah, uint32_t ud_mtu, struct ibp_buf *b)
 {
 	const uint8_t *pl = b->data + IPOIB_ENCAP_LEN;
 	uint32_t plen = b->len - IPOIB_ENCAP_LEN;
@@ -891,8 +891,7 @@ static const struct cm_callbacks link_cm_cb = {
 
 /* ---- the port's GSI QP -------------------------------------------------------------- */
 
-int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port,
-		       struct ipoib_cm_port **out)
+int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port, struct ipoib_cm_port **out)
 {
 	struct cm_gsi_config gc = { .ops = ops, .port = port };
 	struct ipoib_cm_port *cp = calloc(1, sizeof(*cp));
@@ -1026,8 +1025,9 @@ static int link_cm_start(struct ipoib_link *l)
 	b = l->ops->buf_get(l->cfg.port);
 	if (!b)
 		return -ENOBUFS;
-	l->rx_mtu = b->cap < CM_IPOIB_MTU_MAX + IPOIB_ENCAP_LEN ? b->cap
-								 : CM_IPOIB_MTU_MAX + IPOIB_ENCAP_LEN;
+	l->rx_mtu = b->cap < CM_IPOIB_MTU_MAX + IPOIB_ENCAP_LEN
+			? b->cap
+			: CM_IPOIB_MTU_MAX + IPOIB_ENCAP_LEN;
 	l->ops->buf_put(l->cfg.port, b);
 	if (l->rx_mtu < l->mtu + IPOIB_ENCAP_LEN)
 		l->rx_mtu = l->mtu + IPOIB_ENCAP_LEN;
@@ -1057,8 +1057,8 @@ static int link_cm_start(struct ipoib_link *l)
 	cc.rnr_retry = l->cfg.conn_rnr_retry ? l->cfg.conn_rnr_retry : 7;
 	cc.min_rnr_timer = 12; /* 0.64 ms */
 	cc.idle_timeout_ms = l->cfg.conn_idle_ms == UINT32_MAX ? 0
-			     : l->cfg.conn_idle_ms            ? l->cfg.conn_idle_ms
-							      : CONN_IDLE_MS;
+			     : l->cfg.conn_idle_ms             ? l->cfg.conn_idle_ms
+							       : CONN_IDLE_MS;
 	cc.comm_id_tag = l->cm_tag;
 	cc.transport = &cm_gsi_transport;
 	cc.transport_ctx = l->cmp->gsi;
@@ -2084,8 +2084,7 @@ int ipoib_link_input_ctl(struct ipoib_link *l, const struct ipoib_rx *rx)
 /* ---- data path ------------------------------------------------------------------ */
 
 /* A receive through the SRQ (wc->qp is one of our RC QPs). */
-static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc,
-				struct ipoib_rx *out)
+static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc, struct ipoib_rx *out)
 {
 	struct ipoib_conn *c = wc->qp_user;
 
@@ -2278,8 +2277,9 @@ int ipoib_link_xmit_hw(struct ipoib_link *l, const struct ipoib_hwaddr *dst, uin
 		/* connected, the path being re-queried: IP goes on; ARP/ND wait below */
 		uint16_t et = ethertype;
 
-		if (et != ETH_P_ARP && !(et == ETH_P_IPV6 && is_nd_payload(b->data + IPOIB_ENCAP_LEN,
-									     b->len - IPOIB_ENCAP_LEN)))
+		if (et != ETH_P_ARP &&
+		    !(et == ETH_P_IPV6 &&
+		      is_nd_payload(b->data + IPOIB_ENCAP_LEN, b->len - IPOIB_ENCAP_LEN)))
 			return send_ucast(l, dst, c, NULL, l->mtu, b);
 	}
 	if (l->cm && p->state == PATH_VALID && p->ah) {

@@ -101,10 +101,10 @@ struct ipoib_link_config {
 	/* Connected mode: the port's shared GSI QP (ipoib_cm_port_open). NULL: the link
 	 * opens one of its own (one link on the port only: the sim gives one GSI QP). */
 	struct ipoib_cm_port *cm_port;
-	uint32_t conn_idle_ms;     /* idle teardown; 0: 300000; UINT32_MAX: never */
-	uint8_t conn_retry_count;  /* RC transport retries; 0: 3 */
-	uint8_t conn_rnr_retry;    /* RNR retries asked of the peer; 0: 7 (forever) */
-	uint8_t cm_max_retries;    /* CM MAD resends; 0: the cm's default (8) */
+	uint32_t conn_idle_ms;           /* idle teardown; 0: 300000; UINT32_MAX: never */
+	uint8_t conn_retry_count;        /* RC transport retries; 0: 3 */
+	uint8_t conn_rnr_retry;          /* RNR retries asked of the peer; 0: 7 (forever) */
+	uint8_t cm_max_retries;          /* CM MAD resends; 0: the cm's default (8) */
 	unsigned recv_depth, send_depth; /* 0: 256 each */
 	struct neigh_params neigh;
 	neigh_defer_fn defer; /* for the neighbour table, see neigh.h */
@@ -150,10 +150,10 @@ struct ipoib_link_stats {
 	uint64_t paths_resolved, path_failures, ah_rebuilt;
 	/* connected mode */
 	uint64_t rc_tx_packets, rc_tx_bytes, rc_rx_packets, rc_rx_bytes;
-	uint64_t rc_tx_errors;  /* RC send completions in error (the QP failed) */
-	uint64_t conn_requests; /* cm_connect called (REQs we started) */
+	uint64_t rc_tx_errors;                    /* RC send completions in error (the QP failed) */
+	uint64_t conn_requests;                   /* cm_connect called (REQs we started) */
 	uint64_t conn_up, conn_down, conn_failed; /* failed: attempts that never came up */
-	uint64_t conn_queued;   /* packets that waited for a connection */
+	uint64_t conn_queued;                     /* packets that waited for a connection */
 	uint64_t ud_to_rc_peer; /* unicast sent on UD to an RC-capable peer (no connection) */
 };
 
@@ -241,8 +241,8 @@ struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l);
 struct ipoib_conn_info {
 	struct ipoib_hwaddr peer; /* flags RC, peer UD QPN, peer GID */
 	enum cm_state state;
-	bool active; /* we sent the REQ */
-	bool up;     /* carries traffic (published into the neighbours) */
+	bool active;                    /* we sent the REQ */
+	bool up;                        /* carries traffic (published into the neighbours) */
 	uint32_t local_qpn, remote_qpn; /* RC QPNs */
 	uint32_t mtu;                   /* IP MTU, 0 until known */
 	uint16_t dlid;

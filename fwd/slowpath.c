@@ -308,8 +308,8 @@ static void announce_ib(struct fwd_sp *sp, const struct fwd_if *a, int family, c
 	} else {
 		union ib_gid mgid;
 
-		if (ipoib_mgid_from_ipv6(nd_all_nodes, ipoib_link_pkey(a->link),
-					 IB_MGID_SCOPE_LINK, &mgid) < 0) {
+		if (ipoib_mgid_from_ipv6(nd_all_nodes, ipoib_link_pkey(a->link), IB_MGID_SCOPE_LINK,
+					 &mgid) < 0) {
 			a->ib_ops->buf_put(a->ib_port, b);
 			return;
 		}
@@ -509,8 +509,12 @@ static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *f
 					.router = in->proxy.router };
 		struct proxy_link pl = { .ib = false, .lladdr = in->mac };
 		struct where_ctx w = { .e = sp->e, .in = in };
-		struct proxy_env env = { .cfg = &pc, .link = &pl, .lookup = where_lookup,
-					 .ctx = &w, .rl = &sp->prl, .now_ns = now_ns(sp->e) };
+		struct proxy_env env = { .cfg = &pc,
+					 .link = &pl,
+					 .lookup = where_lookup,
+					 .ctx = &w,
+					 .rl = &sp->prl,
+					 .now_ns = now_ns(sp->e) };
 		struct proxy_decision d = proxy_arp(&env, &a, frame + 6, out, sizeof(out));
 
 		sp->st.proxy[d.reason]++;
@@ -587,8 +591,12 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 		const uint8_t *src6 = if_src(in, AF_INET6, NULL);
 		struct proxy_link pl = { .ib = false, .lladdr = in->mac, .ip6_src = NULL };
 		struct where_ctx w = { .e = sp->e, .in = in };
-		struct proxy_env env = { .cfg = &pc, .link = &pl, .lookup = where_lookup,
-					 .ctx = &w, .rl = &sp->prl, .now_ns = now_ns(sp->e) };
+		struct proxy_env env = { .cfg = &pc,
+					 .link = &pl,
+					 .lookup = where_lookup,
+					 .ctx = &w,
+					 .rl = &sp->prl,
+					 .now_ns = now_ns(sp->e) };
 		struct proxy_decision d = proxy_nd(&env, &m, frame + 6, out, sizeof(out));
 
 		(void)src6;
@@ -623,8 +631,12 @@ static void ib_proxy_nd(struct fwd_sp *sp, const struct fwd_if *in, const struct
 				.router = in->proxy.router };
 	struct proxy_link pl = { .ib = true, .lladdr = in->hwaddr, .ip6_src = NULL };
 	struct where_ctx w = { .e = sp->e, .in = in };
-	struct proxy_env env = { .cfg = &pc, .link = &pl, .lookup = where_lookup,
-				 .ctx = &w, .rl = &sp->prl, .now_ns = now_ns(sp->e) };
+	struct proxy_env env = { .cfg = &pc,
+				 .link = &pl,
+				 .lookup = where_lookup,
+				 .ctx = &w,
+				 .rl = &sp->prl,
+				 .now_ns = now_ns(sp->e) };
 	uint8_t out[ND_MAX_LEN];
 	struct proxy_decision d = proxy_nd(&env, nm, NULL, out, sizeof(out));
 
@@ -708,8 +720,11 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 						.defend_dad = in->proxy.defend_dad };
 			struct proxy_link pl = { .ib = true, .lladdr = in->hwaddr };
 			struct where_ctx w = { .e = sp->e, .in = in };
-			struct proxy_env env = { .cfg = &pc, .link = &pl, .lookup = where_lookup,
-						 .ctx = &w, .rl = &sp->prl,
+			struct proxy_env env = { .cfg = &pc,
+						 .link = &pl,
+						 .lookup = where_lookup,
+						 .ctx = &w,
+						 .rl = &sp->prl,
 						 .now_ns = now_ns(sp->e) };
 			uint8_t out[ARP_MAX_LEN];
 			struct proxy_decision d = proxy_arp(&env, &a, NULL, out, sizeof(out));
@@ -805,10 +820,9 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		p[7] = 64;
 		p[IP6_HDR_LEN] = 129;
 		p[IP6_HDR_LEN + 2] = p[IP6_HDR_LEN + 3] = 0;
-		ip_put16(p + IP6_HDR_LEN + 2,
-			 (uint16_t)~ip_csum_fold(ip_csum_add(ip6_pseudo_sum(p + 8, p + 24,
-									    (uint32_t)l4, 58),
-							     p + IP6_HDR_LEN, l4)));
+		ip_put16(p + IP6_HDR_LEN + 2, (uint16_t)~ip_csum_fold(ip_csum_add(
+						  ip6_pseudo_sum(p + 8, p + 24, (uint32_t)l4, 58),
+						  p + IP6_HDR_LEN, l4)));
 		send_own_ip(sp, AF_INET6, p, len);
 		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
 		return;
@@ -962,7 +976,7 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 		}
 		if (m->len + IPOIB_ENCAP_LEN > b->cap ||
 		    (family == AF_INET ? ip4_ttl_decrement(m->data) : ip6_hop_decrement(m->data)) !=
-			    IP_OK) {
+			IP_OK) {
 			out->ib_ops->buf_put(out->ib_port, b);
 			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 			return false;
@@ -1135,8 +1149,12 @@ void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out)
 int fwd_sp_new(struct fwd_engine *e)
 {
 	struct fwd_sp *sp = calloc(1, sizeof(*sp));
-	struct icmp_rl_cfg pc = { .per_dst_rate = 100, .per_dst_burst = 20, .total_rate = 0,
-				  .v4_prefix_len = 32, .v6_prefix_len = 128, .seed = e->seed };
+	struct icmp_rl_cfg pc = { .per_dst_rate = 100,
+				  .per_dst_burst = 20,
+				  .total_rate = 0,
+				  .v4_prefix_len = 32,
+				  .v6_prefix_len = 128,
+				  .seed = e->seed };
 	int ret;
 
 	if (!sp)

@@ -35,28 +35,28 @@ struct evloop;
 
 /* Slow-path reasons (stable counter names: fwd_sp_reason_name). */
 enum fwd_sp_reason {
-	FWD_SP_ARP_BAD = 0,      /* arp_parse refused */
-	FWD_SP_ND_BAD,           /* nd_parse refused */
-	FWD_SP_ARP_ANSWERED,     /* for one of our addresses */
+	FWD_SP_ARP_BAD = 0,  /* arp_parse refused */
+	FWD_SP_ND_BAD,       /* nd_parse refused */
+	FWD_SP_ARP_ANSWERED, /* for one of our addresses */
 	FWD_SP_NA_ANSWERED,
-	FWD_SP_PROXY_ANSWERED,   /* proxied ARP reply / NA sent */
-	FWD_SP_PROXY_RESOLVE,    /* proxied target resolved on the other side first */
-	FWD_SP_PROXY_IGNORED,    /* proxy_arp/proxy_nd said no (see proxy[]) */
+	FWD_SP_PROXY_ANSWERED, /* proxied ARP reply / NA sent */
+	FWD_SP_PROXY_RESOLVE,  /* proxied target resolved on the other side first */
+	FWD_SP_PROXY_IGNORED,  /* proxy_arp/proxy_nd said no (see proxy[]) */
 	FWD_SP_ECHO_ANSWERED,
-	FWD_SP_LOCAL_DROPPED,    /* to us, not an echo request */
-	FWD_SP_PARKED,           /* packets handed to a neighbour queue */
-	FWD_SP_RESOLVED_SENT,    /* parked packets sent once resolved */
-	FWD_SP_UNRES_DROPPED,    /* parked packets dropped (overflow, failure) */
-	FWD_SP_UNREACH_SENT,     /* ICMP host unreachable for dropped parked packets */
+	FWD_SP_LOCAL_DROPPED, /* to us, not an echo request */
+	FWD_SP_PARKED,        /* packets handed to a neighbour queue */
+	FWD_SP_RESOLVED_SENT, /* parked packets sent once resolved */
+	FWD_SP_UNRES_DROPPED, /* parked packets dropped (overflow, failure) */
+	FWD_SP_UNREACH_SENT,  /* ICMP host unreachable for dropped parked packets */
 	FWD_SP_ICMP_LIMITED,
-	FWD_SP_NO_MSG,           /* control message pool empty: frame not sent */
-	FWD_SP_RING_FULL,        /* control -> worker ring full: frame not sent */
-	FWD_SP_LEARNED_ROUTE,    /* host routes added for proxied neighbours */
-	FWD_SP_ANNOUNCED,        /* gratuitous ARP / unsolicited NA sent */
-	FWD_SP_IB_CTL,           /* handed to ipoib_link_input_ctl */
-	FWD_SP_UNRES_DISCARDED,  /* unresolved packet that could not be parked: egress
+	FWD_SP_NO_MSG,          /* control message pool empty: frame not sent */
+	FWD_SP_RING_FULL,       /* control -> worker ring full: frame not sent */
+	FWD_SP_LEARNED_ROUTE,   /* host routes added for proxied neighbours */
+	FWD_SP_ANNOUNCED,       /* gratuitous ARP / unsolicited NA sent */
+	FWD_SP_IB_CTL,          /* handed to ipoib_link_input_ctl */
+	FWD_SP_UNRES_DISCARDED, /* unresolved packet that could not be parked: egress
 				  * gone, no IPoIB link, no IB buffer, TTL expired */
-	FWD_SP_IF_GONE,          /* punt from an interface removed meanwhile */
+	FWD_SP_IF_GONE,         /* punt from an interface removed meanwhile */
 	FWD_SP_REASON_COUNT
 };
 const char *fwd_sp_reason_name(enum fwd_sp_reason r);
@@ -89,8 +89,7 @@ int fwd_sp_ib_post_recv(struct fwd_engine *e, uint32_t ifindex, struct ibp_qp *q
 
 /* Announce addr (4 or 16 octets) on every interface that proxies for where it lives
  * (gratuitous ARP / unsolicited NA), e.g. after a failover. */
-void fwd_sp_announce(struct fwd_engine *e, uint32_t from_ifindex, int family,
-		     const uint8_t *addr);
+void fwd_sp_announce(struct fwd_engine *e, uint32_t from_ifindex, int family, const uint8_t *addr);
 
 void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out);
 

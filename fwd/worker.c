@@ -130,8 +130,13 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 			continue;
 		}
 		w->ports[w->nports] = (struct wport){
-			.kind = f->kind, .eops = f->eth_ops, .eth = f->eth, .eth_if = k,
-			.iops = f->ib_ops, .ib = f->ib_port, .lk = f->dp_lock,
+			.kind = f->kind,
+			.eops = f->eth_ops,
+			.eth = f->eth,
+			.eth_if = k,
+			.iops = f->ib_ops,
+			.ib = f->ib_port,
+			.lk = f->dp_lock,
 		};
 		if (f->kind == FWD_IF_IPOIB)
 			wport_add_link(&w->ports[w->nports], f);
@@ -457,8 +462,7 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
 			if (m->type == FWD_MSG_TX_IB && m->ib_send.buf && f)
 				f->ib_ops->buf_put(f->ib_port, m->ib_send.buf);
 			FWD_INC(w->st->drops[FWD_DROP_IF_DOWN]);
-		} else if (m->type == FWD_MSG_TX_ETH && f->kind == FWD_IF_ETH &&
-			   m->len >= 14) {
+		} else if (m->type == FWD_MSG_TX_ETH && f->kind == FWD_IF_ETH && m->len >= 14) {
 			struct fwd_tx t = { .ifp = f };
 
 			memcpy(t.eth.hdr, m->data, 14);
@@ -548,7 +552,8 @@ static void *worker_main(void *arg)
 			for (unsigned i = 0; i < w->nports; i++) {
 				struct wport *p = &w->ports[i];
 
-				again += p->kind == FWD_IF_ETH ? poll_eth(w, p, s) : poll_ib(w, p, s);
+				again +=
+				    p->kind == FWD_IF_ETH ? poll_eth(w, p, s) : poll_ib(w, p, s);
 			}
 			flush_punts(w);
 			if (again || !ring_sleep_prepare(k->to_wk) ||

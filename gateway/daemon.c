@@ -110,9 +110,9 @@ static int cmd_show_routes(void *ctx, struct json_object *args, struct ctl_reply
 	if (opt_arg(args, "prefix", json_type_string, &v, r, "show routes"))
 		return CTL_EBADREQ;
 	if (v && ip_prefix_parse(json_object_get_string(v), false, &p) < 0)
-		return ctl_reply_error(r, CTL_EBADREQ,
-				       "'%s' is not a prefix (10.1.0.0/16, fd00::/64; no host bits)",
-				       json_object_get_string(v));
+		return ctl_reply_error(
+		    r, CTL_EBADREQ, "'%s' is not a prefix (10.1.0.0/16, fd00::/64; no host bits)",
+		    json_object_get_string(v));
 	return gw_dp_show_routes(d->dp, v ? &p : NULL, r);
 }
 

@@ -47,14 +47,14 @@
 #include "lib/log.h"
 #include "sm-client/sa_umad.h"
 
-#define IB_BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
-#define IB_N_BUFS    4096
+#define IB_BUF_SIZE (IBP_GRH_AREA + 4096 + 64)
+#define IB_N_BUFS   4096
 /* A port with a connected link: buffers for a whole RC message (65520 + the IPoIB
  * header) and the GRH area, fewer of them. */
 #define IB_BUF_SIZE_CM (IBP_GRH_AREA + 65524 + 64)
 #define IB_N_BUFS_CM   1024 /* per connected link on the port */
-#define ETH_N_BUFS   2048
-#define PORT_POLL_MS 1000
+#define ETH_N_BUFS     2048
+#define PORT_POLL_MS   1000
 
 /* ---- RCU deferral --------------------------------------------------------------------- */
 
@@ -253,9 +253,10 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 	if (!k->ifindex)
 		return;
 	if (!up) {
-		set_reason(k->reason, "%s", k->port->pi.state != SA_PORT_ACTIVE && k->port->pi.lid
-						? "IB port not active"
-						: "broadcast group not joined");
+		set_reason(k->reason, "%s",
+			   k->port->pi.state != SA_PORT_ACTIVE && k->port->pi.lid
+			       ? "IB port not active"
+			       : "broadcast group not joined");
 		ret = fwd_engine_if_set_ipoib(dp->e, k->ifindex, NULL, 0, NULL, 0);
 		if (ret < 0)
 			log_errno(LOG_ERR, -ret, "%s: cannot take the interface down", k->name);
@@ -432,8 +433,8 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 	ret = sa_umad_open(&uc, &p->umad);
 	if (ret < 0) {
 		p->umad = NULL;
-		set_reason(p->reason, "cannot open the SA transport (umad) on %s/%u: %s",
-			   p->device, p->num, strerror(-ret));
+		set_reason(p->reason, "cannot open the SA transport (umad) on %s/%u: %s", p->device,
+			   p->num, strerror(-ret));
 		goto fail;
 	}
 	ret = sa_umad_port_info(p->umad, &p->pi);
@@ -465,9 +466,8 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 	(void)sa_subscribe_traps(p->sa);
 	if (evloop_add_fd(dp->loop, p->ops->async_fd(p->port), EPOLLIN, on_port_async, p) == 0)
 		p->async_on = true;
-	log_notice("IB port %s/%u (%s): LID 0x%x, GUID 0x%016llx, SM LID 0x%x", p->device,
-		   p->num, p->backend, p->pa.lid, (unsigned long long)p->pa.port_guid,
-		   p->pi.sm_lid);
+	log_notice("IB port %s/%u (%s): LID 0x%x, GUID 0x%016llx, SM LID 0x%x", p->device, p->num,
+		   p->backend, p->pa.lid, (unsigned long long)p->pa.port_guid, p->pi.sm_lid);
 	return 0;
 fail:
 	log_error("%s", p->reason);
@@ -508,8 +508,7 @@ static struct dp_port *port_get(struct gw_dp *dp, const struct gw_ipoib_link_con
 		const struct gw_ipoib_link_config *o = &dp->start_cfg->ipoib_links[i];
 
 		if (o->mode == GW_IPOIB_CONNECTED && o->backend == l->backend &&
-		    !strcmp(o->device, l->device) && o->port == l->port &&
-		    p->connected < 4)
+		    !strcmp(o->device, l->device) && o->port == l->port && p->connected < 4)
 			p->connected++;
 	}
 	dp->n_ports++;
@@ -578,7 +577,8 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 					struct ip_prefix net = dp->links[b].addrs[x];
 
 					ip_prefix_mask(&net);
-					if (net.len <= p->len && ip_prefix_contains(&net, &p->addr)) {
+					if (net.len <= p->len &&
+					    ip_prefix_contains(&net, &p->addr)) {
 						home = (int)b;
 						break;
 					}
@@ -660,8 +660,10 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 		ret = ipoib_cm_port_open(p->ops, p->port, &p->cmp);
 		if (ret < 0) {
 			p->cmp = NULL;
-			log_errno(LOG_ERR, -ret, "%s: cannot open the port's GSI QP for the CM: "
-				  "datagram mode", k->name);
+			log_errno(LOG_ERR, -ret,
+				  "%s: cannot open the port's GSI QP for the CM: "
+				  "datagram mode",
+				  k->name);
 		}
 	}
 	if (lc.connected && !p->cmp) {
@@ -957,7 +959,9 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		log_errno(LOG_ERR, -ret, "route table");
 		goto fail;
 	}
-	struct fwd_engine_config ec = { .n_workers = dp->n_workers, .rt = dp->rt, .defer = dp_defer };
+	struct fwd_engine_config ec = { .n_workers = dp->n_workers,
+					.rt = dp->rt,
+					.defer = dp_defer };
 
 	ret = fwd_engine_new(&ec, &dp->e);
 	if (ret < 0) {

@@ -39,14 +39,17 @@ struct dp_port {
 	struct sa_port_info pi;
 	bool async_on;
 	unsigned worker;
-	unsigned connected;           /* connected links configured on it (at most 4
+	unsigned connected;        /* connected links configured on it (at most 4
 				       * counted): big buffers, 1024 per link */
-	struct ipoib_cm_port *cmp;    /* its GSI QP for the CM (connected links), or NULL */
-	uint32_t gsi_ifindex;         /* the interface whose worker carries the GSI sends */
+	struct ipoib_cm_port *cmp; /* its GSI QP for the CM (connected links), or NULL */
+	uint32_t gsi_ifindex;      /* the interface whose worker carries the GSI sends */
 	char reason[DP_REASON_LEN];
 };
 
-enum dp_kind { DP_IPOIB, DP_ETH };
+enum dp_kind {
+	DP_IPOIB,
+	DP_ETH
+};
 
 /* One configured link or interface as it runs. Owner: control thread. */
 struct dp_link {
@@ -57,7 +60,7 @@ struct dp_link {
 	uint32_t cfg_mtu;
 	struct ip_prefix addrs[DP_MAX_ADDRS];
 	unsigned n_addrs;
-	uint32_t ifindex; /* the engine's interface, 0 when not added */
+	uint32_t ifindex;           /* the engine's interface, 0 when not added */
 	char reason[DP_REASON_LEN]; /* why it is down ("" when up or coming up) */
 	/* IPoIB */
 	struct dp_port *port;

@@ -64,8 +64,8 @@ static struct json_object *addrs_json(const struct ip_prefix *p, unsigned n)
 	char buf[IP_PREFIX_STRLEN];
 
 	for (unsigned i = 0; i < n; i++)
-		json_object_array_add(a, json_object_new_string(
-					     ip_prefix_format(&p[i], buf, sizeof(buf))));
+		json_object_array_add(
+		    a, json_object_new_string(ip_prefix_format(&p[i], buf, sizeof(buf))));
 	return a;
 }
 
@@ -161,8 +161,8 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 			if (k->vlan)
 				add_int(o, "vlan", k->vlan);
 			if (k->eth)
-				add_str(o, "address", mac_str(f ? f->mac : k->eattr.mac, buf,
-							      sizeof(buf)));
+				add_str(o, "address",
+					mac_str(f ? f->mac : k->eattr.mac, buf, sizeof(buf)));
 			if (k->eth && k->eattr.io)
 				add_str(o, "io", k->eattr.io);
 		}
@@ -245,8 +245,8 @@ static int route_cb(void *ctx, const struct rt_route *rt)
 	char buf[IP_PREFIX_STRLEN];
 	struct ip_addr src;
 
-	if (w->match && (w->match->len != rt->prefix.len ||
-			 !ip_addr_equal(&w->match->addr, &rt->prefix.addr)))
+	if (w->match &&
+	    (w->match->len != rt->prefix.len || !ip_addr_equal(&w->match->addr, &rt->prefix.addr)))
 		return 0;
 	o = json_object_new_object();
 	fl = json_object_new_array();
@@ -421,7 +421,8 @@ static int path_cb(void *arg, const struct sa_path_info *pi)
 	}
 	add_hex(o, "pkey", pi->path.pkey, 4);
 	if (pi->last_error)
-		add_str(o, "error", strerror(pi->last_error < 0 ? -pi->last_error : pi->last_error));
+		add_str(o, "error",
+			strerror(pi->last_error < 0 ? -pi->last_error : pi->last_error));
 	add_int(o, "age_ms", (int64_t)pi->age_ms);
 	add_int(o, "expires_ms", (int64_t)pi->expires_in_ms);
 	add_str(o, "device", w->p->device);

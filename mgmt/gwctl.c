@@ -266,8 +266,8 @@ static void print_conn(struct json_object *o, struct output *out)
 	opt(o, "dlid", "dlid");
 	opt(o, "idle_ms", "idle_ms");
 	if (has(o, "up"))
-		printf(" %s", json_object_get_boolean(json_object_object_get(o, "up")) ? "UP"
-											  : "DOWN");
+		printf(" %s",
+		       json_object_get_boolean(json_object_object_get(o, "up")) ? "UP" : "DOWN");
 	(void)out;
 	printf("\n    tx %lld packets %lld bytes rx %lld packets %lld bytes\n",
 	       (long long)num(o, "tx_packets"), (long long)num(o, "tx_bytes"),
@@ -493,14 +493,17 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gwctl [-j] [-p] [-s] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
-		   "  -j          JSON output (one array)\n"
-		   "  -p          pretty-print JSON\n"
-		   "  -s          statistics (show links)\n"
-		   "  -S SOCKET   control socket (default $IBGW_SOCKET, $IBGW_CTL_SOCKET or " DEFAULT_SOCKET ")\n"
-		   "  -t SECONDS  reply timeout (default 10)\n"
-		   "  -V          print gwctl's version\n"
-		   "commands (any unique prefix of each word):\n");
+	fprintf(
+	    f,
+	    "usage: gwctl [-j] [-p] [-s] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
+	    "  -j          JSON output (one array)\n"
+	    "  -p          pretty-print JSON\n"
+	    "  -s          statistics (show links)\n"
+	    "  -S SOCKET   control socket (default $IBGW_SOCKET, $IBGW_CTL_SOCKET or " DEFAULT_SOCKET
+	    ")\n"
+	    "  -t SECONDS  reply timeout (default 10)\n"
+	    "  -V          print gwctl's version\n"
+	    "commands (any unique prefix of each word):\n");
 	for (size_t i = 0; i < N_COMMANDS; i++) {
 		char line[64] = "";
 

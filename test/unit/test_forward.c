@@ -68,7 +68,8 @@ static struct ibp_buf *fake_get(struct ibp_port *p)
 	for (int i = 0; i < NB; i++) {
 		if (!inuse[i]) {
 			inuse[i] = true;
-			bufs[i] = (struct ibp_buf){ .data = bufmem[i], .cap = 4200, .id = (uint64_t)i };
+			bufs[i] =
+			    (struct ibp_buf){ .data = bufmem[i], .cap = 4200, .id = (uint64_t)i };
 			return &bufs[i];
 		}
 	}
@@ -140,12 +141,14 @@ static void eth_neigh(struct env *v, const char *ip, const uint8_t *mac)
 
 static void ib_neigh(struct env *v, const char *ip, uint32_t qpn, uint32_t mtu)
 {
-	struct neigh_link ll = { .len = 20, .usable = true, .ah = (void *)0xa4, .qpn = qpn,
-				 .mtu = mtu };
+	struct neigh_link ll = {
+		.len = 20, .usable = true, .ah = (void *)0xa4, .qpn = qpn, .mtu = mtu
+	};
 	uint8_t a[16];
 
 	addr(ip, a);
-	ll.addr[1] = (uint8_t)(qpn >> 16), ll.addr[2] = (uint8_t)(qpn >> 8), ll.addr[3] = (uint8_t)qpn;
+	ll.addr[1] = (uint8_t)(qpn >> 16), ll.addr[2] = (uint8_t)(qpn >> 8),
+	ll.addr[3] = (uint8_t)qpn;
 	ll.addr[4] = 0xfe, ll.addr[5] = 0x80;
 	assert_non_null(neigh_update(v->ibn, strchr(ip, ':') ? AF_INET6 : AF_INET, a, &ll,
 				     NEIGH_F_CREATE | NEIGH_F_ADMIN));
@@ -157,11 +160,17 @@ static int setup(void **state)
 	struct rt_config rc = { 0 };
 	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 7 };
 	struct neigh_config nc = { .ops = &nops };
-	struct fwd_if_config ei = { .name = "eth1", .kind = FWD_IF_ETH, .mtu = 1500,
+	struct fwd_if_config ei = { .name = "eth1",
+				    .kind = FWD_IF_ETH,
+				    .mtu = 1500,
 				    .eth_ops = &ethp_afpacket_ops,
-				    .eth = (struct ethp_port *)&fake_eth_dummy, .mac = gw_mac };
-	struct fwd_if_config ii = { .name = "ib1", .kind = FWD_IF_IPOIB, .mtu = 2044,
-				    .ib_ops = &fake_ib, .ib_port = (struct ibp_port *)&fake_eth_dummy };
+				    .eth = (struct ethp_port *)&fake_eth_dummy,
+				    .mac = gw_mac };
+	struct fwd_if_config ii = { .name = "ib1",
+				    .kind = FWD_IF_IPOIB,
+				    .mtu = 2044,
+				    .ib_ops = &fake_ib,
+				    .ib_port = (struct ibp_port *)&fake_eth_dummy };
 	struct ipoib_hwaddr hw = { .qpn = 0x11 };
 	struct rt_route r = { .prefix = pfx("198.51.100.0/24"), .source = RT_SRC_STATIC, .nnh = 2 };
 
@@ -174,8 +183,8 @@ static int setup(void **state)
 	assert_int_equal(fwd_engine_if_add(v->e, &ei, &v->eth), 0);
 	assert_int_equal(fwd_engine_if_add(v->e, &ii, &v->ib), 0);
 	assert_int_equal(fwd_engine_if_set_up(v->e, v->eth, true), 0);
-	assert_int_equal(fwd_engine_if_set_ipoib(v->e, v->ib, (struct ibp_qp *)0x9, 0xb1b, &hw, 2044),
-			 0);
+	assert_int_equal(
+	    fwd_engine_if_set_ipoib(v->e, v->ib, (struct ibp_qp *)0x9, 0xb1b, &hw, 2044), 0);
 	{
 		struct ip_prefix a[] = { pfx("10.1.0.1/24"), pfx("2001:db8:1::1/64") };
 		struct ip_prefix b[] = { pfx("10.2.0.1/24"), pfx("2001:db8:2::1/64") };
@@ -271,7 +280,8 @@ static size_t mk6(uint8_t *p, const char *src, const char *dst, size_t len, uint
 static void from_ib(struct env *v, uint8_t *p, size_t len)
 {
 	struct ipoib_rx rx = { .kind = (p[0] >> 4) == 4 ? IPOIB_RX_IP4 : IPOIB_RX_IP6,
-			       .data = p, .len = len };
+			       .data = p,
+			       .len = len };
 
 	fwd_ctx_scratch_reset(&v->c);
 	fwd_input_ib(&v->c, fwd_snap_if(v->c.snap, v->ib), &rx, &v->res);
@@ -421,7 +431,7 @@ static void df_too_big_sends_frag_needed(void **state)
 	assert_int_equal(o[20], 3);
 	assert_int_equal(o[21], 4);
 	assert_int_equal(o[26] << 8 | o[27], 1500); /* next-hop MTU */
-	assert_int_equal(o[28 + 8], 64);           /* quoted TTL not decremented */
+	assert_int_equal(o[28 + 8], 64);            /* quoted TTL not decremented */
 	assert_true(ip4_csum_ok(o));
 	assert_true(l4_csum_ok4(o));
 	release_ib(v);
@@ -458,7 +468,8 @@ static void fragments_when_df_clear(void **state)
 	assert_int_equal(v->res.n_tx, 2);
 	for (unsigned i = 0; i < 2; i++) {
 		const uint8_t *f = v->res.tx[i].eth.data;
-		unsigned tot = (unsigned)(f[2] << 8 | f[3]), off = ((f[6] & 0x1fu) << 8 | f[7]) * 8u;
+		unsigned tot = (unsigned)(f[2] << 8 | f[3]),
+			 off = ((f[6] & 0x1fu) << 8 | f[7]) * 8u;
 
 		assert_true(tot <= 1500);
 		assert_true(ip4_csum_ok(f));
@@ -477,8 +488,8 @@ static void mss_clamped_on_syn(void **state)
 
 	mk4(p, "10.2.0.2", "10.1.0.2", 6, 44, 64, true);
 	p[20] = 0x30, p[21] = 0x39, p[23] = 80;
-	p[32] = 0x60;               /* data offset 6 */
-	p[33] = 0x02;               /* SYN */
+	p[32] = 0x60; /* data offset 6 */
+	p[33] = 0x02; /* SYN */
 	p[40] = 2, p[41] = 4, p[42] = 2044 >> 8 & 0xff, p[43] = (2044 - 40) & 0xff;
 	p[42] = (uint8_t)(2004 >> 8), p[43] = (uint8_t)2004;
 	{

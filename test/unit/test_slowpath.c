@@ -50,9 +50,12 @@ static int setup(void **state)
 	struct env *v = calloc(1, sizeof(*v));
 	struct rt_config rc = { 0 };
 	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 3, .now_ms = now_fn };
-	struct fwd_if_config c1 = { .name = "eth1", .kind = FWD_IF_ETH, .mtu = 1500,
+	struct fwd_if_config c1 = { .name = "eth1",
+				    .kind = FWD_IF_ETH,
+				    .mtu = 1500,
 				    .eth_ops = &ethp_afpacket_ops,
-				    .eth = (struct ethp_port *)&dummy_port, .mac = mac1 };
+				    .eth = (struct ethp_port *)&dummy_port,
+				    .mac = mac1 };
 	struct fwd_if_config c2 = c1;
 	struct ip_prefix p;
 
@@ -148,8 +151,8 @@ static void arp_for_us_answered_and_learned(void **state)
 	const struct fwd_if *i1 = fwd_snap_if(fwd_engine_current(v->e), v->if1);
 	struct neigh_entry *ne;
 
-	punt(v, FWD_PUNT_ARP, v->if1, f, arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.2", "10.1.0.1", NULL),
-	     0, NULL);
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.2", "10.1.0.1", NULL), 0, NULL);
 	m = next_out(v);
 	assert_non_null(m);
 	assert_int_equal(m->type, FWD_MSG_TX_ETH);
@@ -281,8 +284,8 @@ static void parked_until_resolved(void **state)
 static void echo_answered(void **state)
 {
 	struct env *v = *state;
-	uint8_t p[64] = { 0x45, 0, 0, 40, 0x12, 0x34, 0, 0, 64, 1, 0, 0, 10, 1, 0, 2, 10, 1, 0, 1,
-			  8, 0, 0, 0, 0, 1, 0, 7 };
+	uint8_t p[64] = { 0x45, 0, 0,  40, 0x12, 0x34, 0, 0, 64, 1, 0, 0, 10, 1,
+			  0,    2, 10, 1,  0,    1,    8, 0, 0,  0, 0, 1, 0,  7 };
 	struct fwd_msg *m;
 
 	ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, 20)));
