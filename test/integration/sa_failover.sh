@@ -76,8 +76,10 @@ watch() {
 	pid=$(line_of 'type=start' | field pid)
 	st=$(status_now)
 }
-stop_watch() {
-	kill -TERM "$pid" 2>/dev/null; wait "$bg" 2>/dev/null; bg=
+stop_watch() {   # TERM, then (bounded) KILL: a hung exit must not hang the suite
+	kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$pid" 2>/dev/null; wait "$bg" 2>/dev/null; bg=
 }
 # (a) with a 3 s path lifetime, so that path refreshes also go to the dead master.
 watch 3000
