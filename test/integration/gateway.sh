@@ -22,44 +22,16 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
-rack=gwt$(($$ % 100000))
-work=$(mktemp -d /tmp/ibgw-gateway.XXXXXX)
-rackcmd() { "$top/sim/rack" "$@" --name "$rack"; }
-cleanup() {
-	local j
-	for j in $(jobs -p); do kill "$j" 2>/dev/null; done
-	wait 2>/dev/null
-	ip netns del "$rack-ethx" 2>/dev/null
-	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work" || exit 1
+. "$top/test/lib/rack_suite.sh"
+suite_init gwt
+rackcmd() { R "$@"; }
+suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
 tap_plan 68
-for f in "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"; do
-	if [ ! -x "$f" ]; then
-		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
-		exit 1
-	fi
-done
-if [ "$(id -u)" != 0 ]; then
-	tap_not_ok "runs as root" "network namespaces need root"
-	exit 1
-fi
-for b in ibsim opensm tshark iperf3 jq; do
-	command -v "$b" >/dev/null || { tap_not_ok "$b is installed"; exit 1; }
-done
-
-export IBGW_BUILD=$build
-RACK_SIM_DIR=$top/sim
-. "$top/sim/lib/rack.sh"
-. "$top/sim/lib/fabric.sh"
-. "$top/sim/lib/roles.sh"
-rack_init "$rack"
-
-in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
+suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
+suite_need_root
+suite_need_cmds ibsim opensm tshark iperf3 jq
+suite_ibhost_helpers
 gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
 pings() {   # NODE ARGS...: "N received" of a bounded ping
 	local n=$1; shift

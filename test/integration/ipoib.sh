@@ -13,64 +13,15 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
-host=$build/bin/ibgw-host
-rack=ipo$(($$ % 100000))
-work=$(mktemp -d /tmp/ibgw-ipoib.XXXXXX)
-rackcmd() { "$top/sim/rack" "$@" --name "$rack"; }
-cleanup() {
-	local j
-	for j in $(jobs -p); do kill "$j" 2>/dev/null; done
-	wait 2>/dev/null
-	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work" || exit 1
+. "$top/test/lib/rack_suite.sh"
+suite_init ipo
+rackcmd() { R "$@"; }
 
 tap_plan 27
-for f in "$host" "$build/bin/ibgw-fabric"; do
-	if [ ! -x "$f" ]; then
-		tap_not_ok "built: $f" "run make first (or set IBGW_BUILD)"
-		exit 1
-	fi
-done
-if [ "$(id -u)" != 0 ]; then
-	tap_not_ok "runs as root" "network namespaces need root"
-	exit 1
-fi
-for b in ibsim opensm tshark iperf3; do
-	command -v "$b" >/dev/null || { tap_not_ok "$b is installed"; exit 1; }
-done
-
-export IBGW_BUILD=$build
-RACK_SIM_DIR=$top/sim
-. "$top/sim/lib/rack.sh"
-. "$top/sim/lib/fabric.sh"
-. "$top/sim/lib/roles.sh"
-rack_init "$rack"
-
-in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
-dump() { in_ns "$1" "$host" --ctl "$RACK_STATE/nodes/$1/ibgw-host.sock" dump "${2:-all}"; }
-link_state() { dump "$1" link 2>/dev/null | awk '{ print $6 }'; }
-wait_link() {   # NODE up|down SECONDS
-	local i
-	for i in $(seq $(($3 * 10))); do
-		[ "$(link_state "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# Wait until DAD finished on the node's ib0 (no tentative addresses).
-wait_dad() {
-	local i
-	for i in $(seq 50); do
-		[ -z "$(in_ns "$1" ip -6 addr show dev ib0 tentative 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-stat_field() { dump "$1" stats | awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' | head -n1; }
+suite_need_built "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
+suite_need_root
+suite_need_cmds ibsim opensm tshark iperf3
+suite_ibhost_helpers
 restart_host() {   # NODE PKEY ADDR...
 	local n=$1 p=$2
 	shift 2

@@ -58,3 +58,42 @@ suite_need_cmds() {
 		command -v "$c" >/dev/null || { tap_not_ok "$c is installed"; exit 1; }
 	done
 }
+
+# --- IB hosts (ibgw-host) -------------------------------------------------------------
+# suite_ibhost_helpers: source the rack's own libraries (rack_*, fabric_*, role_*) for
+# this suite's rack, and define the helpers the IB-host suites share:
+#   in_ns NODE CMD...        run CMD in the node's namespace
+#   dump NODE [WHAT]         ibgw-host's control-socket dump (link, stats, neigh, conns ...)
+#   link_state NODE          up|down as ibgw-host reports its link
+#   wait_link NODE STATE S   until link_state is STATE, at most S seconds
+#   wait_dad NODE            until DAD finished on ib0 (no tentative address), at most 5 s
+#   stat_field NODE KEY      one counter from `dump stats`
+suite_ibhost_helpers() {
+	host=$build/bin/ibgw-host
+	export IBGW_BUILD=$build
+	RACK_SIM_DIR=$top/sim
+	. "$top/sim/lib/rack.sh"
+	. "$top/sim/lib/fabric.sh"
+	. "$top/sim/lib/roles.sh"
+	rack_init "$rack"
+}
+in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
+dump() { in_ns "$1" "$host" --ctl "$RACK_STATE/nodes/$1/ibgw-host.sock" dump "${2:-all}"; }
+link_state() { dump "$1" link 2>/dev/null | awk '{ print $6 }'; }
+wait_link() {
+	local i
+	for i in $(seq $(($3 * 10))); do
+		[ "$(link_state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_dad() {
+	local i
+	for i in $(seq 50); do
+		[ -z "$(in_ns "$1" ip -6 addr show dev ib0 tentative 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+stat_field() { dump "$1" stats | awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' | head -n1; }
