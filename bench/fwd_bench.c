@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "bench/bench_geoip.h"
 #include "fwd/engine.h"
 #include "fwd/forward.h"
@@ -67,37 +68,7 @@ static unsigned npkts = 16384;
 
 /* ---- helpers ---- */
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void *xmalloc(size_t n)
 {
@@ -226,7 +197,7 @@ static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t 
 	struct ipoib_hwaddr hw = { .qpn = 0x48 };
 	uint32_t ie, ib;
 	int ret;
-	double t0 = now();
+	double t0 = bench_now();
 
 	big_table_params(&ec.eth_neigh);
 	big_table_params(&nc.params);
@@ -294,7 +265,7 @@ static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t 
 	fwd_ctx_begin(&o->c, 1000000000ull);
 	o->eth = fwd_snap_if(o->c.snap, ie);
 	o->ib = fwd_snap_if(o->c.snap, ib);
-	printf("  engine: %zu routes, 100000 neighbours, built in %.1f s\n", n, now() - t0);
+	printf("  engine: %zu routes, 100000 neighbours, built in %.1f s\n", n, bench_now() - t0);
 }
 
 /* ---- the reference: rte_lpm (or lpm4), a neighbour hash, a minimal parse ---- */
@@ -498,10 +469,11 @@ static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool fr
 	for (unsigned i = 0; i < npkts; i++) {
 		uint8_t *s = ps->pristine + i * ps->stride, *ip = s + hdr;
 		/* A prefix routed to the other side: IB -> Ethernet needs an even index. */
-		size_t k = (rnd() % (n / 2)) * 2 + (from_ib ? 0 : 1);
-		uint32_t host = p[k].len == 32 ? 0 : (uint32_t)rnd() >> p[k].len;
+		size_t k = (bench_rnd(&rng_state) % (n / 2)) * 2 + (from_ib ? 0 : 1);
+		uint32_t host = p[k].len == 32 ? 0 : (uint32_t)bench_rnd(&rng_state) >> p[k].len;
 		uint32_t dst = htonl(p[k].addr | host);
-		uint32_t src = htonl(gw_addr(from_ib ? 1 : 0, (uint32_t)rnd() % NGW) + NGW);
+		uint32_t src =
+		    htonl(gw_addr(from_ib ? 1 : 0, (uint32_t)bench_rnd(&rng_state) % NGW) + NGW);
 		uint16_t c;
 
 		ps->dst[i] = ntohl(dst);
@@ -537,7 +509,7 @@ static double run_ours(struct ours *o, struct pktset *ps, unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
 	unsigned sent = 0;
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (int pass = 0; pass < PASSES; pass++) {
 		for (unsigned i = 0; i < npkts; i++) {
@@ -554,14 +526,14 @@ static double run_ours(struct ours *o, struct pktset *ps, unsigned *ok)
 		}
 	}
 	*ok = sent;
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 static double run_ref(struct ref *r, struct pktset *ps, unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
 	unsigned sent = 0;
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (int pass = 0; pass < PASSES; pass++) {
 		for (unsigned i = 0; i < npkts; i++) {
@@ -571,7 +543,7 @@ static double run_ref(struct ref *r, struct pktset *ps, unsigned *ok)
 		}
 	}
 	*ok = sent;
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 /* Every implementation picks the same next hop for every packet (one pass each). */
@@ -707,14 +679,14 @@ int main(int argc, char **argv)
 		struct rte_lpm_config lc = { .max_rules = (uint32_t)v.n + 1024,
 					     .number_tbl8s = groups + groups / 4 };
 		struct rte_lpm *l = rte_lpm_create("fwd_bench", 0, &lc);
-		double t0 = now();
+		double t0 = bench_now();
 
 		if (!l)
 			die("rte_lpm_create", ENOMEM);
 		for (size_t i = 0; i < v.n; i++)
 			if (rte_lpm_add(l, p[i].addr, p[i].len, NH_OF(i)) < 0)
 				die("rte_lpm_add", EINVAL);
-		printf("  rte_lpm: built in %.1f s\n", now() - t0);
+		printf("  rte_lpm: built in %.1f s\n", bench_now() - t0);
 		refs[nref++] = (struct ref){
 			.name = "minimal + rte_lpm", .lookup = lookup_rte, .t = l, .gw_of = gw_of
 		};
@@ -753,7 +725,7 @@ int main(int argc, char **argv)
 			}
 		}
 		for (int k = 0; k <= nref; k++)
-			med[k] = median(t[k], rounds);
+			med[k] = bench_median(t[k], rounds);
 		for (int k = 0; k <= nref; k++)
 			printf("  %-22s %-20s %9.2f %8.2fx\n", k ? "" : ps->name,
 			       k ? refs[k - 1].name : "ibgw fwd_input", want / med[k] / 1e6,

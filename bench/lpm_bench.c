@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "bench/bench_geoip.h"
 #include "fwd/lpm4.h"
 #include "fwd/lpm6.h"
@@ -61,49 +62,7 @@ static unsigned nupdates = 2000;
 
 /* ---- small helpers ---- */
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-static uint64_t rnd(void)
-{
-	/* splitmix64 */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (!p) {
-		fprintf(stderr, "lpm_bench: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
 
 static u128 mask128(unsigned len)
 {
@@ -136,9 +95,9 @@ static void ref_init(struct ref *r, unsigned bits, size_t n)
 	r->nslots = 1;
 	while (r->nslots < n * 2 + 16)
 		r->nslots <<= 1;
-	r->keys = xcalloc(r->nslots, sizeof(*r->keys));
-	r->lens = xcalloc(r->nslots, 1);
-	r->vals = xcalloc(r->nslots, sizeof(*r->vals));
+	r->keys = bench_xcalloc(r->nslots, sizeof(*r->keys));
+	r->lens = bench_xcalloc(r->nslots, 1);
+	r->vals = bench_xcalloc(r->nslots, sizeof(*r->vals));
 }
 
 static void ref_put(struct ref *r, u128 k, unsigned len, uint32_t val)
@@ -406,7 +365,7 @@ static void check(const struct impl *im, const char *what, const struct keyset *
 
 static void measure(struct impl *im, int nim, const struct keyset *ks, int nks)
 {
-	uint32_t *out = xcalloc(nkeys, sizeof(*out));
+	uint32_t *out = bench_xcalloc(nkeys, sizeof(*out));
 
 	/* Cross-check first (also warms the tables up). */
 	for (int i = 0; i < nim; i++) {
@@ -429,13 +388,13 @@ static void measure(struct impl *im, int nim, const struct keyset *ks, int nks)
 
 				if (im[i].skip)
 					continue;
-				t0 = now();
+				t0 = bench_now();
 				im[i].single(im[i].t, ks[s].keys, out, nkeys);
-				im[i].t_single[s][r] = now() - t0;
+				im[i].t_single[s][r] = bench_now() - t0;
 				if (im[i].bulk) {
-					t0 = now();
+					t0 = bench_now();
 					im[i].bulk(im[i].t, ks[s].keys, out, nkeys);
-					im[i].t_bulk[s][r] = now() - t0;
+					im[i].t_bulk[s][r] = bench_now() - t0;
 				}
 			}
 	free(out);
@@ -453,9 +412,9 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 
 			if (im[i].skip)
 				continue;
-			ms = median(im[i].t_single[s], rounds);
+			ms = bench_median(im[i].t_single[s], rounds);
 			if (im[i].bulk)
-				mb = median(im[i].t_bulk[s], rounds);
+				mb = bench_median(im[i].t_bulk[s], rounds);
 			if (i == 0) {
 				base[s][0] = ms;
 				base[s][1] = mb;
@@ -482,7 +441,7 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 /* Delete then re-add the same random prefixes; returns microseconds per operation. */
 #define UPDATE_LOOP(del, add)                                                                      \
 	do {                                                                                       \
-		double tu = now();                                                                 \
+		double tu = bench_now();                                                           \
 		for (unsigned u = 0; u < nupdates; u++) {                                          \
 			size_t j = upd[u];                                                         \
 			if (del)                                                                   \
@@ -493,19 +452,19 @@ static void report(struct impl *im, int nim, const struct keyset *ks, int nks)
 			if (add)                                                                   \
 				goto fail;                                                         \
 		}                                                                                  \
-		im->update_us = (now() - tu) * 1e6 / (2.0 * nupdates);                             \
+		im->update_us = (bench_now() - tu) * 1e6 / (2.0 * nupdates);                       \
 	} while (0)
 
 static size_t *pick_updates(size_t n)
 {
-	size_t *upd = xcalloc(nupdates, sizeof(*upd));
-	bool *used = xcalloc(n, 1);
+	size_t *upd = bench_xcalloc(nupdates, sizeof(*upd));
+	bool *used = bench_xcalloc(n, 1);
 
 	for (unsigned u = 0; u < nupdates; u++) {
 		size_t j;
 
 		do
-			j = rnd() % n;
+			j = bench_rnd(&rng_state) % n;
 		while (used[j]);
 		used[j] = true;
 		upd[u] = j;
@@ -546,14 +505,15 @@ static int bench4(const char *path)
 	for (size_t i = 0; i < v.n; i++)
 		ref_put(&ref, p[i].addr, p[i].len, p[i].nh);
 	for (int s = 0; s < 2; s++) {
-		keys[s] = xcalloc(nkeys, sizeof(uint32_t));
-		want[s] = xcalloc(nkeys, sizeof(uint32_t));
+		keys[s] = bench_xcalloc(nkeys, sizeof(uint32_t));
+		want[s] = bench_xcalloc(nkeys, sizeof(uint32_t));
 		for (unsigned i = 0; i < nkeys; i++) {
 			if (s == 0) {
-				keys[s][i] = (uint32_t)rnd();
+				keys[s][i] = (uint32_t)bench_rnd(&rng_state);
 			} else {
-				const struct pfx4 *q = &p[rnd() % v.n];
-				uint32_t host = q->len == 32 ? 0 : (uint32_t)rnd() >> q->len;
+				const struct pfx4 *q = &p[bench_rnd(&rng_state) % v.n];
+				uint32_t host =
+				    q->len == 32 ? 0 : (uint32_t)bench_rnd(&rng_state) >> q->len;
 
 				keys[s][i] = q->addr | host;
 			}
@@ -574,11 +534,11 @@ static int bench4(const char *path)
 		im->name = "lpm4 (DIR-24-8)";
 		if (lpm4_create(&t, &cfg))
 			goto fail;
-		t0 = now();
+		t0 = bench_now();
 		for (size_t i = 0; i < v.n; i++)
 			if (lpm4_add(t, p[i].addr, p[i].len, p[i].nh))
 				goto fail;
-		im->build_s = now() - t0;
+		im->build_s = bench_now() - t0;
 		UPDATE_LOOP(lpm4_del(t, p[j].addr, p[j].len),
 			    lpm4_add(t, p[j].addr, p[j].len, p[j].nh));
 		lpm4_stats(t, &st);
@@ -600,11 +560,11 @@ static int bench4(const char *path)
 		im->name = "lpm128 (poptrie) v4";
 		if (lpm128_new(&t, NULL, NULL))
 			goto fail;
-		t0 = now();
+		t0 = bench_now();
 		for (size_t i = 0; i < v.n; i++)
 			if (lpm128_add(t, v4key(p[i].addr, a), p[i].len, p[i].nh))
 				goto fail;
-		im->build_s = now() - t0;
+		im->build_s = bench_now() - t0;
 		UPDATE_LOOP(lpm128_del(t, v4key(p[j].addr, a), p[j].len),
 			    lpm128_add(t, v4key(p[j].addr, a), p[j].len, p[j].nh));
 		lpm128_stats(t, &st);
@@ -631,11 +591,11 @@ static int bench4(const char *path)
 		l = rte_lpm_create("bench4", 0, &lc);
 		if (!l)
 			goto fail;
-		t0 = now();
+		t0 = bench_now();
 		for (size_t i = 0; i < v.n; i++)
 			if (rte_lpm_add(l, p[i].addr, p[i].len, p[i].nh))
 				goto fail;
-		im->build_s = now() - t0;
+		im->build_s = bench_now() - t0;
 		UPDATE_LOOP(rte_lpm_delete(l, p[j].addr, p[j].len),
 			    rte_lpm_add(l, p[j].addr, p[j].len, p[j].nh));
 		im->bytes = heap_used() - h0;
@@ -649,11 +609,11 @@ static int bench4(const char *path)
 		f = rte_fib_create("bench4", 0, &fc);
 		if (!f)
 			goto fail;
-		t0 = now();
+		t0 = bench_now();
 		for (size_t i = 0; i < v.n; i++)
 			if (rte_fib_add(f, p[i].addr, p[i].len, p[i].nh))
 				goto fail;
-		im->build_s = now() - t0;
+		im->build_s = bench_now() - t0;
 		UPDATE_LOOP(rte_fib_delete(f, p[j].addr, p[j].len),
 			    rte_fib_add(f, p[j].addr, p[j].len, p[j].nh));
 		im->bytes = heap_used() - h0;
@@ -724,17 +684,21 @@ static int bench6(const char *path)
 	for (size_t i = 0; i < v.n; i++)
 		ref_put(&ref, a2u(p[i].addr), p[i].len, p[i].nh);
 	for (int s = 0; s < 2; s++) {
-		keys[s] = xcalloc(nkeys, 16);
-		want[s] = xcalloc(nkeys, sizeof(uint32_t));
+		keys[s] = bench_xcalloc(nkeys, 16);
+		want[s] = bench_xcalloc(nkeys, sizeof(uint32_t));
 		for (unsigned i = 0; i < nkeys; i++) {
 			u128 a;
 
 			if (s == 0) {
 				/* uniform inside 2000::/4 */
-				a = ((u128)rnd() << 64 | rnd()) >> 4 | (u128)2 << 124;
+				a = ((u128)bench_rnd(&rng_state) << 64 | bench_rnd(&rng_state)) >>
+					4 |
+				    (u128)2 << 124;
 			} else {
-				const struct pfx6 *q = &p[rnd() % v.n];
-				u128 host = ((u128)rnd() << 64 | rnd()) & ~mask128(q->len);
+				const struct pfx6 *q = &p[bench_rnd(&rng_state) % v.n];
+				u128 host =
+				    ((u128)bench_rnd(&rng_state) << 64 | bench_rnd(&rng_state)) &
+				    ~mask128(q->len);
 
 				a = a2u(q->addr) | host;
 			}
@@ -753,11 +717,11 @@ static int bench6(const char *path)
 		im->name = "lpm6 (lpm128)";
 		if (lpm6_create(&t, NULL))
 			goto fail;
-		t0 = now();
+		t0 = bench_now();
 		for (size_t i = 0; i < v.n; i++)
 			if (lpm6_add(t, p[i].addr, p[i].len, p[i].nh))
 				goto fail;
-		im->build_s = now() - t0;
+		im->build_s = bench_now() - t0;
 		UPDATE_LOOP(lpm6_del(t, p[j].addr, p[j].len),
 			    lpm6_add(t, p[j].addr, p[j].len, p[j].nh));
 		lpm6_stats(t, &st);
@@ -793,7 +757,7 @@ static int bench6(const char *path)
 		} else {
 			int rc = 0;
 
-			t0 = now();
+			t0 = bench_now();
 			for (size_t i = 0; i < v.n && !rc; i++)
 				rc = rte_lpm6_add(l, p[i].addr, p[i].len, p[i].nh);
 			if (rc) {
@@ -801,7 +765,7 @@ static int bench6(const char *path)
 				       ntbl8);
 				im->skip = true;
 			} else {
-				im->build_s = now() - t0;
+				im->build_s = bench_now() - t0;
 				UPDATE_LOOP(rte_lpm6_delete(l, p[j].addr, p[j].len),
 					    rte_lpm6_add(l, p[j].addr, p[j].len, p[j].nh));
 				im->bytes = heap_used() - h0;
@@ -822,7 +786,7 @@ static int bench6(const char *path)
 		} else {
 			int rc = 0;
 
-			t0 = now();
+			t0 = bench_now();
 			for (size_t i = 0; i < v.n && !rc; i++)
 				rc = rte_fib6_add(f, p[i].addr, p[i].len, p[i].nh);
 			if (rc) {
@@ -830,7 +794,7 @@ static int bench6(const char *path)
 				       ntbl8);
 				im->skip = true;
 			} else {
-				im->build_s = now() - t0;
+				im->build_s = bench_now() - t0;
 				UPDATE_LOOP(rte_fib6_delete(f, p[j].addr, p[j].len),
 					    rte_fib6_add(f, p[j].addr, p[j].len, p[j].nh));
 				im->bytes = heap_used() - h0;

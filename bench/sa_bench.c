@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "lib/ib_gid.h"
 #include "lib/log.h"
 #include "lib/lpm128.h"
@@ -59,48 +60,7 @@ static uint32_t fib6_tbl8 = 1u << 18; /* rte_fib6's trie: every /64 under a /56 
 
 /* ---- helpers ---- */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull); /* splitmix64 */
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-
-	if (!p) {
-		fprintf(stderr, "sa_bench: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
 
 static u128 a2u(const uint8_t a[16])
 {
@@ -294,16 +254,16 @@ static void bench_path_cache(unsigned n)
 {
 	struct fake f = { 0 };
 	struct sa_client *c = client_new(&f, n + 1024, 1000000, 64);
-	struct sa_path_query *hit = xcalloc(nkeys, sizeof(*hit)),
-			     *miss = xcalloc(nkeys, sizeof(*miss));
-	struct collect col = { xcalloc(n, sizeof(*col.v)), 0 };
+	struct sa_path_query *hit = bench_xcalloc(nkeys, sizeof(*hit)),
+			     *miss = bench_xcalloc(nkeys, sizeof(*miss));
+	struct collect col = { bench_xcalloc(n, sizeof(*col.v)), 0 };
 	union ib_gid sgid;
 	struct sa_stats st;
 	double t_c[2][MAX_R], t_n[2][MAX_R], t0;
 	double fill;
 	unsigned nk_naive = NAIVE_KEYS;
 
-	t0 = now_s();
+	t0 = bench_now();
 	for (unsigned i = 0; i < n; i++) {
 		struct sa_path_query q = { 0 };
 
@@ -313,7 +273,7 @@ static void bench_path_cache(unsigned n)
 	}
 	while (f.answered < f.nsent || f.nsent < n + 1)
 		step(&f);
-	fill = now_s() - t0;
+	fill = bench_now() - t0;
 	sa_client_stats(c, &st);
 	if (st.paths != n || st.path_queries != n) {
 		fprintf(stderr, "sa_bench: cache holds %u paths after %llu queries, want %u\n",
@@ -326,9 +286,10 @@ static void bench_path_cache(unsigned n)
 		if (!ib_gid_equal(&col.v[i].sgid, &sgid) || col.v[i].pkey != 0xffff)
 			abort();
 	for (unsigned k = 0; k < nkeys; k++) {
-		ib_gid_set(&hit[k].dgid, 0xfe80000000000000ull, guid_of((unsigned)(rnd() % n)));
+		ib_gid_set(&hit[k].dgid, 0xfe80000000000000ull,
+			   guid_of((unsigned)(bench_rnd(&rng_state) % n)));
 		ib_gid_set(&miss[k].dgid, 0xfe80000000000000ull,
-			   guid_of(n + (unsigned)(rnd() % n)));
+			   guid_of(n + (unsigned)(bench_rnd(&rng_state) % n)));
 	}
 	/* Cross-check: the cache and the scan agree on every naive key. */
 	for (unsigned k = 0; k < nk_naive; k++) {
@@ -349,24 +310,24 @@ static void bench_path_cache(unsigned n)
 			struct sa_path p;
 			uint64_t acc = 0;
 
-			t0 = now_s();
+			t0 = bench_now();
 			for (unsigned k = 0; k < nkeys; k++)
 				acc += sa_path_lookup(c, &ks[k], &p) == 0 ? p.dlid : 1;
-			t_c[s][r] = (now_s() - t0) / nkeys;
-			t0 = now_s();
+			t_c[s][r] = (bench_now() - t0) / nkeys;
+			t0 = bench_now();
 			for (unsigned k = 0; k < nk_naive; k++)
 				acc +=
 				    naive_path_lookup(col.v, col.n, &sgid, &ks[k], 0xffff, &p) == 0
 					? p.dlid
 					: 1;
-			t_n[s][r] = (now_s() - t0) / nk_naive;
+			t_n[s][r] = (bench_now() - t0) / nk_naive;
 			sink += acc;
 		}
 	}
 	printf("  %u paths (filled through the client in %.2f s: %u PathRecord queries answered)\n",
 	       n, fill, n);
 	for (int s = 0; s < 2; s++) {
-		double mc = median(t_c[s], rounds), mn = median(t_n[s], rounds);
+		double mc = bench_median(t_c[s], rounds), mn = bench_median(t_n[s], rounds);
 
 		printf("    %-4s keys  sa_path_lookup %8.2f M/s   linear scan %10.4f M/s   "
 		       "ratio %8.0fx\n",
@@ -400,20 +361,21 @@ struct pfx {
  */
 static struct pfx *make_prefixes(unsigned total, unsigned *out_n, u128 *blocks48)
 {
-	struct pfx *p = xcalloc(total, sizeof(*p));
+	struct pfx *p = bench_xcalloc(total, sizeof(*p));
 	unsigned n = 0;
 	u128 b32[4], b40[8], b48[16], b56[2048];
-	uint8_t *used = xcalloc(2048 * 256 + 16 * 65536, 1);
+	uint8_t *used = bench_xcalloc(2048 * 256 + 16 * 65536, 1);
 
 #define ADD(v, l)                                                                                  \
 	do {                                                                                       \
 		u2a((v), p[n].addr);                                                               \
 		p[n].len = (l);                                                                    \
-		p[n].nh = (uint32_t)(rnd() % NROUTERS) + 1;                                        \
+		p[n].nh = (uint32_t)(bench_rnd(&rng_state) % NROUTERS) + 1;                        \
 		n++;                                                                               \
 	} while (0)
 	for (unsigned i = 0; i < 4; i++) {
-		b32[i] = (u128)(0xfd000000u | (uint32_t)(rnd() & 0xfffff0) | i) << 96;
+		b32[i] = (u128)(0xfd000000u | (uint32_t)(bench_rnd(&rng_state) & 0xfffff0) | i)
+			 << 96;
 		ADD(b32[i], 32);
 	}
 	for (unsigned i = 0; i < 8; i++) {
@@ -431,16 +393,18 @@ static struct pfx *make_prefixes(unsigned total, unsigned *out_n, u128 *blocks48
 		ADD(b56[i], 56);
 	}
 	while (n < total) {
-		if (rnd() % 16 == 0) {
-			unsigned b = (unsigned)(rnd() % 16);
-			unsigned sub = 0x8000 | (unsigned)(rnd() % 0x8000); /* high half: no /56 */
+		if (bench_rnd(&rng_state) % 16 == 0) {
+			unsigned b = (unsigned)(bench_rnd(&rng_state) % 16);
+			unsigned sub = 0x8000 | (unsigned)(bench_rnd(&rng_state) %
+							   0x8000); /* high half: no /56 */
 
 			if (used[2048 * 256 + b * 65536 + sub])
 				continue;
 			used[2048 * 256 + b * 65536 + sub] = 1;
 			ADD(b48[b] | (u128)sub << 64, 64);
 		} else {
-			unsigned b = (unsigned)(rnd() % 2048), sub = (unsigned)(rnd() % 256);
+			unsigned b = (unsigned)(bench_rnd(&rng_state) % 2048),
+				 sub = (unsigned)(bench_rnd(&rng_state) % 256);
 
 			if (used[b * 256 + sub])
 				continue;
@@ -452,7 +416,7 @@ static struct pfx *make_prefixes(unsigned total, unsigned *out_n, u128 *blocks48
 	free(used);
 	/* Shuffle: insertion order of a real table is not sorted. */
 	for (unsigned i = n - 1; i > 0; i--) {
-		unsigned j = (unsigned)(rnd() % (i + 1));
+		unsigned j = (unsigned)(bench_rnd(&rng_state) % (i + 1));
 		struct pfx t = p[i];
 
 		p[i] = p[j];
@@ -497,8 +461,8 @@ static void ref_build(struct ref *r, const struct pfx *p, unsigned n)
 		r->lens[r->nlens++] = (uint8_t)l;
 		while (sz < 2 * (size_t)count[l])
 			sz *= 2;
-		r->t[l].keys = xcalloc(sz, sizeof(u128));
-		r->t[l].vals = xcalloc(sz, sizeof(uint32_t));
+		r->t[l].keys = bench_xcalloc(sz, sizeof(u128));
+		r->t[l].vals = bench_xcalloc(sz, sizeof(uint32_t));
 		r->t[l].mask = sz - 1;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -600,7 +564,7 @@ static void bench_gid_lpm(unsigned total)
 	struct lpm128_stats ls;
 	struct naive_lpm nv = { 0 };
 	uint8_t(*keys[2])[16];
-	uint32_t *want[2], *out = xcalloc(nkeys, sizeof(uint32_t));
+	uint32_t *want[2], *out = bench_xcalloc(nkeys, sizeof(uint32_t));
 	double build[NIMPL] = { 0 }, tim[NIMPL][2][MAX_R];
 	size_t bytes[NIMPL] = { 0 };
 	bool have[NIMPL] = { true, false, false, true };
@@ -622,8 +586,8 @@ static void bench_gid_lpm(unsigned total)
 	 * as DGIDs of remote hosts are; "mixed": uniform in a random /48 (most fall to a
 	 * /56 or the /48; 1 in 4 replaced by a random GID under fd00::/8, mostly no route). */
 	for (int s = 0; s < 2; s++) {
-		keys[s] = xcalloc(nkeys, 16);
-		want[s] = xcalloc(nkeys, sizeof(uint32_t));
+		keys[s] = bench_xcalloc(nkeys, 16);
+		want[s] = bench_xcalloc(nkeys, sizeof(uint32_t));
 		for (unsigned k = 0; k < nkeys; k++) {
 			u128 v;
 
@@ -631,13 +595,17 @@ static void bench_gid_lpm(unsigned total)
 				const struct pfx *q;
 
 				do
-					q = &p[rnd() % n];
+					q = &p[bench_rnd(&rng_state) % n];
 				while (q->len != 64);
-				v = a2u(q->addr) | (u128)rnd();
-			} else if (rnd() % 4) {
-				v = b48[rnd() % 16] | ((u128)rnd() << 64 | rnd()) >> 48;
+				v = a2u(q->addr) | (u128)bench_rnd(&rng_state);
+			} else if (bench_rnd(&rng_state) % 4) {
+				v = b48[bench_rnd(&rng_state) % 16] |
+				    ((u128)bench_rnd(&rng_state) << 64 | bench_rnd(&rng_state)) >>
+					48;
 			} else {
-				v = (u128)0xfd << 120 | (((u128)rnd() << 64 | rnd()) >> 8);
+				v = (u128)0xfd << 120 |
+				    (((u128)bench_rnd(&rng_state) << 64 | bench_rnd(&rng_state)) >>
+				     8);
 			}
 			u2a(v, keys[s][k]);
 			want[s][k] = ref_lookup(&ref, keys[s][k]);
@@ -647,19 +615,19 @@ static void bench_gid_lpm(unsigned total)
 	/* Build every table, timed. */
 	if (lpm128_new(&t, NULL, NULL))
 		abort();
-	t0 = now_s();
+	t0 = bench_now();
 	for (unsigned i = 0; i < n; i++)
 		if (lpm128_add(t, p[i].addr, p[i].len, p[i].nh))
 			abort();
-	build[I_LPM128] = now_s() - t0;
+	build[I_LPM128] = bench_now() - t0;
 	lpm128_stats(t, &ls);
 	bytes[I_LPM128] = ls.bytes;
 
-	t0 = now_s();
-	nv.addr = xcalloc(n, sizeof(u128));
-	nv.mask = xcalloc(n, sizeof(u128));
-	nv.len = xcalloc(n, 1);
-	nv.nh = xcalloc(n, sizeof(uint32_t));
+	t0 = bench_now();
+	nv.addr = bench_xcalloc(n, sizeof(u128));
+	nv.mask = bench_xcalloc(n, sizeof(u128));
+	nv.len = bench_xcalloc(n, 1);
+	nv.nh = bench_xcalloc(n, sizeof(uint32_t));
 	for (unsigned i = 0; i < n; i++) {
 		nv.mask[i] = mask128(p[i].len);
 		nv.addr[i] = a2u(p[i].addr) & nv.mask[i];
@@ -667,7 +635,7 @@ static void bench_gid_lpm(unsigned total)
 		nv.nh[i] = p[i].nh;
 	}
 	nv.n = n;
-	build[I_NAIVE] = now_s() - t0;
+	build[I_NAIVE] = bench_now() - t0;
 	bytes[I_NAIVE] = n * (2 * sizeof(u128) + 1 + sizeof(uint32_t));
 #ifdef IBGW_HAVE_DPDK
 	if (eal_up) {
@@ -682,10 +650,10 @@ static void bench_gid_lpm(unsigned total)
 
 		l6 = rte_lpm6_create("sabench6", 0, &lc);
 		if (l6) {
-			t0 = now_s();
+			t0 = bench_now();
 			for (unsigned i = 0; i < n && !rc; i++)
 				rc = rte_lpm6_add(l6, p[i].addr, p[i].len, p[i].nh);
-			build[I_LPM6] = now_s() - t0;
+			build[I_LPM6] = bench_now() - t0;
 			bytes[I_LPM6] = heap_used() - h0;
 			have[I_LPM6] = !rc;
 			if (rc)
@@ -697,10 +665,10 @@ static void bench_gid_lpm(unsigned total)
 		rc = 0;
 		f6 = rte_fib6_create("sabench6", 0, &fc);
 		if (f6) {
-			t0 = now_s();
+			t0 = bench_now();
 			for (unsigned i = 0; i < n && !rc; i++)
 				rc = rte_fib6_add(f6, p[i].addr, p[i].len, p[i].nh);
-			build[I_FIB6] = now_s() - t0;
+			build[I_FIB6] = bench_now() - t0;
 			bytes[I_FIB6] = heap_used() - h0;
 			have[I_FIB6] = !rc;
 			if (rc)
@@ -722,7 +690,7 @@ static void bench_gid_lpm(unsigned total)
 
 				if (!have[im])
 					continue;
-				t0 = now_s();
+				t0 = bench_now();
 				switch (im) {
 				case I_LPM128:
 					for (unsigned k = 0; k < nk; k++)
@@ -755,7 +723,7 @@ static void bench_gid_lpm(unsigned total)
 					break;
 				}
 				if (r >= 0)
-					tim[im][s][r] = (now_s() - t0) / nk;
+					tim[im][s][r] = (bench_now() - t0) / nk;
 				else
 					for (unsigned k = 0; k < nk; k++)
 						lpm_check(impl_name[im], setname[s], k, out[k],
@@ -779,9 +747,9 @@ static void bench_gid_lpm(unsigned total)
 			continue;
 		}
 		for (int s = 0; s < 2; s++)
-			m[s] = median(tim[im][s], rounds);
+			m[s] = bench_median(tim[im][s], rounds);
 		printf("    %-16s %14.3f %14.3f %9.2fx %7.1f MiB %7.3f s\n", impl_name[im],
-		       1e-6 / m[0], 1e-6 / m[1], m[0] / median(tim[I_LPM128][0], rounds),
+		       1e-6 / m[0], 1e-6 / m[1], m[0] / bench_median(tim[I_LPM128][0], rounds),
 		       (double)bytes[im] / (1 << 20), build[im]);
 	}
 	printf("    (vs lpm128: time per lookup relative to lpm128 on in-/64 keys; > 1: lpm128 is "
