@@ -92,7 +92,7 @@ endif
 
 BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN)
 
-.PHONY: all deps bench-deps check unit-tests unit-check check-asan check-tsan fuzz fuzzers bench \
+.PHONY: all deps bench-deps check unit-tests unit-check check-tsan fuzz fuzzers bench \
         format format-check demo install deb clean
 all: $(BINS)
 
@@ -156,13 +156,15 @@ bench-deps:
 	@sh packaging/deps.sh --bench
 
 # The whole suite: unit tests, golden config tests, integration tests, then the unit
-# tests under ASan+UBSan. test/run prints one closing line: "N passed, N failed".
+# tests under ASan+UBSan and under TSan (the threaded ones: rings, engine workers, RCU
+# tables, the control server). test/run prints one closing line: "N passed, N failed".
 # Like demo, it first installs what it needs (make deps is quick when all is there).
 check:
 	@$(MAKE) --no-print-directory deps
 	$(MAKE) --no-print-directory all unit-tests
 	$(MAKE) --no-print-directory O=build/asan SAN=address,undefined unit-tests
-	test/run --build $(O) --asan-build build/asan
+	$(MAKE) --no-print-directory O=build/tsan SAN=thread unit-tests
+	test/run --build $(O) --asan-build build/asan --tsan-build build/tsan
 
 # Only the unit tests of one build variant (used by check-tsan and by hand).
 unit-check: unit-tests
