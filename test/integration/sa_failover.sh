@@ -24,7 +24,7 @@ suite_init saf
 bg=
 suite_cleanup_hook() { [ -n "$bg" ] && kill "$bg" 2>/dev/null && wait "$bg" 2>/dev/null; }
 
-tap_plan 16
+tap_plan 15
 suite_need_built "$sac"
 if ! R up --bare >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up" "$(cat "$work/up.log")"
