@@ -430,15 +430,80 @@ static inline uint32_t flow6(const struct fwd_ctx *c, const uint8_t *p, const st
 	return rt_flow_hash6(c->seed, p + 8, p + 24, ii->proto, sp, dp);
 }
 
+/* What differs between IPv4 and IPv6 once a packet is valid and routed. */
+struct ip_family {
+	int family;
+	uint8_t unreach_type, unreach_code, time_exceeded;
+	uint8_t src_off, dst_off, alen; /* address offsets and length in the header */
+	enum ip_reason expired;         /* the counter of packets whose TTL ran out */
+};
+
+static const struct ip_family fam4 = {
+	AF_INET, ICMP4_DEST_UNREACH, ICMP4_CODE_NET, ICMP4_TIME_EXCEEDED, 12, 16, 4, IP4_TTL_EXPIRED
+};
+static const struct ip_family fam6 = {
+	AF_INET6, ICMP6_DEST_UNREACH, ICMP6_CODE_NOROUTE, ICMP6_TIME_EXCEEDED, 8, 24,
+	16,       IP6_HOP_EXPIRED
+};
+
+/*
+ * The route's verdict for a valid unicast packet, the same for both families: no route
+ * (ICMP unreachable unless it came as link-layer multicast), local delivery, blackhole,
+ * link-layer multicast never routed, output interface down, TTL / hop limit expiry
+ * (ICMP time exceeded), a packet that would go back where it came from, else output.
+ * Returns true when the packet was sent.
+ */
+static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct fwd_if *in,
+		      const struct rt_fib_nh *nh, uint8_t *p, size_t len, uint8_t ttl,
+		      bool l2_mcast, struct fwd_result *res)
+{
+	const struct fwd_if *out;
+	const uint8_t *nha;
+
+	if (!nh) {
+		if (!l2_mcast)
+			icmp_error(c, in, f->family, p, len, f->unreach_type, f->unreach_code, 0,
+				   false, res);
+		drop(res, FWD_DROP_NO_ROUTE);
+		return false;
+	}
+	if (nh->type == RT_NH_LOCAL) {
+		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return false;
+	}
+	if (nh->type == RT_NH_BLACKHOLE) {
+		drop(res, FWD_DROP_BLACKHOLE);
+		return false;
+	}
+	if (l2_mcast) {
+		drop(res, FWD_DROP_L2_BCAST);
+		return false;
+	}
+	out = fwd_snap_if(c->snap, nh->ifindex);
+	if (!out || !out->up) {
+		drop(res, FWD_DROP_IF_DOWN);
+		return false;
+	}
+	if (ttl <= 1) {
+		icmp_error(c, in, f->family, p, len, f->time_exceeded, 0, 0, false, res);
+		FWD_INC(c->st->ip[f->expired]);
+		drop(res, FWD_DROP_TTL_EXPIRED);
+		return false;
+	}
+	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + f->dst_off;
+	if (out == in && memcmp(nha, p + f->src_off, f->alen) == 0) {
+		drop(res, FWD_DROP_LOOP);
+		return false;
+	}
+	output(c, in, out, f->family, nha, p, len, true, res);
+	return res->v == FWD_V_TX;
+}
+
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
-		     bool l2_mcast, const uint8_t *l2_src, size_t l2_src_len,
-		     struct fwd_result *res)
+		     bool l2_mcast, struct fwd_result *res)
 {
 	struct ip4_info ii;
 	enum ip_reason r = ip4_validate(p, len, &ii);
-	const struct rt_fib_nh *nh;
-	const struct fwd_if *out;
-	const uint8_t *nha;
 	uint32_t v;
 
 	if (r != IP_OK) {
@@ -458,46 +523,9 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		return;
 	}
 	v = rt_fib_lookup4(c->fib, ii.dst);
-	nh = rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow4(c, p, &ii) : 0);
-	if (!nh) {
-		if (!l2_mcast)
-			icmp_error(c, in, AF_INET, p, len, ICMP4_DEST_UNREACH, ICMP4_CODE_NET, 0,
-				   false, res);
-		drop(res, FWD_DROP_NO_ROUTE);
-		return;
-	}
-	if (nh->type == RT_NH_LOCAL) {
-		punt(res, FWD_PUNT_LOCAL, in, p, len);
-		return;
-	}
-	if (nh->type == RT_NH_BLACKHOLE) {
-		drop(res, FWD_DROP_BLACKHOLE);
-		return;
-	}
-	if (l2_mcast) {
-		drop(res, FWD_DROP_L2_BCAST);
-		return;
-	}
-	out = fwd_snap_if(c->snap, nh->ifindex);
-	if (!out || !out->up) {
-		drop(res, FWD_DROP_IF_DOWN);
-		return;
-	}
-	if (ii.ttl <= 1) {
-		icmp_error(c, in, AF_INET, p, len, ICMP4_TIME_EXCEEDED, 0, 0, false, res);
-		FWD_INC(c->st->ip[IP4_TTL_EXPIRED]);
-		drop(res, FWD_DROP_TTL_EXPIRED);
-		return;
-	}
-	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + 16;
-	if (out == in && memcmp(nha, p + 12, 4) == 0) {
-		drop(res, FWD_DROP_LOOP);
-		return;
-	}
-	(void)l2_src;
-	(void)l2_src_len;
-	output(c, in, out, AF_INET, nha, p, len, true, res);
-	if (res->v == FWD_V_TX)
+	if (route_out(c, &fam4, in,
+		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow4(c, p, &ii) : 0), p, len,
+		      ii.ttl, l2_mcast, res))
 		FWD_INC(c->st->forwarded4);
 }
 
@@ -506,9 +534,6 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 {
 	struct ip6_info ii;
 	enum ip_reason r = ip6_validate(p, len, &ii);
-	const struct rt_fib_nh *nh;
-	const struct fwd_if *out;
-	const uint8_t *nha;
 	uint32_t v;
 
 	if (r != IP_OK) {
@@ -528,44 +553,9 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		return;
 	}
 	v = rt_fib_lookup6(c->fib, p + 24);
-	nh = rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow6(c, p, &ii) : 0);
-	if (!nh) {
-		if (!l2_mcast)
-			icmp_error(c, in, AF_INET6, p, len, ICMP6_DEST_UNREACH, ICMP6_CODE_NOROUTE,
-				   0, false, res);
-		drop(res, FWD_DROP_NO_ROUTE);
-		return;
-	}
-	if (nh->type == RT_NH_LOCAL) {
-		punt(res, FWD_PUNT_LOCAL, in, p, len);
-		return;
-	}
-	if (nh->type == RT_NH_BLACKHOLE) {
-		drop(res, FWD_DROP_BLACKHOLE);
-		return;
-	}
-	if (l2_mcast) {
-		drop(res, FWD_DROP_L2_BCAST);
-		return;
-	}
-	out = fwd_snap_if(c->snap, nh->ifindex);
-	if (!out || !out->up) {
-		drop(res, FWD_DROP_IF_DOWN);
-		return;
-	}
-	if (ii.hop_limit <= 1) {
-		icmp_error(c, in, AF_INET6, p, len, ICMP6_TIME_EXCEEDED, 0, 0, false, res);
-		FWD_INC(c->st->ip[IP6_HOP_EXPIRED]);
-		drop(res, FWD_DROP_TTL_EXPIRED);
-		return;
-	}
-	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + 24;
-	if (out == in && memcmp(nha, p + 8, 16) == 0) {
-		drop(res, FWD_DROP_LOOP);
-		return;
-	}
-	output(c, in, out, AF_INET6, nha, p, len, true, res);
-	if (res->v == FWD_V_TX)
+	if (route_out(c, &fam6, in,
+		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow6(c, p, &ii) : 0), p, len,
+		      ii.hop_limit, l2_mcast, res))
 		FWD_INC(c->st->forwarded6);
 }
 
@@ -612,7 +602,7 @@ void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, s
 	l3len = len - ei.l3_off;
 	switch (ei.ethertype) {
 	case ETHF_TYPE_IPV4:
-		ip4_path(c, in, l3, l3len, l2_mcast, frame + 6, 6, res);
+		ip4_path(c, in, l3, l3len, l2_mcast, res);
 		return;
 	case ETHF_TYPE_IPV6:
 		if (is_nd(l3, l3len)) {
@@ -642,7 +632,7 @@ void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib
 	}
 	switch (rx->kind) {
 	case IPOIB_RX_IP4:
-		ip4_path(c, in, p, rx->len, rx->mcast, NULL, 0, res);
+		ip4_path(c, in, p, rx->len, rx->mcast, res);
 		return;
 	case IPOIB_RX_IP6:
 		ip6_path(c, in, p, rx->len, rx->mcast, res);
