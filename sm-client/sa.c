@@ -923,11 +923,11 @@ int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast
 	return 0;
 }
 
-static void mcast_send_leave(struct sa_client *c, const struct membership *m)
+/* The MCMemberRecord DELETE that leaves m's group (NULL without memory). */
+static struct txn *leave_txn(struct sa_client *c, const struct membership *m)
 {
 	struct sa_mcm_rec r = { 0 };
 	uint8_t rec[SA_MCM_REC_LEN];
-	struct txn *t;
 
 	r.mgid = m->p.mgid;
 	r.port_gid = c->gid;
@@ -935,9 +935,15 @@ static void mcast_send_leave(struct sa_client *c, const struct membership *m)
 	r.join_state = m->p.join_state;
 	r.scope = ib_mgid_scope(&m->p.mgid);
 	sa_mcm_rec_encode(&r, rec, sizeof(rec));
-	t = txn_new(c, TX_LEAVE, IB_MAD_METHOD_DELETE, SA_ATTR_MCMEMBER_REC,
-		    SA_MCM_MGID | SA_MCM_PORT_GID | SA_MCM_PKEY | SA_MCM_JOIN_STATE, rec,
-		    sizeof(rec), NULL);
+	return txn_new(c, TX_LEAVE, IB_MAD_METHOD_DELETE, SA_ATTR_MCMEMBER_REC,
+		       SA_MCM_MGID | SA_MCM_PORT_GID | SA_MCM_PKEY | SA_MCM_JOIN_STATE, rec,
+		       sizeof(rec), NULL);
+}
+
+static void mcast_send_leave(struct sa_client *c, const struct membership *m)
+{
+	struct txn *t = leave_txn(c, m);
+
 	if (!t)
 		return;
 	c->st.leaves++;
@@ -1641,19 +1647,8 @@ void sa_client_free(struct sa_client *c)
 		struct sa_dest d = sa_dest(c);
 
 		for (struct membership *m = c->groups; m; m = m->next) {
-			struct sa_mcm_rec r = { 0 };
-			uint8_t rec[SA_MCM_REC_LEN];
-			struct txn *t;
+			struct txn *t = leave_txn(c, m);
 
-			r.mgid = m->p.mgid;
-			r.port_gid = c->gid;
-			r.pkey = mgid_pkey(c, &m->p);
-			r.join_state = m->p.join_state;
-			r.scope = ib_mgid_scope(&m->p.mgid);
-			sa_mcm_rec_encode(&r, rec, sizeof(rec));
-			t = txn_new(c, TX_LEAVE, IB_MAD_METHOD_DELETE, SA_ATTR_MCMEMBER_REC,
-				    SA_MCM_MGID | SA_MCM_PORT_GID | SA_MCM_PKEY | SA_MCM_JOIN_STATE,
-				    rec, sizeof(rec), NULL);
 			if (t) {
 				c->cfg.ops->send(c->cfg.ops_ctx, t->mad, sizeof(t->mad), &d);
 				free(t);
