@@ -276,6 +276,36 @@ static enum proxy_where where_lookup(void *arg, int family, const uint8_t *addr)
 	return PROXY_WHERE_UNKNOWN;
 }
 
+/*
+ * Everything proxy_arp/proxy_nd need for a request that arrived on `in` (side A): the
+ * interface's proxy settings, its link address, the where-lookup (whose w.other names
+ * side B afterwards) and the rate limiter. env points into the struct: initialise it
+ * where it stays.
+ */
+struct proxy_call {
+	struct proxy_cfg cfg;
+	struct proxy_link link;
+	struct where_ctx w;
+	struct proxy_env env;
+};
+
+static void proxy_call_init(struct proxy_call *pc, struct fwd_sp *sp, const struct fwd_if *in,
+			    bool enabled, bool ib)
+{
+	pc->cfg = (struct proxy_cfg){ .enabled = enabled,
+				      .answer_unresolved = in->proxy.answer_unresolved,
+				      .defend_dad = in->proxy.defend_dad,
+				      .router = in->proxy.router };
+	pc->link = (struct proxy_link){ .ib = ib, .lladdr = ib ? in->hwaddr : in->mac };
+	pc->w = (struct where_ctx){ .e = sp->e, .in = in };
+	pc->env = (struct proxy_env){ .cfg = &pc->cfg,
+				      .link = &pc->link,
+				      .lookup = where_lookup,
+				      .ctx = &pc->w,
+				      .rl = &sp->prl,
+				      .now_ns = now_ns(sp->e) };
+}
+
 /* ---- proxied neighbours: learned routes, announcements, ND groups ------------------------ */
 
 /* IPoIB: the gratuitous ARP goes to the link's broadcast group, the unsolicited NA to
@@ -503,26 +533,18 @@ static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *f
 		return;
 	}
 	{
-		struct proxy_cfg pc = { .enabled = in->proxy.proxy_arp,
-					.answer_unresolved = in->proxy.answer_unresolved,
-					.defend_dad = in->proxy.defend_dad,
-					.router = in->proxy.router };
-		struct proxy_link pl = { .ib = false, .lladdr = in->mac };
-		struct where_ctx w = { .e = sp->e, .in = in };
-		struct proxy_env env = { .cfg = &pc,
-					 .link = &pl,
-					 .lookup = where_lookup,
-					 .ctx = &w,
-					 .rl = &sp->prl,
-					 .now_ns = now_ns(sp->e) };
-		struct proxy_decision d = proxy_arp(&env, &a, frame + 6, out, sizeof(out));
+		struct proxy_call pc;
+		struct proxy_decision d;
+
+		proxy_call_init(&pc, sp, in, in->proxy.proxy_arp, false);
+		d = proxy_arp(&pc.env, &a, frame + 6, out, sizeof(out));
 
 		sp->st.proxy[d.reason]++;
 		if (d.action == PROXY_ANSWER) {
 			eth_reply(sp, in, a.sha, ETHF_TYPE_ARP, out, d.len);
 			sp->st.r[FWD_SP_PROXY_ANSWERED]++;
 		} else if (d.action == PROXY_RESOLVE) {
-			resolve_other(sp, w.other, AF_INET, tpa);
+			resolve_other(sp, pc.w.other, AF_INET, tpa);
 			sp->st.r[FWD_SP_PROXY_RESOLVE]++;
 		} else {
 			sp->st.r[FWD_SP_PROXY_IGNORED]++;
@@ -584,22 +606,11 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 		return;
 	}
 	{
-		struct proxy_cfg pc = { .enabled = in->proxy.proxy_nd,
-					.answer_unresolved = in->proxy.answer_unresolved,
-					.defend_dad = in->proxy.defend_dad,
-					.router = in->proxy.router };
-		const uint8_t *src6 = if_src(in, AF_INET6, NULL);
-		struct proxy_link pl = { .ib = false, .lladdr = in->mac, .ip6_src = NULL };
-		struct where_ctx w = { .e = sp->e, .in = in };
-		struct proxy_env env = { .cfg = &pc,
-					 .link = &pl,
-					 .lookup = where_lookup,
-					 .ctx = &w,
-					 .rl = &sp->prl,
-					 .now_ns = now_ns(sp->e) };
-		struct proxy_decision d = proxy_nd(&env, &m, frame + 6, out, sizeof(out));
+		struct proxy_call pc;
+		struct proxy_decision d;
 
-		(void)src6;
+		proxy_call_init(&pc, sp, in, in->proxy.proxy_nd, false);
+		d = proxy_nd(&pc.env, &m, frame + 6, out, sizeof(out));
 		sp->st.proxy[d.reason]++;
 		if (d.action == PROXY_ANSWER) {
 			if (m.dad)
@@ -609,7 +620,7 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 			eth_reply(sp, in, dmac, ETHF_TYPE_IPV6, out, d.len);
 			sp->st.r[FWD_SP_PROXY_ANSWERED]++;
 		} else if (d.action == PROXY_RESOLVE) {
-			resolve_other(sp, w.other, AF_INET6, m.target);
+			resolve_other(sp, pc.w.other, AF_INET6, m.target);
 			sp->st.r[FWD_SP_PROXY_RESOLVE]++;
 		} else {
 			sp->st.r[FWD_SP_PROXY_IGNORED]++;
@@ -625,24 +636,16 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
  * without the option has no IPoIB answer address: ignored (RFC 4861 lets it be). */
 static void ib_proxy_nd(struct fwd_sp *sp, const struct fwd_if *in, const struct nd_msg *nm)
 {
-	struct proxy_cfg pc = { .enabled = true,
-				.answer_unresolved = in->proxy.answer_unresolved,
-				.defend_dad = in->proxy.defend_dad,
-				.router = in->proxy.router };
-	struct proxy_link pl = { .ib = true, .lladdr = in->hwaddr, .ip6_src = NULL };
-	struct where_ctx w = { .e = sp->e, .in = in };
-	struct proxy_env env = { .cfg = &pc,
-				 .link = &pl,
-				 .lookup = where_lookup,
-				 .ctx = &w,
-				 .rl = &sp->prl,
-				 .now_ns = now_ns(sp->e) };
+	struct proxy_call pc;
 	uint8_t out[ND_MAX_LEN];
-	struct proxy_decision d = proxy_nd(&env, nm, NULL, out, sizeof(out));
+	struct proxy_decision d;
+
+	proxy_call_init(&pc, sp, in, true, true);
+	d = proxy_nd(&pc.env, nm, NULL, out, sizeof(out));
 
 	sp->st.proxy[d.reason]++;
 	if (d.action == PROXY_RESOLVE) {
-		resolve_other(sp, w.other, AF_INET6, nm->target);
+		resolve_other(sp, pc.w.other, AF_INET6, nm->target);
 		sp->st.r[FWD_SP_PROXY_RESOLVE]++;
 		return;
 	}
@@ -715,19 +718,12 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 		/* Proxy answers on IPoIB go out through ipoib_link_xmit_hw: the decision is
 		 * made here, the send needs the link's path to the asker. */
 		if (in->proxy.proxy_arp && arp_classify(&a) == ARP_KIND_REQUEST) {
-			struct proxy_cfg pc = { .enabled = true,
-						.answer_unresolved = in->proxy.answer_unresolved,
-						.defend_dad = in->proxy.defend_dad };
-			struct proxy_link pl = { .ib = true, .lladdr = in->hwaddr };
-			struct where_ctx w = { .e = sp->e, .in = in };
-			struct proxy_env env = { .cfg = &pc,
-						 .link = &pl,
-						 .lookup = where_lookup,
-						 .ctx = &w,
-						 .rl = &sp->prl,
-						 .now_ns = now_ns(sp->e) };
+			struct proxy_call pc;
 			uint8_t out[ARP_MAX_LEN];
-			struct proxy_decision d = proxy_arp(&env, &a, NULL, out, sizeof(out));
+			struct proxy_decision d;
+
+			proxy_call_init(&pc, sp, in, true, true);
+			d = proxy_arp(&pc.env, &a, NULL, out, sizeof(out));
 
 			sp->st.proxy[d.reason]++;
 			if (d.action == PROXY_ANSWER) {
@@ -746,7 +742,7 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 				uint8_t tpa[4];
 
 				ip_put32(tpa, a.tpa);
-				resolve_other(sp, w.other, AF_INET, tpa);
+				resolve_other(sp, pc.w.other, AF_INET, tpa);
 				sp->st.r[FWD_SP_PROXY_RESOLVE]++;
 			} else {
 				sp->st.r[FWD_SP_PROXY_IGNORED]++;
