@@ -181,7 +181,7 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 /* ---- The schema ---- */
 
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
-    check_failover;
+    check_failover, check_kernel_routes, check_metrics;
 
 #define CFG      struct gw_config
 #define IBL      struct gw_ipoib_link_config
@@ -393,6 +393,31 @@ static const struct field failover_fields[] = {
 static const struct schema failover_schema = { "failover", failover_fields, 10, 0,
 					       -1,         check_failover };
 
+#define KRT struct gw_kernel_routes_config
+
+static const struct field kernel_routes_fields[] = {
+	{ "export_table", T_UINT, offsetof(KRT, export_table), 0, SZ(KRT, export_table), 0,
+	  UINT32_MAX, "100", NULL, 0, NULL, NULL,
+	  "kernel table that receives the IB-side routes; 0: no export" },
+	{ "protocol", T_UINT, offsetof(KRT, protocol), 0, SZ(KRT, protocol), 5, 255, "250", NULL, 0,
+	  NULL, NULL, "rtnetlink protocol of the exported routes (ip route ... proto N)" },
+	{ "metric", T_UINT, offsetof(KRT, metric), 0, SZ(KRT, metric), 0, UINT32_MAX, "0", NULL, 0,
+	  NULL, NULL, "kernel metric of the exported routes; 0: the kernel's default" },
+	{ "import_table", T_UINT, offsetof(KRT, import_table), 0, SZ(KRT, import_table), 0,
+	  UINT32_MAX, "0", NULL, 0, NULL, NULL,
+	  "kernel table whose routes are imported (source kernel); 0: none" },
+};
+static const struct schema kernel_routes_schema = {
+	"kernel_routes", kernel_routes_fields, 4, 0, -1, check_kernel_routes
+};
+
+static const struct field metrics_fields[] = {
+	{ "listen", T_STR, offsetof(struct gw_metrics_config, listen), 0,
+	  SZ(struct gw_metrics_config, listen), 0, 0, "", NULL, 0, NULL, NULL,
+	  "HTTP address for Prometheus (127.0.0.1:9464, [::1]:9464); \"\": none" },
+};
+static const struct schema metrics_schema = { "metrics", metrics_fields, 1, 0, -1, check_metrics };
+
 static const struct field top_fields[] = {
 	{ "gateway", T_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, &gateway_schema,
 	  "the box itself" },
@@ -410,8 +435,13 @@ static const struct field top_fields[] = {
 	{ "failover", T_SECTION, offsetof(CFG, failover), offsetof(CFG, failover.enabled), 0, 0, 0,
 	  NULL, NULL, FL_OPTIONAL, NULL, &failover_schema,
 	  "failover pair; present: enabled, absent: a single gateway" },
+	{ "kernel_routes", T_SECTION, offsetof(CFG, kernel_routes),
+	  offsetof(CFG, kernel_routes.enabled), 0, 0, 0, NULL, NULL, FL_OPTIONAL, NULL,
+	  &kernel_routes_schema, "routes exchanged with kernel tables for BIRD/FRR; absent: none" },
+	{ "metrics", T_SECTION, offsetof(CFG, metrics), 0, 0, 0, 0, NULL, NULL, 0, NULL,
+	  &metrics_schema, "Prometheus metrics endpoint" },
 };
-static const struct schema top_schema = { "top level", top_fields, 8, sizeof(CFG), -1, NULL };
+static const struct schema top_schema = { "top level", top_fields, 10, sizeof(CFG), -1, NULL };
 
 /* ---- Small helpers ---- */
 
@@ -1512,6 +1542,45 @@ static void check_failover(struct load *L, void *base, const struct gw_ynode *co
 		     "%u addresses for %u paths (give the peer's address on each path, in order)",
 		     f->n_peer_addresses, f->n_paths);
 	}
+}
+
+static void check_kernel_routes(struct load *L, void *base, const struct gw_ynode *const *vals,
+				const char *path, const struct gw_ynode *node)
+{
+	struct gw_kernel_routes_config *k = base;
+	const struct gw_ynode *ex = val_of(&kernel_routes_schema, vals, "export_table"),
+			      *im = val_of(&kernel_routes_schema, vals, "import_table");
+	char fpath[200];
+
+	(void)node;
+	/* 253-255 are the kernel's default, main and local tables: never ours to fill. */
+	if (ex && usable(L, ex, &k->export_table) && k->export_table >= 253 &&
+	    k->export_table <= 255) {
+		snprintf(fpath, sizeof(fpath), "%s.export_table", path);
+		verr(L, ex, fpath, "%u is a kernel table (default, main, local); choose another",
+		     k->export_table);
+	}
+	if (im && usable(L, im, &k->import_table) && k->import_table &&
+	    k->import_table == k->export_table) {
+		snprintf(fpath, sizeof(fpath), "%s.import_table", path);
+		verr(L, im, fpath, "%u is also the export table; the two must differ",
+		     k->import_table);
+	}
+}
+
+static void check_metrics(struct load *L, void *base, const struct gw_ynode *const *vals,
+			  const char *path, const struct gw_ynode *node)
+{
+	struct gw_metrics_config *m = base;
+	const struct gw_ynode *v = val_of(&metrics_schema, vals, "listen");
+	struct sockaddr_storage ss;
+	char fpath[200];
+
+	(void)node;
+	if (!v || !m->listen[0] || ip_sockaddr_parse(m->listen, &ss, NULL) == 0)
+		return;
+	snprintf(fpath, sizeof(fpath), "%s.listen", path);
+	verr(L, v, fpath, "'%s' is not ADDRESS:PORT (127.0.0.1:9464, [::1]:9464)", m->listen);
 }
 
 /* ---- Checks across sections ---- */

@@ -139,6 +139,20 @@ struct gw_failover_config {
 	unsigned n_groups;
 };
 
+/* Routes exchanged with a Linux kernel routing table, for BIRD or FRR (fwd/kroute.h). */
+struct gw_kernel_routes_config {
+	bool enabled;          /* the kernel_routes section is present */
+	uint32_t export_table; /* export_table: default 100; 0: no export */
+	uint8_t protocol;      /* protocol: rtnetlink protocol of exported routes (250) */
+	uint32_t metric;       /* metric: kernel priority of exported routes (0) */
+	uint32_t import_table; /* import_table: 0 = none */
+};
+
+/* Prometheus text exposition over HTTP. */
+struct gw_metrics_config {
+	char listen[64]; /* listen: "127.0.0.1:9464", "[::1]:9464"; "": no endpoint */
+};
+
 struct gw_config {
 	char source[GW_PATH_MAX]; /* the file it came from */
 
@@ -167,6 +181,8 @@ struct gw_config {
 	struct gw_gid_route_config *gid_routes;
 	unsigned n_gid_routes;
 	struct gw_failover_config failover;
+	struct gw_kernel_routes_config kernel_routes;
+	struct gw_metrics_config metrics;
 };
 
 /* Errors found while loading, each "file:line:column: message". */

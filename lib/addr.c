@@ -34,6 +34,64 @@ int ip_addr_parse(const char *text, struct ip_addr *out)
 	return 0;
 }
 
+int ip_sockaddr_parse(const char *text, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[IP_ADDR_STRLEN];
+	const char *colon, *h = text;
+	size_t hl;
+	unsigned long port = 0;
+	struct ip_addr a;
+
+	if (!text)
+		return -EINVAL;
+	if (text[0] == '[') {
+		const char *end = strchr(text, ']');
+
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		h = text + 1;
+		hl = (size_t)(end - h);
+		colon = end + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon || memchr(text, ':', (size_t)(colon - text)))
+			return -EINVAL; /* IPv6 needs brackets */
+		hl = (size_t)(colon - text);
+	}
+	if (!hl || hl >= sizeof(host) || !colon[1] || strlen(colon + 1) > 5)
+		return -EINVAL;
+	for (const char *p = colon + 1; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		port = port * 10 + (unsigned long)(*p - '0');
+	}
+	if (port == 0 || port > 65535 || colon[1] == '0')
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (ip_addr_parse(host, &a) < 0 || (text[0] == '[') != (a.family == AF_INET6))
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (a.family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		memcpy(&sin->sin_addr, a.bytes, 4);
+		if (len)
+			*len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		memcpy(&sin6->sin6_addr, a.bytes, 16);
+		if (len)
+			*len = sizeof(*sin6);
+	}
+	return 0;
+}
+
 /* "0".."128": digits only, no leading zeros, at most max. */
 static int parse_len(const char *s, unsigned max, uint8_t *out)
 {

@@ -32,6 +32,10 @@ int ip_addr_parse(const char *text, struct ip_addr *out);
  * such as 10.0.0.1/24 keep them). Returns 0 or -EINVAL. */
 int ip_prefix_parse(const char *text, bool allow_host_bits, struct ip_prefix *out);
 
+/* Parse a listening address "10.0.0.1:9464" or "[fd00::1]:9464" (port 1..65535) into a
+ * sockaddr_in/in6 in ss; *len (if not NULL) gets its length. Returns 0 or -EINVAL. */
+int ip_sockaddr_parse(const char *text, struct sockaddr_storage *ss, socklen_t *len);
+
 /* Format into buf (at least IP_ADDR_STRLEN / IP_PREFIX_STRLEN); returns buf. */
 char *ip_addr_format(const struct ip_addr *a, char *buf, size_t len);
 char *ip_prefix_format(const struct ip_prefix *p, char *buf, size_t len);

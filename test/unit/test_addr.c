@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <cmocka.h>
 
 #include "lib/addr.h"
@@ -176,6 +178,43 @@ static void test_mask_and_equal(void **state)
 	assert_int_equal(ip_addr_bits(&w), 128);
 }
 
+/* Listening addresses for the metrics endpoint: IPv6 only in brackets, port 1..65535. */
+static void test_sockaddr_parse(void **state)
+{
+	static const char *bad[] = { "",
+				     "127.0.0.1",
+				     "127.0.0.1:",
+				     "127.0.0.1:0",
+				     "127.0.0.1:65536",
+				     "127.0.0.1:09464",
+				     "127.0.0.1:x1",
+				     "::1:9464",
+				     "[::1]9464",
+				     "[::1]:",
+				     "[127.0.0.1]:9464",
+				     "localhost:9464",
+				     "[::1:9464",
+				     "1.2.3.4:123456",
+				     ":9464" };
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	(void)state;
+
+	assert_int_equal(ip_sockaddr_parse("127.0.0.1:9464", &ss, &len), 0);
+	assert_int_equal(ss.ss_family, AF_INET);
+	assert_int_equal(len, sizeof(struct sockaddr_in));
+	assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 9464);
+	assert_int_equal(ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr), 0x7f000001);
+	assert_int_equal(ip_sockaddr_parse("[fd00::1]:65535", &ss, &len), 0);
+	assert_int_equal(ss.ss_family, AF_INET6);
+	assert_int_equal(len, sizeof(struct sockaddr_in6));
+	assert_int_equal(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port), 65535);
+	assert_int_equal(((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr[15], 1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (ip_sockaddr_parse(bad[i], &ss, NULL) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+}
+
 static void test_format_small_buffer(void **state)
 {
 	struct ip_prefix p = P("fd00:1:2:3:4:5:6:7/128");
@@ -193,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_addr_parse_table), cmocka_unit_test(test_prefix_parse_table),
 		cmocka_unit_test(test_contains),         cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_mask_and_equal),   cmocka_unit_test(test_format_small_buffer),
+		cmocka_unit_test(test_sockaddr_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
