@@ -377,6 +377,20 @@ static void port_lock_release(struct fwd_engine *e, const struct fwd_snap *n, co
 			e->plock[i].port = NULL;
 }
 
+/* Whether an address of f other than addrs[i] (from addrs[from] on) lies in the same
+ * subnet: deleting addrs[i] must then keep the subnet's connected route. */
+static bool subnet_shared(const struct fwd_if *f, unsigned i, unsigned from)
+{
+	struct ip_prefix net = f->addrs[i];
+
+	ip_prefix_mask(&net);
+	for (unsigned j = from; j < f->n_addrs; j++)
+		if (j != i && f->addrs[j].len == net.len &&
+		    ip_prefix_contains(&net, &f->addrs[j].addr))
+			return true;
+	return false;
+}
+
 static struct fwd_if *edit_if(struct fwd_snap *n, uint32_t index)
 {
 	if (index == 0 || index >= FWD_IF_MAX || n->ifs[index].index == 0)
@@ -475,7 +489,7 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 		return -ENOENT;
 	}
 	for (unsigned a = 0; a < f->n_addrs; a++)
-		(void)rt_del_connected(e->rt, &f->addrs[a], index);
+		(void)rt_del_connected(e->rt, &f->addrs[a], index, subnet_shared(f, a, a + 1));
 	t = e->own_neigh[index] ? f->neigh : NULL;
 	port = if_port(f);
 	memset(f, 0, sizeof(*f));
@@ -612,7 +626,7 @@ int fwd_engine_if_del_addr(struct fwd_engine *e, uint32_t index, const struct ip
 		free(n);
 		return -ENOENT;
 	}
-	(void)rt_del_connected(e->rt, a, index);
+	(void)rt_del_connected(e->rt, a, index, subnet_shared(f, i, 0));
 	f->addrs[i] = f->addrs[--f->n_addrs];
 	snap_publish(e, n);
 	return 0;

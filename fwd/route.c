@@ -54,7 +54,15 @@ struct rt_table {
 	struct pool nh, grp;
 	void *tree; /* tsearch root of struct pentry */
 	uint32_t nprefix, nroute;
+	void (*changed)(void *ctx);
+	void *changed_ctx;
 };
+
+static void notify(const struct rt_table *rt)
+{
+	if (rt->changed)
+		rt->changed(rt->changed_ctx);
+}
 
 /* ---- pools ---- */
 
@@ -443,6 +451,7 @@ static int put_route(struct rt_table *rt, const struct rt_route *r, bool replace
 		rt->nroute++;
 	if (new_prefix)
 		rt->nprefix++;
+	notify(rt);
 	return 0;
 fail:
 	if (new_prefix) {
@@ -488,6 +497,7 @@ int rt_del(struct rt_table *rt, const struct ip_prefix *p, uint8_t source, uint3
 		free(pe);
 		rt->nprefix--;
 	}
+	notify(rt);
 	return 0;
 }
 
@@ -516,6 +526,44 @@ static void collect_visit(const void *node, VISIT which, void *ctx)
 	c->v[c->n++] = *(struct pentry *const *)node;
 }
 
+struct src_key {
+	struct ip_prefix prefix;
+	uint32_t metric;
+};
+
+int rt_del_source(struct rt_table *rt, uint8_t source)
+{
+	struct collect c = { 0 };
+	struct src_key *keys = NULL;
+	size_t n = 0;
+	int removed = 0;
+
+	/* Keys first: rt_del frees entries and prefixes under the walk. */
+	twalk_r(rt->tree, collect_visit, &c);
+	if (c.n != rt->nprefix) {
+		free(c.v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c.n; i++)
+		for (struct rentry *e = c.v[i]->routes; e; e = e->next)
+			n += e->r.source == source;
+	keys = n ? calloc(n, sizeof(*keys)) : NULL;
+	if (n && !keys) {
+		free(c.v);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (size_t i = 0; i < c.n; i++)
+		for (struct rentry *e = c.v[i]->routes; e; e = e->next)
+			if (e->r.source == source)
+				keys[n++] = (struct src_key){ c.v[i]->prefix, e->r.metric };
+	free(c.v);
+	for (size_t i = 0; i < n; i++)
+		removed += rt_del(rt, &keys[i].prefix, source, keys[i].metric) == 0;
+	free(keys);
+	return removed;
+}
+
 /* Resolve every gateway again after connected routes changed. */
 static void reresolve_all(struct rt_table *rt)
 {
@@ -532,6 +580,7 @@ static void reresolve_all(struct rt_table *rt)
 			(void)reselect(rt, pe); /* -ENOSPC: stays as it was; logged by caller */
 	}
 	free(c.v);
+	notify(rt);
 }
 
 static void connected_routes(const struct ip_prefix *ifaddr, uint32_t ifindex, struct rt_route *net,
@@ -553,32 +602,43 @@ static void connected_routes(const struct ip_prefix *ifaddr, uint32_t ifindex, s
 int rt_add_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32_t ifindex)
 {
 	struct rt_route net, host;
+	bool net_added;
 	int rc;
 
 	if (!ifindex)
 		return -EINVAL;
 	connected_routes(ifaddr, ifindex, &net, &host);
+	/* A second address in a subnet already connected adds only its local route. */
 	rc = rt_add(rt, &net);
-	if (rc)
+	if (rc && rc != -EEXIST)
 		return rc;
+	net_added = rc == 0;
 	if (net.prefix.len != host.prefix.len) {
 		rc = rt_add(rt, &host);
 		if (rc) {
-			rt_del(rt, &net.prefix, RT_SRC_CONNECTED, 0);
+			if (net_added)
+				rt_del(rt, &net.prefix, RT_SRC_CONNECTED, 0);
 			return rc;
 		}
+	} else if (!net_added) {
+		return -EEXIST;
 	}
 	reresolve_all(rt);
 	return 0;
 }
 
-int rt_del_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32_t ifindex)
+int rt_del_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32_t ifindex,
+		     bool keep_subnet)
 {
 	struct rt_route net, host;
 	struct pentry *pe;
 	int rc;
 
 	connected_routes(ifaddr, ifindex, &net, &host);
+	if (keep_subnet) /* another address of the interface is in the same subnet */
+		return net.prefix.len == host.prefix.len
+			   ? 0
+			   : rt_del(rt, &host.prefix, RT_SRC_CONNECTED, 0);
 	pe = pentry_find(rt, &net.prefix);
 	for (struct rentry *e = pe ? pe->routes : NULL; e; e = e->next)
 		if (e->r.source == RT_SRC_CONNECTED && e->r.metric == 0 &&
@@ -687,6 +747,8 @@ int rt_create(struct rt_table **out, const struct rt_config *cfg)
 	}
 	rt->fib.nh = rt->nh.slots;
 	rt->fib.grp = rt->grp.slots;
+	rt->changed = cfg->changed;
+	rt->changed_ctx = cfg->changed_ctx;
 	*out = rt;
 	return 0;
 }

@@ -177,6 +177,11 @@ struct rt_config {
 	uint32_t lpm4_groups;  /* lpm4 tbl8 groups; 0: lpm4's default */
 	lpm4_defer_fn defer;   /* NULL: reuse at once (only without concurrent readers) */
 	void *defer_ctx;
+	/* Called after every change of the RIB (a route added, replaced or deleted, next
+	 * hops re-resolved), on the writer's thread, possibly several times for one call
+	 * of the API: for observers that coalesce (the kernel export). NULL: none. */
+	void (*changed)(void *ctx);
+	void *changed_ctx;
 };
 
 int rt_create(struct rt_table **out, const struct rt_config *cfg);
@@ -193,11 +198,18 @@ int rt_add(struct rt_table *rt, const struct rt_route *r);
 int rt_replace(struct rt_table *rt, const struct rt_route *r);
 /* Remove one route; -ENOENT if absent. */
 int rt_del(struct rt_table *rt, const struct ip_prefix *p, uint8_t source, uint32_t metric);
+/* Remove every route of one source (imported routes when their import stops).
+ * Returns how many went, or -ENOMEM (then none did). */
+int rt_del_source(struct rt_table *rt, uint8_t source);
 
 /* Interface addresses: "10.0.0.1/24 on ifindex" adds the connected route 10.0.0.0/24
- * (metric 0) and the local route 10.0.0.1/32; gateways are re-resolved. */
+ * (metric 0) and the local route 10.0.0.1/32; gateways are re-resolved. A second
+ * address in a subnet already connected adds its local route only. Deleting takes
+ * both away, or only the local route when keep_subnet (the caller's interface still
+ * has another address in that subnet). */
 int rt_add_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32_t ifindex);
-int rt_del_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32_t ifindex);
+int rt_del_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32_t ifindex,
+		     bool keep_subnet);
 
 /* Every route in prefix order (IPv4 first, then by address, then length; within a
  * prefix the selected route first), for `gwctl show routes`. family: AF_INET,

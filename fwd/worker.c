@@ -542,13 +542,18 @@ static void *worker_main(void *arg)
 		}
 		if (now - idle_since < spin_ns)
 			continue;
-		/* Sleep: arm every port, look once more, then wait. */
+		/* Sleep: arm every port, look once more, then wait. After the quiescent
+		 * state above, w->ports may name a port the control thread has since removed
+		 * and freed: touch them only under a snapshot of their generation (an older
+		 * one keeps this thread holding up synchronize_rcu until it goes offline). */
+		fwd_ctx_begin(&w->ctx, mono_ns());
+		s = w->ctx.snap;
+		if (s->gen != w->gen)
+			continue; /* rescan first */
 		arm_all(w);
 		{
 			unsigned again = 0;
 
-			fwd_ctx_begin(&w->ctx, mono_ns());
-			s = w->ctx.snap;
 			for (unsigned i = 0; i < w->nports; i++) {
 				struct wport *p = &w->ports[i];
 

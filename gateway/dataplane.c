@@ -31,12 +31,14 @@
 #include "gateway/dataplane.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <urcu-qsbr.h>
 
+#include "fwd/kroute.h"
 #include "fwd/nd.h"
 #include "fwd/netlink.h"
 #include "fwd/route.h"
@@ -541,37 +543,49 @@ static void if_add_addrs(struct gw_dp *dp, struct dp_link *k)
  * whose connected subnet holds it (other than A); when none does (a shared subnet), on
  * every other interface.
  */
+/* The configured proxy settings of a running link (NULL: not in cfg). */
+static const struct gw_proxy_config *proxy_of(const struct gw_config *cfg, const struct dp_link *k)
+{
+	if (k->kind == DP_IPOIB) {
+		for (unsigned i = 0; i < cfg->n_ipoib_links; i++)
+			if (!strcmp(cfg->ipoib_links[i].name, k->name))
+				return &cfg->ipoib_links[i].proxy;
+	} else if (k->kind == DP_ETH) {
+		for (unsigned i = 0; i < cfg->n_eth_ifs; i++)
+			if (!strcmp(cfg->eth_ifs[i].name, k->name))
+				return &cfg->eth_ifs[i].proxy;
+	}
+	return NULL;
+}
+
 static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 {
+	static const struct gw_proxy_config none;
 	struct fwd_proxy_config pc[DP_MAX_LINKS];
+	const struct gw_proxy_config *gp[DP_MAX_LINKS];
 
 	memset(pc, 0, sizeof(pc));
 	for (unsigned i = 0; i < dp->n_links; i++) {
-		const struct gw_proxy_config *gp =
-		    i < cfg->n_ipoib_links ? &cfg->ipoib_links[i].proxy
-					   : &cfg->eth_ifs[i - cfg->n_ipoib_links].proxy;
-
-		pc[i].proxy_arp = gp->arp;
-		pc[i].proxy_nd = gp->nd;
+		gp[i] = proxy_of(cfg, &dp->links[i]);
+		if (!gp[i])
+			gp[i] = &none;
+		pc[i].proxy_arp = gp[i]->arp;
+		pc[i].proxy_nd = gp[i]->nd;
 		/* Configured prefixes are the operator's word that those addresses live
 		 * on the other side: answer at once (the forwarded packet then waits for
 		 * the other side's resolution). Learned-only proxying answers once the
 		 * address has been seen there. */
-		pc[i].answer_unresolved = gp->n_prefixes > 0;
+		pc[i].answer_unresolved = gp[i]->n_prefixes > 0;
 		pc[i].defend_dad = true;
 		pc[i].router = true;
 	}
 	for (unsigned a = 0; a < dp->n_links; a++) {
-		const struct gw_proxy_config *gp =
-		    a < cfg->n_ipoib_links ? &cfg->ipoib_links[a].proxy
-					   : &cfg->eth_ifs[a - cfg->n_ipoib_links].proxy;
-
-		for (unsigned j = 0; j < gp->n_prefixes; j++) {
-			const struct ip_prefix *p = &gp->prefixes[j];
+		for (unsigned j = 0; j < gp[a]->n_prefixes; j++) {
+			const struct ip_prefix *p = &gp[a]->prefixes[j];
 			int home = -1;
 
 			for (unsigned b = 0; b < dp->n_links && home < 0; b++) {
-				if (b == a)
+				if (b == a || dp->links[b].kind == DP_NONE)
 					continue;
 				for (unsigned x = 0; x < dp->links[b].n_addrs; x++) {
 					struct ip_prefix net = dp->links[b].addrs[x];
@@ -585,7 +599,8 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 				}
 			}
 			for (unsigned b = 0; b < dp->n_links; b++) {
-				if (b == a || (home >= 0 && (int)b != home))
+				if (b == a || dp->links[b].kind == DP_NONE ||
+				    (home >= 0 && (int)b != home))
 					continue;
 				if (pc[b].n_prefixes < FWD_IF_MAX_PROXY)
 					pc[b].prefixes[pc[b].n_prefixes++] = *p;
@@ -602,15 +617,33 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 }
 
+/* A slot for a new link: a free one (left by a removal) or the next. NULL: full. */
+static struct dp_link *link_alloc(struct gw_dp *dp)
+{
+	struct dp_link *k = NULL;
+
+	for (unsigned i = 0; i < dp->n_links && !k; i++)
+		if (dp->links[i].kind == DP_NONE)
+			k = &dp->links[i];
+	if (!k && dp->n_links < DP_MAX_LINKS)
+		k = &dp->links[dp->n_links++];
+	if (k)
+		memset(k, 0, sizeof(*k));
+	return k;
+}
+
 /* ---- IPoIB links -------------------------------------------------------------------------- */
 
-static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
+static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 {
-	struct dp_link *k = &dp->links[dp->n_links++];
+	struct dp_link *k = link_alloc(dp);
 	struct dp_port *p;
 	int ret;
 
-	memset(k, 0, sizeof(*k));
+	if (!k) {
+		log_error("%s: too many links and interfaces (at most %d)", c->name, DP_MAX_LINKS);
+		return NULL;
+	}
 	k->kind = DP_IPOIB;
 	snprintf(k->name, sizeof(k->name), "%s", c->name);
 	snprintf(k->device, sizeof(k->device), "%s", c->device);
@@ -631,11 +664,11 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 	k->port = p;
 	if (!p) {
 		set_reason(k->reason, "too many IB ports (at most %d)", DP_MAX_PORTS);
-		return;
+		return k;
 	}
 	if (!p->port) {
 		snprintf(k->reason, sizeof(k->reason), "%s", p->reason);
-		return;
+		return k;
 	}
 	struct ipoib_link_config lc = {
 		.name = k->name,
@@ -680,7 +713,7 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 		else
 			set_reason(k->reason, "cannot create the IPoIB link: %s", strerror(-ret));
 		log_error("%s: %s", k->name, k->reason);
-		return;
+		return k;
 	}
 	struct fwd_if_config fc = {
 		.name = k->name,
@@ -697,7 +730,7 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 		k->ifindex = 0;
 		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
 		log_error("%s: %s", k->name, k->reason);
-		return;
+		return k;
 	}
 	if (lc.connected && !p->gsi_ifindex) {
 		p->gsi_ifindex = k->ifindex;
@@ -705,6 +738,7 @@ static void ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
 	}
 	set_reason(k->reason, "broadcast group not joined yet");
 	if_add_addrs(dp, k);
+	return k;
 }
 
 /* ---- Ethernet ------------------------------------------------------------------------------ */
@@ -754,11 +788,14 @@ static void on_netlink(const struct nl_link_state *st, unsigned changes, void *a
 
 static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned n)
 {
-	struct dp_link *k = &dp->links[dp->n_links++];
+	struct dp_link *k = link_alloc(dp);
 	struct nl_link_state st;
 	int ret;
 
-	memset(k, 0, sizeof(*k));
+	if (!k) {
+		log_error("%s: too many links and interfaces (at most %d)", c->name, DP_MAX_LINKS);
+		return;
+	}
 	k->kind = DP_ETH;
 	snprintf(k->name, sizeof(k->name), "%s", c->name);
 	snprintf(k->device, sizeof(k->device), "%s", c->device);
@@ -827,7 +864,7 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 		st.flags = 0x1;
 		st.mtu = k->eattr.mtu;
 		memcpy(st.mac, k->eattr.mac, 6);
-		snprintf(st.name, sizeof(st.name), "%s", k->device);
+		snprintf(st.name, sizeof(st.name), "%.*s", (int)sizeof(st.name) - 1, k->device);
 		eth_apply_state(dp, k, &st);
 	}
 	log_notice("%s: %s%s%.0u (%s, %s), MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %s", k->name,
@@ -933,6 +970,123 @@ static void gidroutes_build(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 }
 
+/* ---- kernel routes (fwd/kroute.h) ---------------------------------------------------------- */
+
+void dp_rib_changed(void *arg)
+{
+	struct gw_dp *dp = arg;
+
+	if (dp->kroute)
+		kroute_export_kick(dp->kroute);
+}
+
+static void on_kernel_route(void *ctx, int event, const struct rt_route *r)
+{
+	struct gw_dp *dp = ctx;
+	char buf[IP_PREFIX_STRLEN];
+	int ret = event == KROUTE_ADD ? rt_replace(dp->rt, r)
+				      : rt_del(dp->rt, &r->prefix, RT_SRC_KERNEL, r->metric);
+
+	if (ret < 0 && !(event == KROUTE_DEL && ret == -ENOENT))
+		log_errno(LOG_WARNING, -ret, "kernel route %s metric %u not %s",
+			  ip_prefix_format(&r->prefix, buf, sizeof(buf)), r->metric,
+			  event == KROUTE_ADD ? "imported" : "withdrawn");
+}
+
+/* An imported route's kernel device: the Ethernet interface on it (untagged first). */
+static uint32_t kernel_ifindex_map(void *ctx, int kernel_ifindex)
+{
+	struct gw_dp *dp = ctx;
+	char name[IF_NAMESIZE];
+	uint32_t tagged = 0;
+
+	if (!if_indextoname((unsigned)kernel_ifindex, name))
+		return 0;
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		const struct dp_link *k = &dp->links[i];
+
+		if (k->kind != DP_ETH || !k->ifindex || strcmp(k->device, name))
+			continue;
+		if (!k->vlan)
+			return k->ifindex;
+		if (!tagged)
+			tagged = k->ifindex;
+	}
+	return tagged;
+}
+
+/* Stop following the kernel. withdraw: delete our exported routes (the routing
+ * daemons stop announcing them); drop_imported: remove the imported routes from the RIB.
+ * A reload that keeps a table keeps its routes: the next kroute's first sync is a full
+ * one that adopts them instead of flapping them. */
+static void kroute_stop(struct gw_dp *dp, bool withdraw, bool drop_imported)
+{
+	if (!dp->kroute)
+		return;
+	if (withdraw && dp->kroute_cfg.export_table)
+		(void)kroute_withdraw(dp->kroute);
+	kroute_free(dp->kroute);
+	dp->kroute = NULL;
+	if (drop_imported && dp->kroute_cfg.import_table)
+		(void)rt_del_source(dp->rt, RT_SRC_KERNEL);
+}
+
+/* Start the export and import the config asks for; the RIB holds the configured
+ * routes by now, so the first sync keeps what an earlier run exported. */
+static void kroute_start(struct gw_dp *dp, const struct gw_kernel_routes_config *c)
+{
+	struct kroute_config kc = {
+		.rt = c->export_table ? dp->rt : NULL,
+		.table = c->export_table ? c->export_table : KROUTE_TABLE,
+		.protocol = c->protocol,
+		.priority = c->metric,
+		.import_table = c->import_table,
+		.import_cb = on_kernel_route,
+		.map_ifindex = kernel_ifindex_map,
+		.ctx = dp,
+	};
+	int ret;
+
+	dp->kroute_cfg = *c;
+	if (!c->enabled || (!c->export_table && !c->import_table))
+		return;
+	/* The Ethernet side's own routes are not announced back to it. */
+	for (unsigned i = 0; i < dp->n_links && kc.n_exclude < KROUTE_EXCLUDE_MAX; i++)
+		if (dp->links[i].kind == DP_ETH && dp->links[i].ifindex)
+			kc.exclude_if[kc.n_exclude++] = dp->links[i].ifindex;
+	ret = kroute_new(dp->loop, &kc, &dp->kroute);
+	if (ret < 0) {
+		dp->kroute = NULL;
+		log_errno(LOG_ERR, -ret, "kernel routes (export table %u, import table %u)",
+			  c->export_table, c->import_table);
+		return;
+	}
+	if (c->export_table)
+		kroute_export_kick(dp->kroute);
+	log_notice("kernel routes: export to table %u%s, import %s%.0u", c->export_table,
+		   c->export_table ? "" : " (off)", c->import_table ? "from table " : "off",
+		   c->import_table);
+}
+
+static void kroute_reconfigure(struct gw_dp *dp, const struct gw_kernel_routes_config *c)
+{
+	const struct gw_kernel_routes_config *o = &dp->kroute_cfg;
+	uint32_t old_export = o->enabled ? o->export_table : 0,
+		 old_import = o->enabled ? o->import_table : 0,
+		 new_export = c->enabled ? c->export_table : 0,
+		 new_import = c->enabled ? c->import_table : 0;
+
+	if (old_export == new_export && old_import == new_import && o->protocol == c->protocol &&
+	    o->metric == c->metric)
+		return;
+	/* A changed protocol or metric is a changed route key: withdraw and export anew. */
+	kroute_stop(
+	    dp, old_export != new_export || o->protocol != c->protocol || o->metric != c->metric,
+	    old_import != new_import);
+	kroute_start(dp, c);
+	log_notice("reload: kernel routes reconfigured");
+}
+
 /* ---- start / stop --------------------------------------------------------------------------- */
 
 int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp **out)
@@ -952,7 +1106,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 			    FWD_WORKERS_MAX);
 		dp->n_workers = FWD_WORKERS_MAX;
 	}
-	struct rt_config rc = { .defer = dp_defer };
+	struct rt_config rc = { .defer = dp_defer, .changed = dp_rib_changed, .changed_ctx = dp };
 
 	ret = rt_create(&dp->rt, &rc);
 	if (ret < 0) {
@@ -1015,6 +1169,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	dp->port_timer = evtimer_new(loop, on_port_timer, dp);
 	if (dp->port_timer)
 		evtimer_start(dp->port_timer, PORT_POLL_MS, PORT_POLL_MS);
+	kroute_start(dp, &cfg->kernel_routes);
 	log_notice("data plane: %u workers, %u IB ports, %u links", dp->n_workers, dp->n_ports,
 		   dp->n_links);
 	*out = dp;
@@ -1044,6 +1199,7 @@ void gw_dp_stop(struct gw_dp *dp)
 {
 	if (!dp)
 		return;
+	kroute_stop(dp, true, false);
 	evtimer_free(dp->port_timer);
 	if (dp->workers_started)
 		fwd_worker_stop_all(dp->e);
@@ -1109,37 +1265,266 @@ void gw_dp_stop(struct gw_dp *dp)
 
 /* ---- reload ----------------------------------------------------------------------------------- */
 
+/*
+ * A reload applies the difference, link by link (matched by name):
+ *   - gone from the file: the link or interface is taken out (below);
+ *   - what it runs on changed (IPoIB: backend, device, port, P_Key, mode; Ethernet:
+ *     backend, device, VLAN): taken out and built again, like a new one;
+ *   - new: built and started as at start;
+ *   - addresses, MTU and proxy settings: changed in place; the interface stays up;
+ * then static routes, proxy prefixes and the kernel routes. Nothing else is touched:
+ * packets of the links that did not change keep flowing through the reload.
+ */
+
+static const struct gw_ipoib_link_config *ipoib_cfg(const struct gw_config *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->n_ipoib_links; i++)
+		if (!strcmp(cfg->ipoib_links[i].name, name))
+			return &cfg->ipoib_links[i];
+	return NULL;
+}
+
+static const struct gw_eth_if_config *eth_cfg(const struct gw_config *cfg, const char *name,
+					      unsigned *n)
+{
+	for (unsigned i = 0; i < cfg->n_eth_ifs; i++)
+		if (!strcmp(cfg->eth_ifs[i].name, name)) {
+			if (n)
+				*n = i;
+			return &cfg->eth_ifs[i];
+		}
+	return NULL;
+}
+
+/* Why the link must be built again for this config ("" when it can change in place). */
+static const char *rebuild_reason(const struct dp_link *k, const struct gw_config *cfg)
+{
+	if (k->kind == DP_IPOIB) {
+		const struct gw_ipoib_link_config *c = ipoib_cfg(cfg, k->name);
+
+		if (!c)
+			return "removed from the config";
+		if (strcmp(k->backend, gw_ipoib_backend_name(c->backend)) ||
+		    strcmp(k->device, c->device) || k->port_num != c->port)
+			return "moved to another port";
+		if (k->pkey != c->pkey)
+			return "P_Key changed";
+		if (k->cfg_mode != c->mode)
+			return "mode changed";
+		return "";
+	}
+	const struct gw_eth_if_config *c = eth_cfg(cfg, k->name, NULL);
+
+	if (!c)
+		return "removed from the config";
+	if (strcmp(k->backend, gw_eth_backend_name(c->backend)) || strcmp(k->device, c->device) ||
+	    k->vlan != c->vlan)
+		return "moved to another device or VLAN";
+	return "";
+}
+
+static bool device_watched_by_other(const struct gw_dp *dp, const struct dp_link *k)
+{
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		const struct dp_link *o = &dp->links[i];
+
+		if (o != k && o->kind == DP_ETH && !strcmp(o->device, k->device))
+			return true;
+	}
+	return false;
+}
+
+/* The port's CM sends went through this link's worker ring: hand them to another
+ * connected link of the port (the worker finds the GSI QP through any of them). */
+static void gsi_move(struct gw_dp *dp, struct dp_link *gone)
+{
+	struct dp_port *p = gone->port;
+
+	if (!p || p->gsi_ifindex != gone->ifindex)
+		return;
+	p->gsi_ifindex = 0;
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		const struct dp_link *o = &dp->links[i];
+
+		if (o != gone && o->kind == DP_IPOIB && o->port == p &&
+		    o->mode == GW_IPOIB_CONNECTED && o->ifindex) {
+			p->gsi_ifindex = o->ifindex;
+			break;
+		}
+	}
+}
+
+/*
+ * Take a running link or interface out without stopping the workers. Order matters:
+ * the interface leaves the engine's snapshot first; once every worker has passed a
+ * quiescent state (synchronize_rcu) none polls the port for it or holds one of its
+ * completions; then the link stops (groups left, connections down, QPs destroyed, after
+ * which no completion of them appears), a second grace period lets any batch polled
+ * before the destroy finish, and only then is the memory freed. The IB port stays open
+ * for the other links (and a later one).
+ */
+static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
+{
+	uint32_t ifindex = k->ifindex;
+	int ret;
+
+	log_notice("%s: taken down: %s", k->name, why);
+	if (k->kind == DP_IPOIB)
+		gsi_move(dp, k);
+	if (ifindex) {
+		ret = fwd_engine_if_del(dp->e, ifindex);
+		if (ret < 0)
+			log_errno(LOG_ERR, -ret, "%s: cannot remove the interface", k->name);
+	}
+	k->ifindex = 0; /* its link's state changes no longer reach the engine */
+	synchronize_rcu();
+	if (k->kind == DP_IPOIB && k->link) {
+		ipoib_link_stop(k->link);
+		synchronize_rcu();
+		ipoib_link_free(k->link);
+	} else if (k->kind == DP_ETH) {
+		if (dp->nl && !device_watched_by_other(dp, k))
+			(void)nl_watch_del(dp->nl, k->device);
+		if (k->eth)
+			k->eops->close(k->eth);
+	}
+	memset(k, 0, sizeof(*k)); /* DP_NONE: a free slot */
+}
+
+/* Addresses: add the new ones, then delete the gone ones (a renumbering keeps the
+ * interface reachable throughout). */
+static void addrs_apply(struct gw_dp *dp, struct dp_link *k, const struct ip_prefix *want,
+			unsigned n_want)
+{
+	char buf[IP_PREFIX_STRLEN];
+	struct ip_prefix keep[DP_MAX_ADDRS];
+	unsigned n_keep = 0;
+
+	if (n_want > DP_MAX_ADDRS)
+		n_want = DP_MAX_ADDRS;
+	for (unsigned i = 0; i < n_want; i++) {
+		bool have = false;
+
+		for (unsigned j = 0; j < k->n_addrs && !have; j++)
+			have = k->addrs[j].len == want[i].len &&
+			       ip_addr_equal(&k->addrs[j].addr, &want[i].addr);
+		if (!have) {
+			int ret = fwd_engine_if_add_addr(dp->e, k->ifindex, &want[i]);
+
+			if (ret < 0) {
+				log_errno(LOG_ERR, -ret, "%s: address %s not added", k->name,
+					  ip_prefix_format(&want[i], buf, sizeof(buf)));
+				continue;
+			}
+			if (k->link)
+				(void)ipoib_link_add_addr(k->link, want[i].addr.family,
+							  want[i].addr.bytes);
+			log_notice("%s: address %s added", k->name,
+				   ip_prefix_format(&want[i], buf, sizeof(buf)));
+		}
+		keep[n_keep++] = want[i];
+	}
+	for (unsigned j = 0; j < k->n_addrs; j++) {
+		bool wanted = false;
+
+		for (unsigned i = 0; i < n_keep && !wanted; i++)
+			wanted = keep[i].len == k->addrs[j].len &&
+				 ip_addr_equal(&keep[i].addr, &k->addrs[j].addr);
+		if (wanted)
+			continue;
+		if (fwd_engine_if_del_addr(dp->e, k->ifindex, &k->addrs[j]) == 0)
+			log_notice("%s: address %s removed", k->name,
+				   ip_prefix_format(&k->addrs[j], buf, sizeof(buf)));
+	}
+	memcpy(k->addrs, keep, n_keep * sizeof(keep[0]));
+	k->n_addrs = n_keep;
+}
+
+/* What changes in place: addresses, MTU, the IPoIB link's proxy-ND groups. */
+static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_config *cfg)
+{
+	const struct ip_prefix *addrs;
+	unsigned n_addrs;
+	uint32_t mtu;
+
+	if (k->kind == DP_IPOIB) {
+		const struct gw_ipoib_link_config *c = ipoib_cfg(cfg, k->name);
+
+		addrs = c->addresses;
+		n_addrs = c->n_addresses;
+		mtu = c->mtu;
+		k->proxy_nd = c->proxy.nd;
+		k->n_proxy6 = 0;
+		for (unsigned i = 0; i < c->proxy.n_prefixes && k->n_proxy6 < FWD_IF_MAX_PROXY; i++)
+			if (c->proxy.prefixes[i].addr.family == AF_INET6)
+				k->proxy6[k->n_proxy6++] = c->proxy.prefixes[i];
+	} else {
+		const struct gw_eth_if_config *c = eth_cfg(cfg, k->name, NULL);
+
+		addrs = c->addresses;
+		n_addrs = c->n_addresses;
+		mtu = c->mtu;
+	}
+	if (!k->ifindex)
+		return; /* never got as far as the engine: nothing runs to update */
+	addrs_apply(dp, k, addrs, n_addrs);
+	if (mtu != k->cfg_mtu) {
+		k->cfg_mtu = mtu;
+		if (k->kind == DP_ETH) {
+			struct nl_link_state st;
+
+			if (dp->nl && nl_watch_get(dp->nl, k->device, &st) == 0)
+				eth_apply_state(dp, k, &st); /* the smaller of config and device */
+			else
+				(void)fwd_engine_if_set_mtu(dp->e, k->ifindex, mtu);
+		} else if (k->link && ipoib_link_ud_qp(k->link)) {
+			on_link_state(k, k->link, true); /* recomputes the link's MTU */
+		}
+		log_notice("%s: MTU %u", k->name, mtu);
+	}
+	if (k->kind == DP_IPOIB && k->proxy_nd && k->link && !k->reason[0])
+		proxy_groups_configured(k);
+}
+
 void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 {
-	bool changed = cfg->n_ipoib_links + cfg->n_eth_ifs != dp->n_links;
+	unsigned removed = 0, added = 0;
 
-	for (unsigned i = 0; i < cfg->n_ipoib_links && !changed; i++) {
-		const struct gw_ipoib_link_config *c = &cfg->ipoib_links[i];
-		const struct dp_link *k = &dp->links[i];
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		struct dp_link *k = &dp->links[i];
+		const char *why = k->kind == DP_NONE ? "" : rebuild_reason(k, cfg);
 
-		changed = k->kind != DP_IPOIB || strcmp(k->name, c->name) ||
-			  strcmp(k->device, c->device) || k->port_num != c->port ||
-			  k->pkey != c->pkey || k->cfg_mode != c->mode || k->cfg_mtu != c->mtu ||
-			  k->n_addrs != c->n_addresses ||
-			  memcmp(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+		if (why[0]) {
+			link_remove(dp, k, why);
+			removed++;
+		} else if (k->kind != DP_NONE) {
+			link_update(dp, k, cfg);
+		}
 	}
-	for (unsigned i = 0; i < cfg->n_eth_ifs && !changed; i++) {
-		const struct gw_eth_if_config *c = &cfg->eth_ifs[i];
-		const struct dp_link *k = &dp->links[cfg->n_ipoib_links + i];
+	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
+		struct dp_link *k;
 
-		changed = k->kind != DP_ETH || strcmp(k->name, c->name) ||
-			  strcmp(k->device, c->device) || k->vlan != c->vlan ||
-			  k->cfg_mtu != c->mtu || k->n_addrs != c->n_addresses ||
-			  memcmp(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+		if (link_by_name(dp, cfg->ipoib_links[i].name))
+			continue;
+		k = ipoib_add(dp, &cfg->ipoib_links[i]);
+		added++;
+		if (k && k->link && k->ifindex && ipoib_link_start(k->link) < 0)
+			set_reason(k->reason, "cannot start (broadcast join)");
 	}
-	if (changed)
-		log_notice("reload: IPoIB links and Ethernet interfaces changed; the change "
-			   "takes effect at restart");
-	if (cfg->workers != dp->n_workers)
-		log_notice("reload: workers changed; takes effect at restart");
-	if (!changed) {
-		proxy_apply(dp, cfg);
-		routes_apply(dp, cfg);
-		log_info("reload: static routes and proxy settings applied");
+	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
+		if (link_by_name(dp, cfg->eth_ifs[i].name))
+			continue;
+		eth_add(dp, &cfg->eth_ifs[i], i);
+		added++;
 	}
+	if (removed || added)
+		log_notice("reload: %u links/interfaces taken down, %u brought up", removed, added);
+	proxy_apply(dp, cfg);
+	routes_apply(dp, cfg);
+	kroute_reconfigure(dp, &cfg->kernel_routes);
+	/* The engine's rings are sized for its workers: their number is fixed at start. */
+	if ((cfg->workers ? cfg->workers : 1) != dp->n_workers)
+		log_warning("reload: workers: %u -> %u takes effect at the next start",
+			    dp->n_workers, cfg->workers);
+	log_info("reload: applied");
 }

@@ -17,6 +17,7 @@
 #include "gateway/dataplane.h"
 #include "sm-client/sa.h"
 
+struct kroute;
 struct nl_watch;
 struct sa_umad;
 struct evtimer;
@@ -47,11 +48,14 @@ struct dp_port {
 };
 
 enum dp_kind {
+	DP_NONE, /* a free slot: the link was removed by a reload */
 	DP_IPOIB,
 	DP_ETH
 };
 
-/* One configured link or interface as it runs. Owner: control thread. */
+/* One configured link or interface as it runs. Owner: control thread. The slots never
+ * move (callbacks hold their address); a link removed by a reload leaves a DP_NONE slot
+ * that the next added link reuses, so loops over links skip DP_NONE. */
 struct dp_link {
 	enum dp_kind kind;
 	char name[GW_NAME_MAX];
@@ -98,8 +102,13 @@ struct gw_dp {
 	/* Static routes as installed (for a live reload). */
 	struct rt_route *routes;
 	unsigned n_routes;
+	/* Kernel route export/import (NULL: not configured); its settings as running. */
+	struct kroute *kroute;
+	struct gw_kernel_routes_config kroute_cfg;
 };
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);
+/* The RIB changed (route.h's change hook): the kernel export follows. */
+void dp_rib_changed(void *dp);
 
 #endif

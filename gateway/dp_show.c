@@ -127,9 +127,12 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 	for (unsigned i = 0; i < dp->n_links; i++) {
 		struct dp_link *k = &dp->links[i];
 		const struct fwd_if *f = fwd_snap_if(s, k->ifindex);
-		struct json_object *o = json_object_new_object();
+		struct json_object *o;
 		bool up = f && f->up;
 
+		if (k->kind == DP_NONE)
+			continue;
+		o = json_object_new_object();
 		add_str(o, "name", k->name);
 		add_str(o, "kind", k->kind == DP_IPOIB ? "ipoib" : "ether");
 		add_str(o, "state", up ? "up" : "down");

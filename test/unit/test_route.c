@@ -108,8 +108,8 @@ static void test_connected_and_static(void **state)
 	ifa = P("172.16.0.2/30");
 	assert_int_equal(rt_add_connected(rt, &ifa, 5), 0);
 	assert_string_equal(fwd(rt, "10.4.0.1", 0), "172.16.0.1@5");
-	assert_int_equal(rt_del_connected(rt, &ifa, 6), -ENOENT); /* wrong interface */
-	assert_int_equal(rt_del_connected(rt, &ifa, 5), 0);
+	assert_int_equal(rt_del_connected(rt, &ifa, 6, false), -ENOENT); /* wrong interface */
+	assert_int_equal(rt_del_connected(rt, &ifa, 5, false), 0);
 	assert_string_equal(fwd(rt, "10.4.0.1", 0), "none");
 	assert_string_equal(fwd(rt, "172.16.0.2", 0), "none");
 	/* Bad routes. */
@@ -302,7 +302,7 @@ static void test_walk_and_ipv6(void **state)
 	w.n = 0;
 	assert_int_equal(rt_walk(rt, AF_INET6, walk_cb, &w), 0);
 	assert_int_equal(w.n, 3);
-	assert_int_equal(rt_del_connected(rt, &ifa6, 2), 0);
+	assert_int_equal(rt_del_connected(rt, &ifa6, 2, false), 0);
 	assert_string_equal(fwd(rt, "2001:db8:100::1", 0), "none");
 	rt_destroy(rt);
 }
@@ -349,6 +349,104 @@ static void test_slots_full_and_deferred(void **state)
 	rt_destroy(rt);
 }
 
+static void count_change(void *ctx)
+{
+	(*(unsigned *)ctx)++;
+}
+
+/* The change hook fires for every change and only for changes (kernel export relies on
+ * it to follow learned, static, connected and imported routes alike). */
+static void test_change_hook(void **state)
+{
+	unsigned n = 0, before;
+	struct rt_config cfg = { .changed = count_change, .changed_ctx = &n };
+	struct rt_table *rt;
+	struct ip_prefix ifa = P("10.0.0.1/24");
+	struct rt_route r = via("10.9.0.0/16", RT_SRC_STATIC, 0, "10.0.0.2", 0);
+	(void)state;
+
+	assert_int_equal(rt_create(&rt, &cfg), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(rt_add_connected(rt, &ifa, 1), 0);
+	assert_true(n > 0);
+	before = n;
+	assert_int_equal(rt_add(rt, &r), 0);
+	assert_true(n > before);
+	before = n;
+	assert_int_equal(rt_add(rt, &r), -EEXIST); /* refused: no change, no call */
+	assert_int_equal(n, before);
+	assert_int_equal(rt_del(rt, &r.prefix, RT_SRC_STATIC, 1), -ENOENT);
+	assert_int_equal(n, before);
+	r.nnh = 0; /* malformed */
+	assert_int_equal(rt_replace(rt, &r), -EINVAL);
+	assert_int_equal(n, before);
+	assert_int_equal(rt_del(rt, &r.prefix, RT_SRC_STATIC, 0), 0);
+	assert_true(n > before);
+	before = n;
+	assert_int_equal(rt_del_connected(rt, &ifa, 1, false), 0);
+	assert_true(n > before);
+	rt_destroy(rt);
+}
+
+/* Two addresses in one subnet: the second adds its local route only; deleting one
+ * keeps the subnet for the other. */
+static void test_two_addresses_one_subnet(void **state)
+{
+	struct rt_table *rt;
+	struct ip_prefix a1 = P("10.0.0.1/24"), a2 = P("10.0.0.254/24");
+	(void)state;
+
+	assert_int_equal(rt_create(&rt, NULL), 0);
+	assert_int_equal(rt_add_connected(rt, &a1, 1), 0);
+	assert_int_equal(rt_add_connected(rt, &a2, 1), 0);
+	assert_string_equal(fwd(rt, "10.0.0.254", 0), "local");
+	assert_string_equal(fwd(rt, "10.0.0.1", 0), "local");
+	assert_int_equal(rt_add_connected(rt, &a2, 1), -EEXIST);
+	assert_int_equal(rt_del_connected(rt, &a2, 1, true), 0);
+	assert_string_equal(fwd(rt, "10.0.0.254", 0), "conn@1");
+	assert_string_equal(fwd(rt, "10.0.0.1", 0), "local");
+	assert_int_equal(rt_del_connected(rt, &a1, 1, false), 0);
+	assert_string_equal(fwd(rt, "10.0.0.7", 0), "none");
+	rt_destroy(rt);
+}
+
+static int count_routes(void *ctx, const struct rt_route *r)
+{
+	(void)r;
+	(*(unsigned *)ctx)++;
+	return 0;
+}
+
+/* Imported routes leave together when the import stops; other sources stay. */
+static void test_del_source(void **state)
+{
+	struct rt_table *rt;
+	struct ip_prefix ifa = P("10.0.0.1/24");
+	struct rt_route a = via("10.9.0.0/16", RT_SRC_KERNEL, 5, "10.0.0.2", 0),
+			b = via("10.9.0.0/16", RT_SRC_KERNEL, 7, "10.0.0.3", 0),
+			c = via("fd00:9::/64", RT_SRC_KERNEL, 0, "10.0.0.2", 0),
+			st = via("10.9.0.0/16", RT_SRC_STATIC, 9, "10.0.0.4", 0);
+	unsigned n = 0;
+	(void)state;
+
+	memset(&c.nh[0], 0, sizeof(c.nh[0]));
+	c.nh[0].type = RT_NH_BLACKHOLE; /* an IPv6 prefix: a blackhole from the kernel */
+	assert_int_equal(rt_create(&rt, NULL), 0);
+	assert_int_equal(rt_add_connected(rt, &ifa, 1), 0);
+	assert_int_equal(rt_add(rt, &a), 0);
+	assert_int_equal(rt_add(rt, &b), 0);
+	assert_int_equal(rt_add(rt, &c), 0);
+	assert_int_equal(rt_add(rt, &st), 0);
+	assert_string_equal(fwd(rt, "10.9.1.1", 0), "10.0.0.2@1");
+	assert_int_equal(rt_del_source(rt, RT_SRC_KERNEL), 3);
+	assert_string_equal(fwd(rt, "10.9.1.1", 0), "10.0.0.4@1");
+	assert_string_equal(fwd(rt, "fd00:9::1", 0), "none");
+	assert_int_equal(rt_walk(rt, 0, count_routes, &n), 0);
+	assert_int_equal(n, 3); /* connected, local, static */
+	assert_int_equal(rt_del_source(rt, RT_SRC_KERNEL), 0);
+	rt_destroy(rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +455,9 @@ int main(void)
 		cmocka_unit_test(test_ecmp),
 		cmocka_unit_test(test_walk_and_ipv6),
 		cmocka_unit_test(test_slots_full_and_deferred),
+		cmocka_unit_test(test_change_hook),
+		cmocka_unit_test(test_del_source),
+		cmocka_unit_test(test_two_addresses_one_subnet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
