@@ -93,6 +93,68 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Read reply frames for request seq until its END frame. An END frame with seq 0 is
+ * the daemon's answer to the connection itself, sent before it closes it (too many
+ * clients, not our protocol): its status and message are the answer.
+ */
+static int read_reply(struct ctl_client *c, uint32_t seq, ctl_record_fn on_record, void *arg,
+		      char *errbuf, size_t errlen)
+{
+	uint8_t hdr[CTL_HDR_LEN];
+	int err;
+
+	for (;;) {
+		struct ctl_hdr rh;
+		struct json_object *obj = NULL;
+		char why[CTL_WHY_LEN] = "";
+		uint8_t *rbody;
+
+		err = read_full(c, hdr, sizeof(hdr));
+		if (err < 0) {
+			snprintf(errbuf, errlen, "no reply from the daemon: %s",
+				 err == -ECONNRESET ? "connection closed" : strerror(-err));
+			return err;
+		}
+		err = ctl_hdr_decode(hdr, CTL_MAX_REPLY, &rh);
+		if (err < 0 || (rh.type != CTL_MSG_RECORD && rh.type != CTL_MSG_END) ||
+		    (rh.seq != seq && !(rh.seq == 0 && rh.type == CTL_MSG_END))) {
+			snprintf(errbuf, errlen, "malformed reply from the daemon");
+			return -EPROTO;
+		}
+		rbody = malloc(rh.len ? rh.len : 1);
+		if (!rbody) {
+			snprintf(errbuf, errlen, "out of memory reading the reply");
+			return -ENOMEM;
+		}
+		err = read_full(c, rbody, rh.len);
+		if (err == 0 && ctl_body_parse(rbody, rh.len, &obj, why) < 0)
+			err = -EPROTO;
+		free(rbody);
+		if (err < 0 || !obj) {
+			snprintf(errbuf, errlen, "malformed reply from the daemon%s%s",
+				 why[0] ? ": " : "", why);
+			json_object_put(obj);
+			return err < 0 ? err : -EPROTO;
+		}
+		if (rh.type == CTL_MSG_RECORD) {
+			if (on_record)
+				on_record(obj, arg);
+			json_object_put(obj);
+			continue;
+		}
+		struct json_object *st, *msg;
+		int status = CTL_EFAILED;
+
+		if (json_object_object_get_ex(obj, "status", &st))
+			status = json_object_get_int(st);
+		if (json_object_object_get_ex(obj, "error", &msg))
+			snprintf(errbuf, errlen, "%s", json_object_get_string(msg));
+		json_object_put(obj);
+		return status;
+	}
+}
+
 int ctl_client_request(struct ctl_client *c, uint16_t type, struct json_object *args,
 		       ctl_record_fn on_record, void *arg, const char **error)
 {
@@ -114,55 +176,13 @@ int ctl_client_request(struct ctl_client *c, uint16_t type, struct json_object *
 	ctl_hdr_encode(&h, hdr);
 	if ((err = write_full(c->fd, hdr, sizeof(hdr))) < 0 ||
 	    (err = write_full(c->fd, body, len)) < 0) {
+		/* The daemon may have refused the connection and said why before closing. */
+		int status = read_reply(c, 0, NULL, NULL, errbuf, sizeof(errbuf));
+
+		if (status >= 0)
+			return status;
 		snprintf(errbuf, sizeof(errbuf), "cannot send request: %s", strerror(-err));
 		return err;
 	}
-
-	for (;;) {
-		struct ctl_hdr rh;
-		struct json_object *obj = NULL;
-		char why[CTL_WHY_LEN] = "";
-		uint8_t *rbody;
-
-		err = read_full(c, hdr, sizeof(hdr));
-		if (err < 0) {
-			snprintf(errbuf, sizeof(errbuf), "no reply from the daemon: %s",
-				 err == -ECONNRESET ? "connection closed" : strerror(-err));
-			return err;
-		}
-		err = ctl_hdr_decode(hdr, CTL_MAX_REPLY, &rh);
-		if (err < 0 || rh.seq != h.seq ||
-		    (rh.type != CTL_MSG_RECORD && rh.type != CTL_MSG_END)) {
-			snprintf(errbuf, sizeof(errbuf), "malformed reply from the daemon");
-			return -EPROTO;
-		}
-		rbody = malloc(rh.len ? rh.len : 1);
-		if (!rbody)
-			return -ENOMEM;
-		err = read_full(c, rbody, rh.len);
-		if (err == 0 && ctl_body_parse(rbody, rh.len, &obj, why) < 0)
-			err = -EPROTO;
-		free(rbody);
-		if (err < 0 || !obj) {
-			snprintf(errbuf, sizeof(errbuf), "malformed reply from the daemon%s%s",
-				 why[0] ? ": " : "", why);
-			json_object_put(obj);
-			return err < 0 ? err : -EPROTO;
-		}
-		if (rh.type == CTL_MSG_RECORD) {
-			if (on_record)
-				on_record(obj, arg);
-			json_object_put(obj);
-			continue;
-		}
-		struct json_object *st, *msg;
-		int status = CTL_EFAILED;
-
-		if (json_object_object_get_ex(obj, "status", &st))
-			status = json_object_get_int(st);
-		if (json_object_object_get_ex(obj, "error", &msg))
-			snprintf(errbuf, sizeof(errbuf), "%s", json_object_get_string(msg));
-		json_object_put(obj);
-		return status;
-	}
+	return read_reply(c, h.seq, on_record, arg, errbuf, sizeof(errbuf));
 }

@@ -130,6 +130,22 @@ const char *ctl_msg_name(uint16_t type)
 		return "show connections";
 	case CTL_SHOW_STATS:
 		return "show stats";
+	case CTL_ROUTE_ADD:
+		return "route add";
+	case CTL_ROUTE_DEL:
+		return "route del";
+	case CTL_NEIGH_ADD:
+		return "neigh add";
+	case CTL_NEIGH_DEL:
+		return "neigh del";
+	case CTL_NEIGH_FLUSH:
+		return "neigh flush";
+	case CTL_PATH_FLUSH:
+		return "path flush";
+	case CTL_SHOW_HA:
+		return "show ha";
+	case CTL_HA_SWITCHOVER:
+		return "ha switchover";
 	default:
 		return NULL;
 	}

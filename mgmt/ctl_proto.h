@@ -39,6 +39,16 @@ enum ctl_msg_type {
 	CTL_SHOW_MCAST = 9,
 	CTL_SHOW_CONNECTIONS = 10,
 	CTL_SHOW_STATS = 11,
+	/* Operator changes (privileged socket only; arguments in mgmt/ctl_args.h). */
+	CTL_ROUTE_ADD = 12,   /* {"dst", "type", "gateway", "dev", "metric", "nexthops"} */
+	CTL_ROUTE_DEL = 13,   /* the same keys; "dst" and "metric" name the route */
+	CTL_NEIGH_ADD = 14,   /* {"dst", "lladdr", "dev"}: a PERMANENT neighbour */
+	CTL_NEIGH_DEL = 15,   /* {"dst", "dev", "lladdr" optional} */
+	CTL_NEIGH_FLUSH = 16, /* {"dev", "to" optional}: every entry but PERMANENT ones */
+	CTL_PATH_FLUSH = 17,  /* {"gid"} optional: the SA clients' path caches */
+	/* Reserved: failover (issue 8). */
+	CTL_SHOW_HA = 18,
+	CTL_HA_SWITCHOVER = 19,
 
 	CTL_MSG_RECORD = 0x8001,
 	CTL_MSG_END = 0x8002,

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,17 +27,30 @@
 
 #define OUT_HIGH_WATER (4u * 1024 * 1024) /* stop reading requests above this */
 #define MAX_LISTENERS  2
+#define LOG_EVERY_MS   1000 /* refusals are logged at most this often: no log flood */
 
 struct ctl_listener {
 	int fd;
 	bool read_only;
+	gid_t group;         /* privileged: its members are served; (gid_t)-1: none */
+	char group_name[64]; /* for the refusal message (resolved at listen, not per
+			      * connection: NSS may block) */
 	char path[108];
+};
+
+/* At most one log line per LOG_EVERY_MS; the refusals not logged are counted. */
+struct log_limit {
+	uint64_t last_ms;
+	unsigned quiet;
+	char note[48];
 };
 
 struct ctl_conn {
 	struct ctl_server *srv;
 	int fd;
 	bool read_only;
+	bool denied;  /* privileged socket, peer not allowed: every request gets EPERM */
+	uid_t uid;    /* the peer's, for the refusal message */
 	bool closing; /* send what is queued, then close */
 	uint8_t *in;
 	size_t in_len;
@@ -63,8 +77,32 @@ struct ctl_server {
 	int n_listeners;
 	struct ctl_conn *conns;
 	int n_conns;
+	uid_t self; /* the daemon's effective uid: always allowed */
+	struct log_limit denied_log, busy_log;
 	struct ctl_server_stats stats;
 };
+
+/* True when a line may be logged now; otherwise the event is counted in quiet. */
+static bool log_limit_pass(struct log_limit *l)
+{
+	uint64_t now = evloop_now_ms();
+
+	if (l->last_ms && now - l->last_ms < LOG_EVERY_MS) {
+		l->quiet++;
+		return false;
+	}
+	l->last_ms = now;
+	return true;
+}
+
+/* " (N more since the last report)" for a line that log_limit_pass let through. */
+static const char *quiet_note(struct log_limit *l)
+{
+	if (!l->quiet)
+		return "";
+	snprintf(l->note, sizeof(l->note), " (%u more since the last report)", l->quiet);
+	return l->note;
+}
 
 static void conn_close(struct ctl_conn *c)
 {
@@ -183,6 +221,50 @@ static void conn_fail(struct ctl_conn *c, uint32_t seq, int status, const char *
 	c->closing = true;
 }
 
+/* "(use the read-only socket or join group G)", or "" when neither exists. */
+static void denied_hint(const struct ctl_server *srv, gid_t group, const char *group_name,
+			char *buf, size_t len)
+{
+	bool ro = false;
+
+	for (int i = 0; i < srv->n_listeners; i++)
+		ro |= srv->listeners[i].read_only;
+	if (ro && group != (gid_t)-1)
+		snprintf(buf, len, " (use the read-only socket or join group %s)", group_name);
+	else if (ro)
+		snprintf(buf, len, " (use the read-only socket)");
+	else if (group != (gid_t)-1)
+		snprintf(buf, len, " (join group %s)", group_name);
+	else
+		buf[0] = '\0';
+}
+
+static const struct ctl_listener *listener_of(const struct ctl_server *srv, bool read_only)
+{
+	for (int i = 0; i < srv->n_listeners; i++)
+		if (srv->listeners[i].read_only == read_only)
+			return &srv->listeners[i];
+	return NULL;
+}
+
+/* A request from a peer the privileged socket does not serve: EPERM, whatever it is. */
+static void refuse_peer(struct ctl_conn *c, uint32_t seq)
+{
+	struct ctl_server *srv = c->srv;
+	const struct ctl_listener *l = listener_of(srv, false);
+	char hint[128], msg[192];
+
+	srv->stats.denied++;
+	denied_hint(srv, l ? l->group : (gid_t)-1, l ? l->group_name : "", hint, sizeof(hint));
+	snprintf(msg, sizeof(msg), "uid %u is not allowed on the privileged socket%s",
+		 (unsigned)c->uid, hint);
+	if (log_limit_pass(&srv->denied_log)) {
+		log_warning("control: %s%s", msg, quiet_note(&srv->denied_log));
+		srv->denied_log.quiet = 0;
+	}
+	queue_end(c, seq, CTL_EPERM, msg);
+}
+
 static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t *body)
 {
 	struct ctl_server *srv = c->srv;
@@ -193,6 +275,10 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 	size_t mark = c->out_len;
 
 	srv->stats.requests++;
+	if (c->denied) {
+		refuse_peer(c, h->seq);
+		return;
+	}
 	for (size_t i = 0; i < srv->n_cmds; i++)
 		if (srv->cmds[i].type == h->type)
 			cmd = &srv->cmds[i];
@@ -324,23 +410,100 @@ static void conn_idle(struct evloop *loop, struct evtimer *t, void *arg)
 	conn_close(arg);
 }
 
+bool ctl_peer_allowed(const struct ctl_peer *p, uid_t self, gid_t group)
+{
+	if (p->uid == 0 || p->uid == self)
+		return true;
+	if (group == (gid_t)-1)
+		return false;
+	if (p->gid == group)
+		return true;
+	for (size_t i = 0; i < p->n_groups; i++)
+		if (p->groups[i] == group)
+			return true;
+	return false;
+}
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59 /* Linux 4.13; older C libraries lack the name */
+#endif
+
+/*
+ * May the peer of a privileged connection use it? Credentials that cannot be read
+ * refuse (fail closed). *uid gets the peer's uid for the message.
+ */
+static bool peer_check(const struct ctl_server *srv, const struct ctl_listener *l, int fd,
+		       uid_t *uid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	gid_t groups[256];
+	struct ctl_peer p = { 0 };
+
+	*uid = (uid_t)-1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_errno(LOG_WARNING, errno, "control: SO_PEERCRED");
+		return false;
+	}
+	*uid = p.uid = cred.uid;
+	p.gid = cred.gid;
+	if (ctl_peer_allowed(&p, srv->self, l->group))
+		return true;
+	if (l->group == (gid_t)-1)
+		return false;
+	/* Supplementary groups: a peer in more than 256 is judged on the first 256. */
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0 && errno != ERANGE)
+		return false;
+	p.groups = groups;
+	p.n_groups = len / sizeof(gid_t);
+	if (p.n_groups > sizeof(groups) / sizeof(groups[0]))
+		p.n_groups = sizeof(groups) / sizeof(groups[0]);
+	return ctl_peer_allowed(&p, srv->self, l->group);
+}
+
+/* One connection too many: say so (best effort, never blocking) and close. */
+static void refuse_busy(struct ctl_server *srv, int fd)
+{
+	char body[128];
+	uint8_t frame[CTL_HDR_LEN + sizeof(body)];
+	int n = snprintf(body, sizeof(body),
+			 "{\"status\":%d,\"error\":\"too many control clients (%d): try again "
+			 "later\"}",
+			 CTL_EBUSY, CTL_MAX_CLIENTS);
+	struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, CTL_MSG_END, (uint32_t)n, 0 };
+
+	srv->stats.rejected_busy++;
+	if (log_limit_pass(&srv->busy_log)) {
+		log_warning("control: %d clients connected, refusing more%s", CTL_MAX_CLIENTS,
+			    quiet_note(&srv->busy_log));
+		srv->busy_log.quiet = 0;
+	}
+	ctl_hdr_encode(&h, frame);
+	memcpy(frame + CTL_HDR_LEN, body, (size_t)n);
+	(void)send(fd, frame, CTL_HDR_LEN + (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
 static void listener_event(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct ctl_server *srv = arg;
-	bool read_only = false;
+	const struct ctl_listener *l = NULL;
 	struct ctl_conn *c;
 	int cfd;
 	(void)events;
 
 	for (int i = 0; i < srv->n_listeners; i++)
 		if (srv->listeners[i].fd == fd)
-			read_only = srv->listeners[i].read_only;
+			l = &srv->listeners[i];
 	cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (cfd < 0)
+	if (cfd < 0 || !l) {
+		if (cfd >= 0)
+			close(cfd);
 		return;
+	}
 	if (srv->n_conns >= CTL_MAX_CLIENTS) {
-		srv->stats.rejected_busy++;
-		close(cfd);
+		refuse_busy(srv, cfd);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -360,7 +523,8 @@ static void listener_event(struct evloop *loop, int fd, uint32_t events, void *a
 	}
 	c->srv = srv;
 	c->fd = cfd;
-	c->read_only = read_only;
+	c->read_only = l->read_only;
+	c->denied = !l->read_only && !peer_check(srv, l, cfd, &c->uid);
 	c->next = srv->conns;
 	srv->conns = c;
 	srv->n_conns++;
@@ -379,6 +543,7 @@ int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n
 	srv->cmds = cmds;
 	srv->n_cmds = n_cmds;
 	srv->ctx = ctx;
+	srv->self = geteuid();
 	*out = srv;
 	return 0;
 }
@@ -394,6 +559,18 @@ static bool socket_in_use(const struct sockaddr_un *sun)
 	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
 	close(fd);
 	return live;
+}
+
+/* The group's name for messages, or its number when it has none. */
+static void group_name(gid_t gid, char *buf, size_t len)
+{
+	struct group gr, *res = NULL;
+	char tmp[1024];
+
+	if (gid != (gid_t)-1 && getgrgid_r(gid, &gr, tmp, sizeof(tmp), &res) == 0 && res)
+		snprintf(buf, len, "%s", res->gr_name);
+	else
+		snprintf(buf, len, "%u", (unsigned)gid);
 }
 
 int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
@@ -439,6 +616,8 @@ int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid
 	l = &srv->listeners[srv->n_listeners++];
 	l->fd = fd;
 	l->read_only = read_only;
+	l->group = gid;
+	group_name(gid, l->group_name, sizeof(l->group_name));
 	snprintf(l->path, sizeof(l->path), "%s", path);
 	return 0;
 }

@@ -4,9 +4,15 @@
  *
  * Runs on the control thread's event loop; every call is from that thread. Each
  * listening socket is either privileged (all commands) or read-only (only commands
- * marked read-only, the "show" family). Limits: CTL_MAX_CLIENTS connections, one
- * request in flight per connection, output capped per connection (a client that does
- * not read its replies stops being read), idle connections closed after a timeout.
+ * marked read-only, the "show" family). Limits: CTL_MAX_CLIENTS connections (one more
+ * is told CTL_EBUSY and closed), one request in flight per connection, output capped
+ * per connection (a client that does not read its replies stops being read), idle
+ * connections closed after a timeout.
+ *
+ * The privileged socket also checks who connected (SO_PEERCRED, SO_PEERGROUPS), so
+ * that a too-open socket mode does not hand out write access: root, the daemon's own
+ * user and members of the socket's group are served; anyone else gets CTL_EPERM for
+ * every request (counted in stats.denied, logged at most once a second).
  */
 #ifndef IBGW_MGMT_CTL_SERVER_H
 #define IBGW_MGMT_CTL_SERVER_H
@@ -40,8 +46,9 @@ int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n
 		   struct ctl_server **out);
 /*
  * Listen on path (a stale socket file is replaced; a live one is an error: another
- * daemon owns it). mode is applied with chmod; gid (or -1) with chown. Returns 0 or
- * -errno, having logged why.
+ * daemon owns it). mode is applied with chmod; gid (or -1) with chown, and on a
+ * privileged socket it is also the group whose members are served ((gid_t)-1: only
+ * root and the daemon's user). Returns 0 or -errno, having logged why.
  */
 int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
 		      bool read_only);
@@ -54,7 +61,19 @@ int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec);
 int ctl_reply_error(struct ctl_reply *reply, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Counters, for gwctl show stats later and for tests. */
+/* Who is at the other end of a connection (SO_PEERCRED, SO_PEERGROUPS). */
+struct ctl_peer {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups; /* supplementary groups */
+	size_t n_groups;
+};
+/* The privileged socket's rule: uid 0, the daemon's effective uid self, or a member
+ * (primary or supplementary) of group ((gid_t)-1: no group rule). */
+bool ctl_peer_allowed(const struct ctl_peer *p, uid_t self, gid_t group);
+
+/* Counters, for gwctl show stats later and for tests. denied: requests refused for
+ * the socket (read-only) or the peer (privileged socket). */
 struct ctl_server_stats {
 	uint64_t accepted, rejected_busy, requests, bad_requests, denied;
 };

@@ -18,6 +18,7 @@
 
 #include <json-c/json.h>
 
+#include "mgmt/ctl_args.h"
 #include "mgmt/ctl_client.h"
 
 #define DEFAULT_SOCKET "/run/ibgw/ibgwd.sock"
@@ -30,7 +31,10 @@ struct output {
 };
 
 typedef void (*print_fn)(struct json_object *rec, struct output *out);
-typedef struct json_object *(*args_fn)(int argc, char **argv);
+/* The request's JSON arguments from the words after the command, or NULL with why
+ * (a usage error). */
+typedef struct json_object *(*args_fn)(int argc, char **argv, const struct output *out,
+				       char why[CTL_ARGS_WHY_LEN]);
 
 struct command {
 	const char *words[3]; /* NULL-terminated */
@@ -366,59 +370,143 @@ static void print_config(struct json_object *o, struct output *out)
 	yaml_object(o, 0, false);
 }
 
+/* "N things flushed" records of neigh flush and path flush. */
+static void print_flushed(struct json_object *o, struct output *out)
+{
+	(void)out;
+	if (has(o, "port"))
+		printf("%s/%lld: %lld paths flushed\n", str(o, "device"), (long long)num(o, "port"),
+		       (long long)num(o, "flushed"));
+	else
+		printf("%s: %lld neighbours flushed\n", str(o, "dev"),
+		       (long long)num(o, "flushed"));
+}
+
 /* --- argument builders --- */
 
-static bool opt_stats; /* -s */
-
-static struct json_object *args_links(int argc, char **argv)
+static struct json_object *args_links(int argc, char **argv, const struct output *out,
+				      char why[CTL_ARGS_WHY_LEN])
 {
-	struct json_object *a = json_object_new_object();
-	(void)argv;
+	struct json_object *a;
 
 	if (argc != 0) {
-		json_object_put(a);
+		snprintf(why, CTL_ARGS_WHY_LEN, "unexpected argument '%s'", argv[0]);
 		return NULL;
 	}
-	if (opt_stats)
+	a = json_object_new_object();
+	if (out->stats)
 		json_object_object_add(a, "stats", json_object_new_boolean(true));
 	return a;
 }
 
-static struct json_object *args_routes(int argc, char **argv)
+static struct json_object *args_routes(int argc, char **argv, const struct output *out,
+				       char why[CTL_ARGS_WHY_LEN])
 {
-	struct json_object *a = json_object_new_object();
+	struct json_object *a;
+	(void)out;
 
 	if (argc > 1) {
-		json_object_put(a);
+		snprintf(why, CTL_ARGS_WHY_LEN, "unexpected argument '%s'", argv[1]);
 		return NULL;
 	}
+	a = json_object_new_object();
 	if (argc == 1)
 		json_object_object_add(a, "prefix", json_object_new_string(argv[0]));
 	return a;
 }
 
-static struct json_object *args_neigh(int argc, char **argv)
+static struct json_object *args_neigh(int argc, char **argv, const struct output *out,
+				      char why[CTL_ARGS_WHY_LEN])
 {
-	struct json_object *a = json_object_new_object();
+	struct json_object *a;
+	(void)out;
 
-	if (argc == 2 && !strcmp(argv[0], "dev"))
-		json_object_object_add(a, "dev", json_object_new_string(argv[1]));
-	else if (argc != 0) {
-		json_object_put(a);
+	if (argc != 0 && (argc != 2 || strncmp("dev", argv[0], strlen(argv[0])))) {
+		snprintf(why, CTL_ARGS_WHY_LEN, "expected dev NAME or nothing");
 		return NULL;
 	}
+	a = json_object_new_object();
+	if (argc == 2)
+		json_object_object_add(a, "dev", json_object_new_string(argv[1]));
 	return a;
 }
 
-static struct json_object *args_log_level(int argc, char **argv)
+static struct json_object *args_log_level(int argc, char **argv, const struct output *out,
+					  char why[CTL_ARGS_WHY_LEN])
 {
 	struct json_object *a;
+	(void)out;
 
-	if (argc != 1)
+	if (argc != 1) {
+		snprintf(why, CTL_ARGS_WHY_LEN, "expected one level");
 		return NULL;
+	}
 	a = json_object_new_object();
 	json_object_object_add(a, "level", json_object_new_string(argv[0]));
 	return a;
+}
+
+/* The write commands: words -> the C form (checked as the daemon will) -> JSON. */
+static struct json_object *route_args(int argc, char **argv, bool add, char *why)
+{
+	struct ctl_route r;
+
+	return ctl_route_parse_argv(argc, argv, add, &r, why) < 0 ? NULL : ctl_route_to_json(&r);
+}
+
+static struct json_object *args_route_add(int argc, char **argv, const struct output *out,
+					  char why[CTL_ARGS_WHY_LEN])
+{
+	(void)out;
+	return route_args(argc, argv, true, why);
+}
+
+static struct json_object *args_route_del(int argc, char **argv, const struct output *out,
+					  char why[CTL_ARGS_WHY_LEN])
+{
+	(void)out;
+	return route_args(argc, argv, false, why);
+}
+
+static struct json_object *neigh_args(int argc, char **argv, bool add, char *why)
+{
+	struct ctl_neigh n;
+
+	return ctl_neigh_parse_argv(argc, argv, add, &n, why) < 0 ? NULL : ctl_neigh_to_json(&n);
+}
+
+static struct json_object *args_neigh_add(int argc, char **argv, const struct output *out,
+					  char why[CTL_ARGS_WHY_LEN])
+{
+	(void)out;
+	return neigh_args(argc, argv, true, why);
+}
+
+static struct json_object *args_neigh_del(int argc, char **argv, const struct output *out,
+					  char why[CTL_ARGS_WHY_LEN])
+{
+	(void)out;
+	return neigh_args(argc, argv, false, why);
+}
+
+static struct json_object *args_neigh_flush(int argc, char **argv, const struct output *out,
+					    char why[CTL_ARGS_WHY_LEN])
+{
+	struct ctl_neigh_flush f;
+	(void)out;
+
+	return ctl_neigh_flush_parse_argv(argc, argv, &f, why) < 0 ? NULL
+								   : ctl_neigh_flush_to_json(&f);
+}
+
+static struct json_object *args_path_flush(int argc, char **argv, const struct output *out,
+					   char why[CTL_ARGS_WHY_LEN])
+{
+	struct ctl_path_flush p;
+	(void)out;
+
+	return ctl_path_flush_parse_argv(argc, argv, &p, why) < 0 ? NULL
+								  : ctl_path_flush_to_json(&p);
 }
 
 static const struct command commands[] = {
@@ -488,6 +576,42 @@ static const struct command commands[] = {
 	  args_log_level,
 	  NULL,
 	  "set the daemon's log level" },
+	{ { "route", "add" },
+	  CTL_ROUTE_ADD,
+	  "[blackhole] PREFIX [via ADDR ...] [dev NAME] [metric N] [nexthop via ADDR [dev NAME]]...",
+	  args_route_add,
+	  NULL,
+	  "add a static route (kept until deleted or restart; a reload leaves it)" },
+	{ { "route", "del" },
+	  CTL_ROUTE_DEL,
+	  "PREFIX [metric N] [via ADDR ...] [dev NAME]",
+	  args_route_del,
+	  NULL,
+	  "delete a static route" },
+	{ { "neigh", "add" },
+	  CTL_NEIGH_ADD,
+	  "ADDR lladdr LLADDR dev NAME",
+	  args_neigh_add,
+	  NULL,
+	  "add a PERMANENT neighbour (MAC, or 20-octet IPoIB address)" },
+	{ { "neigh", "del" },
+	  CTL_NEIGH_DEL,
+	  "ADDR dev NAME [lladdr LLADDR]",
+	  args_neigh_del,
+	  NULL,
+	  "delete a neighbour" },
+	{ { "neigh", "flush" },
+	  CTL_NEIGH_FLUSH,
+	  "dev NAME [to PREFIX]",
+	  args_neigh_flush,
+	  print_flushed,
+	  "delete the neighbours of an interface, but PERMANENT ones" },
+	{ { "path", "flush" },
+	  CTL_PATH_FLUSH,
+	  "[GID]",
+	  args_path_flush,
+	  print_flushed,
+	  "drop the SA client's cached paths (every port), or those to GID" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -505,7 +629,7 @@ static void usage(FILE *f)
 	    "  -V          print gwctl's version\n"
 	    "commands (any unique prefix of each word):\n");
 	for (size_t i = 0; i < N_COMMANDS; i++) {
-		char line[64] = "";
+		char line[160] = "";
 
 		for (int w = 0; commands[i].words[w]; w++)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s",
@@ -513,7 +637,10 @@ static void usage(FILE *f)
 		if (commands[i].arg_usage && commands[i].arg_usage[0])
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s",
 				 commands[i].arg_usage);
-		fprintf(f, "  %-36s %s\n", line, commands[i].help);
+		if (strlen(line) > 36) /* a long synopsis: the help on its own line */
+			fprintf(f, "  %s\n  %-36s %s\n", line, "", commands[i].help);
+		else
+			fprintf(f, "  %-36s %s\n", line, commands[i].help);
 	}
 }
 
@@ -625,7 +752,7 @@ int main(int argc, char **argv)
 			out.pretty = true;
 			break;
 		case 's':
-			out.stats = opt_stats = true;
+			out.stats = true;
 			break;
 		case 'S':
 			socket_path = optarg;
@@ -665,10 +792,15 @@ int main(int argc, char **argv)
 	if (!cmd)
 		return EXIT_USAGE;
 	if (cmd->make_args) {
-		args = cmd->make_args(argc - used, argv + used);
+		char why[CTL_ARGS_WHY_LEN] = "";
+
+		args = cmd->make_args(argc - used, argv + used, &out, why);
 		if (!args) {
-			fprintf(stderr, "gwctl: usage: %s %s %s\n", cmd->words[0],
-				cmd->words[1] ? cmd->words[1] : "", cmd->arg_usage);
+			const char *w1 = cmd->words[1] ? cmd->words[1] : "";
+
+			fprintf(stderr, "gwctl: %s %s: %s\nusage: gwctl %s %s %s\n", cmd->words[0],
+				w1, why[0] ? why : "bad arguments", cmd->words[0], w1,
+				cmd->arg_usage);
 			return EXIT_USAGE;
 		}
 	} else if (used < argc) {

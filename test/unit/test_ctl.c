@@ -3,6 +3,10 @@
  * in a thread, requests come from ctl_client or from raw writes of malformed frames.
  * Every malformed request must get an error reply (or a closed connection when it is
  * not our protocol at all), and the server must keep answering afterwards.
+ *
+ * Also: the privileged socket's peer check (clients run as other users in forked
+ * children when the tests run as root), and the write requests' argument codecs
+ * (mgmt/ctl_args.h): gwctl's words, the JSON on the wire, and `show` lines pasted back.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,14 +20,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "lib/evloop.h"
+#include "mgmt/ctl_args.h"
 #include "mgmt/ctl_client.h"
 #include "mgmt/ctl_server.h"
 
@@ -294,9 +302,11 @@ static void client_limit_refuses_extra_connections(void **state)
 
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		assert_int_equal(ctl_client_connect(&c[i], f->path, 2000), 0);
-	/* One more connects at the socket level but is closed by the server. */
+	/* One more connects at the socket level, is told why and closed by the server. */
 	assert_int_equal(ctl_client_connect(&extra, f->path, 2000), 0);
-	assert_true(ctl_client_request(&extra, CTL_SHOW_VERSION, NULL, NULL, NULL, &err) < 0);
+	assert_int_equal(ctl_client_request(&extra, CTL_SHOW_VERSION, NULL, NULL, NULL, &err),
+			 CTL_EBUSY);
+	assert_string_equal(err, "too many control clients (64): try again later");
 	ctl_client_close(&extra);
 	/* the first clients are still served */
 	assert_int_equal(ctl_client_request(&c[0], CTL_SHOW_VERSION, NULL, count_record, &n, &err),
@@ -319,6 +329,501 @@ static void second_server_on_live_socket_is_refused(void **state)
 	assert_int_equal(access(f->path, F_OK), 0); /* the live socket was not removed */
 }
 
+/* ---- the privileged socket's peer check ------------------------------------------------ */
+
+static void peer_rule(void **state)
+{
+	gid_t groups[] = { 100, 4242 };
+	struct ctl_peer root = { .uid = 0, .gid = 0 };
+	struct ctl_peer self = { .uid = 1000, .gid = 1000 };
+	struct ctl_peer other = { .uid = 65534, .gid = 65534 };
+	struct ctl_peer primary = { .uid = 65534, .gid = 4242 };
+	struct ctl_peer supp = { .uid = 65534, .gid = 65534, .groups = groups, .n_groups = 2 };
+	(void)state;
+
+	assert_true(ctl_peer_allowed(&root, 1000, (gid_t)-1));
+	assert_true(ctl_peer_allowed(&self, 1000, (gid_t)-1));
+	assert_false(ctl_peer_allowed(&other, 1000, (gid_t)-1));
+	assert_false(ctl_peer_allowed(&other, 1000, 4242));
+	assert_true(ctl_peer_allowed(&primary, 1000, 4242));
+	assert_true(ctl_peer_allowed(&supp, 1000, 4242));
+	assert_false(ctl_peer_allowed(&supp, 1000, (gid_t)-1)); /* no group rule: groups count
+								   for nothing */
+	assert_false(ctl_peer_allowed(&supp, 1000, 4243));
+}
+
+#define PEER_GROUP 424242 /* a gid no test machine names */
+
+/*
+ * In a forked child: become uid 65534 with the given groups, then ask the privileged
+ * socket (and the read-only one) and check the answers. Exit status 0 when every
+ * answer was the expected one, else the number of the step that was not (cmocka's
+ * asserts do not work across fork).
+ */
+static void peer_child(const char *path, const char *ro_path, gid_t gid, const gid_t *groups,
+		       size_t n, bool allowed)
+{
+	struct ctl_client c;
+	const char *err;
+	int st;
+
+	if (setgroups(n, groups) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(65534, 65534, 65534) < 0)
+		_exit(10);
+	if (ctl_client_connect(&c, path, 5000) < 0)
+		_exit(11);
+	st = ctl_client_request(&c, CTL_SHOW_VERSION, NULL, NULL, NULL, &err);
+	if (allowed) {
+		_exit(st == CTL_OK ? 0 : 12);
+	}
+	if (st != CTL_EPERM || strcmp(err, "uid 65534 is not allowed on the privileged socket "
+					   "(use the read-only socket or join group 424242)")) {
+		fprintf(stderr, "peer child: status %d: %s\n", st, err);
+		_exit(13);
+	}
+	/* Every request, whatever it is, and the connection stays usable for the answer. */
+	if (ctl_client_request(&c, CTL_RELOAD, NULL, NULL, NULL, &err) != CTL_EPERM)
+		_exit(14);
+	ctl_client_close(&c);
+	if (ctl_client_connect(&c, ro_path, 5000) < 0 ||
+	    ctl_client_request(&c, CTL_SHOW_VERSION, NULL, NULL, NULL, &err) != CTL_OK)
+		_exit(15);
+	ctl_client_close(&c);
+	_exit(0);
+}
+
+/* Wait for pid at most 10 s; its exit status, or -1 (killed after the wait). */
+static int wait_child(pid_t pid)
+{
+	for (int i = 0; i < 1000; i++) {
+		int wst;
+
+		if (waitpid(pid, &wst, WNOHANG) == pid)
+			return WIFEXITED(wst) ? WEXITSTATUS(wst) : -1;
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/*
+ * End to end: clients running as another user on a privileged socket anyone may open
+ * (0666). The children are forked before the server's thread starts (fork and threads
+ * do not mix); their requests wait in the socket until it runs.
+ */
+static void privileged_socket_checks_the_peer(void **state)
+{
+	struct fixture f = { 0 };
+	struct ctl_server_stats st;
+	gid_t supp[] = { 100, PEER_GROUP };
+	pid_t kids[3];
+	(void)state;
+
+	if (geteuid() != 0) {
+		print_message("the peer check runs clients as uid 65534: needs root\n");
+		skip();
+	}
+	snprintf(f.path, sizeof(f.path), "/tmp/ibgw-test-peer-%d.sock", getpid());
+	snprintf(f.ro_path, sizeof(f.ro_path), "/tmp/ibgw-test-peer-ro-%d.sock", getpid());
+	assert_int_equal(evloop_new(&f.loop), 0);
+	assert_int_equal(ctl_server_new(f.loop, cmds, 2, &f, &f.srv), 0);
+	assert_int_equal(ctl_server_listen(f.srv, f.path, 0666, PEER_GROUP, false), 0);
+	assert_int_equal(ctl_server_listen(f.srv, f.ro_path, 0666, PEER_GROUP, true), 0);
+	for (int i = 0; i < 3; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0 && i == 0)
+			peer_child(f.path, f.ro_path, 65534, NULL, 0, false);
+		if (kids[i] == 0 && i == 1)
+			peer_child(f.path, f.ro_path, 65534, supp, 2, true);
+		if (kids[i] == 0 && i == 2)
+			peer_child(f.path, f.ro_path, PEER_GROUP, NULL, 0, true);
+	}
+	assert_int_equal(pipe(f.stop_pipe), 0);
+	assert_int_equal(evloop_add_fd(f.loop, f.stop_pipe[0], EPOLLIN, on_stop, &f), 0);
+	assert_int_equal(pthread_create(&f.thread, NULL, loop_thread, &f), 0);
+	int codes[3];
+	for (int i = 0; i < 3; i++)
+		codes[i] = wait_child(kids[i]);
+	assert_int_equal(write(f.stop_pipe[1], "x", 1), 1);
+	pthread_join(f.thread, NULL);
+	ctl_server_get_stats(f.srv, &st); /* the loop has stopped: no race */
+	ctl_server_free(f.srv);
+	evloop_del_fd(f.loop, f.stop_pipe[0]);
+	close(f.stop_pipe[0]);
+	close(f.stop_pipe[1]);
+	evloop_free(f.loop);
+	assert_int_equal(codes[0], 0); /* refused, on every request, with the hint */
+	assert_int_equal(codes[1], 0); /* a supplementary member of the socket's group */
+	assert_int_equal(codes[2], 0); /* a primary member */
+	assert_int_equal(st.denied, 2);
+	assert_int_equal(st.accepted, 4);
+	assert_int_equal(f.handled, 3); /* the refused requests never reached a handler */
+}
+
+/* ---- request arguments: gwctl's words, JSON, pasted show lines ------------------------- */
+
+/* Split a line into words (at most 64) in place. */
+static int split(char *line, char **argv)
+{
+	int n = 0;
+
+	for (char *w = strtok(line, " \t"); w && n < 64; w = strtok(NULL, " \t"))
+		argv[n++] = w;
+	return n;
+}
+
+static int route_words(const char *text, bool add, struct ctl_route *r, char *why)
+{
+	char buf[2048], *argv[64];
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	return ctl_route_parse_argv(split(buf, argv), argv, add, r, why);
+}
+
+static void route_text(const char *in, const char *canonical)
+{
+	struct ctl_route r, back;
+	char why[CTL_ARGS_WHY_LEN] = "", out[CTL_ROUTE_STRLEN], why2[CTL_ARGS_WHY_LEN];
+	struct json_object *j;
+
+	if (route_words(in, true, &r, why) < 0)
+		fail_msg("'%s' refused: %s", in, why);
+	assert_string_equal(ctl_route_format(&r, out, sizeof(out)), canonical);
+	/* The JSON on the wire decodes to the same route, and so does the text form. */
+	j = ctl_route_to_json(&r);
+	assert_int_equal(ctl_route_from_json(j, true, &back, why2), 0);
+	json_object_put(j);
+	assert_string_equal(ctl_route_format(&back, out, sizeof(out)), canonical);
+	assert_int_equal(route_words(canonical, true, &back, why2), 0);
+	assert_string_equal(ctl_route_format(&back, out, sizeof(out)), canonical);
+}
+
+static void route_refused(const char *in, bool add, const char *why_expected)
+{
+	struct ctl_route r;
+	char why[CTL_ARGS_WHY_LEN] = "";
+
+	if (route_words(in, add, &r, why) == 0)
+		fail_msg("'%s' accepted", in);
+	assert_string_equal(why, why_expected);
+}
+
+static void route_words_parse(void **state)
+{
+	(void)state;
+	route_text("10.1.0.0/16 via 10.0.0.1", "10.1.0.0/16 via 10.0.0.1");
+	route_text("10.1.0.0/16 v 10.0.0.1 d eth0 m 10",
+		   "10.1.0.0/16 via 10.0.0.1 dev eth0 metric 10");
+	route_text("10.1.0.0/16 via 10.0.0.1 10.0.0.2 dev ib0",
+		   "10.1.0.0/16 via 10.0.0.1 10.0.0.2 dev ib0");
+	route_text("10.1.0.0/16 via 10.0.0.1 via 10.0.0.2", "10.1.0.0/16 via 10.0.0.1 10.0.0.2");
+	route_text("10.1.0.0/16 dev eth0", "10.1.0.0/16 dev eth0");
+	route_text("blackhole 10.66.0.0/16 metric 7", "blackhole 10.66.0.0/16 metric 7");
+	route_text("fd00:1::/64 via fd00::1 metric 4294967295",
+		   "fd00:1::/64 via fd00::1 metric 4294967295");
+	route_text("default via 10.0.0.1", "0.0.0.0/0 via 10.0.0.1");
+	route_text("default via fe80::1 dev ib0", "::/0 via fe80::1 dev ib0");
+	route_text("10.1.0.0/16 nexthop via 10.0.0.1 dev ib0 nexthop via 10.0.0.2 dev eth0",
+		   "10.1.0.0/16 nexthop via 10.0.0.1 dev ib0 nexthop via 10.0.0.2 dev eth0");
+	route_text("10.1.0.0/16 nexthop via 10.0.0.1 dev ib0 nexthop via 10.0.0.2 dev ib0",
+		   "10.1.0.0/16 via 10.0.0.1 10.0.0.2 dev ib0");
+}
+
+/* What `gwctl show routes` prints, joined into one line (an ECMP route's nexthop lines
+ * follow its first), goes back into `gwctl route add`. */
+static void show_route_lines_paste_back(void **state)
+{
+	(void)state;
+	route_text("10.10.0.128/25 dev eth0 proto static scope link", "10.10.0.128/25 dev eth0");
+	route_text("10.100.0.0/16 proto static\tnexthop via 10.10.0.250 dev ib0 weight 1\t"
+		   "nexthop via 10.10.0.251 dev ib0 weight 1",
+		   "10.100.0.0/16 via 10.10.0.250 10.10.0.251 dev ib0");
+	route_text("10.9.0.0/16 via 192.168.50.9 proto static unresolved inactive",
+		   "10.9.0.0/16 via 192.168.50.9");
+	route_text("10.2.0.0/16 proto static inactive nexthop via 192.168.50.3 weight 1 "
+		   "unresolved nexthop via 192.168.50.4 weight 1 unresolved",
+		   "10.2.0.0/16 via 192.168.50.3 192.168.50.4");
+	route_text("10.1.0.0/16 via 10.10.0.9 dev ib0 proto static metric 10",
+		   "10.1.0.0/16 via 10.10.0.9 dev ib0 metric 10");
+	route_text("blackhole 10.66.0.0/16 proto static", "blackhole 10.66.0.0/16");
+	/* The daemon's own routes are refused with the reason. */
+	route_refused("10.10.0.0/24 dev ib0 proto kernel scope link src 10.10.0.1", true,
+		      "proto kernel: only static routes can be added or deleted (kernel and "
+		      "learned routes are the gateway's own)");
+	route_refused("local 10.10.0.1 dev ib0 proto kernel scope host src 10.10.0.1", true,
+		      "local routes come from the interfaces' addresses; they cannot be added "
+		      "or deleted");
+}
+
+static void route_words_refused(void **state)
+{
+	char many[1024] = "10.1.0.0/16 via";
+	(void)state;
+
+	route_refused("10.1.0.1/16 via 10.0.0.1", true,
+		      "'10.1.0.1/16' has host bits set (the prefix is 10.1.0.0/16)");
+	route_refused("10.1.0.0/33 via 10.0.0.1", true,
+		      "'10.1.0.0/33' is not a prefix (10.1.0.0/16, fd00::/64)");
+	route_refused("10.1.0.0/16", true,
+		      "a route needs a gateway (via), a dev or type blackhole");
+	route_refused("", true, "the route's PREFIX is missing");
+	route_refused("10.1.0.0/16 via", true, "via needs a value");
+	route_refused("10.1.0.0/16 via eth0", true, "gateway 'eth0' is not an IP address");
+	route_refused("10.1.0.0/16 via fd00::1", true,
+		      "gateway fd00::1 is IPv6 but 10.1.0.0/16 is IPv4");
+	route_refused("10.1.0.0/16 via 10.0.0.1 10.0.0.1", true,
+		      "next hop via 10.0.0.1 is given twice");
+	route_refused("10.1.0.0/16 via 224.0.0.1", true,
+		      "gateway 224.0.0.1 is not a unicast address");
+	route_refused("10.1.0.0/16 via 10.0.0.1 metric 4294967296", true,
+		      "metric '4294967296' is not a number 0..4294967295");
+	route_refused("10.1.0.0/16 via 10.0.0.1 metric -1", true,
+		      "metric '-1' is not a number 0..4294967295");
+	route_refused("10.1.0.0/16 via 10.0.0.1 metric 1 metric 2", true, "metric is given twice");
+	route_refused("10.1.0.0/16 via 10.0.0.1 s 1", true,
+		      "ambiguous word 's'; expected via, dev, metric, nexthop, weight, proto, "
+		      "scope, unresolved or inactive");
+	route_refused("10.1.0.0/16 via 10.0.0.1 color red", true,
+		      "unknown word 'color'; expected via, dev, metric, nexthop, weight, proto, "
+		      "scope, unresolved or inactive");
+	route_refused("10.1.0.0/16 nexthop via 10.0.0.1 weight 3", true,
+		      "weight 3: next hops share traffic equally here (weight 1)");
+	route_refused("10.1.0.0/16 via 10.0.0.1 nexthop via 10.0.0.2", true,
+		      "use either via or nexthop groups, not both");
+	route_refused("10.1.0.0/16 nexthop dev ib0", true, "nexthop 1 needs via ADDR");
+	route_refused("blackhole 10.1.0.0/16 via 10.0.0.1", true,
+		      "a blackhole route takes no gateway and no dev");
+	route_refused(
+	    "default dev eth0", true,
+	    "default needs a gateway to tell IPv4 from IPv6 (or write 0.0.0.0/0 or ::/0)");
+	route_refused("10.1.0.0/16 dev averyveryverylonginterfacename0123", true,
+		      "dev 'averyveryverylonginterfacename0123' is longer than 31 characters");
+	for (int i = 1; i <= CTL_ROUTE_MAX_NH + 1; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), " 10.0.0.%d", i);
+	route_refused(many, true, "a route has at most 16 next hops (17 given)");
+	/* A del names the route; next hops are optional. */
+	struct ctl_route r;
+	char why[CTL_ARGS_WHY_LEN];
+	assert_int_equal(route_words("10.1.0.0/16 metric 5", false, &r, why), 0);
+	assert_int_equal(r.metric, 5);
+	assert_int_equal(r.n_nh, 0);
+}
+
+static void route_json_refused(const char *json, bool add, const char *why_expected)
+{
+	struct json_object *o = json_tokener_parse(json);
+	struct ctl_route r;
+	char why[CTL_ARGS_WHY_LEN] = "";
+
+	assert_non_null(o);
+	if (ctl_route_from_json(o, add, &r, why) == 0)
+		fail_msg("%s accepted", json);
+	json_object_put(o);
+	assert_string_equal(why, why_expected);
+}
+
+static void route_json_strict(void **state)
+{
+	struct ctl_route r;
+	char why[CTL_ARGS_WHY_LEN];
+	(void)state;
+
+	assert_int_equal(ctl_route_from_json(NULL, true, &r, why), -EINVAL);
+	assert_string_equal(why, "route add needs \"dst\"");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"via\":\"x\"}", true,
+			   "route add takes only \"dst\", \"type\", \"gateway\", \"dev\", "
+			   "\"metric\" and \"nexthops\"; unknown key \"via\"");
+	route_json_refused("{\"dst\":16,\"gateway\":\"10.0.0.1\"}", true,
+			   "\"dst\" must be a string");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"metric\":\"5\"}",
+			   true, "\"metric\" must be an integer 0..4294967295");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"metric\":1.5}",
+			   true, "\"metric\" must be an integer 0..4294967295");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"metric\":-1}", true,
+			   "\"metric\" must be an integer 0..4294967295");
+	route_json_refused(
+	    "{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"metric\":4294967296}", true,
+	    "\"metric\" must be an integer 0..4294967295");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"type\":\"local\"}", true,
+			   "\"type\" must be \"unicast\" or \"blackhole\", not \"local\"");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"nexthops\":{}}", true,
+			   "\"nexthops\" must be a non-empty array of objects");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"nexthops\":[]}", true,
+			   "\"nexthops\" must be a non-empty array of objects");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"nexthops\":[{\"dev\":\"eth0\"}]}", true,
+			   "a next hop in \"nexthops\" needs \"gateway\"");
+	route_json_refused(
+	    "{\"dst\":\"10.1.0.0/16\",\"nexthops\":[{\"gateway\":\"10.0.0.1\",\"weight\":1}]}",
+	    true, "a next hop takes only \"gateway\" and \"dev\"; unknown key \"weight\"");
+	route_json_refused(
+	    "{\"dst\":\"10.1.0.0/16\",\"dev\":\"eth0\",\"nexthops\":[{\"gateway\":\"10.0.0.1\"}]}",
+	    true, "give either \"gateway\"/\"dev\" or \"nexthops\", not both");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"dev\":\"\"}", true,
+			   "dev needs an interface name");
+	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"dev\":\"a b\"}", true,
+			   "dev name contains a blank or control character");
+	char big[2048] = "{\"dst\":\"10.1.0.0/16\",\"nexthops\":[";
+	for (int i = 1; i <= 17; i++)
+		snprintf(big + strlen(big), sizeof(big) - strlen(big),
+			 "%s{\"gateway\":\"10.0.0.%d\"}", i > 1 ? "," : "", i);
+	strcat(big, "]}");
+	route_json_refused(big, true, "a route has at most 16 next hops (17 given)");
+}
+
+static void lladdr_parse_and_format(void **state)
+{
+	uint8_t a[CTL_LLADDR_MAX];
+	char why[CTL_ARGS_WHY_LEN], buf[3 * CTL_LLADDR_MAX];
+	const char *ib = "80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:00:0b";
+	(void)state;
+
+	assert_int_equal(ctl_lladdr_parse("02:1B:00:00:00:08", a, why), 6);
+	assert_string_equal(ctl_lladdr_format(a, 6, buf, sizeof(buf)), "02:1b:00:00:00:08");
+	assert_int_equal(ctl_lladdr_parse(ib, a, why), 20);
+	assert_string_equal(ctl_lladdr_format(a, 20, buf, sizeof(buf)), ib);
+	assert_int_equal(ctl_lladdr_parse("02:1b:00:00:00", a, why), -EMSGSIZE);
+	assert_string_equal(why, "lladdr has 5 octets: a MAC has 6, an IPoIB hardware address 20");
+	assert_int_equal(ctl_lladdr_parse("80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:"
+					  "00:0b:ff",
+					  a, why),
+			 -EMSGSIZE);
+	static const char *bad[] = { "",
+				     "2:1b:00:00:00:08",
+				     "02-1b-00-00-00-08",
+				     "02:1b:00:00:00:08:",
+				     "0g:1b:00:00:00:08",
+				     "021b00000008",
+				     ":02:1b:00:00:00:08" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(ctl_lladdr_parse(bad[i], a, why), -EINVAL);
+		assert_non_null(strstr(why, "is not octets as two hex digits joined by colons"));
+	}
+}
+
+static int neigh_words(const char *text, bool add, struct ctl_neigh *n, char *why)
+{
+	char buf[1024], *argv[64];
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	return ctl_neigh_parse_argv(split(buf, argv), argv, add, n, why);
+}
+
+static void neigh_words_and_show_lines(void **state)
+{
+	struct ctl_neigh n, back;
+	struct json_object *j;
+	char why[CTL_ARGS_WHY_LEN] = "", buf[3 * CTL_LLADDR_MAX];
+	(void)state;
+
+	/* `gwctl show neighbours` lines, as printed, are valid adds. */
+	assert_int_equal(
+	    neigh_words("10.20.0.11 dev eth0 lladdr 02:1b:00:00:00:08 REACHABLE", true, &n, why),
+	    0);
+	assert_string_equal(n.dev, "eth0");
+	assert_int_equal(n.lladdr_len, 6);
+	assert_int_equal(
+	    neigh_words("10.10.0.13 dev ib0 lladdr "
+			"00:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:00:0b REACHABLE "
+			"path dlid 0x7 sl 0 mtu 2048 grh mode ud",
+			true, &n, why),
+	    0);
+	assert_int_equal(n.lladdr_len, 20);
+	assert_string_equal(ctl_lladdr_format(n.lladdr, 20, buf, sizeof(buf)),
+			    "00:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:00:0b");
+	/* and the wire form decodes to the same */
+	j = ctl_neigh_to_json(&n);
+	assert_int_equal(ctl_neigh_from_json(j, true, &back, why), 0);
+	json_object_put(j);
+	assert_memory_equal(&n, &back, sizeof(n));
+	assert_int_equal(neigh_words("fd00:50::11 l 02:1b:00:00:00:08 d eth0", true, &n, why), 0);
+	assert_int_equal(neigh_words("10.20.0.11 dev eth0", false, &n, why), 0);
+
+	assert_int_equal(neigh_words("10.20.0.11 dev eth0", true, &n, why), -EINVAL);
+	assert_string_equal(why, "a neighbour add needs lladdr LLADDR");
+	assert_int_equal(neigh_words("10.20.0.11 lladdr 02:1b:00:00:00:08", true, &n, why),
+			 -EINVAL);
+	assert_string_equal(why, "a neighbour needs dev NAME");
+	assert_int_equal(neigh_words("224.0.0.5 dev eth0 lladdr 02:1b:00:00:00:08", true, &n, why),
+			 -EINVAL);
+	assert_string_equal(why, "224.0.0.5 is not a unicast address");
+	assert_int_equal(neigh_words("10.20.0.11 dev eth0 dev eth1", false, &n, why), -EINVAL);
+	assert_string_equal(why, "dev is given twice");
+	assert_int_equal(neigh_words("10.20.0.11 dev eth0 nud permanent", false, &n, why), -EINVAL);
+	assert_string_equal(why, "unknown word 'nud'; expected dev, lladdr, path or a state");
+	assert_int_equal(neigh_words("10.20.0.300 dev eth0", false, &n, why), -EINVAL);
+	assert_string_equal(why, "neighbour '10.20.0.300' is not an IP address");
+}
+
+static void neigh_json_strict(void **state)
+{
+	static const struct {
+		const char *json, *why;
+	} cases[] = {
+		{ "{\"dst\":\"10.0.0.1\",\"dev\":\"eth0\"}", "neigh add needs \"lladdr\"" },
+		{ "{\"dst\":\"10.0.0.1\",\"dev\":\"eth0\",\"lladdr\":\"02:00:00:00:00:01\","
+		  "\"state\":\"REACHABLE\"}",
+		  "neigh add takes only \"dst\", \"lladdr\" and \"dev\"; unknown key \"state\"" },
+		{ "{\"dst\":\"10.0.0.1\",\"dev\":\"eth0\",\"lladdr\":[2,0,0,0,0,1]}",
+		  "\"lladdr\" must be a string" },
+		{ "{\"dst\":\"10.0.0.1\",\"dev\":\"eth0\",\"lladdr\":\"02:00:00:00:01\"}",
+		  "lladdr has 5 octets: a MAC has 6, an IPoIB hardware address 20" },
+		{ "{\"dst\":\"0.0.0.0\",\"dev\":\"eth0\",\"lladdr\":\"02:00:00:00:00:01\"}",
+		  "0.0.0.0 is not a unicast address" },
+		{ "{\"lladdr\":\"02:00:00:00:00:01\",\"dev\":\"eth0\"}",
+		  "neigh add needs \"dst\"" },
+	};
+	struct ctl_neigh n;
+	char why[CTL_ARGS_WHY_LEN];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json_object *o = json_tokener_parse(cases[i].json);
+
+		assert_non_null(o);
+		assert_int_equal(ctl_neigh_from_json(o, true, &n, why), -EINVAL);
+		assert_string_equal(why, cases[i].why);
+		json_object_put(o);
+	}
+}
+
+static void flush_args(void **state)
+{
+	struct ctl_neigh_flush f, fb;
+	struct ctl_path_flush p, pb;
+	struct json_object *j;
+	char why[CTL_ARGS_WHY_LEN], buf[256], *argv[8];
+	(void)state;
+
+	snprintf(buf, sizeof(buf), "dev eth0 to 10.20.0.0/24");
+	assert_int_equal(ctl_neigh_flush_parse_argv(split(buf, argv), argv, &f, why), 0);
+	assert_true(f.has_to);
+	j = ctl_neigh_flush_to_json(&f);
+	assert_int_equal(ctl_neigh_flush_from_json(j, &fb, why), 0);
+	json_object_put(j);
+	assert_memory_equal(&f, &fb, sizeof(f));
+	snprintf(buf, sizeof(buf), "to 10.20.0.0/24");
+	assert_int_equal(ctl_neigh_flush_parse_argv(split(buf, argv), argv, &f, why), -EINVAL);
+	assert_string_equal(why, "neigh flush needs dev NAME");
+	snprintf(buf, sizeof(buf), "dev eth0 to 10.20.0.1/24");
+	assert_int_equal(ctl_neigh_flush_parse_argv(split(buf, argv), argv, &f, why), -EINVAL);
+	assert_string_equal(why, "'10.20.0.1/24' has host bits set (the prefix is 10.20.0.0/24)");
+
+	assert_int_equal(ctl_path_flush_parse_argv(0, argv, &p, why), 0);
+	assert_false(p.has_gid);
+	snprintf(buf, sizeof(buf), "fe80::2:c903:a1:b");
+	assert_int_equal(ctl_path_flush_parse_argv(split(buf, argv), argv, &p, why), 0);
+	assert_true(p.has_gid);
+	j = ctl_path_flush_to_json(&p);
+	assert_int_equal(ctl_path_flush_from_json(j, &pb, why), 0);
+	json_object_put(j);
+	assert_memory_equal(&p, &pb, sizeof(p));
+	snprintf(buf, sizeof(buf), "fe80::zz");
+	assert_int_equal(ctl_path_flush_parse_argv(split(buf, argv), argv, &p, why), -EINVAL);
+	assert_non_null(strstr(why, "'fe80::zz' is not a GID"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +838,16 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(second_server_on_live_socket_is_refused, setup,
 						teardown),
+		cmocka_unit_test(peer_rule),
+		cmocka_unit_test(privileged_socket_checks_the_peer),
+		cmocka_unit_test(route_words_parse),
+		cmocka_unit_test(show_route_lines_paste_back),
+		cmocka_unit_test(route_words_refused),
+		cmocka_unit_test(route_json_strict),
+		cmocka_unit_test(lladdr_parse_and_format),
+		cmocka_unit_test(neigh_words_and_show_lines),
+		cmocka_unit_test(neigh_json_strict),
+		cmocka_unit_test(flush_args),
 	};
 
 	return cmocka_run_group_tests_name("ctl", tests, NULL, NULL);
