@@ -28,6 +28,7 @@
 #include "gateway/dataplane.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
+#include "mgmt/ctl_args.h"
 #include "mgmt/ctl_server.h"
 
 struct gw_daemon {
@@ -182,6 +183,72 @@ static int cmd_log_level(void *ctx, struct json_object *args, struct ctl_reply *
 	return CTL_OK;
 }
 
+/* gwctl's write requests: the arguments' form here (mgmt/ctl_args.h), the rest in
+ * gateway/dp_ctl.c. */
+static int cmd_route(struct gw_daemon *d, struct json_object *args, bool add,
+		     struct ctl_reply *r)
+{
+	struct ctl_route rt;
+	char why[CTL_ARGS_WHY_LEN];
+
+	if (ctl_route_from_json(args, add, &rt, why) < 0)
+		return ctl_reply_error(r, CTL_EBADREQ, "%s", why);
+	return add ? gw_dp_route_add(d->dp, &rt, r) : gw_dp_route_del(d->dp, &rt, r);
+}
+
+static int cmd_route_add(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	return cmd_route(ctx, args, true, r);
+}
+
+static int cmd_route_del(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	return cmd_route(ctx, args, false, r);
+}
+
+static int cmd_neigh(struct gw_daemon *d, struct json_object *args, bool add,
+		     struct ctl_reply *r)
+{
+	struct ctl_neigh n;
+	char why[CTL_ARGS_WHY_LEN];
+
+	if (ctl_neigh_from_json(args, add, &n, why) < 0)
+		return ctl_reply_error(r, CTL_EBADREQ, "%s", why);
+	return add ? gw_dp_neigh_add(d->dp, &n, r) : gw_dp_neigh_del(d->dp, &n, r);
+}
+
+static int cmd_neigh_add(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	return cmd_neigh(ctx, args, true, r);
+}
+
+static int cmd_neigh_del(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	return cmd_neigh(ctx, args, false, r);
+}
+
+static int cmd_neigh_flush(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct ctl_neigh_flush f;
+	char why[CTL_ARGS_WHY_LEN];
+
+	if (ctl_neigh_flush_from_json(args, &f, why) < 0)
+		return ctl_reply_error(r, CTL_EBADREQ, "%s", why);
+	return gw_dp_neigh_flush(d->dp, &f, r);
+}
+
+static int cmd_path_flush(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct ctl_path_flush f;
+	char why[CTL_ARGS_WHY_LEN];
+
+	if (ctl_path_flush_from_json(args, &f, why) < 0)
+		return ctl_reply_error(r, CTL_EBADREQ, "%s", why);
+	return gw_dp_path_flush(d->dp, &f, r);
+}
+
 static const struct ctl_command commands[] = {
 	{ CTL_SHOW_VERSION, true, cmd_show_version },
 	{ CTL_SHOW_CONFIG, true, cmd_show_config },
@@ -194,6 +261,12 @@ static const struct ctl_command commands[] = {
 	{ CTL_SHOW_MCAST, true, cmd_show_mcast },
 	{ CTL_SHOW_CONNECTIONS, true, cmd_show_connections },
 	{ CTL_SHOW_STATS, true, cmd_show_stats },
+	{ CTL_ROUTE_ADD, false, cmd_route_add },
+	{ CTL_ROUTE_DEL, false, cmd_route_del },
+	{ CTL_NEIGH_ADD, false, cmd_neigh_add },
+	{ CTL_NEIGH_DEL, false, cmd_neigh_del },
+	{ CTL_NEIGH_FLUSH, false, cmd_neigh_flush },
+	{ CTL_PATH_FLUSH, false, cmd_path_flush },
 };
 
 /* --- config --- */

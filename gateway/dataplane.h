@@ -45,4 +45,19 @@ int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r);
 
+/* gwctl's write requests (gateway/dp_ctl.c). The arguments come checked for form
+ * (mgmt/ctl_args.h); these check them against what runs, change nothing when they
+ * refuse, and return a ctl_status having said why in r. Operator routes are static
+ * routes outside the config's: a reload leaves them, a restart forgets them. */
+struct ctl_route;
+struct ctl_neigh;
+struct ctl_neigh_flush;
+struct ctl_path_flush;
+int gw_dp_route_add(struct gw_dp *dp, const struct ctl_route *rt, struct ctl_reply *r);
+int gw_dp_route_del(struct gw_dp *dp, const struct ctl_route *rt, struct ctl_reply *r);
+int gw_dp_neigh_add(struct gw_dp *dp, const struct ctl_neigh *n, struct ctl_reply *r);
+int gw_dp_neigh_del(struct gw_dp *dp, const struct ctl_neigh *n, struct ctl_reply *r);
+int gw_dp_neigh_flush(struct gw_dp *dp, const struct ctl_neigh_flush *f, struct ctl_reply *r);
+int gw_dp_path_flush(struct gw_dp *dp, const struct ctl_path_flush *f, struct ctl_reply *r);
+
 #endif
