@@ -24,7 +24,7 @@ FUZZ_SECONDS ?= 20
 VERSION  := $(shell cat VERSION)
 
 PKGS     := yaml-0.1 json-c libsystemd libibumad libibverbs librdmacm liburing \
-            libnl-3.0 libnl-route-3.0 liburcu-qsbr
+            libnl-3.0 libnl-route-3.0 liburcu-qsbr libsodium
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -58,7 +58,7 @@ endif
 # sim/fabric (the simulated fabric's core) uses lib/ only; sim/host (the IB-host
 # program's parts) uses the data plane. Their archives let unit tests and fuzzers link
 # them without the programs' mains.
-MODULES  := gateway mgmt sim/host fwd cm sm-client sim/fabric lib
+MODULES  := gateway mgmt ha sim/host fwd cm sm-client sim/fabric lib
 MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c sim/host/main.c
 mod_srcs  = $(filter-out $(MAINS),$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(O)/%.o,$(call mod_srcs,$(1)))
