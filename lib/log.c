@@ -7,16 +7,24 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#define SD_JOURNAL_SUPPRESS_LOCATION /* the caller's location is sent, not this file's */
+#include <systemd/sd-journal.h>
 
 static _Atomic int log_level = LOG_INFO;
 static _Atomic int log_sink = LOG_TARGET_STDERR;
 static const char *log_ident = "ibgw";
+static _Atomic bool journal_native;
+
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
 
 static const char *const level_names[] = {
 	[LOG_EMERG] = "emergency", [LOG_ALERT] = "alert",     [LOG_CRIT] = "critical",
@@ -43,6 +51,9 @@ void log_init(const char *ident, enum log_target target, int max_priority)
 		target = stderr_is_journal() ? LOG_TARGET_JOURNAL : LOG_TARGET_STDERR;
 	if (target == LOG_TARGET_SYSLOG)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	/* libsystemd drops entries silently when the journal's socket is missing: without
+	 * it, write "<N>" lines (which a journal stream on stderr still understands). */
+	journal_native = target == LOG_TARGET_JOURNAL && access(JOURNAL_SOCKET, W_OK) == 0;
 	atomic_store(&log_sink, target);
 	log_set_level(max_priority);
 }
@@ -76,21 +87,56 @@ const char *log_level_name(int priority)
 	return level_names[priority];
 }
 
-void log_vmsg(int priority, const char *fmt, va_list ap)
+/* A structured journal entry; -errno when the journal cannot be reached. */
+static int journal_send(int priority, int err, const char *file, int line, const char *func,
+			const char *msg)
 {
-	char line[1024];
+	char f_msg[1100], f_prio[16], f_ident[64], f_file[160], f_line[24], f_func[96], f_errno[24];
+	struct iovec iov[7];
+	int n = 0;
+
+#define FIELD(buf, ...)                                                                            \
+	do {                                                                                       \
+		int len_ = snprintf(buf, sizeof(buf), __VA_ARGS__);                                \
+		iov[n].iov_base = buf;                                                             \
+		iov[n++].iov_len = len_ < (int)sizeof(buf) ? (size_t)len_ : sizeof(buf) - 1;       \
+	} while (0)
+	FIELD(f_msg, "MESSAGE=%s", msg);
+	FIELD(f_prio, "PRIORITY=%d", priority);
+	FIELD(f_ident, "SYSLOG_IDENTIFIER=%s", log_ident);
+	FIELD(f_file, "CODE_FILE=%s", file);
+	FIELD(f_line, "CODE_LINE=%d", line);
+	FIELD(f_func, "CODE_FUNC=%s", func);
+	if (err > 0)
+		FIELD(f_errno, "ERRNO=%d", err);
+#undef FIELD
+	return sd_journal_sendv(iov, n);
+}
+
+void log_at(int priority, int err, const char *file, int line, const char *func, const char *fmt,
+	    ...)
+{
+	char msg[1024];
 	int sink = atomic_load(&log_sink);
+	va_list ap;
+	int len;
 
 	if (priority > atomic_load(&log_level))
 		return;
-	vsnprintf(line, sizeof(line), fmt, ap);
+	va_start(ap, fmt);
+	len = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (err > 0 && len >= 0 && (size_t)len < sizeof(msg))
+		snprintf(msg + len, sizeof(msg) - (size_t)len, ": %s", strerror(err));
 
 	switch (sink) {
 	case LOG_TARGET_SYSLOG:
-		syslog(priority, "%s", line);
+		syslog(priority, "%s", msg);
 		break;
 	case LOG_TARGET_JOURNAL:
-		fprintf(stderr, "<%d>%s\n", priority, line);
+		if (!atomic_load(&journal_native) ||
+		    journal_send(priority, err, file, line, func, msg) < 0)
+			fprintf(stderr, "<%d>%s\n", priority, msg);
 		break;
 	default: {
 		struct timespec ts;
@@ -101,28 +147,8 @@ void log_vmsg(int priority, const char *fmt, va_list ap)
 		localtime_r(&ts.tv_sec, &tm);
 		strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
 		fprintf(stderr, "%s.%03ld %s[%d] %s: %s\n", stamp, ts.tv_nsec / 1000000, log_ident,
-			(int)getpid(), level_names[priority], line);
+			(int)getpid(), level_names[priority], msg);
 		break;
 	}
 	}
-}
-
-void log_msg(int priority, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	log_vmsg(priority, fmt, ap);
-	va_end(ap);
-}
-
-void log_errno(int priority, int err, const char *fmt, ...)
-{
-	char head[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(head, sizeof(head), fmt, ap);
-	va_end(ap);
-	log_msg(priority, "%s: %s", head, strerror(err));
 }

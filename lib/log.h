@@ -1,10 +1,13 @@
 /*
  * Logging for every part of ibgw.
  *
- * One line per event, with a syslog priority. Three sinks: stderr (plain, or with the
- * "<N>" priority prefix journald reads when stderr is a journal stream), and syslog(3).
- * The data path never logs per packet: it counts, and the control thread reports.
- * Thread-safe: each message is one write.
+ * One line per event, with a syslog priority. Sinks: stderr (plain lines), syslog(3),
+ * and the systemd journal through its native protocol: a structured entry with
+ * MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_FILE/CODE_LINE/CODE_FUNC (where in the
+ * source) and ERRNO (log_errno), so `journalctl -u ibgwd ERRNO=19` or `-o json` work;
+ * when the journal cannot be reached the line goes to stderr with journald's "<N>"
+ * priority prefix instead. The data path never logs per packet: it counts, and the
+ * control thread reports. Thread-safe: each message is one write.
  */
 #ifndef IBGW_LIB_LOG_H
 #define IBGW_LIB_LOG_H
@@ -15,7 +18,7 @@
 enum log_target {
 	LOG_TARGET_AUTO,    /* journal if stderr is a journal stream, else stderr */
 	LOG_TARGET_STDERR,  /* plain lines on stderr */
-	LOG_TARGET_JOURNAL, /* "<N>" priority prefix on stderr, for systemd */
+	LOG_TARGET_JOURNAL, /* native journal entries (fallback: "<N>" lines on stderr) */
 	LOG_TARGET_SYSLOG,  /* syslog(3), facility daemon */
 };
 
@@ -28,10 +31,15 @@ int log_get_level(void);
 int log_level_from_name(const char *name);
 const char *log_level_name(int priority);
 
-void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void log_vmsg(int priority, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* One message; err > 0 appends ": strerror(err)" (and ERRNO= in the journal). Call it
+ * through the macros, which add where in the source it comes from. */
+void log_at(int priority, int err, const char *file, int line, const char *func, const char *fmt,
+	    ...) __attribute__((format(printf, 6, 7)));
+
+#define log_msg(priority, ...) log_at(priority, 0, __FILE__, __LINE__, __func__, __VA_ARGS__)
 /* Like log_msg, with ": strerror(err)" appended; err is a positive errno value. */
-void log_errno(int priority, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define log_errno(priority, err, ...)                                                              \
+	log_at(priority, err, __FILE__, __LINE__, __func__, __VA_ARGS__)
 
 #define log_error(...)   log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
