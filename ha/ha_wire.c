@@ -291,13 +291,14 @@ size_t ha_hb_encode(uint8_t *buf, size_t cap, const struct ha_origin *o, uint64_
 	ha_wire_put_hdr(buf, o, HA_MSG_HEARTBEAT, seq);
 	uint8_t *p = buf + HA_WIRE_HDR_LEN;
 	ib_put_be64(p, hb->echo_boot);
-	ib_put_be64(p + 8, hb->hears);
-	ib_put_be32(p + 16, hb->interval_ms);
-	ib_put_be32(p + 20, hb->dead_ms);
-	p[24] = hb->path_id;
-	p[25] = 0;
-	p[26] = hb->n_groups;
-	p[27] = 0;
+	ib_put_be64(p + 8, hb->echo_seq);
+	ib_put_be64(p + 16, hb->hears);
+	ib_put_be32(p + 24, hb->interval_ms);
+	ib_put_be32(p + 28, hb->dead_ms);
+	p[32] = hb->path_id;
+	p[33] = 0;
+	p[34] = hb->n_groups;
+	p[35] = 0;
 	p += HA_HB_BODY_LEN;
 	for (unsigned i = 0; i < hb->n_groups; i++, p += HA_HB_GROUP_LEN) {
 		const struct ha_hb_group *g = &hb->groups[i];
@@ -343,12 +344,13 @@ enum ha_wire_err ha_hb_decode(const uint8_t *buf, size_t len, const struct ha_ke
 
 	const uint8_t *p = buf + HA_WIRE_HDR_LEN;
 	out->echo_boot = ib_get_be64(p);
-	out->hears = ib_get_be64(p + 8);
-	out->interval_ms = ib_get_be32(p + 16);
-	out->dead_ms = ib_get_be32(p + 20);
-	out->path_id = p[24];
-	out->flags = p[25];
-	out->n_groups = p[26];
+	out->echo_seq = ib_get_be64(p + 8);
+	out->hears = ib_get_be64(p + 16);
+	out->interval_ms = ib_get_be32(p + 24);
+	out->dead_ms = ib_get_be32(p + 28);
+	out->path_id = p[32];
+	out->flags = p[33];
+	out->n_groups = p[34];
 	if ((size_t)out->hdr.length != HA_HB_MIN_LEN + (size_t)out->n_groups * HA_HB_GROUP_LEN)
 		return fail(HA_WIRE_BAD_LENGTH, why, why_len,
 			    "length %u does not hold %u groups (%zu expected)", out->hdr.length,

@@ -8,16 +8,18 @@
  *    8 node_id(8)  16 boot_id(8)  24 seq(8)  32 name(32, NUL padded)
  *   64 body ...  length-32 HMAC-SHA256(32) over octets [0, length-32)
  * Heartbeat body (type 1):
- *   64 echo_boot(8)  72 hears(8)  80 interval_ms(4)  84 dead_ms(4)  88 path_id(1)
- *   89 flags(1)  90 n_groups(1)  91 reserved(1)
- *   92 n_groups x { group_id(4) priority(1) state(1) flags(1) reserved(1) }
+ *   64 echo_boot(8)  72 echo_seq(8)  80 hears(8)  88 interval_ms(4)  92 dead_ms(4)
+ *   96 path_id(1)  97 flags(1)  98 n_groups(1)  99 reserved(1)
+ *  100 n_groups x { group_id(4) priority(1) state(1) flags(1) reserved(1) }
  *
  * node_id is stable across restarts (the election's tiebreak); boot_id is random per
  * start; seq counts the sender's messages of one type within one boot. Every copy of a
  * heartbeat (one per path) has its own seq, so a copy is never taken for a replay of
  * another. echo_boot is the receiver's boot id as the sender last heard it: a message
  * that echoes our current boot id was made after we started, which is what defeats
- * replays recorded before (see ha_fsm.h).
+ * replays recorded before (see ha_fsm.h). echo_seq is the highest heartbeat seq the
+ * sender has accepted from that boot: it tells the receiver which of its own
+ * announcements the sender had seen when it wrote the message (like a TCP ack).
  *
  * Decoding checks, in this order, and stops at the first failure with its own code:
  * size, magic, version, type, the length field, the MAC, then each field's value.
@@ -40,7 +42,7 @@
 #define HA_NAME_LEN      32 /* node name on the wire, NUL padded; at most 31 characters */
 #define HA_MAX_GROUPS    64 /* as failover.groups in the config */
 #define HA_MAX_PATHS     64 /* as failover.paths: the hears bitmap is 64 bits */
-#define HA_HB_BODY_LEN   28 /* fixed part of the heartbeat body */
+#define HA_HB_BODY_LEN   36 /* fixed part of the heartbeat body */
 #define HA_HB_GROUP_LEN  8
 #define HA_HB_MIN_LEN    (HA_WIRE_HDR_LEN + HA_HB_BODY_LEN + HA_WIRE_MAC_LEN)
 #define HA_HB_MAX_LEN    (HA_HB_MIN_LEN + HA_MAX_GROUPS * HA_HB_GROUP_LEN)
@@ -132,6 +134,7 @@ struct ha_hb_group {
 struct ha_heartbeat {
 	struct ha_wire_hdr hdr;
 	uint64_t echo_boot; /* the receiver's boot id as the sender heard it; 0: none */
+	uint64_t echo_seq;  /* highest heartbeat seq accepted from echo_boot; 0: none */
 	uint64_t hears;     /* bit p: the sender hears the receiver on path p */
 	uint32_t interval_ms, dead_ms;
 	uint8_t path_id; /* the path this copy was sent on */

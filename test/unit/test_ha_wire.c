@@ -36,6 +36,7 @@ static void sample_hb(struct ha_heartbeat *hb)
 {
 	memset(hb, 0, sizeof(*hb));
 	hb->echo_boot = 0xfeed;
+	hb->echo_seq = 0x77;
 	hb->hears = 0x5;
 	hb->interval_ms = 20;
 	hb->dead_ms = 100;
@@ -73,9 +74,10 @@ static void heartbeat_round_trip(void **state)
 	assert_int_equal(ib_get_be64(buf + 24), 42);
 	assert_string_equal((const char *)buf + 32, "gw1");
 	assert_int_equal(ib_get_be64(buf + 64), 0xfeed);
-	assert_int_equal(buf[88], 2);
-	assert_int_equal(buf[90], 2);
-	assert_int_equal(ib_get_be32(buf + 92), ha_group_id("v4"));
+	assert_int_equal(ib_get_be64(buf + 72), 0x77);
+	assert_int_equal(buf[96], 2);
+	assert_int_equal(buf[98], 2);
+	assert_int_equal(ib_get_be32(buf + 100), ha_group_id("v4"));
 
 	assert_int_equal(ha_hb_decode(buf, n, &k, &out, why, sizeof(why)), HA_WIRE_OK);
 	assert_int_equal(out.hdr.node_id, 0x1111);
@@ -83,6 +85,7 @@ static void heartbeat_round_trip(void **state)
 	assert_int_equal(out.hdr.seq, 42);
 	assert_string_equal(out.hdr.name, "gw1");
 	assert_int_equal(out.echo_boot, in.echo_boot);
+	assert_int_equal(out.echo_seq, in.echo_seq);
 	assert_int_equal(out.hears, in.hears);
 	assert_int_equal(out.interval_ms, 20);
 	assert_int_equal(out.dead_ms, 100);
@@ -155,28 +158,28 @@ static void heartbeat_refusals(void **state)
 	ha_wire_seal(buf, n, &k);
 	assert_int_equal(ha_hb_decode(buf, n, &k, &out, why, sizeof(why)), HA_WIRE_MALFORMED);
 	FRESH();
-	assert_int_equal(resealed(buf, n, &k, 88, 64, why, sizeof(why)), HA_WIRE_MALFORMED);
+	assert_int_equal(resealed(buf, n, &k, 96, 64, why, sizeof(why)), HA_WIRE_MALFORMED);
 	assert_string_equal(why, "path id 64, at most 63");
 	FRESH();
-	assert_int_equal(resealed(buf, n, &k, 90, 3, why, sizeof(why)), HA_WIRE_BAD_LENGTH);
+	assert_int_equal(resealed(buf, n, &k, 98, 3, why, sizeof(why)), HA_WIRE_BAD_LENGTH);
 	FRESH();
-	assert_int_equal(resealed(buf, n, &k, 96, 0, why, sizeof(why)), HA_WIRE_MALFORMED);
+	assert_int_equal(resealed(buf, n, &k, 104, 0, why, sizeof(why)), HA_WIRE_MALFORMED);
 	FRESH();
-	assert_int_equal(resealed(buf, n, &k, 97, 4, why, sizeof(why)), HA_WIRE_MALFORMED);
+	assert_int_equal(resealed(buf, n, &k, 105, 4, why, sizeof(why)), HA_WIRE_MALFORMED);
 	assert_non_null(strstr(why, "unknown state 4"));
 	FRESH();
-	assert_int_equal(resealed(buf, n, &k, 98, HA_GF_WANT | HA_GF_YIELD, why, sizeof(why)),
+	assert_int_equal(resealed(buf, n, &k, 106, HA_GF_WANT | HA_GF_YIELD, why, sizeof(why)),
 			 HA_WIRE_MALFORMED);
 	FRESH();
-	memcpy(buf + 100, buf + 92, 4); /* second group with the first's id */
+	memcpy(buf + 108, buf + 100, 4); /* second group with the first's id */
 	ha_wire_seal(buf, n, &k);
 	assert_int_equal(ha_hb_decode(buf, n, &k, &out, why, sizeof(why)), HA_WIRE_MALFORMED);
 	assert_non_null(strstr(why, "twice"));
 	/* unknown flag bits and reserved octets are a later version's: ignored */
 	FRESH();
-	assert_int_equal(resealed(buf, n, &k, 98, 0x80 | HA_GF_PREEMPT, why, sizeof(why)),
+	assert_int_equal(resealed(buf, n, &k, 106, 0x80 | HA_GF_PREEMPT, why, sizeof(why)),
 			 HA_WIRE_OK);
-	assert_int_equal(resealed(buf, n, &k, 99, 0xff, why, sizeof(why)), HA_WIRE_OK);
+	assert_int_equal(resealed(buf, n, &k, 107, 0xff, why, sizeof(why)), HA_WIRE_OK);
 #undef FRESH
 }
 
