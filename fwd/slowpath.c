@@ -33,6 +33,9 @@ struct fwd_sp {
 	struct icmp_rl_bucket rl_b[SP_RL_BUCKETS];
 	struct icmp_ratelimit prl; /* proxy answers, per asker */
 	struct icmp_rl_bucket prl_b[SP_RL_BUCKETS];
+	uint16_t udp_port; /* fwd_sp_udp_bind */
+	fwd_sp_udp_fn udp_fn;
+	void *udp_ctx;
 };
 
 static const char *const sp_names[FWD_SP_REASON_COUNT] = {
@@ -55,6 +58,8 @@ static const char *const sp_names[FWD_SP_REASON_COUNT] = {
 	[FWD_SP_LEARNED_ROUTE] = "learned_route",
 	[FWD_SP_ANNOUNCED] = "announced",
 	[FWD_SP_IB_CTL] = "ipoib_ctl",
+	[FWD_SP_UDP_DELIVERED] = "udp_delivered",
+	[FWD_SP_UDP_SENT] = "udp_sent",
 	[FWD_SP_UNRES_DISCARDED] = "unresolved_discarded",
 	[FWD_SP_IF_GONE] = "interface_gone",
 };
@@ -763,7 +768,130 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 	}
 }
 
-/* ---- local delivery: echo ---------------------------------------------------------- */
+/* ---- local delivery: UDP to the bound port, echo ----------------------------------- */
+
+/* A UDP datagram to us (l4: its header, l4_len: to the end of the IP payload): to the
+ * bound handler when it is for its port and whole. True when it was UDP (taken). */
+static bool udp_in(struct fwd_sp *sp, uint32_t ifindex, int family, const uint8_t *ip,
+		   const uint8_t *l4, size_t l4_len, uint8_t ttl)
+{
+	struct ip_addr src = { .family = (uint8_t)family }, dst = { .family = (uint8_t)family };
+	size_t alen = family == AF_INET ? 4 : 16;
+	uint16_t ulen, csum;
+	uint64_t sum;
+
+	memcpy(src.bytes, ip + (family == AF_INET ? 12 : 8), alen);
+	memcpy(dst.bytes, ip + (family == AF_INET ? 16 : 24), alen);
+	if (l4_len < 8 || (ulen = ip_be16(l4 + 4)) < 8 || ulen > l4_len || !sp->udp_fn ||
+	    ip_be16(l4 + 2) != sp->udp_port)
+		return false;
+	csum = ip_be16(l4 + 6);
+	if (family == AF_INET6 && csum == 0)
+		return false; /* mandatory in IPv6 */
+	if (csum) {
+		uint8_t ph[4] = { 0, 17, (uint8_t)(ulen >> 8), (uint8_t)ulen };
+
+		sum = family == AF_INET ? ip_csum_add(ip_csum_add(0, ip + 12, 8), ph, 4)
+					: ip6_pseudo_sum(ip + 8, ip + 24, ulen, 17);
+		if (ip_csum_fold(ip_csum_add(sum, l4, ulen)) != 0xffff)
+			return false;
+	}
+	sp->st.r[FWD_SP_UDP_DELIVERED]++;
+	sp->udp_fn(sp->udp_ctx, ifindex, &src, &dst, ip_be16(l4), ttl, l4 + 8, ulen - 8u);
+	return true;
+}
+
+int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void *ctx)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp)
+		return -ENODEV;
+	if (fn && (sp->udp_fn || !port))
+		return -EBUSY;
+	sp->udp_port = fn ? port : 0;
+	sp->udp_fn = fn;
+	sp->udp_ctx = ctx;
+	return 0;
+}
+
+int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
+		    const struct ip_addr *dst, uint16_t sport, uint16_t dport, const void *payload,
+		    size_t len)
+{
+	struct fwd_sp *sp = e->sp;
+	const struct fwd_if *out = sp_if(e, ifindex);
+	size_t hl = src->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, ulen = 8 + len;
+	struct fwd_msg *m;
+	uint8_t *p, *u;
+	uint64_t sum;
+	uint16_t csum;
+
+	if (!sp || src->family != dst->family ||
+	    (src->family != AF_INET && src->family != AF_INET6))
+		return -EINVAL;
+	if (!out || !out->up)
+		return -ENODEV;
+	if (hl + ulen > FWD_MSG_DATA || hl + ulen > out->mtu)
+		return -EMSGSIZE;
+	m = ctl_msg(sp, out);
+	if (!m)
+		return -ENOBUFS;
+	p = m->data;
+	u = p + hl;
+	memset(p, 0, hl + 8);
+	if (src->family == AF_INET) {
+		p[0] = 0x45;
+		ip_put16(p + 2, (uint16_t)(hl + ulen));
+		p[6] = 0x40; /* DF */
+		p[8] = 255;
+		p[9] = 17;
+		memcpy(p + 12, src->bytes, 4);
+		memcpy(p + 16, dst->bytes, 4);
+		ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, hl)));
+	} else {
+		p[0] = 0x60;
+		ip_put16(p + 4, (uint16_t)ulen);
+		p[6] = 17;
+		p[7] = 255;
+		memcpy(p + 8, src->bytes, 16);
+		memcpy(p + 24, dst->bytes, 16);
+	}
+	ip_put16(u, sport);
+	ip_put16(u + 2, dport);
+	ip_put16(u + 4, (uint16_t)ulen);
+	memcpy(u + 8, payload, len);
+	if (src->family == AF_INET) {
+		uint8_t ph[4] = { 0, 17, (uint8_t)(ulen >> 8), (uint8_t)ulen };
+
+		sum = ip_csum_add(ip_csum_add(0, p + 12, 8), ph, 4);
+	} else {
+		sum = ip6_pseudo_sum(p + 8, p + 24, (uint32_t)ulen, 17);
+	}
+	csum = (uint16_t)~ip_csum_fold(ip_csum_add(sum, u, ulen));
+	ip_put16(u + 6, csum ? csum : 0xffff); /* 0 would mean "none" */
+	m->type = FWD_MSG_TX_IP;
+	m->own = true;
+	m->family = src->family;
+	memcpy(m->nh, dst->bytes, 16);
+	m->len = (uint32_t)(hl + ulen);
+	if (ctl_enqueue(sp, m) < 0)
+		return -ENOBUFS;
+	sp->st.r[FWD_SP_UDP_SENT]++;
+	return 0;
+}
+
+int fwd_sp_announce_own(struct fwd_engine *e, uint32_t ifindex, int family, const uint8_t *addr)
+{
+	const struct fwd_if *a = sp_if(e, ifindex);
+	uint64_t before;
+
+	if (!e->sp || !a || !a->up)
+		return -ENODEV;
+	before = e->sp->st.r[FWD_SP_ANNOUNCED];
+	announce_on(e->sp, a, family, addr);
+	return e->sp->st.r[FWD_SP_ANNOUNCED] > before ? 0 : -ENOBUFS;
+}
 
 static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 {
@@ -774,6 +902,11 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 	if (len >= IP4_HDR_LEN && (p[0] >> 4) == 4) {
 		struct ip4_info ii;
 
+		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.frag_off &&
+		    !ii.mf &&
+		    udp_in(sp, m->ifindex, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len,
+			   ii.ttl))
+			return;
 		if (ip4_validate(p, len, &ii) != IP_OK || ii.proto != 1 || ii.frag_off || ii.mf ||
 		    ii.tot_len < ii.hdr_len + 8 || p[ii.hdr_len] != 8) {
 			sp->st.r[FWD_SP_LOCAL_DROPPED]++;
@@ -798,6 +931,10 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		struct ip6_info ii;
 		size_t l4;
 
+		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.n_ext &&
+		    udp_in(sp, m->ifindex, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off,
+			   ii.hop_limit))
+			return;
 		if (ip6_validate(p, len, &ii) != IP_OK || ii.proto != 58 || ii.is_frag ||
 		    ii.pkt_len < ii.l4_off + 8u || p[ii.l4_off] != 128 ||
 		    ip6_is_multicast(p + 24)) {

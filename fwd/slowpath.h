@@ -57,6 +57,8 @@ enum fwd_sp_reason {
 	FWD_SP_UNRES_DISCARDED, /* unresolved packet that could not be parked: egress
 				  * gone, no IPoIB link, no IB buffer, TTL expired */
 	FWD_SP_IF_GONE,         /* punt from an interface removed meanwhile */
+	FWD_SP_UDP_DELIVERED,   /* UDP to the bound port handed to its handler */
+	FWD_SP_UDP_SENT,        /* UDP datagrams of the control thread sent */
 	FWD_SP_REASON_COUNT
 };
 const char *fwd_sp_reason_name(enum fwd_sp_reason r);
@@ -90,6 +92,33 @@ int fwd_sp_ib_post_recv(struct fwd_engine *e, uint32_t ifindex, struct ibp_qp *q
 /* Announce addr (4 or 16 octets) on every interface that proxies for where it lives
  * (gratuitous ARP / unsolicited NA), e.g. after a failover. */
 void fwd_sp_announce(struct fwd_engine *e, uint32_t from_ifindex, int family, const uint8_t *addr);
+
+/* Announce one of our own addresses on one interface (gratuitous ARP / unsolicited
+ * NA with its link-layer address: a MAC, or on IPoIB its QPN and GID through the
+ * broadcast / all-nodes group), e.g. a service address taken over. 0, -ENODEV (not
+ * up), -ENOBUFS. */
+int fwd_sp_announce_own(struct fwd_engine *e, uint32_t ifindex, int family, const uint8_t *addr);
+
+/*
+ * UDP for the control thread's own protocols (failover heartbeats), on the gateway's
+ * addresses and through its data plane: the node's kernel does not own them.
+ *
+ * Receive: datagrams to one of our addresses with destination port `port` go to fn
+ * (valid IP and UDP header, length and checksum; IPv4 fragments and IPv6 extension
+ * headers refused). `ttl` is the IPv4 TTL / IPv6 hop limit as received (255: sent
+ * from the same link, nothing routed it; the caller may insist on it). One binding;
+ * fn NULL unbinds.
+ */
+typedef void (*fwd_sp_udp_fn)(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+			      const struct ip_addr *dst, uint16_t sport, uint8_t ttl,
+			      const uint8_t *payload, size_t len);
+int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void *ctx);
+/* Send: a UDP datagram from src to dst (same family; dst on ifindex's link: no route
+ * lookup, the neighbour is resolved there), TTL / hop limit 255. 0, -EINVAL, -ENODEV
+ * (interface not up), -EMSGSIZE, -ENOBUFS. */
+int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
+		    const struct ip_addr *dst, uint16_t sport, uint16_t dport, const void *payload,
+		    size_t len);
 
 void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out);
 

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,6 +305,95 @@ static void echo_answered(void **state)
 	done(v, m);
 }
 
+struct udp_seen {
+	unsigned n;
+	uint32_t ifindex;
+	struct ip_addr src, dst;
+	uint16_t sport;
+	uint8_t ttl;
+	char payload[64];
+};
+
+static void udp_cb(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+		   const struct ip_addr *dst, uint16_t sport, uint8_t ttl, const uint8_t *payload,
+		   size_t len)
+{
+	struct udp_seen *u = ctx;
+
+	u->n++;
+	u->ifindex = ifindex;
+	u->src = *src;
+	u->dst = *dst;
+	u->sport = sport;
+	u->ttl = ttl;
+	snprintf(u->payload, sizeof(u->payload), "%.*s", (int)len, (const char *)payload);
+}
+
+/* The control thread's UDP (failover heartbeats) both ways, for each family: what
+ * fwd_sp_send_udp hands the worker is a valid datagram out of the given interface to
+ * the peer with TTL 255; the same bytes arriving for our address reach the bound
+ * handler; a corrupted one, another port, and an IPv6 datagram without checksum do not. */
+static void udp_both_ways(void **state)
+{
+	struct env *v = *state;
+	struct udp_seen seen = { 0 };
+	static const char *const fam[2][2] = { { "10.1.0.1", "10.1.0.9" },
+					       { "fd00:1::1", "fd00:1::9" } };
+	struct ip_prefix p6;
+	uint8_t pkt[128];
+
+	assert_int_equal(ip_prefix_parse("fd00:1::1/64", true, &p6), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, v->if1, &p6), 0);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 7789, udp_cb, &seen), 0);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 7790, udp_cb, &seen), -EBUSY);
+	for (int f = 0; f < 2; f++) {
+		struct ip_addr us, peer;
+		struct fwd_msg *m;
+		size_t len, hl = f ? 40 : 20;
+
+		assert_int_equal(ip_addr_parse(fam[f][0], &us), 0);
+		assert_int_equal(ip_addr_parse(fam[f][1], &peer), 0);
+		assert_int_equal(fwd_sp_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "hello", 5),
+				 0);
+		m = next_out(v);
+		assert_non_null(m);
+		assert_int_equal(m->type, FWD_MSG_TX_IP);
+		assert_true(m->own);
+		assert_int_equal(m->ifindex, v->if1);
+		assert_memory_equal(m->nh, peer.bytes, f ? 16 : 4);
+		len = m->len;
+		assert_int_equal(len, hl + 8 + 5);
+		assert_int_equal(m->data[f ? 7 : 8], 255);
+		memcpy(pkt, m->data, len);
+		done(v, m);
+		/* As the peer would send it to us: swap the addresses (checksum unchanged). */
+		memcpy(pkt + (f ? 8 : 12), peer.bytes, f ? 16 : 4);
+		memcpy(pkt + (f ? 24 : 16), us.bytes, f ? 16 : 4);
+		punt(v, FWD_PUNT_LOCAL, v->if1, pkt, len, 0, NULL);
+		assert_int_equal(seen.n, 1);
+		assert_int_equal(seen.ifindex, v->if1);
+		assert_true(ip_addr_equal(&seen.src, &peer));
+		assert_true(ip_addr_equal(&seen.dst, &us));
+		assert_int_equal(seen.sport, 7789);
+		assert_int_equal(seen.ttl, 255);
+		assert_string_equal(seen.payload, "hello");
+		pkt[hl + 8] ^= 1; /* payload corrupted: the checksum no longer holds */
+		punt(v, FWD_PUNT_LOCAL, v->if1, pkt, len, 0, NULL);
+		pkt[hl + 8] ^= 1;
+		pkt[hl + 3] ^= 1; /* another destination port */
+		punt(v, FWD_PUNT_LOCAL, v->if1, pkt, len, 0, NULL);
+		pkt[hl + 3] ^= 1;
+		if (f) {
+			pkt[hl + 6] = pkt[hl + 7] = 0; /* IPv6 needs its checksum */
+			punt(v, FWD_PUNT_LOCAL, v->if1, pkt, len, 0, NULL);
+		}
+		assert_int_equal(seen.n, 1);
+		seen.n = 0;
+	}
+	assert_int_equal(fwd_sp_send_udp(v->e, 99, &seen.src, &seen.dst, 1, 1, "x", 1), -ENODEV);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 0, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +401,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(proxy_arp_for_the_other_side_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
+		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
