@@ -561,6 +561,19 @@ static bool socket_in_use(const struct sockaddr_un *sun)
 	return live;
 }
 
+/*
+ * The group the peer check serves: the socket file's, so that whoever its mode lets in
+ * through the group is served (gid, or the daemon's group the file got when gid is -1).
+ */
+static gid_t socket_group(const char *path, gid_t gid)
+{
+	struct stat st;
+
+	if (gid != (gid_t)-1)
+		return gid;
+	return stat(path, &st) == 0 ? st.st_gid : (gid_t)-1;
+}
+
 /* The group's name for messages, or its number when it has none. */
 static void group_name(gid_t gid, char *buf, size_t len)
 {
@@ -616,8 +629,8 @@ int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid
 	l = &srv->listeners[srv->n_listeners++];
 	l->fd = fd;
 	l->read_only = read_only;
-	l->group = gid;
-	group_name(gid, l->group_name, sizeof(l->group_name));
+	l->group = socket_group(path, gid);
+	group_name(l->group, l->group_name, sizeof(l->group_name));
 	snprintf(l->path, sizeof(l->path), "%s", path);
 	return 0;
 }

@@ -46,9 +46,10 @@ int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n
 		   struct ctl_server **out);
 /*
  * Listen on path (a stale socket file is replaced; a live one is an error: another
- * daemon owns it). mode is applied with chmod; gid (or -1) with chown, and on a
- * privileged socket it is also the group whose members are served ((gid_t)-1: only
- * root and the daemon's user). Returns 0 or -errno, having logged why.
+ * daemon owns it). mode is applied with chmod; gid (or -1) with chown. On a
+ * privileged socket the members of the file's group (gid, or the daemon's group when
+ * -1) are served besides root and the daemon's user. Returns 0 or -errno, having
+ * logged why.
  */
 int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
 		      bool read_only);

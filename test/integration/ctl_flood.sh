@@ -124,7 +124,7 @@ tap_like "refusals are logged at most once a second, not per client (${stats} li
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 out=$(as_nobody "$gwctl" -t 5 -S "$sock" show version 2>&1); rc=$?
 tap_like "nobody on the privileged socket: exit 1 and why" "$rc $out" \
-	"^1 gwctl: uid 65534 is not allowed on the privileged socket \(use the read-only socket\)"
+	"^1 gwctl: uid 65534 is not allowed on the privileged socket \(use the read-only socket or join group $(id -gn)\)"
 out=$(as_nobody "$gwctl" -t 5 -S "$sock" route add 10.1.0.0/16 via 10.0.0.1 2>&1); rc=$?
 tap_like "a write request too, before its arguments are even looked at" "$rc $out" \
 	"^1 gwctl: uid 65534 is not allowed on the privileged socket"

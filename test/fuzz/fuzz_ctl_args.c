@@ -1,0 +1,147 @@
+/*
+ * Fuzz gwctl's word parsers for the write requests (mgmt/ctl_args.h): the input's first
+ * octet picks the parser, the rest is split into words at blanks. Any input must be
+ * accepted or refused with a reason; what is accepted must survive the trip through
+ * the wire's JSON and back to the same arguments, and a route's text form must parse
+ * back to the same text (what the daemon logs is what an operator can type).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "mgmt/ctl_args.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_WORDS 48
+
+static int split(char *text, char **argv)
+{
+	int n = 0;
+
+	for (char *w = strtok(text, " \t\n"); w && n < MAX_WORDS; w = strtok(NULL, " \t\n"))
+		argv[n++] = w;
+	return n;
+}
+
+static void route(int argc, char **argv, bool add)
+{
+	struct ctl_route r, back;
+	char why[CTL_ARGS_WHY_LEN] = "", text[CTL_ROUTE_STRLEN], again[CTL_ROUTE_STRLEN];
+	char copy[CTL_ROUTE_STRLEN], *words[4 * CTL_ROUTE_MAX_NH + 8];
+	struct json_object *j;
+
+	if (ctl_route_parse_argv(argc, argv, add, &r, why) < 0) {
+		if (!why[0])
+			abort();
+		return;
+	}
+	ctl_route_format(&r, text, sizeof(text));
+	j = ctl_route_to_json(&r);
+	if (ctl_route_from_json(j, add, &back, why) < 0)
+		abort(); /* what gwctl sends, the daemon must take */
+	json_object_put(j);
+	if (strcmp(ctl_route_format(&back, again, sizeof(again)), text))
+		abort();
+	memcpy(copy, text, sizeof(copy));
+	if (ctl_route_parse_argv(split(copy, words), words, add, &back, why) < 0 ||
+	    strcmp(ctl_route_format(&back, again, sizeof(again)), text))
+		abort();
+}
+
+static void neigh(int argc, char **argv, bool add)
+{
+	struct ctl_neigh n, back;
+	char why[CTL_ARGS_WHY_LEN] = "";
+	struct json_object *j;
+
+	if (ctl_neigh_parse_argv(argc, argv, add, &n, why) < 0) {
+		if (!why[0])
+			abort();
+		return;
+	}
+	j = ctl_neigh_to_json(&n);
+	if (ctl_neigh_from_json(j, add, &back, why) < 0 || memcmp(&n, &back, sizeof(n)))
+		abort();
+	json_object_put(j);
+}
+
+static void flushes(int argc, char **argv)
+{
+	struct ctl_neigh_flush f, fb;
+	struct ctl_path_flush p, pb;
+	char why[CTL_ARGS_WHY_LEN] = "";
+	struct json_object *j;
+
+	if (ctl_neigh_flush_parse_argv(argc, argv, &f, why) == 0) {
+		j = ctl_neigh_flush_to_json(&f);
+		if (ctl_neigh_flush_from_json(j, &fb, why) < 0 || memcmp(&f, &fb, sizeof(f)))
+			abort();
+		json_object_put(j);
+	}
+	if (ctl_path_flush_parse_argv(argc, argv, &p, why) == 0) {
+		j = ctl_path_flush_to_json(&p);
+		if (ctl_path_flush_from_json(j, &pb, why) < 0 || memcmp(&p, &pb, sizeof(p)))
+			abort();
+		json_object_put(j);
+	}
+}
+
+static void lladdr(const char *text)
+{
+	uint8_t a[CTL_LLADDR_MAX], b[CTL_LLADDR_MAX];
+	char why[CTL_ARGS_WHY_LEN] = "", out[3 * CTL_LLADDR_MAX];
+	int n = ctl_lladdr_parse(text, a, why);
+
+	if (n < 0) {
+		if (!why[0])
+			abort();
+		return;
+	}
+	if (n != 6 && n != CTL_LLADDR_MAX)
+		abort();
+	ctl_lladdr_format(a, (size_t)n, out, sizeof(out));
+	if (ctl_lladdr_parse(out, b, why) != n || memcmp(a, b, (size_t)n))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char text[4096], *argv[MAX_WORDS];
+	int argc;
+
+	if (size < 1 || size > sizeof(text))
+		return 0;
+	memcpy(text, data + 1, size - 1);
+	text[size - 1] = '\0';
+	if (strlen(text) != size - 1)
+		return 0; /* words come from argv: no NUL inside */
+	switch (data[0] % 6) {
+	case 0:
+		lladdr(text);
+		return 0;
+	case 1:
+		argc = split(text, argv);
+		route(argc, argv, true);
+		return 0;
+	case 2:
+		argc = split(text, argv);
+		route(argc, argv, false);
+		return 0;
+	case 3:
+		argc = split(text, argv);
+		neigh(argc, argv, true);
+		return 0;
+	case 4:
+		argc = split(text, argv);
+		neigh(argc, argv, false);
+		return 0;
+	default:
+		argc = split(text, argv);
+		flushes(argc, argv);
+		return 0;
+	}
+}
