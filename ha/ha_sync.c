@@ -221,7 +221,8 @@ static enum ha_wire_err rec_parse(const uint8_t *b, uint8_t type, uint8_t flags,
 		get_addr(b + 4, b[0], &r->u.neigh.addr);
 		r->u.neigh.state = b[1];
 		r->u.neigh.lladdr_len = b[2];
-		memcpy(r->u.neigh.link, b + 20, HA_NAME_LEN);
+		/* up to the NUL only: what follows it is padding, not part of the name */
+		memcpy(r->u.neigh.link, b + 20, strnlen((const char *)b + 20, HA_NAME_LEN));
 		memcpy(r->u.neigh.lladdr, b + 52, r->u.neigh.lladdr_len);
 		return rec_validate(r, why, why_len);
 	case HA_SYNC_PATH:
