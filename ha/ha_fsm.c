@@ -85,6 +85,7 @@ struct ha_fsm {
 	uint64_t next_send_ms;
 	uint64_t echo_sent_ms; /* last heartbeat sent early because our echo changed */
 	bool send_pending;     /* what we announce changed: send before returning */
+	bool in_probe;         /* inside the probe_tiebreaker callback */
 
 	struct ha_peer peer;
 	enum ha_tiebreak tb;
@@ -409,8 +410,11 @@ static void update_tiebreak(struct ha_fsm *f, uint64_t now)
 	    f->tb == HA_TB_PENDING || now < f->tb_next_ms)
 		return;
 	f->tb = HA_TB_PENDING;
-	if (f->ops->probe_tiebreaker)
+	if (f->ops->probe_tiebreaker) {
+		f->in_probe = true; /* an answer given at once is evaluated by our caller */
 		f->ops->probe_tiebreaker(f->arg);
+		f->in_probe = false;
+	}
 }
 
 /* ---- sending ---- */
@@ -711,7 +715,8 @@ void ha_fsm_tiebreaker_result(struct ha_fsm *f, bool reachable, uint64_t now)
 	f->tb = reachable ? HA_TB_REACHABLE : HA_TB_UNREACHABLE;
 	f->tb_next_ms = now + f->tb_retry_ms;
 	log_notice("ha: tiebreaker %s", reachable ? "reachable" : "unreachable");
-	ha_fsm_tick(f, now);
+	if (!f->in_probe)
+		ha_fsm_tick(f, now);
 }
 
 enum ha_wire_err ha_fsm_sync_accept(struct ha_fsm *f, const struct ha_wire_hdr *hdr)

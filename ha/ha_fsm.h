@@ -83,7 +83,9 @@ struct ha_fsm_ops {
 	/* Group g went to BACKUP or FAULT (from any state): make sure its addresses are
 	 * not held here (idempotent on the caller's side: INIT -> BACKUP calls it too). */
 	void (*become_backup)(void *arg, unsigned g, enum ha_state now, const char *reason);
-	/* Probe the tiebreaker address; answer with ha_fsm_tiebreaker_result(). */
+	/* Probe the tiebreaker address; answer with ha_fsm_tiebreaker_result(), later or
+	 * from inside this callback (e.g. "no route": unreachable at once). The other
+	 * callbacks must not call into the FSM. */
 	void (*probe_tiebreaker)(void *arg);
 };
 

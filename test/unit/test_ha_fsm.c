@@ -33,9 +33,10 @@ struct node {
 	struct sim *sim;
 	int idx;
 	struct ha_fsm *fsm;
-	bool down;          /* killed: sends and receives nothing */
-	bool tb_reachable;  /* what its tiebreaker probe answers */
-	bool probe_pending; /* answered by the harness one ms later */
+	bool down;              /* killed: sends and receives nothing */
+	bool tb_reachable;      /* what its tiebreaker probe answers */
+	bool probe_pending;     /* answered by the harness one ms later */
+	bool tb_answer_at_once; /* answered from inside the probe callback */
 	unsigned probes;
 	unsigned to_master[NGROUP], to_backup[NGROUP];
 	char reason[NGROUP][HA_REASON_LEN];
@@ -119,7 +120,10 @@ static void on_probe(void *arg)
 {
 	struct node *nd = arg;
 	nd->probes++;
-	nd->probe_pending = true;
+	if (nd->tb_answer_at_once)
+		ha_fsm_tiebreaker_result(nd->fsm, nd->tb_reachable, nd->sim->now);
+	else
+		nd->probe_pending = true;
 }
 
 static const struct ha_fsm_ops ops = {
@@ -454,8 +458,10 @@ static void split_brain_tiebreaker(void **state)
 	ha_fsm_status(S.n[0].fsm, &hs);
 	assert_int_equal(hs.tiebreak, HA_TB_NONE);
 
-	/* neither reaches the tiebreaker: the master steps down, nobody serves */
+	/* neither reaches the tiebreaker: the master steps down, nobody serves (one of
+	 * them answers its probes from inside the callback) */
 	S.n[0].tb_reachable = S.n[1].tb_reachable = false;
+	S.n[1].tb_answer_at_once = true;
 	cut_all(true);
 	run(HA_DEFAULT_DEAD_MS + HA_DEFAULT_INTERVAL_MS + 10);
 	assert_false(is_master(0, 0) || is_master(1, 0));
