@@ -1896,6 +1896,26 @@ int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr)
 	return 0;
 }
 
+int ipoib_link_del_addr(struct ipoib_link *l, int family, const uint8_t *addr)
+{
+	if (family == AF_INET) {
+		for (unsigned i = 0; i < l->n_v4; i++)
+			if (!memcmp(l->v4[i], addr, 4)) {
+				memcpy(l->v4[i], l->v4[--l->n_v4], 4);
+				return 0;
+			}
+		return -ENOENT;
+	}
+	if (family != AF_INET6)
+		return -EAFNOSUPPORT;
+	for (unsigned i = 0; i < l->n_v6; i++)
+		if (!memcmp(l->v6[i], addr, 16)) {
+			memcpy(l->v6[i], l->v6[--l->n_v6], 16);
+			return 0;
+		}
+	return -ENOENT;
+}
+
 uint64_t ipoib_link_tick(struct ipoib_link *l)
 {
 	uint64_t now = now_ms();

@@ -195,6 +195,10 @@ void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev);
 /* An address of the link (answered for in the gateway role; IPv6: solicited-node group
  * joined). family AF_INET (4 octets) or AF_INET6 (16), network order. */
 int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr);
+/* The gateway no longer has addr on the link (a reload, a failover group given up): its
+ * ARP/ND for it stop. The IPv6 solicited-node group stays joined (others may share it;
+ * the link leaves it at stop). Returns 0 or -ENOENT. */
+int ipoib_link_del_addr(struct ipoib_link *l, int family, const uint8_t *addr);
 /* Full-member join of a group (to receive it), e.g. the groups a host's kernel listens
  * to. Idempotent. */
 int ipoib_link_mcast_join(struct ipoib_link *l, const union ib_gid *mgid);

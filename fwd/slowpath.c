@@ -36,6 +36,9 @@ struct fwd_sp {
 	uint16_t udp_port; /* fwd_sp_udp_bind */
 	fwd_sp_udp_fn udp_fn;
 	void *udp_ctx;
+	uint16_t echo_id; /* fwd_sp_echo_bind */
+	fwd_sp_echo_fn echo_fn;
+	void *echo_ctx;
 };
 
 static const char *const sp_names[FWD_SP_REASON_COUNT] = {
@@ -815,6 +818,8 @@ int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void 
 	return 0;
 }
 
+static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m);
+
 int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
 		    const struct ip_addr *dst, uint16_t sport, uint16_t dport, const void *payload,
 		    size_t len)
@@ -875,10 +880,89 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	m->family = src->family;
 	memcpy(m->nh, dst->bytes, 16);
 	m->len = (uint32_t)(hl + ulen);
-	if (ctl_enqueue(sp, m) < 0)
-		return -ENOBUFS;
 	sp->st.r[FWD_SP_UDP_SENT]++;
+	if (!neigh_known(out, src->family, dst->bytes)) {
+		/* The worker sends our own packets only to known neighbours: resolve here
+		 * (ARP/ND, or the IPoIB link's ARP and PathRecord) with this one parked. */
+		m->punt = FWD_PUNT_UNRESOLVED;
+		if (!unresolved(sp, m))
+			fwd_msg_put(e, m, FWD_OWNER_CONTROL);
+		return 0;
+	}
+	return ctl_enqueue(sp, m) < 0 ? -ENOBUFS : 0;
+}
+
+int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void *ctx)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp)
+		return -ENODEV;
+	if (fn && sp->echo_fn)
+		return -EBUSY;
+	sp->echo_id = id;
+	sp->echo_fn = fn;
+	sp->echo_ctx = ctx;
 	return 0;
+}
+
+int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t id, uint16_t seq)
+{
+	struct fwd_sp *sp = e->sp;
+	const struct rt_fib_nh *nh = sp ? rt_lookup(e->rt, dst, 0) : NULL;
+	const struct fwd_if *out;
+	const uint8_t *src;
+	uint8_t p[IP6_HDR_LEN + 16];
+	size_t hl = dst->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, len = hl + 16;
+	uint64_t before;
+
+	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
+	    !(out = sp_if(e, nh->ifindex)) || !(src = if_src(out, dst->family, dst->bytes)))
+		return -ENETUNREACH;
+	memset(p, 0, sizeof(p));
+	if (dst->family == AF_INET) {
+		p[0] = 0x45;
+		ip_put16(p + 2, (uint16_t)len);
+		p[8] = 64;
+		p[9] = 1;
+		memcpy(p + 12, src, 4);
+		memcpy(p + 16, dst->bytes, 4);
+		ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, hl)));
+		p[hl] = 8;
+	} else {
+		p[0] = 0x60;
+		ip_put16(p + 4, 16);
+		p[6] = 58;
+		p[7] = 64;
+		memcpy(p + 8, src, 16);
+		memcpy(p + 24, dst->bytes, 16);
+		p[hl] = 128;
+	}
+	ip_put16(p + hl + 4, id);
+	ip_put16(p + hl + 6, seq);
+	memcpy(p + hl + 8, "ibgw-tb", 8);
+	ip_put16(p + hl + 2, (uint16_t)~ip_csum_fold(ip_csum_add(
+				 dst->family == AF_INET ? 0 : ip6_pseudo_sum(p + 8, p + 24, 16, 58),
+				 p + hl, 16)));
+	before = sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL];
+	send_own_ip(sp, dst->family, p, len);
+	return sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL] > before ? -ENOBUFS : 0;
+}
+
+/* An echo reply to us: to the bound handler when its identifier is ours. */
+static bool echo_reply_in(struct fwd_sp *sp, int family, const uint8_t *ip, const uint8_t *icmp,
+			  size_t len)
+{
+	struct ip_addr from = { .family = (uint8_t)family };
+
+	uint64_t sum = family == AF_INET ? 0 : ip6_pseudo_sum(ip + 8, ip + 24, (uint32_t)len, 58);
+
+	if (!sp->echo_fn || len < 8 || icmp[0] != (family == AF_INET ? 0 : 129) ||
+	    ip_be16(icmp + 4) != sp->echo_id || ip_csum_fold(ip_csum_add(sum, icmp, len)) != 0xffff)
+		return false;
+	memcpy(from.bytes, ip + (family == AF_INET ? 12 : 8), family == AF_INET ? 4 : 16);
+	sp->echo_fn(sp->echo_ctx, &from, ip_be16(icmp + 4), ip_be16(icmp + 6));
+	return true;
 }
 
 int fwd_sp_announce_own(struct fwd_engine *e, uint32_t ifindex, int family, const uint8_t *addr)
@@ -907,6 +991,9 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		    udp_in(sp, m->ifindex, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len,
 			   ii.ttl))
 			return;
+		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 1 && !ii.frag_off && !ii.mf &&
+		    echo_reply_in(sp, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len))
+			return;
 		if (ip4_validate(p, len, &ii) != IP_OK || ii.proto != 1 || ii.frag_off || ii.mf ||
 		    ii.tot_len < ii.hdr_len + 8 || p[ii.hdr_len] != 8) {
 			sp->st.r[FWD_SP_LOCAL_DROPPED]++;
@@ -934,6 +1021,9 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.n_ext &&
 		    udp_in(sp, m->ifindex, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off,
 			   ii.hop_limit))
+			return;
+		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 58 && !ii.n_ext &&
+		    echo_reply_in(sp, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off))
 			return;
 		if (ip6_validate(p, len, &ii) != IP_OK || ii.proto != 58 || ii.is_frag ||
 		    ii.pkt_len < ii.l4_off + 8u || p[ii.l4_off] != 128 ||
@@ -1053,8 +1143,7 @@ static void neigh_xmit(void *ctx, const struct neigh_entry *ne, const struct nei
 
 	(void)ne;
 	(void)ll;
-	m->type = FWD_MSG_TX_IP;
-	m->own = false;
+	m->type = FWD_MSG_TX_IP; /* own as parked: a forwarded packet's TTL goes down once */
 	nc->e->sp->st.r[FWD_SP_RESOLVED_SENT]++;
 	if (ring_enqueue_burst(nc->e->wk[m->worker].to_wk, &p, 1) != 1) {
 		/* Cannot happen (the ring holds both pools); keep the message safe. */
@@ -1108,8 +1197,8 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 			return false;
 		}
 		if (m->len + IPOIB_ENCAP_LEN > b->cap ||
-		    (family == AF_INET ? ip4_ttl_decrement(m->data) : ip6_hop_decrement(m->data)) !=
-			IP_OK) {
+		    (!m->own && (family == AF_INET ? ip4_ttl_decrement(m->data)
+						   : ip6_hop_decrement(m->data)) != IP_OK)) {
 			out->ib_ops->buf_put(out->ib_port, b);
 			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 			return false;
@@ -1164,6 +1253,7 @@ static void handle(struct fwd_sp *sp, struct fwd_msg *m)
 		local_in(sp, m);
 		break;
 	case FWD_PUNT_UNRESOLVED:
+		m->own = false; /* a forwarded packet */
 		kept = unresolved(sp, m);
 		break;
 	default:

@@ -120,6 +120,16 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 		    const struct ip_addr *dst, uint16_t sport, uint16_t dport, const void *payload,
 		    size_t len);
 
+/*
+ * Echo for the control thread (the failover tiebreaker's reachability probe): an echo
+ * request to dst, routed by the RIB, from our address on the egress interface; the
+ * replies to our addresses with that identifier go to fn (one binding; fn NULL
+ * unbinds). fwd_sp_send_echo returns 0, -ENETUNREACH (no route), -ENOBUFS.
+ */
+typedef void (*fwd_sp_echo_fn)(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq);
+int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void *ctx);
+int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t id, uint16_t seq);
+
 void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out);
 
 #endif

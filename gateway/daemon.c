@@ -185,8 +185,7 @@ static int cmd_log_level(void *ctx, struct json_object *args, struct ctl_reply *
 
 /* gwctl's write requests: the arguments' form here (mgmt/ctl_args.h), the rest in
  * gateway/dp_ctl.c. */
-static int cmd_route(struct gw_daemon *d, struct json_object *args, bool add,
-		     struct ctl_reply *r)
+static int cmd_route(struct gw_daemon *d, struct json_object *args, bool add, struct ctl_reply *r)
 {
 	struct ctl_route rt;
 	char why[CTL_ARGS_WHY_LEN];
@@ -206,8 +205,7 @@ static int cmd_route_del(void *ctx, struct json_object *args, struct ctl_reply *
 	return cmd_route(ctx, args, false, r);
 }
 
-static int cmd_neigh(struct gw_daemon *d, struct json_object *args, bool add,
-		     struct ctl_reply *r)
+static int cmd_neigh(struct gw_daemon *d, struct json_object *args, bool add, struct ctl_reply *r)
 {
 	struct ctl_neigh n;
 	char why[CTL_ARGS_WHY_LEN];
@@ -249,6 +247,22 @@ static int cmd_path_flush(void *ctx, struct json_object *args, struct ctl_reply 
 	return gw_dp_path_flush(d->dp, &f, r);
 }
 
+static int cmd_show_ha(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	(void)args;
+	return gw_dp_show_ha(((struct gw_daemon *)ctx)->dp, r);
+}
+
+static int cmd_ha_switchover(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct json_object *v;
+
+	if (opt_arg(args, "group", json_type_string, &v, r, "ha switchover"))
+		return CTL_EBADREQ;
+	return gw_dp_ha_switchover(d->dp, v ? json_object_get_string(v) : NULL, r);
+}
+
 static const struct ctl_command commands[] = {
 	{ CTL_SHOW_VERSION, true, cmd_show_version },
 	{ CTL_SHOW_CONFIG, true, cmd_show_config },
@@ -267,6 +281,8 @@ static const struct ctl_command commands[] = {
 	{ CTL_NEIGH_DEL, false, cmd_neigh_del },
 	{ CTL_NEIGH_FLUSH, false, cmd_neigh_flush },
 	{ CTL_PATH_FLUSH, false, cmd_path_flush },
+	{ CTL_SHOW_HA, true, cmd_show_ha },
+	{ CTL_HA_SWITCHOVER, false, cmd_ha_switchover },
 };
 
 /* --- config --- */

@@ -133,10 +133,10 @@ struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex)
 	return NULL;
 }
 
-static struct dp_link *link_by_name(struct gw_dp *dp, const char *name)
+struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name)
 {
 	for (unsigned i = 0; i < dp->n_links; i++)
-		if (!strcmp(dp->links[i].name, name))
+		if (dp->links[i].kind != DP_NONE && !strcmp(dp->links[i].name, name))
 			return &dp->links[i];
 	return NULL;
 }
@@ -262,6 +262,7 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 		ret = fwd_engine_if_set_ipoib(dp->e, k->ifindex, NULL, 0, NULL, 0);
 		if (ret < 0)
 			log_errno(LOG_ERR, -ret, "%s: cannot take the interface down", k->name);
+		dp_ha_link_changed(dp, k);
 		return;
 	}
 	if (!qp) {
@@ -287,6 +288,7 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 	k->reason[0] = '\0';
 	if (k->proxy_nd)
 		proxy_groups_configured(k);
+	dp_ha_link_changed(dp, k);
 }
 
 /* ---- IB ports ---------------------------------------------------------------------------- */
@@ -768,6 +770,7 @@ static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct nl
 		set_reason(k->reason, "device %s is administratively down", k->device);
 	else
 		set_reason(k->reason, "no carrier on %s", k->device);
+	dp_ha_link_changed(dp, k);
 }
 
 static void on_netlink(const struct nl_link_state *st, unsigned changes, void *arg)
@@ -886,7 +889,7 @@ static int route_from_config(struct gw_dp *dp, const struct gw_route_config *c, 
 	r->source = RT_SRC_STATIC;
 	r->metric = c->metric;
 	if (c->dev[0]) {
-		struct dp_link *k = link_by_name(dp, c->dev);
+		struct dp_link *k = dp_link_by_name(dp, c->dev);
 
 		if (!k || !k->ifindex) {
 			log_warning("route %s: dev %s is not running: route not installed",
@@ -972,7 +975,8 @@ static void gidroutes_build(struct gw_dp *dp, const struct gw_config *cfg)
 
 /* ---- kernel routes (fwd/kroute.h) ---------------------------------------------------------- */
 
-void dp_rib_changed(void *arg)
+/* The RIB changed (route.h's change hook): the kernel export follows. */
+static void dp_rib_changed(void *arg)
 {
 	struct gw_dp *dp = arg;
 
@@ -1170,6 +1174,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	if (dp->port_timer)
 		evtimer_start(dp->port_timer, PORT_POLL_MS, PORT_POLL_MS);
 	kroute_start(dp, &cfg->kernel_routes);
+	(void)dp_ha_start(dp, cfg);
 	log_notice("data plane: %u workers, %u IB ports, %u links", dp->n_workers, dp->n_ports,
 		   dp->n_links);
 	*out = dp;
@@ -1199,6 +1204,7 @@ void gw_dp_stop(struct gw_dp *dp)
 {
 	if (!dp)
 		return;
+	dp_ha_stop(dp); /* first: its last heartbeats hand the groups over */
 	kroute_stop(dp, true, false);
 	evtimer_free(dp->port_timer);
 	if (dp->workers_started)
@@ -1376,7 +1382,8 @@ static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
 		if (ret < 0)
 			log_errno(LOG_ERR, -ret, "%s: cannot remove the interface", k->name);
 	}
-	k->ifindex = 0; /* its link's state changes no longer reach the engine */
+	k->ifindex = 0;            /* its link's state changes no longer reach the engine */
+	dp_ha_link_changed(dp, k); /* a heartbeat path gone is a path down */
 	synchronize_rcu();
 	if (k->kind == DP_IPOIB && k->link) {
 		ipoib_link_stop(k->link);
@@ -1432,6 +1439,9 @@ static void addrs_apply(struct gw_dp *dp, struct dp_link *k, const struct ip_pre
 				 ip_addr_equal(&keep[i].addr, &k->addrs[j].addr);
 		if (wanted)
 			continue;
+		if (k->link)
+			(void)ipoib_link_del_addr(k->link, k->addrs[j].addr.family,
+						  k->addrs[j].addr.bytes);
 		if (fwd_engine_if_del_addr(dp->e, k->ifindex, &k->addrs[j]) == 0)
 			log_notice("%s: address %s removed", k->name,
 				   ip_prefix_format(&k->addrs[j], buf, sizeof(buf)));
@@ -1504,7 +1514,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
 		struct dp_link *k;
 
-		if (link_by_name(dp, cfg->ipoib_links[i].name))
+		if (dp_link_by_name(dp, cfg->ipoib_links[i].name))
 			continue;
 		k = ipoib_add(dp, &cfg->ipoib_links[i]);
 		added++;
@@ -1512,7 +1522,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 			set_reason(k->reason, "cannot start (broadcast join)");
 	}
 	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
-		if (link_by_name(dp, cfg->eth_ifs[i].name))
+		if (dp_link_by_name(dp, cfg->eth_ifs[i].name))
 			continue;
 		eth_add(dp, &cfg->eth_ifs[i], i);
 		added++;
@@ -1522,6 +1532,9 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	proxy_apply(dp, cfg);
 	routes_apply(dp, cfg);
 	kroute_reconfigure(dp, &cfg->kernel_routes);
+	if (cfg->failover.enabled != (dp->ha != NULL))
+		log_warning("reload: failover %s takes effect at the next start",
+			    cfg->failover.enabled ? "added" : "removed");
 	/* The engine's rings are sized for its workers: their number is fixed at start. */
 	if ((cfg->workers ? cfg->workers : 1) != dp->n_workers)
 		log_warning("reload: workers: %u -> %u takes effect at the next start",

@@ -60,4 +60,9 @@ int gw_dp_neigh_del(struct gw_dp *dp, const struct ctl_neigh *n, struct ctl_repl
 int gw_dp_neigh_flush(struct gw_dp *dp, const struct ctl_neigh_flush *f, struct ctl_reply *r);
 int gw_dp_path_flush(struct gw_dp *dp, const struct ctl_path_flush *f, struct ctl_reply *r);
 
+/* Failover (gateway/dp_ha.c): gwctl show ha (records of kind node, group, path,
+ * transition) and gwctl ha switchover [GROUP] (every group when NULL). */
+int gw_dp_show_ha(struct gw_dp *dp, struct ctl_reply *r);
+int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r);
+
 #endif

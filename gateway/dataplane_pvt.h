@@ -17,6 +17,7 @@
 #include "gateway/dataplane.h"
 #include "sm-client/sa.h"
 
+struct dp_ha;
 struct kroute;
 struct nl_watch;
 struct sa_umad;
@@ -105,10 +106,19 @@ struct gw_dp {
 	/* Kernel route export/import (NULL: not configured); its settings as running. */
 	struct kroute *kroute;
 	struct gw_kernel_routes_config kroute_cfg;
+	/* The failover pair (gateway/dp_ha.c); NULL: a single gateway. */
+	struct dp_ha *ha;
 };
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);
-/* The RIB changed (route.h's change hook): the kernel export follows. */
-void dp_rib_changed(void *dp);
+struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name);
+
+/* Failover (gateway/dp_ha.c): started last by gw_dp_start when the config has a
+ * failover section (a failure is logged; the box then runs alone), stopped first by
+ * gw_dp_stop (its groups handed to the peer). dp_ha_link_changed: a link's or
+ * interface's up/down state may have changed (a heartbeat path's local state). */
+int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg);
+void dp_ha_stop(struct gw_dp *dp);
+void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k);
 
 #endif

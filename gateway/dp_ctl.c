@@ -40,17 +40,6 @@ _Static_assert(CTL_NAME_MAX == GW_NAME_MAX, "gwctl's interface names are the con
 
 /* ---- interfaces ---------------------------------------------------------------------- */
 
-static struct dp_link *link_by_name(struct gw_dp *dp, const char *name)
-{
-	for (unsigned i = 0; i < dp->n_links; i++) {
-		struct dp_link *k = &dp->links[i];
-
-		if ((k->kind == DP_IPOIB || k->kind == DP_ETH) && !strcmp(k->name, name))
-			return k;
-	}
-	return NULL;
-}
-
 /* "ib0, eth0": the names an operator may use, for "no such interface" messages. */
 static void link_names(struct gw_dp *dp, char *buf, size_t len)
 {
@@ -73,7 +62,7 @@ static void link_names(struct gw_dp *dp, char *buf, size_t len)
  */
 static int dev_if(struct gw_dp *dp, const char *dev, struct dp_link **out, struct ctl_reply *r)
 {
-	struct dp_link *k = link_by_name(dp, dev);
+	struct dp_link *k = dp_link_by_name(dp, dev);
 	char names[256];
 
 	if (!k) {
@@ -140,7 +129,6 @@ int gw_dp_route_add(struct gw_dp *dp, const struct ctl_route *spec, struct ctl_r
 		return ctl_reply_error(r, CTL_EFAILED, "route %s not added: %s", text,
 				       ret == -ENOSPC ? "the forwarding table is full"
 						      : strerror(-ret));
-	dp_rib_changed(dp);
 	log_notice("gwctl: route %s added", text);
 	return CTL_OK;
 }
@@ -219,7 +207,6 @@ int gw_dp_route_del(struct gw_dp *dp, const struct ctl_route *spec, struct ctl_r
 	if (ret < 0)
 		return ctl_reply_error(r, CTL_EFAILED, "route %s metric %u not deleted: %s", p,
 				       spec->metric, strerror(-ret));
-	dp_rib_changed(dp);
 	ctl_route_format(spec, text, sizeof(text));
 	log_notice("gwctl: route %s deleted%s", text,
 		   is_config_route(dp, &f.found) ? " (a config route: the next reload puts it back)"

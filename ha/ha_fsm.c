@@ -222,7 +222,7 @@ static void eval_peer_dead(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 	/* Nobody to hand over to or ask: a switchover under way ends here. */
 	g->yielding = g->wanting = false;
 	g->handed_over = false;
-	if (g->state == HA_STATE_INIT && now - f->start_ms < f->dead_ms)
+	if (g->state == HA_STATE_INIT && now - g->since_ms < f->dead_ms)
 		return; /* still giving the peer its dead interval to show up */
 	if (!f->has_tb) {
 		set_state(f, g, HA_STATE_MASTER, now, "%s", what);
@@ -352,8 +352,12 @@ static void eval_group(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 		set_state(f, g, HA_STATE_FAULT, now, "%s", why);
 		return;
 	}
+	/* Out of a fault, listen for the peer a dead interval (INIT) before taking over:
+	 * a path that comes up late at start (an IPoIB link joining) must not make this
+	 * box master before it could hear a live peer. */
 	if (g->state == HA_STATE_FAULT)
-		set_state(f, g, HA_STATE_BACKUP, now, "fault cleared");
+		set_state(f, g, f->peer.alive ? HA_STATE_BACKUP : HA_STATE_INIT, now,
+			  "fault cleared");
 	if (!f->peer.alive) {
 		eval_peer_dead(f, g, now);
 		return;
@@ -754,6 +758,9 @@ uint64_t ha_fsm_next_deadline(const struct ha_fsm *f)
 		if (f->paths[p].rx_fresh_ms != NEVER)
 			EARLIER(f->paths[p].rx_fresh_ms + f->dead_ms);
 	EARLIER(f->start_ms + f->dead_ms); /* the end of INIT */
+	for (unsigned i = 0; i < f->n_groups; i++)
+		if (f->groups[i].state == HA_STATE_INIT)
+			EARLIER(f->groups[i].since_ms + f->dead_ms); /* INIT again after a fault */
 	if (f->has_tb && !f->peer.alive && f->tb != HA_TB_PENDING)
 		EARLIER(f->tb_next_ms > f->start_ms + f->dead_ms ? f->tb_next_ms
 								 : f->start_ms + f->dead_ms);

@@ -278,6 +278,99 @@ static void print_conn(struct json_object *o, struct output *out)
 	       (long long)num(o, "rx_packets"), (long long)num(o, "rx_bytes"));
 }
 
+static bool boolean(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+/* Milliseconds as "1.234s" or "56ms". */
+static void print_ms(const char *word, int64_t ms)
+{
+	if (ms >= 1000)
+		printf(" %s %lld.%03llds", word, (long long)(ms / 1000), (long long)(ms % 1000));
+	else
+		printf(" %s %lldms", word, (long long)ms);
+}
+
+/* show ha: the box and its peer, each group (state, why, addresses), each heartbeat
+ * path, then the last transitions, oldest first. */
+static void print_ha(struct json_object *o, struct output *out)
+{
+	const char *kind = str(o, "kind");
+	char st[16];
+	struct json_object *a;
+
+	(void)out;
+	if (!strcmp(kind, "node")) {
+		printf("node %s peer %s %s", str(o, "name"),
+		       str(o, "peer")[0] ? str(o, "peer") : "-",
+		       boolean(o, "peer_alive") ? "alive" : "dead");
+		if (strcmp(str(o, "tiebreaker"), "none"))
+			printf(" tiebreaker %s", str(o, "tiebreaker"));
+		printf(" rx %lld tx %lld transitions %lld\n", (long long)num(o, "rx"),
+		       (long long)num(o, "tx"), (long long)num(o, "transitions"));
+		if (json_object_object_get_ex(o, "rx_ignored", &a) &&
+		    json_object_object_length(a)) {
+			printf("    ignored:");
+			json_object_object_foreach(a, k, v)
+			    printf(" %s %s", k, json_object_get_string(v));
+			printf("\n");
+		}
+	} else if (!strcmp(kind, "group")) {
+		upper(st, str(o, "state"), sizeof(st));
+		printf("group %s %s priority %lld", str(o, "group"), st,
+		       (long long)num(o, "priority"));
+		print_ms("since", num(o, "since_ms"));
+		printf(": %s\n", str(o, "reason"));
+		if (has(o, "peer_state")) {
+			upper(st, str(o, "peer_state"), sizeof(st));
+			printf("    peer %s priority %lld\n", st,
+			       (long long)num(o, "peer_priority"));
+		}
+		if (json_object_object_get_ex(o, "addresses", &a))
+			for (size_t i = 0; i < json_object_array_length(a); i++) {
+				struct json_object *x = json_object_array_get_idx(a, i);
+
+				printf("    %s dev %s%s\n", str(x, "address"), str(x, "dev"),
+				       boolean(x, "held") ? " held" : "");
+			}
+	} else if (!strcmp(kind, "path")) {
+		printf("path %s peer %s %s %s%s", str(o, "path"), str(o, "peer_address"),
+		       boolean(o, "local_up") ? "UP" : "DOWN",
+		       boolean(o, "alive") ? "alive" : "dead",
+		       boolean(o, "peer_hears") ? " heard" : "");
+		if (has(o, "last_rx_ms"))
+			print_ms("last", num(o, "last_rx_ms"));
+		printf(" rx %lld tx %lld\n", (long long)num(o, "rx"), (long long)num(o, "tx"));
+	} else if (!strcmp(kind, "transition")) {
+		char from[16], to[16];
+
+		upper(from, str(o, "from"), sizeof(from));
+		upper(to, str(o, "to"), sizeof(to));
+		printf("transition %s %s -> %s", str(o, "group"), from, to);
+		print_ms("ago", num(o, "ago_ms"));
+		printf(": %s\n", str(o, "reason"));
+	}
+}
+
+static struct json_object *args_switchover(int argc, char **argv, const struct output *out,
+					   char why[CTL_ARGS_WHY_LEN])
+{
+	struct json_object *a = json_object_new_object();
+	(void)out;
+
+	if (argc > 1) {
+		snprintf(why, CTL_ARGS_WHY_LEN, "expected at most one group name");
+		json_object_put(a);
+		return NULL;
+	}
+	if (argc == 1)
+		json_object_object_add(a, "group", json_object_new_string(argv[0]));
+	return a;
+}
+
 /* Counters: "key value" per line, nested objects indented. */
 static void print_counters(struct json_object *o, int indent)
 {
@@ -564,6 +657,18 @@ static const struct command commands[] = {
 	  NULL,
 	  print_stats,
 	  "forwarding counters: packets, drops by reason, slow path" },
+	{ { "show", "ha" },
+	  CTL_SHOW_HA,
+	  NULL,
+	  NULL,
+	  print_ha,
+	  "failover: roles, peer, heartbeat paths, last transitions and why" },
+	{ { "ha", "switchover" },
+	  CTL_HA_SWITCHOVER,
+	  "[GROUP]",
+	  args_switchover,
+	  NULL,
+	  "hand failover groups (default: all) to the peer, or take them from it" },
 	{ { "reload" },
 	  CTL_RELOAD,
 	  NULL,

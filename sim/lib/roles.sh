@@ -107,11 +107,33 @@ ibgwd_bin() {
 	else echo "$top/build/bin/ibgwd"
 	fi
 }
+# gw_config [NODE]: the config ibgwd runs with. A failover pair (sim/rack up --ha:
+# IBGW_GW_HA=1) runs etc/rack-ha-NODE.yaml, rendered into the node's folder with the
+# rack's name, next to the pair's shared key ($RACK_STATE/ha.key, made once, 0600).
 gw_config() {
-	local top
+	local top node=${1:-gw1} out
 	top=$(cd "$RACK_SIM_DIR/.." && pwd)
+	if rack_is_ha; then
+		out=$RACK_STATE/nodes/$node/ibgwd.yaml
+		mkdir -p "$RACK_STATE/nodes/$node"
+		if [ ! -s "$RACK_STATE/ha.key" ]; then
+			(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RACK_STATE/ha.key")
+		fi
+		sed "s/@RACK@/$RACK_NAME/g" "$top/etc/rack-ha-$node.yaml" >"$out"
+		echo "$out"
+		return
+	fi
 	echo "${IBGW_GW_CONFIG:-$top/etc/rack-gw1.yaml}"
 }
+# The gateway nodes: $IBGW_GW_NODES, default gw1 (gw1 and gw2 for a failover pair).
+gw_nodes() {
+	if [ -n "${IBGW_GW_NODES+set}" ]; then echo "$IBGW_GW_NODES"
+	elif rack_is_ha; then echo "gw1 gw2"
+	else echo gw1
+	fi
+}
+# A failover pair: asked for now, or the rack was brought up with --ha (its key).
+rack_is_ha() { [ -n "${IBGW_GW_HA:-}" ] || [ -f "$RACK_STATE/ha.key" ]; }
 gw_mode() {
 	if [ -n "${IBGW_GW_MODE:-}" ]; then echo "$IBGW_GW_MODE"
 	else case $(basename "$(gw_config)") in *proxy*) echo proxy;; *) echo routed;; esac
@@ -119,7 +141,7 @@ gw_mode() {
 }
 # gateway_start NODE [CONFIG]: start ibgwd on NODE and wait for its control socket.
 gateway_start() {
-	local node=$1 cfg=${2:-$(gw_config)} dir=$RACK_STATE/nodes/$1 i ns
+	local node=$1 cfg=${2:-$(gw_config "$1")} dir=$RACK_STATE/nodes/$1 i ns
 	ns=$(rack_ns "$node")
 	# The gateway speaks on eth0 itself (AF_PACKET); the node's kernel keeps out of
 	# IPv6 there (no link-local, no ND answers of its own).
@@ -184,16 +206,16 @@ role_start_gateways() {
 	local node
 	[ -x "$(ibgwd_bin)" ] || { echo "sim/rack: no $(ibgwd_bin) (make): gateways not started" >&2; return 0; }
 	fabric_running || return 0
-	for node in ${IBGW_GW_NODES-gw1}; do
+	for node in $(gw_nodes); do
 		rack_node_field "$node" 1 >/dev/null || continue
 		gateway_start "$node" || return 1
 	done
-	[ -n "${IBGW_GW_NODES-gw1}" ] && [ "$(gw_mode)" != none ] && hosts_for_gateway "$(gw_mode)"
+	[ -n "$(gw_nodes)" ] && [ "$(gw_mode)" != none ] && hosts_for_gateway "$(gw_mode)"
 	return 0
 }
 role_status_gateways() {
 	local node sock
-	for node in ${IBGW_GW_NODES-gw1}; do
+	for node in $(gw_nodes); do
 		sock=$RACK_STATE/nodes/$node/ibgwd.sock
 		[ -S "$sock" ] || continue
 		printf '  gateway   %s: %s\n' "$node" "$(ip netns exec "$(rack_ns "$node")" \

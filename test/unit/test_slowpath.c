@@ -394,6 +394,69 @@ static void udp_both_ways(void **state)
 	assert_int_equal(fwd_sp_udp_bind(v->e, 0, NULL, NULL), 0);
 }
 
+struct echo_seen {
+	unsigned n;
+	struct ip_addr from;
+	uint16_t id, seq;
+};
+
+static void echo_cb(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq)
+{
+	struct echo_seen *e = ctx;
+
+	e->n++;
+	e->from = *from;
+	e->id = id;
+	e->seq = seq;
+}
+
+/* The tiebreaker's probe: an echo request routed by the RIB from our address on the
+ * egress interface; its reply (the request turned around, as a host would) reaches the
+ * bound handler; another identifier or a corrupted reply does not (they go to the echo
+ * responder or are dropped). */
+static void echo_probe(void **state)
+{
+	struct env *v = *state;
+	struct echo_seen seen = { 0 };
+	struct ip_addr tb, none;
+	struct fwd_msg *m;
+	uint8_t pkt[64], tmp[4];
+	size_t len;
+
+	assert_int_equal(ip_addr_parse("10.2.0.77", &tb), 0);
+	assert_int_equal(ip_addr_parse("192.0.2.1", &none), 0);
+	assert_int_equal(fwd_sp_echo_bind(v->e, 0x4242, echo_cb, &seen), 0);
+	assert_int_equal(fwd_sp_send_echo(v->e, &none, 0x4242, 1), -ENETUNREACH);
+	assert_int_equal(fwd_sp_send_echo(v->e, &tb, 0x4242, 7), 0);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_IP);
+	assert_int_equal(m->ifindex, v->if2);
+	assert_int_equal(ip_be32(m->data + 12), ip4("10.2.0.1"));
+	assert_int_equal(m->data[20], 8);
+	assert_int_equal(ip_csum_fold(ip_csum_add(0, m->data, 20)), 0xffff);
+	assert_int_equal(ip_csum_fold(ip_csum_add(0, m->data + 20, m->len - 20)), 0xffff);
+	len = m->len;
+	memcpy(pkt, m->data, len);
+	done(v, m);
+	/* The reply: addresses swapped, type 0, checksum adjusted (8 -> 0 adds 0x0800). */
+	memcpy(tmp, pkt + 12, 4);
+	memcpy(pkt + 12, pkt + 16, 4);
+	memcpy(pkt + 16, tmp, 4);
+	pkt[20] = 0;
+	pkt[22] = pkt[23] = 0;
+	ip_put16(pkt + 22, (uint16_t)~ip_csum_fold(ip_csum_add(0, pkt + 20, len - 20)));
+	punt(v, FWD_PUNT_LOCAL, v->if2, pkt, len, 0, NULL);
+	assert_int_equal(seen.n, 1);
+	assert_true(ip_addr_equal(&seen.from, &tb));
+	assert_int_equal(seen.id, 0x4242);
+	assert_int_equal(seen.seq, 7);
+	pkt[30] ^= 0xff; /* corrupted */
+	punt(v, FWD_PUNT_LOCAL, v->if2, pkt, len, 0, NULL);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(fwd_sp_echo_bind(v->e, 0, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,6 +465,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
+		cmocka_unit_test_setup_teardown(echo_probe, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

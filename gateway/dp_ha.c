@@ -1,0 +1,681 @@
+/*
+ * The failover pair in the running gateway (docs/failover.md): ha/ha_fsm.h decides,
+ * this file gives it a transport, a clock and hands.
+ *
+ * Transport: heartbeats are UDP datagrams (port HA_UDP_PORT) between the two boxes'
+ * own addresses on every heartbeat path (failover.paths: links and interfaces, each
+ * with the peer's address on it, failover.peer_addresses), sent and received through
+ * the data plane's slow path (fwd_sp_send_udp / fwd_sp_udp_bind): the node's kernel
+ * owns none of these addresses. Sent with TTL 255 and accepted only with TTL 255 from
+ * the peer's address on the path it came in on (GTSM, RFC 5082: nothing routed it),
+ * then authenticated by the FSM (HMAC-SHA256 with the shared key, anti-replay).
+ *
+ * Hands: a group that becomes MASTER here gets its service addresses on their links
+ * (engine addresses: local delivery, ARP/ND answers, connected routes; on IPoIB the
+ * link's own list and, for IPv6, the solicited-node group) and claims them with
+ * gratuitous ARP / unsolicited NA on each (on IPoIB with our QPN and GID), three times
+ * (at once, after ANNOUNCE_2_MS and ANNOUNCE_3_MS: one lost announcement does not leave
+ * a host on the old box); it also re-announces every neighbour the proxying interfaces
+ * answer for. A group that leaves MASTER gives its addresses up at once.
+ *
+ * A path's local state follows its link: an IPoIB link up (joined) or an Ethernet
+ * carrier; the FSM puts a group in FAULT while a link carrying one of its addresses is
+ * down (track_paths), so the peer takes over.
+ *
+ * Threads: control thread only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "fwd/slowpath.h"
+#include "gateway/dataplane_pvt.h"
+#include "ha/ha_fsm.h"
+#include "lib/evloop.h"
+#include "lib/log.h"
+#include "mgmt/ctl_server.h"
+
+#define HA_UDP_PORT   7789
+#define ANNOUNCE_2_MS 100
+#define ANNOUNCE_3_MS 1000
+#define HA_MAX_ADDRS  256
+#define TB_ECHO_ID    0x6962 /* "ib" */
+#define TB_TIMEOUT_MS 500
+
+struct ha_path {
+	char link[GW_NAME_MAX];
+	struct ip_addr peer;
+	bool up; /* as last told to the FSM */
+};
+
+struct ha_addr {
+	struct ip_prefix addr;
+	char dev[GW_NAME_MAX];
+	unsigned group;
+	bool held; /* added to the engine here */
+};
+
+struct dp_ha {
+	struct gw_dp *dp;
+	struct ha_fsm *fsm;
+	struct ha_key key;
+	struct evtimer *timer;
+	struct ha_origin self;
+	struct ha_group_cfg groups[HA_MAX_GROUPS];
+	unsigned n_groups;
+	struct ha_path paths[HA_MAX_PATHS];
+	unsigned n_paths;
+	struct ha_addr addrs[HA_MAX_ADDRS];
+	unsigned n_addrs;
+	/* Announcement rounds still due per group (at ANNOUNCE_2_MS, ANNOUNCE_3_MS). */
+	uint64_t announce_at[HA_MAX_GROUPS][2];
+	bool has_tiebreaker;
+	struct ip_addr tiebreaker;
+	uint16_t tb_seq;
+	uint64_t tb_deadline; /* a probe awaits its reply until then; 0: none */
+	uint64_t rx_bad_ttl, rx_unknown_path, tx_failed;
+};
+
+static uint64_t now_ms(void)
+{
+	return evloop_now_ms();
+}
+
+static struct dp_link *path_link(struct dp_ha *h, unsigned p)
+{
+	for (unsigned i = 0; i < h->dp->n_links; i++) {
+		struct dp_link *k = &h->dp->links[i];
+
+		if (k->kind != DP_NONE && !strcmp(k->name, h->paths[p].link))
+			return k;
+	}
+	return NULL;
+}
+
+/* Our own address on k of the family (the configured ones: never a service address). */
+static const struct ip_addr *own_addr(const struct dp_link *k, int family)
+{
+	for (unsigned i = 0; i < k->n_addrs; i++)
+		if (k->addrs[i].addr.family == family)
+			return &k->addrs[i].addr;
+	return NULL;
+}
+
+static bool link_up(const struct gw_dp *dp, const struct dp_link *k)
+{
+	const struct fwd_if *f = k ? fwd_snap_if(fwd_engine_current(dp->e), k->ifindex) : NULL;
+
+	return f && f->up;
+}
+
+/* ---- the FSM's hands ------------------------------------------------------------------ */
+
+static void arm(struct dp_ha *h);
+
+static void ha_send(void *arg, unsigned p, const uint8_t *msg, size_t len)
+{
+	struct dp_ha *h = arg;
+	struct dp_link *k = path_link(h, p);
+	const struct ip_addr *src = k ? own_addr(k, h->paths[p].peer.family) : NULL;
+
+	if (!src || !k->ifindex ||
+	    fwd_sp_send_udp(h->dp->e, k->ifindex, src, &h->paths[p].peer, HA_UDP_PORT, HA_UDP_PORT,
+			    msg, len) < 0)
+		h->tx_failed++; /* a path down: the FSM knows from its link state */
+}
+
+struct announce_walk {
+	struct gw_dp *dp;
+	uint32_t ifindex;
+};
+
+static int announce_neigh(void *arg, const struct neigh_info *ni)
+{
+	struct announce_walk *w = arg;
+
+	if (ni->state == NEIGH_REACHABLE || ni->state == NEIGH_STALE || ni->state == NEIGH_DELAY ||
+	    ni->state == NEIGH_PROBE || ni->state == NEIGH_PERMANENT)
+		fwd_sp_announce(w->dp->e, w->ifindex, ni->family, ni->addr);
+	return 0;
+}
+
+/* Claim group g's addresses on their links, and what the proxying interfaces answer
+ * for (hosts on the other side must now ask this box). */
+static void announce_group(struct dp_ha *h, unsigned g)
+{
+	const struct fwd_snap *s = fwd_engine_current(h->dp->e);
+
+	for (unsigned i = 0; i < h->n_addrs; i++) {
+		const struct ha_addr *a = &h->addrs[i];
+		struct dp_link *k =
+		    a->group == g && a->held ? dp_link_by_name(h->dp, a->dev) : NULL;
+
+		if (k && k->ifindex)
+			(void)fwd_sp_announce_own(h->dp->e, k->ifindex, a->addr.addr.family,
+						  a->addr.addr.bytes);
+	}
+	for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
+		const struct fwd_if *f = fwd_snap_if(s, x);
+		struct announce_walk w = { h->dp, x };
+
+		if (f && f->neigh)
+			neigh_foreach(f->neigh, announce_neigh, &w);
+	}
+}
+
+static void ha_become_master(void *arg, unsigned g, const char *reason)
+{
+	struct dp_ha *h = arg;
+	char buf[IP_PREFIX_STRLEN];
+	uint64_t now = now_ms();
+
+	for (unsigned i = 0; i < h->n_addrs; i++) {
+		struct ha_addr *a = &h->addrs[i];
+		struct dp_link *k = a->group == g ? dp_link_by_name(h->dp, a->dev) : NULL;
+		int ret;
+
+		if (!k || !k->ifindex || a->held)
+			continue;
+		ret = fwd_engine_if_add_addr(h->dp->e, k->ifindex, &a->addr);
+		if (ret < 0 && ret != -EEXIST) {
+			log_errno(LOG_ERR, -ret, "failover: %s: service address %s not added",
+				  k->name, ip_prefix_format(&a->addr, buf, sizeof(buf)));
+			continue;
+		}
+		if (k->link)
+			(void)ipoib_link_add_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
+		a->held = true;
+	}
+	announce_group(h, g);
+	h->announce_at[g][0] = now + ANNOUNCE_2_MS;
+	h->announce_at[g][1] = now + ANNOUNCE_3_MS;
+	log_notice("failover: group %s: MASTER (%s)", h->groups[g].name, reason);
+}
+
+static void ha_become_backup(void *arg, unsigned g, enum ha_state now, const char *reason)
+{
+	struct dp_ha *h = arg;
+	unsigned given = 0;
+
+	for (unsigned i = 0; i < h->n_addrs; i++) {
+		struct ha_addr *a = &h->addrs[i];
+		struct dp_link *k =
+		    a->group == g && a->held ? dp_link_by_name(h->dp, a->dev) : NULL;
+
+		if (!a->held || a->group != g)
+			continue;
+		if (k && k->link)
+			(void)ipoib_link_del_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
+		if (k && k->ifindex)
+			(void)fwd_engine_if_del_addr(h->dp->e, k->ifindex, &a->addr);
+		a->held = false;
+		given++;
+	}
+	h->announce_at[g][0] = h->announce_at[g][1] = 0;
+	log_notice("failover: group %s: %s (%s)%s", h->groups[g].name, ha_state_name(now), reason,
+		   given ? "; service addresses given up" : "");
+}
+
+/* The tiebreaker: one echo request per probe (the FSM repeats them while the peer
+ * stays dead); a reply within TB_TIMEOUT_MS means reachable. */
+static void ha_probe_tiebreaker(void *arg)
+{
+	struct dp_ha *h = arg;
+	int ret;
+
+	h->tb_seq++;
+	ret = fwd_sp_send_echo(h->dp->e, &h->tiebreaker, TB_ECHO_ID, h->tb_seq);
+	if (ret < 0) {
+		/* No route to it: this box cannot reach it, which is the answer. */
+		h->tb_deadline = 0;
+		ha_fsm_tiebreaker_result(h->fsm, false, now_ms());
+		return;
+	}
+	h->tb_deadline = now_ms() + TB_TIMEOUT_MS;
+}
+
+static void on_echo_reply(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq)
+{
+	struct dp_ha *h = ctx;
+	(void)id;
+
+	if (!h->tb_deadline || seq != h->tb_seq || !ip_addr_equal(from, &h->tiebreaker))
+		return;
+	h->tb_deadline = 0;
+	ha_fsm_tiebreaker_result(h->fsm, true, now_ms());
+	arm(h);
+}
+
+static const struct ha_fsm_ops fsm_ops = {
+	.send = ha_send,
+	.become_master = ha_become_master,
+	.become_backup = ha_become_backup,
+	.probe_tiebreaker = ha_probe_tiebreaker,
+};
+
+/* ---- clock and input ---------------------------------------------------------------- */
+
+static void arm(struct dp_ha *h)
+{
+	uint64_t now = now_ms(), next = ha_fsm_next_deadline(h->fsm);
+
+	for (unsigned g = 0; g < h->n_groups; g++)
+		for (unsigned r = 0; r < 2; r++)
+			if (h->announce_at[g][r] && h->announce_at[g][r] < next)
+				next = h->announce_at[g][r];
+	if (h->tb_deadline && h->tb_deadline < next)
+		next = h->tb_deadline;
+	evtimer_start(h->timer, next > now ? next - now : 0, 0);
+}
+
+static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint64_t now = now_ms();
+	(void)loop;
+	(void)t;
+
+	if (h->tb_deadline && h->tb_deadline <= now) {
+		h->tb_deadline = 0;
+		ha_fsm_tiebreaker_result(h->fsm, false, now);
+	}
+	ha_fsm_tick(h->fsm, now);
+	for (unsigned g = 0; g < h->n_groups; g++) {
+		bool due = false;
+
+		for (unsigned r = 0; r < 2; r++)
+			if (h->announce_at[g][r] && h->announce_at[g][r] <= now) {
+				h->announce_at[g][r] = 0;
+				due = true;
+			}
+		if (due && ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER)
+			announce_group(h, g);
+	}
+	arm(h);
+}
+
+static void on_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+		   const struct ip_addr *dst, uint16_t sport, uint8_t ttl, const uint8_t *payload,
+		   size_t len)
+{
+	struct dp_ha *h = ctx;
+	(void)dst;
+	(void)sport;
+
+	if (ttl != 255) {
+		h->rx_bad_ttl++; /* routed from elsewhere: never the peer on a path */
+		return;
+	}
+	for (unsigned p = 0; p < h->n_paths; p++) {
+		struct dp_link *k = path_link(h, p);
+
+		if (k && k->ifindex == ifindex && ip_addr_equal(src, &h->paths[p].peer)) {
+			(void)ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms());
+			arm(h);
+			return;
+		}
+	}
+	h->rx_unknown_path++;
+}
+
+void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
+{
+	struct dp_ha *h = dp->ha;
+
+	if (!h)
+		return;
+	for (unsigned p = 0; p < h->n_paths; p++) {
+		bool up;
+
+		if (strcmp(h->paths[p].link, k->name))
+			continue;
+		up = link_up(dp, k);
+		if (up != h->paths[p].up) {
+			h->paths[p].up = up;
+			log_notice("failover: path %s %s", k->name, up ? "up" : "down");
+			ha_fsm_path_state(h->fsm, p, up, now_ms());
+			arm(h);
+		}
+	}
+}
+
+/* ---- start / stop ------------------------------------------------------------------ */
+
+static int configure(struct dp_ha *h, const struct gw_config *cfg)
+{
+	const struct gw_failover_config *fo = &cfg->failover;
+	char why[160];
+	int ret;
+
+	/* Paths: as configured, else every link and interface in the file's order. */
+	if (fo->n_paths) {
+		for (unsigned i = 0; i < fo->n_paths && h->n_paths < HA_MAX_PATHS; i++)
+			snprintf(h->paths[h->n_paths++].link, GW_NAME_MAX, "%s", fo->paths[i]);
+	} else {
+		for (unsigned i = 0; i < cfg->n_ipoib_links && h->n_paths < HA_MAX_PATHS; i++)
+			snprintf(h->paths[h->n_paths++].link, GW_NAME_MAX, "%s",
+				 cfg->ipoib_links[i].name);
+		for (unsigned i = 0; i < cfg->n_eth_ifs && h->n_paths < HA_MAX_PATHS; i++)
+			snprintf(h->paths[h->n_paths++].link, GW_NAME_MAX, "%s",
+				 cfg->eth_ifs[i].name);
+	}
+	if (!h->n_paths || fo->n_peer_addresses != h->n_paths) {
+		log_error("failover: %u heartbeat paths but %u peer_addresses: give the peer's "
+			  "address on each path, in order",
+			  h->n_paths, fo->n_peer_addresses);
+		return -EINVAL;
+	}
+	for (unsigned p = 0; p < h->n_paths; p++) {
+		struct dp_link *k = path_link(h, p);
+
+		h->paths[p].peer = fo->peer_addresses[p];
+		if (!k || !own_addr(k, h->paths[p].peer.family)) {
+			log_error("failover: path %s has no %s address of its own to send from",
+				  h->paths[p].link,
+				  h->paths[p].peer.family == AF_INET ? "IPv4" : "IPv6");
+			return -EINVAL;
+		}
+	}
+	for (unsigned g = 0; g < fo->n_groups && g < HA_MAX_GROUPS; g++) {
+		const struct gw_ha_group_config *gc = &fo->groups[g];
+		struct ha_group_cfg *hg = &h->groups[h->n_groups++];
+
+		snprintf(hg->name, sizeof(hg->name), "%s", gc->name);
+		hg->priority = gc->priority;
+		for (unsigned a = 0; a < gc->n_addresses && h->n_addrs < HA_MAX_ADDRS; a++) {
+			struct ha_addr *x = &h->addrs[h->n_addrs++];
+
+			x->addr = gc->addresses[a].address;
+			snprintf(x->dev, sizeof(x->dev), "%s", gc->addresses[a].dev);
+			x->group = g;
+			/* The group cannot be served while the link of one of its addresses is
+			 * down: the FSM goes FAULT and the peer takes over. */
+			for (unsigned p = 0; p < h->n_paths; p++)
+				if (!strcmp(h->paths[p].link, x->dev))
+					hg->track_paths |= 1ull << p;
+		}
+	}
+	if (fo->key_file[0]) {
+		ret = ha_key_load_file(&h->key, fo->key_file, why, sizeof(why));
+		if (ret < 0) {
+			log_error("failover: %s", why);
+			return ret;
+		}
+	} else {
+		log_warning("failover: no key_file: heartbeats are not authenticated (any host "
+			    "on a path could take the service addresses over)");
+		(void)ha_key_set(&h->key, NULL, 0);
+	}
+	h->has_tiebreaker = fo->has_tiebreaker;
+	h->tiebreaker = fo->tiebreaker;
+	h->self.node_id = ha_node_id(cfg->name);
+	h->self.boot_id = ha_boot_id_new();
+	snprintf(h->self.name, sizeof(h->self.name), "%s", cfg->name);
+	return 0;
+}
+
+int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	const struct gw_failover_config *fo = &cfg->failover;
+	struct dp_ha *h;
+	int ret;
+
+	if (!fo->enabled)
+		return 0;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->dp = dp;
+	ret = configure(h, cfg);
+	if (ret < 0)
+		goto fail;
+	h->timer = evtimer_new(dp->loop, on_timer, h);
+	if (!h->timer) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	struct ha_fsm_cfg fc = {
+		.self = h->self,
+		.preempt = fo->preempt,
+		.preempt_delay_ms = fo->preempt_delay_ms,
+		.interval_ms = fo->heartbeat_interval_ms,
+		.dead_ms = fo->dead_interval_ms,
+		.n_paths = h->n_paths,
+		.has_tiebreaker = fo->has_tiebreaker,
+		.groups = h->groups,
+		.n_groups = h->n_groups,
+		.key = &h->key,
+	};
+	ret = fwd_sp_udp_bind(dp->e, HA_UDP_PORT, on_udp, h);
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "failover: UDP port %u", HA_UDP_PORT);
+		goto fail;
+	}
+	if (h->has_tiebreaker &&
+	    (ret = fwd_sp_echo_bind(dp->e, TB_ECHO_ID, on_echo_reply, h)) < 0) {
+		(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
+		goto fail;
+	}
+	dp->ha = h;
+	ret = ha_fsm_new(&fc, &fsm_ops, h, now_ms(), &h->fsm);
+	if (ret < 0) {
+		dp->ha = NULL;
+		(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
+		(void)fwd_sp_echo_bind(dp->e, 0, NULL, NULL);
+		goto fail;
+	}
+	for (unsigned p = 0; p < h->n_paths; p++) {
+		struct dp_link *k = path_link(h, p);
+
+		h->paths[p].up = true; /* as the FSM assumes at start */
+		dp_ha_link_changed(dp, k);
+	}
+	arm(h);
+	log_notice("failover: %s, %u groups, %u paths, heartbeats every %u ms, dead after %u ms",
+		   cfg->name, h->n_groups, h->n_paths, fo->heartbeat_interval_ms,
+		   fo->dead_interval_ms);
+	return 0;
+fail:
+	log_error("failover: not started; this box runs as a single gateway without the "
+		  "service addresses");
+	evtimer_free(h->timer);
+	ha_key_clear(&h->key);
+	free(h);
+	return ret;
+}
+
+void dp_ha_stop(struct gw_dp *dp)
+{
+	struct dp_ha *h = dp->ha;
+
+	if (!h)
+		return;
+	/* Hand every group over now: the peer takes it on this heartbeat instead of
+	 * waiting out the dead interval. */
+	for (unsigned g = 0; g < h->n_groups; g++)
+		if (ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER)
+			(void)ha_fsm_switchover(h->fsm, g, now_ms());
+	ha_fsm_tick(h->fsm, now_ms());
+	(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
+	(void)fwd_sp_echo_bind(dp->e, 0, NULL, NULL);
+	ha_fsm_free(h->fsm);
+	evtimer_free(h->timer);
+	ha_key_clear(&h->key);
+	free(h);
+	dp->ha = NULL;
+}
+
+/* ---- gwctl: show ha, ha switchover ---------------------------------------------------- */
+
+static const char *state_word(enum ha_state s)
+{
+	static const char *const w[HA_STATE_COUNT] = { "init", "backup", "master", "fault" };
+
+	return (unsigned)s < HA_STATE_COUNT ? w[s] : "unknown";
+}
+
+static void add_str(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static void add_int(struct json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+static void add_bool(struct json_object *o, const char *k, bool v)
+{
+	json_object_object_add(o, k, json_object_new_boolean(v));
+}
+
+static struct json_object *node_json(const struct dp_ha *h, const struct gw_config *cfg)
+{
+	struct json_object *o = json_object_new_object(), *errs = json_object_new_object();
+	struct ha_status st;
+
+	(void)cfg;
+	ha_fsm_status(h->fsm, &st);
+	add_str(o, "kind", "node");
+	add_str(o, "name", h->self.name);
+	add_str(o, "peer", st.peer_known ? st.peer_name : "");
+	add_bool(o, "peer_alive", st.peer_alive);
+	add_str(o, "tiebreaker", ha_tiebreak_name(st.tiebreak));
+	add_int(o, "rx", (int64_t)st.rx_ok);
+	add_int(o, "tx", (int64_t)st.tx);
+	for (int e = 1; e < HA_WIRE_ERR_COUNT; e++)
+		if (st.rx_err[e])
+			add_int(errs, ha_wire_err_name((enum ha_wire_err)e), (int64_t)st.rx_err[e]);
+	if (h->rx_bad_ttl)
+		add_int(errs, "ttl_not_255", (int64_t)h->rx_bad_ttl);
+	if (h->rx_unknown_path)
+		add_int(errs, "not_from_the_peer", (int64_t)h->rx_unknown_path);
+	json_object_object_add(o, "rx_ignored", errs);
+	add_int(o, "tx_failed", (int64_t)h->tx_failed);
+	add_int(o, "transitions", (int64_t)st.transitions);
+	return o;
+}
+
+static struct json_object *group_json(const struct dp_ha *h, unsigned g, uint64_t now)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	struct ha_group_status gs;
+	char buf[IP_PREFIX_STRLEN];
+
+	ha_fsm_group_status(h->fsm, g, &gs);
+	add_str(o, "kind", "group");
+	add_str(o, "group", gs.name);
+	add_str(o, "state", state_word(gs.state));
+	add_int(o, "priority", gs.priority);
+	add_int(o, "since_ms", (int64_t)(now - gs.since_ms));
+	add_str(o, "reason", gs.reason);
+	if (gs.peer_known) {
+		add_str(o, "peer_state", state_word(gs.peer_state));
+		add_int(o, "peer_priority", gs.peer_priority);
+	}
+	for (unsigned i = 0; i < h->n_addrs; i++) {
+		struct json_object *x;
+
+		if (h->addrs[i].group != g)
+			continue;
+		x = json_object_new_object();
+		add_str(x, "address", ip_prefix_format(&h->addrs[i].addr, buf, sizeof(buf)));
+		add_str(x, "dev", h->addrs[i].dev);
+		add_bool(x, "held", h->addrs[i].held);
+		json_object_array_add(a, x);
+	}
+	json_object_object_add(o, "addresses", a);
+	return o;
+}
+
+static struct json_object *path_json(const struct dp_ha *h, unsigned p, uint64_t now)
+{
+	struct json_object *o = json_object_new_object();
+	struct ha_path_status ps;
+	char buf[IP_ADDR_STRLEN];
+
+	ha_fsm_path_status(h->fsm, p, now, &ps);
+	add_str(o, "kind", "path");
+	add_str(o, "path", h->paths[p].link);
+	add_str(o, "peer_address", ip_addr_format(&h->paths[p].peer, buf, sizeof(buf)));
+	add_bool(o, "local_up", ps.local_up);
+	add_bool(o, "alive", ps.rx_alive);
+	add_bool(o, "peer_hears", ps.peer_hears);
+	if (ps.last_rx_ms)
+		add_int(o, "last_rx_ms", (int64_t)(now - ps.last_rx_ms));
+	add_int(o, "rx", (int64_t)ps.rx);
+	add_int(o, "tx", (int64_t)ps.tx);
+	return o;
+}
+
+int gw_dp_show_ha(struct gw_dp *dp, struct ctl_reply *r)
+{
+	struct dp_ha *h = dp->ha;
+	struct ha_transition tr[HA_TRANSITIONS_MAX];
+	uint64_t now = now_ms();
+	unsigned n;
+
+	if (!h)
+		return ctl_reply_error(r, CTL_EFAILED,
+				       "failover is not running (no failover section, or it failed "
+				       "to start: see the log)");
+	if (ctl_reply_record(r, node_json(h, NULL)) < 0)
+		return CTL_EFAILED;
+	for (unsigned g = 0; g < h->n_groups; g++)
+		if (ctl_reply_record(r, group_json(h, g, now)) < 0)
+			return CTL_EFAILED;
+	for (unsigned p = 0; p < h->n_paths; p++)
+		if (ctl_reply_record(r, path_json(h, p, now)) < 0)
+			return CTL_EFAILED;
+	n = ha_fsm_transitions(h->fsm, tr, HA_TRANSITIONS_MAX);
+	for (unsigned i = 0; i < n; i++) {
+		struct json_object *o = json_object_new_object();
+
+		add_str(o, "kind", "transition");
+		add_int(o, "ago_ms", (int64_t)(now - tr[i].at_ms));
+		add_str(o, "group", tr[i].group < h->n_groups ? h->groups[tr[i].group].name : "?");
+		add_str(o, "from", state_word(tr[i].from));
+		add_str(o, "to", state_word(tr[i].to));
+		add_str(o, "reason", tr[i].reason);
+		if (ctl_reply_record(r, o) < 0)
+			return CTL_EFAILED;
+	}
+	return CTL_OK;
+}
+
+int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r)
+{
+	struct dp_ha *h = dp->ha;
+	unsigned started = 0;
+
+	if (!h)
+		return ctl_reply_error(r, CTL_EFAILED, "failover is not running");
+	for (unsigned g = 0; g < h->n_groups; g++) {
+		int ret;
+
+		if (group && strcmp(group, h->groups[g].name))
+			continue;
+		ret = ha_fsm_switchover(h->fsm, g, now_ms());
+		if (ret == -EAGAIN)
+			return ctl_reply_error(r, CTL_EFAILED,
+					       "group %s: the peer is not alive or cannot take it "
+					       "now (see gwctl show ha)",
+					       h->groups[g].name);
+		if (ret == -EALREADY)
+			return ctl_reply_error(r, CTL_EFAILED,
+					       "group %s: a switchover is already under way",
+					       h->groups[g].name);
+		if (ret < 0)
+			return ctl_reply_error(r, CTL_EFAILED, "group %s: %s", h->groups[g].name,
+					       strerror(-ret));
+		log_notice("failover: group %s: switchover asked by gwctl", h->groups[g].name);
+		started++;
+	}
+	if (!started)
+		return ctl_reply_error(r, CTL_EBADREQ, "no failover group '%s'", group);
+	arm(h);
+	return CTL_OK;
+}
