@@ -30,13 +30,15 @@
 #include "lib/log.h"
 #include "mgmt/ctl_args.h"
 #include "mgmt/ctl_server.h"
+#include "mgmt/metrics_http.h"
 
 struct gw_daemon {
 	struct gw_daemon_opts opts;
 	struct gw_config *cfg;
 	struct evloop *loop;
 	struct ctl_server *ctl;
-	struct gw_dp *dp; /* the running data plane (gateway/dataplane.h) */
+	struct gw_dp *dp;             /* the running data plane (gateway/dataplane.h) */
+	struct metrics_http *metrics; /* the Prometheus endpoint, NULL when off or failed */
 	int sigfd;
 	int exit_status;
 	struct evtimer *watchdog;
@@ -45,6 +47,8 @@ struct gw_daemon {
 	unsigned reloads, reload_failures;
 	char *reload_errors; /* the last failed reload's messages, one per line */
 };
+
+static void start_metrics(struct gw_daemon *d);
 
 /* --- control commands --- */
 
@@ -332,6 +336,7 @@ int gw_daemon_reload(struct gw_daemon *d)
 	gw_config_free(d->cfg);
 	d->cfg = cfg;
 	d->reloads++;
+	start_metrics(d);
 	log_notice("reloaded %s", d->opts.config_path);
 	sd_notify(0, "READY=1\nSTATUS=running");
 	return 0;
@@ -407,6 +412,67 @@ static int open_sockets(struct gw_daemon *d)
 	return 0;
 }
 
+/* --- metrics endpoint (docs/operations.md "Metrics") --- */
+
+/* The daemon's own families, then the data plane's. */
+static int render_metrics(void *ctx, FILE *out)
+{
+	struct gw_daemon *d = ctx;
+	struct ctl_server_stats cs;
+
+	metrics_family(out, "ibgw_build_info", "gauge", "The running ibgwd's version (value 1).");
+	fprintf(out, "ibgw_build_info{version=\"%s\"} 1\n", IBGW_VERSION);
+	metrics_single(out, "ibgw_start_time_seconds", "gauge",
+		       "When the daemon started, in seconds since the Unix epoch.",
+		       (uint64_t)d->started);
+	metrics_single(out, "ibgw_config_reloads_total", "counter",
+		       "Configuration reloads that succeeded.", d->reloads);
+	metrics_single(out, "ibgw_config_reload_failures_total", "counter",
+		       "Configuration reloads refused (the running config stayed).",
+		       d->reload_failures);
+	metrics_single(out, "ibgw_config_last_reload_successful", "gauge",
+		       "0 when the last reload was refused, else 1.", d->reload_errors == NULL);
+	ctl_server_get_stats(d->ctl, &cs);
+	metrics_single(out, "ibgw_control_connections_total", "counter",
+		       "Connections the control sockets accepted.", cs.accepted);
+	metrics_single(out, "ibgw_control_connections_rejected_total", "counter",
+		       "Control connections refused: too many at once.", cs.rejected_busy);
+	metrics_single(out, "ibgw_control_requests_total", "counter", "Control requests handled.",
+		       cs.requests);
+	metrics_single(out, "ibgw_control_bad_requests_total", "counter",
+		       "Control requests refused as malformed.", cs.bad_requests);
+	metrics_single(out, "ibgw_control_denied_total", "counter",
+		       "Control requests refused on the read-only socket.", cs.denied);
+	return gw_dp_metrics(d->dp, out);
+}
+
+static void stop_metrics(struct gw_daemon *d)
+{
+	metrics_http_free(d->metrics);
+	d->metrics = NULL;
+}
+
+/*
+ * Serve cfg->metrics.listen ("": none); at start and at every reload. A failed bind
+ * leaves the daemon running without the endpoint: forwarding matters more than its
+ * metrics, and a target that cannot be scraped is itself Prometheus's alert (up == 0).
+ * A reload tries again. The old endpoint closes before the new one opens, so that an
+ * address change on the same port (0.0.0.0:9464 -> 127.0.0.1:9464) can bind.
+ */
+static void start_metrics(struct gw_daemon *d)
+{
+	const char *listen = d->cfg->metrics.listen;
+
+	if (d->metrics && !strcmp(metrics_http_listen(d->metrics), listen))
+		return;
+	stop_metrics(d);
+	if (listen[0] && metrics_http_new(d->loop, listen, render_metrics, d, &d->metrics) < 0) {
+		d->metrics = NULL;
+		log_warning("running without the metrics endpoint; a reload tries %s again",
+			    listen);
+	}
+}
+
 int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 {
 	struct gw_daemon *d = calloc(1, sizeof(*d));
@@ -454,6 +520,7 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 		err = -EIO;
 		goto fail;
 	}
+	start_metrics(d);
 	err = -EIO;
 	if (sd_watchdog_enabled(0, &wd_usec) > 0) {
 		d->watchdog = evtimer_new(d->loop, on_watchdog, d);
@@ -485,6 +552,7 @@ void gw_daemon_free(struct gw_daemon *d)
 {
 	if (!d)
 		return;
+	stop_metrics(d); /* its pages read the control server and the data plane */
 	ctl_server_free(d->ctl);
 	gw_dp_stop(d->dp);
 	evtimer_free(d->watchdog);

@@ -18,6 +18,7 @@
 #define IBGW_GATEWAY_DATAPLANE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "lib/addr.h"
 
@@ -44,6 +45,10 @@ int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r);
+
+/* The data plane's metric families in the Prometheus text format (gateway/dp_metrics.c;
+ * docs/operations.md "Metrics"). NULL dp writes nothing. Returns 0 or -errno. */
+int gw_dp_metrics(struct gw_dp *dp, FILE *out);
 
 /* gwctl's write requests (gateway/dp_ctl.c). The arguments come checked for form
  * (mgmt/ctl_args.h); these check them against what runs, change nothing when they

@@ -6,9 +6,9 @@ PKGS="
 build-essential pkg-config clang clang-format libclang-rt-14-dev bc git
 libibverbs-dev libibumad-dev librdmacm-dev
 libnl-3-dev libnl-route-3-dev liburing-dev libyaml-dev libjson-c-dev
-liburcu-dev libsystemd-dev libcmocka-dev libsodium-dev
+liburcu-dev libsystemd-dev libmicrohttpd-dev libcmocka-dev libsodium-dev
 ibsim-utils opensm infiniband-diags
-tshark iperf3 iproute2 iputils-ping procps psmisc keepalived jq man-db python3 bird2
+tshark iperf3 iproute2 iputils-ping procps psmisc keepalived jq man-db python3 bird2 prometheus curl
 dpkg-dev debhelper lintian debootstrap
 "
 # --bench: also the benchmark peers (DPDK's LPM/FIB libraries, real prefix tables).
