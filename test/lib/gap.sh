@@ -1,0 +1,27 @@
+# Traffic gaps for failover tests and benchmarks: a 1 ms ping whose replies carry
+# timestamps (ping -D); the gap is the longest time between two consecutive replies.
+# Source after setting $work. Needs root (ping -i below 0.2 s).
+#
+#   gap_start NAME NETNS DST [ARGS...]   start pinging DST from NETNS in the background
+#   gap_stop NAME                        stop it; prints "GAP_MS LOST SENT"
+#                                        (GAP_MS with one decimal; LOST of SENT requests)
+declare -A gap_pids
+
+gap_start() {
+	local name=$1 ns=$2 dst=$3
+	shift 3
+	# Not through a shell function: $! must be ping itself for the SIGINT.
+	ip netns exec "$ns" ping -D -n -i 0.001 -W 1 "$@" "$dst" >"$work/gap-$name.txt" 2>&1 &
+	gap_pids[$name]=$!
+}
+
+gap_stop() {
+	local name=$1
+	sleep 0.2 # the last replies in flight
+	kill -INT "${gap_pids[$name]}" 2>/dev/null
+	wait "${gap_pids[$name]}" 2>/dev/null
+	awk -F'[][]' '
+		/bytes from/ { t = $2; if (p != "") { d = t - p; if (d > m) m = d }; p = t }
+		/transmitted/ { split($0, f, " "); sent = f[1]; got = f[4] }
+		END { printf "%.1f %d %d\n", m * 1000, sent - got, sent }' "$work/gap-$name.txt"
+}
