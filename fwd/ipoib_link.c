@@ -1896,6 +1896,27 @@ int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr)
 	return 0;
 }
 
+int ipoib_link_neigh_learn(struct ipoib_link *l, int family, const uint8_t *addr,
+			   const uint8_t hwaddr[IPOIB_HWADDR_LEN])
+{
+	struct ipoib_hwaddr hw;
+	struct neigh_link ll;
+	struct neigh_entry *e;
+
+	if (family != AF_INET && family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if (ipoib_hwaddr_decode(hwaddr, IPOIB_HWADDR_LEN, &hw) < 0)
+		return -EINVAL;
+	if (neigh_lookup(l->neigh, family, addr))
+		return 0;
+	ll = make_link(l, &hw);
+	e = neigh_update(l->neigh, family, addr, &ll, NEIGH_F_CREATE);
+	if (!e)
+		return -ENOSPC;
+	bind_neigh(l, e);
+	return 1;
+}
+
 int ipoib_link_del_addr(struct ipoib_link *l, int family, const uint8_t *addr)
 {
 	if (family == AF_INET) {

@@ -195,6 +195,12 @@ void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev);
 /* An address of the link (answered for in the gateway role; IPv6: solicited-node group
  * joined). family AF_INET (4 octets) or AF_INET6 (16), network order. */
 int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr);
+/* A neighbour learned elsewhere (the failover peer's state sync): created STALE with
+ * its hardware address (flags, QPN, GID) when the link does not know it, and its path
+ * resolved as after an ARP (from the SA client's cache when the peer's path came with
+ * it). A known entry is left alone. Returns 1 created, 0 known, -errno. */
+int ipoib_link_neigh_learn(struct ipoib_link *l, int family, const uint8_t *addr,
+			   const uint8_t hwaddr[IPOIB_HWADDR_LEN]);
 /* The gateway no longer has addr on the link (a reload, a failover group given up): its
  * ARP/ND for it stop. The IPv6 solicited-node group stays joined (others may share it;
  * the link leaves it at stop). Returns 0 or -ENOENT. */

@@ -31,9 +31,11 @@
 
 #include <json-c/json.h>
 
+#include "fwd/route.h"
 #include "fwd/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "ha/ha_fsm.h"
+#include "ha/ha_sync.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 #include "mgmt/ctl_server.h"
@@ -43,6 +45,8 @@
 #define ANNOUNCE_3_MS 1000
 #define HA_MAX_ADDRS  256
 #define TB_ECHO_ID    0x6962 /* "ib" */
+#define SYNC_EVERY_MS 2000
+#define SYNC_MAX_RECS 65536
 #define TB_TIMEOUT_MS 500
 
 struct ha_path {
@@ -77,6 +81,15 @@ struct dp_ha {
 	uint16_t tb_seq;
 	uint64_t tb_deadline; /* a probe awaits its reply until then; 0: none */
 	uint64_t rx_bad_ttl, rx_unknown_path, tx_failed;
+	/* State sync (docs/failover.md): a full dump to the peer every SYNC_EVERY_MS and
+	 * as soon as a new boot of the peer is heard. */
+	uint64_t sync_next_ms, sync_peer_boot;
+	uint32_t sync_batch;
+	unsigned sync_path; /* the path the current dump goes on */
+	struct ha_sync_rec *recs;
+	size_t n_recs, cap_recs;
+	uint64_t sync_tx_msgs, sync_tx_recs, sync_rx_msgs, sync_rx_bad;
+	uint64_t sync_applied[4]; /* by enum ha_sync_type: entries created here */
 };
 
 static uint64_t now_ms(void)
@@ -256,6 +269,265 @@ static const struct ha_fsm_ops fsm_ops = {
 	.probe_tiebreaker = ha_probe_tiebreaker,
 };
 
+/* ---- state sync ----------------------------------------------------------------------- */
+
+static struct ha_sync_rec *rec_add(struct dp_ha *h, uint8_t type)
+{
+	if (h->n_recs == h->cap_recs) {
+		size_t cap = h->cap_recs ? h->cap_recs * 2 : 256;
+		struct ha_sync_rec *r;
+
+		if (cap > SYNC_MAX_RECS || !(r = realloc(h->recs, cap * sizeof(*r))))
+			return NULL;
+		h->recs = r;
+		h->cap_recs = cap;
+	}
+	memset(&h->recs[h->n_recs], 0, sizeof(h->recs[0]));
+	h->recs[h->n_recs].type = type;
+	return &h->recs[h->n_recs++];
+}
+
+struct collect {
+	struct dp_ha *h;
+	const struct dp_link *k;
+};
+
+static int collect_neigh(void *arg, const struct neigh_info *ni)
+{
+	struct collect *c = arg;
+	struct ha_sync_rec *r;
+	uint8_t st;
+
+	switch (ni->state) {
+	case NEIGH_REACHABLE:
+		st = HA_NEIGH_REACHABLE;
+		break;
+	case NEIGH_STALE:
+	case NEIGH_DELAY:
+	case NEIGH_PROBE:
+		st = HA_NEIGH_STALE;
+		break;
+	default:
+		return 0; /* unresolved, failed, or configured on this box */
+	}
+	if (!ni->has_link || (ni->link.len != 6 && ni->link.len != IPOIB_HWADDR_LEN) ||
+	    !(r = rec_add(c->h, HA_SYNC_NEIGH)))
+		return 0;
+	r->u.neigh.addr.family = (uint8_t)ni->family;
+	memcpy(r->u.neigh.addr.bytes, ni->addr, ni->family == AF_INET ? 4 : 16);
+	snprintf(r->u.neigh.link, sizeof(r->u.neigh.link), "%s", c->k->name);
+	memcpy(r->u.neigh.lladdr, ni->link.addr, ni->link.len);
+	r->u.neigh.lladdr_len = ni->link.len;
+	r->u.neigh.state = st;
+	return 0;
+}
+
+static int collect_path(void *arg, const struct sa_path_info *pi)
+{
+	struct collect *c = arg;
+	struct ha_sync_rec *r;
+
+	if (pi->state != SA_PATH_VALID || pi->path.local || !pi->path.dlid ||
+	    !(r = rec_add(c->h, HA_SYNC_PATH)))
+		return 0;
+	memcpy(r->u.path.dgid, pi->path.dgid.raw, 16);
+	r->u.path.dlid = pi->path.dlid;
+	r->u.path.sl = pi->path.sl;
+	r->u.path.mtu = pi->path.mtu;
+	r->u.path.rate = pi->path.rate;
+	return 0;
+}
+
+/* Learned routes: host routes to proxied neighbours (their link travels with the
+ * neighbour record of the same address). */
+static int collect_route(void *arg, const struct rt_route *rt)
+{
+	struct collect *c = arg;
+	struct ha_sync_rec *r;
+
+	if (rt->source != RT_SRC_LEARNED || !(rt->flags & RT_F_SELECTED) ||
+	    !(r = rec_add(c->h, HA_SYNC_ROUTE)))
+		return 0;
+	r->u.route.prefix = rt->prefix;
+	r->u.route.metric = rt->metric;
+	for (unsigned i = 0; i < rt->nnh && i < HA_SYNC_MAX_NEXTHOPS; i++)
+		if (rt->nh[i].type == RT_NH_GATEWAY)
+			r->u.route.nexthops[r->u.route.n_nexthops++] = rt->nh[i].gw;
+	return 0;
+}
+
+static int sync_emit(void *arg, const uint8_t *msg, size_t len)
+{
+	struct dp_ha *h = arg;
+
+	ha_send(h, h->sync_path, msg, len);
+	h->sync_tx_msgs++;
+	return 0;
+}
+
+/* A full dump of what this box learned, on the first path the peer hears us on. */
+static void sync_send(struct dp_ha *h)
+{
+	const struct fwd_snap *s = fwd_engine_current(h->dp->e);
+	struct collect c = { h, NULL };
+	struct ha_path_status ps;
+	struct dp_link *k;
+	size_t max_len;
+	int ret;
+
+	h->sync_path = h->n_paths;
+	for (unsigned p = 0; p < h->n_paths && h->sync_path == h->n_paths; p++)
+		if (ha_fsm_path_status(h->fsm, p, now_ms(), &ps) == 0 && ps.local_up &&
+		    ps.rx_alive && ps.peer_hears)
+			h->sync_path = p;
+	if (h->sync_path == h->n_paths || !(k = path_link(h, h->sync_path)))
+		return;
+	max_len = (fwd_snap_if(s, k->ifindex) ? fwd_snap_if(s, k->ifindex)->mtu : 1280) -
+		  (h->paths[h->sync_path].peer.family == AF_INET ? 28 : 48);
+	if (max_len < HA_SYNC_MIN_DATAGRAM)
+		return;
+	/* Paths first: the peer seeds them before its neighbours ask for them. */
+	h->n_recs = 0;
+	for (unsigned i = 0; i < h->dp->n_ports; i++)
+		if (h->dp->ports[i].sa)
+			sa_path_foreach(h->dp->ports[i].sa, collect_path, &c);
+	for (unsigned i = 0; i < h->dp->n_links; i++) {
+		const struct fwd_if *f;
+
+		c.k = &h->dp->links[i];
+		f = c.k->kind != DP_NONE ? fwd_snap_if(s, c.k->ifindex) : NULL;
+		if (f && f->neigh)
+			neigh_foreach(f->neigh, collect_neigh, &c);
+	}
+	(void)rt_walk(h->dp->rt, 0, collect_route, &c);
+	ret = ha_sync_encode(&h->self, ha_fsm_sync_seq(h->fsm), &h->key, ++h->sync_batch, true,
+			     h->recs, h->n_recs, max_len, sync_emit, h);
+	if (ret < 0)
+		log_errno(LOG_WARNING, -ret, "failover: state sync not sent");
+	else
+		h->sync_tx_recs += h->n_recs;
+}
+
+/* One of this box's own or service addresses. */
+static bool is_ours(const struct dp_ha *h, const struct ip_addr *a)
+{
+	for (unsigned i = 0; i < h->dp->n_links; i++)
+		for (unsigned j = 0; j < h->dp->links[i].n_addrs; j++)
+			if (ip_addr_equal(&h->dp->links[i].addrs[j].addr, a))
+				return true;
+	for (unsigned i = 0; i < h->n_addrs; i++)
+		if (ip_addr_equal(&h->addrs[i].addr.addr, a))
+			return true;
+	return false;
+}
+
+static uint8_t hop_limit_to(const struct gw_dp *dp, const uint8_t dgid[16])
+{
+	/* Off this subnet (another GID prefix): through an IB router, with a GRH. */
+	for (unsigned i = 0; i < dp->n_ports; i++) {
+		uint8_t prefix[8];
+
+		for (int b = 0; b < 8; b++)
+			prefix[b] = (uint8_t)(dp->ports[i].pi.gid_prefix >> (56 - 8 * b));
+		if (!memcmp(prefix, dgid, 8))
+			return 0;
+	}
+	return 64;
+}
+
+/* What the peer learned, where this box does not know better: neighbours created STALE
+ * (confirmed on first use, as after an ARP), paths seeded into the SA client's cache,
+ * learned routes added when absent. Nothing the box learned itself is overwritten. */
+static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
+{
+	struct ha_sync_rec r;
+	const struct fwd_snap *s = fwd_engine_current(h->dp->e);
+
+	while (ha_sync_next(m, &r)) {
+		if (r.del)
+			continue; /* full dumps only: entries age here as they would anyway */
+		if (r.type == HA_SYNC_NEIGH) {
+			struct dp_link *k = dp_link_by_name(h->dp, r.u.neigh.link);
+			const struct fwd_if *f = k ? fwd_snap_if(s, k->ifindex) : NULL;
+			const struct ha_sync_neigh *n = &r.u.neigh;
+
+			if (!f || !f->neigh || is_ours(h, &n->addr))
+				continue; /* this box itself, as the peer knows it */
+			if (k->kind == DP_IPOIB && k->link && n->lladdr_len == IPOIB_HWADDR_LEN) {
+				if (ipoib_link_neigh_learn(k->link, n->addr.family, n->addr.bytes,
+							   n->lladdr) == 1)
+					h->sync_applied[HA_SYNC_NEIGH]++;
+			} else if (k->kind == DP_ETH && n->lladdr_len == 6 &&
+				   !neigh_lookup(f->neigh, n->addr.family, n->addr.bytes)) {
+				struct neigh_link ll = { .len = 6, .usable = true };
+
+				memcpy(ll.addr, n->lladdr, 6);
+				if (neigh_update(f->neigh, n->addr.family, n->addr.bytes, &ll,
+						 NEIGH_F_CREATE))
+					h->sync_applied[HA_SYNC_NEIGH]++;
+			}
+		} else if (r.type == HA_SYNC_PATH) {
+			struct sa_path p = { .dlid = r.u.path.dlid,
+					     .sl = r.u.path.sl,
+					     .mtu = r.u.path.mtu,
+					     .rate = r.u.path.rate };
+
+			memcpy(p.dgid.raw, r.u.path.dgid, 16);
+			p.hop_limit = hop_limit_to(h->dp, r.u.path.dgid);
+			for (unsigned i = 0; i < h->dp->n_ports; i++)
+				if (h->dp->ports[i].sa && sa_path_seed(h->dp->ports[i].sa, &p) == 1)
+					h->sync_applied[HA_SYNC_PATH]++;
+		} else if (r.type == HA_SYNC_ROUTE) {
+			const struct ha_sync_route *sr = &r.u.route;
+			struct rt_route rt = { .prefix = sr->prefix,
+					       .source = RT_SRC_LEARNED,
+					       .metric = sr->metric };
+			uint32_t where = 0;
+
+			if (sr->n_nexthops) {
+				rt.nnh = (uint8_t)(sr->n_nexthops < RT_ECMP_MAX ? sr->n_nexthops
+										: RT_ECMP_MAX);
+				for (unsigned i = 0; i < rt.nnh; i++)
+					rt.nh[i] = (struct rt_nexthop){ .type = RT_NH_GATEWAY,
+									.gw = sr->nexthops[i] };
+			} else {
+				/* A host route to a proxied neighbour: on the neighbour's link. */
+				for (uint32_t x = 1; x < FWD_IF_MAX && !where; x++) {
+					const struct fwd_if *f = fwd_snap_if(s, x);
+
+					if (f && f->neigh &&
+					    neigh_lookup(f->neigh, sr->prefix.addr.family,
+							 sr->prefix.addr.bytes))
+						where = x;
+				}
+				if (!where)
+					continue;
+				rt.nnh = 1;
+				rt.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED,
+								.ifindex = where };
+			}
+			if (rt_add(h->dp->rt, &rt) == 0)
+				h->sync_applied[HA_SYNC_ROUTE]++;
+		}
+	}
+}
+
+static void sync_in(struct dp_ha *h, const uint8_t *buf, size_t len)
+{
+	struct ha_sync_msg m;
+	char why[160];
+	enum ha_wire_err err = ha_sync_decode(buf, len, &h->key, &m, why, sizeof(why));
+
+	if (err == HA_WIRE_OK)
+		err = ha_fsm_sync_accept(h->fsm, &m.hdr);
+	if (err != HA_WIRE_OK) {
+		h->sync_rx_bad++;
+		return;
+	}
+	h->sync_rx_msgs++;
+	sync_apply(h, &m);
+}
+
 /* ---- clock and input ---------------------------------------------------------------- */
 
 static void arm(struct dp_ha *h)
@@ -268,7 +540,24 @@ static void arm(struct dp_ha *h)
 				next = h->announce_at[g][r];
 	if (h->tb_deadline && h->tb_deadline < next)
 		next = h->tb_deadline;
+	if (h->sync_next_ms && h->sync_next_ms < next)
+		next = h->sync_next_ms;
 	evtimer_start(h->timer, next > now ? next - now : 0, 0);
+}
+
+/* A dump when due, and at once for a peer heard from a new boot (it starts empty). */
+static void sync_tick(struct dp_ha *h, uint64_t now)
+{
+	struct ha_status st;
+
+	ha_fsm_status(h->fsm, &st);
+	if (!st.peer_alive)
+		return;
+	if (st.peer_boot_id != h->sync_peer_boot || now >= h->sync_next_ms) {
+		h->sync_peer_boot = st.peer_boot_id;
+		h->sync_next_ms = now + SYNC_EVERY_MS;
+		sync_send(h);
+	}
 }
 
 static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
@@ -294,6 +583,7 @@ static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 		if (due && ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER)
 			announce_group(h, g);
 	}
+	sync_tick(h, now);
 	arm(h);
 }
 
@@ -313,7 +603,11 @@ static void on_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 		struct dp_link *k = path_link(h, p);
 
 		if (k && k->ifindex == ifindex && ip_addr_equal(src, &h->paths[p].peer)) {
-			(void)ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms());
+			/* The type octet (ha_wire.h): the decoders check it again. */
+			if (len > 5 && payload[5] == HA_MSG_SYNC)
+				sync_in(h, payload, len);
+			else
+				(void)ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms());
 			arm(h);
 			return;
 		}
@@ -504,6 +798,7 @@ void dp_ha_stop(struct gw_dp *dp)
 	ha_fsm_free(h->fsm);
 	evtimer_free(h->timer);
 	ha_key_clear(&h->key);
+	free(h->recs);
 	free(h);
 	dp->ha = NULL;
 }
@@ -555,6 +850,13 @@ static struct json_object *node_json(const struct dp_ha *h, const struct gw_conf
 		add_int(errs, "not_from_the_peer", (int64_t)h->rx_unknown_path);
 	json_object_object_add(o, "rx_ignored", errs);
 	add_int(o, "tx_failed", (int64_t)h->tx_failed);
+	add_int(o, "sync_tx_messages", (int64_t)h->sync_tx_msgs);
+	add_int(o, "sync_tx_records", (int64_t)h->sync_tx_recs);
+	add_int(o, "sync_rx_messages", (int64_t)h->sync_rx_msgs);
+	add_int(o, "sync_rx_refused", (int64_t)h->sync_rx_bad);
+	add_int(o, "sync_neighbours_learned", (int64_t)h->sync_applied[HA_SYNC_NEIGH]);
+	add_int(o, "sync_paths_learned", (int64_t)h->sync_applied[HA_SYNC_PATH]);
+	add_int(o, "sync_routes_learned", (int64_t)h->sync_applied[HA_SYNC_ROUTE]);
 	add_int(o, "transitions", (int64_t)st.transitions);
 	return o;
 }

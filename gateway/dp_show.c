@@ -533,6 +533,29 @@ int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r)
 
 /* ---- counters --------------------------------------------------------------------------- */
 
+/* The SA clients' path cache counters, summed over the IB ports (what a failover
+ * avoids: a storm of PathRecord queries). */
+static struct json_object *paths_stats_json(struct gw_dp *dp)
+{
+	struct json_object *o = json_object_new_object();
+	struct sa_stats sum = { 0 }, one;
+
+	for (unsigned i = 0; i < dp->n_ports; i++) {
+		if (!dp->ports[i].sa)
+			continue;
+		sa_client_stats(dp->ports[i].sa, &one);
+		sum.path_queries += one.path_queries;
+		sum.path_hits += one.path_hits;
+		sum.path_misses += one.path_misses;
+		sum.path_seeded += one.path_seeded;
+	}
+	add_int(o, "queries", (int64_t)sum.path_queries);
+	add_int(o, "cache_hits", (int64_t)sum.path_hits);
+	add_int(o, "cache_misses", (int64_t)sum.path_misses);
+	add_int(o, "seeded", (int64_t)sum.path_seeded);
+	return o;
+}
+
 int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 {
 	struct fwd_stats st;
@@ -562,5 +585,6 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 	for (int i = 0; i < FWD_SP_REASON_COUNT; i++)
 		add_int(s, fwd_sp_reason_name((enum fwd_sp_reason)i), (int64_t)sp.r[i]);
 	json_object_object_add(o, "slowpath", s);
+	json_object_object_add(o, "paths", paths_stats_json(dp));
 	return ctl_reply_record(r, o) < 0 ? CTL_EFAILED : CTL_OK;
 }

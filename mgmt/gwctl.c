@@ -1,7 +1,7 @@
 /*
  * gwctl: the operator's command line for ibgwd, in iproute2's manner.
  *
- *   gwctl [-j] [-p] [-s] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]
+ *   gwctl [-j] [-p] [-s] [-d] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]
  *
  * Words may be shortened to any unique prefix ("gwctl sh li"). The daemon answers in
  * JSON records (the protocol's contract); -j prints them as one top-level JSON array,
@@ -26,7 +26,7 @@
 #define EXIT_USAGE     2
 
 struct output {
-	bool json, pretty, stats;
+	bool json, pretty, stats, details;
 	struct json_object *array; /* -j: records collected, printed at the end */
 };
 
@@ -311,6 +311,13 @@ static void print_ha(struct json_object *o, struct output *out)
 			printf(" tiebreaker %s", str(o, "tiebreaker"));
 		printf(" rx %lld tx %lld transitions %lld\n", (long long)num(o, "rx"),
 		       (long long)num(o, "tx"), (long long)num(o, "transitions"));
+		printf("    sync: sent %lld messages (%lld records), received %lld (%lld refused); "
+		       "learned %lld neighbours, %lld paths, %lld routes\n",
+		       (long long)num(o, "sync_tx_messages"), (long long)num(o, "sync_tx_records"),
+		       (long long)num(o, "sync_rx_messages"), (long long)num(o, "sync_rx_refused"),
+		       (long long)num(o, "sync_neighbours_learned"),
+		       (long long)num(o, "sync_paths_learned"),
+		       (long long)num(o, "sync_routes_learned"));
 		if (json_object_object_get_ex(o, "rx_ignored", &a) &&
 		    json_object_object_length(a)) {
 			printf("    ignored:");
@@ -369,6 +376,36 @@ static struct json_object *args_switchover(int argc, char **argv, const struct o
 	if (argc == 1)
 		json_object_object_add(a, "group", json_object_new_string(argv[0]));
 	return a;
+}
+
+/* -d: every field of a record, "key value" per line (nested objects and arrays of
+ * objects indented below their key; arrays of scalars on one line). */
+static void print_details(struct json_object *o, int indent)
+{
+	json_object_object_foreach(o, k, v)
+	{
+		if (json_object_is_type(v, json_type_object)) {
+			printf("%*s%s:\n", indent, "", k);
+			print_details(v, indent + 4);
+		} else if (json_object_is_type(v, json_type_array)) {
+			size_t n = json_object_array_length(v);
+
+			printf("%*s%s:", indent, "", k);
+			for (size_t i = 0; i < n; i++) {
+				struct json_object *e = json_object_array_get_idx(v, i);
+
+				if (json_object_is_type(e, json_type_object)) {
+					printf("\n");
+					print_details(e, indent + 4);
+				} else {
+					printf(" %s", json_object_get_string(e));
+				}
+			}
+			printf("\n");
+		} else {
+			printf("%*s%s %s\n", indent, "", k, json_object_get_string(v));
+		}
+	}
 }
 
 /* Counters: "key value" per line, nested objects indented. */
@@ -724,10 +761,11 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: gwctl [-j] [-p] [-s] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
+	    "usage: gwctl [-j] [-p] [-s] [-d] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
 	    "  -j          JSON output (one array)\n"
 	    "  -p          pretty-print JSON\n"
 	    "  -s          statistics (show links)\n"
+	    "  -d          details: every field of each record under its line\n"
 	    "  -S SOCKET   control socket (default $IBGW_SOCKET, $IBGW_CTL_SOCKET or " DEFAULT_SOCKET
 	    ")\n"
 	    "  -t SECONDS  reply timeout (default 10)\n"
@@ -827,10 +865,14 @@ static void on_text_record(struct json_object *rec, void *arg)
 {
 	struct text_ctx *t = arg;
 
-	if (t->out->json)
+	if (t->out->json) {
 		json_object_array_add(t->out->array, json_object_get(rec));
-	else if (t->print)
+		return;
+	}
+	if (t->print)
 		t->print(rec, t->out);
+	if (t->out->details) /* -d: every field the daemon gave, under the record's line */
+		print_details(rec, 4);
 }
 
 int main(int argc, char **argv)
@@ -848,10 +890,13 @@ int main(int argc, char **argv)
 		socket_path = getenv("IBGW_CTL_SOCKET"); /* what sim/rack sets on a gateway node */
 	if (!socket_path || !socket_path[0])
 		socket_path = DEFAULT_SOCKET;
-	while ((c = getopt(argc, argv, "+jpsS:t:Vh")) != -1) {
+	while ((c = getopt(argc, argv, "+jpsdS:t:Vh")) != -1) {
 		switch (c) {
 		case 'j':
 			out.json = true;
+			break;
+		case 'd':
+			out.details = true;
 			break;
 		case 'p':
 			out.pretty = true;

@@ -549,6 +549,40 @@ static void path_done(struct sa_client *c, struct path_entry *e, int status, con
 	free(e);
 }
 
+int sa_path_seed(struct sa_client *c, const struct sa_path *p)
+{
+	struct sa_path_query q = { .dgid = p->dgid };
+	union ib_gid sgid;
+	uint16_t pkey;
+	struct path_entry *e;
+
+	if (ib_gid_is_multicast(&p->dgid) || ib_gid_is_zero(&p->dgid) || !p->dlid)
+		return -EINVAL;
+	query_key(c, &q, &sgid, &pkey);
+	e = path_find(c, &p->dgid, &sgid, pkey, 0);
+	if (e && (e->has_path || e->txn))
+		return 0;
+	if (!e && !(e = path_new(c, &p->dgid, &sgid, pkey, 0)))
+		return -ENOMEM;
+	memset(&e->path, 0, sizeof(e->path));
+	e->path.dgid = p->dgid;
+	e->path.sgid = sgid;
+	e->path.dlid = p->dlid;
+	e->path.slid = c->port.lid;
+	e->path.pkey = pkey;
+	e->path.sl = p->sl;
+	e->path.mtu = p->mtu;
+	e->path.rate = p->rate;
+	e->path.hop_limit = p->hop_limit;
+	e->path.reversible = true;
+	e->has_path = true;
+	e->negative = e->stale = false;
+	e->last_error = 0;
+	e->expires = now(c) + c->cfg.path_ttl_ms;
+	c->st.path_seeded++;
+	return 1;
+}
+
 int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_cb cb, void *arg)
 {
 	union ib_gid sgid;

@@ -155,6 +155,12 @@ int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_
 /* The cheap lookup: a cached path (fresh, or stale while being revalidated), no query.
  * Returns 0, -ENOENT (not cached, or negative), -EAGAIN (a query is under way). */
 int sa_path_lookup(const struct sa_client *c, const struct sa_path_query *q, struct sa_path *out);
+/* Seed the cache with a path learned elsewhere (the failover peer's state sync): used
+ * only when nothing valid is cached for (dgid, our GID, the configured P_Key), kept
+ * for the path TTL, then revalidated with the SA like any other. Only p's dgid, dlid,
+ * sl, mtu, rate and hop_limit are taken; the source is this port. Returns 1 seeded, 0
+ * already known, -EINVAL (a multicast/zero DGID, DLID 0), -ENOMEM. */
+int sa_path_seed(struct sa_client *c, const struct sa_path *p);
 /* Drop every cached path to dgid (as trap 65 does). Returns the number dropped. */
 unsigned sa_path_invalidate(struct sa_client *c, const union ib_gid *dgid);
 /* Mark every path stale and re-query them paced, keeping them in service meanwhile. */
@@ -259,6 +265,7 @@ struct sa_stats {
 	uint64_t unsolicited, reports, report_resp_sent;
 	uint64_t path_queries, path_hits, path_misses, path_coalesced, path_local;
 	uint64_t path_negative, path_invalidated, path_revalidated;
+	uint64_t path_seeded; /* sa_path_seed: learned from the failover peer */
 	uint64_t joins, join_failures, leaves, subscriptions;
 	uint64_t sa_down, sa_up, probes, reregisters, port_downs;
 	uint64_t queued_peak;

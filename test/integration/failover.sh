@@ -12,7 +12,8 @@
 #                  everything gw1 and gw2 send on the fabric) for 10 s: no transition
 #   SIGKILL        of the master under ping floods Ethernet -> IB and IB -> Ethernet and
 #                  an iperf3 TCP stream: gw2 takes over, every gap under 300 ms (goal
-#                  100 ms), the TCP stream completes with every byte
+#                  100 ms), the TCP stream completes; gw2 had gw1's neighbours and paths
+#                  by state sync and asks the SA for no path when it takes over
 #   failback       gw1 restarted preempts gw2 (handed over, no dead interval: the gap is
 #                  small); with preempt off it stays BACKUP until `gwctl ha switchover`
 #   links          the master's Ethernet link down: FAULT, gw2 takes over, and back; the
@@ -28,7 +29,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 30
+tap_plan 32
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft
@@ -118,6 +119,10 @@ else
 fi
 
 # --- the master killed -------------------------------------------------------------------
+tap_like "state sync: gw2 (BACKUP) learned gw1's neighbours and paths" \
+	"$(g gw2 -j show ha | jq -r '.[] | select(.kind == "node") | "\(.sync_neighbours_learned > 0) \(.sync_paths_learned > 0)"')" \
+	"^true true$"
+q0=$(g gw2 -j show stats | jq '.[0].paths.queries')
 in_ns ibhost3 iperf3 -s -1 -D -B 10.10.0.13 --logfile "$work/iperf.log" >/dev/null 2>&1
 sleep 0.3
 in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -t 6 -J >"$work/iperf.json" 2>/dev/null &
@@ -133,6 +138,8 @@ sleep 2
 tap_is "SIGKILL: the gap Ethernet -> IB is under 300 ms" "$(gap_ok e2i 300)" ok
 tap_is "SIGKILL: the gap IB -> Ethernet is under 300 ms" "$(gap_ok i2e 300)" ok
 wait "$iperf"
+tap_is "state sync: taking over, gw2 asked the SA for no path (it had gw1's)" \
+	"$(g gw2 -j show stats | jq '.[0].paths.queries')" "$q0"
 tap_like "SIGKILL: the TCP stream across the failover completes" \
 	"$(jq -r '"\(.end.sum_received.bytes > 0) \(.error // "none")"' "$work/iperf.json")" "^true none$"
 echo "# iperf3 across the failover: $(jq -r '.end.sum_received.bits_per_second / 1e6 | floor' "$work/iperf.json") Mbit/s, $(jq -r '.end.sum_sent.retransmits' "$work/iperf.json") retransmits" >&2

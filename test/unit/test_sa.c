@@ -245,6 +245,48 @@ static void test_path_resolve_and_cache(void **state)
 	fake_free(f);
 }
 
+/* A path from the failover peer: served from the cache without a query, with this
+ * port as its source; a path already known (or being asked for) is not replaced. */
+static void test_path_seed(void **state)
+{
+	struct fake *f = fake_new();
+	struct sa_client *c = client(f, NULL);
+	struct sa_path_query q = { 0 }, q2 = { 0 };
+	struct sa_path seed = { .dlid = 7, .sl = 2, .mtu = 4, .rate = 3 }, p;
+	struct result r = { 0 };
+	struct sa_stats st;
+	unsigned sent;
+
+	(void)state;
+	answer_probe(c, f, 0);
+	sent = f->nsent;
+	gid(&q.dgid, 0x0002c90300a1000bull);
+	seed.dgid = q.dgid;
+	assert_int_equal(sa_path_seed(c, &seed), 1);
+	assert_int_equal(sa_path_seed(c, &seed), 0); /* known now */
+	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 1);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.path.dlid, 7);
+	assert_int_equal(r.path.sl, 2);
+	assert_int_equal(r.path.mtu, 4);
+	assert_true(ib_gid_equal(&r.path.dgid, &q.dgid));
+	assert_int_equal(f->nsent, sent); /* nothing asked of the SA */
+	/* A query under way is not pre-empted by a seed. */
+	gid(&q2.dgid, 0x0002c90300a1000dull);
+	assert_int_equal(sa_path_resolve(c, &q2, on_path, &r), 0);
+	seed.dgid = q2.dgid;
+	assert_int_equal(sa_path_seed(c, &seed), 0);
+	assert_int_equal(sa_path_lookup(c, &q2, &p), -EAGAIN);
+	/* Nonsense is refused. */
+	seed.dlid = 0;
+	assert_int_equal(sa_path_seed(c, &seed), -EINVAL);
+	sa_client_stats(c, &st);
+	assert_int_equal(st.path_seeded, 1);
+	assert_int_equal(st.path_queries, 1);
+	sa_client_free(c);
+	fake_free(f);
+}
+
 static void test_negative_and_status(void **state)
 {
 	struct fake *f = fake_new();
@@ -827,6 +869,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_resolve_and_cache),
+		cmocka_unit_test(test_path_seed),
 		cmocka_unit_test(test_negative_and_status),
 		cmocka_unit_test(test_timeout_backoff),
 		cmocka_unit_test(test_coalesce_10000),
