@@ -51,16 +51,7 @@ RACK_SIM_DIR=$top/sim
 . "$top/sim/lib/roles.sh"
 rack_sh up --ha >"$work/up.log" 2>&1 || { tail -5 "$work/up.log"; exit 1; }
 rack_init "$rack"
-g() { ip netns exec "$rack-$1" "$build/bin/gwctl" -S "$RACK_STATE/nodes/$1/ibgwd.sock" "${@:2}"; }
-state() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "group") | .state'; }
-wait_state() {
-	local i
-	for i in $(seq $(($3 * 20))); do
-		[ "$(state "$1")" = "$2" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
+. "$top/test/lib/ha.sh"
 # Back to gw1 MASTER, gw2 BACKUP (preemption brings gw1 back when it returns).
 settle() {
 	rack_pid_alive ibgwd-gw1 || gateway_start gw1 >/dev/null 2>&1

@@ -147,6 +147,8 @@ gateway_start() {
 	# IPv6 there (no link-local, no ND answers of its own).
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 2>/dev/null
 	rm -f "$dir/ibgwd.sock"
+	# An earlier ibgwd killed here (failover tests) still holds its ibsim slot.
+	rack_reap_clients >/dev/null 2>&1
 	rack_env_args "$node"
 	rack_spawn "ibgwd-$node" "$ns" "$dir" "${RACK_ENV[@]}" -- \
 		"$(ibgwd_bin)" -d -f "$cfg" -S "$dir/ibgwd.sock"

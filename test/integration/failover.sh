@@ -34,22 +34,9 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft
 suite_ibhost_helpers
-g() { # NODE ARGS...: gwctl on a gateway
-	local n=$1
-	shift
-	in_ns "$n" "$build/bin/gwctl" -S "$RACK_STATE/nodes/$n/ibgwd.sock" "$@"
-}
-state() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "group") | .state'; }
+. "$top/test/lib/ha.sh"
 transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
 path_alive() { g "$1" -j show ha | jq -r --arg p "$2" '.[] | select(.kind == "path" and .path == $p) | .alive'; }
-wait_state() { # NODE STATE SECONDS
-	local i
-	for i in $(seq $(($3 * 20))); do
-		[ "$(state "$1")" = "$2" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/received/ { print $4 }'; }
 gap_ok() { # NAME LIMIT_MS: the gap line, and whether it is under the limit
 	local r

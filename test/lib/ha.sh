@@ -1,0 +1,16 @@
+# Helpers for a failover pair on the simulated rack (sim/rack up --ha), shared by
+# test/integration/failover.sh and bench/failover.sh. Needs $rack, $build, $RACK_STATE.
+#
+#   g NODE ARGS...            gwctl on a gateway node
+#   state NODE                its group's state (master, backup, fault, init)
+#   wait_state NODE STATE S   until it is STATE, at most S seconds
+g() { ip netns exec "$rack-$1" "$build/bin/gwctl" -S "$RACK_STATE/nodes/$1/ibgwd.sock" "${@:2}"; }
+state() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "group") | .state'; }
+wait_state() {
+	local i
+	for i in $(seq $(($3 * 20))); do
+		[ "$(state "$1")" = "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
