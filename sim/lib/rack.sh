@@ -81,9 +81,10 @@ rack_is_up() { [ -f "$RACK_STATE/rack.nodes" ] && rack_pid_alive ibsim; }
 # --- processes --------------------------------------------------------------
 
 rack_pid() { cat "$RACK_STATE/pids/$1.pid" 2>/dev/null; }
-rack_pid_alive() {
+rack_pid_alive() {   # (a zombie is not alive: a process killed under a test's shell)
 	local p; p=$(rack_pid "$1")
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
+		[ "$(sed 's/.*) //; s/ .*//' "/proc/$p/stat" 2>/dev/null)" != Z ]
 }
 
 # rack_spawn LABEL NAMESPACE CWD [VAR=VALUE...] -- CMD...
