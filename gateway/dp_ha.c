@@ -99,13 +99,7 @@ static uint64_t now_ms(void)
 
 static struct dp_link *path_link(struct dp_ha *h, unsigned p)
 {
-	for (unsigned i = 0; i < h->dp->n_links; i++) {
-		struct dp_link *k = &h->dp->links[i];
-
-		if (k->kind != DP_NONE && !strcmp(k->name, h->paths[p].link))
-			return k;
-	}
-	return NULL;
+	return dp_link_by_name(h->dp, h->paths[p].link);
 }
 
 /* Our own address on k of the family (the configured ones: never a service address). */
