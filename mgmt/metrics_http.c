@@ -244,25 +244,36 @@ static void rearm(struct metrics_http *m)
 		evtimer_stop(m->timer);
 }
 
+/*
+ * One pass of libmicrohttpd's work. At the connection limit it takes its listening socket
+ * off its epoll set, and puts it back only at the start of a later MHD_run (0.9.75). In
+ * external mode nothing would call that run once the last connections closed (no fd of
+ * its set ready, no deadline), and the endpoint would stop accepting for good: so when a
+ * pass closed connections, run once more.
+ */
+static void run_mhd(struct metrics_http *m)
+{
+	unsigned open_before = m->connections_open;
+
+	MHD_run(m->mhd);
+	if (m->connections_open < open_before)
+		MHD_run(m->mhd);
+	rearm(m);
+}
+
 static void on_ready(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
-	struct metrics_http *m = arg;
 	(void)loop;
 	(void)fd;
 	(void)events;
-
-	MHD_run(m->mhd);
-	rearm(m);
+	run_mhd(arg);
 }
 
 static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 {
-	struct metrics_http *m = arg;
 	(void)loop;
 	(void)t;
-
-	MHD_run(m->mhd);
-	rearm(m);
+	run_mhd(arg);
 }
 
 /* A listening TCP socket of our own, so that a failure says which call failed and why

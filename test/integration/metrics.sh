@@ -92,10 +92,10 @@ wait_ctl() { # SOCKET
 	return 1
 }
 until_value() { # SECONDS NAME_AND_LABELS EXPECTED: until a scrape has it; prints the last
-	local i v
-	for i in $(seq $(($1 * 10))); do
-		v=$(value "$2" "$(scrape 2>/dev/null)")
-		[ "$v" = "$3" ] && break
+	local end=$((SECONDS + $1)) v
+	while :; do
+		v=$(value "$2" "$(scrape "$PORT" --max-time 1 2>/dev/null)")
+		[ "$v" = "$3" ] || [ "$SECONDS" -ge "$end" ] && break
 		sleep 0.1
 	done
 	printf '%s' "$v"
