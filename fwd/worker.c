@@ -622,24 +622,41 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 		free(w);
 		return -ret;
 	}
-	if (w->cfg.cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(w->cfg.cpu, &set);
-		ret = pthread_setaffinity_np(k->thr, sizeof(set), &set);
-		if (ret)
-			log_errno(LOG_WARNING, ret, "worker %u: cannot pin to CPU %d", id,
-				  w->cfg.cpu);
-	}
+	k->wctx = w;
+	k->started = true;
+	if (w->cfg.cpu >= 0 && (ret = fwd_worker_set_cpu(e, id, w->cfg.cpu)) < 0)
+		log_errno(LOG_WARNING, -ret, "worker %u: cannot pin to CPU %d", id, w->cfg.cpu);
 	{
 		char name[16];
 
 		snprintf(name, sizeof(name), "ibgw-fwd%u", id % 100u);
 		(void)pthread_setname_np(k->thr, name);
 	}
-	k->wctx = w;
-	k->started = true;
+	return 0;
+}
+
+int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu)
+{
+	struct fwd_wk *k = w < e->n_workers ? &e->wk[w] : NULL;
+	cpu_set_t set;
+	int ret;
+
+	if (!k || !k->started)
+		return -ESRCH;
+	if (cpu >= CPU_SETSIZE)
+		return -EINVAL;
+	CPU_ZERO(&set);
+	if (cpu >= 0) {
+		CPU_SET(cpu, &set);
+	} else {
+		/* Anywhere this process may run. */
+		if (sched_getaffinity(0, sizeof(set), &set) < 0)
+			return -errno;
+	}
+	ret = pthread_setaffinity_np(k->thr, sizeof(set), &set);
+	if (ret)
+		return -ret;
+	((struct wstate *)k->wctx)->cfg.cpu = cpu;
 	return 0;
 }
 

@@ -42,6 +42,9 @@ struct fwd_worker_config {
  * assigned to it now; interfaces added later with that worker are picked up at the
  * next loop turn. Returns 0 or -errno. */
 int fwd_worker_start(struct fwd_engine *e, unsigned w, const struct fwd_worker_config *cfg);
+/* Pin a running worker to cpu, or let it run anywhere (-1): a reload's worker_cpus.
+ * Returns 0, -ESRCH (not started), -EINVAL (no such CPU) or -errno. */
+int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu);
 /* Stop every started worker and join them (their messages are returned). */
 void fwd_worker_stop_all(struct fwd_engine *e);
 

@@ -442,7 +442,9 @@ static int render_metrics(void *ctx, FILE *out)
 	metrics_single(out, "ibgw_control_bad_requests_total", "counter",
 		       "Control requests refused as malformed.", cs.bad_requests);
 	metrics_single(out, "ibgw_control_denied_total", "counter",
-		       "Control requests refused on the read-only socket.", cs.denied);
+		       "Control requests refused: a write request on the read-only socket, or a "
+		       "peer not allowed on the privileged one.",
+		       cs.denied);
 	return gw_dp_metrics(d->dp, out);
 }
 

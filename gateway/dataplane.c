@@ -1151,6 +1151,8 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
 		};
 
+		dp->worker_cpu[w] = wc.cpu;
+
 		ret = fwd_worker_start(dp->e, w, &wc);
 		if (ret < 0) {
 			log_errno(LOG_ERR, -ret, "worker %u", w);
@@ -1535,9 +1537,26 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	if (cfg->failover.enabled != (dp->ha != NULL))
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
-	/* The engine's rings are sized for its workers: their number is fixed at start. */
+	/* The engine's rings are sized for its workers: their number is fixed at start;
+	 * their CPUs follow at once. */
 	if ((cfg->workers ? cfg->workers : 1) != dp->n_workers)
 		log_warning("reload: workers: %u -> %u takes effect at the next start",
 			    dp->n_workers, cfg->workers);
+	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
+		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;
+
+		if (cpu == dp->worker_cpu[w])
+			continue;
+		ret = fwd_worker_set_cpu(dp->e, w, cpu);
+		if (ret < 0) {
+			log_errno(LOG_ERR, -ret, "reload: worker %u not moved to CPU %d", w, cpu);
+			continue;
+		}
+		dp->worker_cpu[w] = cpu;
+		if (cpu >= 0)
+			log_notice("reload: worker %u pinned to CPU %d", w, cpu);
+		else
+			log_notice("reload: worker %u no longer pinned", w);
+	}
 	log_info("reload: applied");
 }

@@ -7,6 +7,7 @@
 #define IBGW_GATEWAY_DATAPLANE_PVT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "fwd/engine.h"
@@ -91,6 +92,7 @@ struct gw_dp {
 	struct rt_table *rt;
 	struct fwd_engine *e;
 	unsigned n_workers;
+	int worker_cpu[FWD_WORKERS_MAX]; /* as pinned (-1: not), for a reload */
 	bool workers_started, sp_attached;
 	struct sa_gidroutes *gidroutes;
 	struct nl_watch *nl;
@@ -120,5 +122,7 @@ struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name);
 int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg);
 void dp_ha_stop(struct gw_dp *dp);
 void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k);
+/* The pair's metric families (nothing for a single gateway). */
+void dp_ha_metrics(struct gw_dp *dp, FILE *out);
 
 #endif

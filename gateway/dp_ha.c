@@ -39,6 +39,7 @@
 #include "lib/evloop.h"
 #include "lib/log.h"
 #include "mgmt/ctl_server.h"
+#include "mgmt/metrics_http.h"
 
 #define HA_UDP_PORT   7789
 #define ANNOUNCE_2_MS 100
@@ -974,4 +975,57 @@ int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r
 		return ctl_reply_error(r, CTL_EBADREQ, "no failover group '%s'", group);
 	arm(h);
 	return CTL_OK;
+}
+
+/* ---- metrics (docs/operations.md "Metrics") -------------------------------------------- */
+
+void dp_ha_metrics(struct gw_dp *dp, FILE *out)
+{
+	struct dp_ha *h = dp->ha;
+	struct ha_status st;
+	uint64_t now = now_ms();
+	char lbl[128];
+
+	if (!h)
+		return;
+	ha_fsm_status(h->fsm, &st);
+	metrics_single(out, "ibgw_failover_peer_alive", "gauge",
+		       "1 while the peer's heartbeats arrive on some path.", st.peer_alive);
+	metrics_single(out, "ibgw_failover_transitions_total", "counter",
+		       "Group state transitions on this box.", st.transitions);
+	metrics_single(out, "ibgw_failover_heartbeats_received_total", "counter",
+		       "Failover messages accepted from the peer.", st.rx_ok);
+	metrics_single(out, "ibgw_failover_heartbeats_sent_total", "counter",
+		       "Failover messages sent to the peer.", st.tx);
+	metrics_family(out, "ibgw_failover_ignored_total", "counter",
+		       "Failover datagrams ignored, by reason (bad MAC, replay, ...).");
+	for (int e = 1; e < HA_WIRE_ERR_COUNT; e++)
+		fprintf(out, "ibgw_failover_ignored_total{reason=\"%s\"} %llu\n",
+			ha_wire_err_name((enum ha_wire_err)e), (unsigned long long)st.rx_err[e]);
+	metrics_family(out, "ibgw_failover_group_state", "gauge",
+		       "1 for the state each group is in here (init, backup, master, fault).");
+	for (unsigned g = 0; g < h->n_groups; g++) {
+		enum ha_state s = ha_fsm_group_state(h->fsm, g);
+
+		metrics_label_escape(h->groups[g].name, lbl, sizeof(lbl));
+		for (int x = 0; x < HA_STATE_COUNT; x++)
+			fprintf(out, "ibgw_failover_group_state{group=\"%s\",state=\"%s\"} %d\n",
+				lbl, state_word((enum ha_state)x), (int)s == x);
+	}
+	metrics_family(out, "ibgw_failover_path_alive", "gauge",
+		       "1 while the peer's heartbeats arrive on this path.");
+	for (unsigned p = 0; p < h->n_paths; p++) {
+		struct ha_path_status ps;
+
+		if (ha_fsm_path_status(h->fsm, p, now, &ps) < 0)
+			continue;
+		metrics_label_escape(h->paths[p].link, lbl, sizeof(lbl));
+		fprintf(out, "ibgw_failover_path_alive{path=\"%s\"} %d\n", lbl, ps.rx_alive);
+	}
+	metrics_single(out, "ibgw_failover_sync_records_sent_total", "counter",
+		       "State-sync records sent to the peer.", h->sync_tx_recs);
+	metrics_single(out, "ibgw_failover_sync_learned_total", "counter",
+		       "Neighbours, paths and routes created here from the peer's state sync.",
+		       h->sync_applied[HA_SYNC_NEIGH] + h->sync_applied[HA_SYNC_PATH] +
+			   h->sync_applied[HA_SYNC_ROUTE]);
 }

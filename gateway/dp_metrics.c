@@ -450,6 +450,8 @@ static const struct u64_field sa_counters[] = {
 	  offsetof(struct sa_stats, path_invalidated) },
 	{ "ibgw_sa_path_revalidated_total", "Path cache entries queried again (revalidation).",
 	  offsetof(struct sa_stats, path_revalidated) },
+	{ "ibgw_sa_path_seeded_total", "Paths learned from the failover peer's state sync.",
+	  offsetof(struct sa_stats, path_seeded) },
 	{ "ibgw_sa_joins_total", "Multicast joins the SA answered.",
 	  offsetof(struct sa_stats, joins) },
 	{ "ibgw_sa_join_failures_total", "Multicast joins that failed.",
@@ -753,5 +755,6 @@ int gw_dp_metrics(struct gw_dp *dp, FILE *out)
 		return err;
 	write_slowpath(out, dp);
 	write_routes(out, dp);
+	dp_ha_metrics(dp, out);
 	return 0;
 }

@@ -5,7 +5,7 @@
 # the longest time between two replies of a 1 ms ping (test/lib/gap.sh), printed as a
 # diagnostic line; the checks bound it.
 #   roles          gw1 MASTER holding the addresses, gw2 BACKUP, both paths alive both
-#                  ways, show ha in text and -j on both boxes
+#                  ways, show ha in text and -j on both boxes, the pair's metrics
 #   no false alarm the Ethernet heartbeat path cut at the switch (nftables drops UDP
 #                  7789): no transition, the path shows dead, then alive again; 1% loss
 #                  on both heartbeat paths (1% of the heartbeats at the switch, 1% of
@@ -20,7 +20,7 @@
 #                  master's HCA port down through ibsim: gw2 takes over
 #   SM failover    the master OpenSM killed, the standby takes over: no failover, the
 #                  traffic keeps flowing
-# Needs root, ibsim, opensm, jq, iperf3, nft.
+# Needs root, ibsim, opensm, jq, iperf3, nft, curl.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -29,10 +29,10 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 32
+tap_plan 33
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
-suite_need_cmds ibsim opensm jq iperf3 nft
+suite_need_cmds ibsim opensm jq iperf3 nft curl
 suite_ibhost_helpers
 . "$top/test/lib/ha.sh"
 transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
@@ -63,6 +63,10 @@ tap_like "show ha on gw2: both heartbeat paths alive and heard" "$(g gw2 show ha
 path eth0 peer 10\.20\.0\.2 UP alive heard"
 tap_is "show ha -j on gw2: the peer by name, alive" \
 	"$(g gw2 -j show ha | jq -r '.[] | select(.kind == "node") | "\(.peer) \(.peer_alive)"')" "gw1 true"
+page=$(in_ns gw1 curl -s --max-time 5 http://127.0.0.1:9464/metrics)
+tap_like "metrics on gw1: the group's state and both paths alive (Prometheus text)" \
+	"$(echo "$page" | grep -E '^ibgw_failover_(group_state\{group="svc",state="master"\}|path_alive)' | tr '\n' ' ')" \
+	'group_state\{group="svc",state="master"\} 1 .*path_alive\{path="ib0"\} 1 .*path_alive\{path="eth0"\} 1'
 tap_is "traffic through the pair: Ethernet -> IB" "$(pings ethhost1 10.10.0.13)" 3
 tap_is "traffic through the pair: IB -> Ethernet (IPv6)" "$(pings ibhost3 -6 fd00:20::11)" 3
 
@@ -180,7 +184,7 @@ tap_like "the master's HCA port down (ibsim): gw2 takes over" "$(g gw2 show ha |
 	"MASTER"
 sleep 1
 r=$(gap_stop hca)
-echo "# gap hca: ${r% * *} ms (the port's loss is seen by polling it each second)" >&2
+echo "# gap hca: ${r% * *} ms (the fabric tells the port at once, as an HCA raises PORT_ERR)" >&2
 tap_like "HCA port down: traffic flows again through gw2 (gap ${r%% *} ms)" "$(pings ethhost1 10.10.0.13)" 3
 R link gw1 up >/dev/null
 wait_state gw1 backup 20

@@ -12,8 +12,8 @@
 #                  once), an IPoIB link on another P_Key added (joins, forwards), a
 #                  second address on eth0, both new ones removed again, a file with
 #                  errors (refused with file:line:column, nothing changed); the ping
-#                  loses nothing; a reload that turns the import off drops the imported
-#                  routes
+#                  loses nothing; worker_cpus re-pins the running worker; a reload that
+#                  turns the import off drops the imported routes
 # Needs root, ibsim, opensm, jq; bird2 for the BGP part.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +27,7 @@ suite_cleanup_hook() {
 	ip netns del "$rack-ethx" 2>/dev/null
 }
 
-tap_plan 26
+tap_plan 28
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq
@@ -162,8 +162,10 @@ with_ib1='  - name: ib1
     pkey: 0x8001
     addresses: [10.11.0.1/24]
 '
-write_cfg() { # [eth1] [ib1] [addr2] [noimport] [bad]
+write_cfg() { # [eth1] [ib1] [addr2] [noimport] [pin] [bad]
 	local y=$base
+	case " $* " in *" pin "*) y=${y/  workers: 1/  workers: 1
+  worker_cpus: [$pin_cpu]} ;; esac
 	case " $* " in *" ib1 "*) y=${y/ethernet_interfaces:/$with_ib1
 ethernet_interfaces:} ;; esac
 	case " $* " in *" addr2 "*) y=${y/      - 10.20.0.1\/24/      - 10.20.0.1\/24
@@ -228,6 +230,22 @@ tap_is "reload: a 100/s ping Ethernet -> IB through five reloads lost nothing ($
 	"$((${sent:-0} - ${got:-0}))" 0
 tap_is "reload: ... and it ran through all of them (still running at the end, $sent sent)" \
 	"$alive $([ "${sent:-0}" -gt 200 ] && echo many)" "yes many"
+
+# worker_cpus: the running worker moves at once.
+pin_cpu=$(($(nproc) - 1))
+fwd_cpus() { # the Cpus_allowed_list of the forwarding thread
+	local t
+	for t in /proc/"$(rack_pid ibgwd-gw1)"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = ibgw-fwd0 ] && awk '/^Cpus_allowed_list/ { print $2 }' "$t/status"
+	done
+}
+all_cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/"$(rack_pid ibgwd-gw1)"/status)
+write_cfg pin
+gwctl reload
+tap_is "reload: worker_cpus pins the running worker" "$(fwd_cpus)" "$pin_cpu"
+write_cfg
+gwctl reload
+tap_is "reload: without worker_cpus it may run anywhere again" "$(fwd_cpus)" "$all_cpus"
 
 tap_like "import: before turning it off, the imported route is there" \
 	"$(gwctl show routes 10.77.0.0/16)" "proto kernel_import"

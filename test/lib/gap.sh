@@ -4,7 +4,9 @@
 #
 #   gap_start NAME NETNS DST [ARGS...]   start pinging DST from NETNS in the background
 #   gap_stop NAME                        stop it; prints "GAP_MS LOST SENT"
-#                                        (GAP_MS with one decimal; LOST of SENT requests)
+#                                        (GAP_MS with one decimal; LOST of SENT requests;
+#                                        GAP_MS 99999 when fewer than two replies came:
+#                                        the traffic never flowed)
 declare -A gap_pids
 
 gap_start() {
@@ -21,7 +23,7 @@ gap_stop() {
 	kill -INT "${gap_pids[$name]}" 2>/dev/null
 	wait "${gap_pids[$name]}" 2>/dev/null
 	awk -F'[][]' '
-		/bytes from/ { t = $2; if (p != "") { d = t - p; if (d > m) m = d }; p = t }
+		/bytes from/ { t = $2; n++; if (p != "") { d = t - p; if (d > m) m = d }; p = t }
 		/transmitted/ { split($0, f, " "); sent = f[1]; got = f[4] }
-		END { printf "%.1f %d %d\n", m * 1000, sent - got, sent }' "$work/gap-$name.txt"
+		END { printf "%.1f %d %d\n", n < 2 ? 99999 : m * 1000, sent - got, sent }' "$work/gap-$name.txt"
 }
