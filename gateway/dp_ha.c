@@ -174,11 +174,12 @@ static void announce_group(struct dp_ha *h, unsigned g)
 	}
 }
 
-static void ha_become_master(void *arg, unsigned g, const char *reason)
+/* Put group g's addresses that are not yet held on their links (those whose link is
+ * not up yet follow when it comes up: dp_ha_link_changed). Returns how many. */
+static unsigned claim_group(struct dp_ha *h, unsigned g)
 {
-	struct dp_ha *h = arg;
 	char buf[IP_PREFIX_STRLEN];
-	uint64_t now = now_ms();
+	unsigned n = 0;
 
 	for (unsigned i = 0; i < h->n_addrs; i++) {
 		struct ha_addr *a = &h->addrs[i];
@@ -196,10 +197,27 @@ static void ha_become_master(void *arg, unsigned g, const char *reason)
 		if (k->link)
 			(void)ipoib_link_add_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
 		a->held = true;
+		n++;
 	}
+	return n;
+}
+
+/* Claimed: announce at once and twice more. */
+static void announce_soon(struct dp_ha *h, unsigned g)
+{
+	uint64_t now = now_ms();
+
 	announce_group(h, g);
 	h->announce_at[g][0] = now + ANNOUNCE_2_MS;
 	h->announce_at[g][1] = now + ANNOUNCE_3_MS;
+}
+
+static void ha_become_master(void *arg, unsigned g, const char *reason)
+{
+	struct dp_ha *h = arg;
+
+	claim_group(h, g);
+	announce_soon(h, g);
 	log_notice("failover: group %s: MASTER (%s)", h->groups[g].name, reason);
 }
 
@@ -616,6 +634,16 @@ void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
 
 	if (!h)
 		return;
+	/* Taken out (a reload): its interface and every address on it are gone. */
+	if (!k->ifindex)
+		for (unsigned i = 0; i < h->n_addrs; i++)
+			if (!strcmp(h->addrs[i].dev, k->name))
+				h->addrs[i].held = false;
+	/* Up (again, or rebuilt): a MASTER group's addresses on it go there now. */
+	if (link_up(dp, k))
+		for (unsigned g = 0; g < h->n_groups; g++)
+			if (ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER && claim_group(h, g))
+				announce_soon(h, g);
 	for (unsigned p = 0; p < h->n_paths; p++) {
 		bool up;
 
