@@ -375,7 +375,7 @@ static const struct field failover_fields[] = {
 	  SZ(FO, heartbeat_interval_ms), 10, 10000, "20", NULL, 0, NULL, NULL,
 	  "interval between heartbeats on each path" },
 	{ "dead_interval_ms", T_UINT, offsetof(FO, dead_interval_ms), 0, SZ(FO, dead_interval_ms),
-	  30, 60000, "100", NULL, 0, NULL, NULL,
+	  30, 60000, "80", NULL, 0, NULL, NULL,
 	  "peer declared dead after this long without heartbeats; at least 3 heartbeats" },
 	{ "key_file", T_STR, offsetof(FO, key_file), 0, SZ(FO, key_file), 0, 0, "", NULL,
 	  FL_ABSPATH, NULL, NULL, "shared secret authenticating heartbeats; \"\": none" },

@@ -127,7 +127,7 @@ struct gw_failover_config {
 	bool preempt;                   /* preempt: default true */
 	uint32_t preempt_delay_ms;      /* default 0 */
 	uint32_t heartbeat_interval_ms; /* default 20, 10..10000 */
-	uint32_t dead_interval_ms;      /* default 100; at least 3 heartbeat intervals */
+	uint32_t dead_interval_ms;      /* default 80; at least 3 heartbeat intervals */
 	char key_file[GW_PATH_MAX];     /* key_file: shared secret for heartbeats */
 	char (*paths)[GW_NAME_MAX];     /* paths: interfaces carrying heartbeats (default all) */
 	unsigned n_paths;

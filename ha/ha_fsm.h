@@ -51,7 +51,7 @@
 #define HA_TRANSITIONS_MAX 32 /* transitions kept for gwctl show ha */
 
 #define HA_DEFAULT_INTERVAL_MS 20
-#define HA_DEFAULT_DEAD_MS     100
+#define HA_DEFAULT_DEAD_MS     80
 #define HA_DEFAULT_TB_RETRY_MS 1000
 
 struct ha_group_cfg {
@@ -65,7 +65,7 @@ struct ha_fsm_cfg {
 	bool preempt;                 /* failover.preempt */
 	uint32_t preempt_delay_ms;    /* failover.preempt_delay_ms */
 	uint32_t interval_ms;         /* heartbeat_interval_ms; 0: 20 */
-	uint32_t dead_ms;             /* dead_interval_ms; 0: 100; at least 3 intervals */
+	uint32_t dead_ms;             /* dead_interval_ms; 0: 80; at least 3 intervals */
 	unsigned n_paths;             /* 1..HA_MAX_PATHS heartbeat paths, numbered 0..n-1 */
 	bool has_tiebreaker;          /* failover.tiebreaker_address is set */
 	uint32_t tiebreaker_retry_ms; /* probe again this often while the peer is dead; 0: 1000 */

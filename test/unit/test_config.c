@@ -243,7 +243,7 @@ static void test_defaults(void **state)
 	assert_true(c->failover.enabled);
 	assert_true(c->failover.preempt);
 	assert_int_equal(c->failover.heartbeat_interval_ms, 20);
-	assert_int_equal(c->failover.dead_interval_ms, 100);
+	assert_int_equal(c->failover.dead_interval_ms, 80);
 	assert_int_equal(c->failover.groups[0].priority, 120); /* from failover.priority */
 	assert_int_equal(c->failover.groups[1].priority, 7);
 	assert_false(c->failover.has_tiebreaker);
