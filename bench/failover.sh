@@ -67,12 +67,22 @@ ibgw_case() {
 	local name=$1 node=$2 dst=$3 brk=$4 fix=$5 r gaps=""
 	for r in $(seq "$rounds"); do
 		settle
+		# A round counts only if it starts from gw1 MASTER, gw2 BACKUP and gw2 takes
+		# over: otherwise nothing failed over and its gap says nothing.
+		if [ "$(state gw1)/$(state gw2)" != master/backup ]; then
+			echo "# $name round $r left out: roles $(state gw1)/$(state gw2) before" >&2
+			continue
+		fi
 		gap_start "$name" "$rack-$node" "$dst"
 		sleep 1
 		eval "$brk"
-		wait_state gw2 master 10
-		sleep 1.5
-		gaps="$gaps $(gap_stop "$name" | cut -d' ' -f1)"
+		if wait_state gw2 master 10; then
+			sleep 1.5
+			gaps="$gaps $(gap_stop "$name" | cut -d' ' -f1)"
+		else
+			gap_stop "$name" >/dev/null
+			echo "# $name round $r left out: gw2 did not take over" >&2
+		fi
 		eval "$fix"
 	done
 	echo "$gaps" | tr ' ' '\n' | grep . | median
@@ -86,6 +96,7 @@ ib_hca=$(ibgw_case hcadown ethhost1 10.10.0.13 'rack_sh link gw1 down >/dev/null
 	'rack_sh link gw1 up >/dev/null')
 # A heartbeat path cut: no failover may happen, so the gap is the ping's own.
 settle
+wait_paths gw2 2 10 || echo "# heartbeat paths not both alive before the cut" >&2
 ip netns exec "$rack-ethsw" nft -f - <<'EOF'
 table bridge fobench {
 	chain hb {
