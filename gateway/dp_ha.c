@@ -22,6 +22,10 @@
  * carrier; the FSM puts a group in FAULT while a link carrying one of its addresses is
  * down (track_paths), so the peer takes over.
  *
+ * State sync: a full dump of paths, neighbours and learned routes to the peer every
+ * SYNC_EVERY_MS and for each new boot of it; what arrives fills only what this box does
+ * not know. Also here: gwctl show ha / ha switchover and the pair's metrics.
+ *
  * Threads: control thread only.
  */
 #include <errno.h>
