@@ -86,7 +86,7 @@ out=$("$gwctl" -S "$sock" sh li 2>&1)
 tap_like "unique prefixes are accepted (sh li)" "$out" "^ib0: ipoib"
 out=$("$gwctl" -S "$sock" shw links 2>&1); rc=$?
 tap_is "an unknown word is a usage error (exit 2)" "$rc" 2
-tap_like "and says what was expected" "$out" "unknown word 'shw'; expected one of: show, reload, log"
+tap_like "and says what was expected" "$out" "unknown word 'shw'; expected one of: show, ha, reload, log"
 out=$("$gwctl" -S "$sock" show 2>&1); rc=$?
 tap_like "an incomplete command lists the choices" "$rc $out" "^2 .*expected one of: version, config, links"
 

@@ -331,8 +331,9 @@ static void udp_cb(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 
 /* The control thread's UDP (failover heartbeats) both ways, for each family: what
  * fwd_sp_send_udp hands the worker is a valid datagram out of the given interface to
- * the peer with TTL 255; the same bytes arriving for our address reach the bound
- * handler; a corrupted one, another port, and an IPv6 datagram without checksum do not. */
+ * the peer with TTL 255 (also when it waited for ARP first); the same bytes arriving for
+ * our address reach the bound handler; a corrupted one, another port, and an IPv6
+ * datagram without checksum do not. */
 static void udp_both_ways(void **state)
 {
 	struct env *v = *state;
@@ -353,12 +354,38 @@ static void udp_both_ways(void **state)
 
 		assert_int_equal(ip_addr_parse(fam[f][0], &us), 0);
 		assert_int_equal(ip_addr_parse(fam[f][1], &peer), 0);
-		assert_int_equal(fwd_sp_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "hello", 5),
-				 0);
+		if (f == 0) {
+			/* The peer not known yet: ARP for it, the datagram parked meanwhile. */
+			uint8_t fr[128];
+			struct arp_pkt r;
+
+			assert_int_equal(
+			    fwd_sp_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "hello", 5), 0);
+			m = next_out(v);
+			assert_non_null(m);
+			assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r),
+					 ARP_OK);
+			assert_int_equal(r.tpa, ip4("10.1.0.9"));
+			done(v, m);
+			assert_null(next_out(v));
+			punt(v, FWD_PUNT_ARP, v->if1, fr,
+			     arp_frame(fr, hmac, ARP_OP_REPLY, "10.1.0.9", "10.1.0.1", mac1), 0,
+			     NULL);
+		} else {
+			/* Known: straight to the worker. */
+			struct neigh_link ll = { .len = 6, .usable = true };
+
+			memcpy(ll.addr, hmac, 6);
+			assert_non_null(
+			    neigh_update(fwd_snap_if(fwd_engine_current(v->e), v->if1)->neigh,
+					 AF_INET6, peer.bytes, &ll, NEIGH_F_CREATE));
+			assert_int_equal(
+			    fwd_sp_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "hello", 5), 0);
+		}
 		m = next_out(v);
 		assert_non_null(m);
 		assert_int_equal(m->type, FWD_MSG_TX_IP);
-		assert_true(m->own);
+		assert_true(m->own); /* released from the queue, it keeps TTL 255 below */
 		assert_int_equal(m->ifindex, v->if1);
 		assert_memory_equal(m->nh, peer.bytes, f ? 16 : 4);
 		len = m->len;
