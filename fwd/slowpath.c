@@ -773,6 +773,13 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 
 /* ---- local delivery: UDP to the bound port, echo ----------------------------------- */
 
+/* The UDP pseudo-header's sum for the IP packet at ip (either family). */
+static uint64_t udp_pseudo_sum(int family, const uint8_t *ip, uint16_t ulen)
+{
+	return family == AF_INET ? ip4_pseudo_sum(ip + 12, ip + 16, ulen, 17)
+				 : ip6_pseudo_sum(ip + 8, ip + 24, ulen, 17);
+}
+
 /* A UDP datagram to us (l4: its header, l4_len: to the end of the IP payload): to the
  * bound handler when it is for its port and whole. True when it was UDP (taken). */
 static bool udp_in(struct fwd_sp *sp, uint32_t ifindex, int family, const uint8_t *ip,
@@ -792,10 +799,7 @@ static bool udp_in(struct fwd_sp *sp, uint32_t ifindex, int family, const uint8_
 	if (family == AF_INET6 && csum == 0)
 		return false; /* mandatory in IPv6 */
 	if (csum) {
-		uint8_t ph[4] = { 0, 17, (uint8_t)(ulen >> 8), (uint8_t)ulen };
-
-		sum = family == AF_INET ? ip_csum_add(ip_csum_add(0, ip + 12, 8), ph, 4)
-					: ip6_pseudo_sum(ip + 8, ip + 24, ulen, 17);
+		sum = udp_pseudo_sum(family, ip, ulen);
 		if (ip_csum_fold(ip_csum_add(sum, l4, ulen)) != 0xffff)
 			return false;
 	}
@@ -866,13 +870,7 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	ip_put16(u + 2, dport);
 	ip_put16(u + 4, (uint16_t)ulen);
 	memcpy(u + 8, payload, len);
-	if (src->family == AF_INET) {
-		uint8_t ph[4] = { 0, 17, (uint8_t)(ulen >> 8), (uint8_t)ulen };
-
-		sum = ip_csum_add(ip_csum_add(0, p + 12, 8), ph, 4);
-	} else {
-		sum = ip6_pseudo_sum(p + 8, p + 24, (uint32_t)ulen, 17);
-	}
+	sum = udp_pseudo_sum(src->family, p, (uint16_t)ulen);
 	csum = (uint16_t)~ip_csum_fold(ip_csum_add(sum, u, ulen));
 	ip_put16(u + 6, csum ? csum : 0xffff); /* 0 would mean "none" */
 	m->type = FWD_MSG_TX_IP;
