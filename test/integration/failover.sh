@@ -150,7 +150,8 @@ sed 's/preempt: true/preempt: false/' "$RACK_STATE/nodes/gw1/ibgwd.yaml" >"$work
 kill -9 "$(rack_pid ibgwd-gw1)"
 wait_state gw2 master 5
 gateway_start gw1 "$work/gw1-nopreempt.yaml" >/dev/null 2>&1
-sleep 2
+wait_state gw1 backup 10 # up (its port open, the peer heard): a slow start is no failure
+sleep 2                  # ... and it stays BACKUP
 tap_is "failback without preemption: gw1 stays BACKUP, gw2 MASTER" "$(state gw1) $(state gw2)" \
 	"backup master"
 gap_start sw "$rack-ethhost1" 10.10.0.13
