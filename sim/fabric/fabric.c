@@ -45,6 +45,7 @@ struct port {
 struct node {
 	char name[SIMFAB_NAME_MAX];
 	bool down;
+	uint64_t ports_down; /* bit N: port N of the node set down alone (1..63) */
 	uint32_t loss_ppm, delay_ms;
 	struct fabric_port_stats st; /* all its ports, since the fabric started */
 };
@@ -316,6 +317,14 @@ static int port_check(const struct fabric *f, const struct simfab_port_info *inf
 	return rc;
 }
 
+/* A port's link is down: its node's, or its own (link NODE down|up PORT). */
+static bool port_down(const struct fabric *f, const struct port *p)
+{
+	const struct node *n = &f->nodes[p->node];
+
+	return n->down || (p->info.port_num < 64 && (n->ports_down >> p->info.port_num & 1));
+}
+
 int fabric_port_add(struct fabric *f, const struct simfab_port_info *info, int *port,
 		    const char **why)
 {
@@ -411,7 +420,7 @@ bool fabric_port_up(const struct fabric *f, int port)
 {
 	const struct simfab_port_info *info = fabric_port_info(f, port);
 
-	return info && !f->nodes[f->ports[port].node].down;
+	return info && !port_down(f, &f->ports[port]);
 }
 
 /* ---- QPs and multicast ----------------------------------------------------------- */
@@ -539,12 +548,38 @@ int fabric_set_link(struct fabric *f, const char *name, bool up)
 	n = node_get(f, name);
 	if (n < 0)
 		return n;
-	if (f->nodes[n].down == !up)
-		return 0;
-	f->nodes[n].down = !up;
+	return fabric_set_port_link(f, name, 0, up);
+}
+
+int fabric_set_port_link(struct fabric *f, const char *name, unsigned port_num, bool up)
+{
+	bool was[FABRIC_PORTS_MAX];
+	struct node *nd;
+	int n;
+
+	if (!name || port_num > FABRIC_LINK_PORT_MAX)
+		return -EINVAL;
+	n = node_get(f, name);
+	if (n < 0)
+		return n;
+	nd = &f->nodes[n];
 	for (int i = 0; i < FABRIC_PORTS_MAX; i++)
-		if (f->ports[i].used && f->ports[i].node == n && f->ops.port_state)
-			f->ops.port_state(f->arg, i, up);
+		was[i] = f->ports[i].used && f->ports[i].node == n && !port_down(f, &f->ports[i]);
+	if (port_num == 0) {
+		nd->down = !up;
+		if (up)
+			nd->ports_down = 0; /* the whole node up: every port of it */
+	} else if (up) {
+		nd->ports_down &= ~(1ull << port_num);
+	} else {
+		nd->ports_down |= 1ull << port_num;
+	}
+	for (int i = 0; i < FABRIC_PORTS_MAX; i++) {
+		if (!f->ports[i].used || f->ports[i].node != n)
+			continue;
+		if (was[i] != !port_down(f, &f->ports[i]) && f->ops.port_state)
+			f->ops.port_state(f->arg, i, !was[i]);
+	}
 	return 0;
 }
 
@@ -608,6 +643,7 @@ int fabric_get_settings(const struct fabric *f, int i, struct fabric_settings *o
 		return -ENOENT;
 	*out = (struct fabric_settings){ .name = f->nodes[i].name,
 					 .down = f->nodes[i].down,
+					 .ports_down = f->nodes[i].ports_down,
 					 .loss_ppm = f->nodes[i].loss_ppm,
 					 .delay_ms = f->nodes[i].delay_ms,
 					 .st = &f->nodes[i].st };
@@ -681,7 +717,7 @@ static enum fabric_drop egress_check(struct fabric *f, struct port *dst, uint32_
 	uint8_t type = qp_type_of(pkt->bth.opcode);
 	bool limited = false, match = false;
 
-	if (f->nodes[dst->node].down)
+	if (port_down(f, dst))
 		return FABRIC_DROP_LINK_DOWN;
 	if (lose(f, f->nodes[dst->node].loss_ppm))
 		return FABRIC_DROP_LOSS;
@@ -865,7 +901,7 @@ void fabric_packet(struct fabric *f, int port, uint32_t src_qpn, const uint8_t *
 	p->st.rx_bytes += len;
 	f->nodes[p->node].st.rx_packets++;
 	f->nodes[p->node].st.rx_bytes += len;
-	if (f->nodes[p->node].down) {
+	if (port_down(f, p)) {
 		refuse(f, v, p, NULL, FABRIC_DROP_LINK_DOWN);
 		goto captured;
 	}

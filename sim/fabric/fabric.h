@@ -153,6 +153,11 @@ uint64_t fabric_next_deadline(const struct fabric *f);
  * -EINVAL out of range; -ENOSPC: too many node names.
  */
 int fabric_set_link(struct fabric *f, const char *name, bool up);
+/* One port of a node (port_num 1..FABRIC_LINK_PORT_MAX; 0: the whole node, as
+ * fabric_set_link; setting the whole node up also clears its ports' own settings).
+ * Ports whose state changes are told (ops.port_state). */
+#define FABRIC_LINK_PORT_MAX 63
+int fabric_set_port_link(struct fabric *f, const char *name, unsigned port_num, bool up);
 int fabric_set_loss(struct fabric *f, const char *name, uint32_t ppm);
 int fabric_set_delay(struct fabric *f, const char *name, uint32_t ms);
 
@@ -169,6 +174,7 @@ struct fabric_port_stats {
 struct fabric_settings {
 	const char *name;
 	bool down;
+	uint64_t ports_down; /* bit N: port N set down alone */
 	uint32_t loss_ppm, delay_ms;
 	const struct fabric_port_stats *st;
 };
@@ -191,7 +197,7 @@ char *fabric_stats_json(const struct fabric *f);
 
 /*
  * Control commands (one line of text; see docs/simulated-rack.md):
- *   link NODE down|up | loss PERCENT [NODE] | delay MS [NODE] | stats
+ *   link NODE down|up [PORT] | loss PERCENT [NODE] | delay MS [NODE] | stats
  *   capture start FILE [SECONDS] | capture stop
  * PERCENT is a decimal number 0..100 with at most 4 decimals. fabric_cmd_parse fills
  * cmd (name and file point into a copy inside cmd) or returns -EINVAL with a reason.

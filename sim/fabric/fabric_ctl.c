@@ -123,12 +123,16 @@ int fabric_cmd_parse(const char *line, size_t len, struct fabric_cmd *cmd, const
 		return 0;
 	}
 	if (!strcmp(tok[0], "link")) {
-		if (n != 3)
-			return fail(why, "usage: link NODE down|up");
+		if (n != 3 && n != 4)
+			return fail(why, "usage: link NODE down|up [PORT]");
 		if (!name_ok(tok[1]))
 			return fail(why, "node name: 1..63 of A-Z a-z 0-9 _ - .");
 		if (strcmp(tok[2], "up") && strcmp(tok[2], "down"))
 			return fail(why, "link state is 'down' or 'up'");
+		cmd->value = 0;
+		if (n == 4 &&
+		    (!uint_ok(tok[3], FABRIC_LINK_PORT_MAX, &cmd->value) || cmd->value == 0))
+			return fail(why, "link: port 1..63");
 		cmd->kind = FABRIC_CMD_LINK;
 		cmd->name = tok[1];
 		cmd->up = !strcmp(tok[2], "up");
@@ -267,6 +271,14 @@ char *fabric_stats_json(const struct fabric *f)
 			json_object_object_add(o, "node", json_object_new_string(fs.name));
 			json_object_object_add(o, "link",
 					       json_object_new_string(fs.down ? "down" : "up"));
+			if (fs.ports_down) {
+				json_object *pd = json_object_new_array();
+
+				for (int b = 1; b <= FABRIC_LINK_PORT_MAX; b++)
+					if (fs.ports_down >> b & 1)
+						json_object_array_add(pd, json_object_new_int(b));
+				json_object_object_add(o, "ports_down", pd);
+			}
 			json_object_object_add(o, "loss_ppm", json_object_new_int64(fs.loss_ppm));
 			json_object_object_add(o, "delay_ms", json_object_new_int64(fs.delay_ms));
 			add_counters(o, fs.st);

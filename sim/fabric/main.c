@@ -457,8 +457,11 @@ static void ctl_run(struct fab *x, struct ctl_conn *cc)
 		free(json);
 		return;
 	case FABRIC_CMD_LINK:
-		rc = fabric_set_link(x->f, cmd.name, cmd.up);
-		if (rc == 0)
+		rc = fabric_set_port_link(x->f, cmd.name, cmd.value, cmd.up);
+		if (rc == 0 && cmd.value)
+			log_info("fabric: node %s port %u link %s", cmd.name, cmd.value,
+				 cmd.up ? "up" : "down");
+		else if (rc == 0)
 			log_info("fabric: node %s link %s", cmd.name, cmd.up ? "up" : "down");
 		break;
 	case FABRIC_CMD_LOSS:

@@ -240,9 +240,9 @@ role_after_sm() {
 }
 
 # Fabric hooks for `link`, `loss`, `delay`, `capture`, `fabric`.
-role_fabric_link() {   # NODE down|up: the data path follows ibsim's link
+role_fabric_link() {   # NODE down|up [PORT]: the data path follows ibsim's link
 	fabric_running || return 0
-	fabric_ctl link "$1" "$2" >/dev/null
+	fabric_ctl link "$1" "$2" ${3:+"$3"} >/dev/null
 }
 role_fabric_cmd() {
 	local what=$1

@@ -473,6 +473,36 @@ static void test_link_down(void **state)
 	assert_false(fabric_port_up(x->f, p));
 }
 
+/* One port of a two-port node down: the other stays up; the node up clears it. */
+static void test_port_link_down(void **state)
+{
+	struct ctx *x = *state;
+	struct simfab_port_info p1 = info("hostE", 20, 0, 0x81, SIMFAB_MTU_4096);
+	struct simfab_port_info p2 = info("hostE", 21, 0, 0x82, SIMFAB_MTU_4096);
+	int e1, e2;
+
+	p2.port_num = 2;
+	assert_int_equal(fabric_port_add(x->f, &p1, &e1, NULL), 0);
+	assert_int_equal(fabric_port_add(x->f, &p2, &e2, NULL), 0);
+	x->n_state = 0;
+	assert_int_equal(fabric_set_port_link(x->f, "hostE", 1, false), 0);
+	assert_int_equal(x->n_state, 1);
+	assert_int_equal(x->state_port, e1);
+	assert_false(x->state_up);
+	assert_false(fabric_port_up(x->f, e1));
+	assert_true(fabric_port_up(x->f, e2));
+	/* The node down tells only the port that was still up. */
+	assert_int_equal(fabric_set_link(x->f, "hostE", false), 0);
+	assert_int_equal(x->n_state, 2);
+	assert_int_equal(x->state_port, e2);
+	/* The node up brings both back (its ports' own settings cleared). */
+	assert_int_equal(fabric_set_link(x->f, "hostE", true), 0);
+	assert_int_equal(x->n_state, 4);
+	assert_true(fabric_port_up(x->f, e1));
+	assert_true(fabric_port_up(x->f, e2));
+	assert_int_equal(fabric_set_port_link(x->f, "hostE", 64, false), -EINVAL);
+}
+
 static void test_rx_overflow(void **state)
 {
 	struct ctx *x = *state;
@@ -682,6 +712,7 @@ static void test_cmd_parse(void **state)
 		{ "stats\n", FABRIC_CMD_STATS, NULL, 0, false },
 		{ "link ibhost1 down", FABRIC_CMD_LINK, "ibhost1", 0, false },
 		{ "  link\tgw1   up  ", FABRIC_CMD_LINK, "gw1", 0, true },
+		{ "link gw1 down 2", FABRIC_CMD_LINK, "gw1", 2, false },
 		{ "loss 12.5", FABRIC_CMD_LOSS, NULL, 125000, false },
 		{ "loss 100", FABRIC_CMD_LOSS, NULL, 1000000, false },
 		{ "loss 0.0001 gw2", FABRIC_CMD_LOSS, "gw2", 1, false },
@@ -699,6 +730,9 @@ static void test_cmd_parse(void **state)
 		"link",
 		"link gw1",
 		"link gw1 sideways",
+		"link gw1 down 0",
+		"link gw1 down 64",
+		"link gw1 down 1 2",
 		"link g/w up",
 		"loss",
 		"loss 101",
@@ -763,6 +797,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spoofing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multicast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_link_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delay, setup, teardown),
