@@ -113,6 +113,7 @@ enum cm_close_reason {
 	CM_CLOSE_REPLACED, /* the peer connected anew */
 	CM_CLOSE_CROSSED,  /* our REQ lost the crossing-REQ rule */
 	CM_CLOSE_ERROR,    /* a callback failed, or bad private data */
+	CM_CLOSE_PATH,     /* its path died (cm_disconnect_dlid: an IB router went down) */
 	CM_CLOSE_COUNT
 };
 const char *cm_close_reason_name(enum cm_close_reason r);
@@ -219,6 +220,14 @@ int cm_accept_fail(struct cm *cm, uint32_t local_comm_id);
  * -ENOENT. cm_neigh_expired is the same with reason CM_CLOSE_NEIGH. */
 int cm_disconnect(struct cm *cm, const struct ipoib_hwaddr *peer);
 int cm_neigh_expired(struct cm *cm, const struct ipoib_hwaddr *peer);
+/* Tear down every connection (up or being set up) whose path goes to dlid -- an IB
+ * router that went down: the peers behind it are reached again over a new path
+ * (the user's next cm_connect). CM_CLOSE_PATH; an established one gets a DREQ (which
+ * will likely go unanswered). Returns how many. */
+unsigned cm_disconnect_dlid(struct cm *cm, uint16_t dlid);
+/* The same on every cm of the process (each IPoIB link keeps its cm private; the
+ * router watch reaches them all through this). Control thread. */
+unsigned cm_disconnect_dlid_all(uint16_t dlid);
 
 /* The data path saw traffic on the connection to peer (flags ignored). On a passive
  * connection still waiting for its RTU, traffic means established (IBA 12.9.6). */

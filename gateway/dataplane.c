@@ -45,6 +45,7 @@
 #include "fwd/slowpath.h"
 #include "fwd/worker.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_routers.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 #include "sm-client/sa_umad.h"
@@ -381,6 +382,10 @@ static void on_sa_event(void *arg, const struct sa_event *ev)
 		break;
 	case SA_EV_PORT_DOWN:
 		log_warning("IB port %s/%u: port left ACTIVE", p->device, p->num);
+		break;
+	case SA_EV_ROUTER_DOWN:
+	case SA_EV_ROUTER_UP:
+		dp_routers_sa_event(p, ev);
 		break;
 	default:
 		break;

@@ -37,7 +37,8 @@ enum txn_kind {
 	TX_JOIN,
 	TX_LEAVE,
 	TX_INFORM,
-	TX_PROBE
+	TX_PROBE,
+	TX_ROUTER
 };
 
 struct txn {
@@ -105,6 +106,18 @@ struct sub {
 	struct txn *txn;
 };
 
+/* A watched router (router liveness). */
+#define ROUTERS_MAX 64
+struct rwatch {
+	uint16_t lid;
+	enum sa_router_state state;
+	bool learned, configured, manual;
+	unsigned in_row;
+	uint64_t polls, downs, ups, changed_at, next_poll;
+	int last_error;
+	struct txn *txn;
+};
+
 struct sa_client {
 	struct sa_client_config cfg;
 	struct evtimer *timer;
@@ -133,6 +146,9 @@ struct sa_client {
 	struct membership *groups;
 	unsigned ngroups;
 	struct sub subs[NTRAPS];
+	/* router liveness */
+	struct rwatch routers[ROUTERS_MAX];
+	unsigned nrouters;
 	struct sa_stats st;
 	bool in_run;
 };
@@ -144,6 +160,10 @@ static void txn_done(struct sa_client *c, struct txn *t, int status, const struc
 static void mcast_send_join(struct sa_client *c, struct membership *m);
 static void sub_send(struct sa_client *c, struct sub *s, bool subscribe);
 static void path_send(struct sa_client *c, struct path_entry *e);
+static void router_learn(struct sa_client *c, const struct sa_path *p);
+static void routers_run(struct sa_client *c, uint64_t n);
+static void router_done(struct sa_client *c, struct rwatch *w, int status, const struct sa_hdr *h,
+			const uint8_t *mad, size_t len);
 
 /* ---------------------------------------------------------------------------------- */
 
@@ -298,7 +318,9 @@ static void txn_transmit(struct sa_client *c, struct txn *t)
 	c->st.sent++;
 	if (rc)
 		c->st.send_errors++;
-	t->deadline = n + (t->kind == TX_PROBE ? c->base_timeout : attempt_timeout(c, t->attempts));
+	t->deadline =
+	    n + (t->kind == TX_PROBE || t->kind == TX_ROUTER ? c->base_timeout
+							     : attempt_timeout(c, t->attempts));
 	t->attempts++;
 }
 
@@ -523,6 +545,7 @@ static void path_done(struct sa_client *c, struct path_entry *e, int status, con
 		e->expires = n + c->cfg.path_ttl_ms;
 		if (was_valid)
 			c->st.path_revalidated++;
+		router_learn(c, p);
 		path_notify(c, e, 0);
 		return;
 	}
@@ -1205,6 +1228,285 @@ static void probe_done(struct sa_client *c, int status, const struct sa_hdr *h, 
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* Router liveness */
+
+/* PortInfoRecord: EndPortLID (2), PortNum (1), Options (1), then PortInfo (64) whose
+ * octet 32 holds LinkSpeedSupported (high nibble) and PortState (low nibble). OpenSM
+ * sends 72-octet records (4 octets of padding); 68 are needed. */
+#define PIR_REC_LEN   72
+#define PIR_REC_MIN   68
+#define PIR_STATE_OFF (4 + 32)
+#define PIR_CM_LID    (1ull << 0)
+
+static struct rwatch *router_find(struct sa_client *c, uint16_t lid)
+{
+	for (unsigned i = 0; i < c->nrouters; i++)
+		if (c->routers[i].lid == lid)
+			return &c->routers[i];
+	return NULL;
+}
+
+static struct rwatch *router_add(struct sa_client *c, uint16_t lid)
+{
+	struct rwatch *w;
+
+	if (c->cfg.router_poll_ms == SA_ROUTER_POLL_OFF || lid == 0 || lid >= 0xc000 ||
+	    c->nrouters == ROUTERS_MAX)
+		return NULL;
+	w = &c->routers[c->nrouters++];
+	memset(w, 0, sizeof(*w));
+	w->lid = lid;
+	w->state = SA_ROUTER_UNKNOWN;
+	w->changed_at = now(c);
+	w->next_poll = w->changed_at; /* ask at once */
+	return w;
+}
+
+int sa_router_watch(struct sa_client *c, uint16_t lid)
+{
+	struct rwatch *w;
+
+	if (lid == 0 || lid >= 0xc000)
+		return -EINVAL;
+	w = router_find(c, lid);
+	if (w) {
+		if (w->manual)
+			return -EEXIST;
+		w->manual = true;
+		return 0;
+	}
+	w = router_add(c, lid);
+	if (!w)
+		return c->cfg.router_poll_ms == SA_ROUTER_POLL_OFF ? -EINVAL : -ENOSPC;
+	w->manual = true;
+	if (!c->in_run) {
+		run(c);
+		schedule(c);
+	}
+	return 0;
+}
+
+int sa_router_unwatch(struct sa_client *c, uint16_t lid)
+{
+	struct rwatch *w = router_find(c, lid);
+	unsigned i;
+
+	if (!w)
+		return -ENOENT;
+	if (w->txn)
+		txn_cancel(c, w->txn);
+	if (w->state == SA_ROUTER_DOWN && c->cfg.gid_routes)
+		sa_gidroutes_set_router(c->cfg.gid_routes, lid, true);
+	i = (unsigned)(w - c->routers);
+	/* Keep the array dense; a moved entry's transaction must follow it. */
+	c->routers[i] = c->routers[--c->nrouters];
+	if (i < c->nrouters && c->routers[i].txn)
+		c->routers[i].txn->owner = &c->routers[i];
+	return 0;
+}
+
+/* A PathRecord to another subnet names a router: watch it. */
+static void router_learn(struct sa_client *c, const struct sa_path *p)
+{
+	struct rwatch *w;
+
+	if (c->cfg.router_poll_ms == SA_ROUTER_POLL_OFF || !c->have_port ||
+	    ib_gid_prefix(&p->dgid) == ib_gid_prefix(&c->gid) || router_find(c, p->dlid))
+		return;
+	w = router_add(c, p->dlid);
+	if (w) {
+		w->learned = true;
+		/* The SA just named it: up until a poll says otherwise. */
+		w->state = SA_ROUTER_UP;
+		w->next_poll = now(c) + c->cfg.router_poll_ms;
+	}
+}
+
+static void router_send(struct sa_client *c, struct rwatch *w)
+{
+	uint8_t rec[PIR_REC_LEN] = { 0 };
+
+	ib_put_be16(rec, w->lid);
+	w->txn = txn_new(c, TX_ROUTER, IB_MAD_METHOD_GET_TABLE, SA_ATTR_PORT_INFO_REC, PIR_CM_LID,
+			 rec, sizeof(rec), w);
+	if (!w->txn) {
+		w->next_poll = now(c) + c->cfg.router_poll_ms;
+		return;
+	}
+	w->polls++;
+	c->st.router_polls++;
+	txn_submit(c, w->txn);
+}
+
+/* From run(): watch the configured routers, send the polls that are due. */
+static void routers_run(struct sa_client *c, uint64_t n)
+{
+	if (c->cfg.router_poll_ms == SA_ROUTER_POLL_OFF)
+		return;
+	if (c->cfg.gid_routes) {
+		uint16_t lids[ROUTERS_MAX];
+		unsigned k = sa_gidroutes_routers(c->cfg.gid_routes, lids, ROUTERS_MAX);
+
+		for (unsigned i = 0; i < k && i < ROUTERS_MAX; i++) {
+			struct rwatch *w = router_find(c, lids[i]);
+
+			if (!w)
+				w = router_add(c, lids[i]);
+			if (w)
+				w->configured = true;
+		}
+	}
+	for (unsigned i = 0; i < c->nrouters; i++) {
+		struct rwatch *w = &c->routers[i];
+
+		if (!w->txn && w->next_poll <= n)
+			router_send(c, w);
+	}
+}
+
+static void path_changed_notify(struct sa_client *c)
+{
+	/* Users re-resolve their paths on a join answer (sa_mcast_cb): hand each joined
+	 * group's answer again. A callback may leave a group: walk by copy of next. */
+	for (struct membership *m = c->groups, *next; m; m = next) {
+		next = m->next;
+		if (m->state == SA_MC_JOINED && m->have_group && m->cb)
+			m->cb(m->arg, 0, &m->g);
+	}
+}
+
+static void router_change(struct sa_client *c, struct rwatch *w, enum sa_router_state st)
+{
+	uint64_t n = now(c);
+	unsigned dropped = 0;
+
+	w->state = st;
+	w->in_row = 0;
+	w->changed_at = n;
+	if (c->cfg.gid_routes)
+		sa_gidroutes_set_router(c->cfg.gid_routes, w->lid, st == SA_ROUTER_UP);
+	for (struct path_entry *e = c->fifo_head, *next; e; e = next) {
+		next = e->fnext;
+		if (e->txn)
+			continue; /* an answer is on its way */
+		if (st == SA_ROUTER_DOWN && e->has_path && e->path.dlid == w->lid) {
+			path_free(c, e);
+			dropped++;
+		} else if (st == SA_ROUTER_UP && e->negative && c->have_port &&
+			   ib_gid_prefix(&e->dgid) != ib_gid_prefix(&c->gid)) {
+			path_free(c, e);
+		}
+	}
+	c->st.path_invalidated += dropped;
+	if (st == SA_ROUTER_DOWN) {
+		w->downs++;
+		c->st.router_downs++;
+		c->st.router_paths_dropped += dropped;
+		log_warning("sa: IB router LID %u is down (no ACTIVE port at the SA); %u cached "
+			    "paths through it dropped",
+			    w->lid, dropped);
+	} else {
+		w->ups++;
+		c->st.router_ups++;
+		log_notice("sa: IB router LID %u is up", w->lid);
+	}
+	{
+		struct sa_event ev = { .type = st == SA_ROUTER_DOWN ? SA_EV_ROUTER_DOWN
+								    : SA_EV_ROUTER_UP,
+				       .lid = w->lid };
+
+		if (c->cfg.event)
+			c->cfg.event(c->cfg.event_arg, &ev);
+	}
+	path_changed_notify(c);
+}
+
+static void router_done(struct sa_client *c, struct rwatch *w, int status, const struct sa_hdr *h,
+			const uint8_t *mad, size_t len)
+{
+	enum sa_router_state seen = SA_ROUTER_UNKNOWN;
+	unsigned need;
+
+	w->txn = NULL;
+	w->next_poll = now(c) + c->cfg.router_poll_ms;
+	if (status == -ENOENT) {
+		seen = SA_ROUTER_DOWN; /* ERR_NO_RECORDS: the SM has no such port */
+	} else if (status == 0 && h) {
+		size_t stride;
+		unsigned count;
+		bool trunc;
+
+		seen = SA_ROUTER_DOWN;
+		if (sa_records(h, len, PIR_REC_MIN, &stride, &count, &trunc)) {
+			c->st.bad[SA_BAD_RECORD]++;
+			seen = SA_ROUTER_UNKNOWN;
+			status = -EPROTO;
+		}
+		for (unsigned i = 0; seen != SA_ROUTER_UNKNOWN && i < count; i++) {
+			const uint8_t *r = mad + SA_HDR_LEN + i * stride;
+
+			if (ib_get_be16(r) == w->lid && (r[PIR_STATE_OFF] & 0x0f) == SA_PORT_ACTIVE)
+				seen = SA_ROUTER_UP;
+		}
+	}
+	w->last_error = status;
+	if (seen == SA_ROUTER_UNKNOWN || seen == w->state) {
+		if (seen != SA_ROUTER_UNKNOWN)
+			w->in_row = 0;
+		return;
+	}
+	need = seen == SA_ROUTER_DOWN ? c->cfg.router_down_after : c->cfg.router_up_after;
+	if (w->state == SA_ROUTER_UNKNOWN)
+		need = 1; /* the first answer says what it is */
+	if (++w->in_row < need)
+		return;
+	if (w->state == SA_ROUTER_UNKNOWN && seen == SA_ROUTER_UP) {
+		w->state = SA_ROUTER_UP; /* nothing changes for anyone */
+		w->in_row = 0;
+		w->changed_at = now(c);
+		return;
+	}
+	router_change(c, w, seen);
+}
+
+void sa_router_foreach(const struct sa_client *c,
+		       int (*fn)(void *arg, const struct sa_router_info *ri), void *arg)
+{
+	uint64_t n = now(c);
+
+	for (unsigned i = 0; i < c->nrouters; i++) {
+		const struct rwatch *w = &c->routers[i];
+		struct sa_router_info ri = {
+			.lid = w->lid,
+			.state = w->state,
+			.learned = w->learned && !w->configured && !w->manual,
+			.in_row = w->in_row,
+			.polls = w->polls,
+			.downs = w->downs,
+			.ups = w->ups,
+			.changed_ms = n - w->changed_at,
+			.last_error = w->last_error,
+		};
+
+		if (fn(arg, &ri))
+			break;
+	}
+}
+
+const char *sa_router_state_name(enum sa_router_state s)
+{
+	switch (s) {
+	case SA_ROUTER_UNKNOWN:
+		return "unknown";
+	case SA_ROUTER_UP:
+		return "up";
+	case SA_ROUTER_DOWN:
+		return "down";
+	}
+	return "?";
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* Completion, input */
 
 static void txn_done(struct sa_client *c, struct txn *t, int status, const struct sa_hdr *h,
@@ -1228,6 +1530,9 @@ static void txn_done(struct sa_client *c, struct txn *t, int status, const struc
 		break;
 	case TX_PROBE:
 		probe_done(c, status, h, mad, len);
+		break;
+	case TX_ROUTER:
+		router_done(c, owner, status, h, mad, len);
 		break;
 	case TX_LEAVE:
 		break;
@@ -1390,7 +1695,8 @@ static void run(struct sa_client *c)
 			next = t->next;
 			if (t->deadline > n)
 				continue;
-			if (t->kind != TX_PROBE && t->attempts <= c->cfg.retries && c->sa_up) {
+			if (t->kind != TX_PROBE && t->kind != TX_ROUTER &&
+			    t->attempts <= c->cfg.retries && c->sa_up) {
 				c->st.retries++;
 				txn_transmit(c, t);
 				continue;
@@ -1430,6 +1736,7 @@ static void run(struct sa_client *c)
 				if (s->wanted && !s->subscribed && !s->txn && s->retry_at <= n)
 					sub_send(c, s, true);
 			}
+			routers_run(c, n);
 			refill(c, n);
 			if (c->queue.head && c->outstanding.n < c->cfg.max_outstanding &&
 			    c->tokens >= 1000)
@@ -1469,6 +1776,26 @@ static uint64_t next_deadline(const struct sa_client *c)
 
 			if (s->wanted && !s->subscribed && !s->txn && s->retry_at < d)
 				d = s->retry_at;
+		}
+		if (c->cfg.router_poll_ms != SA_ROUTER_POLL_OFF) {
+			if (c->cfg.gid_routes && c->nrouters < ROUTERS_MAX) {
+				/* configured routers not yet watched: look at once */
+				uint16_t lids[ROUTERS_MAX];
+				unsigned k =
+				    sa_gidroutes_routers(c->cfg.gid_routes, lids, ROUTERS_MAX);
+
+				for (unsigned i = 0; i < k && i < ROUTERS_MAX; i++) {
+					bool have = false;
+
+					for (unsigned j = 0; j < c->nrouters; j++)
+						have |= c->routers[j].lid == lids[i];
+					if (!have)
+						d = 0;
+				}
+			}
+			for (unsigned i = 0; i < c->nrouters; i++)
+				if (!c->routers[i].txn && c->routers[i].next_poll < d)
+					d = c->routers[i].next_poll;
 		}
 	} else if (!c->probe && c->probe_at < d) {
 		d = c->probe_at;
@@ -1642,6 +1969,12 @@ int sa_client_new(const struct sa_client_config *cfg, struct sa_client **out)
 		c->cfg.sa_down_after = 2;
 	if (!c->cfg.probe_max_ms)
 		c->cfg.probe_max_ms = 30000;
+	if (!c->cfg.router_poll_ms)
+		c->cfg.router_poll_ms = 1000;
+	if (!c->cfg.router_down_after)
+		c->cfg.router_down_after = 1;
+	if (!c->cfg.router_up_after)
+		c->cfg.router_up_after = 1;
 	c->nbuckets = 1024;
 	while (c->nbuckets < c->cfg.max_paths && c->nbuckets < (1u << 20))
 		c->nbuckets <<= 1;

@@ -77,10 +77,14 @@ enum sa_event_type {
 	SA_EV_REREGISTER,      /* rejoin/resubscribe started (reregister, SM or LID change,
 				* port back ACTIVE) */
 	SA_EV_PORT_DOWN,       /* the port left ACTIVE: cached paths kept, marked stale */
+	SA_EV_ROUTER_DOWN,     /* a watched IB router's port is gone (lid): its GID routes
+				* skip it, cached paths through it were dropped */
+	SA_EV_ROUTER_UP,       /* it is back (lid) */
 };
 struct sa_event {
 	enum sa_event_type type;
 	union ib_gid gid; /* traps 64..67 */
+	uint16_t lid;     /* SA_EV_ROUTER_*: the router port's LID */
 };
 
 struct sa_client_config {
@@ -104,9 +108,18 @@ struct sa_client_config {
 	unsigned sa_down_after; /* queries timed out in a row before the SA is "down"; 0: 2 */
 	uint32_t probe_max_ms;  /* longest gap between probes of a down SA; 0: 30000 */
 	/* Off-subnet: answer DGIDs under a configured GID route locally (seed 004). The table
-	 * is the caller's and must outlive the client. NULL: always ask the SA. */
-	const struct sa_gidroutes *gid_routes;
+	 * is the caller's and must outlive the client; the router watch (below) marks its
+	 * routers down and up in it. NULL: always ask the SA. */
+	struct sa_gidroutes *gid_routes;
+	/* Router liveness (see "Router liveness" below): every watched router's port is
+	 * asked of the SA (PortInfoRecord by LID) every router_poll_ms (0: 1000;
+	 * SA_ROUTER_POLL_OFF: never, and nothing is watched); it is down after
+	 * router_down_after answers in a row without the port ACTIVE (0: 1) and up again
+	 * after router_up_after answers with it ACTIVE (0: 1). */
+	uint32_t router_poll_ms;
+	unsigned router_down_after, router_up_after;
 };
+#define SA_ROUTER_POLL_OFF UINT32_MAX
 
 int sa_client_new(const struct sa_client_config *cfg, struct sa_client **out);
 /* Leaves every group and unsubscribes (best effort, no waiting), then frees. */
@@ -215,7 +228,10 @@ enum sa_mcast_state {
 	SA_MC_RETRYING,
 	SA_MC_LEAVING
 };
-/* Called on every join outcome (also rejoins): status 0 and the group, or -errno. */
+/* Called on every join outcome (also rejoins): status 0 and the group, or -errno. Also
+ * called again, status 0 with the group as last joined and no MAD sent, after a watched
+ * router changed state: a user that re-resolves its paths on a join answer (as
+ * fwd/ipoib_link does for its broadcast group) moves them off a dead router. */
 typedef void (*sa_mcast_cb)(void *arg, int status, const struct sa_mcast_group *g);
 /* Start (and keep) a membership: retried with backoff until sa_mcast_leave, rejoined
  * after reregister/SM change. Returns 0, -EEXIST (already a member with that MGID),
@@ -248,6 +264,43 @@ struct sa_sub_info {
 void sa_sub_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_sub_info *si),
 		    void *arg);
 
+/* --- Router liveness ---------------------------------------------------------------
+ * ibsim (and a fabric whose SM does not forward traps) tells a client nothing when an
+ * IB router dies, so the client polls the SA for each watched router's port: a
+ * PortInfoRecord GetTable by EndPortLID, one MAD per router per interval, paced and
+ * counted like any other query but never retransmitted (the next poll is the retry).
+ * An answer with the port ACTIVE is "up"; no record (the SM swept the port away) or a
+ * port not ACTIVE is "down"; a timeout or another SA error says nothing about the
+ * router (the SA's own trouble: see "SA down"). A change of state:
+ *  - marks the router down/up in cfg.gid_routes (sa_gidroutes_set_router);
+ *  - down: drops every cached path whose DLID is the router (the next resolve asks
+ *    again: the SA names another router, or the GID route table picks a live one);
+ *    up: drops negative entries of off-subnet DGIDs (the SA may have a path again);
+ *  - emits SA_EV_ROUTER_DOWN / SA_EV_ROUTER_UP (ev.lid), for connections on it;
+ *  - calls every joined group's callback again (see sa_mcast_cb).
+ * Watched: the routers of cfg.gid_routes (looked at every poll round), every router an
+ * off-subnet PathRecord answer named (learned), and those given to sa_router_watch. */
+/* Returns 0, -EEXIST (already watched), -EINVAL (LID 0 or multicast), -ENOSPC. */
+int sa_router_watch(struct sa_client *c, uint16_t lid);
+int sa_router_unwatch(struct sa_client *c, uint16_t lid); /* 0 or -ENOENT */
+enum sa_router_state {
+	SA_ROUTER_UNKNOWN, /* not answered yet: used */
+	SA_ROUTER_UP,
+	SA_ROUTER_DOWN
+};
+struct sa_router_info {
+	uint16_t lid;
+	enum sa_router_state state;
+	bool learned;    /* from a PathRecord answer, not configured */
+	unsigned in_row; /* answers in a row that disagree with state */
+	uint64_t polls, downs, ups;
+	uint64_t changed_ms; /* ms since the last change (or since watched) */
+	int last_error;      /* of the last poll (-ETIMEDOUT, -EPROTO), 0 */
+};
+void sa_router_foreach(const struct sa_client *c,
+		       int (*fn)(void *arg, const struct sa_router_info *ri), void *arg);
+const char *sa_router_state_name(enum sa_router_state s);
+
 /* --- Counters --------------------------------------------------------------------- */
 enum sa_bad_reason {
 	SA_BAD_SHORT,       /* shorter than a SA header or than the record */
@@ -266,6 +319,8 @@ struct sa_stats {
 	uint64_t path_queries, path_hits, path_misses, path_coalesced, path_local;
 	uint64_t path_negative, path_invalidated, path_revalidated;
 	uint64_t path_seeded; /* sa_path_seed: learned from the failover peer */
+	uint64_t router_polls, router_downs, router_ups;
+	uint64_t router_paths_dropped; /* cached paths dropped with a router gone down */
 	uint64_t joins, join_failures, leaves, subscriptions;
 	uint64_t sa_down, sa_up, probes, reregisters, port_downs;
 	uint64_t queued_peak;
@@ -295,6 +350,9 @@ int sa_gidroutes_del(struct sa_gidroutes *t, const union ib_gid *prefix, unsigne
 /* A router (by LID) failed (trap, timeout, link down) or recovered. Returns the number
  * of routes it serves. */
 unsigned sa_gidroutes_set_router(struct sa_gidroutes *t, uint16_t lid, bool up);
+/* The distinct router LIDs of every route (at most max written). Returns how many
+ * there are. */
+unsigned sa_gidroutes_routers(const struct sa_gidroutes *t, uint16_t *lids, unsigned max);
 /* The path to dgid through the chosen router: 0, -ENOENT (no route), -ENETUNREACH
  * (every router of the route is down). Fills dlid/sl/mtu/rate/hop_limit, copies
  * q's GIDs, tclass, flow label; sets local. */

@@ -161,6 +161,26 @@ unsigned sa_gidroutes_set_router(struct sa_gidroutes *t, uint16_t lid, bool up)
 	return served;
 }
 
+unsigned sa_gidroutes_routers(const struct sa_gidroutes *t, uint16_t *lids, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->cap; i++)
+		for (unsigned j = 0; t->routes[i].used && j < t->routes[i].n; j++) {
+			uint16_t lid = t->routes[i].routers[j].lid;
+			bool seen = false;
+
+			for (unsigned k = 0; k < n && k < max; k++)
+				seen |= lids[k] == lid;
+			if (seen)
+				continue;
+			if (n < max)
+				lids[n] = lid;
+			n++;
+		}
+	return n;
+}
+
 static uint32_t mix(uint32_t h, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) /* FNV-1a */

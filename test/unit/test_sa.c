@@ -845,8 +845,10 @@ static void test_gid_routes(void **state)
 	assert_int_equal(p.hop_limit, 64);
 	ib_gid_parse("fec0:0:0:2::1", &q.dgid);
 	assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), -ENOENT);
-	/* Through the client: answered locally, no MAD. */
+	/* Through the client: answered locally, no MAD (router polls are
+	 * test_sa_router.c's: off here). */
 	cfg.gid_routes = t;
+	cfg.router_poll_ms = SA_ROUTER_POLL_OFF;
 	c = client(f, &cfg);
 	answer_probe(c, f, 0);
 	ib_gid_set(&q.dgid, 0xfec0000000000001ull, 0x1234);

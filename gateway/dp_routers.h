@@ -1,0 +1,20 @@
+/*
+ * dp_routers: what the gateway does when the SA client's router watch (sm-client/sa.h,
+ * "Router liveness") says an IB router went down or came back. The SA client itself
+ * marks the router in the GID route table, drops the cached paths through it and makes
+ * the IPoIB links re-resolve their paths; what it cannot reach are the connected-mode
+ * connections, which each link's cm keeps private: a router that went down takes every
+ * connection whose path leads to it down (cm_disconnect_dlid_all), and the links set
+ * up new ones on the new path. Control thread.
+ */
+#ifndef IBGW_GATEWAY_DP_ROUTERS_H
+#define IBGW_GATEWAY_DP_ROUTERS_H
+
+struct dp_port;
+struct sa_event;
+
+/* From the port's SA event callback (gateway/dataplane.c on_sa_event) for
+ * SA_EV_ROUTER_DOWN and SA_EV_ROUTER_UP; other events are ignored. */
+void dp_routers_sa_event(struct dp_port *p, const struct sa_event *ev);
+
+#endif
