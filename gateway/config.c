@@ -269,6 +269,9 @@ static const struct field ipoib_fields[] = {
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "HCA (mlx5_0) or simulated node (gw1)" },
 	{ "port", T_UINT, offsetof(IBL, port), 0, SZ(IBL, port), 1, 254, "1", NULL, 0, NULL, NULL,
 	  "HCA port number" },
+	{ "backup_port", T_UINT, offsetof(IBL, backup_port), 0, SZ(IBL, backup_port), 0, 254, "0",
+	  NULL, FL_OMIT_EMPTY, NULL, NULL,
+	  "second port of the same HCA the link moves to when its port goes down; 0: none" },
 	{ "pkey", T_PKEY, offsetof(IBL, pkey), 0, SZ(IBL, pkey), 0x0001, 0xffff, "0xffff", NULL,
 	  FL_HEX, NULL, NULL, "partition key; the full-membership bit is always set" },
 	{ "mode", T_ENUM, offsetof(IBL, mode), 0, 0, 0, 0, "datagram", NULL, 0, ipoib_modes, NULL,
@@ -280,7 +283,7 @@ static const struct field ipoib_fields[] = {
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this link, with length" },
 	PROXY_FIELDS(IBL),
 };
-static const struct schema ipoib_schema = { "ipoib_links", ipoib_fields,       11,
+static const struct schema ipoib_schema = { "ipoib_links", ipoib_fields,       12,
 					    sizeof(IBL),   offsetof(IBL, pos), check_ipoib };
 
 static const struct field eth_fields[] = {
@@ -1414,6 +1417,12 @@ static void check_ipoib(struct load *L, void *base, const struct gw_ynode *const
 	char fpath[200];
 
 	(void)node;
+	if (l->backup_port && l->backup_port == l->port && recorded(L, &l->backup_port)) {
+		snprintf(fpath, sizeof(fpath), "%s.backup_port", path);
+		verr(L, val_of(&ipoib_schema, vals, "backup_port"), fpath,
+		     "%u is also the link's port; the backup is another port of the HCA",
+		     l->backup_port);
+	}
 	if (!mtu) {
 		l->mtu = l->mode == GW_IPOIB_CONNECTED ? 65520 : 2044;
 	} else if (recorded(L, &l->mtu) && usable(L, mode, &l->mode) &&
@@ -2105,6 +2114,9 @@ static void elem_text(enum ftype t, const void *e, char *buf, size_t len)
 static bool skip_field(const struct field *f, const void *base)
 {
 	if ((f->flags & FL_OMIT_EMPTY) && f->type == T_STR && !*(const char *)cat(base, f->off))
+		return true;
+	if ((f->flags & FL_OMIT_EMPTY) && f->type == T_UINT && f->size == 1 &&
+	    !*(const uint8_t *)cat(base, f->off))
 		return true;
 	if ((f->flags & FL_OPTIONAL) && !*(const bool *)cat(base, f->n_off))
 		return true;

@@ -58,6 +58,7 @@ struct gw_ipoib_link_config {
 	enum gw_ipoib_backend backend; /* backend: verbs | sim (default verbs) */
 	char device[GW_NAME_MAX];      /* device: HCA ("mlx5_0"), or the sim node ("gw1") */
 	uint8_t port;                  /* port: 1.. (default 1) */
+	uint8_t backup_port;           /* backup_port: 0 = none; another port of the HCA */
 	uint16_t pkey;                 /* pkey: 0x0001..0xffff (default 0xffff); full bit added */
 	enum gw_ipoib_mode mode;       /* mode: datagram | connected (default datagram) */
 	uint32_t mtu;                  /* mtu: IP MTU; default 2044 datagram, 65520 connected */
