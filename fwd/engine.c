@@ -214,7 +214,8 @@ void fwd_msg_put(struct fwd_engine *e, struct fwd_msg *m, enum fwd_msg_owner cal
 	struct fwd_wk *k = &e->wk[m->worker];
 	void *p = m;
 
-	if (m->owner == caller) {
+	/* A retired slot's pools are the control thread's alone (fwd/engine.h). */
+	if (m->owner == caller || (caller == FWD_OWNER_CONTROL && k->retired)) {
 		fwd_msg_recycle(e, m);
 		return;
 	}
@@ -250,7 +251,7 @@ void fwd_engine_stats(const struct fwd_engine *e, int worker, struct fwd_stats *
 
 	_Static_assert(sizeof(struct fwd_stats) % sizeof(uint64_t) == 0, "counters only");
 	memset(out, 0, sizeof(*out));
-	for (unsigned w = 0; w < e->n_workers; w++) {
+	for (unsigned w = 0; w < e->n_slots; w++) {
 		const uint64_t *s = (const uint64_t *)e->wk[w].st;
 
 		if (worker >= 0 && (unsigned)worker != w)
@@ -305,18 +306,16 @@ int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
 	fwd_knobs_defaults(&s->knobs);
 	snap_fixup(s);
 	atomic_init(&e->snap, s);
-	for (unsigned w = 0; w < e->n_workers; w++) {
-		ret = wk_init(e, w, e->cfg.msg_pool);
-		if (ret < 0)
-			goto fail;
-	}
 	ret = fwd_sp_new(e);
+	if (ret == 0)
+		ret = fwd_engine_slots_grow(e, e->n_workers);
 	if (ret < 0)
 		goto fail;
 	*out = e;
 	return 0;
 fail:
-	for (unsigned w = 0; w < e->n_workers; w++)
+	fwd_sp_free(e);
+	for (unsigned w = 0; w < FWD_WORKERS_MAX; w++)
 		wk_fini(&e->wk[w]);
 	free(s);
 	free(e);
@@ -334,10 +333,54 @@ void fwd_engine_free(struct fwd_engine *e)
 		if (e->own_neigh[i] && s->ifs[i].neigh)
 			neigh_table_free(s->ifs[i].neigh); /* parked messages dropped */
 	fwd_sp_free(e);
-	for (unsigned w = 0; w < e->n_workers; w++)
+	for (unsigned w = 0; w < e->n_slots; w++)
 		wk_fini(&e->wk[w]);
 	free(s);
 	free(e);
+}
+
+int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n)
+{
+	while (e->n_slots < n) {
+		unsigned w = e->n_slots;
+		int ret = wk_init(e, w, e->cfg.msg_pool);
+
+		if (ret == 0)
+			ret = fwd_sp_slot_added(e, w);
+		if (ret < 0) {
+			wk_fini(&e->wk[w]);
+			memset(&e->wk[w], 0, sizeof(e->wk[w]));
+			return ret;
+		}
+		e->n_slots++;
+	}
+	return 0;
+}
+
+int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
+		      void (*wait)(void))
+{
+	struct fwd_snap *moving = snap_edit(e), *n = malloc(sizeof(*n));
+
+	if (!moving || !n) {
+		free(moving);
+		free(n);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
+		if (moving->ifs[k].index && moving->ifs[k].worker != worker_of[k])
+			moving->ifs[k].moving = true;
+	snap_publish(e, moving);
+	wait();
+	memcpy(n, fwd_engine_snap(e), sizeof(*n));
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		if (n->ifs[k].index) {
+			n->ifs[k].worker = worker_of[k];
+			n->ifs[k].moving = false;
+		}
+	}
+	snap_publish(e, n);
+	return 0;
 }
 
 /* ---- interfaces --------------------------------------------------------------------- */

@@ -26,6 +26,13 @@
  * both pools, so a return never finds it full: nothing is ever lost or allocated per
  * packet.
  *
+ * Worker slots. A worker's rings, pools and counters live in a slot that outlives its
+ * thread: when fwd_worker_set_count stops a worker, the slot is retired, not freed,
+ * because its messages may still sit parked in neighbour queues or in the control
+ * thread's hands. A retired slot belongs to the control thread alone: its messages go
+ * straight back to their pools, and a parked one that is released is copied into a
+ * message of the egress interface's (running) worker. A later increase reuses it.
+ *
  * Threads: every function here is for the control thread, except fwd_engine_snap,
  * fwd_engine_fib and the inline readers, which workers call (inside their RCU read-side
  * state); fwd_engine_stats may be called from any thread (counters are relaxed atomics).
@@ -89,7 +96,9 @@ struct fwd_if {
 	char name[FWD_IF_NAME_MAX];
 	bool up;
 	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
-	unsigned worker; /* the worker owning the port's data path */
+	unsigned worker; /* the worker owning the port's data path, and whose pools and
+			  * rings carry the control thread's sends on it */
+	bool moving;     /* between two workers (fwd_worker_set_count): polled by none */
 	/* The port's data path lock: every worker transmits on any port (a packet leaves
 	 * through its egress port from the worker that received it), so each data-path
 	 * call (rx_burst, tx_burst, arm; poll, post_send, post_recv, arm) is made under
@@ -314,9 +323,11 @@ uint32_t fwd_engine_if_by_name(const struct fwd_engine *e, const char *name);
 /* The control thread's view (always the latest snapshot). */
 const struct fwd_snap *fwd_engine_current(const struct fwd_engine *e);
 struct rt_table *fwd_engine_rt(const struct fwd_engine *e);
+/* The workers interfaces may be assigned to: 0..n-1 (fwd_worker_set_count changes n). */
 unsigned fwd_engine_n_workers(const struct fwd_engine *e);
 
-/* Counters of one worker, or the sum of all (worker = -1). */
+/* Counters of one worker, or the sum of all (worker = -1), those of workers stopped by
+ * fwd_worker_set_count included: the totals never go down. */
 void fwd_engine_stats(const struct fwd_engine *e, int worker, struct fwd_stats *out);
 
 /* ---- worker side ------------------------------------------------------------------ */

@@ -29,6 +29,7 @@ struct fwd_wk {
 	/* Thread (owner: control). */
 	pthread_t thr;
 	bool started;
+	bool retired; /* stopped by fwd_worker_set_count: the slot is control's alone */
 	_Atomic bool stop;
 	void *wctx; /* worker.c's state */
 };
@@ -68,7 +69,8 @@ struct fwd_engine {
 	struct rt_table *rt;
 	const struct rt_fib *fib;
 	uint32_t seed;
-	unsigned n_workers;
+	unsigned n_workers; /* running or to run: interfaces are assigned to 0..n-1 */
+	unsigned n_slots;   /* slots set up (n_workers <= n_slots): the rest are retired */
 	struct fwd_wk wk[FWD_WORKERS_MAX];
 	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
 	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
@@ -76,10 +78,23 @@ struct fwd_engine {
 	struct fwd_sp *sp; /* owner: control */
 };
 
+/* Set up slots up to n (their rings registered with the slow path). 0 or -ENOMEM. */
+int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
+/* Give each interface the worker worker_of[index] in two publications: first those
+ * that change worker as moving (polled by none), then, after wait() (a grace period),
+ * with their new worker. 0, or -ENOMEM with nothing published. */
+int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
+		      void (*wait)(void));
+
 /* slowpath.c: the Ethernet neighbour tables' ops (ctx: struct fwd_nctx). */
 extern const struct neigh_ops fwd_sp_neigh_ops;
 int fwd_sp_new(struct fwd_engine *e);
 void fwd_sp_free(struct fwd_engine *e);
+/* A slot was set up: listen to its ring. 0 or -errno. */
+int fwd_sp_slot_added(struct fwd_engine *e, unsigned w);
+/* Slot w was retired: what its worker left in its control->worker ring goes to the
+ * running workers (fwd_sp_resend) or back to its pools. */
+void fwd_sp_slot_retired(struct fwd_engine *e, unsigned w);
 /* Neighbour learned/changed hook (proxy announcements and learned routes). */
 void fwd_sp_if_changed(struct fwd_engine *e, uint32_t ifindex);
 

@@ -4,6 +4,7 @@
  * proxied neighbours. Everything it sends goes to the owning worker as a message.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -65,6 +66,7 @@ static const char *const sp_names[FWD_SP_REASON_COUNT] = {
 	[FWD_SP_UDP_SENT] = "udp_sent",
 	[FWD_SP_UNRES_DISCARDED] = "unresolved_discarded",
 	[FWD_SP_IF_GONE] = "interface_gone",
+	[FWD_SP_RESEND_FAILED] = "resend_failed",
 };
 
 const char *fwd_sp_reason_name(enum fwd_sp_reason r)
@@ -1131,24 +1133,69 @@ static void neigh_solicit(void *ctx, const struct neigh_entry *ne, const struct 
 		eth_reply(sp, f, dmac, ETHF_TYPE_IPV6, body, n);
 }
 
+/* A message of a retired slot (fwd/engine.h) that still has to go out: copied into a
+ * control message of the egress interface's worker, the original back to its pool.
+ * Returns false (message recycled) when it cannot go. */
+static bool resend(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	const struct fwd_if *f = sp_if(sp->e, m->ifindex);
+	struct fwd_msg *c = f ? ctl_msg(sp, f) : NULL;
+
+	if (c) {
+		uint8_t owner = c->owner;
+		uint16_t worker = c->worker;
+
+		memcpy(c, m, offsetof(struct fwd_msg, data) + m->len);
+		c->owner = owner;
+		c->worker = worker;
+	} else if (m->type == FWD_MSG_TX_IB && m->ib_send.buf && f) {
+		f->ib_ops->buf_put(f->ib_port, m->ib_send.buf);
+	}
+	fwd_msg_recycle(sp->e, m);
+	return c && ctl_enqueue(sp, c) == 0;
+}
+
 /* A parked message may go: back to its worker, which runs the egress stage again. */
 static void neigh_xmit(void *ctx, const struct neigh_entry *ne, const struct neigh_link *ll,
 		       void *pkt)
 {
 	struct fwd_nctx *nc = ctx;
+	struct fwd_sp *sp = nc->e->sp;
 	struct fwd_msg *m = pkt;
 	void *p = m;
 
 	(void)ne;
 	(void)ll;
 	m->type = FWD_MSG_TX_IP; /* own as parked: a forwarded packet's TTL goes down once */
-	nc->e->sp->st.r[FWD_SP_RESOLVED_SENT]++;
+	if (nc->e->wk[m->worker].retired) {
+		sp->st.r[resend(sp, m) ? FWD_SP_RESOLVED_SENT : FWD_SP_UNRES_DROPPED]++;
+		return;
+	}
+	sp->st.r[FWD_SP_RESOLVED_SENT]++;
 	if (ring_enqueue_burst(nc->e->wk[m->worker].to_wk, &p, 1) != 1) {
 		/* Cannot happen (the ring holds both pools); keep the message safe. */
-		nc->e->sp->st.r[FWD_SP_RING_FULL]++;
+		sp->st.r[FWD_SP_RING_FULL]++;
 		return;
 	}
 	ring_wake_if_sleeping(nc->e->wk[m->worker].to_wk);
+}
+
+void fwd_sp_slot_retired(struct fwd_engine *e, unsigned w)
+{
+	struct ring *r = e->wk[w].to_wk;
+	void *v[32];
+	unsigned n;
+
+	while ((n = ring_dequeue_burst(r, v, 32)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			struct fwd_msg *m = v[i];
+
+			if (m->owner == FWD_OWNER_WORKER && m->type != FWD_MSG_TX_IP)
+				fwd_msg_recycle(e, m); /* a punt handed back */
+			else if (!resend(e->sp, m))
+				e->sp->st.r[FWD_SP_RESEND_FAILED]++;
+		}
+	}
 }
 
 static void neigh_drop(void *ctx, void *pkt)
@@ -1266,7 +1313,7 @@ unsigned fwd_sp_poll(struct fwd_engine *e)
 	struct fwd_sp *sp = e->sp;
 	unsigned total = 0;
 
-	for (unsigned w = 0; w < e->n_workers; w++) {
+	for (unsigned w = 0; w < e->n_slots; w++) {
 		struct ring *r = e->wk[w].to_ctl;
 		void *v[32];
 		unsigned n;
@@ -1309,10 +1356,10 @@ static void on_ring(struct evloop *loop, int fd, uint32_t events, void *arg)
 	(void)loop;
 	(void)fd;
 	(void)events;
-	for (unsigned w = 0; w < e->n_workers; w++)
+	for (unsigned w = 0; w < e->n_slots; w++)
 		ring_sleep_done(e->wk[w].to_ctl);
 	fwd_sp_poll(e);
-	for (unsigned w = 0; w < e->n_workers; w++)
+	for (unsigned w = 0; w < e->n_slots; w++)
 		if (!ring_sleep_prepare(e->wk[w].to_ctl))
 			fwd_sp_poll(e);
 }
@@ -1335,17 +1382,29 @@ int fwd_sp_attach(struct fwd_engine *e, struct evloop *loop)
 	if (!loop)
 		return 0;
 	sp->loop = loop;
-	for (unsigned w = 0; w < e->n_workers; w++) {
-		int ret = evloop_add_fd(loop, ring_fd(e->wk[w].to_ctl), EPOLLIN, on_ring, e);
+	for (unsigned w = 0; w < e->n_slots; w++) {
+		int ret = fwd_sp_slot_added(e, w);
 
 		if (ret < 0)
 			return ret;
-		(void)ring_sleep_prepare(e->wk[w].to_ctl);
 	}
 	sp->timer = evtimer_new(loop, on_timer, e);
 	if (!sp->timer)
 		return -ENOMEM;
 	evtimer_start(sp->timer, 100, 0);
+	return 0;
+}
+
+int fwd_sp_slot_added(struct fwd_engine *e, unsigned w)
+{
+	int ret;
+
+	if (!e->sp->loop)
+		return 0;
+	ret = evloop_add_fd(e->sp->loop, ring_fd(e->wk[w].to_ctl), EPOLLIN, on_ring, e);
+	if (ret < 0)
+		return ret;
+	(void)ring_sleep_prepare(e->wk[w].to_ctl);
 	return 0;
 }
 
@@ -1355,7 +1414,7 @@ void fwd_sp_detach(struct fwd_engine *e)
 
 	if (!sp || !sp->loop)
 		return;
-	for (unsigned w = 0; w < e->n_workers; w++)
+	for (unsigned w = 0; w < e->n_slots; w++)
 		evloop_del_fd(sp->loop, ring_fd(e->wk[w].to_ctl));
 	evtimer_free(sp->timer);
 	sp->timer = NULL;

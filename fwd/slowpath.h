@@ -59,6 +59,8 @@ enum fwd_sp_reason {
 	FWD_SP_IF_GONE,         /* punt from an interface removed meanwhile */
 	FWD_SP_UDP_DELIVERED,   /* UDP to the bound port handed to its handler */
 	FWD_SP_UDP_SENT,        /* UDP datagrams of the control thread sent */
+	FWD_SP_RESEND_FAILED,   /* left to a worker that stopped (fwd_worker_set_count),
+				  * and no message of a running one to carry it on */
 	FWD_SP_REASON_COUNT
 };
 const char *fwd_sp_reason_name(enum fwd_sp_reason r);

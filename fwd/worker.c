@@ -118,7 +118,7 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 		const struct fwd_if *f = &s->ifs[k];
 		struct wport *dup = NULL;
 
-		if (!f->index || f->worker != w->id)
+		if (!f->index || f->worker != w->id || f->moving)
 			continue;
 		for (unsigned i = 0; i < w->nports; i++)
 			if ((f->kind == FWD_IF_ETH && w->ports[i].eth == f->eth) ||
@@ -516,7 +516,11 @@ static void *worker_main(void *arg)
 	struct fwd_wk *k = &w->e->wk[w->id];
 	uint64_t idle_since = mono_ns();
 	uint64_t spin_ns = (uint64_t)w->cfg.spin_us * 1000u;
+	char name[16];
 
+	/* Named before its first poll (top, perf, and the tests tell workers apart). */
+	snprintf(name, sizeof(name), "ibgw-fwd%u", w->id % 100u);
+	(void)pthread_setname_np(pthread_self(), name);
 	rcu_register_thread();
 	while (!atomic_load_explicit(&k->stop, memory_order_acquire)) {
 		const struct fwd_snap *s;
@@ -626,12 +630,6 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 	k->started = true;
 	if (w->cfg.cpu >= 0 && (ret = fwd_worker_set_cpu(e, id, w->cfg.cpu)) < 0)
 		log_errno(LOG_WARNING, -ret, "worker %u: cannot pin to CPU %d", id, w->cfg.cpu);
-	{
-		char name[16];
-
-		snprintf(name, sizeof(name), "ibgw-fwd%u", id % 100u);
-		(void)pthread_setname_np(k->thr, name);
-	}
 	return 0;
 }
 
@@ -660,27 +658,77 @@ int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu)
 	return 0;
 }
 
+static void worker_stop(struct fwd_engine *e, unsigned id)
+{
+	struct fwd_wk *k = &e->wk[id];
+	struct wstate *w = k->wctx;
+
+	if (!k->started)
+		return;
+	atomic_store_explicit(&k->stop, true, memory_order_release);
+	{
+		/* Wake it: the ring's eventfd is in its epoll set. */
+		uint64_t one = 1;
+
+		(void)!write(ring_fd(k->to_wk), &one, sizeof(one));
+	}
+	pthread_join(k->thr, NULL);
+	if (w->epfd >= 0)
+		close(w->epfd);
+	fwd_ctx_fini(&w->ctx);
+	free(w);
+	k->wctx = NULL;
+	k->started = false;
+}
+
 void fwd_worker_stop_all(struct fwd_engine *e)
 {
-	for (unsigned id = 0; id < e->n_workers; id++) {
-		struct fwd_wk *k = &e->wk[id];
-		struct wstate *w = k->wctx;
+	for (unsigned id = 0; id < e->n_slots; id++)
+		worker_stop(e, id);
+}
 
-		if (!k->started)
-			continue;
-		atomic_store_explicit(&k->stop, true, memory_order_release);
-		{
-			/* Wake it: the ring's eventfd is in its epoll set. */
-			uint64_t one = 1;
+/*
+ * The hand-over of a port between two workers: a port's data path may be entered by
+ * one thread at a time only for its lock's sake, but two workers polling one port
+ * would also split its completions and its epoll wake-ups between them. So an
+ * interface that changes worker is first published as moving (polled by none), and
+ * only after a grace period, when every worker has rescanned past that snapshot, with
+ * its new worker. Its queues hold what arrives meanwhile (a grace period is one loop
+ * turn of each worker, or nothing for a sleeping one).
+ */
+int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker_of[FWD_IF_MAX],
+			 const struct fwd_worker_config *cfgs)
+{
+	const struct fwd_snap *s = fwd_engine_current(e);
+	unsigned old = e->n_workers;
+	int ret;
 
-			(void)!write(ring_fd(k->to_wk), &one, sizeof(one));
+	if (n == 0 || n > FWD_WORKERS_MAX)
+		return -EINVAL;
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
+		if (s->ifs[k].index && worker_of[k] >= n)
+			return -EINVAL;
+	ret = fwd_engine_slots_grow(e, n);
+	if (ret < 0)
+		return ret;
+	/* New workers first, with nothing to poll yet: they take their ports below. */
+	for (unsigned id = old; id < n; id++) {
+		e->n_workers = id + 1;
+		ret = fwd_worker_start(e, id, &cfgs[id]);
+		if (ret < 0) {
+			e->n_workers = id;
+			break;
 		}
-		pthread_join(k->thr, NULL);
-		if (w->epfd >= 0)
-			close(w->epfd);
-		fwd_ctx_fini(&w->ctx);
-		free(w);
-		k->wctx = NULL;
-		k->started = false;
+		e->wk[id].retired = false; /* its pools are the new thread's again */
 	}
+	if (ret == 0)
+		ret = fwd_engine_assign(e, worker_of, synchronize_rcu);
+	/* Stop the workers beyond n, or on failure the new ones (nothing moved to them). */
+	for (unsigned id = ret == 0 ? n : old; id < e->n_workers; id++) {
+		worker_stop(e, id);
+		e->wk[id].retired = true;
+		fwd_sp_slot_retired(e, id);
+	}
+	e->n_workers = ret == 0 ? n : old;
+	return ret;
 }

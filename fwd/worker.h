@@ -45,6 +45,15 @@ int fwd_worker_start(struct fwd_engine *e, unsigned w, const struct fwd_worker_c
 /* Pin a running worker to cpu, or let it run anywhere (-1): a reload's worker_cpus.
  * Returns 0, -ESRCH (not started), -EINVAL (no such CPU) or -errno. */
 int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu);
+/* Run n workers (1..FWD_WORKERS_MAX) instead of the current number, with the
+ * interface of each index on worker worker_of[index] (unused indexes ignored): new
+ * workers start with cfgs[id] (cfgs has n entries), interfaces that change worker are
+ * handed over (the old worker lets go of the port before the new one polls it), and
+ * the workers from n on stop (their slots retire: fwd/engine.h). Blocks for a grace
+ * period: the caller must not be an online RCU reader. Returns 0, -EINVAL, -ENOMEM
+ * or -errno of a thread that could not start; on error nothing has changed. */
+int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker_of[FWD_IF_MAX],
+			 const struct fwd_worker_config *cfgs);
 /* Stop every started worker and join them (their messages are returned). */
 void fwd_worker_stop_all(struct fwd_engine *e);
 

@@ -1098,6 +1098,17 @@ static void kroute_reconfigure(struct gw_dp *dp, const struct gw_kernel_routes_c
 
 /* ---- start / stop --------------------------------------------------------------------------- */
 
+/* gateway.workers, within what this build runs. */
+static unsigned workers_of(const struct gw_config *cfg)
+{
+	unsigned n = cfg->workers ? cfg->workers : 1;
+
+	if (n <= FWD_WORKERS_MAX)
+		return n;
+	log_warning("%u workers configured; this build runs at most %d", n, FWD_WORKERS_MAX);
+	return FWD_WORKERS_MAX;
+}
+
 int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp **out)
 {
 	struct gw_dp *dp = calloc(1, sizeof(*dp));
@@ -1109,12 +1120,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	rcu_register_thread();
 	rcu_thread_offline();
 
-	dp->n_workers = cfg->workers ? cfg->workers : 1;
-	if (dp->n_workers > FWD_WORKERS_MAX) {
-		log_warning("%u workers configured; this build runs at most %d", dp->n_workers,
-			    FWD_WORKERS_MAX);
-		dp->n_workers = FWD_WORKERS_MAX;
-	}
+	dp->n_workers = workers_of(cfg);
 	struct rt_config rc = { .defer = dp_defer, .changed = dp_rib_changed, .changed_ctx = dp };
 
 	ret = rt_create(&dp->rt, &rc);
@@ -1503,6 +1509,49 @@ static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_con
 		proxy_groups_configured(k);
 }
 
+/*
+ * A reload's gateway.workers: the ports spread again over the new number as a start
+ * spreads them (IB ports round-robin in order, then the Ethernet interfaces), and
+ * fwd_worker_set_count hands each port that changes worker over (the old worker lets
+ * go before the new one polls it), starts the new workers and stops the extra ones.
+ * Traffic keeps flowing: a moving port's queues hold what arrives for a grace period.
+ */
+static void workers_apply(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	unsigned n = workers_of(cfg), next = dp->n_ports, port_worker[DP_MAX_PORTS];
+	unsigned worker_of[FWD_IF_MAX] = { 0 };
+	struct fwd_worker_config wc[FWD_WORKERS_MAX];
+	int ret;
+
+	if (n == dp->n_workers || !dp->workers_started)
+		return;
+	for (unsigned i = 0; i < dp->n_ports; i++)
+		port_worker[i] = i % n;
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		const struct dp_link *k = &dp->links[i];
+
+		if (k->kind == DP_IPOIB && k->ifindex)
+			worker_of[k->ifindex] = port_worker[k->port - dp->ports];
+		else if (k->kind == DP_ETH && k->ifindex)
+			worker_of[k->ifindex] = next++ % n;
+	}
+	for (unsigned w = 0; w < n; w++)
+		wc[w] = (struct fwd_worker_config){
+			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
+		};
+	ret = fwd_worker_set_count(dp->e, n, worker_of, wc);
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "reload: workers stay %u (not %u)", dp->n_workers, n);
+		return;
+	}
+	for (unsigned i = 0; i < dp->n_ports; i++)
+		dp->ports[i].worker = port_worker[i];
+	for (unsigned w = dp->n_workers; w < n; w++)
+		dp->worker_cpu[w] = wc[w].cpu;
+	log_notice("reload: %u workers (were %u)", n, dp->n_workers);
+	dp->n_workers = n;
+}
+
 void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	unsigned removed = 0, added = 0;
@@ -1542,11 +1591,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	if (cfg->failover.enabled != (dp->ha != NULL))
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
-	/* The engine's rings are sized for its workers: their number is fixed at start;
-	 * their CPUs follow at once. */
-	if ((cfg->workers ? cfg->workers : 1) != dp->n_workers)
-		log_warning("reload: workers: %u -> %u takes effect at the next start",
-			    dp->n_workers, cfg->workers);
+	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;
 

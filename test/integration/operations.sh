@@ -8,12 +8,14 @@
 #                  deletion is followed; BIRD next to the gateway announces table 100
 #                  over eBGP to a BIRD on the Ethernet side, which learns the IB subnet
 #   live reload    a 100-per-second ping from an Ethernet host to an IB host runs
-#                  through five reloads: an Ethernet interface added (and forwarding at
-#                  once), an IPoIB link on another P_Key added (joins, forwards), a
-#                  second address on eth0, both new ones removed again, a file with
-#                  errors (refused with file:line:column, nothing changed); the ping
-#                  loses nothing; worker_cpus re-pins the running worker; a reload that
-#                  turns the import off drops the imported routes
+#                  through seven reloads: an Ethernet interface added (and forwarding at
+#                  once), an IPoIB link on another P_Key added (joins, forwards), the
+#                  workers 1 -> 3 -> 2 (threads started and stopped, ports handed over,
+#                  every port still forwarding), a second address on eth0, both new
+#                  ones removed again with the workers back to 1, a file with errors
+#                  (refused with file:line:column, nothing changed); the ping loses
+#                  nothing; worker_cpus re-pins the running worker; a reload that turns
+#                  the import off drops the imported routes
 # Needs root, ibsim, opensm, jq; bird2 for the BGP part.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +29,7 @@ suite_cleanup_hook() {
 	ip netns del "$rack-ethx" 2>/dev/null
 }
 
-tap_plan 28
+tap_plan 34
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq
@@ -162,10 +164,13 @@ with_ib1='  - name: ib1
     pkey: 0x8001
     addresses: [10.11.0.1/24]
 '
-write_cfg() { # [eth1] [ib1] [addr2] [noimport] [pin] [bad]
-	local y=$base
+write_cfg() { # [eth1] [ib1] [addr2] [noimport] [pin] [bad] [workers=N]
+	local y=$base a
 	case " $* " in *" pin "*) y=${y/  workers: 1/  workers: 1
   worker_cpus: [$pin_cpu]} ;; esac
+	for a; do
+		case $a in workers=*) y=${y/  workers: 1/  workers: ${a#workers=}} ;; esac
+	done
 	case " $* " in *" ib1 "*) y=${y/ethernet_interfaces:/$with_ib1
 ethernet_interfaces:} ;; esac
 	case " $* " in *" addr2 "*) y=${y/      - 10.20.0.1\/24/      - 10.20.0.1\/24
@@ -196,7 +201,27 @@ tap_like "reload: a new IPoIB link (P_Key 0x8001) joins and comes up" \
 tap_is "reload: ... and forwards (the new interface's host -> IB host on 0x8001)" \
 	"$(pings ethx 10.11.0.12)" 3
 
-write_cfg eth1 ib1 addr2
+# The number of workers, live: ports change threads under the ping.
+fwd_threads() { # the forwarding threads' names, sorted
+	local t
+	for t in /proc/"$(rack_pid ibgwd-gw1)"/task/*; do
+		cat "$t/comm" 2>/dev/null
+	done | grep '^ibgw-fwd' | sort | tr '\n' ' '
+}
+write_cfg eth1 ib1 workers=3
+gwctl reload
+tap_is "reload: workers 1 -> 3 starts two forwarding threads" "$(fwd_threads)" \
+	"ibgw-fwd0 ibgw-fwd1 ibgw-fwd2 "
+tap_is "reload: ... show stats says 3" "$(gwctl -j show stats | jq -r '.[0].workers')" 3
+tap_is "reload: ... every port forwards on its new thread (eth0, eth1 -> ib0; eth1 -> ib1)" \
+	"$(pings ethhost1 10.10.0.13) $(pings ethx 10.10.0.13) $(pings ethx 10.11.0.12)" "3 3 3"
+write_cfg eth1 ib1 workers=2
+gwctl reload
+tap_is "reload: workers 3 -> 2 stops one" "$(fwd_threads)" "ibgw-fwd0 ibgw-fwd1 "
+tap_is "reload: ... every port still forwards" \
+	"$(pings ethhost1 10.10.0.13) $(pings ethx 10.10.0.13) $(pings ethx 10.11.0.12)" "3 3 3"
+
+write_cfg eth1 ib1 addr2 workers=2
 gwctl reload
 tap_is "reload: a second address on eth0 answers at once" "$(pings ethhost1 10.20.0.254)" 3
 
@@ -206,6 +231,7 @@ wait_link eth1 gone 10
 wait_link ib1 gone 10
 tap_is "reload: the removed interface and link are gone from show links" \
 	"$(gwctl show links | grep -cE '^(eth1|ib1):')" 0
+tap_is "reload: ... and the workers back to one" "$(fwd_threads)" "ibgw-fwd0 "
 tap_is "reload: the removed address no longer answers" "$(pings ethhost1 10.20.0.254)" 0
 tap_is "reload: a removed interface's subnet is no longer routed" \
 	"$(gwctl show routes 10.21.0.0/24)" ""
@@ -226,7 +252,7 @@ kill -INT "$flood" 2>/dev/null && alive=yes
 wait "$flood"
 sent=$(awk '/transmitted/ { print $1 }' "$work/flood.txt")
 got=$(awk '/transmitted/ { print $4 }' "$work/flood.txt")
-tap_is "reload: a 100/s ping Ethernet -> IB through five reloads lost nothing ($got of ${sent:-?})" \
+tap_is "reload: a 100/s ping Ethernet -> IB through seven reloads lost nothing ($got of ${sent:-?})" \
 	"$((${sent:-0} - ${got:-0}))" 0
 tap_is "reload: ... and it ran through all of them (still running at the end, $sent sent)" \
 	"$alive $([ "${sent:-0}" -gt 200 ] && echo many)" "yes many"

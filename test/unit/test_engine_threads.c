@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -129,8 +130,31 @@ static bool pfx_may_use(unsigned k, unsigned i)
 struct outcome {
 	_Atomic uint8_t *seen; /* per packet id */
 	atomic_ulong sent, dup, bad, overlap, arp, icmp, other, frames, gen;
+	atomic_ulong wrong_poller, polls_checked;
 };
 static struct outcome oc;
+
+/* The engine and the fakes' interfaces, for check_poller. */
+static struct fwd_engine *eng;
+static uint32_t fake_if[NIF];
+
+/* A port is polled (received from, armed) only by the worker the latest snapshot gives
+ * it: a port changes worker only through fwd_worker_set_count's hand-over, so the old
+ * worker lets go before the new one is named. Workers are told apart by thread name. */
+static void check_poller(unsigned i)
+{
+	char name[16];
+	unsigned id;
+	const struct fwd_if *f;
+
+	if (pthread_getname_np(pthread_self(), name, sizeof(name)) ||
+	    sscanf(name, "ibgw-fwd%u", &id) != 1)
+		return;
+	f = fwd_snap_if(fwd_engine_current(eng), fake_if[i]);
+	if (!f || f->worker != id)
+		atomic_fetch_add(&oc.wrong_poller, 1);
+	atomic_fetch_add(&oc.polls_checked, 1);
+}
 
 static void bad(const char *why)
 {
@@ -263,6 +287,7 @@ static int fe_rx_burst(struct ethp_port *port, struct ethp_rx *rxs, unsigned max
 	uint64_t v;
 
 	dp_enter(&f->dp);
+	check_poller(f->i);
 	(void)!read(f->efd, &v, sizeof(v));
 	if (atomic_load(&f->running)) {
 		/* Bursts of various sizes, and pauses so that workers also sleep. */
@@ -441,6 +466,7 @@ static int fi_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 
 	(void)wcs, (void)max;
 	dp_enter(&f->dp);
+	check_poller(IF_C);
 	dp_leave(&f->dp);
 	return 0;
 }
@@ -519,6 +545,7 @@ struct env {
 	struct neigh_table *ibn;
 	uint32_t ifx[NIF];
 	uint64_t rng;
+	unsigned resizes; /* worker count changes made */
 };
 
 static struct neigh_table *table_of(struct env *v, unsigned i)
@@ -675,6 +702,27 @@ static void setup_engine(struct env *v)
 	}
 	for (unsigned k = 0; k < NPFX; k++)
 		route_set(v, k);
+	eng = v->e;
+	memcpy(fake_if, v->ifx, sizeof(fake_if));
+}
+
+/* A new number of workers (the first change: three) with the interfaces spread at
+ * random over them, as a reload of gateway.workers does. */
+static void set_workers(struct env *v, unsigned step)
+{
+	uint64_t r = splitmix(&v->rng);
+	unsigned n = v->resizes ? 1 + (unsigned)(r % 3) : 3;
+	unsigned worker_of[FWD_IF_MAX] = { 0 };
+	struct fwd_worker_config wc[3];
+
+	(void)step;
+	for (unsigned w = 0; w < 3; w++)
+		wc[w] = (struct fwd_worker_config){ .cpu = -1, .spin_us = 20 };
+	for (unsigned i = 0; i < NIF; i++)
+		worker_of[v->ifx[i]] = (unsigned)(r >> (8 + 4 * i)) % n;
+	assert_int_equal(fwd_worker_set_count(v->e, n, worker_of, wc), 0);
+	assert_int_equal(fwd_engine_n_workers(v->e), n);
+	v->resizes++;
 }
 
 /* One random change by the control thread. */
@@ -685,7 +733,9 @@ static void churn(struct env *v, unsigned step)
 		 g = (unsigned)(r >> 16) % NGW;
 	unsigned k = (unsigned)(r >> 24) % NPFX;
 
-	if (op < 35) {
+	if (step % 200 == 199) {
+		set_workers(v, step);
+	} else if (op < 35) {
 		route_set(v, k);
 	} else if (op < 40) {
 		route_del(v, k);
@@ -796,20 +846,25 @@ static void stream_while_control_changes_everything(void **state)
 		print_message(
 		    "%u control changes; %lu packets: %lu sent, %lu worker drops, "
 		    "%lu punts (%lu parked, %lu released, %lu failed, %lu unresolved "
-		    "discarded, %lu local dropped), %lu ARP, %lu ICMP frames, %lu sleeps\n",
+		    "discarded, %lu local dropped), %lu ARP, %lu ICMP frames, %lu sleeps; "
+		    "%u worker count changes, %lu polls checked\n",
 		    steps, (unsigned long)gen, atomic_load(&oc.sent), (unsigned long)drops,
 		    (unsigned long)punts, (unsigned long)sp.r[FWD_SP_PARKED],
 		    (unsigned long)sp.r[FWD_SP_RESOLVED_SENT],
 		    (unsigned long)sp.r[FWD_SP_UNRES_DROPPED],
 		    (unsigned long)sp.r[FWD_SP_UNRES_DISCARDED],
 		    (unsigned long)sp.r[FWD_SP_LOCAL_DROPPED], atomic_load(&oc.arp),
-		    atomic_load(&oc.icmp), (unsigned long)s.sleeps);
+		    atomic_load(&oc.icmp), (unsigned long)s.sleeps, v.resizes,
+		    atomic_load(&oc.polls_checked));
 		for (int d = 0; d < FWD_DROP_COUNT; d++)
 			if (s.drops[d])
 				print_message("  drop %s: %lu\n", fwd_drop_name((enum fwd_drop)d),
 					      (unsigned long)s.drops[d]);
 
 		assert_int_equal(atomic_load(&oc.overlap), 0);
+		assert_int_equal(atomic_load(&oc.wrong_poller), 0);
+		assert_true(v.resizes >= 5 && atomic_load(&oc.polls_checked) > 0);
+		assert_int_equal(sp.r[FWD_SP_RESEND_FAILED], 0);
 		assert_int_equal(atomic_load(&oc.bad), 0);
 		assert_int_equal(atomic_load(&oc.dup), 0);
 		assert_int_equal(atomic_load(&oc.other), 0);
@@ -834,8 +889,8 @@ static void stream_while_control_changes_everything(void **state)
 		assert_true(sp.r[FWD_SP_RESOLVED_SENT] > 0 && atomic_load(&oc.arp) > 0);
 		assert_true(s.sleeps > 0);
 	}
-	/* Every message is home. */
-	for (unsigned w = 0; w < 2; w++) {
+	/* Every message is home, in the slots of stopped workers too. */
+	for (unsigned w = 0; w < 3; w++) {
 		for (int side = 0; side < 2; side++) {
 			struct fwd_msg *got[POOL + 1];
 			unsigned n = 0;
