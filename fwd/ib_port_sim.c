@@ -129,6 +129,7 @@ struct ibp_qp {
 struct ibp_port {
 	char name[SIMFAB_NAME_MAX];
 	uint8_t port_num;
+	uint8_t umad_port; /* the port umad2sim serves this process (its node's first) */
 	int umad_fd, umad_agent;
 	int epfd, evfd, tfd; /* cq_fd: epoll over the socket, evfd, tfd */
 	int afd;             /* async_fd: an eventfd, readable while events wait */
@@ -750,14 +751,17 @@ static int read_identity(struct ibp_port *port, struct simfab_port_info *info)
 	int ret;
 
 	memset(info, 0, sizeof(*info));
-	ret = umad_get_port(NULL, port->port_num, &up);
+	ret = umad_get_port(NULL, port->umad_port, &up);
 	if (ret < 0) {
-		log_errno(LOG_ERR, -ret, "sim: %s: umad_get_port %u", port->name, port->port_num);
+		log_errno(LOG_ERR, -ret, "sim: %s: umad_get_port %u", port->name, port->umad_port);
 		return ret;
 	}
 	snprintf(info->name, sizeof(info->name), "%s", port->name);
 	info->port_num = port->port_num;
-	info->port_guid = be64toh(up.port_guid);
+	/* Another port of the node than umad2sim's: ibsim numbers a CA's port GUIDs node
+	 * GUID + port number, and answers a CA's P_KeyTable for the port an SMP arrives
+	 * on (so the table is umad's port's; OpenSM programs the same on every port). */
+	info->port_guid = be64toh(up.port_guid) - port->umad_port + port->port_num;
 	/* Keep table positions (a QP names its P_Key by index); drop invalid entries at
 	 * the end only. */
 	for (unsigned i = 0; i < up.pkeys_size && i < SIMFAB_PKEYS_MAX; i++) {
@@ -766,7 +770,10 @@ static int read_identity(struct ibp_port *port, struct simfab_port_info *info)
 			info->n_pkeys = (uint16_t)(i + 1);
 	}
 	umad_release_port(&up);
-	ret = smp_get(port, SMP_ATTR_PORT_INFO, 0, pi);
+	/* A CA answers PortInfo for the port named in the attribute modifier (0: the
+	 * port the SMP arrives on). */
+	ret = smp_get(port, SMP_ATTR_PORT_INFO,
+		      port->port_num == port->umad_port ? 0 : port->port_num, pi);
 	if (ret < 0) {
 		log_errno(LOG_ERR, -ret, "sim: %s: PortInfo SMP to the local port", port->name);
 		return ret;
@@ -798,12 +805,27 @@ static int open_umad(struct ibp_port *port, const char *device)
 
 	if (umad_init() < 0)
 		return -EIO;
-	port->umad_fd = umad_open_port(NULL, port->port_num);
+	/*
+	 * umad2sim gives a process one device with one port, its node's first (ibsim
+	 * attaches every client there): a node's other ports (port 2 of a two-port HCA)
+	 * are read by local SMPs through it (docs/simulated-rack.md, "Two-port HCAs").
+	 */
+	port->umad_port = port->port_num;
+	if (port->port_num != 1) {
+		umad_port_t up;
+
+		if (umad_get_port(NULL, 0, &up) == 0) {
+			if (up.portnum > 0 && up.portnum != port->port_num)
+				port->umad_port = (uint8_t)up.portnum;
+			umad_release_port(&up);
+		}
+	}
+	port->umad_fd = umad_open_port(NULL, port->umad_port);
 	if (port->umad_fd < 0) {
 		log_errno(LOG_ERR, -port->umad_fd,
 			  "sim: %s: umad_open_port (no IB port %u: is this process on a rack "
 			  "node, under libumad2sim?)",
-			  device, port->port_num);
+			  device, port->umad_port);
 		return port->umad_fd;
 	}
 	port->umad_agent = umad_register(port->umad_fd, 0x81, 1, 0, NULL);

@@ -45,6 +45,7 @@
 #include "fwd/slowpath.h"
 #include "fwd/worker.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_portfail.h"
 #include "gateway/dp_routers.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
@@ -324,6 +325,7 @@ static void on_port_async(struct evloop *loop, int fd, uint32_t events, void *ar
 			if (k->port == p && k->link)
 				ipoib_link_port_event(k->link, &ev);
 		}
+		dp_portfail_port_event(p->dp, p, &ev); /* a link with a backup port moves */
 		switch (ev.type) {
 		case IBP_EVENT_PORT_ACTIVE:
 		case IBP_EVENT_CLIENT_REREGISTER:
@@ -1188,6 +1190,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		evtimer_start(dp->port_timer, PORT_POLL_MS, PORT_POLL_MS);
 	kroute_start(dp, &cfg->kernel_routes);
 	(void)dp_ha_start(dp, cfg);
+	dp_portfail_config(dp, cfg);
 	log_notice("data plane: %u workers, %u IB ports, %u links", dp->n_workers, dp->n_ports,
 		   dp->n_links);
 	*out = dp;
@@ -1218,6 +1221,7 @@ void gw_dp_stop(struct gw_dp *dp)
 	if (!dp)
 		return;
 	dp_ha_stop(dp); /* first: its last heartbeats hand the groups over */
+	dp_portfail_stop(dp);
 	kroute_stop(dp, true, false);
 	evtimer_free(dp->port_timer);
 	if (dp->workers_started)
@@ -1556,6 +1560,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	unsigned removed = 0, added = 0;
 
+	dp_portfail_config(dp, cfg); /* a reload puts moved links back on their port */
 	for (unsigned i = 0; i < dp->n_links; i++) {
 		struct dp_link *k = &dp->links[i];
 		const char *why = k->kind == DP_NONE ? "" : rebuild_reason(k, cfg);
