@@ -50,11 +50,11 @@ void ring_free(struct ring *r)
 bool ring_sleep_prepare(struct ring *r)
 {
 	atomic_store(&r->sleeping, true); /* seq_cst: ordered before the load of head */
-	if (atomic_load(&r->head) != atomic_load_explicit(&r->tail, memory_order_relaxed)) {
-		atomic_store(&r->sleeping, false);
-		return false;
-	}
-	return true;
+	/* Entries waiting: the announcement stays. A consumer that drains them and then
+	 * sleeps without asking again (fwd/slowpath.c's on_ring does) is still woken by
+	 * the next enqueue; cleared here, every later wake-up was lost until a timer
+	 * polled. The cost is at most one spurious wake-up. */
+	return atomic_load(&r->head) == atomic_load_explicit(&r->tail, memory_order_relaxed);
 }
 
 void ring_sleep_done(struct ring *r)

@@ -91,7 +91,9 @@ static inline unsigned ring_count(struct ring *r)
 }
 
 /* Consumer, before sleeping on ring_fd(): announce it. Returns true if the ring is
- * empty (sleep), false if entries arrived meanwhile (do not sleep). */
+ * empty (sleep), false if entries arrived meanwhile (do not sleep: dequeue them). The
+ * announcement stands either way, so the next enqueue writes the eventfd even if the
+ * consumer drains and sleeps without asking again. */
 bool ring_sleep_prepare(struct ring *r);
 /* Consumer, after waking: clear the announcement and the eventfd. */
 void ring_sleep_done(struct ring *r);

@@ -57,6 +57,34 @@ static void fifo_order_and_capacity_with_wraparound(void **state)
 	ring_free(r);
 }
 
+/* The consumer asks to sleep while entries wait (false), drains them and sleeps without
+ * asking again, as the control thread's on_ring does: the next enqueue must still wake
+ * it. (A failed prepare used to withdraw the announcement: the gateway's control thread
+ * then heard its worker only when a 1 s timer polled, and a failover pair flapped.) */
+static void a_failed_sleep_prepare_still_gets_the_next_wakeup(void **state)
+{
+	struct ring *r = ring_new(8);
+	struct pollfd p = { .events = POLLIN };
+	void *in = (void *)1, *out[8];
+	(void)state;
+
+	assert_non_null(r);
+	p.fd = ring_fd(r);
+	assert_int_equal(ring_enqueue_burst(r, &in, 1), 1);
+	assert_false(ring_sleep_prepare(r));
+	assert_int_equal(ring_dequeue_burst(r, out, 8), 1);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_int_equal(ring_enqueue_burst(r, &in, 1), 1);
+	ring_wake_if_sleeping(r);
+	assert_int_equal(poll(&p, 1, 0), 1);
+	/* Woken: the announcement and the eventfd are cleared; an empty ring may sleep. */
+	ring_sleep_done(r);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_int_equal(ring_dequeue_burst(r, out, 8), 1);
+	assert_true(ring_sleep_prepare(r));
+	ring_free(r);
+}
+
 #define N_ITEMS 2000000u
 
 struct pc {
@@ -119,6 +147,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bad_sizes_are_refused),
 		cmocka_unit_test(fifo_order_and_capacity_with_wraparound),
+		cmocka_unit_test(a_failed_sleep_prepare_still_gets_the_next_wakeup),
 		cmocka_unit_test(two_threads_deliver_everything_in_order_without_lost_wakeups),
 	};
 
