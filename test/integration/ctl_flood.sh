@@ -11,20 +11,9 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${1:-${IBGW_BUILD:-$top/build}}
-case "$build" in /*) ;; *) build=$top/$build ;; esac
-ibgwd=$build/bin/ibgwd
-gwctl=$build/bin/gwctl
+. "$top/test/lib/daemon_suite.sh"
+daemon_suite_init ctl-flood "${1:-}"
 flood=$build/tools/ctl_flood
-work=$(mktemp -d /tmp/ibgw-ctl-flood.XXXXXX)
-sock=$work/ctl.sock
-ro=$work/ro.sock
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
 chmod 755 "$work" # nobody must reach the sockets
 
 cat >"$work/ibgwd.yaml" <<EOF
@@ -46,13 +35,6 @@ answer_ms() {
 	"$gwctl" -t 5 -S "$sock" show version >/dev/null 2>&1 || { echo 99999; return; }
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
-}
-wait_socket() {
-	for _ in $(seq 100); do
-		"$gwctl" -t 1 -S "$sock" show version >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 tap_plan 17

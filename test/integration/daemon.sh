@@ -6,18 +6,8 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
-ibgwd=$build/bin/ibgwd
-gwctl=$build/bin/gwctl
-work=$(mktemp -d /tmp/ibgw-daemon-test.XXXXXX)
-sock=$work/ctl.sock
-ro=$work/ro.sock
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. "$top/test/lib/daemon_suite.sh"
+daemon_suite_init daemon-test
 
 write_config() { # NAME
 	cat >"$work/ibgwd.yaml" <<EOF
@@ -40,14 +30,6 @@ ethernet_interfaces:
     vlan: 12
     addresses: [192.168.50.1/24, "fd00:50::1/64"]
 EOF
-}
-
-wait_socket() {
-	for _ in $(seq 100); do
-		"$gwctl" -S "$sock" show version >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 tap_plan 30

@@ -7,20 +7,10 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${1:-${IBGW_BUILD:-$top/build}}
-case "$build" in /*) ;; *) build=$top/$build ;; esac
-ibgwd=$build/bin/ibgwd
-gwctl=$build/bin/gwctl
-work=$(mktemp -d /tmp/ibgw-gwctl-write.XXXXXX)
+. "$top/test/lib/daemon_suite.sh"
+daemon_suite_init gwctl-write "${1:-}"
 ns=ibgwwr$$
-sock=$work/ctl.sock
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	ip netns del "$ns" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+daemon_suite_cleanup_hook() { ip netns del "$ns" 2>/dev/null; }
 
 ip netns add "$ns"
 ip -n "$ns" link add veth0 type veth peer name veth1
@@ -31,7 +21,7 @@ gateway:
   name: wr
 control:
   socket: $sock
-  readonly_socket: $work/ro.sock
+  readonly_socket: $ro
 ethernet_interfaces:
   - name: eth0
     device: veth0

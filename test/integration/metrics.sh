@@ -13,28 +13,17 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
-build=${IBGW_BUILD:-$top/build}
-ibgwd=$build/bin/ibgwd
-gwctl=$build/bin/gwctl
+. "$top/test/lib/daemon_suite.sh"
+daemon_suite_init metrics
 G=mx-g-$$
 H=mx-h-$$
-work=$(mktemp -d /tmp/ibgw-metrics.XXXXXX)
-sock=$work/ctl.sock
 PORT=9464
 PORT2=9465
-pid=
-pid2=
 PLAN=32
-
-cleanup() {
-	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-	[ -n "$pid2" ] && kill -9 "$pid2" 2>/dev/null
-	wait 2>/dev/null
+daemon_suite_cleanup_hook() {
 	ip netns del "$G" 2>/dev/null
 	ip netns del "$H" 2>/dev/null
-	rm -rf "$work"
 }
-trap cleanup EXIT
 
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ] || [ ! -x "$ibgwd" ] || ! command -v curl >/dev/null ||
@@ -84,13 +73,6 @@ status() {
 value() {
 	printf '%s\n' "$2" | awk -v k="$1" 'index($0, k " ") == 1 { print $2 }'
 }
-wait_ctl() { # SOCKET
-	for _ in $(seq 100); do
-		"$gwctl" -S "$1" show version >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
-}
 until_value() { # SECONDS NAME_AND_LABELS EXPECTED: until a scrape has it; prints the last
 	local end=$((SECONDS + $1)) v
 	while :; do
@@ -104,7 +86,7 @@ until_value() { # SECONDS NAME_AND_LABELS EXPECTED: until a scrape has it; print
 write_config "$work/ibgwd.yaml" "$sock" "127.0.0.1:$PORT"
 ip netns exec "$G" "$ibgwd" -d -f "$work/ibgwd.yaml" >/dev/null 2>"$work/log" &
 pid=$!
-tap_check "daemon answers on its control socket" wait_ctl "$sock"
+tap_check "daemon answers on its control socket" wait_socket
 tap_like "it logs where metrics are served" "$(cat "$work/log")" \
 	"metrics on http://127.0.0.1:$PORT/metrics"
 
@@ -212,7 +194,7 @@ tap_is "a refused reload shows: failures 1, last_reload_successful 0" \
 write_config "$work/second.yaml" "$work/second.sock" "127.0.0.1:$PORT2" nosuch0
 ip netns exec "$G" "$ibgwd" -d -f "$work/second.yaml" >/dev/null 2>"$work/log2" &
 pid2=$!
-tap_check "a daemon whose metrics port is taken still starts" wait_ctl "$work/second.sock"
+tap_check "a daemon whose metrics port is taken still starts" wait_socket "$work/second.sock"
 tap_like "and logs why it has no endpoint" "$(cat "$work/log2")" \
 	"metrics: cannot listen on 127.0.0.1:$PORT2: Address already in use"
 kill "$pid2"
