@@ -1,7 +1,10 @@
 /*
  * The rare paths of fwd/ip.h: IPv4 option walk, IPv6 extension-header chain walk,
- * martian address rules and the reason names.
+ * martian address rules, the reason names, and the headers of the gateway's own packets.
  */
+#include <string.h>
+#include <sys/socket.h>
+
 #include "fwd/ip.h"
 
 static const char *const reason_names[IP_REASON_COUNT] = {
@@ -285,4 +288,29 @@ enum ip_reason ip6_check_addrs(const struct ip6_martian_cfg *cfg, const uint8_t 
 	if ((d & IP6_M_V4MAPPED) && ip6_is_v4mapped(dst))
 		return IP6_DST_V4MAPPED;
 	return IP_OK;
+}
+
+size_t ip_hdr_build(uint8_t *p, int family, const uint8_t *src, const uint8_t *dst, uint8_t proto,
+		    uint8_t ttl, size_t payload_len, bool df)
+{
+	if (family == AF_INET) {
+		memset(p, 0, IP4_HDR_LEN);
+		p[0] = 0x45;
+		ip_put16(p + 2, (uint16_t)(IP4_HDR_LEN + payload_len));
+		p[6] = df ? 0x40 : 0;
+		p[8] = ttl;
+		p[9] = proto;
+		memcpy(p + 12, src, 4);
+		memcpy(p + 16, dst, 4);
+		ip_put16(p + 10, ip_csum(p, IP4_HDR_LEN));
+		return IP4_HDR_LEN;
+	}
+	memset(p, 0, IP6_HDR_LEN);
+	p[0] = 0x60;
+	ip_put16(p + 4, (uint16_t)payload_len);
+	p[6] = proto;
+	p[7] = ttl;
+	memcpy(p + 8, src, 16);
+	memcpy(p + 24, dst, 16);
+	return IP6_HDR_LEN;
 }

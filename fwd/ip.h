@@ -177,6 +177,12 @@ static inline uint64_t ip4_pseudo_sum(const uint8_t src[4], const uint8_t dst[4]
 	       proto;
 }
 
+/* The gateway's own packets: a header without IPv4 options or IPv6 extension headers
+ * for payload_len octets of protocol proto (IPv4: identification 0, DF as asked, the
+ * checksum filled). family: AF_INET or AF_INET6. Returns the header's length. */
+size_t ip_hdr_build(uint8_t *p, int family, const uint8_t *src, const uint8_t *dst, uint8_t proto,
+		    uint8_t ttl, size_t payload_len, bool df);
+
 /* ---- IPv4 ---- */
 
 struct ip4_info {

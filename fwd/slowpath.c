@@ -849,28 +849,11 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	if (!m)
 		return -ENOBUFS;
 	p = m->data;
-	u = p + hl;
-	memset(p, 0, hl + 8);
-	if (src->family == AF_INET) {
-		p[0] = 0x45;
-		ip_put16(p + 2, (uint16_t)(hl + ulen));
-		p[6] = 0x40; /* DF */
-		p[8] = 255;
-		p[9] = 17;
-		memcpy(p + 12, src->bytes, 4);
-		memcpy(p + 16, dst->bytes, 4);
-		ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, hl)));
-	} else {
-		p[0] = 0x60;
-		ip_put16(p + 4, (uint16_t)ulen);
-		p[6] = 17;
-		p[7] = 255;
-		memcpy(p + 8, src->bytes, 16);
-		memcpy(p + 24, dst->bytes, 16);
-	}
+	u = p + ip_hdr_build(p, src->family, src->bytes, dst->bytes, 17, 255, ulen, true);
 	ip_put16(u, sport);
 	ip_put16(u + 2, dport);
 	ip_put16(u + 4, (uint16_t)ulen);
+	ip_put16(u + 6, 0);
 	memcpy(u + 8, payload, len);
 	sum = udp_pseudo_sum(src->family, p, (uint16_t)ulen);
 	csum = (uint16_t)~ip_csum_fold(ip_csum_add(sum, u, ulen));
@@ -920,24 +903,9 @@ int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t i
 	    !(out = sp_if(e, nh->ifindex)) || !(src = if_src(out, dst->family, dst->bytes)))
 		return -ENETUNREACH;
 	memset(p, 0, sizeof(p));
-	if (dst->family == AF_INET) {
-		p[0] = 0x45;
-		ip_put16(p + 2, (uint16_t)len);
-		p[8] = 64;
-		p[9] = 1;
-		memcpy(p + 12, src, 4);
-		memcpy(p + 16, dst->bytes, 4);
-		ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, hl)));
-		p[hl] = 8;
-	} else {
-		p[0] = 0x60;
-		ip_put16(p + 4, 16);
-		p[6] = 58;
-		p[7] = 64;
-		memcpy(p + 8, src, 16);
-		memcpy(p + 24, dst->bytes, 16);
-		p[hl] = 128;
-	}
+	ip_hdr_build(p, dst->family, src, dst->bytes, dst->family == AF_INET ? 1 : 58, 64, 16,
+		     false);
+	p[hl] = dst->family == AF_INET ? 8 : 128; /* echo request */
 	ip_put16(p + hl + 4, id);
 	ip_put16(p + hl + 6, seq);
 	memcpy(p + hl + 8, "ibgw-tb", 8);
