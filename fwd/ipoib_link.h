@@ -16,8 +16,11 @@
  *          counted);
  *   port events: PORT_DOWN takes the link down (state callback; neighbours flushed);
  *          PORT_ACTIVE, LID/SM change and client reregister rejoin every group through
- *          the SA client (the link is UP again when the broadcast join answers) and
- *          re-resolve every path, rebuilding the address handles that changed;
+ *          the SA client and re-resolve every path, rebuilding the address handles
+ *          that changed. An SM change or reregister leaves the link UP, sending on the
+ *          old AHs until the answers come (as Linux keeps the carrier: a failover
+ *          group tracks this state); after PORT_DOWN the link is UP again when the
+ *          broadcast join answers;
  *   stop   leaves every group, destroys the QP.
  *
  * ARP (hardware type 32) and ND (IPoIB link-layer option) reach the control side
