@@ -2,7 +2,8 @@
  * libFuzzer harness for every SA MAD decoder, reached the way real MADs reach them:
  * through sa_client_input on a client that has one query of each kind pending (a
  * PathRecord Get, an MCMemberRecord join, four InformInfo subscriptions, the
- * ClassPortInfo probe). The input's first octet picks a pending request whose TID is
+ * ClassPortInfo probe, a router poll -- PortInfoRecord GetTable -- and, queued behind
+ * them, an off-subnet PathRecord whose answer teaches a router). The input's first octet picks a pending request whose TID is
  * spliced into the MAD (bit 7 set), so responses get past TID matching and into the
  * record decoders; the rest is the MAD, any length. Reports, short, cut and mismatched
  * MADs take the other paths. The client is freed each run (leaks are caught), and the
@@ -103,6 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sa_ipoib_bcast_mgid(0xffff, &mp.mgid);
 	sa_mcast_join(c, &mp, nop_join, NULL);
 	sa_subscribe_traps(c);
+	sa_router_watch(c, 3);
+	ib_gid_set(&q.dgid, 0xfec0000000000001ull, 0x1234);
+	sa_path_resolve(c, &q, nop_path, NULL);
 
 	len = size - 1 < sizeof(mad) ? size - 1 : sizeof(mad);
 	memcpy(mad, data + 1, len);
@@ -114,10 +118,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(mad + 16, req + 16, 2); /* attribute */
 	}
 	sa_client_input(c, mad, len);
-	/* A second copy (duplicate answer), then time passes (retries, timeouts). */
+	/* A second copy (duplicate answer), then time passes (retries, timeouts, the
+	 * next router poll), and the same MAD once more against what is pending then. */
 	sa_client_input(c, mad, len);
 	f.now += 100000;
 	sa_client_tick(c);
+	if ((data[0] & 0x80) && f.n && len >= 16) {
+		memcpy(mad + 8, f.sent[f.n - 1] + 8, 8);
+		sa_client_input(c, mad, len);
+	}
 	sa_client_free(c);
 	return 0;
 }
