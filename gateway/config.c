@@ -203,8 +203,14 @@ static const struct field gateway_fields[] = {
 	{ "worker_cpus", T_CPU_LIST, offsetof(CFG, worker_cpus), offsetof(CFG, n_worker_cpus), 64,
 	  0, 1023, NULL, NULL, 0, NULL, NULL,
 	  "CPU to pin each worker to, one per worker; empty: not pinned" },
+	{ "router_poll_ms", T_UINT, offsetof(CFG, router_poll_ms), 0, SZ(CFG, router_poll_ms), 0,
+	  60000, "1000", NULL, 0, NULL, NULL,
+	  "how often each IB router's port is asked of the SA (router failover); 0: never" },
+	{ "router_down_after", T_UINT, offsetof(CFG, router_down_after), 0,
+	  SZ(CFG, router_down_after), 1, 10, "1", NULL, 0, NULL, NULL,
+	  "SA answers in a row without the router's port ACTIVE before it is taken out" },
 };
-static const struct schema gateway_schema = { "gateway", gateway_fields, 3, 0, -1, check_gateway };
+static const struct schema gateway_schema = { "gateway", gateway_fields, 5, 0, -1, check_gateway };
 
 static const struct field control_fields[] = {
 	{ "socket", T_STR, offsetof(CFG, socket), 0, SZ(CFG, socket), 0, 0, "/run/ibgw/ibgwd.sock",

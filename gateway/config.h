@@ -162,6 +162,8 @@ struct gw_config {
 	unsigned workers;       /* workers: 1..64 (default 1) */
 	int *worker_cpus;       /* worker_cpus: one CPU per worker, or none */
 	unsigned n_worker_cpus;
+	uint32_t router_poll_ms;    /* router_poll_ms: 0..60000 (default 1000; 0 = off) */
+	unsigned router_down_after; /* router_down_after: 1..10 (default 1) */
 
 	/* control: */
 	char socket[GW_PATH_MAX];          /* socket: default /run/ibgw/ibgwd.sock */

@@ -461,6 +461,7 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.event_arg = p,
 		.gid_routes = dp->gidroutes,
 	};
+	dp_routers_sa_config(&cc);
 	ret = sa_client_new(&cc, &p->sa);
 	if (ret < 0) {
 		p->sa = NULL;
@@ -1140,6 +1141,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		goto fail;
 	}
 	gidroutes_build(dp, cfg);
+	dp_routers_config(NULL, cfg);
 	if (nl_watch_new(loop, on_netlink, dp, &dp->nl) < 0) {
 		log_warning("no netlink: Ethernet link state is not followed");
 		dp->nl = NULL;
@@ -1561,6 +1563,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	unsigned removed = 0, added = 0;
 
 	dp_portfail_config(dp, cfg); /* a reload puts moved links back on their port */
+	dp_routers_config(dp, cfg); /* router watch cadence */
 	for (unsigned i = 0; i < dp->n_links; i++) {
 		struct dp_link *k = &dp->links[i];
 		const char *why = k->kind == DP_NONE ? "" : rebuild_reason(k, cfg);

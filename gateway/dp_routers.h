@@ -11,7 +11,18 @@
 #define IBGW_GATEWAY_DP_ROUTERS_H
 
 struct dp_port;
+struct gw_config;
+struct gw_dp;
+struct sa_client_config;
 struct sa_event;
+
+/* gateway.router_poll_ms / router_down_after as configured: kept (one data plane per
+ * process) for the SA clients of ports opened later; a reload (dp != NULL) also hands
+ * them to the SA client of every open port. Call at start before the ports open, and
+ * at every reload. */
+void dp_routers_config(struct gw_dp *dp, const struct gw_config *cfg);
+/* Fill the router-watch fields of a port's SA client config (before sa_client_new). */
+void dp_routers_sa_config(struct sa_client_config *cc);
 
 /* From the port's SA event callback (gateway/dataplane.c on_sa_event) for
  * SA_EV_ROUTER_DOWN and SA_EV_ROUTER_UP; other events are ignored. */

@@ -1305,6 +1305,24 @@ int sa_router_unwatch(struct sa_client *c, uint16_t lid)
 	return 0;
 }
 
+void sa_router_set_poll(struct sa_client *c, uint32_t poll_ms, unsigned down_after,
+			unsigned up_after)
+{
+	c->cfg.router_poll_ms = poll_ms ? poll_ms : 1000;
+	c->cfg.router_down_after = down_after ? down_after : 1;
+	c->cfg.router_up_after = up_after ? up_after : 1;
+	if (poll_ms == SA_ROUTER_POLL_OFF)
+		while (c->nrouters)
+			sa_router_unwatch(c, c->routers[0].lid);
+	for (unsigned i = 0; i < c->nrouters; i++) /* the new cadence from now */
+		if (!c->routers[i].txn && c->routers[i].next_poll > now(c) + c->cfg.router_poll_ms)
+			c->routers[i].next_poll = now(c) + c->cfg.router_poll_ms;
+	if (!c->in_run) {
+		run(c);
+		schedule(c);
+	}
+}
+
 /* A PathRecord to another subnet names a router: watch it. */
 static void router_learn(struct sa_client *c, const struct sa_path *p)
 {

@@ -283,6 +283,11 @@ void sa_sub_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct
 /* Returns 0, -EEXIST (already watched), -EINVAL (LID 0 or multicast), -ENOSPC. */
 int sa_router_watch(struct sa_client *c, uint16_t lid);
 int sa_router_unwatch(struct sa_client *c, uint16_t lid); /* 0 or -ENOENT */
+/* Change router_poll_ms / router_down_after / router_up_after (0: the defaults, as in
+ * the config) of a running client (a reload). Turning the watch off forgets every
+ * watched router and marks the down ones up in cfg.gid_routes. */
+void sa_router_set_poll(struct sa_client *c, uint32_t poll_ms, unsigned down_after,
+			unsigned up_after);
 enum sa_router_state {
 	SA_ROUTER_UNKNOWN, /* not answered yet: used */
 	SA_ROUTER_UP,
