@@ -701,6 +701,34 @@ static void test_neigh_expired(void **state)
 	assert_int_equal(cm_neigh_expired(nb.cm, &h), -ENOENT);
 }
 
+/* An IB router went down: every connection whose path DLID is that LID goes (both
+ * ends of each: active and passive), others stay; the _all form reaches every cm. */
+static void test_disconnect_dlid(void **state)
+{
+	(void)state;
+	node_start(&na);
+	node_start(&nb);
+	assert_int_equal(connect(&na, &nb), 0);
+	pump();
+	assert_int_equal(state_of(&na, &nb), CM_STATE_ESTABLISHED);
+	assert_int_equal(cm_disconnect_dlid(na.cm, (uint16_t)(nb.lid + 100)), 0);
+	assert_int_equal(na.downs, 0);
+	assert_int_equal(cm_disconnect_dlid(na.cm, nb.lid), 1);
+	assert_int_equal(na.downs, 1);
+	assert_int_equal(na.last_why, CM_CLOSE_PATH);
+	assert_string_equal(cm_close_reason_name(CM_CLOSE_PATH), "path-down");
+	assert_int_equal(cm_disconnect_dlid(na.cm, nb.lid), 0); /* already going */
+	pump();
+	assert_int_equal(nb.last_why, CM_CLOSE_PEER);
+	advance(200);
+	/* A new connection, taken down from the other end through every cm. */
+	assert_int_equal(connect(&na, &nb), 0);
+	pump();
+	assert_int_equal(state_of(&nb, &na), CM_STATE_ESTABLISHED);
+	assert_int_equal(cm_disconnect_dlid_all(na.lid), 1); /* nb's path leads to na */
+	assert_int_equal(nb.last_why, CM_CLOSE_PATH);
+}
+
 static void test_duplicate_req(void **state)
 {
 	(void)state;
@@ -974,6 +1002,7 @@ int main(void)
 		T(test_dreq_lost_drep),
 		T(test_idle),
 		T(test_neigh_expired),
+		T(test_disconnect_dlid),
 		T(test_duplicate_req),
 		T(test_duplicate_req_after_timeout),
 		T(test_stale_rep),

@@ -531,6 +531,58 @@ static void test_watch_unwatch(void **state)
 	free(f);
 }
 
+/* A reload: a new cadence takes effect at once; turning the watch off forgets the
+ * routers and puts a down one back into the GID routes. */
+static void test_set_poll(void **state)
+{
+	struct fake *f = fake_new();
+	struct sa_gidroutes *t = two_routers();
+	struct sa_client *c = client(f, t, 1000, 0);
+	struct sa_path_query q = { 0 };
+	struct sa_path p;
+	union ib_gid sgid;
+	struct rinfo x;
+	unsigned from;
+	uint64_t t0;
+	int i;
+
+	(void)state;
+	ib_gid_set(&sgid, 0xfe80000000000000ull, 0x0002c90300a10003ull);
+	sa_client_tick(c);
+	answer_poll(c, f, find_poll(f, 1, 3), false); /* first answer: down */
+	answer_poll(c, f, find_poll(f, 1, 4), true);
+	assert_int_equal(info(c, &x, 3)->state, SA_ROUTER_DOWN);
+	sa_router_set_poll(c, 200, 0, 0);
+	from = f->nsent;
+	t0 = f->now;
+	i = -1;
+	while (i < 0 && f->now < t0 + 1000) {
+		run_to(c, f, f->now + 10);
+		i = find_poll(f, from, 4);
+	}
+	assert_true(i >= 0);
+	assert_true(f->now - t0 <= 200);
+	sa_router_set_poll(c, SA_ROUTER_POLL_OFF, 0, 0);
+	assert_null(info(c, &x, 3));
+	assert_null(info(c, &x, 4));
+	{
+		unsigned via3 = 0;
+
+		for (uint64_t g = 0; g < 100; g++) {
+			ib_gid_set(&q.dgid, 0xfec0000000000001ull, g + 1);
+			assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), 0);
+			via3 += p.dlid == 3;
+		}
+		assert_true(via3 > 0);
+	}
+	from = f->nsent;
+	run_to(c, f, f->now + 3000);
+	assert_int_equal(find_poll(f, from, 3), -1);
+	sa_client_free(c);
+	sa_gidroutes_free(t);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_learned_router),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_watch_unwatch),
+		cmocka_unit_test(test_set_poll),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
