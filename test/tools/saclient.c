@@ -18,7 +18,8 @@
  * reregister, port down, and every join outcome.
  * OPTIONS: --pkey P (PathRecord/join P_Key; "any": leave it out of PathRecord queries),
  *          --floor MS, --max MS (timeouts), --retries N, --path-ttl MS, --neg-ttl MS,
- *          --gid-route PREFIX/LEN=LID[,LID...] (answer off-subnet locally), -v
+ *          --gid-route PREFIX/LEN=LID[,LID...] (answer off-subnet locally),
+ *          --router-poll MS (watch the routers: sa.h "Router liveness"; default off), -v
  * Output is one line per result, "key=value" pairs in a fixed order, for tests to grep.
  */
 #include <errno.h>
@@ -369,6 +370,7 @@ int main(int argc, char **argv)
 	struct sa_client_config cc = { 0 };
 	struct sa_umad_config uc = { 0 };
 	struct sa_gidroutes *routes = NULL;
+	uint32_t router_poll = 0;
 	union ib_gid mgids[MAX_ITEMS];
 	unsigned nmgids = 0;
 	struct sa_mcast_params mp = { 0 };
@@ -407,6 +409,8 @@ int main(int argc, char **argv)
 			cc.neg_ttl_ms = (uint32_t)atoi(v);
 		} else if (!strcmp(o, "--probe-max")) {
 			cc.probe_max_ms = (uint32_t)atoi(v);
+		} else if (!strcmp(o, "--router-poll")) {
+			router_poll = (uint32_t)atoi(v);
 		} else if (!strcmp(o, "--gid-route")) {
 			if (!routes && sa_gidroutes_new(&routes))
 				return 1;
@@ -492,6 +496,8 @@ int main(int argc, char **argv)
 	cc.loop = t.loop;
 	cc.pkey = t.pkey;
 	cc.gid_routes = routes;
+	/* The router watch only when asked (its polls would count as MADs sent). */
+	cc.router_poll_ms = router_poll ? router_poll : SA_ROUTER_POLL_OFF;
 	cc.event = on_event;
 	cc.event_arg = &t;
 	rc = sa_client_new(&cc, &t.client);
