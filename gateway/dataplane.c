@@ -1563,7 +1563,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	unsigned removed = 0, added = 0;
 
 	dp_portfail_config(dp, cfg); /* a reload puts moved links back on their port */
-	dp_routers_config(dp, cfg); /* router watch cadence */
+	dp_routers_config(dp, cfg);
 	for (unsigned i = 0; i < dp->n_links; i++) {
 		struct dp_link *k = &dp->links[i];
 		const char *why = k->kind == DP_NONE ? "" : rebuild_reason(k, cfg);
