@@ -319,13 +319,14 @@ static void on_port_async(struct evloop *loop, int fd, uint32_t events, void *ar
 	(void)events;
 
 	while (p->ops->next_event(p->port, &ev) == 0) {
+		/* First: a link with a backup port is marked as moving before it goes down. */
+		dp_portfail_port_event(p->dp, p, &ev);
 		for (unsigned i = 0; i < p->dp->n_links; i++) {
 			struct dp_link *k = &p->dp->links[i];
 
 			if (k->port == p && k->link)
 				ipoib_link_port_event(k->link, &ev);
 		}
-		dp_portfail_port_event(p->dp, p, &ev); /* a link with a backup port moves */
 		switch (ev.type) {
 		case IBP_EVENT_PORT_ACTIVE:
 		case IBP_EVENT_CLIENT_REREGISTER:

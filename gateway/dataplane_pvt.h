@@ -19,6 +19,7 @@
 #include "sm-client/sa.h"
 
 struct dp_ha;
+struct dp_portfail;
 struct kroute;
 struct nl_watch;
 struct sa_umad;
@@ -110,6 +111,8 @@ struct gw_dp {
 	struct gw_kernel_routes_config kroute_cfg;
 	/* The failover pair (gateway/dp_ha.c); NULL: a single gateway. */
 	struct dp_ha *ha;
+	/* IPoIB links with a backup port (gateway/dp_portfail.c). */
+	struct dp_portfail *portfail;
 };
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);

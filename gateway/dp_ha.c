@@ -38,6 +38,7 @@
 #include "fwd/route.h"
 #include "fwd/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_portfail.h"
 #include "ha/ha_fsm.h"
 #include "ha/ha_sync.h"
 #include "lib/evloop.h"
@@ -653,7 +654,7 @@ void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
 
 		if (strcmp(h->paths[p].link, k->name))
 			continue;
-		up = link_up(dp, k);
+		up = link_up(dp, k) || dp_portfail_moving(dp, k); /* to its backup port */
 		if (up != h->paths[p].up) {
 			h->paths[p].up = up;
 			log_notice("failover: path %s %s", k->name, up ? "up" : "down");

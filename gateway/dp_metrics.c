@@ -21,6 +21,7 @@
 #include "fwd/route.h"
 #include "fwd/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_portfail.h"
 #include "mgmt/metrics_http.h"
 
 #define LABEL_MAX 160
@@ -67,6 +68,7 @@ struct link_snap {
 	unsigned by_state[NEIGH_STATE_COUNT];
 	unsigned groups_joined, groups_joining, connections;
 	const struct cm_stats *cm; /* connected mode only */
+	unsigned long port_moves;  /* to the other HCA port (dp_portfail) */
 };
 
 static int count_neigh(void *arg, const struct neigh_info *ni)
@@ -128,6 +130,7 @@ static void snap_link(struct gw_dp *dp, struct dp_link *k, struct link_snap *s)
 	s->f = fwd_snap_if(fwd_engine_current(dp->e), k->ifindex);
 	snprintf(s->label, sizeof(s->label), "link=\"%s\"",
 		 metrics_label_escape(k->name, name, sizeof(name)));
+	s->port_moves = k->kind == DP_IPOIB ? dp_portfail_moves(dp, k) : 0;
 	if (k->kind == DP_IPOIB && k->link) {
 		s->counted = true;
 		snap_ipoib(k, s);
@@ -329,6 +332,12 @@ static void write_ipoib(FILE *out, const struct link_snap *s, unsigned n)
 		sample_by(out, "ibgw_ipoib_multicast_groups", s[i].label, "state", "joining",
 			  s[i].groups_joining);
 	}
+	metrics_family(out, "ibgw_ipoib_port_moves_total", "counter",
+		       "Times the link moved to its other HCA port (backup_port) because its port "
+		       "went down.");
+	for (unsigned i = 0; i < n; i++)
+		if (is_ipoib(&s[i]))
+			sample(out, "ibgw_ipoib_port_moves_total", s[i].label, s[i].port_moves);
 	metrics_family(out, "ibgw_ipoib_connections", "gauge",
 		       "Connections carrying traffic now (connected mode).");
 	for (unsigned i = 0; i < n; i++)

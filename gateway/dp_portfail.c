@@ -15,74 +15,103 @@
 #include "lib/evloop.h"
 #include "lib/log.h"
 
-#define PF_MAX_LINKS  DP_MAX_LINKS
 #define PF_WATCH_MS   5    /* how often a moved link is checked for up */
 #define PF_ANNOUNCE_2 200  /* ms after up: the second announcement */
 #define PF_ANNOUNCE_3 1200 /* the third: past a Linux neighbour's locktime (1 s) */
+#define PF_HA_GRACE   2000 /* a move not up by then is a path down for failover */
 #define PF_GIVE_UP_MS 30000
 
+struct pf_port {
+	char backend[16], device[GW_NAME_MAX];
+	uint8_t num;
+};
+
+/* A link moving (up_ms 0) or moved and being announced. */
 struct pf_moved {
 	char name[GW_NAME_MAX];
 	uint64_t since_ms, up_ms;
 	unsigned announced; /* 0..3 */
+	bool applied;       /* rebuilt on the other port (on_move) */
+	bool ha_told;       /* not up within PF_HA_GRACE: failover told the path is down */
 };
 
-static struct {
+/* Owner: the control thread. */
+struct dp_portfail {
 	struct gw_dp *dp;
 	const struct gw_config *cfg; /* the daemon's, as loaded */
 	struct gw_config eff;        /* cfg with the moved links' ports swapped */
 	struct gw_ipoib_link_config *links;
 	bool have_eff, moving;
-	/* Ports seen down (by event) and not seen up since: backend/device/num. */
-	struct {
-		char backend[16], device[GW_NAME_MAX];
-		uint8_t num;
-	} down[DP_MAX_PORTS];
+	struct pf_port down[DP_MAX_PORTS]; /* seen down (by event), not seen up since */
 	unsigned n_down;
-	struct pf_moved moved[PF_MAX_LINKS];
+	struct pf_moved moved[DP_MAX_LINKS];
 	unsigned n_moved;
 	struct evtimer *move_t, *watch_t;
-	struct {
-		char backend[16], device[GW_NAME_MAX];
-		uint8_t num;
-	} pending; /* the port whose links move at move_t */
-	unsigned long moves;
-} pf;
+	struct { /* moves so far, by link name */
+		char name[GW_NAME_MAX];
+		unsigned long n;
+	} moves[DP_MAX_LINKS];
+	unsigned n_moves;
+};
 
 static uint64_t now_ms(void)
 {
 	return evloop_now_ns() / 1000000;
 }
 
-static const struct gw_config *running(void)
+static const struct gw_config *running(const struct dp_portfail *pf)
 {
-	return pf.have_eff ? &pf.eff : pf.cfg;
+	return pf->have_eff ? &pf->eff : pf->cfg;
 }
 
-static bool port_is_down(const char *backend, const char *device, uint8_t num)
+static bool same_port(const struct pf_port *a, const char *backend, const char *device, uint8_t num)
 {
-	for (unsigned i = 0; i < pf.n_down; i++)
-		if (pf.down[i].num == num && !strcmp(pf.down[i].backend, backend) &&
-		    !strcmp(pf.down[i].device, device))
+	return a->num == num && !strcmp(a->backend, backend) && !strcmp(a->device, device);
+}
+
+static bool port_is_down(const struct dp_portfail *pf, const char *backend, const char *device,
+			 uint8_t num)
+{
+	for (unsigned i = 0; i < pf->n_down; i++)
+		if (same_port(&pf->down[i], backend, device, num))
 			return true;
 	return false;
 }
 
-static void mark_port(const struct dp_port *p, bool down)
+static void mark_port(struct dp_portfail *pf, const struct dp_port *p, bool down)
 {
-	for (unsigned i = 0; i < pf.n_down; i++)
-		if (pf.down[i].num == p->num && !strcmp(pf.down[i].backend, p->backend) &&
-		    !strcmp(pf.down[i].device, p->device)) {
+	for (unsigned i = 0; i < pf->n_down; i++)
+		if (same_port(&pf->down[i], p->backend, p->device, p->num)) {
 			if (!down)
-				pf.down[i] = pf.down[--pf.n_down];
+				pf->down[i] = pf->down[--pf->n_down];
 			return;
 		}
-	if (down && pf.n_down < DP_MAX_PORTS) {
-		snprintf(pf.down[pf.n_down].backend, sizeof(pf.down[0].backend), "%s", p->backend);
-		snprintf(pf.down[pf.n_down].device, sizeof(pf.down[0].device), "%s", p->device);
-		pf.down[pf.n_down].num = p->num;
-		pf.n_down++;
+	if (down && pf->n_down < DP_MAX_PORTS) {
+		struct pf_port *d = &pf->down[pf->n_down++];
+
+		snprintf(d->backend, sizeof(d->backend), "%s", p->backend);
+		snprintf(d->device, sizeof(d->device), "%s", p->device);
+		d->num = p->num;
 	}
+}
+
+static struct pf_moved *moved_of(struct dp_portfail *pf, const char *name)
+{
+	for (unsigned i = 0; i < pf->n_moved; i++)
+		if (!strcmp(pf->moved[i].name, name))
+			return &pf->moved[i];
+	return NULL;
+}
+
+static unsigned long *moves_of(struct dp_portfail *pf, const char *name, bool add)
+{
+	for (unsigned i = 0; i < pf->n_moves; i++)
+		if (!strcmp(pf->moves[i].name, name))
+			return &pf->moves[i].n;
+	if (!add || pf->n_moves == DP_MAX_LINKS)
+		return NULL;
+	snprintf(pf->moves[pf->n_moves].name, sizeof(pf->moves[0].name), "%s", name);
+	return &pf->moves[pf->n_moves++].n;
 }
 
 struct pf_walk {
@@ -120,20 +149,20 @@ static void announce(struct gw_dp *dp, struct dp_link *k)
 
 static void on_watch(struct evloop *loop, struct evtimer *t, void *arg)
 {
+	struct dp_portfail *pf = arg;
 	uint64_t now = now_ms();
 	unsigned left = 0;
 	(void)loop;
 	(void)t;
-	(void)arg;
 
-	for (unsigned i = 0; i < pf.n_moved; i++) {
-		struct pf_moved *m = &pf.moved[i];
-		struct dp_link *k = pf.dp ? dp_link_by_name(pf.dp, m->name) : NULL;
+	for (unsigned i = 0; i < pf->n_moved; i++) {
+		struct pf_moved *m = &pf->moved[i];
+		struct dp_link *k = dp_link_by_name(pf->dp, m->name);
 
 		if (!k || k->kind != DP_IPOIB || m->announced >= 3)
 			continue;
 		if (!m->up_ms) {
-			if (k->ifindex && k->link && !k->reason[0]) {
+			if (m->applied && k->ifindex && k->link && !k->reason[0]) {
 				m->up_ms = now;
 				log_notice("%s: up on IB port %s/%u %llu ms after the move",
 					   k->name, k->device, k->port_num,
@@ -144,6 +173,10 @@ static void on_watch(struct evloop *loop, struct evtimer *t, void *arg)
 					    k->reason);
 				m->announced = 3;
 				continue;
+			} else if (now - m->since_ms > PF_HA_GRACE && !m->ha_told) {
+				/* Held up for failover so far (dp_portfail_moving): no more. */
+				m->ha_told = true;
+				dp_ha_link_changed(pf->dp, k);
 			}
 		}
 		if (m->up_ms) {
@@ -152,7 +185,7 @@ static void on_watch(struct evloop *loop, struct evtimer *t, void *arg)
 							   : m->up_ms + PF_ANNOUNCE_3;
 
 			if (now >= due) {
-				announce(pf.dp, k);
+				announce(pf->dp, k);
 				m->announced++;
 			}
 		}
@@ -160,23 +193,23 @@ static void on_watch(struct evloop *loop, struct evtimer *t, void *arg)
 			left++;
 	}
 	if (!left) {
-		pf.n_moved = 0;
-		evtimer_stop(pf.watch_t);
+		pf->n_moved = 0;
+		evtimer_stop(pf->watch_t);
 	}
 }
 
-/* Build the effective config with the links of the failed port on their other port,
- * and apply it through the reload path. */
+/* Build the effective config with the moving links on their other port, and apply it
+ * through the reload path. */
 static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 {
-	const struct gw_config *cur = running();
+	struct dp_portfail *pf = arg;
+	const struct gw_config *cur = running(pf);
 	struct gw_ipoib_link_config *links;
 	unsigned moved = 0;
 	(void)loop;
 	(void)t;
-	(void)arg;
 
-	if (!pf.dp || !cur || !cur->n_ipoib_links)
+	if (!cur || !cur->n_ipoib_links)
 		return;
 	links = calloc(cur->n_ipoib_links, sizeof(*links));
 	if (!links) {
@@ -186,99 +219,143 @@ static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 	memcpy(links, cur->ipoib_links, cur->n_ipoib_links * sizeof(*links));
 	for (unsigned i = 0; i < cur->n_ipoib_links; i++) {
 		struct gw_ipoib_link_config *c = &links[i];
-		const char *backend = gw_ipoib_backend_name(c->backend);
-		struct dp_link *k = dp_link_by_name(pf.dp, c->name);
-		uint8_t to;
+		struct pf_moved *m = moved_of(pf, c->name);
+		unsigned long *n = moves_of(pf, c->name, true);
 
-		if (!c->backup_port || !k || k->kind != DP_IPOIB || k->port_num != pf.pending.num ||
-		    strcmp(backend, pf.pending.backend) || strcmp(c->device, pf.pending.device))
+		if (!m || m->applied)
 			continue;
-		to = c->backup_port;
-		if (port_is_down(backend, c->device, to)) {
-			log_warning("%s: IB port %s/%u down, and its backup port %u too: staying",
-				    c->name, c->device, c->port, to);
-			continue;
-		}
 		log_notice("%s: IB port %s/%u down: moving the link to port %u", c->name, c->device,
-			   c->port, to);
-		c->backup_port = c->port;
-		c->port = to;
-		if (pf.n_moved < PF_MAX_LINKS) {
-			struct pf_moved *m = &pf.moved[pf.n_moved++];
+			   c->port, c->backup_port);
+		{
+			uint8_t to = c->backup_port;
 
-			memset(m, 0, sizeof(*m));
-			snprintf(m->name, sizeof(m->name), "%s", c->name);
-			m->since_ms = now_ms();
+			c->backup_port = c->port;
+			c->port = to;
 		}
+		m->applied = true;
+		if (n)
+			(*n)++;
 		moved++;
 	}
 	if (!moved) {
 		free(links);
 		return;
 	}
-	pf.eff = *cur;
-	pf.eff.ipoib_links = links;
-	free(pf.links); /* the previous effective array: no longer referenced */
-	pf.links = links;
-	pf.have_eff = true;
-	pf.moving = true;
-	gw_dp_reconfigure(pf.dp, &pf.eff);
-	pf.moving = false;
-	pf.moves += moved;
-	if (!evtimer_pending(pf.watch_t))
-		evtimer_start(pf.watch_t, 0, PF_WATCH_MS);
+	pf->eff = *cur;
+	pf->eff.ipoib_links = links;
+	free(pf->links); /* the previous effective array: no longer referenced */
+	pf->links = links;
+	pf->have_eff = true;
+	pf->moving = true;
+	gw_dp_reconfigure(pf->dp, &pf->eff);
+	pf->moving = false;
 }
 
 void dp_portfail_config(struct gw_dp *dp, const struct gw_config *cfg)
 {
-	if (pf.moving)
-		return; /* our own reconfigure */
-	if (pf.dp != dp) {
-		if (pf.move_t)
-			evtimer_free(pf.move_t);
-		if (pf.watch_t)
-			evtimer_free(pf.watch_t);
-		memset(&pf, 0, sizeof(pf));
-		pf.dp = dp;
-		pf.move_t = evtimer_new(dp->loop, on_move, NULL);
-		pf.watch_t = evtimer_new(dp->loop, on_watch, NULL);
+	struct dp_portfail *pf = dp->portfail;
+
+	if (!pf) {
+		pf = calloc(1, sizeof(*pf));
+		if (pf) {
+			pf->dp = dp;
+			pf->move_t = evtimer_new(dp->loop, on_move, pf);
+			pf->watch_t = evtimer_new(dp->loop, on_watch, pf);
+		}
+		if (!pf || !pf->move_t || !pf->watch_t) {
+			log_error("port failover: out of memory: links stay on their port");
+			dp->portfail = pf;
+			dp_portfail_stop(dp);
+			return;
+		}
+		dp->portfail = pf;
 	}
+	if (pf->moving)
+		return; /* our own reconfigure */
 	/* A reload: the file's ports again (the links rebuilt where the file says). */
-	pf.cfg = cfg;
-	pf.have_eff = false;
+	pf->cfg = cfg;
+	pf->have_eff = false;
 }
 
 void dp_portfail_port_event(struct gw_dp *dp, struct dp_port *p, const struct ibp_event *ev)
 {
-	if (dp != pf.dp || !pf.move_t)
+	struct dp_portfail *pf = dp->portfail;
+	const struct gw_config *cur = pf ? running(pf) : NULL;
+	bool any = false;
+
+	if (!cur)
 		return;
 	if (ev->type == IBP_EVENT_PORT_ACTIVE) {
-		mark_port(p, false);
+		mark_port(pf, p, false);
 		return;
 	}
 	if (ev->type != IBP_EVENT_PORT_DOWN)
 		return;
-	mark_port(p, true);
-	/* Not from inside the port's event handler: the move may open and close ports. */
-	snprintf(pf.pending.backend, sizeof(pf.pending.backend), "%s", p->backend);
-	snprintf(pf.pending.device, sizeof(pf.pending.device), "%s", p->device);
-	pf.pending.num = p->num;
-	evtimer_start(pf.move_t, 0, 0);
+	mark_port(pf, p, true);
+	/* The links to move, known now: failover holds their paths up meanwhile. */
+	for (unsigned i = 0; i < cur->n_ipoib_links; i++) {
+		const struct gw_ipoib_link_config *c = &cur->ipoib_links[i];
+		const char *backend = gw_ipoib_backend_name(c->backend);
+		struct dp_link *k = dp_link_by_name(dp, c->name);
+		struct pf_moved *m;
+
+		if (!c->backup_port || !k || k->kind != DP_IPOIB || k->port_num != p->num ||
+		    strcmp(backend, p->backend) || strcmp(c->device, p->device))
+			continue;
+		if (port_is_down(pf, backend, c->device, c->backup_port)) {
+			log_warning("%s: IB port %s/%u down, and its backup port %u too: staying",
+				    c->name, c->device, c->port, c->backup_port);
+			continue;
+		}
+		m = moved_of(pf, c->name);
+		if (!m && pf->n_moved < DP_MAX_LINKS)
+			m = &pf->moved[pf->n_moved++];
+		if (!m)
+			continue;
+		memset(m, 0, sizeof(*m));
+		snprintf(m->name, sizeof(m->name), "%s", c->name);
+		m->since_ms = now_ms();
+		any = true;
+	}
+	if (!any)
+		return;
+	/* Not from inside the port's event handler: the move opens and closes ports. */
+	evtimer_start(pf->move_t, 0, 0);
+	if (!evtimer_pending(pf->watch_t))
+		evtimer_start(pf->watch_t, PF_WATCH_MS, PF_WATCH_MS);
+}
+
+bool dp_portfail_moving(const struct gw_dp *dp, const struct dp_link *k)
+{
+	const struct dp_portfail *pf = dp->portfail;
+
+	for (unsigned i = 0; pf && i < pf->n_moved; i++) {
+		const struct pf_moved *m = &pf->moved[i];
+
+		if (!strcmp(m->name, k->name))
+			return !m->up_ms && !m->ha_told && m->announced < 3;
+	}
+	return false;
+}
+
+unsigned long dp_portfail_moves(const struct gw_dp *dp, const struct dp_link *k)
+{
+	const unsigned long *n = dp->portfail ? moves_of(dp->portfail, k->name, false) : NULL;
+
+	return n ? *n : 0;
 }
 
 void dp_portfail_stop(struct gw_dp *dp)
 {
-	if (dp != pf.dp)
-		return;
-	if (pf.move_t)
-		evtimer_free(pf.move_t);
-	if (pf.watch_t)
-		evtimer_free(pf.watch_t);
-	free(pf.links);
-	memset(&pf, 0, sizeof(pf));
-}
+	struct dp_portfail *pf = dp->portfail;
 
-unsigned long dp_portfail_moves(void)
-{
-	return pf.moves;
+	if (!pf)
+		return;
+	if (pf->move_t)
+		evtimer_free(pf->move_t);
+	if (pf->watch_t)
+		evtimer_free(pf->watch_t);
+	free(pf->links);
+	free(pf);
+	dp->portfail = NULL;
 }

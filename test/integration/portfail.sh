@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # An IPoIB link on two HCA ports (issue 8, "inside one box"): sim/topologies/dualport.topo
-# gives gw1 a two-port HCA; ibgwd runs ib0 on port 2 with backup_port 1. While a 1 ms
-# ping runs from an Ethernet host to an IB host (and one from another IB host back to
-# the Ethernet side), `sim/rack link gw1 down 2` takes port 2 down (ibsim Unlink and the
-# fabric's data path): the link must come up on port 1 with the new hardware address
-# (GID of port 1), both pings resume, and the gaps are reported. Port 2 coming back
-# does not move the link back (no automatic failback); a reload puts it back on port 2.
+# gives gw1 a two-port HCA; the failover pair runs (sim/rack up --ha), gw1 master with
+# ib0 on port 2 and backup_port 1. While a 1 ms ping runs from an Ethernet host to an
+# IB host (and one from another IB host back to the Ethernet side), both through the
+# pair's service addresses, `sim/rack link gw1 down 2` takes port 2 down (ibsim Unlink
+# and the fabric's data path): the link must come up on port 1 with the new hardware
+# address (GID of port 1), both pings resume, the gaps are reported, and the pair does
+# not fail over for it (gw1 stays master: a link moving to its backup port is no FAULT).
+# Port 2 coming back does not move the link back (no automatic failback); a reload puts
+# it back on port 2.
 # Why the primary is port 2 in the simulator: docs/simulated-rack.md, "Two-port HCAs"
 # (ibsim lets a process's MADs through its node's first port only).
 # Needs root, ibsim, opensm.
@@ -15,14 +18,16 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
 . "$top/test/lib/gap.sh"
+. "$top/test/lib/ha.sh"
 suite_init pfail
 
-tap_plan 8
+tap_plan 12
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
-suite_need_cmds ibsim opensm
+suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
-gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
+gwctl() { g gw1 "$@"; }
+transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
 pings() { # NODE ARGS...: "N received" of a bounded ping
 	local n=$1
 	shift
@@ -38,14 +43,18 @@ wait_ib0() { # REGEX SECONDS: until show links' ib0 block matches
 	return 1
 }
 
-# etc/rack-gw1.yaml with ib0 on port 2, backup port 1 (and no kernel routes).
-sed -e 's/^    port: 1$/    port: 2\n    backup_port: 1/' "$top/etc/rack-gw1.yaml" |
-	grep -vE '^(kernel_routes:|  export_table:|  import_table:)' >"$work/gw1.yaml"
-export IBGW_GW_CONFIG=$work/gw1.yaml
-if ! R up dualport >"$work/up.log" 2>&1; then
-	tap_not_ok "rack up (dualport) with ibgwd on gw1" "$(tail -5 "$work/up.log")"
+if ! R up dualport --ha >"$work/up.log" 2>&1; then
+	tap_not_ok "rack up (dualport) with the failover pair" "$(tail -5 "$work/up.log")"
 	exit 1
 fi
+# gw1 again with ib0 on port 2, backup port 1 (its pair config otherwise).
+sed -e 's/^    device: gw1$/    device: gw1\n    port: 2\n    backup_port: 1/' \
+	"$RACK_STATE/nodes/gw1/ibgwd.yaml" >"$work/gw1.yaml"
+gateway_stop gw1
+gateway_start gw1 "$work/gw1.yaml" >/dev/null 2>&1
+wait_state gw1 master 15
+wait_state gw2 backup 5
+tap_is "the pair: gw1 master, gw2 backup" "$(state gw1) $(state gw2)" "master backup"
 gid1=02:c9:03:00:a1:00:03 # gw1 port 1 (ibsim: node GUID + port number)
 gid2=02:c9:03:00:a1:00:04
 wait_ib0 "state UP" 20
@@ -56,6 +65,8 @@ tap_is "and back (IB host -> Ethernet host)" "$(pings ibhost1 10.20.0.11)" 3
 gap_start eth "$rack-ethhost1" 10.10.0.13
 gap_start ib "$rack-ibhost1" 10.20.0.11
 sleep 1.5
+t1=$(transitions gw1)
+t2=$(transitions gw2)
 R link gw1 down 2 >/dev/null
 sleep 3
 read -r gap_eth lost_eth sent_eth < <(gap_stop eth)
@@ -68,6 +79,16 @@ if below "$gap_eth" 1000; then tap_ok "traffic resumed, Ethernet -> IB (gap ${ga
 else tap_not_ok "traffic resumed, Ethernet -> IB" "gap ${gap_eth} ms"; fi
 if below "$gap_ib" 1500; then tap_ok "traffic resumed, IB -> Ethernet (gap ${gap_ib} ms < 1500)"
 else tap_not_ok "traffic resumed, IB -> Ethernet" "gap ${gap_ib} ms"; fi
+tap_is "no failover for it: gw1 still master, no transition on either box" \
+	"$(state gw1) $(($(transitions gw1) - t1)) $(state gw2) $(($(transitions gw2) - t2))" \
+	"master 0 backup 0"
+tap_like "the move is counted (ibgw_ipoib_port_moves_total)" \
+	"$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep '^ibgw_ipoib_port_moves_total')" \
+	'link="ib0"} 1$'
+# The IB hosts' ib0 (ibgw-host) names a neighbour by a MAC ending in its GUID's low 40
+# bits (hl2_mac_from_guid).
+tap_like "the IB host's neighbour for the service address is port 1 now" \
+	"$(in_ns ibhost1 ip neigh show 10.10.0.1 dev ib0)" "lladdr ..:${gid1:6} "
 
 R link gw1 up 2 >/dev/null
 sleep 1
