@@ -62,7 +62,6 @@ struct cm_conn {
 };
 
 struct cm {
-	struct cm *inst_next, *inst_prev; /* every cm of the process (instances) */
 	struct cm_config cfg;
 	struct cm_conn *all;
 	unsigned n_conns, live_conns;
@@ -88,9 +87,6 @@ static const char *const close_names[CM_CLOSE_COUNT] = {
 	[CM_CLOSE_REPLACED] = "replaced", [CM_CLOSE_CROSSED] = "crossed",
 	[CM_CLOSE_ERROR] = "error",       [CM_CLOSE_PATH] = "path-down",
 };
-
-/* Every live cm, for cm_disconnect_dlid_all (control thread only). */
-static struct cm *instances;
 
 const char *cm_state_name(enum cm_state s)
 {
@@ -1063,15 +1059,6 @@ unsigned cm_disconnect_dlid(struct cm *cm, uint16_t dlid)
 	return n;
 }
 
-unsigned cm_disconnect_dlid_all(uint16_t dlid)
-{
-	unsigned n = 0;
-
-	for (struct cm *cm = instances; cm; cm = cm->inst_next)
-		n += cm_disconnect_dlid(cm, dlid);
-	return n;
-}
-
 int cm_activity(struct cm *cm, const struct ipoib_hwaddr *peer)
 {
 	struct cm_conn *c = find_peer(cm, &peer->gid, peer->qpn);
@@ -1241,10 +1228,6 @@ int cm_new(const struct cm_config *cfg, struct cm **out)
 		cm_free(cm);
 		return -ENOMEM;
 	}
-	cm->inst_next = instances;
-	if (instances)
-		instances->inst_prev = cm;
-	instances = cm;
 	*out = cm;
 	return 0;
 }
@@ -1253,12 +1236,6 @@ void cm_free(struct cm *cm)
 {
 	if (!cm)
 		return;
-	if (cm->inst_prev)
-		cm->inst_prev->inst_next = cm->inst_next;
-	else if (instances == cm)
-		instances = cm->inst_next;
-	if (cm->inst_next)
-		cm->inst_next->inst_prev = cm->inst_prev;
 	while (cm->all) {
 		struct cm_conn *c = cm->all;
 

@@ -225,9 +225,6 @@ int cm_neigh_expired(struct cm *cm, const struct ipoib_hwaddr *peer);
  * (the user's next cm_connect). CM_CLOSE_PATH; an established one gets a DREQ (which
  * will likely go unanswered). Returns how many. */
 unsigned cm_disconnect_dlid(struct cm *cm, uint16_t dlid);
-/* The same on every cm of the process (each IPoIB link keeps its cm private; the
- * router watch reaches them all through this). Control thread. */
-unsigned cm_disconnect_dlid_all(uint16_t dlid);
 
 /* The data path saw traffic on the connection to peer (flags ignored). On a passive
  * connection still waiting for its RTU, traffic means established (IBA 12.9.6). */

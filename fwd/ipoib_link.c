@@ -1361,11 +1361,8 @@ static void mcast_cb(void *arg, int status, const struct sa_mcast_group *g)
 		for (struct ipoib_mcast *o = l->mcasts; o; o = o->next)
 			mcast_attach(o);
 		link_set_up(l, true);
-		/* Paths learned before a port event: query them again; the AH is rebuilt
-		 * only if the answer differs. */
-		for (struct ipoib_path *p = l->paths; p; p = p->next)
-			if (p->state != PATH_RESOLVING || !p->querying)
-				path_query(p);
+		/* Paths learned before a port event: query them again. */
+		ipoib_link_paths_requery(l);
 		mcast_flush(m, true);
 		return;
 	}
@@ -1748,6 +1745,18 @@ static void join_v6_groups(struct ipoib_link *l)
 		ipoib_mgid_from_ipv6(sn, l->pkey, l->scope, &mgid);
 		mcast_get(l, &mgid, true);
 	}
+}
+
+void ipoib_link_paths_requery(struct ipoib_link *l)
+{
+	for (struct ipoib_path *p = l->paths; p; p = p->next)
+		if (p->state != PATH_RESOLVING || !p->querying)
+			path_query(p);
+}
+
+unsigned ipoib_link_cm_disconnect_dlid(struct ipoib_link *l, uint16_t dlid)
+{
+	return l->cm ? cm_disconnect_dlid(l->cm, dlid) : 0;
 }
 
 int ipoib_link_start(struct ipoib_link *l)

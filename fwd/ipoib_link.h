@@ -195,6 +195,13 @@ void ipoib_link_stop(struct ipoib_link *l);
 void ipoib_link_free(struct ipoib_link *l);
 
 void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev);
+/* Resolve every known path again (an IB router on the way went down or came back: the
+ * SA, or the GID route table, names another). The AH changes only if the answer does;
+ * traffic keeps the old one meanwhile. */
+void ipoib_link_paths_requery(struct ipoib_link *l);
+/* Connected mode: take down every connection whose path goes to dlid (a dead IB
+ * router; cm_disconnect_dlid); new ones come up on the new path. Returns how many. */
+unsigned ipoib_link_cm_disconnect_dlid(struct ipoib_link *l, uint16_t dlid);
 /* An address of the link (answered for in the gateway role; IPv6: solicited-node group
  * joined). family AF_INET (4 octets) or AF_INET6 (16), network order. */
 int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr);

@@ -462,7 +462,7 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.event_arg = p,
 		.gid_routes = dp->gidroutes,
 	};
-	dp_routers_sa_config(&cc);
+	dp_routers_sa_config(dp, &cc);
 	ret = sa_client_new(&cc, &p->sa);
 	if (ret < 0) {
 		p->sa = NULL;
@@ -1142,7 +1142,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		goto fail;
 	}
 	gidroutes_build(dp, cfg);
-	dp_routers_config(NULL, cfg);
+	dp_routers_config(dp, cfg);
 	if (nl_watch_new(loop, on_netlink, dp, &dp->nl) < 0) {
 		log_warning("no netlink: Ethernet link state is not followed");
 		dp->nl = NULL;

@@ -96,6 +96,8 @@ struct gw_dp {
 	int worker_cpu[FWD_WORKERS_MAX]; /* as pinned (-1: not), for a reload */
 	bool workers_started, sp_attached;
 	struct sa_gidroutes *gidroutes;
+	uint32_t router_poll_ms; /* the SA clients' router watch (gateway/dp_routers.c) */
+	unsigned router_down_after;
 	struct nl_watch *nl;
 	struct evtimer *port_timer;
 	const struct gw_config *start_cfg; /* during gw_dp_start only */

@@ -1382,17 +1382,6 @@ static void routers_run(struct sa_client *c, uint64_t n)
 	}
 }
 
-static void path_changed_notify(struct sa_client *c)
-{
-	/* Users re-resolve their paths on a join answer (sa_mcast_cb): hand each joined
-	 * group's answer again. A callback may leave a group: walk by copy of next. */
-	for (struct membership *m = c->groups, *next; m; m = next) {
-		next = m->next;
-		if (m->state == SA_MC_JOINED && m->have_group && m->cb)
-			m->cb(m->arg, 0, &m->g);
-	}
-}
-
 static void router_change(struct sa_client *c, struct rwatch *w, enum sa_router_state st)
 {
 	uint64_t n = now(c);
@@ -1436,7 +1425,6 @@ static void router_change(struct sa_client *c, struct rwatch *w, enum sa_router_
 		if (c->cfg.event)
 			c->cfg.event(c->cfg.event_arg, &ev);
 	}
-	path_changed_notify(c);
 }
 
 static void router_done(struct sa_client *c, struct rwatch *w, int status, const struct sa_hdr *h,

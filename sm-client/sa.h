@@ -228,10 +228,7 @@ enum sa_mcast_state {
 	SA_MC_RETRYING,
 	SA_MC_LEAVING
 };
-/* Called on every join outcome (also rejoins): status 0 and the group, or -errno. Also
- * called again, status 0 with the group as last joined and no MAD sent, after a watched
- * router changed state: a user that re-resolves its paths on a join answer (as
- * fwd/ipoib_link does for its broadcast group) moves them off a dead router. */
+/* Called on every join outcome (also rejoins): status 0 and the group, or -errno. */
 typedef void (*sa_mcast_cb)(void *arg, int status, const struct sa_mcast_group *g);
 /* Start (and keep) a membership: retried with backoff until sa_mcast_leave, rejoined
  * after reregister/SM change. Returns 0, -EEXIST (already a member with that MGID),
@@ -276,8 +273,8 @@ void sa_sub_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct
  *  - down: drops every cached path whose DLID is the router (the next resolve asks
  *    again: the SA names another router, or the GID route table picks a live one);
  *    up: drops negative entries of off-subnet DGIDs (the SA may have a path again);
- *  - emits SA_EV_ROUTER_DOWN / SA_EV_ROUTER_UP (ev.lid), for connections on it;
- *  - calls every joined group's callback again (see sa_mcast_cb).
+ *  - emits SA_EV_ROUTER_DOWN / SA_EV_ROUTER_UP (ev.lid): the user resolves its paths
+ *    again (ipoib_link_paths_requery) and takes down connections through a dead one.
  * Watched: the routers of cfg.gid_routes (looked at every poll round), every router an
  * off-subnet PathRecord answer named (learned), and those given to sa_router_watch. */
 /* Returns 0, -EEXIST (already watched), -EINVAL (LID 0 or multicast), -ENOSPC. */
