@@ -143,6 +143,34 @@ struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name)
 	return NULL;
 }
 
+struct announce_walk {
+	struct gw_dp *dp;
+	uint32_t ifindex;
+};
+
+static int announce_neigh(void *arg, const struct neigh_info *ni)
+{
+	struct announce_walk *w = arg;
+
+	if (ni->state == NEIGH_REACHABLE || ni->state == NEIGH_STALE || ni->state == NEIGH_DELAY ||
+	    ni->state == NEIGH_PROBE || ni->state == NEIGH_PERMANENT)
+		fwd_sp_announce(w->dp->e, w->ifindex, ni->family, ni->addr);
+	return 0;
+}
+
+void dp_announce_neighbours(struct gw_dp *dp, uint32_t skip_ifindex)
+{
+	const struct fwd_snap *s = fwd_engine_current(dp->e);
+
+	for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
+		const struct fwd_if *f = fwd_snap_if(s, x);
+		struct announce_walk w = { dp, x };
+
+		if (f && f->neigh && x != skip_ifindex)
+			neigh_foreach(f->neigh, announce_neigh, &w);
+	}
+}
+
 static void set_reason(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_reason(char *dst, const char *fmt, ...)
 {

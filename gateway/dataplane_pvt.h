@@ -119,6 +119,10 @@ struct gw_dp {
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);
 struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name);
+/* Announce (fwd_sp_announce: gratuitous ARP / unsolicited NA where proxied) every
+ * usable neighbour of every interface but skip_ifindex (0: none): after a takeover or
+ * a link's move, hosts on the other sides must ask this box now. */
+void dp_announce_neighbours(struct gw_dp *dp, uint32_t skip_ifindex);
 
 /* Failover (gateway/dp_ha.c): started last by gw_dp_start when the config has a
  * failover section (a failure is logged; the box then runs alone), stopped first by

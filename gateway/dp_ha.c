@@ -23,8 +23,8 @@
  * down (track_paths), so the peer takes over.
  *
  * State sync: a full dump of paths, neighbours and learned routes to the peer every
- * SYNC_EVERY_MS and for each new boot of it; what arrives fills only what this box does
- * not know. Also here: gwctl show ha / ha switchover and the pair's metrics.
+ * SYNC_EVERY_MS and for each new boot of it, paced (SYNC_BURST datagrams every
+ * SYNC_PACE_MS); what arrives fills only what this box does not know. Also here: gwctl show ha / ha switchover and the pair's metrics.
  *
  * Threads: control thread only.
  */
@@ -52,6 +52,8 @@
 #define HA_MAX_ADDRS  256
 #define TB_ECHO_ID    0x6962 /* "ib" */
 #define SYNC_EVERY_MS 2000
+#define SYNC_BURST    16 /* datagrams of a dump per turn ... */
+#define SYNC_PACE_MS  2  /* ... and the turns' spacing: 8,000/s, for the receiver's sake */
 #define SYNC_MAX_RECS 65536
 #define TB_TIMEOUT_MS 500
 
@@ -91,7 +93,9 @@ struct dp_ha {
 	 * as soon as a new boot of the peer is heard. */
 	uint64_t sync_next_ms, sync_peer_boot;
 	uint32_t sync_batch;
-	unsigned sync_path; /* the path the current dump goes on */
+	unsigned sync_path;          /* the path the current dump goes on */
+	struct ha_sync_queue sync_q; /* its datagrams not sent yet */
+	struct evtimer *sync_timer;  /* the next burst of them */
 	struct ha_sync_rec *recs;
 	size_t n_recs, cap_recs;
 	uint64_t sync_tx_msgs, sync_tx_recs, sync_rx_msgs, sync_rx_bad;
@@ -128,39 +132,30 @@ static bool link_up(const struct gw_dp *dp, const struct dp_link *k)
 
 static void arm(struct dp_ha *h);
 
-static void ha_send(void *arg, unsigned p, const uint8_t *msg, size_t len)
+/* 0, -ENOBUFS (no control message free now) or another -errno (the path is down). */
+static int path_send(struct dp_ha *h, unsigned p, const uint8_t *msg, size_t len)
 {
-	struct dp_ha *h = arg;
 	struct dp_link *k = path_link(h, p);
 	const struct ip_addr *src = k ? own_addr(k, h->paths[p].peer.family) : NULL;
 
-	if (!src || !k->ifindex ||
-	    fwd_sp_send_udp(h->dp->e, k->ifindex, src, &h->paths[p].peer, HA_UDP_PORT, HA_UDP_PORT,
-			    msg, len) < 0)
-		h->tx_failed++; /* a path down: the FSM knows from its link state */
+	if (!src || !k->ifindex)
+		return -ENETDOWN;
+	return fwd_sp_send_udp(h->dp->e, k->ifindex, src, &h->paths[p].peer, HA_UDP_PORT,
+			       HA_UDP_PORT, msg, len);
 }
 
-struct announce_walk {
-	struct gw_dp *dp;
-	uint32_t ifindex;
-};
-
-static int announce_neigh(void *arg, const struct neigh_info *ni)
+static void ha_send(void *arg, unsigned p, const uint8_t *msg, size_t len)
 {
-	struct announce_walk *w = arg;
+	struct dp_ha *h = arg;
 
-	if (ni->state == NEIGH_REACHABLE || ni->state == NEIGH_STALE || ni->state == NEIGH_DELAY ||
-	    ni->state == NEIGH_PROBE || ni->state == NEIGH_PERMANENT)
-		fwd_sp_announce(w->dp->e, w->ifindex, ni->family, ni->addr);
-	return 0;
+	if (path_send(h, p, msg, len) < 0)
+		h->tx_failed++; /* a path down: the FSM knows from its link state */
 }
 
 /* Claim group g's addresses on their links, and what the proxying interfaces answer
  * for (hosts on the other side must now ask this box). */
 static void announce_group(struct dp_ha *h, unsigned g)
 {
-	const struct fwd_snap *s = fwd_engine_current(h->dp->e);
-
 	for (unsigned i = 0; i < h->n_addrs; i++) {
 		const struct ha_addr *a = &h->addrs[i];
 		struct dp_link *k =
@@ -170,13 +165,7 @@ static void announce_group(struct dp_ha *h, unsigned g)
 			(void)fwd_sp_announce_own(h->dp->e, k->ifindex, a->addr.addr.family,
 						  a->addr.addr.bytes);
 	}
-	for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
-		const struct fwd_if *f = fwd_snap_if(s, x);
-		struct announce_walk w = { h->dp, x };
-
-		if (f && f->neigh)
-			neigh_foreach(f->neigh, announce_neigh, &w);
-	}
+	dp_announce_neighbours(h->dp, 0);
 }
 
 /* Put group g's addresses that are not yet held on their links (those whose link is
@@ -374,13 +363,29 @@ static int collect_route(void *arg, const struct rt_route *rt)
 	return 0;
 }
 
-static int sync_emit(void *arg, const uint8_t *msg, size_t len)
+static int sync_send_one(void *arg, const uint8_t *msg, size_t len)
 {
 	struct dp_ha *h = arg;
 
-	ha_send(h, h->sync_path, msg, len);
-	h->sync_tx_msgs++;
-	return 0;
+	return path_send(h, h->sync_path, msg, len);
+}
+
+/* A burst of the dump; the rest SYNC_PACE_MS later (also when the pool ran dry). */
+static void sync_drain(struct dp_ha *h)
+{
+	unsigned sent = 0, failed = 0;
+
+	if (ha_sync_queue_drain(&h->sync_q, SYNC_BURST, sync_send_one, h, &sent, &failed))
+		evtimer_start(h->sync_timer, SYNC_PACE_MS, 0);
+	h->sync_tx_msgs += sent;
+	h->tx_failed += failed;
+}
+
+static void on_sync_timer(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	(void)loop;
+	(void)t;
+	sync_drain(arg);
 }
 
 /* A full dump of what this box learned, on the first path the peer hears us on. */
@@ -418,12 +423,16 @@ static void sync_send(struct dp_ha *h)
 			neigh_foreach(f->neigh, collect_neigh, &c);
 	}
 	(void)rt_walk(h->dp->rt, 0, collect_route, &c);
+	ha_sync_queue_clear(&h->sync_q); /* what is left of the last dump: this one says it */
 	ret = ha_sync_encode(&h->self, ha_fsm_sync_seq(h->fsm), &h->key, ++h->sync_batch, true,
-			     h->recs, h->n_recs, max_len, sync_emit, h);
-	if (ret < 0)
+			     h->recs, h->n_recs, max_len, ha_sync_queue_push, &h->sync_q);
+	if (ret < 0) {
+		ha_sync_queue_clear(&h->sync_q);
 		log_errno(LOG_WARNING, -ret, "failover: state sync not sent");
-	else
-		h->sync_tx_recs += h->n_recs;
+		return;
+	}
+	h->sync_tx_recs += h->n_recs;
+	sync_drain(h);
 }
 
 /* One of this box's own or service addresses. */
@@ -755,7 +764,8 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 	if (ret < 0)
 		goto fail;
 	h->timer = evtimer_new(dp->loop, on_timer, h);
-	if (!h->timer) {
+	h->sync_timer = evtimer_new(dp->loop, on_sync_timer, h);
+	if (!h->timer || !h->sync_timer) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -804,6 +814,7 @@ fail:
 	log_error("failover: not started; this box runs as a single gateway without the "
 		  "service addresses");
 	evtimer_free(h->timer);
+	evtimer_free(h->sync_timer);
 	ha_key_clear(&h->key);
 	free(h);
 	return ret;
@@ -825,6 +836,8 @@ void dp_ha_stop(struct gw_dp *dp)
 	(void)fwd_sp_echo_bind(dp->e, 0, NULL, NULL);
 	ha_fsm_free(h->fsm);
 	evtimer_free(h->timer);
+	evtimer_free(h->sync_timer);
+	ha_sync_queue_free(&h->sync_q);
 	ha_key_clear(&h->key);
 	free(h->recs);
 	free(h);

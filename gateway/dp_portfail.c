@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/neigh.h"
 #include "fwd/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "lib/evloop.h"
@@ -114,37 +113,14 @@ static unsigned long *moves_of(struct dp_portfail *pf, const char *name, bool ad
 	return &pf->moves[pf->n_moves++].n;
 }
 
-struct pf_walk {
-	struct gw_dp *dp;
-	uint32_t ifindex;
-};
-
-static int announce_neigh(void *arg, const struct neigh_info *ni)
-{
-	struct pf_walk *w = arg;
-
-	if (ni->state == NEIGH_REACHABLE || ni->state == NEIGH_STALE || ni->state == NEIGH_DELAY ||
-	    ni->state == NEIGH_PROBE || ni->state == NEIGH_PERMANENT)
-		fwd_sp_announce(w->dp->e, w->ifindex, ni->family, ni->addr);
-	return 0;
-}
-
 /* The link's own addresses with its new hardware address, and the addresses learned on
  * the other interfaces (announced where they are proxied, the moved link included). */
 static void announce(struct gw_dp *dp, struct dp_link *k)
 {
-	const struct fwd_snap *s = fwd_engine_current(dp->e);
-
 	for (unsigned i = 0; i < k->n_addrs; i++)
 		(void)fwd_sp_announce_own(dp->e, k->ifindex, k->addrs[i].addr.family,
 					  k->addrs[i].addr.bytes);
-	for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
-		const struct fwd_if *f = fwd_snap_if(s, x);
-		struct pf_walk w = { dp, x };
-
-		if (f && f->neigh && x != k->ifindex)
-			neigh_foreach(f->neigh, announce_neigh, &w);
-	}
+	dp_announce_neighbours(dp, k->ifindex);
 }
 
 static void on_watch(struct evloop *loop, struct evtimer *t, void *arg)

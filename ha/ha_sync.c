@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -363,4 +364,71 @@ bool ha_sync_next(struct ha_sync_msg *m, struct ha_sync_rec *rec)
 	m->off += HA_SYNC_REC_HDR_LEN + blen;
 	m->index++;
 	return true;
+}
+
+/* ---- the outgoing queue ---------------------------------------------------------------- */
+
+int ha_sync_queue_push(void *arg, const uint8_t *msg, size_t len)
+{
+	struct ha_sync_queue *q = arg;
+	uint8_t *copy;
+
+	if (q->n == q->cap) {
+		unsigned cap = q->cap ? 2 * q->cap : 64;
+		uint8_t **m = realloc(q->msg, cap * sizeof(*m));
+		size_t *l;
+
+		if (!m)
+			return -ENOMEM;
+		q->msg = m;
+		l = realloc(q->len, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		q->len = l;
+		q->cap = cap;
+	}
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, msg, len);
+	q->msg[q->n] = copy;
+	q->len[q->n++] = len;
+	return 0;
+}
+
+unsigned ha_sync_queue_drain(struct ha_sync_queue *q, unsigned max, ha_sync_send_fn send, void *ctx,
+			     unsigned *sent, unsigned *failed)
+{
+	unsigned done = 0;
+
+	while (q->head < q->n && done < max) {
+		int ret = send(ctx, q->msg[q->head], q->len[q->head]);
+
+		if (ret == -ENOBUFS)
+			break;
+		if (ret < 0)
+			(*failed)++;
+		else
+			(*sent)++;
+		free(q->msg[q->head++]);
+		done++;
+	}
+	if (q->head == q->n)
+		q->head = q->n = 0;
+	return q->n - q->head;
+}
+
+void ha_sync_queue_clear(struct ha_sync_queue *q)
+{
+	while (q->head < q->n)
+		free(q->msg[q->head++]);
+	q->head = q->n = 0;
+}
+
+void ha_sync_queue_free(struct ha_sync_queue *q)
+{
+	ha_sync_queue_clear(q);
+	free(q->msg);
+	free(q->len);
+	memset(q, 0, sizeof(*q));
 }

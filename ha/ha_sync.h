@@ -109,6 +109,31 @@ int ha_sync_encode(const struct ha_origin *o, uint64_t *seq, const struct ha_key
 		   uint32_t batch, bool full, const struct ha_sync_rec *recs, size_t n,
 		   size_t max_len, ha_sync_emit_fn emit, void *arg);
 
+/*
+ * The messages of a dump on their way out. A full dump of a big box is hundreds of
+ * datagrams (a PathRecord cache of thousands of hosts): sent at once they would
+ * exhaust the sender's transmit buffers (the gateway's control message pool: 256) and
+ * overrun the receiver's. So ha_sync_encode fills the queue (ha_sync_queue_push is an
+ * ha_sync_emit_fn) and the sender drains it a burst at a time, stopping where its
+ * buffers run out and going on at the next turn. A new dump replaces what is left of
+ * the old one (ha_sync_queue_clear): the new one says everything again.
+ */
+struct ha_sync_queue {
+	uint8_t **msg;
+	size_t *len;
+	unsigned n, head, cap;
+};
+/* Returns 0 or -ENOMEM (arg: struct ha_sync_queue). */
+int ha_sync_queue_push(void *arg, const uint8_t *msg, size_t len);
+/* What send returns: 0 sent; -ENOBUFS no buffer now (kept, drain stops); other < 0
+ * cannot be sent (dropped, counted in *failed). */
+typedef int (*ha_sync_send_fn)(void *ctx, const uint8_t *msg, size_t len);
+/* Send up to max messages in order. Returns how many are still queued. */
+unsigned ha_sync_queue_drain(struct ha_sync_queue *q, unsigned max, ha_sync_send_fn send, void *ctx,
+			     unsigned *sent, unsigned *failed);
+void ha_sync_queue_clear(struct ha_sync_queue *q); /* empty; keeps its capacity */
+void ha_sync_queue_free(struct ha_sync_queue *q);
+
 /* A decoded message: the header and a cursor over its (already validated) records. */
 struct ha_sync_msg {
 	struct ha_wire_hdr hdr;

@@ -415,6 +415,86 @@ static void sync_round_trip(void **state)
 			 -EINVAL);
 }
 
+/* A transmit side like the gateway's: a pool of buffers that come back only between
+ * turns (when the workers have sent them). */
+struct tx_pool {
+	unsigned free, cap;
+	struct ha_key k;
+	uint64_t next_seq; /* the receiver: every message, in order, decodes */
+	unsigned recs, bad;
+};
+
+static int pool_send(void *ctx, const uint8_t *msg, size_t len)
+{
+	struct tx_pool *p = ctx;
+	struct ha_sync_msg m;
+	struct ha_sync_rec r;
+	char why[160];
+
+	if (!p->free)
+		return -ENOBUFS;
+	p->free--;
+	if (ha_sync_decode(msg, len, &p->k, &m, why, sizeof(why)) != HA_WIRE_OK ||
+	    m.hdr.seq != ++p->next_seq)
+		p->bad++;
+	while (ha_sync_next(&m, &r))
+		p->recs++;
+	return 0;
+}
+
+static int path_down_send(void *ctx, const uint8_t *msg, size_t len)
+{
+	(void)ctx, (void)msg, (void)len;
+	return -ENETDOWN;
+}
+
+/* A dump of 3000 records is over 256 datagrams: sent through a pool of 256 at 32 a
+ * turn, it all arrives, in order, with nothing lost; a new dump replaces what is left;
+ * a send that fails for good drops the message instead of blocking the queue. */
+static void sync_queue_paced(void **state)
+{
+	static struct ha_sync_rec in[3000];
+	struct ha_sync_queue q = { 0 };
+	struct tx_pool p = { .free = 256, .cap = 256, .k = key_of((const char *)secret) };
+	uint64_t seq = 0;
+	unsigned sent = 0, failed = 0, turns = 0, left;
+	int parts;
+	(void)state;
+
+	make_records(in, 40);
+	for (unsigned i = 40; i < 3000; i++)
+		in[i] = in[i % 40];
+	parts = ha_sync_encode(&origin, &seq, &p.k, 1, true, in, 3000, 400, ha_sync_queue_push, &q);
+	assert_true(parts > 256);
+	assert_int_equal(q.n, (unsigned)parts);
+	do {
+		left = ha_sync_queue_drain(&q, 32, pool_send, &p, &sent, &failed);
+		turns++;
+		if (turns % 4 == 0)
+			p.free = p.cap; /* the workers gave the buffers back */
+	} while (left && turns < 1000);
+	assert_int_equal(left, 0);
+	assert_int_equal(sent, (unsigned)parts);
+	assert_int_equal(failed, 0);
+	assert_int_equal(p.bad, 0);
+	assert_int_equal(p.recs, 3000);
+	assert_true(turns >= (unsigned)parts / 32);
+
+	/* A new dump while one is half sent: the rest of the old one goes. */
+	p.free = 10;
+	assert_true(ha_sync_encode(&origin, &seq, &p.k, 2, true, in, 300, 400, ha_sync_queue_push,
+				   &q) > 10);
+	assert_true(ha_sync_queue_drain(&q, 32, pool_send, &p, &sent, &failed) > 0);
+	ha_sync_queue_clear(&q);
+	assert_int_equal(q.n - q.head, 0);
+	/* Failing for good: dropped, counted, the queue empties. */
+	parts = ha_sync_encode(&origin, &seq, &p.k, 3, true, in, 20, 400, ha_sync_queue_push, &q);
+	assert_true(parts > 1);
+	assert_int_equal(ha_sync_queue_drain(&q, 32, path_down_send, NULL, &sent, &failed), 0);
+	assert_int_equal(failed, (unsigned)parts);
+	ha_sync_queue_free(&q);
+}
+
 static void sync_refusals(void **state)
 {
 	static struct sink s;
@@ -482,6 +562,7 @@ int main(void)
 		cmocka_unit_test(key_file),
 		cmocka_unit_test(sync_round_trip),
 		cmocka_unit_test(sync_refusals),
+		cmocka_unit_test(sync_queue_paced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
