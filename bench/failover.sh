@@ -8,12 +8,14 @@
 # The gap is the longest time between two replies of a 1 ms ping through the pair
 # (test/lib/gap.sh), the median over ROUNDS (default 3) failures of each kind:
 #   ibgw, on the simulated rack with the pair of etc/rack-ha-gw*.yaml (heartbeats every
-#   20 ms, dead after 100 ms: the defaults):
+#   20 ms, dead after 80 ms: the defaults):
 #     kill -9 of the master's ibgwd (its box stops forwarding): a ping Ethernet -> IB
 #       and one IB -> Ethernet
 #     the master's Ethernet link down (ip link set eth0 down on gw1)
 #     the master's HCA port down (ibsim unlinks it; the fabric tells the port at once)
 #     a heartbeat path cut (nftables at the switch): no failover, so no gap
+#     the master OpenSM killed, the standby takes over: no failover of the pair, the
+#       gap is the SM's reregistration (one round: the standby is used up)
 #   keepalived, two routers in namespaces on a bridge with a VIP the client pings; the
 #   master's box dies (its switch port goes down: no advert, no answer): at its
 #   default advert_int 1 and at its fastest, advert_int 0.01 (VRRPv3).
@@ -110,6 +112,15 @@ sleep 3
 ib_cut=$(gap_stop cut | cut -d' ' -f1)
 cut_state="$(state gw1)/$(state gw2)"
 ip netns exec "$rack-ethsw" nft delete table bridge fobench
+# The master OpenSM killed, the standby takes over (client reregister on every port).
+settle
+rack_sh sm standby start >/dev/null 2>&1
+sleep 3
+gap_start sm "$rack-ethhost1" 10.10.0.13
+rack_sh sm kill >/dev/null 2>&1
+sleep 12
+ib_sm=$(gap_stop sm | cut -d' ' -f1)
+sm_state="$(state gw1)/$(state gw2)"
 # keepalived's fastest timers against ibgw's at the same scale: heartbeats every 10 ms,
 # dead after 30 ms (keepalived: adverts every 10 ms, down after 3 of them and a skew).
 for n in gw1 gw2; do
@@ -191,14 +202,15 @@ ka_case() { # ADVERT: median gap of ROUNDS master deaths
 ka_default=$(ka_case 1)
 ka_fast=$(ka_case 0.01)
 
-printf '%-52s %10s\n' "failure (median of $rounds)" "gap ms"
-printf '%-52s %10s\n' "ibgw: master killed, ping Ethernet -> IB" "$ib_kill"
-printf '%-52s %10s\n' "ibgw: master killed, ping IB -> Ethernet" "$ib_kill_i2e"
-printf '%-52s %10s\n' "ibgw: master's Ethernet link down, IB -> Ethernet" "$ib_eth"
-printf '%-52s %10s\n' "ibgw: master's HCA port down, Ethernet -> IB" "$ib_hca"
-printf '%-52s %10s\n' "ibgw: Ethernet heartbeat path cut (roles $cut_state)" "$ib_cut"
-printf '%-52s %10s\n' "ibgw 10/30 ms timers: master killed, Ethernet -> IB" "$ib_kill_fast"
-printf '%-52s %10s\n' "keepalived advert_int 1 (default): master gone" "$ka_default"
-printf '%-52s %10s\n' "keepalived advert_int 0.01: master gone" "$ka_fast"
+printf '%-64s %10s\n' "failure (median of $rounds)" "gap ms"
+printf '%-64s %10s\n' "ibgw: master killed, ping Ethernet -> IB" "$ib_kill"
+printf '%-64s %10s\n' "ibgw: master killed, ping IB -> Ethernet" "$ib_kill_i2e"
+printf '%-64s %10s\n' "ibgw: master's Ethernet link down, IB -> Ethernet" "$ib_eth"
+printf '%-64s %10s\n' "ibgw: master's HCA port down, Ethernet -> IB" "$ib_hca"
+printf '%-64s %10s\n' "ibgw: Ethernet heartbeat path cut (roles $cut_state)" "$ib_cut"
+printf '%-64s %10s\n' "ibgw: standby OpenSM takes over (roles $sm_state, 1 round)" "$ib_sm"
+printf '%-64s %10s\n' "ibgw 10/30 ms timers: master killed, Ethernet -> IB" "$ib_kill_fast"
+printf '%-64s %10s\n' "keepalived advert_int 1 (default): master gone" "$ka_default"
+printf '%-64s %10s\n' "keepalived advert_int 0.01: master gone" "$ka_fast"
 echo "ratio keepalived default / ibgw default (kill, Ethernet -> IB): $(ratio "$ka_default" "$ib_kill")"
 echo "ratio keepalived 0.01 / ibgw 10/30 ms (kill, Ethernet -> IB):   $(ratio "$ka_fast" "$ib_kill_fast")"
