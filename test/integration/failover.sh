@@ -20,6 +20,8 @@
 #                  master's HCA port down through ibsim: gw2 takes over
 #   SM failover    the master OpenSM killed, the standby takes over: no failover, the
 #                  traffic keeps flowing
+#   active/active  the group split in two by per-group priorities (IPv4 on gw1, IPv6
+#                  on gw2): both forward at once, the IB host's next hops are each box
 # Needs root, ibsim, opensm, jq, iperf3, nft, curl.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +31,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 33
+tap_plan 36
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft curl
@@ -203,4 +205,55 @@ echo "# gap across the SM failover: ${r% * *} ms, lost ${r#* }" >&2
 tap_is "SM failover: no failover of the pair" "$(transitions gw1) $(transitions gw2)" "$t1 $t2"
 tap_is "SM failover: traffic kept flowing (gap under 1 s)" \
 	"$(awk -v r="${r%% *}" 'BEGIN { print (r < 1000) ? "yes" : r }')" yes
+
+# --- active/active -------------------------------------------------------------------------
+# The one group split in two by per-group priorities: svc4 (the IPv4 service addresses)
+# MASTER on gw1, svc6 (the IPv6 ones) on gw2. Both boxes forward at once.
+split_groups() { # NODE PRIO4 PRIO6: its running config with the groups split
+	sed '/^  groups:$/,$d' "$RACK_STATE/nodes/$1/ibgwd.yaml"
+	cat <<EOF
+  groups:
+    - name: svc4
+      priority: $2
+      addresses:
+        - {address: 10.10.0.1/24, dev: ib0}
+        - {address: 10.20.0.1/24, dev: eth0}
+    - name: svc6
+      priority: $3
+      addresses:
+        - {address: fd00:10::1/64, dev: ib0}
+        - {address: fd00:20::1/64, dev: eth0}
+EOF
+}
+group_state() { # NODE GROUP
+	g "$1" -j show ha 2>/dev/null |
+		jq -r --arg n "$2" '.[] | select(.kind == "group" and .group == $n) | .state'
+}
+aa_states() {
+	echo "$(group_state gw1 svc4) $(group_state gw1 svc6) $(group_state gw2 svc4)" \
+		"$(group_state gw2 svc6)"
+}
+split_groups gw1 150 100 >"$work/gw1-aa.yaml"
+split_groups gw2 100 150 >"$work/gw2-aa.yaml"
+gateway_stop gw1
+gateway_stop gw2
+gateway_start gw1 "$work/gw1-aa.yaml" >/dev/null 2>&1
+gateway_start gw2 "$work/gw2-aa.yaml" >/dev/null 2>&1
+for _ in $(seq 150); do [ "$(aa_states)" = "master backup backup master" ] && break; sleep 0.1; done
+tap_is "active/active: svc4 MASTER on gw1, svc6 MASTER on gw2 (each BACKUP on the other)" \
+	"$(aa_states)" "master backup backup master"
+tap_is "active/active: IPv4 and IPv6 both flow, Ethernet -> IB and IB -> Ethernet" \
+	"$(pings ethhost1 10.10.0.13) $(pings ethhost1 -6 fd00:10::13) $(pings ibhost3 10.20.0.11) $(pings ibhost3 -6 fd00:20::11)" \
+	"3 3 3 3"
+# The IB host reaches 10.10.0.1 at gw1 and fd00:10::1 at gw2: its neighbour entries (a
+# MAC ending in the GUID's low 40 bits: hl2_mac_from_guid) match each box's ib0.
+guid40() {
+	g "$1" -j show links | jq -r '.[] | select(.name == "ib0") | .address[-14:]'
+}
+nmac40() {
+	in_ns ibhost3 ip "$1" neigh show "$2" dev ib0 |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "lladdr") print substr($(i + 1), 4) }'
+}
+tap_is "active/active: the IB host's IPv4 next hop is gw1, its IPv6 next hop gw2" \
+	"$(nmac40 -4 10.10.0.1) $(nmac40 -6 fd00:10::1)" "$(guid40 gw1) $(guid40 gw2)"
 tap_done
