@@ -11,8 +11,8 @@
 #                  on both heartbeat paths (1% of the heartbeats at the switch, 1% of
 #                  everything gw1 and gw2 send on the fabric) for 10 s: no transition
 #   SIGKILL        of the master under ping floods Ethernet -> IB and IB -> Ethernet and
-#                  an iperf3 TCP stream: gw2 takes over, every gap under 300 ms (goal
-#                  100 ms), the TCP stream completes; gw2 had gw1's neighbours and paths
+#                  iperf3 TCP streams both ways: gw2 takes over, every gap under 300 ms
+#                  (goal 100 ms), both streams complete; gw2 had gw1's neighbours and paths
 #                  by state sync and asks the SA for no path when it takes over
 #   failback       gw1 restarted preempts gw2 (handed over, no dead interval: the gap is
 #                  small); with preempt off it stays BACKUP until `gwctl ha switchover`
@@ -31,7 +31,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 36
+tap_plan 37
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft curl
@@ -117,9 +117,14 @@ tap_like "state sync: gw2 (BACKUP) learned gw1's neighbours and paths" \
 	"^true true$"
 q0=$(g gw2 -j show stats | jq '.[0].paths.queries')
 in_ns ibhost3 iperf3 -s -1 -D -B 10.10.0.13 --logfile "$work/iperf.log" >/dev/null 2>&1
+in_ns ibhost3 iperf3 -s -1 -D -B 10.10.0.13 -p 5202 --logfile "$work/iperf-r.log" >/dev/null 2>&1
 sleep 0.3
+# Two TCP streams across the kill: Ethernet -> IB, and IB -> Ethernet (-R: the server
+# on the IB host sends).
 in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -t 6 -J >"$work/iperf.json" 2>/dev/null &
 iperf=$!
+in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -p 5202 -R -t 6 -J >"$work/iperf-r.json" 2>/dev/null &
+iperf_r=$!
 gap_start e2i "$rack-ethhost1" 10.10.0.13
 gap_start i2e "$rack-ibhost3" 10.20.0.11
 sleep 2
@@ -130,12 +135,16 @@ tap_like "SIGKILL of the master: gw2 takes over, and says why" "$(g gw2 show ha 
 sleep 2
 tap_is "SIGKILL: the gap Ethernet -> IB is under 300 ms" "$(gap_ok e2i 300)" ok
 tap_is "SIGKILL: the gap IB -> Ethernet is under 300 ms" "$(gap_ok i2e 300)" ok
-wait "$iperf"
+wait "$iperf" "$iperf_r"
 tap_is "state sync: taking over, gw2 asked the SA for no path (it had gw1's)" \
 	"$(g gw2 -j show stats | jq '.[0].paths.queries')" "$q0"
-tap_like "SIGKILL: the TCP stream across the failover completes" \
+tap_like "SIGKILL: the TCP stream Ethernet -> IB across the failover completes" \
 	"$(jq -r '"\(.end.sum_received.bytes > 0) \(.error // "none")"' "$work/iperf.json")" "^true none$"
-echo "# iperf3 across the failover: $(jq -r '.end.sum_received.bits_per_second / 1e6 | floor' "$work/iperf.json") Mbit/s, $(jq -r '.end.sum_sent.retransmits' "$work/iperf.json") retransmits" >&2
+tap_like "SIGKILL: the TCP stream IB -> Ethernet across the failover completes" \
+	"$(jq -r '"\(.end.sum_received.bytes > 0) \(.error // "none")"' "$work/iperf-r.json")" "^true none$"
+for f in iperf iperf-r; do
+	echo "# iperf3 ($f) across the failover: $(jq -r '.end.sum_received.bits_per_second / 1e6 | floor' "$work/$f.json") Mbit/s, $(jq -r '.end.sum_sent.retransmits' "$work/$f.json") retransmits" >&2
+done
 
 # --- failback ----------------------------------------------------------------------------
 gap_start back "$rack-ethhost1" 10.10.0.13
