@@ -20,8 +20,9 @@
 
 struct json_object;
 
-#define GW_NAME_MAX 32 /* link, interface and group names */
-#define GW_PATH_MAX 256
+#define GW_WORKERS_MAX 16 /* forwarding threads (the engine's FWD_WORKERS_MAX) */
+#define GW_NAME_MAX    32 /* link, interface and group names */
+#define GW_PATH_MAX    256
 
 /* Where in the file a value came from, for messages after parsing (reload, apply). */
 struct gw_config_pos {
@@ -159,7 +160,7 @@ struct gw_config {
 
 	/* gateway: */
 	char name[GW_NAME_MAX]; /* name: default the host name */
-	unsigned workers;       /* workers: 1..64 (default 1) */
+	unsigned workers;       /* workers: 1..GW_WORKERS_MAX (default 1) */
 	int *worker_cpus;       /* worker_cpus: one CPU per worker, or none */
 	unsigned n_worker_cpus;
 	uint32_t router_poll_ms;    /* router_poll_ms: 0..60000 (default 1000; 0 = off) */

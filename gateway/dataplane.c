@@ -1130,15 +1130,11 @@ static void kroute_reconfigure(struct gw_dp *dp, const struct gw_kernel_routes_c
 
 /* ---- start / stop --------------------------------------------------------------------------- */
 
-/* gateway.workers, within what this build runs. */
+_Static_assert(GW_WORKERS_MAX == FWD_WORKERS_MAX, "the config's limit is the engine's");
+
 static unsigned workers_of(const struct gw_config *cfg)
 {
-	unsigned n = cfg->workers ? cfg->workers : 1;
-
-	if (n <= FWD_WORKERS_MAX)
-		return n;
-	log_warning("%u workers configured; this build runs at most %d", n, FWD_WORKERS_MAX);
-	return FWD_WORKERS_MAX;
+	return cfg->workers ? cfg->workers : 1;
 }
 
 int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp **out)

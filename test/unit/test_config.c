@@ -84,7 +84,7 @@ static const struct err_case err_cases[] = {
 	{ "leading zero", "gateway: {workers: 02}\n",
 	  "t.yaml:1:20: gateway.workers: '02' has a leading zero; write it without (or as 0x hex)" },
 	{ "out of range", "gateway: {workers: 65}\n",
-	  "t.yaml:1:20: gateway.workers: 65 is out of range 1..64" },
+	  "t.yaml:1:20: gateway.workers: 65 is out of range 1..16" },
 	{ "negative", "ethernet_interfaces: [{name: e, vlan: -1}]\n",
 	  "t.yaml:1:39: ethernet_interfaces[0].vlan: -1 is out of range 0..4094" },
 	{ "yes is not a boolean", "ethernet_interfaces: [{name: e, proxy_arp: yes}]\n",
