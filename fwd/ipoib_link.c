@@ -141,8 +141,11 @@ struct ipoib_link {
 	struct cm *cm;
 	struct ibp_srq *srq;
 	struct ipoib_conn *conns;
-	uint32_t rx_mtu;       /* receive MTU incl. the IPoIB header */
-	atomic_uint srq_owed;  /* RC receives not yet given back to the SRQ */
+	uint32_t rx_mtu;      /* receive MTU incl. the IPoIB header */
+	atomic_uint srq_owed; /* RC receives not yet given back to the SRQ */
+	/* UD sends of the workers' data path (ipoib_link_count_tx): any worker may send on
+	 * the link, so these are atomics, added into st by ipoib_link_stats. */
+	_Atomic uint64_t dp_tx_packets, dp_tx_bytes;
 	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
 	struct ipoib_hwaddr expired[EXPIRE_MAX];
 	unsigned n_expired;
@@ -2480,9 +2483,19 @@ struct neigh_table *ipoib_link_neigh(struct ipoib_link *l)
 	return l->neigh;
 }
 
+void ipoib_link_count_tx(struct ipoib_link *l, uint64_t packets, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&l->dp_tx_packets, packets, memory_order_relaxed);
+	atomic_fetch_add_explicit(&l->dp_tx_bytes, bytes, memory_order_relaxed);
+}
+
 void ipoib_link_stats(const struct ipoib_link *l, struct ipoib_link_stats *out)
 {
 	*out = l->st;
+	out->tx_packets +=
+	    atomic_load_explicit(&((struct ipoib_link *)l)->dp_tx_packets, memory_order_relaxed);
+	out->tx_bytes +=
+	    atomic_load_explicit(&((struct ipoib_link *)l)->dp_tx_bytes, memory_order_relaxed);
 }
 
 void ipoib_link_mcast_foreach(const struct ipoib_link *l,

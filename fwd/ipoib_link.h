@@ -319,6 +319,10 @@ enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 void ipoib_link_repost(struct ipoib_link *l, struct ibp_buf *b);
 /* Send completion of the link's QP: the buffer returns to the pool. */
 void ipoib_link_tx_done(struct ipoib_link *l, const struct ibp_wc *wc);
+/* Packets (and their octets, IPoIB header included) the caller's own sends put on the
+ * link (ipoib_link_send_fill, UD or RC): added into the link's tx_packets/tx_bytes. Any
+ * thread (relaxed atomics). */
+void ipoib_link_count_tx(struct ipoib_link *l, uint64_t packets, uint64_t bytes);
 
 /* To an IP neighbour (unicast) or group (multicast, broadcast 255.255.255.255 and the
  * link's directed broadcast are the caller's to map to the broadcast MGID).

@@ -50,6 +50,7 @@ struct txq {
 	unsigned n;
 	struct ethp_tx eth[TXQ];
 	struct ibp_send ib[TXQ];
+	bool fwd[TXQ]; /* from the data path (the link counts the control thread's itself) */
 	const struct fwd_if *ifp;
 };
 
@@ -161,18 +162,38 @@ static void flush_if(struct wstate *w, unsigned k)
 		return;
 	/* The egress port may be another worker's: its data path under its lock. */
 	if (f->kind == FWD_IF_ETH) {
+		uint64_t bytes = 0;
+
 		fwd_port_lock(f->dp_lock);
 		n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
 		fwd_port_unlock(f->dp_lock);
 		if (n < 0)
 			n = 0;
+		for (int i = 0; i < n; i++) /* descriptors are ours again: the port copied */
+			bytes += q->eth[i].hdr_len + q->eth[i].len;
 		FWD_ADD(w->st->tx_packets, (unsigned)n);
+		FWD_ADD(w->st->tx_bytes, bytes);
 		if ((unsigned)n < q->n)
 			FWD_ADD(w->st->drops[FWD_DROP_TX_FULL], q->n - (unsigned)n);
 	} else {
+		uint32_t len[TXQ]; /* read before the post: a posted buffer is the port's */
+		uint64_t link_packets = 0, link_bytes = 0, bytes = 0;
+
+		for (unsigned i = 0; i < q->n; i++)
+			len[i] = q->ib[i].buf->len;
 		fwd_port_lock(f->dp_lock);
 		n = f->ib_ops->post_send(q->ib, q->n);
 		fwd_port_unlock(f->dp_lock);
+		for (int i = 0; i < n; i++) {
+			bytes += len[i];
+			if (q->fwd[i]) {
+				link_packets++;
+				link_bytes += len[i];
+			}
+		}
+		FWD_ADD(w->st->tx_bytes, bytes);
+		if (link_packets && f->link)
+			ipoib_link_count_tx(f->link, link_packets, link_bytes);
 		if (n < 0)
 			n = 0;
 		FWD_ADD(w->st->tx_packets, (unsigned)n);
@@ -211,7 +232,9 @@ static void flush_all(struct wstate *w)
 	}
 }
 
-static void queue_tx(struct wstate *w, const struct fwd_tx *t)
+/* fwd: from the data path (forwarded, or the worker's own ICMP), not a frame the control
+ * thread hands over (which its link has counted). */
+static void queue_tx(struct wstate *w, const struct fwd_tx *t, bool fwd)
 {
 	unsigned k = t->ifp->index;
 	struct txq *q = &w->txq[k];
@@ -223,6 +246,7 @@ static void queue_tx(struct wstate *w, const struct fwd_tx *t)
 		q->eth[q->n] = t->eth;
 	else
 		q->ib[q->n] = t->ib;
+	q->fwd[q->n] = fwd;
 	q->n++;
 }
 
@@ -284,7 +308,7 @@ static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 static void take(struct wstate *w, struct fwd_result *res, bool ib, const struct ipoib_rx *rx)
 {
 	for (unsigned i = 0; i < res->n_tx; i++)
-		queue_tx(w, &res->tx[i]);
+		queue_tx(w, &res->tx[i], true);
 	if (res->v == FWD_V_PUNT)
 		do_punt(w, res, ib, rx);
 	else if (res->v == FWD_V_DROP && res->drop < FWD_DROP_COUNT)
@@ -469,11 +493,11 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
 			t.eth.hdr_len = 14;
 			t.eth.data = m->data + 14;
 			t.eth.len = m->len - 14;
-			queue_tx(w, &t);
+			queue_tx(w, &t, false);
 		} else if (m->type == FWD_MSG_TX_IB && f->kind == FWD_IF_IPOIB) {
 			struct fwd_tx t = { .ifp = f, .ib = m->ib_send };
 
-			queue_tx(w, &t);
+			queue_tx(w, &t, false);
 		} else if (m->type == FWD_MSG_TX_IP) {
 			if (m->own)
 				fwd_output_local(&w->ctx, f, m->family, m->nh, m->data, m->len,

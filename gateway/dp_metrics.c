@@ -586,8 +586,6 @@ static int write_ports(FILE *out, struct gw_dp *dp)
 
 /* ---- workers --------------------------------------------------------------------------- */
 
-/* No bytes-sent family: the engine does not count fwd_stats.tx_bytes (each link counts
- * its own transmit bytes). */
 static const struct u64_field worker_counters[] = {
 	{ "ibgw_worker_receive_packets_total", "Packets the worker received.",
 	  offsetof(struct fwd_stats, rx_packets) },
@@ -595,6 +593,9 @@ static const struct u64_field worker_counters[] = {
 	  offsetof(struct fwd_stats, rx_bytes) },
 	{ "ibgw_worker_transmit_packets_total", "Packets the worker sent.",
 	  offsetof(struct fwd_stats, tx_packets) },
+	{ "ibgw_worker_transmit_bytes_total",
+	  "Bytes the worker sent (Ethernet: with the header; IPoIB: with the IPoIB header).",
+	  offsetof(struct fwd_stats, tx_bytes) },
 	{ "ibgw_worker_fragmented_packets_total", "IPv4 packets fragmented.",
 	  offsetof(struct fwd_stats, fragmented) },
 	{ "ibgw_worker_fragments_sent_total", "IPv4 fragments sent.",

@@ -569,6 +569,7 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 	add_int(o, "rx_packets", (int64_t)st.rx_packets);
 	add_int(o, "rx_bytes", (int64_t)st.rx_bytes);
 	add_int(o, "tx_packets", (int64_t)st.tx_packets);
+	add_int(o, "tx_bytes", (int64_t)st.tx_bytes);
 	add_int(o, "forwarded4", (int64_t)st.forwarded4);
 	add_int(o, "forwarded6", (int64_t)st.forwarded6);
 	add_int(o, "fragmented", (int64_t)st.fragmented);

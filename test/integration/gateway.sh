@@ -27,7 +27,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 68
+tap_plan 69
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq
@@ -149,6 +149,13 @@ tap_like "show paths: the SA's path to the IB host" "$out" "fe80::2:c903:a1:b dl
 out=$(gwctl show mcast)
 tap_like "show mcast: the broadcast group joined" "$out" \
 	"^ff12:401b:ffff::ffff:ffff dev ib0 mlid 0xc000 qkey 0xb1b full joined"
+# The IPoIB link's transmit counters include what the workers forward onto it.
+ib0_tx() { gwctl -j -s show links | jq -r '.[] | select(.name == "ib0") | "\(.stats.tx_packets) \(.stats.tx_bytes)"'; }
+read -r p0 b0 < <(ib0_tx)
+in_ns ethhost1 ping -q -c 50 -i 0.01 -s 100 10.10.0.13 >/dev/null 2>&1
+read -r p1 b1 < <(ib0_tx)
+tap_is "show links -s: ib0 counts the 50 echo requests forwarded onto it (128 octets each)" \
+	"$([ $((p1 - p0)) -ge 50 ] && [ $((b1 - b0)) -ge $((50 * 132)) ] && echo yes || echo "$((p1 - p0)) packets $((b1 - b0)) bytes")" yes
 out=$(gwctl -j show stats)
 tap_like "show stats: packets forwarded both families, frag-needed drops counted" \
 	"$(echo "$out" | jq -r '.[0] | "\(.forwarded4 > 1000) \(.forwarded6 > 100) \(.drops.too_big > 0) \(.mss_clamped > 0)"')" \
