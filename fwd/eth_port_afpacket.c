@@ -36,9 +36,11 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/ethtool.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <liburing.h>
 #include <net/if.h>
 #include <pthread.h>
@@ -650,6 +652,59 @@ static int if_ioctl(const struct ethp_port *p, unsigned long req, struct ifreq *
 	return ioctl(p->fd, req, ifr) < 0 ? -errno : 0;
 }
 
+/* An ethtool get/set of one value (struct ethtool_value): 0 or -errno. */
+static int ethtool_value(const struct ethp_port *p, uint32_t cmd, uint32_t *data)
+{
+	struct ethtool_value ev = { .cmd = cmd, .data = *data };
+	struct ifreq ifr;
+	int r;
+
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, p->dev, sizeof(p->dev));
+	ifr.ifr_data = (char *)&ev;
+	r = ioctl(p->fd, SIOCETHTOOL, &ifr) < 0 ? -errno : 0;
+	*data = ev.data;
+	return r;
+}
+
+/*
+ * A gateway forwards frames as they were on the wire. With GRO (or LRO) on, the
+ * device hands every packet tap TCP segments merged into frames of up to 64 KiB: no
+ * receive buffer here holds one (rx_truncated: the whole merged run is lost) and no
+ * IPoIB link could carry it. So both are turned off on the device, and left off (a
+ * restart turns them off again; the device may carry other ports). Without
+ * CAP_NET_ADMIN it says what to do instead.
+ */
+static void rx_merging_off(struct ethp_port *p)
+{
+	uint32_t gro = 0, flags = 0, off = 0;
+
+	if (ethtool_value(p, ETHTOOL_GGRO, &gro) == 0 && gro) {
+		int r = ethtool_value(p, ETHTOOL_SGRO, &off);
+
+		if (r < 0)
+			log_errno(LOG_WARNING, -r,
+				  "eth %s: GRO is on and cannot be turned off: TCP segments the "
+				  "device merges are dropped; run `ethtool -K %s gro off`",
+				  p->dev, p->dev);
+		else
+			log_notice("eth %s: GRO turned off (frames are forwarded as received)",
+				   p->dev);
+	}
+	if (ethtool_value(p, ETHTOOL_GFLAGS, &flags) == 0 && (flags & ETH_FLAG_LRO)) {
+		uint32_t v = flags & ~(uint32_t)ETH_FLAG_LRO;
+		int r = ethtool_value(p, ETHTOOL_SFLAGS, &v);
+
+		if (r < 0)
+			log_errno(LOG_WARNING, -r,
+				  "eth %s: LRO is on and cannot be turned off; run `ethtool -K %s "
+				  "lro off`",
+				  p->dev, p->dev);
+		else
+			log_notice("eth %s: LRO turned off", p->dev);
+	}
+}
+
 static int afp_query(struct ethp_port *p, struct ethp_port_attr *a)
 {
 	struct ifreq ifr;
@@ -955,6 +1010,7 @@ static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 		log_errno(LOG_ERR, -r, "eth %s: bind", p->dev);
 		goto fail;
 	}
+	rx_merging_off(p);
 
 	setup_mmsg(p);
 	if (cfg->io != ETHP_IO_MMSG) {

@@ -8,7 +8,9 @@
 #   - link down/up on the peer is reported through netlink within a bounded time, and
 #     a port whose link is down drops sends (counted)
 #   - the port's counters match the peer's interface counters
-# Needs root. Namespaces are ethp-*-$$, removed on exit.
+#   - GRO turned on on the device is off once the port is open: a TCP stream arrives
+#     in wire-sized frames, none truncated
+# Needs root (and iperf3 for the GRO part). Namespaces are ethp-*-$$, removed on exit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
@@ -30,9 +32,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tap_plan 28
+tap_plan 30
 if [ "$(id -u)" -ne 0 ] || [ ! -x "$echo_bin" ]; then
-	for i in $(seq 28); do echo "ok $i - # SKIP needs root and $echo_bin"; done
+	for i in $(seq 30); do echo "ok $i - # SKIP needs root and $echo_bin"; done
 	exit 0
 fi
 
@@ -221,4 +223,34 @@ tap_like "link: an MTU change is reported" "$(cat "$work/L")" "^link up=1 mtu=14
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 wait 2>/dev/null
 pids=()
+
+# 5. GRO: with it on, the device hands every packet tap TCP segments merged into frames
+# of up to 64 KiB, which the port's buffers cannot hold. Opening the port turns it off;
+# a fast TCP stream from the peer (its own segmentation in software: wire-sized
+# frames, as from a NIC) to the gateway namespace's kernel then reaches the port in
+# frames no larger than the wire's, none truncated.
+ethtool_value() { # NS DEV CMD [VALUE]: an ETHTOOL_G*/S* of one value; prints it
+	ip netns exec "$1" python3 -c '
+import ctypes, fcntl, socket, struct, sys
+dev, cmd = sys.argv[1], int(sys.argv[2], 0)
+v = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+val = ctypes.create_string_buffer(struct.pack("II", cmd, v), 8)
+ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(val))
+fcntl.ioctl(socket.socket(), 0x8946, ifr)
+print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
+}
+ethtool_value "$P" ethp0 0x17 0 >/dev/null # ETHTOOL_STXCSUM off (TSO, GSO with it)
+ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
+gx ip link set ethg0 mtu 1500
+gx ip addr add 10.77.0.3/24 dev ethg0
+gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
+start R -t 15 ethg0 10.77.0.2 respond
+wait_for "$work/R" '^ready' 5
+tap_is "GRO: opening the port turned GRO off on the device" "$(ethtool_value "$G" ethg0 0x2b)" 0
+px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
+kill -TERM "${pids[-1]}" 2>/dev/null
+wait "${pids[-1]}" 2>/dev/null
+rx=$(stat_of "$work/R" rx_packets)
+tap_is "GRO: a TCP stream from the peer reaches the port in wire-sized frames, none truncated" \
+	"$([ "${rx:-0}" -gt 10000 ] && echo "many $(stat_of "$work/R" rx_truncated)")" "many 0"
 tap_done
