@@ -645,10 +645,15 @@ static int afp_tx_burst(struct ethp_port *p, const struct ethp_tx *txs, unsigned
 
 /* ---- control ---- */
 
-static int if_ioctl(const struct ethp_port *p, unsigned long req, struct ifreq *ifr)
+static void ifr_of(const struct ethp_port *p, struct ifreq *ifr)
 {
 	memset(ifr, 0, sizeof(*ifr));
 	memcpy(ifr->ifr_name, p->dev, sizeof(p->dev));
+}
+
+static int if_ioctl(const struct ethp_port *p, unsigned long req, struct ifreq *ifr)
+{
+	ifr_of(p, ifr);
 	return ioctl(p->fd, req, ifr) < 0 ? -errno : 0;
 }
 
@@ -659,8 +664,7 @@ static int ethtool_value(const struct ethp_port *p, uint32_t cmd, uint32_t *data
 	struct ifreq ifr;
 	int r;
 
-	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, p->dev, sizeof(p->dev));
+	ifr_of(p, &ifr);
 	ifr.ifr_data = (char *)&ev;
 	r = ioctl(p->fd, SIOCETHTOOL, &ifr) < 0 ? -errno : 0;
 	*data = ev.data;

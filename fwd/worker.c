@@ -184,6 +184,8 @@ static void flush_if(struct wstate *w, unsigned k)
 		fwd_port_lock(f->dp_lock);
 		n = f->ib_ops->post_send(q->ib, q->n);
 		fwd_port_unlock(f->dp_lock);
+		if (n < 0)
+			n = 0;
 		for (int i = 0; i < n; i++) {
 			bytes += len[i];
 			if (q->fwd[i]) {
@@ -194,8 +196,6 @@ static void flush_if(struct wstate *w, unsigned k)
 		FWD_ADD(w->st->tx_bytes, bytes);
 		if (link_packets && f->link)
 			ipoib_link_count_tx(f->link, link_packets, link_bytes);
-		if (n < 0)
-			n = 0;
 		FWD_ADD(w->st->tx_packets, (unsigned)n);
 		for (unsigned i = (unsigned)n; i < q->n; i++) {
 			f->ib_ops->buf_put(f->ib_port, q->ib[i].buf);

@@ -24,7 +24,8 @@
  *
  * State sync: a full dump of paths, neighbours and learned routes to the peer every
  * SYNC_EVERY_MS and for each new boot of it, paced (SYNC_BURST datagrams every
- * SYNC_PACE_MS); what arrives fills only what this box does not know. Also here: gwctl show ha / ha switchover and the pair's metrics.
+ * SYNC_PACE_MS); what arrives fills only what this box does not know. Also here: gwctl
+ * show ha / ha switchover and the pair's metrics.
  *
  * Threads: control thread only.
  */

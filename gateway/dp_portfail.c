@@ -196,7 +196,7 @@ static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 	for (unsigned i = 0; i < cur->n_ipoib_links; i++) {
 		struct gw_ipoib_link_config *c = &links[i];
 		struct pf_moved *m = moved_of(pf, c->name);
-		unsigned long *n = moves_of(pf, c->name, true);
+		unsigned long *n;
 
 		if (!m || m->applied)
 			continue;
@@ -209,6 +209,7 @@ static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 			c->port = to;
 		}
 		m->applied = true;
+		n = moves_of(pf, c->name, true);
 		if (n)
 			(*n)++;
 		moved++;
@@ -303,15 +304,9 @@ void dp_portfail_port_event(struct gw_dp *dp, struct dp_port *p, const struct ib
 
 bool dp_portfail_moving(const struct gw_dp *dp, const struct dp_link *k)
 {
-	const struct dp_portfail *pf = dp->portfail;
+	const struct pf_moved *m = dp->portfail ? moved_of(dp->portfail, k->name) : NULL;
 
-	for (unsigned i = 0; pf && i < pf->n_moved; i++) {
-		const struct pf_moved *m = &pf->moved[i];
-
-		if (!strcmp(m->name, k->name))
-			return !m->up_ms && !m->ha_told && m->announced < 3;
-	}
-	return false;
+	return m && !m->up_ms && !m->ha_told && m->announced < 3;
 }
 
 unsigned long dp_portfail_moves(const struct gw_dp *dp, const struct dp_link *k)
