@@ -802,6 +802,30 @@ static bool name_chars_ok(const char *s)
 	return true;
 }
 
+/*
+ * The code point + 1 of a character at s that a string must not hold, else 0: C0 and C1
+ * controls, the line and paragraph separators, the byte order mark and U+FFFE/U+FFFF.
+ * YAML's escapes let a file spell them ("\x80"), but a printed config could not carry
+ * them back (a raw C1 control is refused by the reader, a raw line break folds) and no
+ * name, path or group needs one. libyaml hands over valid UTF-8, so lead bytes suffice.
+ */
+static unsigned nonprinting_at(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (u[0] < 0x20 || u[0] == 0x7f)
+		return u[0] + 1u;
+	if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f)
+		return u[1] + 1u;
+	if (u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9))
+		return 0x2000u + (u[2] & 0x3f) + 1u;
+	if (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf)
+		return 0xfeffu + 1u;
+	if (u[0] == 0xef && u[1] == 0xbf && (u[2] == 0xbe || u[2] == 0xbf))
+		return 0xffc0u + (u[2] & 0x3f) + 1u;
+	return 0;
+}
+
 static int get_string(struct load *L, const struct field *f, const struct gw_ynode *v,
 		      const char *path, char *dst, size_t size)
 {
@@ -817,11 +841,14 @@ static int get_string(struct load *L, const struct field *f, const struct gw_yno
 		     size - 1);
 		return -1;
 	}
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-			verr(L, v, path, "contains a control character");
+	for (const char *c = s; *c; c++) {
+		unsigned cp = nonprinting_at(c);
+
+		if (cp) {
+			verr(L, v, path, "contains the non-printing character U+%04X", cp - 1);
 			return -1;
 		}
+	}
 	if ((f->flags & (FL_NONEMPTY | FL_NAME)) && len == 0) {
 		verr(L, v, path, "must not be empty");
 		return -1;
