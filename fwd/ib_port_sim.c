@@ -730,9 +730,14 @@ static int smp_get(struct ibp_port *port, uint16_t attr, uint32_t mod, uint8_t *
 
 		if (ret < 0)
 			return ret == -ETIMEDOUT ? -ETIMEDOUT : -EIO;
+		/* umad2sim hands this fd every SMI MAD of the process (the last agent of a
+		 * class gets them all), also another port's answers and timeouts: only
+		 * ours, status included, count. */
+		if (ib_get_be32(mad + 12) != tid)
+			continue;
 		if (umad_status(umad))
 			return -ETIMEDOUT;
-		if (ib_get_be32(mad + 12) != tid || !(mad[3] & 0x80))
+		if (!(mad[3] & 0x80))
 			continue;
 		if ((ib_get_be16(mad + 4) & 0x7fff) != 0)
 			return -EPROTO;
