@@ -1577,12 +1577,20 @@ static void check_failover(struct load *L, void *base, const struct gw_ynode *co
 			    f->dead_interval_ms);
 		}
 	}
-	if (paths && peers && f->n_paths && f->n_paths == paths->n &&
-	    f->n_peer_addresses == peers->n && f->n_peer_addresses != f->n_paths) {
-		snprintf(fpath, sizeof(fpath), "%s.peer_addresses", path);
-		verr(L, peers, fpath,
-		     "%u addresses for %u paths (give the peer's address on each path, in order)",
-		     f->n_peer_addresses, f->n_paths);
+	/* Left out, peer_addresses is empty: the same check (the printed form writes []). */
+	if (paths && f->n_paths && f->n_paths == paths->n &&
+	    (!peers || f->n_peer_addresses == peers->n) && f->n_peer_addresses != f->n_paths) {
+		snprintf(fpath, sizeof(fpath), "%s.%s", path, peers ? "peer_addresses" : "paths");
+		if (peers)
+			verr(L, peers, fpath,
+			     "%u addresses for %u paths (give the peer's address on each path, "
+			     "in order)",
+			     f->n_peer_addresses, f->n_paths);
+		else
+			verr(L, paths, fpath,
+			     "%u path%s but no peer_addresses (give the peer's address on each "
+			     "path, in order)",
+			     f->n_paths, f->n_paths == 1 ? "" : "s");
 	}
 }
 

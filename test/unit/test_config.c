@@ -108,8 +108,13 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:1:14: gid_routes[0]: no IPoIB link to reach the routers through (add one to ipoib_links)" },
 	{ "unknown failover path and address dev",
 	  "failover:\n  paths: [ib9]\n  groups: [{name: g, addresses: [{address: 10.0.0.1/24, dev: x}]}]\n",
+	  "t.yaml:2:10: failover.paths: 1 path but no peer_addresses (give the peer's address on each path, in order)\n"
 	  "t.yaml:2:11: failover path 'ib9' is not an IPoIB link or Ethernet interface\n"
 	  "t.yaml:3:62: address dev 'x' is not an IPoIB link or Ethernet interface" },
+	/* found by fuzz_config: left out, peer_addresses was not checked, but its printed
+	 * form (peer_addresses: []) was refused */
+	{ "paths without peer_addresses", "ipoib_links: [{name: i, device: d}]\nfailover: {paths: [i]}\n",
+	  "t.yaml:2:19: failover.paths: 1 path but no peer_addresses (give the peer's address on each path, in order)" },
 	{ "overlapping addresses",
 	  "ethernet_interfaces:\n  - {name: a, addresses: [10.0.0.1/16]}\n  - {name: b, addresses: [10.0.200.1/24]}\n",
 	  "t.yaml:3:27: address 10.0.200.1/24 overlaps 10.0.0.1/16 on 'a' (line 2)" },
