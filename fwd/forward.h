@@ -105,6 +105,14 @@ struct fwd_result {
 	struct fwd_tx tx[FWD_TX_MAX];
 };
 
+/* Before a burst goes through fwd_input_*: start the cache misses of every packet's
+ * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP). The
+ * result of fwd_input_* does not depend on it; up to FWD_PREFETCH_MAX packets. */
+#define FWD_PREFETCH_MAX 64
+void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_t *len, unsigned n);
+/* The IP header of an untagged IPv4/IPv6 Ethernet frame (and its length), else NULL. */
+const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len);
+
 /* A frame received on Ethernet interface in (untagged; data/len/pkttype of ethp_rx).
  * The frame may be modified in place (TTL, checksum, MSS). */
 void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, size_t len,

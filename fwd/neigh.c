@@ -188,6 +188,32 @@ struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const 
 	return NULL;
 }
 
+struct neigh_entry *const *neigh_warm_bucket(const struct neigh_table *t, int family,
+					     const uint8_t *addr)
+{
+	struct neigh_entry *const *b = &t->buckets[hash_key(t, family, addr) & t->mask];
+
+	__builtin_prefetch(b);
+	return b;
+}
+
+const struct neigh_entry *neigh_warm_entry(struct neigh_entry *const *bucket)
+{
+	const struct neigh_entry *e = __atomic_load_n(bucket, __ATOMIC_ACQUIRE);
+
+	if (e)
+		__builtin_prefetch(e);
+	return e;
+}
+
+void neigh_warm_link(const struct neigh_entry *e)
+{
+	const struct neigh_link *ll = __atomic_load_n(&e->link, __ATOMIC_ACQUIRE);
+
+	if (ll)
+		__builtin_prefetch(ll);
+}
+
 enum neigh_state neigh_entry_state(const struct neigh_entry *e)
 {
 	return (enum neigh_state)__atomic_load_n(&e->state, __ATOMIC_ACQUIRE);

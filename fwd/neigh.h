@@ -162,6 +162,13 @@ void neigh_table_free(struct neigh_table *t);
 /* The entry for (family, addr) or NULL. addr: 4 or 16 octets, network order. */
 struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const uint8_t *addr);
 enum neigh_state neigh_entry_state(const struct neigh_entry *e);
+/* Cache warming for a burst (fwd_prefetch_burst), one step over every packet before
+ * the next: the bucket of (family, addr), then its first entry, then that entry's link
+ * address. Each starts the load of what the next step reads; no result is used. */
+struct neigh_entry *const *neigh_warm_bucket(const struct neigh_table *t, int family,
+					     const uint8_t *addr);
+const struct neigh_entry *neigh_warm_entry(struct neigh_entry *const *bucket);
+void neigh_warm_link(const struct neigh_entry *e);
 /* The published link address (NULL when none): send when ->usable and the state is
  * REACHABLE, STALE, DELAY, PROBE or PERMANENT. */
 const struct neigh_link *neigh_entry_link(const struct neigh_entry *e);

@@ -73,7 +73,13 @@ struct wstate {
 	struct ethp_rx erx[BURST_MAX];
 	struct ibp_wc wcs[BURST_MAX];
 	struct ipoib_link *wl[BURST_MAX]; /* the link of each receive completion */
+	/* a receive burst between classification and forwarding */
+	struct ipoib_rx rx[BURST_MAX];
+	const struct fwd_if *rx_if[BURST_MAX];
+	const uint8_t *ip[BURST_MAX]; /* for fwd_prefetch_burst */
+	size_t ip_len[BURST_MAX];
 };
+_Static_assert(BURST_MAX <= FWD_PREFETCH_MAX, "a whole burst is warmed at once");
 
 static uint64_t mono_ns(void)
 {
@@ -331,6 +337,9 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	if (n <= 0)
 		return 0;
 	FWD_ADD(w->st->rx_packets, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		w->ip[i] = fwd_eth_ip(w->erx[i].data, w->erx[i].len, &w->ip_len[i]);
+	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, (unsigned)n);
 	for (int i = 0; i < n; i++) {
 		FWD_ADD(w->st->rx_bytes, w->erx[i].len);
 		fwd_input_eth(&w->ctx, in, w->erx[i].data, w->erx[i].len, w->erx[i].pkttype,
@@ -406,6 +415,7 @@ static void gsi_to_ctl(struct wstate *w, struct wport *p, const struct ibp_wc *w
 
 static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
+	unsigned nrx = 0;
 	int n;
 
 	fwd_port_lock(p->lk);
@@ -419,7 +429,7 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		bool gsi;
 		struct ipoib_link *l = wc_link(p, wc, &gsi);
 		const struct fwd_if *in;
-		struct ipoib_rx rx;
+		struct ipoib_rx *rx = &w->rx[nrx];
 
 		w->wl[i] = l;
 		if (gsi) {
@@ -444,9 +454,15 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 			continue;
 		}
 		/* UD through the link's QP, RC through its SRQ: ipoib_link_rx tells. */
-		ipoib_link_rx(l, wc, &rx);
-		fwd_input_ib(&w->ctx, in, &rx, &w->res);
-		take(w, &w->res, true, &rx);
+		ipoib_link_rx(l, wc, rx);
+		w->rx_if[nrx] = in;
+		w->ip[nrx] = rx->kind == IPOIB_RX_IP4 || rx->kind == IPOIB_RX_IP6 ? rx->data : NULL;
+		w->ip_len[nrx++] = rx->len;
+	}
+	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, nrx);
+	for (unsigned k = 0; k < nrx; k++) {
+		fwd_input_ib(&w->ctx, w->rx_if[k], &w->rx[k], &w->res);
+		take(w, &w->res, true, &w->rx[k]);
 	}
 	flush_all(w);
 	fwd_port_lock(p->lk); /* post_recv, post_srq_recv */

@@ -113,7 +113,8 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:3:62: address dev 'x' is not an IPoIB link or Ethernet interface" },
 	/* found by fuzz_config: left out, peer_addresses was not checked, but its printed
 	 * form (peer_addresses: []) was refused */
-	{ "paths without peer_addresses", "ipoib_links: [{name: i, device: d}]\nfailover: {paths: [i]}\n",
+	{ "paths without peer_addresses",
+	  "ipoib_links: [{name: i, device: d}]\nfailover: {paths: [i]}\n",
 	  "t.yaml:2:19: failover.paths: 1 path but no peer_addresses (give the peer's address on each path, in order)" },
 	{ "overlapping addresses",
 	  "ethernet_interfaces:\n  - {name: a, addresses: [10.0.0.1/16]}\n  - {name: b, addresses: [10.0.200.1/24]}\n",
@@ -183,8 +184,7 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:1:17: gateway.name: contains the non-printing character U+2028" },
 	{ "byte order mark in a string", "failover: {key_file: \"/k\\uFEFF\"}\n",
 	  "t.yaml:1:22: failover.key_file: contains the non-printing character U+FEFF" },
-	{ "non-character in a name list",
-	  "failover: {paths: [\"\\uFFFF\"]}\n",
+	{ "non-character in a name list", "failover: {paths: [\"\\uFFFF\"]}\n",
 	  "t.yaml:1:20: failover.paths[0]: contains the non-printing character U+FFFF" },
 	{ "next hop family", "routes: [{prefix: \"fd00::/8\", via: 10.0.0.1}]\n",
 	  "t.yaml:1:36: routes[0].via: next hop 10.0.0.1 is IPv4 but the prefix is IPv6" },
