@@ -491,7 +491,8 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 		return false;
 	}
 	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + f->dst_off;
-	if (out == in && memcmp(nha, p + f->src_off, f->alen) == 0) {
+	if (out == in && (f->alen == 4 ? memcmp(nha, p + f->src_off, 4)
+				       : memcmp(nha, p + f->src_off, 16)) == 0) {
 		drop(res, FWD_DROP_LOOP);
 		return false;
 	}
