@@ -224,7 +224,10 @@ static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 	pf->links = links;
 	pf->have_eff = true;
 	pf->moving = true;
+	uint64_t t0 = now_ms();
 	gw_dp_reconfigure(pf->dp, &pf->eff);
+	log_info("port failover: %u link%s rebuilt in %llu ms", moved, moved == 1 ? "" : "s",
+		 (unsigned long long)(now_ms() - t0));
 	pf->moving = false;
 }
 

@@ -73,6 +73,8 @@ read -r gap_eth lost_eth sent_eth < <(gap_stop eth)
 read -r gap_ib lost_ib sent_ib < <(gap_stop ib)
 echo "# port 2 down: Ethernet host -> IB host: gap ${gap_eth} ms, ${lost_eth} of ${sent_eth} lost"
 echo "# port 2 down: IB host -> Ethernet host: gap ${gap_ib} ms, ${lost_ib} of ${sent_ib} lost"
+grep -hoE '(port failover: .* rebuilt in|ib0: up on IB port) .*' "$RACK_STATE/logs/ibgwd-gw1.log" |
+	sed 's/^/# gw1: /'
 # gw1 stopped answering after the port went down in 1 of about 40 runs (CI, loaded
 # machine; never reproduced alone): say whether it died or hangs, and what it logged.
 if ! gwctl show version >/dev/null 2>&1; then
