@@ -146,6 +146,14 @@ struct ipoib_link {
 	/* UD sends of the workers' data path (ipoib_link_count_tx): any worker may send on
 	 * the link, so these are atomics, added into st by ipoib_link_stats. */
 	_Atomic uint64_t dp_tx_packets, dp_tx_bytes;
+	/* Receive counters of ipoib_link_rx, on the worker polling the link's port (one at a
+	 * time: a port changes worker only across a grace period): single-writer relaxed
+	 * atomics, so the control thread reads them without a race; added into st by
+	 * ipoib_link_stats. */
+	struct {
+		_Atomic uint64_t packets, bytes, mcast, rc_packets, rc_bytes;
+		_Atomic uint64_t drops[IPOIB_DROP_COUNT];
+	} dp_rx;
 	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
 	struct ipoib_hwaddr expired[EXPIRE_MAX];
 	unsigned n_expired;
@@ -2137,6 +2145,13 @@ int ipoib_link_input_ctl(struct ipoib_link *l, const struct ipoib_rx *rx)
 /* ---- data path ------------------------------------------------------------------ */
 
 /* A receive through the SRQ (wc->qp is one of our RC QPs). */
+/* One writer (see dp_rx): a plain add, published relaxed; no locked instruction. */
+static inline void dp_count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
 static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc, struct ipoib_rx *out)
 {
 	struct ipoib_conn *c = wc->qp_user;
@@ -2156,13 +2171,13 @@ static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc, s
 		out->sgid = c->peer.gid;
 	}
 	if (out->kind == IPOIB_RX_DROP) {
-		l->st.drops[out->why]++;
+		dp_count(&l->dp_rx.drops[out->why], 1);
 		return IPOIB_RX_DROP;
 	}
-	l->st.rx_packets++;
-	l->st.rx_bytes += wc->byte_len;
-	l->st.rc_rx_packets++;
-	l->st.rc_rx_bytes += wc->byte_len;
+	dp_count(&l->dp_rx.packets, 1);
+	dp_count(&l->dp_rx.bytes, wc->byte_len);
+	dp_count(&l->dp_rx.rc_packets, 1);
+	dp_count(&l->dp_rx.rc_bytes, wc->byte_len);
 	atomic_fetch_add_explicit(&c->rx_packets, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->rx_bytes, wc->byte_len, memory_order_relaxed);
 	atomic_store_explicit(&c->active, 1, memory_order_relaxed);
@@ -2178,7 +2193,7 @@ enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 		memset(out, 0, sizeof(*out));
 		out->kind = IPOIB_RX_DROP;
 		out->why = IPOIB_DROP_RX_ERROR;
-		l->st.drops[IPOIB_DROP_RX_ERROR]++;
+		dp_count(&l->dp_rx.drops[IPOIB_DROP_RX_ERROR], 1);
 		return IPOIB_RX_DROP;
 	}
 	ipoib_rx_classify(wc->buf->data, wc->byte_len, wc->has_grh, out);
@@ -2189,13 +2204,13 @@ enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 		out->why = IPOIB_DROP_RX_LOOP;
 	}
 	if (out->kind == IPOIB_RX_DROP) {
-		l->st.drops[out->why]++;
+		dp_count(&l->dp_rx.drops[out->why], 1);
 		return IPOIB_RX_DROP;
 	}
-	l->st.rx_packets++;
-	l->st.rx_bytes += out->len + IPOIB_ENCAP_LEN;
+	dp_count(&l->dp_rx.packets, 1);
+	dp_count(&l->dp_rx.bytes, out->len + IPOIB_ENCAP_LEN);
 	if (out->mcast)
-		l->st.rx_mcast++;
+		dp_count(&l->dp_rx.mcast, 1);
 	return out->kind;
 }
 
@@ -2489,13 +2504,23 @@ void ipoib_link_count_tx(struct ipoib_link *l, uint64_t packets, uint64_t bytes)
 	atomic_fetch_add_explicit(&l->dp_tx_bytes, bytes, memory_order_relaxed);
 }
 
+static uint64_t dp_read(const _Atomic uint64_t *c)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
+}
+
 void ipoib_link_stats(const struct ipoib_link *l, struct ipoib_link_stats *out)
 {
 	*out = l->st;
-	out->tx_packets +=
-	    atomic_load_explicit(&((struct ipoib_link *)l)->dp_tx_packets, memory_order_relaxed);
-	out->tx_bytes +=
-	    atomic_load_explicit(&((struct ipoib_link *)l)->dp_tx_bytes, memory_order_relaxed);
+	out->tx_packets += dp_read(&l->dp_tx_packets);
+	out->tx_bytes += dp_read(&l->dp_tx_bytes);
+	out->rx_packets += dp_read(&l->dp_rx.packets);
+	out->rx_bytes += dp_read(&l->dp_rx.bytes);
+	out->rx_mcast += dp_read(&l->dp_rx.mcast);
+	out->rc_rx_packets += dp_read(&l->dp_rx.rc_packets);
+	out->rc_rx_bytes += dp_read(&l->dp_rx.rc_bytes);
+	for (unsigned i = 0; i < IPOIB_DROP_COUNT; i++)
+		out->drops[i] += dp_read(&l->dp_rx.drops[i]);
 }
 
 void ipoib_link_mcast_foreach(const struct ipoib_link *l,
