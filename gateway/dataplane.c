@@ -488,7 +488,7 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.loop = dp->loop,
 		.event = on_sa_event,
 		.event_arg = p,
-		.gid_routes = dp->gidroutes,
+		.gid_routes = p->gidroutes,
 	};
 	dp_routers_sa_config(dp, &cc);
 	ret = sa_client_new(&cc, &p->sa);
@@ -553,6 +553,10 @@ static struct dp_port *port_get(struct gw_dp *dp, const struct gw_ipoib_link_con
 			p->connected++;
 	}
 	dp->n_ports++;
+	if (sa_gidroutes_new(&p->gidroutes) < 0) {
+		log_error("IB port %s/%u: out of memory: no GID routes", p->device, p->num);
+		p->gidroutes = NULL;
+	}
 	(void)port_open(dp, p);
 	return p;
 }
@@ -987,26 +991,92 @@ static void routes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	dp->n_routes = n;
 }
 
-static void gidroutes_build(struct gw_dp *dp, const struct gw_config *cfg)
+/* The port a GID route reaches its routers through: its link's (default the first). */
+static bool gid_route_on(const struct gw_config *cfg, const struct gw_gid_route_config *g,
+			 const struct dp_port *p)
 {
+	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
+		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
+
+		if (g->link[0] && strcmp(g->link, l->name))
+			continue;
+		return !strcmp(gw_ipoib_backend_name(l->backend), p->backend) &&
+		       !strcmp(l->device, p->device) && l->port == p->num;
+	}
+	return false;
+}
+
+static uint32_t sig_mix(uint32_t h, const void *data, size_t n)
+{
+	const uint8_t *b = data;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u; /* FNV-1a */
+	return h;
+}
+
+/* The GID routes of one port's links, as configured (the running table is rebuilt when
+ * they differ from what it was built from). */
+static uint32_t gid_routes_sig(const struct gw_config *cfg, const struct dp_port *p)
+{
+	uint32_t h = 2166136261u;
+
 	for (unsigned i = 0; i < cfg->n_gid_routes; i++) {
 		const struct gw_gid_route_config *g = &cfg->gid_routes[i];
-		struct sa_router r[SA_ROUTE_MAX_ROUTERS];
-		union ib_gid prefix;
-		unsigned n = 0;
 
-		if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers)
-			continue; /* source sa: the SA names the router */
-		if (!dp->gidroutes && sa_gidroutes_new(&dp->gidroutes) < 0)
-			return;
-		memcpy(prefix.raw, g->prefix.addr.bytes, 16);
-		for (unsigned j = 0; j < g->n_routers && n < SA_ROUTE_MAX_ROUTERS; j++, n++)
-			r[n] = (struct sa_router){ .lid = g->routers[j].lid,
-						   .sl = g->routers[j].sl,
-						   .mtu = mtu_code(g->routers[j].mtu),
-						   .hop_limit = g->routers[j].hop_limit };
-		if (sa_gidroutes_add(dp->gidroutes, &prefix, g->prefix.len, r, n) < 0)
-			log_error("GID route %u not installed", i);
+		if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers || !gid_route_on(cfg, g, p))
+			continue;
+		h = sig_mix(h, &g->prefix, sizeof(g->prefix));
+		h = sig_mix(h, g->routers, g->n_routers * sizeof(g->routers[0]));
+	}
+	return h;
+}
+
+/*
+ * Each IB port's GID route table from gid_routes (source local), after the links exist:
+ * a route goes to the port of its link. A port whose routes changed (a reload, a link
+ * moved to its backup port) gets them anew, keeping which routers are down, and its
+ * links ask for their paths again (local routes are not cached: the next answer comes
+ * from the new table).
+ */
+static void gidroutes_apply(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	for (unsigned pi = 0; pi < dp->n_ports; pi++) {
+		struct dp_port *p = &dp->ports[pi];
+		uint32_t sig = gid_routes_sig(cfg, p);
+		unsigned n_routes = 0;
+
+		if (!p->gidroutes || sig == p->gid_sig)
+			continue;
+		sa_gidroutes_clear(p->gidroutes);
+		for (unsigned i = 0; i < cfg->n_gid_routes; i++) {
+			const struct gw_gid_route_config *g = &cfg->gid_routes[i];
+			struct sa_router r[SA_ROUTE_MAX_ROUTERS];
+			union ib_gid prefix;
+			unsigned n = 0;
+
+			if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers ||
+			    !gid_route_on(cfg, g, p))
+				continue;
+			memcpy(prefix.raw, g->prefix.addr.bytes, 16);
+			for (unsigned j = 0; j < g->n_routers && n < SA_ROUTE_MAX_ROUTERS; j++, n++)
+				r[n] = (struct sa_router){ .lid = g->routers[j].lid,
+							   .sl = g->routers[j].sl,
+							   .mtu = mtu_code(g->routers[j].mtu),
+							   .hop_limit = g->routers[j].hop_limit };
+			if (sa_gidroutes_add(p->gidroutes, &prefix, g->prefix.len, r, n) < 0)
+				log_error("GID route %u not installed on IB port %s/%u", i,
+					  p->device, p->num);
+			else
+				n_routes++;
+		}
+		if (p->gid_sig)
+			log_notice("IB port %s/%u: %u GID routes", p->device, p->num, n_routes);
+		p->gid_sig = sig;
+		for (unsigned i = 0; i < dp->n_links; i++)
+			if (dp->links[i].kind == DP_IPOIB && dp->links[i].port == p &&
+			    dp->links[i].link)
+				ipoib_link_paths_requery(dp->links[i].link);
 	}
 }
 
@@ -1165,7 +1235,6 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		log_errno(LOG_ERR, -ret, "forwarding engine");
 		goto fail;
 	}
-	gidroutes_build(dp, cfg);
 	dp_routers_config(dp, cfg);
 	if (nl_watch_new(loop, on_netlink, dp, &dp->nl) < 0) {
 		log_warning("no netlink: Ethernet link state is not followed");
@@ -1175,6 +1244,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	for (unsigned i = 0; i < cfg->n_ipoib_links && dp->n_links < DP_MAX_LINKS; i++)
 		ipoib_add(dp, &cfg->ipoib_links[i]);
 	dp->start_cfg = NULL;
+	gidroutes_apply(dp, cfg);
 	for (unsigned i = 0; i < cfg->n_eth_ifs && dp->n_links < DP_MAX_LINKS; i++)
 		eth_add(dp, &cfg->eth_ifs[i], i);
 	proxy_apply(dp, cfg);
@@ -1302,12 +1372,11 @@ void gw_dp_stop(struct gw_dp *dp)
 			sa_umad_close(p->umad);
 		if (p->port)
 			p->ops->close(p->port);
+		sa_gidroutes_free(p->gidroutes); /* after its SA client */
 	}
 	rcu_barrier();
 	if (dp->rt)
 		rt_destroy(dp->rt);
-	if (dp->gidroutes)
-		sa_gidroutes_free(dp->gidroutes);
 	free(dp->routes);
 	free(dp);
 	rcu_unregister_thread();
@@ -1618,6 +1687,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 	if (removed || added)
 		log_notice("reload: %u links/interfaces taken down, %u brought up", removed, added);
+	gidroutes_apply(dp, cfg);
 	proxy_apply(dp, cfg);
 	routes_apply(dp, cfg);
 	kroute_reconfigure(dp, &cfg->kernel_routes);

@@ -46,7 +46,11 @@ struct dp_port {
 	unsigned connected;        /* connected links configured on it (at most 4
 				       * counted): big buffers, 1024 per link */
 	struct ipoib_cm_port *cmp; /* its GSI QP for the CM (connected links), or NULL */
-	uint32_t gsi_ifindex;      /* the interface whose worker carries the GSI sends */
+	/* The GID routes of the links on this port (gid_routes[].link), for its SA client:
+	 * one table per port, so that router state follows the subnet the port is on. */
+	struct sa_gidroutes *gidroutes;
+	uint32_t gid_sig;     /* what the table was built from (gidroutes_apply) */
+	uint32_t gsi_ifindex; /* the interface whose worker carries the GSI sends */
 	char reason[DP_REASON_LEN];
 };
 
@@ -95,7 +99,6 @@ struct gw_dp {
 	unsigned n_workers;
 	int worker_cpu[FWD_WORKERS_MAX]; /* as pinned (-1: not), for a reload */
 	bool workers_started, sp_attached;
-	struct sa_gidroutes *gidroutes;
 	uint32_t router_poll_ms; /* the SA clients' router watch (gateway/dp_routers.c) */
 	unsigned router_down_after;
 	struct nl_watch *nl;

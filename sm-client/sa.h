@@ -349,6 +349,8 @@ void sa_gidroutes_free(struct sa_gidroutes *t);
 int sa_gidroutes_add(struct sa_gidroutes *t, const union ib_gid *prefix, unsigned len,
 		     const struct sa_router *routers, unsigned n);
 int sa_gidroutes_del(struct sa_gidroutes *t, const union ib_gid *prefix, unsigned len);
+/* Every route removed (before adding a new set); which routers are down is kept. */
+void sa_gidroutes_clear(struct sa_gidroutes *t);
 /* A router (by LID) failed (trap, timeout, link down) or recovered. Returns the number
  * of routes it serves. */
 unsigned sa_gidroutes_set_router(struct sa_gidroutes *t, uint16_t lid, bool up);

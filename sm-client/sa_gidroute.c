@@ -126,6 +126,17 @@ int sa_gidroutes_del(struct sa_gidroutes *t, const union ib_gid *prefix, unsigne
 	return 0;
 }
 
+void sa_gidroutes_clear(struct sa_gidroutes *t)
+{
+	for (unsigned i = 0; i < t->cap; i++) {
+		if (!t->routes[i].used)
+			continue;
+		(void)lpm128_del(t->lpm, t->routes[i].prefix.raw, t->routes[i].len);
+		t->routes[i].used = false;
+	}
+	t->nroutes = 0;
+}
+
 static bool router_down(const struct sa_gidroutes *t, uint16_t lid)
 {
 	for (unsigned i = 0; i < t->ndown; i++)

@@ -22,7 +22,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init gidfo
 
 rounds=3
-tap_plan $((10 + rounds * 6))
+tap_plan $((12 + rounds * 6))
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-fabric" \
 	"$build/tools/ipoib_arp_claim"
 suite_need_root
@@ -157,4 +157,19 @@ else
 	tap_not_ok "Rt2 down: every neighbour through Rt" "$(nb_via "$rt2") still via Rt2"
 fi
 R link Rt2 up >/dev/null
+# A reload changes the GID routes in place (each IB port's table from the routes of its
+# links): the route now names Rt2 only, so the 8 neighbours on fec0:0:0:2:: (local
+# routes; the other 4 are SA paths) all go through Rt2, without a restart.
+nb2_via() { gwctl -j show neighbours dev ib0 | jq --arg l "$1" '[.[] | select(.gid | startswith("fec0:0:0:2:")) | select(.path.dlid == $l)] | length'; }
+sed -i "/^      - lid: $rt\$/d" "$work/gw1.yaml"
+t0=$(now_ms)
+gwctl reload >/dev/null 2>&1
+only_rt2() { [ "$(nb2_via "$rt")" = 0 ] && [ "$(nb2_via "$rt2")" = 8 ]; }
+if ms=$(wait_for "$t0" only_rt2); then
+	tap_ok "a reload naming only Rt2: the 8 local-route neighbours through Rt2 after $ms ms"
+else
+	tap_not_ok "a reload naming only Rt2: the 8 local-route neighbours through Rt2" \
+		"$(nb2_via "$rt") via Rt, $(nb2_via "$rt2") via Rt2" "$(tail -5 "$log")"
+fi
+tap_like "the port's table was rebuilt" "$(cat "$log")" "IB port gw1/1: 1 GID routes"
 tap_done

@@ -862,6 +862,21 @@ static void test_gid_routes(void **state)
 	/* No route any more: the SA is asked. */
 	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 0);
 	assert_int_equal(f->nsent, 2);
+	/* A reload's new set: clear drops every route but keeps which routers are down
+	 * (3 here), so the /64 added back goes through 5 only. */
+	assert_int_equal(sa_gidroutes_add(t, &pfx, 64, two, 2), 0);
+	sa_gidroutes_set_router(t, 3, false);
+	sa_gidroutes_clear(t);
+	assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), -ENOENT);
+	ib_gid_parse("fec0:0:0:1:aa:0:0:1", &q.dgid);
+	assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), -ENOENT);
+	assert_int_equal(sa_gidroutes_routers(t, (uint16_t[4]){ 0 }, 4), 0);
+	assert_int_equal(sa_gidroutes_add(t, &pfx, 64, two, 2), 0);
+	for (unsigned i = 0; i < 50; i++) {
+		ib_gid_set(&q.dgid, 0xfec0000000000001ull, 0x2000 + i);
+		assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), 0);
+		assert_int_equal(p.dlid, 5);
+	}
 	sa_client_free(c);
 	sa_gidroutes_free(t);
 	fake_free(f);
