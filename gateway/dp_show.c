@@ -450,6 +450,50 @@ int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r)
 	return w.status;
 }
 
+/* One GID route of a port: its routers as the lookup sees them (a router marked down by
+ * the router watch is skipped). */
+static int gid_route_cb(void *arg, const struct sa_gidroute_info *ri)
+{
+	struct port_walk *w = arg;
+	struct json_object *o = json_object_new_object(), *rs = json_object_new_array();
+	char gid[IB_GID_STRLEN + 8];
+
+	ib_gid_format(&ri->prefix, gid, IB_GID_STRLEN);
+	snprintf(gid + strlen(gid), sizeof(gid) - strlen(gid), "/%u", ri->len);
+	add_str(o, "prefix", gid);
+	for (unsigned i = 0; i < ri->n; i++) {
+		struct json_object *x = json_object_new_object();
+
+		add_hex(x, "lid", ri->routers[i].lid, 0);
+		add_str(x, "state", ri->down[i] ? "down" : "up");
+		add_int(x, "sl", ri->routers[i].sl);
+		add_int(x, "mtu", mtu_bytes(ri->routers[i].mtu));
+		add_int(x, "hop_limit", ri->routers[i].hop_limit ? ri->routers[i].hop_limit : 0xff);
+		json_object_array_add(rs, x);
+	}
+	json_object_object_add(o, "routers", rs);
+	add_str(o, "device", w->p->device);
+	add_int(o, "port", w->p->num);
+	if (ctl_reply_record(w->r, o) < 0) {
+		w->status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
+int gw_dp_show_gid_routes(struct gw_dp *dp, struct ctl_reply *r)
+{
+	struct port_walk w = { .r = r, .status = CTL_OK };
+
+	for (unsigned i = 0; i < dp->n_ports && w.status == CTL_OK; i++) {
+		if (!dp->ports[i].gidroutes)
+			continue;
+		w.p = &dp->ports[i];
+		sa_gidroutes_foreach(dp->ports[i].gidroutes, gid_route_cb, &w);
+	}
+	return w.status;
+}
+
 static int mcast_cb(void *arg, const struct ipoib_mcast_info *mi)
 {
 	struct port_walk *w = arg;

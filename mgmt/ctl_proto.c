@@ -146,6 +146,8 @@ const char *ctl_msg_name(uint16_t type)
 		return "show ha";
 	case CTL_HA_SWITCHOVER:
 		return "ha switchover";
+	case CTL_SHOW_GID_ROUTES:
+		return "show gid-routes";
 	default:
 		return NULL;
 	}

@@ -250,6 +250,24 @@ static void print_path(struct json_object *o, struct output *out)
 	printf(" dev %s/%lld\n", str(o, "device"), (long long)num(o, "port"));
 }
 
+/* show gid-routes: "PREFIX via LID STATE [via LID STATE]... dev DEVICE/PORT", like a
+ * multipath ip route. */
+static void print_gid_route(struct json_object *o, struct output *out)
+{
+	struct json_object *rs = json_object_object_get(o, "routers");
+	size_t n =
+	    rs && json_object_is_type(rs, json_type_array) ? json_object_array_length(rs) : 0;
+
+	(void)out;
+	printf("%s", str(o, "prefix"));
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *x = json_object_array_get_idx(rs, i);
+
+		printf(" via %s %s", str(x, "lid"), str(x, "state"));
+	}
+	printf(" dev %s/%lld\n", str(o, "device"), (long long)num(o, "port"));
+}
+
 static void print_mcast(struct json_object *o, struct output *out)
 {
 	(void)out;
@@ -676,6 +694,12 @@ static const struct command commands[] = {
 	  NULL,
 	  print_path,
 	  "the SA client's path cache" },
+	{ { "show", "gid-routes" },
+	  CTL_SHOW_GID_ROUTES,
+	  NULL,
+	  NULL,
+	  print_gid_route,
+	  "routes to other IB subnets, per IB port, with each router's state" },
 	{ { "show", "mcast" },
 	  CTL_SHOW_MCAST,
 	  NULL,

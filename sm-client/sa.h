@@ -357,6 +357,16 @@ unsigned sa_gidroutes_set_router(struct sa_gidroutes *t, uint16_t lid, bool up);
 /* The distinct router LIDs of every route (at most max written). Returns how many
  * there are. */
 unsigned sa_gidroutes_routers(const struct sa_gidroutes *t, uint16_t *lids, unsigned max);
+/* Every route with its routers and whether each is marked down (gwctl show gid-routes);
+ * fn returns non-zero to stop. */
+struct sa_gidroute_info {
+	union ib_gid prefix;
+	unsigned len, n;
+	struct sa_router routers[SA_ROUTE_MAX_ROUTERS];
+	bool down[SA_ROUTE_MAX_ROUTERS];
+};
+void sa_gidroutes_foreach(const struct sa_gidroutes *t,
+			  int (*fn)(void *arg, const struct sa_gidroute_info *ri), void *arg);
 /* The path to dgid through the chosen router: 0, -ENOENT (no route), -ENETUNREACH
  * (every router of the route is down). Fills dlid/sl/mtu/rate/hop_limit, copies
  * q's GIDs, tclass, flow label; sets local. */

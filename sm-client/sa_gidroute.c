@@ -192,6 +192,23 @@ unsigned sa_gidroutes_routers(const struct sa_gidroutes *t, uint16_t *lids, unsi
 	return n;
 }
 
+void sa_gidroutes_foreach(const struct sa_gidroutes *t,
+			  int (*fn)(void *arg, const struct sa_gidroute_info *ri), void *arg)
+{
+	for (unsigned i = 0; i < t->cap; i++) {
+		const struct gid_route *r = &t->routes[i];
+		struct sa_gidroute_info ri = { .prefix = r->prefix, .len = r->len, .n = r->n };
+
+		if (!r->used)
+			continue;
+		memcpy(ri.routers, r->routers, r->n * sizeof(r->routers[0]));
+		for (unsigned j = 0; j < r->n; j++)
+			ri.down[j] = router_down(t, r->routers[j].lid);
+		if (fn(arg, &ri))
+			return;
+	}
+}
+
 static uint32_t mix(uint32_t h, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) /* FNV-1a */

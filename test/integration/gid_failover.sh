@@ -22,7 +22,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init gidfo
 
 rounds=3
-tap_plan $((12 + rounds * 6))
+tap_plan $((14 + rounds * 6))
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-fabric" \
 	"$build/tools/ipoib_arp_claim"
 suite_need_root
@@ -156,6 +156,8 @@ if ms=$(wait_for "$t0" all_off_rt2); then
 else
 	tap_not_ok "Rt2 down: every neighbour through Rt" "$(nb_via "$rt2") still via Rt2"
 fi
+tap_is "show gid-routes: Rt2 marked down" "$(gwctl show gid-routes)" \
+	"fec0:0:0:2::/64 via $rt up via $rt2 down dev gw1/1"
 R link Rt2 up >/dev/null
 # A reload changes the GID routes in place (each IB port's table from the routes of its
 # links): the route now names Rt2 only, so the 8 neighbours on fec0:0:0:2:: (local
@@ -172,4 +174,6 @@ else
 		"$(nb2_via "$rt") via Rt, $(nb2_via "$rt2") via Rt2" "$(tail -5 "$log")"
 fi
 tap_like "the port's table was rebuilt" "$(cat "$log")" "IB port gw1/1: 1 GID routes"
+tap_is "show gid-routes: the route through Rt2 alone" "$(gwctl show gid-routes)" \
+	"fec0:0:0:2::/64 via $rt2 up dev gw1/1"
 tap_done

@@ -793,6 +793,19 @@ static void test_port_down_keeps_paths(void **state)
 	fake_free(f);
 }
 
+struct gid_routes_seen {
+	unsigned n;
+	struct sa_gidroute_info ri;
+};
+
+static int collect_gid_route(void *arg, const struct sa_gidroute_info *ri)
+{
+	struct gid_routes_seen *s = arg;
+
+	s->n++;
+	s->ri = *ri;
+	return 0;
+}
 static void test_gid_routes(void **state)
 {
 	struct sa_gidroutes *t;
@@ -872,6 +885,18 @@ static void test_gid_routes(void **state)
 	assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), -ENOENT);
 	assert_int_equal(sa_gidroutes_routers(t, (uint16_t[4]){ 0 }, 4), 0);
 	assert_int_equal(sa_gidroutes_add(t, &pfx, 64, two, 2), 0);
+	{
+		struct gid_routes_seen seen = { 0 };
+
+		sa_gidroutes_foreach(t, collect_gid_route, &seen);
+		assert_int_equal(seen.n, 1);
+		assert_int_equal(seen.ri.len, 64);
+		assert_int_equal(seen.ri.n, 2);
+		assert_int_equal(seen.ri.routers[0].lid, 3);
+		assert_true(seen.ri.down[0]); /* 3 is still marked down */
+		assert_int_equal(seen.ri.routers[1].lid, 5);
+		assert_false(seen.ri.down[1]);
+	}
 	for (unsigned i = 0; i < 50; i++) {
 		ib_gid_set(&q.dgid, 0xfec0000000000001ull, 0x2000 + i);
 		assert_int_equal(sa_gidroutes_lookup(t, &sgid, &q, &p), 0);
