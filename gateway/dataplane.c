@@ -991,10 +991,13 @@ static void routes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	dp->n_routes = n;
 }
 
-/* The port a GID route reaches its routers through: its link's (default the first). */
+/* A local GID route of port p: its routers are reached through its link's port (the
+ * first link's by default). Routes with source sa have no table entry. */
 static bool gid_route_on(const struct gw_config *cfg, const struct gw_gid_route_config *g,
 			 const struct dp_port *p)
 {
+	if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers)
+		return false;
 	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
 		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
 
@@ -1024,7 +1027,7 @@ static uint32_t gid_routes_sig(const struct gw_config *cfg, const struct dp_port
 	for (unsigned i = 0; i < cfg->n_gid_routes; i++) {
 		const struct gw_gid_route_config *g = &cfg->gid_routes[i];
 
-		if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers || !gid_route_on(cfg, g, p))
+		if (!gid_route_on(cfg, g, p))
 			continue;
 		h = sig_mix(h, &g->prefix, sizeof(g->prefix));
 		h = sig_mix(h, g->routers, g->n_routers * sizeof(g->routers[0]));
@@ -1055,8 +1058,7 @@ static void gidroutes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 			union ib_gid prefix;
 			unsigned n = 0;
 
-			if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers ||
-			    !gid_route_on(cfg, g, p))
+			if (!gid_route_on(cfg, g, p))
 				continue;
 			memcpy(prefix.raw, g->prefix.addr.bytes, 16);
 			for (unsigned j = 0; j < g->n_routers && n < SA_ROUTE_MAX_ROUTERS; j++, n++)
