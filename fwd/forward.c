@@ -584,9 +584,10 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_
 		const struct neigh_entry *e;
 		int family;
 	} w[FWD_PREFETCH_MAX];
-	uint32_t dst4[FWD_PREFETCH_MAX], v[FWD_PREFETCH_MAX];
+	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
+	uint8_t dst6[FWD_PREFETCH_MAX][16];
 	const struct rt_fib_nh *nh[FWD_PREFETCH_MAX];
-	unsigned n4 = 0;
+	unsigned n4 = 0, n6 = 0;
 
 	if (n > FWD_PREFETCH_MAX)
 		n = FWD_PREFETCH_MAX;
@@ -599,14 +600,17 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_
 			dst4[n4++] = ip_be32(ip[i] + 16);
 		} else if ((ip[i][0] >> 4) == 6 && len[i] >= IP6_HDR_LEN) {
 			w[i].family = AF_INET6;
+			memcpy(dst6[n6++], ip[i] + 24, 16);
 		}
 	}
 	if (n4)
-		lpm4_lookup_bulk(c->fib->v4, dst4, v, n4);
-	n4 = 0;
+		lpm4_lookup_bulk(c->fib->v4, dst4, v4, n4);
+	if (n6)
+		lpm6_lookup_bulk(c->fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
+	n4 = n6 = 0;
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t r = w[i].family == AF_INET    ? v[n4++]
-			     : w[i].family == AF_INET6 ? rt_fib_lookup6(c->fib, ip[i] + 24)
+		uint32_t r = w[i].family == AF_INET    ? v4[n4++]
+			     : w[i].family == AF_INET6 ? v6[n6++]
 						       : 0;
 
 		nh[i] = rt_fib_nexthop(c->fib, r, 0);
