@@ -117,8 +117,11 @@ struct load {
 	struct gw_config *cfg;
 	struct posrec *pos;
 	size_t n_pos, cap_pos;
-	bool sorted;
-	bool defaults; /* applying our own defaults: nothing to record or report */
+	/* pos by address: open addressing, index + 1 (0: empty); checks look values up
+	 * between records, so a sorted array was sorted again for every lookup */
+	uint32_t *pos_idx;
+	size_t idx_cap; /* a power of two, at least twice n_pos */
+	bool defaults;  /* applying our own defaults: nothing to record or report */
 };
 
 /* ---- Enum names ---- */
@@ -616,13 +619,39 @@ static void verr(struct load *L, const struct gw_ynode *at_node, const char *pat
 	gw_cfg_err(L->e, at_node->line, at_node->col, "%s: %s", path, msg);
 }
 
+static size_t pos_slot(const struct load *L, const void *p)
+{
+	size_t i =
+	    (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 32) & (L->idx_cap - 1);
+
+	while (L->pos_idx[i] && L->pos[L->pos_idx[i] - 1].p != p)
+		i = (i + 1) & (L->idx_cap - 1);
+	return i;
+}
+
+/* The index at twice the records' capacity: rebuilt as the array grows. */
+static bool pos_index(struct load *L)
+{
+	size_t cap = L->cap_pos * 2;
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+
+	if (!idx)
+		return false;
+	free(L->pos_idx);
+	L->pos_idx = idx;
+	L->idx_cap = cap;
+	for (size_t k = 0; k < L->n_pos; k++)
+		L->pos_idx[pos_slot(L, L->pos[k].p)] = (uint32_t)(k + 1);
+	return true;
+}
+
 static void record(struct load *L, const void *p, const struct gw_ynode *v)
 {
 	if (L->defaults)
 		return;
 	if (L->n_pos == L->cap_pos) {
 		size_t cap = L->cap_pos ? L->cap_pos * 2 : 64;
-		struct posrec *r = realloc(L->pos, cap * sizeof(*r));
+		struct posrec *r = cap <= UINT32_MAX / 2 ? realloc(L->pos, cap * sizeof(*r)) : NULL;
 
 		if (!r) {
 			L->e->oom = true;
@@ -630,32 +659,24 @@ static void record(struct load *L, const void *p, const struct gw_ynode *v)
 		}
 		L->pos = r;
 		L->cap_pos = cap;
+		if (!pos_index(L)) {
+			L->e->oom = true;
+			return;
+		}
 	}
-	L->pos[L->n_pos++] = (struct posrec){ p, v->line, v->col };
-	L->sorted = false;
-}
-
-static int pos_cmp(const void *a, const void *b)
-{
-	uintptr_t x = (uintptr_t)((const struct posrec *)a)->p,
-		  y = (uintptr_t)((const struct posrec *)b)->p;
-
-	return x < y ? -1 : x > y;
+	L->pos[L->n_pos] = (struct posrec){ p, v->line, v->col };
+	L->pos_idx[pos_slot(L, p)] = (uint32_t)(++L->n_pos);
 }
 
 /* Where the value stored at p came from, or NULL (a default, or a value refused). */
 static const struct posrec *pos_of(struct load *L, const void *p)
 {
-	struct posrec key = { p, 0, 0 };
+	size_t i;
 
-	if (!L->sorted) {
-		if (L->n_pos)
-			qsort(L->pos, L->n_pos, sizeof(*L->pos), pos_cmp);
-		L->sorted = true;
-	}
 	if (!L->n_pos)
 		return NULL;
-	return bsearch(&key, L->pos, L->n_pos, sizeof(*L->pos), pos_cmp);
+	i = pos_slot(L, p);
+	return L->pos_idx[i] ? &L->pos[L->pos_idx[i] - 1] : NULL;
 }
 
 static bool recorded(struct load *L, const void *p)
@@ -1673,6 +1694,61 @@ struct addr_use {
 	const char *owner;
 };
 
+/* Routes in (prefix, metric, file) order: equal neighbours are duplicates. */
+static int route_key_cmp(const void *a, const void *b)
+{
+	const struct gw_route_config *x = *(const struct gw_route_config *const *)a,
+				     *y = *(const struct gw_route_config *const *)b;
+	int d = (int)x->prefix.addr.family - (int)y->prefix.addr.family;
+
+	if (!d)
+		d = (int)x->prefix.len - (int)y->prefix.len;
+	if (!d)
+		d = memcmp(x->prefix.addr.bytes, y->prefix.addr.bytes,
+			   sizeof(x->prefix.addr.bytes));
+	if (!d)
+		d = x->metric < y->metric ? -1 : x->metric > y->metric;
+	if (!d)
+		d = x < y ? -1 : x > y;
+	return d;
+}
+
+/* The same prefix and metric twice: each later one refused, naming the first. Sorted,
+ * not pairwise: a file may hold thousands of routes. */
+static void duplicate_routes(struct load *L, const struct gw_config *c)
+{
+	const struct gw_route_config **v = calloc(c->n_routes ? c->n_routes : 1, sizeof(*v));
+	const struct gw_route_config *first = NULL;
+	unsigned n = 0;
+	char b1[IP_PREFIX_STRLEN];
+
+	if (!v) {
+		L->e->oom = true;
+		return;
+	}
+	for (unsigned i = 0; i < c->n_routes; i++)
+		if (recorded(L, &c->routes[i].prefix))
+			v[n++] = &c->routes[i];
+	qsort(v, n, sizeof(*v), route_key_cmp);
+	for (unsigned i = 0; i < n; i++) {
+		const struct gw_route_config *r = v[i];
+
+		if (first && first->metric == r->metric && first->prefix.len == r->prefix.len &&
+		    ip_addr_equal(&first->prefix.addr, &r->prefix.addr)) {
+			const struct posrec *p = pos_of(L, &r->prefix);
+
+			gw_cfg_err(
+			    L->e, p->line, p->col,
+			    "duplicate route %s (first at line %u); a backup route needs a different metric",
+			    ip_prefix_format(&r->prefix, b1, sizeof(b1)),
+			    pos_of(L, &first->prefix)->line);
+			continue;
+		}
+		first = r;
+	}
+	free(v);
+}
+
 static void check_cross(struct load *L)
 {
 	struct gw_config *c = L->cfg;
@@ -1719,25 +1795,8 @@ static void check_cross(struct load *L)
 
 		if (r->dev[0] && !find_name(names, n_names, r->dev))
 			bad_ref(L, names, n_names, false, r->dev, r->dev, "route dev");
-		if (!recorded(L, &r->prefix))
-			continue;
-		for (unsigned j = 0; j < i; j++) {
-			const struct gw_route_config *o = &c->routes[j];
-
-			if (recorded(L, &o->prefix) && o->metric == r->metric &&
-			    o->prefix.len == r->prefix.len &&
-			    ip_addr_equal(&o->prefix.addr, &r->prefix.addr)) {
-				const struct posrec *p = pos_of(L, &r->prefix);
-
-				gw_cfg_err(
-				    L->e, p->line, p->col,
-				    "duplicate route %s (first at line %u); a backup route needs a different metric",
-				    ip_prefix_format(&r->prefix, b1, sizeof(b1)),
-				    pos_of(L, &o->prefix)->line);
-				break;
-			}
-		}
 	}
+	duplicate_routes(L, c);
 
 	for (unsigned i = 0; i < c->n_gid_routes; i++) {
 		struct gw_gid_route_config *g = &c->gid_routes[i];
@@ -1759,8 +1818,9 @@ static void check_cross(struct load *L)
 		for (unsigned j = 0; j < i; j++) {
 			const struct gw_gid_route_config *o = &c->gid_routes[j];
 
-			if (recorded(L, &o->prefix) && o->prefix.len == g->prefix.len &&
-			    ip_addr_equal(&o->prefix.addr, &g->prefix.addr)) {
+			if (o->prefix.len == g->prefix.len &&
+			    ip_addr_equal(&o->prefix.addr, &g->prefix.addr) &&
+			    recorded(L, &o->prefix)) {
 				const struct posrec *p = pos_of(L, &g->prefix);
 
 				gw_cfg_err(L->e, p->line, p->col,
@@ -2005,6 +2065,7 @@ out:
 	gw_ynode_free(root);
 	errs_free(&e);
 	free(L.pos);
+	free(L.pos_idx);
 	return rc;
 }
 
