@@ -591,10 +591,15 @@ static void sync_tick(struct dp_ha *h, uint64_t now)
 static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 {
 	struct dp_ha *h = arg;
-	uint64_t now = now_ms();
+	uint64_t now;
 	(void)loop;
 	(void)t;
 
+	/* The peer's heartbeats that wait in the workers' rings count before its deadline
+	 * is judged: after this thread was busy (a reload, a port move) they are queued
+	 * behind this timer, and judging first would take a live master for dead. */
+	fwd_sp_poll(h->dp->e);
+	now = now_ms();
 	if (h->tb_deadline && h->tb_deadline <= now) {
 		h->tb_deadline = 0;
 		ha_fsm_tiebreaker_result(h->fsm, false, now);
