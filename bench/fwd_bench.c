@@ -20,6 +20,10 @@
  * checksum, the same header write or copy, the same descriptor. Without DPDK (no
  * IBGW_HAVE_DPDK) the reference uses lpm4 for its lookup; with DPDK it runs both.
  *
+ * IPv6 (when tor-geoipdb's geoip6 is there): its prefixes on the same engine, alternately
+ * via 20,000 gateways on each side, all resolved; ours with and without warming only
+ * (the reference loops are IPv4).
+ *
  * Packets: IPv4/UDP, 64 and 1500 octets at the IP layer, destinations inside random
  * prefixes of the side they route to (a different prefix per packet), sources on the
  * ingress side. Every round restores the packets (untimed), then times PASSES passes
@@ -60,6 +64,7 @@
 #endif
 
 #define NGW      50000 /* next hops per side: 100,000 neighbours */
+#define NGW6     20000 /* IPv6 next hops per side: 40,000 more neighbours */
 #define PASSES   40    /* TTL 255 leaves room for them */
 #define TXQ      64
 #define GRH      40
@@ -121,6 +126,17 @@ static uint32_t gw_qpn(uint32_t g)
 	return 0x100000u + g;
 }
 
+/* IPv6 gateway g of side s (0: Ethernet, fd00:e::/64; 1: IPoIB, fd00:b::/64). */
+static void gw6_addr(int s, uint32_t g, uint8_t a[16])
+{
+	uint32_t h = 2 + g;
+
+	memset(a, 0, 16);
+	a[0] = 0xfd, a[1] = 0x00, a[3] = s ? 0x0b : 0x0e;
+	a[12] = (uint8_t)(h >> 24), a[13] = (uint8_t)(h >> 16), a[14] = (uint8_t)(h >> 8);
+	a[15] = (uint8_t)h;
+}
+
 static const uint8_t our_mac[6] = { 0x02, 0x99, 0, 0, 0, 1 };
 
 /* ---- fake IB send buffers (the emit's one copy lands here) ---- */
@@ -168,6 +184,7 @@ struct ours {
 	struct fwd_ctx c;
 	struct fwd_result res;
 	const struct fwd_if *eth, *ib;
+	uint32_t ie, iib; /* their ifindexes */
 	struct fwd_tx txq[TXQ];
 	unsigned ntx;
 };
@@ -182,7 +199,7 @@ static void big_table_params(struct neigh_params *p)
 
 static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t groups)
 {
-	struct rt_config rc = { .max_nexthops = 2 * NGW + 1024,
+	struct rt_config rc = { .max_nexthops = 2 * NGW + 2 * NGW6 + 1024,
 				.lpm4_groups = groups + groups / 4 };
 	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 7, .msg_pool = 16 };
 	struct neigh_config nc = { .ops = &nops };
@@ -268,7 +285,66 @@ static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t 
 	fwd_ctx_begin(&o->c, 1000000000ull);
 	o->eth = fwd_snap_if(o->c.snap, ie);
 	o->ib = fwd_snap_if(o->c.snap, ib);
+	o->ie = ie;
+	o->iib = ib;
 	printf("  engine: %zu routes, 100000 neighbours, built in %.1f s\n", n, bench_now() - t0);
+}
+
+/* IPv6 on the same engine: an address on each side, 2 x NGW6 resolved neighbours, the
+ * geoip6 prefixes alternately behind each side. */
+static void ours_build6(struct ours *o, const struct pfx6 *p, size_t n)
+{
+	double t0 = bench_now();
+	int ret;
+
+	for (int s = 0; s < 2; s++) {
+		struct ip_prefix a = { .addr.family = AF_INET6, .len = 64 };
+
+		gw6_addr(s, 0, a.addr.bytes);
+		a.addr.bytes[15] = 1;
+		if ((ret = fwd_engine_if_add_addr(o->e, s ? o->iib : o->ie, &a)) < 0)
+			die("IPv6 address", ret);
+	}
+	for (uint32_t g = 0; g < NGW6; g++) {
+		for (int s = 0; s < 2; s++) {
+			struct neigh_link ll = { .usable = true };
+			uint8_t a[16];
+			struct neigh_table *t =
+			    s ? o->ibn : fwd_snap_if(fwd_engine_current(o->e), o->ie)->neigh;
+
+			gw6_addr(s, g, a);
+			if (s) {
+				ll.len = 20;
+				ll.ah = &dummy_ah;
+				ll.qpn = gw_qpn(g);
+				ll.mtu = 2044;
+			} else {
+				ll.len = 6;
+				gw_mac(g, ll.addr);
+			}
+			if (!neigh_update(t, AF_INET6, a, &ll, NEIGH_F_CREATE | NEIGH_F_SOLICITED))
+				die("IPv6 neighbour", ENOSPC);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		int s = (int)(i & 1);
+		struct rt_route r = { .source = RT_SRC_STATIC, .nnh = 1 };
+
+		r.prefix.addr.family = AF_INET6;
+		r.prefix.len = p[i].len;
+		memcpy(r.prefix.addr.bytes, p[i].addr, 16);
+		r.nh[0] =
+		    (struct rt_nexthop){ .type = RT_NH_GATEWAY, .ifindex = s ? o->iib : o->ie };
+		r.nh[0].gw.family = AF_INET6;
+		gw6_addr(s, (uint32_t)(i / 2) % NGW6, r.nh[0].gw.bytes);
+		if ((ret = rt_add(o->rt, &r)) < 0 && ret != -EEXIST)
+			die("rt_add (IPv6)", ret);
+	}
+	fwd_ctx_begin(&o->c, 1000000000ull);
+	o->eth = fwd_snap_if(o->c.snap, o->ie);
+	o->ib = fwd_snap_if(o->c.snap, o->iib);
+	printf("  engine: %zu IPv6 routes, %u IPv6 neighbours, built in %.1f s\n", n, 2 * NGW6,
+	       bench_now() - t0);
 }
 
 /* ---- the reference: rte_lpm (or lpm4), a neighbour hash, a minimal parse ---- */
@@ -520,6 +596,51 @@ static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool fr
 	}
 }
 
+/* IPv6/UDP packets to random addresses inside random prefixes of the other side. */
+static void pkt_build6(struct pktset *ps, const struct pfx6 *p, size_t n, bool from_ib,
+		       size_t iplen)
+{
+	size_t hdr = from_ib ? GRH + 4 : 14;
+
+	ps->from_ib = from_ib;
+	ps->iplen = iplen;
+	ps->off = hdr;
+	ps->stride = (hdr + iplen + 63) & ~(size_t)63;
+	ps->pristine = xmalloc(npkts * ps->stride);
+	ps->work = xmalloc(npkts * ps->stride);
+	ps->dst = xmalloc(npkts * sizeof(uint32_t));
+	for (unsigned i = 0; i < npkts; i++) {
+		uint8_t *s = ps->pristine + i * ps->stride, *ip = s + hdr;
+		size_t k = (bench_rnd(&rng_state) % (n / 2)) * 2 + (from_ib ? 0 : 1);
+		uint8_t dst[16];
+
+		memset(s, 0, ps->stride);
+		memcpy(dst, p[k].addr, 16);
+		for (unsigned b = p[k].len; b < 128; b++) /* random host bits */
+			if (bench_rnd(&rng_state) & 1)
+				dst[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+		ps->dst[i] = (uint32_t)dst[12] << 24 | (uint32_t)dst[13] << 16 |
+			     (uint32_t)dst[14] << 8 | dst[15];
+		if (from_ib) {
+			s[GRH] = 0x86, s[GRH + 1] = 0xdd;
+		} else {
+			memcpy(s, our_mac, 6);
+			s[6] = 0x02, s[7] = 0x77, s[8] = 1, s[9] = 2, s[10] = 3, s[11] = 4;
+			s[12] = 0x86, s[13] = 0xdd;
+		}
+		ip[0] = 0x60;
+		ip[4] = (uint8_t)((iplen - 40) >> 8), ip[5] = (uint8_t)(iplen - 40);
+		ip[6] = 17;
+		ip[7] = 255;
+		gw6_addr(from_ib ? 1 : 0, (uint32_t)bench_rnd(&rng_state) % NGW6 + NGW6, ip + 8);
+		memcpy(ip + 24, dst, 16);
+		ip[40] = 0x30, ip[41] = 0x39, ip[42] = 0x00, ip[43] = 0x35;
+		ip[44] = (uint8_t)((iplen - 40) >> 8), ip[45] = (uint8_t)(iplen - 40);
+		for (size_t b = 48; b < iplen; b++)
+			ip[b] = (uint8_t)b;
+	}
+}
+
 static void pkt_restore(struct pktset *ps)
 {
 	memcpy(ps->work, ps->pristine, npkts * ps->stride);
@@ -613,12 +734,15 @@ int main(int argc, char **argv)
 	struct ours o;
 	struct ref refs[MAX_IMPL];
 	int nref = 0;
-	struct pktset sets[4] = {
-		{ .name = "IPoIB->Ethernet   64" },
-		{ .name = "IPoIB->Ethernet 1500" },
-		{ .name = "Ethernet->IPoIB   64" },
-		{ .name = "Ethernet->IPoIB 1500" },
+	struct pktset sets[8] = {
+		{ .name = "IPoIB->Ethernet   64" }, { .name = "IPoIB->Ethernet 1500" },
+		{ .name = "Ethernet->IPoIB   64" }, { .name = "Ethernet->IPoIB 1500" },
+		{ .name = "IPv6 IPoIB->Eth   64" }, { .name = "IPv6 IPoIB->Eth 1500" },
+		{ .name = "IPv6 Eth->IPoIB   64" }, { .name = "IPv6 Eth->IPoIB 1500" },
 	};
+	const char *g6 = "/usr/share/tor/geoip6";
+	struct vec v6 = { .size = sizeof(struct pfx6) };
+	int nsets = 4;
 	const struct pfx4 *p;
 	uint32_t groups, *gw_of;
 	bool have_dpdk = false;
@@ -674,6 +798,13 @@ int main(int argc, char **argv)
 	}
 	memset(&o, 0, sizeof(o));
 	ours_build(&o, p, v.n, groups);
+	/* IPv6: ours with and without warming only (the references are IPv4 loops). */
+	if (load_geoip(g6, true, &v6) && v6.n >= 2) {
+		ours_build6(&o, v6.p, v6.n);
+		nsets = 8;
+	} else {
+		printf("  %s not readable: IPv6 skipped\n", g6);
+	}
 
 	/* The reference's tables: next hop value = prefix's gateway slot + 1. */
 	gw_of = xmalloc(2 * NGW * sizeof(uint32_t));
@@ -719,17 +850,20 @@ int main(int argc, char **argv)
 		pkt_build(&sets[s], p, v.n, s < 2, (s & 1) ? 1500 : 64);
 		cross_check(&o, refs, nref, &sets[s]);
 	}
+	for (int s = 4; s < nsets; s++)
+		pkt_build6(&sets[s], v6.p, v6.n, s < 6, (s & 1) ? 1500 : 64);
 	printf("  cross-check: every implementation chose the same next hop for all %u packets "
 	       "of each set\n",
 	       4 * npkts);
 
 	printf("  %-22s %-20s %9s %9s\n", "Mpackets/s per core", "implementation", "median",
 	       "ours/ref");
-	for (int s = 0; s < 4; s++) {
+	for (int s = 0; s < nsets; s++) {
 		struct pktset *ps = &sets[s];
 		double t[MAX_IMPL + 2][64], med[MAX_IMPL + 2];
 		unsigned want = PASSES * npkts;
-		int nimpl = nref + 2; /* ours, ours without warming, the references */
+		/* ours, ours without warming, the references (IPv4 only) */
+		int nimpl = s < 4 ? nref + 2 : 2;
 
 		for (int r = 0; r < rounds; r++) {
 			for (int j = 0; j < nimpl; j++) {
