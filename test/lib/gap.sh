@@ -22,8 +22,13 @@ gap_stop() {
 	sleep 0.2 # the last replies in flight
 	kill -INT "${gap_pids[$name]}" 2>/dev/null
 	wait "${gap_pids[$name]}" 2>/dev/null
+	# Without ping's closing summary (it is sometimes cut off when the namespace's
+	# ping dies with the suite's load), the highest icmp_seq answered stands for "sent".
 	awk -F'[][]' '
-		/bytes from/ { t = $2; n++; if (p != "") { d = t - p; if (d > m) m = d }; p = t }
+		/bytes from/ { t = $2; n++; if (p != "") { d = t - p; if (d > m) m = d }; p = t
+			if (match($0, /icmp_seq=[0-9]+/)) { q = substr($0, RSTART + 9, RLENGTH - 9) + 0
+				if (q > seq) seq = q } }
 		/transmitted/ { split($0, f, " "); sent = f[1]; got = f[4] }
-		END { printf "%.1f %d %d\n", n < 2 ? 99999 : m * 1000, sent - got, sent }' "$work/gap-$name.txt"
+		END { if (sent == "") { sent = seq; got = n }
+			printf "%.1f %d %d\n", n < 2 ? 99999 : m * 1000, sent - got, sent }' "$work/gap-$name.txt"
 }
