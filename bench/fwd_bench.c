@@ -189,6 +189,26 @@ struct ours {
 	unsigned ntx;
 };
 
+/* Gateway g of side s, resolved (REACHABLE): a MAC on Ethernet, a QPN on IPoIB. */
+static void gw_neighbour(struct ours *o, uint32_t ie, int s, uint32_t g, int family,
+			 const uint8_t *addr)
+{
+	struct neigh_link ll = { .usable = true };
+	struct neigh_table *t = s ? o->ibn : fwd_snap_if(fwd_engine_current(o->e), ie)->neigh;
+
+	if (s) {
+		ll.len = 20;
+		ll.ah = &dummy_ah;
+		ll.qpn = gw_qpn(g);
+		ll.mtu = 2044;
+	} else {
+		ll.len = 6;
+		gw_mac(g, ll.addr);
+	}
+	if (!neigh_update(t, family, addr, &ll, NEIGH_F_CREATE | NEIGH_F_SOLICITED))
+		die("neighbour", ENOSPC);
+}
+
 static void big_table_params(struct neigh_params *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -246,23 +266,9 @@ static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t 
 	/* 100,000 resolved neighbours. */
 	for (uint32_t g = 0; g < NGW; g++) {
 		for (int s = 0; s < 2; s++) {
-			struct neigh_link ll = { .usable = true };
 			uint32_t a = htonl(gw_addr(s, g));
-			struct neigh_table *t =
-			    s ? o->ibn : fwd_snap_if(fwd_engine_current(o->e), ie)->neigh;
 
-			if (s) {
-				ll.len = 20;
-				ll.ah = &dummy_ah;
-				ll.qpn = gw_qpn(g);
-				ll.mtu = 2044;
-			} else {
-				ll.len = 6;
-				gw_mac(g, ll.addr);
-			}
-			if (!neigh_update(t, AF_INET, (const uint8_t *)&a, &ll,
-					  NEIGH_F_CREATE | NEIGH_F_SOLICITED))
-				die("neighbour", ENOSPC);
+			gw_neighbour(o, ie, s, g, AF_INET, (const uint8_t *)&a);
 		}
 	}
 	/* The prefixes, alternately behind each side. */
@@ -307,23 +313,10 @@ static void ours_build6(struct ours *o, const struct pfx6 *p, size_t n)
 	}
 	for (uint32_t g = 0; g < NGW6; g++) {
 		for (int s = 0; s < 2; s++) {
-			struct neigh_link ll = { .usable = true };
 			uint8_t a[16];
-			struct neigh_table *t =
-			    s ? o->ibn : fwd_snap_if(fwd_engine_current(o->e), o->ie)->neigh;
 
 			gw6_addr(s, g, a);
-			if (s) {
-				ll.len = 20;
-				ll.ah = &dummy_ah;
-				ll.qpn = gw_qpn(g);
-				ll.mtu = 2044;
-			} else {
-				ll.len = 6;
-				gw_mac(g, ll.addr);
-			}
-			if (!neigh_update(t, AF_INET6, a, &ll, NEIGH_F_CREATE | NEIGH_F_SOLICITED))
-				die("IPv6 neighbour", ENOSPC);
+			gw_neighbour(o, o->ie, s, g, AF_INET6, a);
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -552,7 +545,20 @@ struct pktset {
 	uint32_t *dst;
 };
 
-static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool from_ib, size_t iplen)
+/* The IPoIB header behind the GRH area, or an Ethernet header to our MAC. */
+static void l2_header(uint8_t *s, bool from_ib, uint16_t type)
+{
+	uint8_t *t = from_ib ? s + GRH : s + 12;
+
+	if (!from_ib) {
+		memcpy(s, our_mac, 6);
+		s[6] = 0x02, s[7] = 0x77, s[8] = 1, s[9] = 2, s[10] = 3, s[11] = 4;
+	}
+	t[0] = (uint8_t)(type >> 8), t[1] = (uint8_t)type;
+}
+
+/* A set's memory; returns where the IP header starts in a slot. */
+static size_t pktset_alloc(struct pktset *ps, bool from_ib, size_t iplen)
 {
 	size_t hdr = from_ib ? GRH + 4 : 14;
 
@@ -563,6 +569,13 @@ static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool fr
 	ps->pristine = xmalloc(npkts * ps->stride);
 	ps->work = xmalloc(npkts * ps->stride);
 	ps->dst = xmalloc(npkts * sizeof(uint32_t));
+	return hdr;
+}
+
+static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool from_ib, size_t iplen)
+{
+	size_t hdr = pktset_alloc(ps, from_ib, iplen);
+
 	for (unsigned i = 0; i < npkts; i++) {
 		uint8_t *s = ps->pristine + i * ps->stride, *ip = s + hdr;
 		/* A prefix routed to the other side: IB -> Ethernet needs an even index. */
@@ -574,13 +587,7 @@ static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool fr
 		uint16_t c;
 
 		ps->dst[i] = ntohl(dst);
-		if (from_ib) {
-			s[GRH] = 0x08, s[GRH + 1] = 0x00;
-		} else {
-			memcpy(s, our_mac, 6);
-			s[6] = 0x02, s[7] = 0x77, s[8] = 1, s[9] = 2, s[10] = 3, s[11] = 4;
-			s[12] = 0x08, s[13] = 0x00;
-		}
+		l2_header(s, from_ib, 0x0800);
 		ip[0] = 0x45;
 		ip[2] = (uint8_t)(iplen >> 8), ip[3] = (uint8_t)iplen;
 		ip[8] = 255;
@@ -600,15 +607,8 @@ static void pkt_build(struct pktset *ps, const struct pfx4 *p, size_t n, bool fr
 static void pkt_build6(struct pktset *ps, const struct pfx6 *p, size_t n, bool from_ib,
 		       size_t iplen)
 {
-	size_t hdr = from_ib ? GRH + 4 : 14;
+	size_t hdr = pktset_alloc(ps, from_ib, iplen);
 
-	ps->from_ib = from_ib;
-	ps->iplen = iplen;
-	ps->off = hdr;
-	ps->stride = (hdr + iplen + 63) & ~(size_t)63;
-	ps->pristine = xmalloc(npkts * ps->stride);
-	ps->work = xmalloc(npkts * ps->stride);
-	ps->dst = xmalloc(npkts * sizeof(uint32_t));
 	for (unsigned i = 0; i < npkts; i++) {
 		uint8_t *s = ps->pristine + i * ps->stride, *ip = s + hdr;
 		size_t k = (bench_rnd(&rng_state) % (n / 2)) * 2 + (from_ib ? 0 : 1);
@@ -621,13 +621,7 @@ static void pkt_build6(struct pktset *ps, const struct pfx6 *p, size_t n, bool f
 				dst[b / 8] |= (uint8_t)(0x80 >> (b % 8));
 		ps->dst[i] = (uint32_t)dst[12] << 24 | (uint32_t)dst[13] << 16 |
 			     (uint32_t)dst[14] << 8 | dst[15];
-		if (from_ib) {
-			s[GRH] = 0x86, s[GRH + 1] = 0xdd;
-		} else {
-			memcpy(s, our_mac, 6);
-			s[6] = 0x02, s[7] = 0x77, s[8] = 1, s[9] = 2, s[10] = 3, s[11] = 4;
-			s[12] = 0x86, s[13] = 0xdd;
-		}
+		l2_header(s, from_ib, 0x86dd);
 		ip[0] = 0x60;
 		ip[4] = (uint8_t)((iplen - 40) >> 8), ip[5] = (uint8_t)(iplen - 40);
 		ip[6] = 17;

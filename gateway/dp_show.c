@@ -38,6 +38,16 @@ static void add_hex(struct json_object *o, const char *k, unsigned v, int width)
 	add_str(o, k, b);
 }
 
+/* One record of a walk's reply; 1 (stop the walk, status failed) when it cannot go. */
+static int emit(struct ctl_reply *r, int *status, struct json_object *o)
+{
+	if (ctl_reply_record(r, o) < 0) {
+		*status = CTL_EFAILED;
+		return 1;
+	}
+	return 0;
+}
+
 static const char *mac_str(const uint8_t *m, char *b, size_t len)
 {
 	snprintf(b, len, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
@@ -297,11 +307,7 @@ static int route_cb(void *ctx, const struct rt_route *rt)
 	if (!(rt->flags & RT_F_SELECTED))
 		json_object_array_add(fl, json_object_new_string("inactive"));
 	json_object_object_add(o, "flags", fl);
-	if (ctl_reply_record(w->r, o) < 0) {
-		w->status = CTL_EFAILED;
-		return 1;
-	}
-	return 0;
+	return emit(w->r, &w->status, o);
 }
 
 int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ctl_reply *r)
@@ -366,11 +372,7 @@ static int neigh_cb(void *arg, const struct neigh_info *ni)
 		add_int(o, "probes", ni->probes);
 	if (ni->queued)
 		add_int(o, "queued", ni->queued);
-	if (ctl_reply_record(w->r, o) < 0) {
-		w->status = CTL_EFAILED;
-		return 1;
-	}
-	return 0;
+	return emit(w->r, &w->status, o);
 }
 
 int gw_dp_show_neighbours(struct gw_dp *dp, const char *dev, struct ctl_reply *r)
@@ -430,11 +432,7 @@ static int path_cb(void *arg, const struct sa_path_info *pi)
 	add_int(o, "expires_ms", (int64_t)pi->expires_in_ms);
 	add_str(o, "device", w->p->device);
 	add_int(o, "port", w->p->num);
-	if (ctl_reply_record(w->r, o) < 0) {
-		w->status = CTL_EFAILED;
-		return 1;
-	}
-	return 0;
+	return emit(w->r, &w->status, o);
 }
 
 int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r)
@@ -474,11 +472,7 @@ static int gid_route_cb(void *arg, const struct sa_gidroute_info *ri)
 	json_object_object_add(o, "routers", rs);
 	add_str(o, "device", w->p->device);
 	add_int(o, "port", w->p->num);
-	if (ctl_reply_record(w->r, o) < 0) {
-		w->status = CTL_EFAILED;
-		return 1;
-	}
-	return 0;
+	return emit(w->r, &w->status, o);
 }
 
 int gw_dp_show_gid_routes(struct gw_dp *dp, struct ctl_reply *r)
@@ -509,11 +503,7 @@ static int mcast_cb(void *arg, const struct ipoib_mcast_info *mi)
 		add_hex(o, "mlid", mi->mlid, 0);
 		add_hex(o, "qkey", mi->qkey, 0);
 	}
-	if (ctl_reply_record(w->r, o) < 0) {
-		w->status = CTL_EFAILED;
-		return 1;
-	}
-	return 0;
+	return emit(w->r, &w->status, o);
 }
 
 int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r)
@@ -551,11 +541,7 @@ static int conn_cb(void *arg, const struct ipoib_conn_info *ci)
 	add_int(o, "tx_bytes", (int64_t)ci->tx_bytes);
 	add_int(o, "rx_packets", (int64_t)ci->rx_packets);
 	add_int(o, "rx_bytes", (int64_t)ci->rx_bytes);
-	if (ctl_reply_record(w->r, o) < 0) {
-		w->status = CTL_EFAILED;
-		return 1;
-	}
-	return 0;
+	return emit(w->r, &w->status, o);
 }
 
 /* Every connection of the connected links (ipoib_link_conn_foreach): none in
