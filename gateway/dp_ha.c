@@ -76,6 +76,9 @@ struct dp_ha {
 	struct ha_fsm *fsm;
 	struct ha_key key;
 	struct evtimer *timer;
+	uint64_t timer_due;   /* when the timer should fire (a later tick is a stall) */
+	uint32_t interval_ms; /* heartbeat interval */
+	unsigned long stalls; /* ticks that came later than an interval */
 	struct ha_origin self;
 	struct ha_group_cfg groups[HA_MAX_GROUPS];
 	unsigned n_groups;
@@ -570,6 +573,7 @@ static void arm(struct dp_ha *h)
 		next = h->tb_deadline;
 	if (h->sync_next_ms && h->sync_next_ms < next)
 		next = h->sync_next_ms;
+	h->timer_due = next > now ? next : now;
 	evtimer_start(h->timer, next > now ? next - now : 0, 0);
 }
 
@@ -600,6 +604,13 @@ static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 	 * behind this timer, and judging first would take a live master for dead. */
 	fwd_sp_poll(h->dp->e);
 	now = now_ms();
+	/* A tick later than a heartbeat interval: this process could not listen meanwhile
+	 * (stopped, swapped out, or this thread busy), and the peer's heartbeats of that
+	 * time may still be on their way in. */
+	if (now > h->timer_due + h->interval_ms) {
+		h->stalls++;
+		ha_fsm_stalled(h->fsm, now - h->timer_due, now);
+	}
 	if (h->tb_deadline && h->tb_deadline <= now) {
 		h->tb_deadline = 0;
 		ha_fsm_tiebreaker_result(h->fsm, false, now);
@@ -775,6 +786,7 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		ret = -ENOMEM;
 		goto fail;
 	}
+	h->interval_ms = fo->heartbeat_interval_ms;
 	struct ha_fsm_cfg fc = {
 		.self = h->self,
 		.preempt = fo->preempt,
@@ -1049,6 +1061,10 @@ void dp_ha_metrics(struct gw_dp *dp, FILE *out)
 		       "Failover messages accepted from the peer.", st.rx_ok);
 	metrics_single(out, "ibgw_failover_heartbeats_sent_total", "counter",
 		       "Failover messages sent to the peer.", st.tx);
+	metrics_single(out, "ibgw_failover_stalls_total", "counter",
+		       "Failover timer ticks later than a heartbeat interval (this process could "
+		       "not listen; the peer's silence over that time was not held against it).",
+		       h->stalls);
 	metrics_family(out, "ibgw_failover_ignored_total", "counter",
 		       "Failover datagrams ignored, by reason (bad MAC, replay, ...).");
 	for (int e = 1; e < HA_WIRE_ERR_COUNT; e++)

@@ -116,6 +116,22 @@ static bool recent(uint64_t t, uint64_t now, uint32_t span)
 	return t != NEVER && now >= t && now - t < span;
 }
 
+/* t moved ms later, not past now (NEVER stays). */
+static void shift_heard(uint64_t *t, uint64_t ms, uint64_t now)
+{
+	if (*t != NEVER)
+		*t = *t + ms < now ? *t + ms : now;
+}
+
+void ha_fsm_stalled(struct ha_fsm *f, uint64_t ms, uint64_t now)
+{
+	for (unsigned p = 0; p < f->n_paths; p++) {
+		shift_heard(&f->paths[p].rx_fresh_ms, ms, now);
+		shift_heard(&f->paths[p].rx_any_ms, ms, now);
+	}
+	shift_heard(&f->peer.last_any_ms, ms, now);
+}
+
 /* ---- transitions ---- */
 
 static void record_transition(struct ha_fsm *f, unsigned g, enum ha_state from, enum ha_state to,

@@ -106,6 +106,12 @@ enum ha_wire_err ha_fsm_heartbeat(struct ha_fsm *fsm, unsigned path, const uint8
 void ha_fsm_tick(struct ha_fsm *fsm, uint64_t now_ms);
 /* The time by which ha_fsm_tick must be called next. */
 uint64_t ha_fsm_next_deadline(const struct ha_fsm *fsm);
+/* This box could not listen for ms up to now (its thread stopped or busy; the caller
+ * sees it as a tick that came that late): the peer's silence over that time says
+ * nothing, so what was last heard counts as that much younger. Call before the tick. A
+ * peer that died meanwhile is then found dead a dead interval after the stall, not at
+ * once: a later failover instead of a false one. */
+void ha_fsm_stalled(struct ha_fsm *fsm, uint64_t ms, uint64_t now_ms);
 /* The local link of heartbeat path `path` went up or down. */
 void ha_fsm_path_state(struct ha_fsm *fsm, unsigned path, bool up, uint64_t now_ms);
 /* Hand group g to the peer (on the master) or ask the peer for it (on the backup).

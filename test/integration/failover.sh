@@ -31,7 +31,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 37
+tap_plan 38
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft curl
@@ -73,6 +73,17 @@ tap_is "traffic through the pair: Ethernet -> IB" "$(pings ethhost1 10.10.0.13)"
 tap_is "traffic through the pair: IB -> Ethernet (IPv6)" "$(pings ibhost3 -6 fd00:20::11)" 3
 
 # --- no false failover -------------------------------------------------------------------
+t1=$(transitions gw1)
+t2=$(transitions gw2)
+# The backup's process stopped for 0.4 s (SIGSTOP: a stall, a swap-in, a VM pause): on
+# resuming it must not take the master for dead because it heard nothing meanwhile.
+kill -STOP "$(rack_pid ibgwd-gw2)"
+sleep 0.4
+kill -CONT "$(rack_pid ibgwd-gw2)"
+sleep 1
+tap_is "backup stopped 0.4 s: no transition on either box, the stall counted" \
+	"$(state gw1) $(($(transitions gw1) - t1)) $(state gw2) $(($(transitions gw2) - t2)) $(in_ns gw2 curl -s --max-time 5 http://127.0.0.1:9464/metrics | awk '/^ibgw_failover_stalls_total/ { print ($2 > 0) }')" \
+	"master 0 backup 0 1"
 t1=$(transitions gw1)
 t2=$(transitions gw2)
 # Heartbeats dropped at the Ethernet switch (nftables, bridge family): all, or 1%.

@@ -361,6 +361,40 @@ static void master_death(void **state)
 
 /* One path cut, both ways or one way: the peer stays alive on the other; no
  * transition at all. The path's status shows it dead. */
+/* The backup's process stops for 300 ms (hears nothing, ticks never). Resumed and told
+ * how long it could not listen (ha_fsm_stalled, as dp_ha does for a late tick), it waits
+ * for the master's next heartbeat; not told, it takes the master for dead at once. */
+static void stalled_backup(void **state)
+{
+	(void)state;
+	for (int told = 0; told < 2; told++) {
+		unsigned before;
+
+		sim_init(2, 1, 11);
+		node_start(0, &defaults);
+		node_start(1, &defaults);
+		run(500);
+		assert_true(is_master(0, 0));
+		assert_false(is_master(1, 0));
+		before = S.n[1].to_master[0];
+		S.n[1].down = true;
+		run(300);
+		S.n[1].down = false;
+		if (told)
+			ha_fsm_stalled(S.n[1].fsm, 300, S.now);
+		ha_fsm_tick(S.n[1].fsm, S.now); /* the late tick */
+		run(200);
+		if (told) {
+			assert_int_equal(S.n[1].to_master[0], before);
+			assert_int_equal(S.dual_ms[0], 0);
+		} else {
+			assert_true(S.n[1].to_master[0] > before); /* the false takeover */
+		}
+		assert_true(is_master(0, 0));
+		sim_end();
+	}
+}
+
 static void one_path_cut(void **state)
 {
 	struct ha_path_status ps;
@@ -785,6 +819,7 @@ int main(void)
 		cmocka_unit_test(election),
 		cmocka_unit_test(alone),
 		cmocka_unit_test(master_death),
+		cmocka_unit_test(stalled_backup),
 		cmocka_unit_test(one_path_cut),
 		cmocka_unit_test(split_brain_no_tiebreaker),
 		cmocka_unit_test(split_brain_tiebreaker),
