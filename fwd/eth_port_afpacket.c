@@ -679,34 +679,32 @@ static int ethtool_value(const struct ethp_port *p, uint32_t cmd, uint32_t *data
  * restart turns them off again; the device may carry other ports). Without
  * CAP_NET_ADMIN it says what to do instead.
  */
+/* One receive offload off: get says whether bit is set, set writes the value without
+ * it (GRO: the value 0/1 itself; LRO: a flag among the device's flags). */
+static void offload_off(struct ethp_port *p, const char *name, const char *feature, uint32_t get,
+			uint32_t set, uint32_t bit)
+{
+	uint32_t v = 0;
+	int r;
+
+	if (ethtool_value(p, get, &v) < 0 || !(v & bit))
+		return;
+	v &= ~bit;
+	r = ethtool_value(p, set, &v);
+	if (r < 0)
+		log_errno(LOG_WARNING, -r,
+			  "eth %s: %s is on and cannot be turned off: TCP segments the device "
+			  "merges are dropped; run `ethtool -K %s %s off`",
+			  p->dev, name, p->dev, feature);
+	else
+		log_notice("eth %s: %s turned off (frames are forwarded as received)", p->dev,
+			   name);
+}
+
 static void rx_merging_off(struct ethp_port *p)
 {
-	uint32_t gro = 0, flags = 0, off = 0;
-
-	if (ethtool_value(p, ETHTOOL_GGRO, &gro) == 0 && gro) {
-		int r = ethtool_value(p, ETHTOOL_SGRO, &off);
-
-		if (r < 0)
-			log_errno(LOG_WARNING, -r,
-				  "eth %s: GRO is on and cannot be turned off: TCP segments the "
-				  "device merges are dropped; run `ethtool -K %s gro off`",
-				  p->dev, p->dev);
-		else
-			log_notice("eth %s: GRO turned off (frames are forwarded as received)",
-				   p->dev);
-	}
-	if (ethtool_value(p, ETHTOOL_GFLAGS, &flags) == 0 && (flags & ETH_FLAG_LRO)) {
-		uint32_t v = flags & ~(uint32_t)ETH_FLAG_LRO;
-		int r = ethtool_value(p, ETHTOOL_SFLAGS, &v);
-
-		if (r < 0)
-			log_errno(LOG_WARNING, -r,
-				  "eth %s: LRO is on and cannot be turned off; run `ethtool -K %s "
-				  "lro off`",
-				  p->dev, p->dev);
-		else
-			log_notice("eth %s: LRO turned off", p->dev);
-	}
+	offload_off(p, "GRO", "gro", ETHTOOL_GGRO, ETHTOOL_SGRO, 1);
+	offload_off(p, "LRO", "lro", ETHTOOL_GFLAGS, ETHTOOL_SFLAGS, ETH_FLAG_LRO);
 }
 
 static int afp_query(struct ethp_port *p, struct ethp_port_attr *a)
