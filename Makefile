@@ -58,7 +58,7 @@ endif
 # sim/fabric (the simulated fabric's core) uses lib/ only; sim/host (the IB-host
 # program's parts) uses the data plane. Their archives let unit tests and fuzzers link
 # them without the programs' mains.
-MODULES  := gateway mgmt ha sim/host fwd cm sm-client sim/fabric lib
+MODULES  := gateway mgmt ha sim/host kernel engine ipoib cm sm-client port table pkt sim/fabric lib
 MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c sim/host/main.c
 mod_srcs  = $(filter-out $(MAINS),$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(O)/%.o,$(call mod_srcs,$(1)))

@@ -1,5 +1,5 @@
 /*
- * eth_bench: frames per second through one af_packet Ethernet port (fwd/eth_port.h) on
+ * eth_bench: frames per second through one af_packet Ethernet port (port/eth_port.h) on
  * a veth pair, for its two engines (io_uring, recvmmsg/sendmmsg) next to a plain
  * recvmsg/send loop on an AF_PACKET socket with the same options, all in the same run.
  *
@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fwd/eth_port.h"
+#include "port/eth_port.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 

@@ -46,12 +46,12 @@
 
 #include "bench/bench_util.h"
 #include "bench/bench_geoip.h"
-#include "fwd/engine.h"
-#include "fwd/forward.h"
-#include "fwd/ipoib_link.h"
-#include "fwd/lpm4.h"
-#include "fwd/neigh.h"
-#include "fwd/route.h"
+#include "engine/engine.h"
+#include "engine/forward.h"
+#include "ipoib/ipoib_link.h"
+#include "table/lpm4.h"
+#include "table/neigh.h"
+#include "table/route.h"
 
 #ifdef IBGW_HAVE_DPDK
 #pragma GCC diagnostic push

@@ -17,8 +17,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "fwd/ipoib_link.h"
-#include "fwd/neigh.h"
+#include "ipoib/ipoib_link.h"
+#include "table/neigh.h"
 #include "lib/ipoib.h"
 
 #define N_NEIGH 10000

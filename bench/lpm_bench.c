@@ -33,8 +33,8 @@
 
 #include "bench/bench_util.h"
 #include "bench/bench_geoip.h"
-#include "fwd/lpm4.h"
-#include "fwd/lpm6.h"
+#include "table/lpm4.h"
+#include "table/lpm6.h"
 #include "lib/lpm128.h"
 
 #ifdef IBGW_HAVE_DPDK

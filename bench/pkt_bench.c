@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "fwd/arp.h"
-#include "fwd/ip.h"
-#include "fwd/nd.h"
+#include "pkt/arp.h"
+#include "pkt/ip.h"
+#include "pkt/nd.h"
 
 #define BATCH  1024
 #define ROUNDS 7

@@ -55,7 +55,7 @@
 #include <stdint.h>
 
 #include "cm/cm_mad.h"
-#include "fwd/ib_port.h"
+#include "port/ib_port.h"
 #include "lib/ipoib.h"
 
 struct cm;

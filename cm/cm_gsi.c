@@ -82,7 +82,7 @@ int cm_gsi_open(const struct cm_gsi_config *cfg, struct cm_gsi **out)
 	return 0;
 fail_qp:
 	/* posted buffers come back as flushed completions of the destroyed QP; the
-	 * port's poller returns them to the pool (fwd/ib_port.h) */
+	 * port's poller returns them to the pool (port/ib_port.h) */
 	cfg->ops->destroy_qp(g->qp);
 fail:
 	free(g);

@@ -1,5 +1,5 @@
 /*
- * CM MADs over a port's GSI QP (QP1) through the IB port ops table (fwd/ib_port.h):
+ * CM MADs over a port's GSI QP (QP1) through the IB port ops table (port/ib_port.h):
  * the MAD transport of the connection manager on the simulated fabric. (On hardware
  * the kernel owns QP1 and the verbs backend refuses IBP_QPT_GSI; see cm_rdmacm.h.)
  *
@@ -16,7 +16,7 @@
  * the buffer again.
  *
  * Threads: post_send/post_recv/poll belong to the thread that owns the port's data
- * path (fwd/ib_port.h); AH create/destroy to the control thread. The CM runs on the
+ * path (port/ib_port.h); AH create/destroy to the control thread. The CM runs on the
  * control thread; so cm_gsi is meant for a port whose data path the control thread
  * owns -- in the gateway a port handle opened for the control thread alone (the sim
  * fabric lets a node open its port more than once only if the backend allows it; see
@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "cm/cm.h"
-#include "fwd/ib_port.h"
+#include "port/ib_port.h"
 
 struct cm_gsi;
 

@@ -141,7 +141,7 @@ struct gw_failover_config {
 	unsigned n_groups;
 };
 
-/* Routes exchanged with a Linux kernel routing table, for BIRD or FRR (fwd/kroute.h). */
+/* Routes exchanged with a Linux kernel routing table, for BIRD or FRR (kernel/kroute.h). */
 struct gw_kernel_routes_config {
 	bool enabled;          /* the kernel_routes section is present */
 	uint32_t export_table; /* export_table: default 100; 0: no export */

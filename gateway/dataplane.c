@@ -2,10 +2,10 @@
  * The composition of the data plane (gateway/dataplane.h): the daemon's config turned
  * into running objects, in this order:
  *
- *   RIB/FIB (fwd/route.h)  ->  engine (fwd/engine.h)  ->  IB ports: open, query, then
+ *   RIB/FIB (table/route.h)  ->  engine (engine/engine.h)  ->  IB ports: open, query, then
  *   sa_umad + sa_client (query first: under umad2sim both register an SMI agent), GID
  *   routes, then per P_Key an IPoIB link (gateway role) and its engine interface  ->
- *   Ethernet ports (fwd/eth_port.h) with their link state from netlink  ->  addresses
+ *   Ethernet ports (port/eth_port.h) with their link state from netlink  ->  addresses
  *   and proxy settings  ->  static routes  ->  the slow path on the control loop  ->
  *   the workers (count and CPUs from the config)  ->  the links start (broadcast joins).
  *
@@ -38,12 +38,12 @@
 #include <sys/epoll.h>
 #include <urcu-qsbr.h>
 
-#include "fwd/kroute.h"
-#include "fwd/nd.h"
-#include "fwd/netlink.h"
-#include "fwd/route.h"
-#include "fwd/slowpath.h"
-#include "fwd/worker.h"
+#include "kernel/kroute.h"
+#include "pkt/nd.h"
+#include "kernel/linkwatch.h"
+#include "table/route.h"
+#include "engine/slowpath.h"
+#include "engine/worker.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
 #include "gateway/dp_routers.h"
@@ -786,7 +786,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 
 /* ---- Ethernet ------------------------------------------------------------------------------ */
 
-static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct nl_link_state *st)
+static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct linkwatch_state *st)
 {
 	bool up = st->present && st->up;
 	uint32_t mtu;
@@ -814,7 +814,7 @@ static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct nl
 	dp_ha_link_changed(dp, k);
 }
 
-static void on_netlink(const struct nl_link_state *st, unsigned changes, void *arg)
+static void on_netlink(const struct linkwatch_state *st, unsigned changes, void *arg)
 {
 	struct gw_dp *dp = arg;
 
@@ -823,7 +823,7 @@ static void on_netlink(const struct nl_link_state *st, unsigned changes, void *a
 
 		if (k->kind != DP_ETH || strcmp(k->device, st->name))
 			continue;
-		if (changes & (NL_CHG_UP | NL_CHG_PRESENT))
+		if (changes & (LINKWATCH_CHG_UP | LINKWATCH_CHG_PRESENT))
 			log_notice("%s: %s link %s", k->name, k->device,
 				   st->present && st->up ? "up" : "down");
 		eth_apply_state(dp, k, st);
@@ -833,7 +833,7 @@ static void on_netlink(const struct nl_link_state *st, unsigned changes, void *a
 static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned n)
 {
 	struct dp_link *k = link_alloc(dp);
-	struct nl_link_state st;
+	struct linkwatch_state st;
 	int ret;
 
 	if (!k) {
@@ -897,9 +897,9 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 	}
 	if_add_addrs(dp, k);
 	memset(&st, 0, sizeof(st));
-	if (dp->nl && nl_watch_add(dp->nl, k->device, &st) == 0) {
+	if (dp->nl && linkwatch_add(dp->nl, k->device, &st) == 0) {
 		eth_apply_state(dp, k, &st);
-	} else if (dp->nl && nl_watch_get(dp->nl, k->device, &st) == 0) {
+	} else if (dp->nl && linkwatch_get(dp->nl, k->device, &st) == 0) {
 		eth_apply_state(dp, k, &st); /* a second VLAN on the same device */
 	} else {
 		/* No netlink: trust the port's own view. */
@@ -1082,7 +1082,7 @@ static void gidroutes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 }
 
-/* ---- kernel routes (fwd/kroute.h) ---------------------------------------------------------- */
+/* ---- kernel routes (kernel/kroute.h) ---------------------------------------------------------- */
 
 /* The RIB changed (route.h's change hook): the kernel export follows. */
 static void dp_rib_changed(void *arg)
@@ -1238,7 +1238,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		goto fail;
 	}
 	dp_routers_config(dp, cfg);
-	if (nl_watch_new(loop, on_netlink, dp, &dp->nl) < 0) {
+	if (linkwatch_new(loop, on_netlink, dp, &dp->nl) < 0) {
 		log_warning("no netlink: Ethernet link state is not followed");
 		dp->nl = NULL;
 	}
@@ -1360,7 +1360,7 @@ void gw_dp_stop(struct gw_dp *dp)
 		p->cmp = NULL;
 	}
 	if (dp->nl)
-		nl_watch_free(dp->nl);
+		linkwatch_free(dp->nl);
 	rcu_barrier(); /* every deferred free has run */
 	if (dp->e)
 		fwd_engine_free(dp->e);
@@ -1506,7 +1506,7 @@ static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
 		ipoib_link_free(k->link);
 	} else if (k->kind == DP_ETH) {
 		if (dp->nl && !device_watched_by_other(dp, k))
-			(void)nl_watch_del(dp->nl, k->device);
+			(void)linkwatch_del(dp->nl, k->device);
 		if (k->eth)
 			k->eops->close(k->eth);
 	}
@@ -1596,9 +1596,9 @@ static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_con
 	if (mtu != k->cfg_mtu) {
 		k->cfg_mtu = mtu;
 		if (k->kind == DP_ETH) {
-			struct nl_link_state st;
+			struct linkwatch_state st;
 
-			if (dp->nl && nl_watch_get(dp->nl, k->device, &st) == 0)
+			if (dp->nl && linkwatch_get(dp->nl, k->device, &st) == 0)
 				eth_apply_state(dp, k, &st); /* the smaller of config and device */
 			else
 				(void)fwd_engine_if_set_mtu(dp->e, k->ifindex, mtu);

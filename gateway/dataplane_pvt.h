@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "fwd/engine.h"
-#include "fwd/eth_port.h"
-#include "fwd/ib_port.h"
-#include "fwd/ipoib_link.h"
+#include "engine/engine.h"
+#include "port/eth_port.h"
+#include "port/ib_port.h"
+#include "ipoib/ipoib_link.h"
 #include "gateway/config.h"
 #include "gateway/dataplane.h"
 #include "sm-client/sa.h"
@@ -21,7 +21,7 @@
 struct dp_ha;
 struct dp_portfail;
 struct kroute;
-struct nl_watch;
+struct linkwatch;
 struct sa_umad;
 struct evtimer;
 
@@ -101,7 +101,7 @@ struct gw_dp {
 	bool workers_started, sp_attached;
 	uint32_t router_poll_ms; /* the SA clients' router watch (gateway/dp_routers.c) */
 	unsigned router_down_after;
-	struct nl_watch *nl;
+	struct linkwatch *nl;
 	struct evtimer *port_timer;
 	const struct gw_config *start_cfg; /* during gw_dp_start only */
 	struct dp_port ports[DP_MAX_PORTS];

@@ -12,7 +12,7 @@
  * route at the next reload (the config is the record of intent); deleting a config
  * route lasts until the next reload puts it back. docs/operations.md says the same.
  *
- * An operator neighbour is PERMANENT (fwd/neigh.h): never aged, never replaced by what
+ * An operator neighbour is PERMANENT (table/neigh.h): never aged, never replaced by what
  * the wire says, kept by `neigh flush`. On IPoIB its path is resolved like a learned
  * neighbour's, on first use.
  *
@@ -26,8 +26,8 @@
 
 #include <json-c/json.h>
 
-#include "fwd/neigh.h"
-#include "fwd/route.h"
+#include "table/neigh.h"
+#include "table/route.h"
 #include "gateway/dataplane_pvt.h"
 #include "lib/ipoib.h"
 #include "lib/log.h"

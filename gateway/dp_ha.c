@@ -36,8 +36,8 @@
 
 #include <json-c/json.h>
 
-#include "fwd/route.h"
-#include "fwd/slowpath.h"
+#include "table/route.h"
+#include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
 #include "ha/ha_fsm.h"

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/eth_frame.h"
-#include "fwd/route.h"
-#include "fwd/slowpath.h"
+#include "pkt/eth_frame.h"
+#include "table/route.h"
+#include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
 #include "mgmt/metrics_http.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/slowpath.h"
+#include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "lib/evloop.h"
 #include "lib/log.h"

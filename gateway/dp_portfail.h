@@ -23,7 +23,7 @@
 
 #include <stdbool.h>
 
-#include "fwd/ib_port.h"
+#include "port/ib_port.h"
 #include "gateway/config.h"
 
 struct gw_dp;

@@ -13,8 +13,8 @@
 
 #include <json-c/json.h>
 
-#include "fwd/route.h"
-#include "fwd/slowpath.h"
+#include "table/route.h"
+#include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "lib/ib_gid.h"
 #include "lib/ipoib.h"

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "fwd/arp.h"
-#include "fwd/ip.h"
-#include "fwd/nd.h"
+#include "pkt/arp.h"
+#include "pkt/ip.h"
+#include "pkt/nd.h"
 
 #define ETH_P_IP   0x0800
 #define ETH_P_ARP  0x0806

@@ -15,7 +15,7 @@
  * of the process (a peer that restarts with a new QPN keeps it too). Our own MAC is
  * the same rule with k = 0, reserved first.
  *
- * Rewrites (both directions validated by fwd/arp and fwd/nd first; what they refuse is
+ * Rewrites (both directions validated by pkt/arp and pkt/nd first; what they refuse is
  * dropped):
  *   ARP   hardware type 32 / 20-octet addresses <-> hardware type 1 / 6-octet MACs;
  *   ND    the source/target link-layer options of RS, RA, NS, NA and Redirect:

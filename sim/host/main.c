@@ -1,5 +1,5 @@
 /*
- * ibgw-host: an IB host of the simulated rack. The gateway's IPoIB link (fwd/ipoib_link)
+ * ibgw-host: an IB host of the simulated rack. The gateway's IPoIB link (ipoib/ipoib_link)
  * in the host role, bridged at the link layer to a TAP device in the node's namespace,
  * so the kernel there speaks its own ARP, ND, ping and TCP over IPoIB.
  *
@@ -25,7 +25,7 @@
  *
  * Threads: one. The control side (SA client, joins, ARP/ND, neighbour timers, control
  * socket) and the port's data path (poll, post) share one lib/evloop loop, which the
- * link's API allows for a single-threaded user (see fwd/ipoib_link.h). The MAD thread of
+ * link's API allows for a single-threaded user (see ipoib/ipoib_link.h). The MAD thread of
  * sm-client/sa_umad is the only other thread; it talks to the loop through its ring and
  * eventfd.
  */
@@ -48,11 +48,11 @@
 #include <unistd.h>
 
 #include "cm/cm_gsi.h"
-#include "fwd/icmp.h"
-#include "fwd/ib_port.h"
-#include "fwd/ip.h"
-#include "fwd/ipoib_link.h"
-#include "fwd/neigh.h"
+#include "pkt/icmp.h"
+#include "port/ib_port.h"
+#include "pkt/ip.h"
+#include "ipoib/ipoib_link.h"
+#include "table/neigh.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 #include "sim/host/host_l2.h"

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/arp: whatever parses must rebuild to the same octets, and a
+ * libFuzzer harness for pkt/arp: whatever parses must rebuild to the same octets, and a
  * reply built to it must have the reply's shape.
  */
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/arp.h"
+#include "pkt/arp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the Ethernet frame parser (fwd/eth_frame.h). The input is a
+ * libFuzzer harness for the Ethernet frame parser (pkt/eth_frame.h). The input is a
  * frame; an accepted frame must satisfy the parser's promises: L3 offset inside the
  * frame and 14 + 4 * tags, ethertype >= 0x0600 and not a tag, tag nesting legal, VIDs
  * not 0xfff. The parser gets a heap copy of exactly size bytes so ASan catches any read
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/eth_frame.h"
+#include "pkt/eth_frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/forward: arbitrary input from either side (first octet
+ * libFuzzer harness for engine/forward: arbitrary input from either side (first octet
  * chooses Ethernet or IPoIB and the frame's packet type) through the pipeline against a
  * fixed small engine (one Ethernet and one IPoIB interface, addresses, a route, one
  * neighbour each side), cache warming (fwd_prefetch_burst) first as the worker does.
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/engine.h"
-#include "fwd/forward.h"
-#include "fwd/ipoib_link.h"
-#include "fwd/route.h"
+#include "engine/engine.h"
+#include "engine/forward.h"
+#include "ipoib/ipoib_link.h"
+#include "table/route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/frag: fragment an arbitrary packet at an arbitrary MTU
+ * libFuzzer harness for pkt/frag: fragment an arbitrary packet at an arbitrary MTU
  * (first two octets); every fragment must validate and fit the MTU, and reassembling
  * them must give the original data, offsets contiguous, the original MF on the last.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/frag.h"
+#include "pkt/frag.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

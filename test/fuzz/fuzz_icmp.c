@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/icmp: build an error from an arbitrary invoking packet
+ * libFuzzer harness for pkt/icmp: build an error from an arbitrary invoking packet
  * (first octet: family, type, code, flags). Whatever is built must be a valid ICMP or
  * ICMPv6 packet: IP header valid, checksum right, within 576 / 1280 octets, the quote
  * a prefix of the invoking packet.
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/icmp.h"
-#include "fwd/ip.h"
+#include "pkt/icmp.h"
+#include "pkt/ip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/ip: IPv4 and IPv6 validation and the extension-header
+ * libFuzzer harness for pkt/ip: IPv4 and IPv6 validation and the extension-header
  * chain. What validates must be self-consistent (offsets inside the packet), a TTL
  * decrement must leave a header that validates again, and the address checks and
  * flow hashes must run on anything that validated.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/ip.h"
+#include "pkt/ip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

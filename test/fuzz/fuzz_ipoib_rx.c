@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/ipoib_link.h"
-#include "fwd/arp.h"
-#include "fwd/ip.h"
-#include "fwd/nd.h"
+#include "ipoib/ipoib_link.h"
+#include "pkt/arp.h"
+#include "pkt/ip.h"
+#include "pkt/nd.h"
 #include "sim/host/host_l2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

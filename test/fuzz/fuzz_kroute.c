@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/kroute's reading of kernel routes: arbitrary bytes as an
+ * libFuzzer harness for kernel/kroute's reading of kernel routes: arbitrary bytes as an
  * rtnetlink message (the first octet picks the message type, so both route types and
  * others are tried) through libnl's parser into kroute_parse. A route it accepts must be
  * well formed: a family with its prefix length, host bits clear, 1..RT_ECMP_MAX next hops,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/kroute.h"
+#include "kernel/kroute.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

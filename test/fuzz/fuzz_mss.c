@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/mss: clamp arbitrary IPv4/IPv6 packets (first two octets:
+ * libFuzzer harness for pkt/mss: clamp arbitrary IPv4/IPv6 packets (first two octets:
  * the MSS limit). Only the MSS value and the TCP checksum may change, and a packet whose
  * TCP checksum was right before is right after.
  */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/ip.h"
-#include "fwd/mss.h"
+#include "pkt/ip.h"
+#include "pkt/mss.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

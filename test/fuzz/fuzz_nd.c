@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for fwd/nd: parse as Ethernet and as IPoIB; every pointer handed
+ * libFuzzer harness for pkt/nd: parse as Ethernet and as IPoIB; every pointer handed
  * out must lie inside the input; an NS that parses gets an NA reply that parses too.
  */
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/nd.h"
+#include "pkt/nd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the proxy ARP/ND decision (fwd/proxy): arbitrary ARP packets
+ * libFuzzer harness for the proxy ARP/ND decision (pkt/proxy): arbitrary ARP packets
  * and IPv6 packets, on an Ethernet and an IPoIB side, against a lookup whose answer for
  * each address is drawn from the input too, with and without DAD defence. Whatever is
  * decided must be consistent: an answer is a reply that parses again on that link
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/proxy.h"
+#include "pkt/proxy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ethernet ports (fwd/eth_port.h, af_packet backend) against real kernels: two network
+# Ethernet ports (port/eth_port.h, af_packet backend) against real kernels: two network
 # namespaces joined by a veth pair; test/tools/ethp_echo uses only the ethp_ ops.
 #   - frames the tool builds reach the peer's kernel (its ARP request creates a
 #     neighbour entry there; the kernel answers its pings), io_uring and mmsg engines

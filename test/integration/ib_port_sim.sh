@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sim IB port backend (fwd/ib_port_sim.c) on a real rack: ibsim + OpenSM assign
+# The sim IB port backend (port/ib_port_sim.c) on a real rack: ibsim + OpenSM assign
 # the identities, ibgw-fabric carries the packets, and ibp_pingpong
 # (test/tools/ibp_pingpong.c) drives ports on ibhost1 and ibhost2 through the ibp_ops
 # API only. Shows: query reads what OpenSM assigned; a device name that is not the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fwd/kroute against real kernels and real BIRD: test/tools/kroute_sync drives the module
+# kernel/kroute against real kernels and real BIRD: test/tools/kroute_sync drives the module
 # on a small RIB in network namespaces kr-g-$$ (the gateway) and kr-p-$$ (an Ethernet-side
 # router), joined by a veth.
 #   export: 3 IPv4 and 2 IPv6 prefixes of the RIB land in table 100 with protocol 250,

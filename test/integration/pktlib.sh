@@ -2,9 +2,9 @@
 # The packet library judged by a real Linux stack and by tshark. A namespace pkt-<pid>
 # is one Ethernet host (10.9.0.1/24, 2001:db8:9::1/64) on a veth whose other end is
 # served by test/tools/pkt_inject: the kernel's own ARP requests and Neighbor
-# Solicitations are parsed by fwd/arp and fwd/nd, decided by fwd/proxy and answered with
+# Solicitations are parsed by pkt/arp and pkt/nd, decided by pkt/proxy and answered with
 # our replies; the kernel's oversized packets get our ICMP fragmentation-needed and
-# ICMPv6 Packet Too Big (fwd/icmp). The kernel must take them: `ip neigh` shows the
+# ICMPv6 Packet Too Big (pkt/icmp). The kernel must take them: `ip neigh` shows the
 # proxied addresses at the gateway's MAC, `ip route get` shows the learned PMTU; and
 # tshark decodes every frame we sent with checksum verification on and no expert
 # warning. Needs root, iproute2, ping, tshark; $IBGW_BUILD/tools/pkt_inject.

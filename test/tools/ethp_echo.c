@@ -1,6 +1,6 @@
 /*
  * ethp_echo: a tiny IPv4 host on one Ethernet port, using only the ethp_ ops (plus the
- * ethf_ parser and the nl_watch netlink follower): the integration suite
+ * ethf_ parser and the linkwatch netlink follower): the integration suite
  * test/integration/eth_port.sh drives it against real kernels in namespaces.
  *
  *   ethp_echo [-v VLAN] [-i uring|mmsg] [-t SECONDS] DEV MYIP respond
@@ -28,9 +28,9 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "fwd/eth_frame.h"
-#include "fwd/eth_port.h"
-#include "fwd/netlink.h"
+#include "pkt/eth_frame.h"
+#include "port/eth_port.h"
+#include "kernel/linkwatch.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 
@@ -302,12 +302,12 @@ struct link_ctx {
 	bool done;
 };
 
-static void on_link(const struct nl_link_state *st, unsigned changes, void *arg)
+static void on_link(const struct linkwatch_state *st, unsigned changes, void *arg)
 {
 	struct link_ctx *c = arg;
 	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
-	if (!(changes & (NL_CHG_UP | NL_CHG_MTU | NL_CHG_PRESENT)))
+	if (!(changes & (LINKWATCH_CHG_UP | LINKWATCH_CHG_MTU | LINKWATCH_CHG_PRESENT)))
 		return;
 	ops->set_link(port, st->up);
 	printf("link up=%d mtu=%u ms=%llu\n", st->up, st->mtu,
@@ -352,17 +352,17 @@ static void on_deadline(struct evloop *loop, struct evtimer *t, void *arg)
 static int mode_link(const char *dev, int seconds)
 {
 	struct evloop *loop;
-	struct nl_watch *w;
-	struct nl_link_state st;
+	struct linkwatch *w;
+	struct linkwatch_state st;
 	struct link_ctx c = { .t0 = evloop_now_ms() };
 	struct evtimer *tick, *deadline;
 	int r;
 
-	if (evloop_new(&loop) < 0 || nl_watch_new(loop, on_link, &c, &w) < 0)
+	if (evloop_new(&loop) < 0 || linkwatch_new(loop, on_link, &c, &w) < 0)
 		return 1;
-	r = nl_watch_add(w, dev, &st);
+	r = linkwatch_add(w, dev, &st);
 	if (r < 0) {
-		fprintf(stderr, "nl_watch_add: %s\n", strerror(-r));
+		fprintf(stderr, "linkwatch_add: %s\n", strerror(-r));
 		return 1;
 	}
 	ops->set_link(port, st.up);
@@ -375,7 +375,7 @@ static int mode_link(const char *dev, int seconds)
 	evloop_run(loop);
 	evtimer_free(tick);
 	evtimer_free(deadline);
-	nl_watch_free(w);
+	linkwatch_free(w);
 	evloop_free(loop);
 	print_stats(NULL);
 	return 0;

@@ -44,8 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fwd/ib_port.h"
-#include "fwd/ib_port_sim.h"
+#include "port/ib_port.h"
+#include "port/ib_port_sim.h"
 #include "lib/ib_gid.h"
 #include "lib/log.h"
 

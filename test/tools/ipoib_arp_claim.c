@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fwd/ib_port.h"
-#include "fwd/ib_port_sim.h"
+#include "port/ib_port.h"
+#include "port/ib_port_sim.h"
 #include "lib/ib_gid.h"
 
 static int die(const char *what, int err)

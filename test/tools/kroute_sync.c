@@ -1,5 +1,5 @@
 /*
- * kroute_sync: fwd/kroute on a small RIB that commands on stdin build, for the suite
+ * kroute_sync: kernel/kroute on a small RIB that commands on stdin build, for the suite
  * test/integration/kroute.sh (run it inside a network namespace).
  *
  *   kroute_sync [-t TABLE] [-p PROTO] [-m PRIORITY] [-i IMPORT_TABLE] [-x IFINDEX]...
@@ -33,8 +33,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "fwd/kroute.h"
-#include "fwd/route.h"
+#include "kernel/kroute.h"
+#include "table/route.h"
 #include "lib/addr.h"
 #include "lib/evloop.h"
 #include "lib/log.h"

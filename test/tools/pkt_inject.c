@@ -26,11 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fwd/arp.h"
-#include "fwd/icmp.h"
-#include "fwd/ip.h"
-#include "fwd/nd.h"
-#include "fwd/proxy.h"
+#include "pkt/arp.h"
+#include "pkt/icmp.h"
+#include "pkt/ip.h"
+#include "pkt/nd.h"
+#include "pkt/proxy.h"
 
 #define MAX_B 16
 

@@ -1,5 +1,5 @@
 /*
- * fwd/arp: Ethernet and IPoIB ARP written out octet by octet, parse/classify/build
+ * pkt/arp: Ethernet and IPoIB ARP written out octet by octet, parse/classify/build
  * round trips, and a table of malformed packets with the exact reason each gets.
  */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/arp.h"
+#include "pkt/arp.h"
 
 static const uint8_t mac_a[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0a };
 static const uint8_t mac_gw[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };

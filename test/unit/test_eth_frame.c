@@ -1,5 +1,5 @@
 /*
- * The Ethernet frame parser (fwd/eth_frame.h): every accepted shape with its ethertype
+ * The Ethernet frame parser (pkt/eth_frame.h): every accepted shape with its ethertype
  * and L3 offset, and every refusal with its precise reason, table-driven.
  */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/eth_frame.h"
+#include "pkt/eth_frame.h"
 
 #define MACS 0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2
 

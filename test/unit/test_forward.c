@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/engine.h"
-#include "fwd/forward.h"
-#include "fwd/ipoib_link.h"
-#include "fwd/neigh.h"
-#include "fwd/route.h"
+#include "engine/engine.h"
+#include "engine/forward.h"
+#include "ipoib/ipoib_link.h"
+#include "table/neigh.h"
+#include "table/route.h"
 
 /* ---- an independent Internet checksum ---- */
 static uint16_t sum16(const uint8_t *p, size_t n, uint32_t s)

@@ -1,5 +1,5 @@
 /*
- * fwd/frag: IPv4 fragmentation worked by hand (1500 octets at MTU 576: 552 + 552 + 376
+ * pkt/frag: IPv4 fragmentation worked by hand (1500 octets at MTU 576: 552 + 552 + 376
  * data octets at offsets 0, 69, 138), options copied per the copied flag, fragmenting a
  * fragment, refusals, and reassembly of every split of many sizes at many MTUs.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/frag.h"
+#include "pkt/frag.h"
 
 static uint16_t ref_check(const uint8_t *p, size_t n)
 {

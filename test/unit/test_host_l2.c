@@ -1,7 +1,7 @@
 /*
  * sim/host/host_l2: the MAC derivation rule (worked out by hand for a rack GUID), its
  * collision handling and stability, and the ARP/ND rewriting both ways, each result
- * checked by the other codec (fwd/arp, fwd/nd: lengths, options, checksum).
+ * checked by the other codec (pkt/arp, pkt/nd: lengths, options, checksum).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +13,9 @@
 #include <errno.h>
 #include <sys/socket.h>
 
-#include "fwd/arp.h"
-#include "fwd/ip.h"
-#include "fwd/nd.h"
+#include "pkt/arp.h"
+#include "pkt/ip.h"
+#include "pkt/nd.h"
 #include "sim/host/host_l2.h"
 
 static struct hl2 h;

@@ -12,7 +12,7 @@
 
 #include <errno.h>
 
-#include "fwd/ib_port.h"
+#include "port/ib_port.h"
 
 static void backend_by_name(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the sim backend's RC engine (fwd/ib_rc.c), driven with synthetic
+ * Unit tests of the sim backend's RC engine (port/ib_rc.c), driven with synthetic
  * packets: PSN arithmetic with the 24-bit wrap, timer values, segmentation by MTU,
  * ACK coalescing, NAK decisions (gap, duplicate, RNR), go-back-N retransmission,
  * RNR waits, retry exhaustion (error + flush), the send window, and a lossy link
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "fwd/ib_rc.h"
+#include "port/ib_rc.h"
 #include "lib/ib_hdr.h"
 
 #define WIRE_MAX 8192

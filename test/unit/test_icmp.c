@@ -1,5 +1,5 @@
 /*
- * fwd/icmp: ICMPv4 / ICMPv6 errors checked field by field with checksums computed
+ * pkt/icmp: ICMPv4 / ICMPv6 errors checked field by field with checksums computed
  * independently here, every suppression rule, the quote limits, and the rate limiter.
  */
 #include <setjmp.h>
@@ -10,8 +10,8 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "fwd/icmp.h"
-#include "fwd/ip.h"
+#include "pkt/icmp.h"
+#include "pkt/ip.h"
 
 static uint32_t ref_sum(const uint8_t *p, size_t n, uint32_t s)
 {

@@ -1,5 +1,5 @@
 /*
- * fwd/ip: IPv4 validation (hand-worked header, every rejection reason), TTL decrement
+ * pkt/ip: IPv4 validation (hand-worked header, every rejection reason), TTL decrement
  * against an independent full checksum, martian tables, the IPv6 extension chain, the
  * flow hash.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/ip.h"
+#include "pkt/ip.h"
 
 /* Independent RFC 1071 checksum: 16-bit words into 32 bits, folded at the end. */
 static uint16_t ref_csum(const uint8_t *p, size_t n)

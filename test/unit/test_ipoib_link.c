@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/ipoib_link.h"
+#include "ipoib/ipoib_link.h"
 #include "lib/ipoib.h"
 #include "sm-client/sa.h"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for fwd/kroute's reading of kernel routes (kroute_parse): messages built by
+ * Unit tests for kernel/kroute's reading of kernel routes (kroute_parse): messages built by
  * libnl the way the kernel sends them (RTM_NEWROUTE with table, protocol, type,
  * priority, next hops) become the rt_route the import reports, or are skipped: other
  * tables, our own protocol, TOS, cloned routes, local/broadcast types, device-only next
@@ -18,7 +18,7 @@
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
 
-#include "fwd/kroute.h"
+#include "kernel/kroute.h"
 
 struct spec {
 	int family;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for fwd/lpm4: edge cases (lengths 0, 24, 25, 32, replace, delete restoring
+ * Unit tests for table/lpm4: edge cases (lengths 0, 24, 25, 32, replace, delete restoring
  * the cover, bad arguments, group exhaustion), then lpm4 against a naive reference (a
  * scan of every prefix present, longest wins) through interleaved inserts and deletes,
  * on random nested prefixes and on a tor-geoipdb sample (test/data/geoip4-sample.txt)
@@ -22,7 +22,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "fwd/lpm4.h"
+#include "table/lpm4.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define SLOW_SANITIZER 1

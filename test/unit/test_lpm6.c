@@ -1,5 +1,5 @@
 /*
- * Unit tests for fwd/lpm6 (lpm4's API on lib/lpm128): edge cases (lengths 0, 64, 127,
+ * Unit tests for table/lpm6 (lpm4's API on lib/lpm128): edge cases (lengths 0, 64, 127,
  * 128, replace, delete restoring the cover, bad arguments), then lpm6 against a naive
  * reference (a scan of every prefix present, longest wins) through interleaved inserts
  * and deletes, on random nested prefixes and on a tor-geoipdb sample
@@ -23,7 +23,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "fwd/lpm6.h"
+#include "table/lpm6.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define SLOW_SANITIZER 1

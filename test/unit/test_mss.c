@@ -1,5 +1,5 @@
 /*
- * fwd/mss: MSS clamping on IPv4 and IPv6 SYNs; the incrementally updated TCP checksum
+ * pkt/mss: MSS clamping on IPv4 and IPv6 SYNs; the incrementally updated TCP checksum
  * is compared with an independent full recompute (pseudo-header included), at an even
  * and at an odd option offset; every refusal reason.
  */
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/ip.h"
-#include "fwd/mss.h"
+#include "pkt/ip.h"
+#include "pkt/mss.h"
 
 static uint32_t ref_sum(const uint8_t *p, size_t n, uint32_t s)
 {

@@ -1,5 +1,5 @@
 /*
- * fwd/nd: NS/NA builders for Ethernet and IPoIB (layout octet by octet, checksum
+ * pkt/nd: NS/NA builders for Ethernet and IPoIB (layout octet by octet, checksum
  * computed independently here), solicited-node address and its 33:33 MAC, DAD, parsing
  * RS/RA/Redirect, and the table of RFC 4861 receive checks with exact reasons.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fwd/nd.h"
+#include "pkt/nd.h"
 
 static uint16_t ref_check6(const uint8_t *ip6)
 {

@@ -1,5 +1,5 @@
 /*
- * fwd/neigh: the state machine with a fake clock (Linux's timers: retrans 1 s, 3
+ * table/neigh: the state machine with a fake clock (Linux's timers: retrans 1 s, 3
  * multicast probes, reachable time in [15, 45) s, delay 5 s, 3 unicast probes), the
  * update rules (solicited, override, unsolicited, PERMANENT), the unresolved queue
  * (overflow drops the oldest, counted; flushed when usable), GC thresholds, and
@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "fwd/neigh.h"
+#include "table/neigh.h"
 
 static uint64_t fake_now = 1000000;
 static uint64_t clock_fn(void *ctx)

@@ -1,5 +1,5 @@
 /*
- * fwd/proxy: every decision and reason of proxy ARP and proxy ND, with a small table
+ * pkt/proxy: every decision and reason of proxy ARP and proxy ND, with a small table
  * standing in for the caller's neighbour tables and proxy prefixes; the replies built
  * are parsed back and checked field by field.
  */
@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "fwd/proxy.h"
+#include "pkt/proxy.h"
 
 /* Side A (Ethernet) has 10.0.0.1-9; side B (IPoIB) has 10.0.0.20 learned and the
  * prefix 10.0.0.32/27 configured; the gateway is 10.0.0.254. IPv6 likewise with

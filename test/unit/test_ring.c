@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "fwd/ring.h"
+#include "engine/ring.h"
 
 static void bad_sizes_are_refused(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for fwd/route: connected and local routes from interface addresses, static
+ * Unit tests for table/route: connected and local routes from interface addresses, static
  * routes resolved through them (and not through other statics), best-route selection
  * (metric, then source), replace and delete falling back to the next best, ECMP groups
  * (shared between prefixes, hashed per flow, every member used, a flow stays put),
@@ -15,7 +15,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "fwd/route.h"
+#include "table/route.h"
 
 static struct ip_prefix P(const char *s) {
 	struct ip_prefix p;

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fwd/arp.h"
-#include "fwd/engine.h"
-#include "fwd/ring.h"
-#include "fwd/route.h"
-#include "fwd/slowpath.h"
+#include "pkt/arp.h"
+#include "engine/engine.h"
+#include "engine/ring.h"
+#include "table/route.h"
+#include "engine/slowpath.h"
 
 static uint64_t fake_now = 1000000;
 static uint64_t now_fn(void *ctx)

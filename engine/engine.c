@@ -1,0 +1,724 @@
+/*
+ * The engine's shared state: snapshots of the interface table and knobs (copied, edited
+ * and published by the control thread, freed after a grace period), the per-worker
+ * rings and message pools, and the counters. See engine/engine.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "engine/engine_pvt.h"
+#include "engine/ring.h"
+#include "lib/log.h"
+
+static const char *const drop_names[FWD_DROP_COUNT] = {
+	[FWD_DROP_ETH_FRAME] = "eth_frame",
+	[FWD_DROP_ETHERTYPE] = "ethertype",
+	[FWD_DROP_NOT_FOR_US] = "not_for_us",
+	[FWD_DROP_IB_RX] = "ib_rx",
+	[FWD_DROP_IF_DOWN] = "if_down",
+	[FWD_DROP_IP_INVALID] = "ip_invalid",
+	[FWD_DROP_MARTIAN] = "martian",
+	[FWD_DROP_L2_BCAST] = "l2_broadcast",
+	[FWD_DROP_NO_ROUTE] = "no_route",
+	[FWD_DROP_BLACKHOLE] = "blackhole",
+	[FWD_DROP_TTL_EXPIRED] = "ttl_expired",
+	[FWD_DROP_TOO_BIG] = "too_big",
+	[FWD_DROP_FRAG_FAILED] = "frag_failed",
+	[FWD_DROP_SAME_IF_ICMP] = "icmp_no_route_back",
+	[FWD_DROP_NO_BUF] = "no_buffer",
+	[FWD_DROP_PUNT_FULL] = "punt_full",
+	[FWD_DROP_PUNT_TOO_BIG] = "punt_too_big",
+	[FWD_DROP_TX_FULL] = "tx_full",
+	[FWD_DROP_TX_ERROR] = "tx_error",
+	[FWD_DROP_IPV6_ROUTED_LL] = "ipv6_link_local_routed",
+	[FWD_DROP_LOOP] = "loop",
+	[FWD_DROP_MULTICAST] = "multicast",
+};
+
+const char *fwd_drop_name(enum fwd_drop d)
+{
+	return (unsigned)d < FWD_DROP_COUNT && drop_names[d] ? drop_names[d] : "unknown";
+}
+
+static const char *const punt_names[FWD_PUNT_COUNT] = {
+	[FWD_PUNT_ARP] = "arp",
+	[FWD_PUNT_ND] = "nd",
+	[FWD_PUNT_LOCAL] = "local",
+	[FWD_PUNT_UNRESOLVED] = "unresolved",
+};
+
+const char *fwd_punt_name(enum fwd_punt p)
+{
+	return (unsigned)p < FWD_PUNT_COUNT ? punt_names[p] : "unknown";
+}
+
+void fwd_knobs_defaults(struct fwd_knobs *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->mss_clamp = true;
+	k->icmp_errors = true;
+	k->ip4_src_classes = ip4_martian_default.src_classes;
+	k->ip4_dst_classes = ip4_martian_default.dst_classes;
+	k->ip6_src_classes = ip6_martian_default.src_classes;
+	k->ip6_dst_classes = ip6_martian_default.dst_classes;
+}
+
+/* ---- snapshots ---------------------------------------------------------------------- */
+
+static void snap_fixup(struct fwd_snap *s)
+{
+	const struct fwd_knobs *k = &s->knobs;
+
+	s->m4 = (struct ip4_martian_cfg){
+		.src_classes = k->ip4_src_classes,
+		.dst_classes = k->ip4_dst_classes,
+		.extra_src = k->n_martian4_src ? s->knobs.martian4_src : NULL,
+		.extra_dst = k->n_martian4_dst ? s->knobs.martian4_dst : NULL,
+		.n_extra_src = k->n_martian4_src,
+		.n_extra_dst = k->n_martian4_dst,
+	};
+	s->m6 = (struct ip6_martian_cfg){ .src_classes = k->ip6_src_classes,
+					  .dst_classes = k->ip6_dst_classes };
+}
+
+/* A private copy of the current snapshot to edit. */
+static struct fwd_snap *snap_edit(struct fwd_engine *e)
+{
+	struct fwd_snap *n = malloc(sizeof(*n));
+
+	if (!n)
+		return NULL;
+	memcpy(n, atomic_load_explicit(&e->snap, memory_order_relaxed), sizeof(*n));
+	return n;
+}
+
+static void snap_publish(struct fwd_engine *e, struct fwd_snap *n)
+{
+	struct fwd_snap *old = atomic_load_explicit(&e->snap, memory_order_relaxed);
+
+	n->gen = old->gen + 1;
+	snap_fixup(n);
+	atomic_store_explicit(&e->snap, n, memory_order_release);
+	if (e->cfg.defer)
+		e->cfg.defer(e->cfg.defer_ctx, free, old);
+	else
+		free(old);
+}
+
+const struct fwd_snap *fwd_engine_snap(const struct fwd_engine *e)
+{
+	return atomic_load_explicit(&((struct fwd_engine *)e)->snap, memory_order_acquire);
+}
+
+const struct fwd_snap *fwd_engine_current(const struct fwd_engine *e)
+{
+	return fwd_engine_snap(e);
+}
+
+const struct rt_fib *fwd_engine_fib(const struct fwd_engine *e)
+{
+	return e->fib;
+}
+
+uint32_t fwd_engine_flow_seed(const struct fwd_engine *e)
+{
+	return e->seed;
+}
+
+struct rt_table *fwd_engine_rt(const struct fwd_engine *e)
+{
+	return e->rt;
+}
+
+unsigned fwd_engine_n_workers(const struct fwd_engine *e)
+{
+	return e->n_workers;
+}
+
+/* ---- message pools ------------------------------------------------------------------ */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 2;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
+{
+	struct fwd_wk *k = &e->wk[w];
+	uint32_t rsz = pow2_at_least(2 * pool);
+
+	k->to_ctl = ring_new(rsz);
+	k->to_wk = ring_new(rsz);
+	k->wmem = calloc(pool, sizeof(*k->wmem));
+	k->cmem = calloc(pool, sizeof(*k->cmem));
+	k->wfree = calloc(pool, sizeof(*k->wfree));
+	k->cfree = calloc(pool, sizeof(*k->cfree));
+	if (posix_memalign((void **)&k->st, 64, sizeof(*k->st)))
+		k->st = NULL;
+	if (!k->to_ctl || !k->to_wk || !k->wmem || !k->cmem || !k->wfree || !k->cfree || !k->st)
+		return -ENOMEM;
+	memset(k->st, 0, sizeof(*k->st));
+	for (unsigned i = 0; i < pool; i++) {
+		k->wmem[i].owner = FWD_OWNER_WORKER;
+		k->wmem[i].worker = (uint16_t)w;
+		k->wfree[k->wn++] = &k->wmem[i];
+		k->cmem[i].owner = FWD_OWNER_CONTROL;
+		k->cmem[i].worker = (uint16_t)w;
+		k->cfree[k->cn++] = &k->cmem[i];
+	}
+	return 0;
+}
+
+static void wk_fini(struct fwd_wk *k)
+{
+	if (k->to_ctl)
+		ring_free(k->to_ctl);
+	if (k->to_wk)
+		ring_free(k->to_wk);
+	free(k->wmem);
+	free(k->cmem);
+	free(k->wfree);
+	free(k->cfree);
+	free(k->st);
+}
+
+struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side)
+{
+	struct fwd_wk *k = &e->wk[w];
+
+	if (side == FWD_OWNER_WORKER)
+		return k->wn ? k->wfree[--k->wn] : NULL;
+	return k->cn ? k->cfree[--k->cn] : NULL;
+}
+
+void fwd_msg_recycle(struct fwd_engine *e, struct fwd_msg *m)
+{
+	struct fwd_wk *k = &e->wk[m->worker];
+
+	if (m->owner == FWD_OWNER_WORKER)
+		k->wfree[k->wn++] = m;
+	else
+		k->cfree[k->cn++] = m;
+}
+
+void fwd_msg_put(struct fwd_engine *e, struct fwd_msg *m, enum fwd_msg_owner caller)
+{
+	struct fwd_wk *k = &e->wk[m->worker];
+	void *p = m;
+
+	/* A retired slot's pools are the control thread's alone (engine/engine.h). */
+	if (m->owner == caller || (caller == FWD_OWNER_CONTROL && k->retired)) {
+		fwd_msg_recycle(e, m);
+		return;
+	}
+	/* Back to its owner. The ring holds both pools: it cannot be full. */
+	if (caller == FWD_OWNER_WORKER) {
+		(void)ring_enqueue_burst(k->to_ctl, &p, 1);
+		ring_wake_if_sleeping(k->to_ctl);
+	} else {
+		(void)ring_enqueue_burst(k->to_wk, &p, 1);
+		ring_wake_if_sleeping(k->to_wk);
+	}
+}
+
+struct ring *fwd_engine_ring_to_ctl(struct fwd_engine *e, unsigned w)
+{
+	return e->wk[w].to_ctl;
+}
+
+struct ring *fwd_engine_ring_to_worker(struct fwd_engine *e, unsigned w)
+{
+	return e->wk[w].to_wk;
+}
+
+struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w)
+{
+	return e->wk[w].st;
+}
+
+void fwd_engine_stats(const struct fwd_engine *e, int worker, struct fwd_stats *out)
+{
+	const unsigned nw = sizeof(*out) / sizeof(uint64_t);
+	uint64_t *o = (uint64_t *)out;
+
+	_Static_assert(sizeof(struct fwd_stats) % sizeof(uint64_t) == 0, "counters only");
+	memset(out, 0, sizeof(*out));
+	for (unsigned w = 0; w < e->n_slots; w++) {
+		const uint64_t *s = (const uint64_t *)e->wk[w].st;
+
+		if (worker >= 0 && (unsigned)worker != w)
+			continue;
+		for (unsigned i = 0; i < nw; i++)
+			o[i] += __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- engine ------------------------------------------------------------------------- */
+
+int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
+{
+	struct fwd_engine *e;
+	struct fwd_snap *s;
+	int ret;
+
+	if (!cfg->rt || cfg->n_workers == 0 || cfg->n_workers > FWD_WORKERS_MAX)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	s = calloc(1, sizeof(*s));
+	if (!e || !s) {
+		free(e);
+		free(s);
+		return -ENOMEM;
+	}
+	e->cfg = *cfg;
+	if (!e->cfg.msg_pool)
+		e->cfg.msg_pool = 256;
+	neigh_params_defaults(&e->cfg.eth_neigh);
+	if (!e->cfg.icmp_rl.per_dst_rate) {
+		e->cfg.icmp_rl = (struct icmp_rl_cfg){
+			.per_dst_rate = 1000,
+			.per_dst_burst = 50,
+			.total_rate = 10000,
+			.total_burst = 500,
+			.v4_prefix_len = 24,
+			.v6_prefix_len = 64,
+			.exempt_pmtu = true,
+		};
+	}
+	e->rt = cfg->rt;
+	e->fib = rt_fib(cfg->rt);
+	e->n_workers = cfg->n_workers;
+	e->seed = cfg->flow_seed;
+	if (!e->seed) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		e->seed = (uint32_t)(ts.tv_nsec ^ ts.tv_sec * 2654435761u) | 1;
+	}
+	fwd_knobs_defaults(&s->knobs);
+	snap_fixup(s);
+	atomic_init(&e->snap, s);
+	ret = fwd_sp_new(e);
+	if (ret == 0)
+		ret = fwd_engine_slots_grow(e, e->n_workers);
+	if (ret < 0)
+		goto fail;
+	*out = e;
+	return 0;
+fail:
+	fwd_sp_free(e);
+	for (unsigned w = 0; w < FWD_WORKERS_MAX; w++)
+		wk_fini(&e->wk[w]);
+	free(s);
+	free(e);
+	return ret;
+}
+
+void fwd_engine_free(struct fwd_engine *e)
+{
+	struct fwd_snap *s;
+
+	if (!e)
+		return;
+	s = atomic_load_explicit(&e->snap, memory_order_relaxed);
+	for (unsigned i = 1; i < FWD_IF_MAX; i++)
+		if (e->own_neigh[i] && s->ifs[i].neigh)
+			neigh_table_free(s->ifs[i].neigh); /* parked messages dropped */
+	fwd_sp_free(e);
+	for (unsigned w = 0; w < e->n_slots; w++)
+		wk_fini(&e->wk[w]);
+	free(s);
+	free(e);
+}
+
+int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n)
+{
+	while (e->n_slots < n) {
+		unsigned w = e->n_slots;
+		int ret = wk_init(e, w, e->cfg.msg_pool);
+
+		if (ret == 0)
+			ret = fwd_sp_slot_added(e, w);
+		if (ret < 0) {
+			wk_fini(&e->wk[w]);
+			memset(&e->wk[w], 0, sizeof(e->wk[w]));
+			return ret;
+		}
+		e->n_slots++;
+	}
+	return 0;
+}
+
+int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
+		      void (*wait)(void))
+{
+	struct fwd_snap *moving = snap_edit(e), *n = malloc(sizeof(*n));
+
+	if (!moving || !n) {
+		free(moving);
+		free(n);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
+		if (moving->ifs[k].index && moving->ifs[k].worker != worker_of[k])
+			moving->ifs[k].moving = true;
+	snap_publish(e, moving);
+	wait();
+	memcpy(n, fwd_engine_snap(e), sizeof(*n));
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		if (n->ifs[k].index) {
+			n->ifs[k].worker = worker_of[k];
+			n->ifs[k].moving = false;
+		}
+	}
+	snap_publish(e, n);
+	return 0;
+}
+
+/* ---- interfaces --------------------------------------------------------------------- */
+
+static const void *if_port(const struct fwd_if *f)
+{
+	return f->kind == FWD_IF_ETH ? (const void *)f->eth : (const void *)f->ib_port;
+}
+
+/* The lock of a port: the slot already serving it, else a free one (there are as many
+ * slots as interfaces). */
+static struct fwd_port_lock *port_lock_of(struct fwd_engine *e, const void *port)
+{
+	struct fwd_port_lock *free_slot = NULL;
+
+	for (unsigned i = 0; i < FWD_IF_MAX; i++) {
+		if (e->plock[i].port == port)
+			return &e->plock[i];
+		if (!e->plock[i].port && !free_slot)
+			free_slot = &e->plock[i];
+	}
+	if (free_slot)
+		free_slot->port = port;
+	return free_slot;
+}
+
+/* After an interface is gone from snapshot n: free its port's slot if no interface
+ * uses that port any more. A worker still on an older snapshot may take the lock
+ * once more; if the slot serves another port by then, the two share it for a moment. */
+static void port_lock_release(struct fwd_engine *e, const struct fwd_snap *n, const void *port)
+{
+	for (unsigned k = 1; k < FWD_IF_MAX; k++)
+		if (n->ifs[k].index && if_port(&n->ifs[k]) == port)
+			return;
+	for (unsigned i = 0; i < FWD_IF_MAX; i++)
+		if (e->plock[i].port == port)
+			e->plock[i].port = NULL;
+}
+
+/* Whether an address of f other than addrs[i] (from addrs[from] on) lies in the same
+ * subnet: deleting addrs[i] must then keep the subnet's connected route. */
+static bool subnet_shared(const struct fwd_if *f, unsigned i, unsigned from)
+{
+	struct ip_prefix net = f->addrs[i];
+
+	ip_prefix_mask(&net);
+	for (unsigned j = from; j < f->n_addrs; j++)
+		if (j != i && f->addrs[j].len == net.len &&
+		    ip_prefix_contains(&net, &f->addrs[j].addr))
+			return true;
+	return false;
+}
+
+static struct fwd_if *edit_if(struct fwd_snap *n, uint32_t index)
+{
+	if (index == 0 || index >= FWD_IF_MAX || n->ifs[index].index == 0)
+		return NULL;
+	return &n->ifs[index];
+}
+
+int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint32_t *index)
+{
+	const struct fwd_snap *cur = fwd_engine_snap(e);
+	struct fwd_snap *n;
+	struct fwd_if *f;
+	uint32_t i;
+
+	if (c->worker >= e->n_workers || (c->kind != FWD_IF_ETH && c->kind != FWD_IF_IPOIB))
+		return -EINVAL;
+	if (c->kind == FWD_IF_ETH && (!c->eth_ops || !c->eth || !c->mac))
+		return -EINVAL;
+	if (c->kind == FWD_IF_IPOIB && (!c->ib_ops || !c->ib_port || !c->neigh))
+		return -EINVAL;
+	for (i = 1; i < FWD_IF_MAX; i++)
+		if (cur->ifs[i].index == 0)
+			break;
+	if (i == FWD_IF_MAX)
+		return -ENOSPC;
+	n = snap_edit(e);
+	if (!n)
+		return -ENOMEM;
+	f = &n->ifs[i];
+	memset(f, 0, sizeof(*f));
+	f->index = i;
+	f->kind = c->kind;
+	snprintf(f->name, sizeof(f->name), "%s", c->name ? c->name : "");
+	f->mtu = c->mtu;
+	f->worker = c->worker;
+	f->neigh = c->neigh;
+	f->proxy.defend_dad = true;
+	if (c->kind == FWD_IF_ETH) {
+		f->eth_ops = c->eth_ops;
+		f->eth = c->eth;
+		memcpy(f->mac, c->mac, ETHP_ADDR_LEN);
+		f->vlan = c->vlan;
+		if (!f->neigh) {
+			struct neigh_config nc = {
+				.params = e->cfg.eth_neigh,
+				.ops = &fwd_sp_neigh_ops,
+				.ops_ctx = &e->nctx[i],
+				.defer = e->cfg.defer,
+				.defer_ctx = e->cfg.defer_ctx,
+				.now_ms = e->cfg.now_ms,
+				.now_ctx = e->cfg.now_ctx,
+				.seed = e->seed ^ i,
+			};
+			int ret;
+
+			e->nctx[i] = (struct fwd_nctx){ .e = e, .ifindex = i };
+			ret = neigh_table_new(&nc, &f->neigh);
+			if (ret < 0) {
+				free(n);
+				return ret;
+			}
+			e->own_neigh[i] = true;
+		}
+	} else {
+		f->ib_ops = c->ib_ops;
+		f->ib_port = c->ib_port;
+		f->link = c->link;
+	}
+	f->dp_lock = port_lock_of(e, if_port(f));
+	snap_publish(e, n);
+	*index = i;
+	return 0;
+}
+
+struct neigh_free_arg {
+	struct neigh_table *t;
+};
+
+static void neigh_free_later(void *arg)
+{
+	neigh_table_free(arg);
+}
+
+int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
+{
+	struct fwd_snap *n = snap_edit(e);
+	struct fwd_if *f;
+	struct neigh_table *t;
+	const void *port;
+
+	if (!n)
+		return -ENOMEM;
+	f = edit_if(n, index);
+	if (!f) {
+		free(n);
+		return -ENOENT;
+	}
+	for (unsigned a = 0; a < f->n_addrs; a++)
+		(void)rt_del_connected(e->rt, &f->addrs[a], index, subnet_shared(f, a, a + 1));
+	t = e->own_neigh[index] ? f->neigh : NULL;
+	port = if_port(f);
+	memset(f, 0, sizeof(*f));
+	port_lock_release(e, n, port);
+	snap_publish(e, n);
+	if (t) {
+		/* Parked packets are dropped now (on this thread); the table goes later. */
+		neigh_flush(t);
+		if (e->cfg.defer)
+			e->cfg.defer(e->cfg.defer_ctx, neigh_free_later, t);
+		else
+			neigh_table_free(t);
+		e->own_neigh[index] = false;
+	}
+	return 0;
+}
+
+#define EDIT_IF(e, index, n, f)                                                                    \
+	do {                                                                                       \
+		(n) = snap_edit(e);                                                                \
+		if (!(n))                                                                          \
+			return -ENOMEM;                                                            \
+		(f) = edit_if((n), (index));                                                       \
+		if (!(f)) {                                                                        \
+			free(n);                                                                   \
+			return -ENOENT;                                                            \
+		}                                                                                  \
+	} while (0)
+
+int fwd_engine_if_set_up(struct fwd_engine *e, uint32_t index, bool up)
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+
+	EDIT_IF(e, index, n, f);
+	f->up = up;
+	snap_publish(e, n);
+	if (!up && e->own_neigh[index])
+		neigh_flush(f->neigh);
+	return 0;
+}
+
+int fwd_engine_if_set_mtu(struct fwd_engine *e, uint32_t index, uint32_t mtu)
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+
+	EDIT_IF(e, index, n, f);
+	f->mtu = mtu;
+	snap_publish(e, n);
+	return 0;
+}
+
+int fwd_engine_if_set_mac(struct fwd_engine *e, uint32_t index, const uint8_t mac[6])
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+
+	EDIT_IF(e, index, n, f);
+	memcpy(f->mac, mac, ETHP_ADDR_LEN);
+	snap_publish(e, n);
+	return 0;
+}
+
+int fwd_engine_if_set_ipoib(struct fwd_engine *e, uint32_t index, struct ibp_qp *qp, uint32_t qkey,
+			    const struct ipoib_hwaddr *hw, uint32_t mtu)
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+
+	EDIT_IF(e, index, n, f);
+	if (f->kind != FWD_IF_IPOIB) {
+		free(n);
+		return -EINVAL;
+	}
+	f->ud_qp = qp;
+	f->qkey = qkey;
+	if (hw && ipoib_hwaddr_encode(hw, f->hwaddr, sizeof(f->hwaddr)) < 0) {
+		free(n);
+		return -EINVAL;
+	}
+	if (mtu)
+		f->mtu = mtu;
+	f->up = qp != NULL;
+	snap_publish(e, n);
+	return 0;
+}
+
+static bool prefix_same(const struct ip_prefix *a, const struct ip_prefix *b)
+{
+	return a->len == b->len && ip_addr_equal(&a->addr, &b->addr);
+}
+
+int fwd_engine_if_add_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a)
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+	int ret;
+
+	EDIT_IF(e, index, n, f);
+	for (unsigned i = 0; i < f->n_addrs; i++) {
+		if (prefix_same(&f->addrs[i], a)) {
+			free(n);
+			return -EEXIST;
+		}
+	}
+	if (f->n_addrs == FWD_IF_MAX_ADDRS) {
+		free(n);
+		return -ENOSPC;
+	}
+	/* The snapshot first: a packet that finds the local route finds the address. */
+	f->addrs[f->n_addrs++] = *a;
+	snap_publish(e, n);
+	ret = rt_add_connected(e->rt, a, index);
+	if (ret < 0 && ret != -EEXIST) {
+		(void)fwd_engine_if_del_addr(e, index, a);
+		return ret;
+	}
+	fwd_sp_if_changed(e, index);
+	return 0;
+}
+
+int fwd_engine_if_del_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a)
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+	unsigned i;
+
+	EDIT_IF(e, index, n, f);
+	for (i = 0; i < f->n_addrs; i++)
+		if (prefix_same(&f->addrs[i], a))
+			break;
+	if (i == f->n_addrs) {
+		free(n);
+		return -ENOENT;
+	}
+	(void)rt_del_connected(e->rt, a, index, subnet_shared(f, i, 0));
+	f->addrs[i] = f->addrs[--f->n_addrs];
+	snap_publish(e, n);
+	return 0;
+}
+
+int fwd_engine_if_set_proxy(struct fwd_engine *e, uint32_t index, const struct fwd_proxy_config *p)
+{
+	struct fwd_snap *n;
+	struct fwd_if *f;
+
+	if (p->n_prefixes > FWD_IF_MAX_PROXY)
+		return -EINVAL;
+	EDIT_IF(e, index, n, f);
+	f->proxy = *p;
+	snap_publish(e, n);
+	fwd_sp_if_changed(e, index);
+	return 0;
+}
+
+int fwd_engine_set_knobs(struct fwd_engine *e, const struct fwd_knobs *k)
+{
+	struct fwd_snap *n;
+
+	if (k->n_martian4_src > FWD_MARTIAN_MAX || k->n_martian4_dst > FWD_MARTIAN_MAX)
+		return -EINVAL;
+	n = snap_edit(e);
+	if (!n)
+		return -ENOMEM;
+	n->knobs = *k;
+	snap_publish(e, n);
+	return 0;
+}
+
+uint32_t fwd_engine_if_of_link(const struct fwd_engine *e, const struct ipoib_link *l)
+{
+	const struct fwd_snap *s = fwd_engine_snap(e);
+
+	for (uint32_t i = 1; i < FWD_IF_MAX; i++)
+		if (s->ifs[i].index && s->ifs[i].kind == FWD_IF_IPOIB && s->ifs[i].link == l)
+			return i;
+	return 0;
+}
+
+uint32_t fwd_engine_if_by_name(const struct fwd_engine *e, const char *name)
+{
+	const struct fwd_snap *s = fwd_engine_snap(e);
+
+	for (uint32_t i = 1; i < FWD_IF_MAX; i++)
+		if (s->ifs[i].index && strcmp(s->ifs[i].name, name) == 0)
+			return i;
+	return 0;
+}

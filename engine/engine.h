@@ -1,0 +1,354 @@
+/*
+ * engine: the forwarding engine's shared state (prefix fwd_): the interface table, the
+ * knobs, the FIB, the neighbour tables, the per-worker rings and counters. The data
+ * path itself is engine/forward.h (per packet) and engine/worker.h (threads, ports, batches);
+ * the control thread's side of the rings is engine/slowpath.h. docs/dataplane.md is the
+ * design.
+ *
+ * Snapshots. Everything a worker reads per packet, except the FIB and neighbour
+ * entries (which have their own RCU), is one immutable struct fwd_snap: the interface
+ * table (gateway-level index -> kind, port, MAC / IPoIB address, VLAN, MTU, up/down,
+ * addresses, proxy settings, neighbour table) and the knobs (MSS clamping, martian
+ * lists, ICMP limits). The control thread changes it by copying the snapshot, editing
+ * the copy and publishing it (release store); the old one is freed through cfg.defer
+ * after an RCU grace period (liburcu QSBR's call_rcu in the daemon). A worker loads the
+ * snapshot once per loop turn (fwd_engine_snap) and uses it until its next quiescent
+ * state, so one packet never sees half a change.
+ *
+ * Interface indexes are the gateway's own (1..FWD_IF_MAX-1), and they are the ifindex
+ * of the route table's next hops: the daemon adds routes with these indexes, and the
+ * engine adds the connected and local routes of the interface addresses itself.
+ *
+ * Rings. Each worker has a pair of SPSC rings (engine/ring.h) with the control thread, of
+ * struct fwd_msg pointers. Messages come from two fixed pools per worker, one owned by
+ * the worker (punts) and one by the control thread (frames to send); a message goes
+ * back to its owner through the opposite ring once handled. Each ring is sized to hold
+ * both pools, so a return never finds it full: nothing is ever lost or allocated per
+ * packet.
+ *
+ * Worker slots. A worker's rings, pools and counters live in a slot that outlives its
+ * thread: when fwd_worker_set_count stops a worker, the slot is retired, not freed,
+ * because its messages may still sit parked in neighbour queues or in the control
+ * thread's hands. A retired slot belongs to the control thread alone: its messages go
+ * straight back to their pools, and a parked one that is released is copied into a
+ * message of the egress interface's (running) worker. A later increase reuses it.
+ *
+ * Threads: every function here is for the control thread, except fwd_engine_snap,
+ * fwd_engine_fib and the inline readers, which workers call (inside their RCU read-side
+ * state); fwd_engine_stats may be called from any thread (counters are relaxed atomics).
+ */
+#ifndef IBGW_ENGINE_ENGINE_H
+#define IBGW_ENGINE_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "port/eth_port.h"
+#include "port/ib_port.h"
+#include "pkt/icmp.h"
+#include "pkt/ip.h"
+#include "table/neigh.h"
+#include "pkt/proxy.h"
+#include "table/route.h"
+#include "lib/addr.h"
+#include "lib/ipoib.h"
+
+struct fwd_engine;
+struct fwd_port_lock;
+struct ipoib_link;
+struct ring;
+
+#define FWD_IF_MAX       32 /* interface indexes 1..31 */
+#define FWD_IF_NAME_MAX  16
+#define FWD_IF_MAX_ADDRS 8
+#define FWD_IF_MAX_PROXY 16 /* configured proxy prefixes per interface */
+#define FWD_MARTIAN_MAX  16 /* extra martian prefixes per family and direction */
+#define FWD_WORKERS_MAX  16
+#define FWD_MSG_DATA     4200 /* bytes a message holds: an IPoIB 4092 packet + headers */
+
+enum fwd_if_kind {
+	FWD_IF_NONE = 0,
+	FWD_IF_ETH,   /* an Ethernet port (device, VLAN) */
+	FWD_IF_IPOIB, /* an IPoIB link on an IB port */
+};
+
+/* The proxy settings of one interface (side A: requests that arrive here are answered
+ * for addresses that live on the other interfaces). */
+struct fwd_proxy_config {
+	bool proxy_arp, proxy_nd;
+	bool answer_unresolved; /* proxy_cfg.answer_unresolved */
+	bool defend_dad;        /* proxy_cfg.defend_dad (default on: set it) */
+	bool router;            /* NA router flag */
+	unsigned n_prefixes;
+	/* Addresses inside these are answered for on the OTHER interfaces (they live here). */
+	struct ip_prefix prefixes[FWD_IF_MAX_PROXY];
+};
+
+/*
+ * One interface as workers see it. Immutable inside a snapshot.
+ * Owner: control thread (writes a new snapshot); workers read.
+ */
+struct fwd_if {
+	uint32_t index; /* 0: slot unused */
+	enum fwd_if_kind kind;
+	char name[FWD_IF_NAME_MAX];
+	bool up;
+	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
+	unsigned worker; /* the worker owning the port's data path, and whose pools and
+			  * rings carry the control thread's sends on it */
+	bool moving;     /* between two workers (fwd_worker_set_count): polled by none */
+	/* The port's data path lock: every worker transmits on any port (a packet leaves
+	 * through its egress port from the worker that received it), so each data-path
+	 * call (rx_burst, tx_burst, arm; poll, post_send, post_recv, arm) is made under
+	 * the lock of its port, one per port whichever interfaces share it. Engine memory:
+	 * valid for the engine's life. */
+	struct fwd_port_lock *dp_lock;
+	struct neigh_table *neigh;
+	/* Ethernet */
+	const struct ethp_ops *eth_ops;
+	struct ethp_port *eth;
+	uint8_t mac[ETHP_ADDR_LEN];
+	uint16_t vlan; /* informational: the port inserts its tag */
+	/* IPoIB */
+	const struct ibp_ops *ib_ops;
+	struct ibp_port *ib_port;
+	struct ipoib_link *link;
+	struct ibp_qp *ud_qp;             /* the link's UD QP (NULL while down) */
+	uint32_t qkey;                    /* the broadcast group's Q_Key */
+	uint8_t hwaddr[IPOIB_HWADDR_LEN]; /* our QPN + GID on the link */
+	/* Addresses (with their prefix lengths), IPv4 and IPv6 mixed. */
+	unsigned n_addrs;
+	struct ip_prefix addrs[FWD_IF_MAX_ADDRS];
+	struct fwd_proxy_config proxy;
+};
+
+/* Knobs (control thread sets, workers read from the snapshot). */
+struct fwd_knobs {
+	bool mss_clamp;   /* clamp TCP MSS on SYNs crossing to a smaller MTU */
+	bool icmp_errors; /* send ICMP errors at all (default on) */
+	uint8_t ip4_src_classes, ip4_dst_classes; /* IP4_M_*; see ip4_martian_default */
+	uint8_t ip6_src_classes, ip6_dst_classes; /* IP6_M_* */
+	unsigned n_martian4_src, n_martian4_dst;
+	struct ip4_prefix_ent martian4_src[FWD_MARTIAN_MAX], martian4_dst[FWD_MARTIAN_MAX];
+};
+/* The defaults: mss_clamp on, icmp_errors on, ip4/ip6_martian_default, no extra list. */
+void fwd_knobs_defaults(struct fwd_knobs *k);
+
+/* An immutable snapshot. Owner: control thread (publishes); workers read. */
+struct fwd_snap {
+	uint64_t gen; /* incremented per publication */
+	struct fwd_knobs knobs;
+	struct ip4_martian_cfg m4; /* built from knobs, pointing into knobs */
+	struct ip6_martian_cfg m6;
+	struct fwd_if ifs[FWD_IF_MAX]; /* by index; ifs[0] unused */
+};
+
+static inline const struct fwd_if *fwd_snap_if(const struct fwd_snap *s, uint32_t index)
+{
+	if (index == 0 || index >= FWD_IF_MAX || s->ifs[index].index == 0)
+		return NULL;
+	return &s->ifs[index];
+}
+
+/* ---- rings' messages ------------------------------------------------------------- */
+
+enum fwd_msg_type {
+	/* worker -> control */
+	FWD_MSG_PUNT_ETH = 1, /* a whole Ethernet frame (untagged) received on ifindex */
+	FWD_MSG_PUNT_IB,      /* an IPoIB payload (after the IPoIB header) from ifindex */
+	FWD_MSG_IB_WC,        /* a completion (wc) of the GSI QP of ifindex's port (CM MADs):
+			       * the control thread hands it to ipoib_link_gsi_completion,
+			       * which reposts or frees its buffer */
+	/* control -> worker */
+	FWD_MSG_TX_ETH, /* send data[0..len) (a whole untagged frame) on ifindex */
+	FWD_MSG_TX_IB,  /* post ib_send (buffer, AH, QPN, Q_Key prepared) */
+	FWD_MSG_TX_IP,  /* forward the IP packet data[0..len) out of ifindex to the
+			       * next hop nh (it was parked for resolution): the worker
+			       * runs the egress stage again */
+};
+
+/* Why a packet was punted (worker -> control). */
+enum fwd_punt {
+	FWD_PUNT_ARP = 0,    /* ARP (Ethernet); IPoIB ARP goes to ipoib_link_input_ctl */
+	FWD_PUNT_ND,         /* Neighbor Discovery */
+	FWD_PUNT_LOCAL,      /* IP to one of the gateway's addresses (echo and others) */
+	FWD_PUNT_UNRESOLVED, /* the next hop's neighbour is not usable: resolve, park */
+	FWD_PUNT_COUNT
+};
+const char *fwd_punt_name(enum fwd_punt p);
+
+enum fwd_msg_owner {
+	FWD_OWNER_WORKER = 0,
+	FWD_OWNER_CONTROL = 1,
+};
+
+/* One message. Owner: whoever holds the pointer; the pool it belongs to is ->owner's. */
+struct fwd_msg {
+	uint8_t type;    /* enum fwd_msg_type */
+	uint8_t owner;   /* enum fwd_msg_owner */
+	uint8_t punt;    /* enum fwd_punt (punts) */
+	uint8_t family;  /* FWD_PUNT_UNRESOLVED, FWD_MSG_TX_IP: AF_INET / AF_INET6 */
+	uint16_t worker; /* the worker whose pools and rings it travels */
+	uint16_t ifindex;
+	uint16_t ethertype; /* PUNT_IB: of the payload; TX_IP: 0x0800 / 0x86dd */
+	uint8_t pkttype;    /* PUNT_ETH: enum ethp_pkttype */
+	bool mcast;         /* PUNT_IB: came to a multicast group */
+	uint8_t nh[16];     /* UNRESOLVED, TX_IP: the next hop (network order) */
+	/* PUNT_IB: where it came from */
+	uint32_t src_qpn;
+	uint16_t slid;
+	bool has_grh;
+	union ib_gid sgid, dgid;
+	struct ibp_send ib_send; /* TX_IB */
+	struct ibp_wc wc;        /* IB_WC */
+	bool own; /* TX_IP: the gateway's own packet (echo reply, ICMP error): no TTL change */
+	uint32_t len;
+	uint8_t data[FWD_MSG_DATA];
+};
+
+/* ---- counters -------------------------------------------------------------------- */
+
+/* Drop reasons of the data path (stable counter names: fwd_drop_name). The packet rules'
+ * own reasons (ip_reason, ethf_result, ...) are counted beside these in fwd_stats. */
+enum fwd_drop {
+	FWD_DROP_ETH_FRAME = 0,  /* ethf_parse refused (see eth[]) */
+	FWD_DROP_ETHERTYPE,      /* not IPv4, IPv6 or ARP */
+	FWD_DROP_NOT_FOR_US,     /* Ethernet frame to another unicast MAC */
+	FWD_DROP_IB_RX,          /* ipoib_link_rx refused (its own counters say why) */
+	FWD_DROP_IF_DOWN,        /* ingress or egress interface down or unknown */
+	FWD_DROP_IP_INVALID,     /* ip4/ip6_validate refused (see ip[]) */
+	FWD_DROP_MARTIAN,        /* ip4/ip6_check_addrs refused (see ip[]) */
+	FWD_DROP_L2_BCAST,       /* IP in a link-layer broadcast/multicast frame, not for us */
+	FWD_DROP_NO_ROUTE,       /* no route: ICMP unreachable sent (rate limited) */
+	FWD_DROP_BLACKHOLE,      /* blackhole route */
+	FWD_DROP_TTL_EXPIRED,    /* TTL / hop limit: ICMP time exceeded sent */
+	FWD_DROP_TOO_BIG,        /* DF / IPv6 above the MTU: frag needed / PTB sent */
+	FWD_DROP_FRAG_FAILED,    /* frag4_fragment refused */
+	FWD_DROP_SAME_IF_ICMP,   /* ICMP error with no route back */
+	FWD_DROP_NO_BUF,         /* no IB buffer, no scratch space */
+	FWD_DROP_PUNT_FULL,      /* worker -> control ring or message pool exhausted */
+	FWD_DROP_PUNT_TOO_BIG,   /* packet larger than a message (FWD_MSG_DATA) */
+	FWD_DROP_TX_FULL,        /* the port refused the burst's tail */
+	FWD_DROP_TX_ERROR,       /* post_send / tx_burst error */
+	FWD_DROP_IPV6_ROUTED_LL, /* IPv6 link-local destination routed (never forwarded) */
+	FWD_DROP_LOOP,           /* the next hop is the packet's own sender on the
+				   * ingress interface */
+	FWD_DROP_MULTICAST,      /* IP multicast destination: not routed by this engine */
+	FWD_DROP_COUNT
+};
+const char *fwd_drop_name(enum fwd_drop d);
+
+/* Per-worker counters. Written by one worker (relaxed atomic adds), read by anyone. */
+struct fwd_stats {
+	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
+	uint64_t forwarded4, forwarded6;
+	uint64_t fragmented, frags_sent, mss_clamped;
+	uint64_t icmp_sent, icmp_rate_limited, icmp_not_sent;
+	uint64_t punts[FWD_PUNT_COUNT];
+	uint64_t drops[FWD_DROP_COUNT];
+	uint64_t ip[IP_REASON_COUNT];     /* the ip_reason behind IP_INVALID / MARTIAN */
+	uint64_t eth[16];                 /* the ethf_result behind ETH_FRAME */
+	uint64_t icmp[ICMP_REASON_COUNT]; /* why an ICMP error was not built */
+	uint64_t ctl_tx;                  /* frames sent for the control thread */
+	uint64_t sleeps, wakeups, loops;  /* worker loop */
+};
+
+/* ---- the engine (control thread) -------------------------------------------------- */
+
+typedef void (*fwd_defer_fn)(void *ctx, void (*fn)(void *arg), void *arg);
+
+struct fwd_engine_config {
+	unsigned n_workers;  /* 1..FWD_WORKERS_MAX */
+	struct rt_table *rt; /* the routes (the engine adds connected/local/learned) */
+	fwd_defer_fn defer;  /* RCU deferral for old snapshots; NULL: free at once */
+	void *defer_ctx;
+	unsigned msg_pool;             /* messages per pool (per worker and side); 0: 256 */
+	struct icmp_rl_cfg icmp_rl;    /* per-worker ICMP limiter; zero: 1000/s, burst 50 per /24
+				     * and /64 bucket, 10000/s total, PMTU exempt */
+	uint32_t flow_seed;            /* ECMP hash seed; 0: random */
+	struct neigh_params eth_neigh; /* Ethernet neighbour tables (zero: Linux defaults) */
+	uint64_t (*now_ms)(void *ctx); /* the neighbour tables' clock; NULL: evloop_now_ms */
+	void *now_ctx;
+};
+
+int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out);
+/* Workers must be stopped. Frees the Ethernet neighbour tables and every pool. */
+void fwd_engine_free(struct fwd_engine *e);
+
+/* An interface to add. Ethernet: eth_ops/eth/mac/mtu/vlan; the engine creates its
+ * neighbour table (ARP/ND resolution run by the slow path). IPoIB: ib_ops/ib_port/link;
+ * the neighbour table is the link's (ipoib_link_neigh); ud_qp/qkey/hwaddr/mtu come with
+ * fwd_engine_if_set_ipoib once the link is up. */
+struct fwd_if_config {
+	const char *name;
+	enum fwd_if_kind kind;
+	unsigned worker;
+	uint32_t mtu;
+	const struct ethp_ops *eth_ops;
+	struct ethp_port *eth;
+	const uint8_t *mac;
+	uint16_t vlan;
+	const struct ibp_ops *ib_ops;
+	struct ibp_port *ib_port;
+	struct ipoib_link *link;
+	struct neigh_table *neigh; /* IPoIB: the link's; Ethernet: NULL (created) or given */
+};
+
+/* Returns 0 and the new interface's index, -ENOSPC, -EINVAL. Added down. */
+int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint32_t *index);
+/* Removes the interface, its addresses' routes and (Ethernet) its neighbour table
+ * (after a grace period). */
+int fwd_engine_if_del(struct fwd_engine *e, uint32_t index);
+int fwd_engine_if_set_up(struct fwd_engine *e, uint32_t index, bool up);
+int fwd_engine_if_set_mtu(struct fwd_engine *e, uint32_t index, uint32_t mtu);
+int fwd_engine_if_set_mac(struct fwd_engine *e, uint32_t index, const uint8_t mac[6]);
+/* IPoIB link up (qp non-NULL: UD QP, Q_Key, our hardware address, link MTU) or down
+ * (qp NULL). A QP may be destroyed only after the snapshot without it has been seen by
+ * every worker (after a grace period). */
+int fwd_engine_if_set_ipoib(struct fwd_engine *e, uint32_t index, struct ibp_qp *qp, uint32_t qkey,
+			    const struct ipoib_hwaddr *hw, uint32_t mtu);
+/* An address of the gateway on the interface ("10.0.0.1/24"): local delivery, ICMP
+ * source, ARP/ND answers; adds the connected and local routes. */
+int fwd_engine_if_add_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a);
+int fwd_engine_if_del_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a);
+int fwd_engine_if_set_proxy(struct fwd_engine *e, uint32_t index, const struct fwd_proxy_config *p);
+int fwd_engine_set_knobs(struct fwd_engine *e, const struct fwd_knobs *k);
+
+/* The interface of an IPoIB link or an Ethernet port (0 if none). */
+uint32_t fwd_engine_if_of_link(const struct fwd_engine *e, const struct ipoib_link *l);
+uint32_t fwd_engine_if_by_name(const struct fwd_engine *e, const char *name);
+
+/* The control thread's view (always the latest snapshot). */
+const struct fwd_snap *fwd_engine_current(const struct fwd_engine *e);
+struct rt_table *fwd_engine_rt(const struct fwd_engine *e);
+/* The workers interfaces may be assigned to: 0..n-1 (fwd_worker_set_count changes n). */
+unsigned fwd_engine_n_workers(const struct fwd_engine *e);
+
+/* Counters of one worker, or the sum of all (worker = -1), those of workers stopped by
+ * fwd_worker_set_count included: the totals never go down. */
+void fwd_engine_stats(const struct fwd_engine *e, int worker, struct fwd_stats *out);
+
+/* ---- worker side ------------------------------------------------------------------ */
+
+/* The snapshot to use until the next quiescent state (acquire load). */
+const struct fwd_snap *fwd_engine_snap(const struct fwd_engine *e);
+const struct rt_fib *fwd_engine_fib(const struct fwd_engine *e);
+uint32_t fwd_engine_flow_seed(const struct fwd_engine *e);
+
+/* The rings and pools of worker w (worker.c and slowpath.c). */
+struct ring *fwd_engine_ring_to_ctl(struct fwd_engine *e, unsigned w);
+struct ring *fwd_engine_ring_to_worker(struct fwd_engine *e, unsigned w);
+struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w);
+/* A free message of the given side's pool of worker w (NULL: pool empty). Worker side:
+ * only worker w; control side: the control thread. fwd_msg_put returns a message to
+ * its owner's pool when called by the owner, or sends it back through the ring when
+ * called by the other side. */
+struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side);
+void fwd_msg_put(struct fwd_engine *e, struct fwd_msg *m, enum fwd_msg_owner caller);
+/* Message pools: called by the consumer of a ring for each message it dequeues that
+ * it owns (a return). */
+void fwd_msg_recycle(struct fwd_engine *e, struct fwd_msg *m);
+
+#endif

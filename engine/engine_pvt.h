@@ -1,0 +1,101 @@
+/*
+ * engine_pvt: the engine's internals shared by engine/engine.c, engine/worker.c and
+ * engine/slowpath.c (DPDK's _pvt.h convention). Nothing outside those three includes it.
+ */
+#ifndef IBGW_ENGINE_ENGINE_PVT_H
+#define IBGW_ENGINE_ENGINE_PVT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/engine.h"
+
+/* Counters: one writer (the owning worker), readers anywhere. A relaxed load + store
+ * is a plain add on the writer's side (no locked instruction) and race-free for TSan. */
+#define FWD_ADD(ctr, n)                                                                            \
+	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define FWD_INC(ctr) FWD_ADD(ctr, 1)
+
+/* Per worker: rings, message pools, counters. */
+struct fwd_wk {
+	struct ring *to_ctl;         /* producer: the worker; consumer: control */
+	struct ring *to_wk;          /* producer: control; consumer: the worker */
+	struct fwd_msg *wmem, *cmem; /* the two pools' storage */
+	struct fwd_msg **wfree;      /* owner: the worker */
+	unsigned wn;
+	struct fwd_msg **cfree; /* owner: control */
+	unsigned cn;
+	struct fwd_stats *st; /* owner: the worker (cache-line aligned) */
+	/* Thread (owner: control). */
+	pthread_t thr;
+	bool started;
+	bool retired; /* stopped by fwd_worker_set_count: the slot is control's alone */
+	_Atomic bool stop;
+	void *wctx; /* worker.c's state */
+};
+
+/* A port's data-path lock (see fwd_if.dp_lock): a test-and-set spinlock, held only
+ * around one port call, never while taking another. */
+struct fwd_port_lock {
+	_Alignas(64) atomic_flag held;
+	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
+};
+
+static inline void fwd_port_lock(struct fwd_port_lock *l)
+{
+	while (atomic_flag_test_and_set_explicit(&l->held, memory_order_acquire)) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+}
+
+static inline void fwd_port_unlock(struct fwd_port_lock *l)
+{
+	atomic_flag_clear_explicit(&l->held, memory_order_release);
+}
+
+/* Per Ethernet interface: the neighbour table's ops context. */
+struct fwd_nctx {
+	struct fwd_engine *e;
+	uint32_t ifindex;
+};
+
+struct fwd_sp; /* slowpath.c */
+
+struct fwd_engine {
+	struct fwd_engine_config cfg;
+	_Atomic(struct fwd_snap *) snap; /* written by control (release), read by workers */
+	struct rt_table *rt;
+	const struct rt_fib *fib;
+	uint32_t seed;
+	unsigned n_workers; /* running or to run: interfaces are assigned to 0..n-1 */
+	unsigned n_slots;   /* slots set up (n_workers <= n_slots): the rest are retired */
+	struct fwd_wk wk[FWD_WORKERS_MAX];
+	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
+	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
+	struct fwd_nctx nctx[FWD_IF_MAX];
+	struct fwd_sp *sp; /* owner: control */
+};
+
+/* Set up slots up to n (their rings registered with the slow path). 0 or -ENOMEM. */
+int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
+/* Give each interface the worker worker_of[index] in two publications: first those
+ * that change worker as moving (polled by none), then, after wait() (a grace period),
+ * with their new worker. 0, or -ENOMEM with nothing published. */
+int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
+		      void (*wait)(void));
+
+/* slowpath.c: the Ethernet neighbour tables' ops (ctx: struct fwd_nctx). */
+extern const struct neigh_ops fwd_sp_neigh_ops;
+int fwd_sp_new(struct fwd_engine *e);
+void fwd_sp_free(struct fwd_engine *e);
+/* A slot was set up: listen to its ring. 0 or -errno. */
+int fwd_sp_slot_added(struct fwd_engine *e, unsigned w);
+/* Slot w was retired: what its worker left in its control->worker ring goes to the
+ * running workers (fwd_sp_resend) or back to its pools. */
+void fwd_sp_slot_retired(struct fwd_engine *e, unsigned w);
+/* Neighbour learned/changed hook (proxy announcements and learned routes). */
+void fwd_sp_if_changed(struct fwd_engine *e, uint32_t ifindex);
+
+#endif

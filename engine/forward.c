@@ -1,0 +1,749 @@
+/*
+ * The per-packet pipeline (engine/forward.h): classify, validate, martians, local
+ * delivery, route (ECMP), TTL, neighbour, MTU (fragment or ICMP), MSS, emit. Pure over
+ * buffers and the engine's snapshot: no I/O, no allocation, no locks, no logging. A
+ * packet that cannot be forwarded ends with one verdict and one counted reason.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "engine/engine_pvt.h"
+#include "pkt/eth_frame.h"
+#include "engine/forward.h"
+#include "pkt/frag.h"
+#include "pkt/icmp.h"
+#include "pkt/ip.h"
+#include "ipoib/ipoib_link.h"
+#include "pkt/mss.h"
+#include "pkt/nd.h"
+
+#define SCRATCH_SIZE (4 * FWD_SCRATCH_PKT)
+
+int fwd_ctx_init(struct fwd_ctx *c, struct fwd_engine *e, unsigned worker)
+{
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	if (worker >= e->n_workers)
+		return -EINVAL;
+	c->e = e;
+	c->worker = worker;
+	c->st = e->wk[worker].st;
+	c->fib = e->fib;
+	c->seed = e->seed;
+	c->ip_id = (uint16_t)(e->seed ^ worker);
+	ret = icmp_rl_init(&c->rl, c->rl_b, FWD_RL_BUCKETS, &e->cfg.icmp_rl);
+	if (ret < 0)
+		return ret;
+	c->scratch = malloc(SCRATCH_SIZE);
+	if (!c->scratch)
+		return -ENOMEM;
+	c->scratch_cap = SCRATCH_SIZE;
+	c->snap = fwd_engine_snap(e);
+	return 0;
+}
+
+void fwd_ctx_fini(struct fwd_ctx *c)
+{
+	free(c->scratch);
+	c->scratch = NULL;
+}
+
+void fwd_ctx_begin(struct fwd_ctx *c, uint64_t now_ns)
+{
+	c->snap = fwd_engine_snap(c->e);
+	c->now_ns = now_ns;
+	c->now_ms = now_ns / 1000000u;
+}
+
+static uint8_t *scratch_alloc(struct fwd_ctx *c, size_t n)
+{
+	uint8_t *p;
+
+	n = (n + 63) & ~(size_t)63;
+	if (c->scratch_cap - c->scratch_used < n)
+		return NULL;
+	p = c->scratch + c->scratch_used;
+	c->scratch_used += n;
+	return p;
+}
+
+static inline void res_init(struct fwd_result *res)
+{
+	res->v = FWD_V_DROP;
+	res->drop = FWD_DROP_COUNT;
+	res->n_tx = 0;
+}
+
+static inline void drop(struct fwd_result *res, enum fwd_drop d)
+{
+	res->v = FWD_V_DROP;
+	res->drop = d;
+}
+
+static inline void punt(struct fwd_result *res, enum fwd_punt p, const struct fwd_if *ifp,
+			const uint8_t *data, size_t len)
+{
+	res->v = FWD_V_PUNT;
+	res->punt = p;
+	res->punt_if = ifp;
+	res->punt_data = data;
+	res->punt_len = (uint32_t)len;
+}
+
+/* ---- addresses ------------------------------------------------------------------- */
+
+/* Our address of this family on ifp, else on any interface (ICMP error source). */
+static const uint8_t *src_addr(const struct fwd_snap *s, const struct fwd_if *ifp, int family)
+{
+	if (ifp) {
+		for (unsigned i = 0; i < ifp->n_addrs; i++) {
+			const struct ip_addr *a = &ifp->addrs[i].addr;
+
+			if (a->family == family &&
+			    !(family == AF_INET6 && ip6_is_link_local(a->bytes)))
+				return a->bytes;
+		}
+	}
+	for (unsigned k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *f = &s->ifs[k];
+
+		for (unsigned i = 0; f->index && i < f->n_addrs; i++) {
+			const struct ip_addr *a = &f->addrs[i].addr;
+
+			if (a->family == family &&
+			    !(family == AF_INET6 && ip6_is_link_local(a->bytes)))
+				return a->bytes;
+		}
+	}
+	return NULL;
+}
+
+/* ---- egress ---------------------------------------------------------------------- */
+
+static inline bool neigh_sendable(enum neigh_state s)
+{
+	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
+	       s == NEIGH_PERMANENT;
+}
+
+/* Put pkt[0..len) on the wire to ll: Ethernet by reference, IPoIB by one copy. */
+static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh_link *ll,
+		 uint16_t ethertype, const uint8_t *pkt, size_t len, struct fwd_result *res)
+{
+	struct fwd_tx *t;
+
+	(void)c;
+	if (res->n_tx == FWD_TX_MAX) {
+		drop(res, FWD_DROP_NO_BUF);
+		return false;
+	}
+	t = &res->tx[res->n_tx];
+	t->ifp = out;
+	if (out->kind == FWD_IF_ETH) {
+		memcpy(t->eth.hdr, ll->addr, 6);
+		memcpy(t->eth.hdr + 6, out->mac, 6);
+		t->eth.hdr[12] = (uint8_t)(ethertype >> 8);
+		t->eth.hdr[13] = (uint8_t)ethertype;
+		t->eth.hdr_len = ETHF_HLEN;
+		t->eth.data = pkt;
+		t->eth.len = (uint32_t)len;
+	} else {
+		struct ibp_buf *b;
+
+		if (!out->ud_qp) {
+			drop(res, FWD_DROP_IF_DOWN);
+			return false;
+		}
+		b = out->ib_ops->buf_get(out->ib_port);
+		if (!b) {
+			drop(res, FWD_DROP_NO_BUF);
+			return false;
+		}
+		if (len + IPOIB_ENCAP_LEN > b->cap) {
+			out->ib_ops->buf_put(out->ib_port, b);
+			drop(res, FWD_DROP_NO_BUF);
+			return false;
+		}
+		b->data[0] = (uint8_t)(ethertype >> 8);
+		b->data[1] = (uint8_t)ethertype;
+		b->data[2] = b->data[3] = 0;
+		memcpy(b->data + IPOIB_ENCAP_LEN, pkt, len);
+		b->len = (uint32_t)(len + IPOIB_ENCAP_LEN);
+		t->ib = (struct ibp_send){ .buf = b };
+		if (out->link) {
+			/* The neighbour's connection (RC QP) when one is published, else
+			 * the UD QP, its AH and QPN, the link's Q_Key. */
+			ipoib_link_send_fill(out->link, ll, &t->ib);
+		} else {
+			t->ib.qp = out->ud_qp;
+			t->ib.ah = ll->ah;
+			t->ib.remote_qpn = ll->qpn;
+			t->ib.remote_qkey = out->qkey;
+		}
+	}
+	res->n_tx++;
+	return true;
+}
+
+static void icmp_error(struct fwd_ctx *c, const struct fwd_if *in, int family, const uint8_t *pkt,
+		       size_t len, uint8_t type, uint8_t code, uint32_t param, bool l2_mcast,
+		       struct fwd_result *res);
+
+/*
+ * The egress stage: neighbour, MTU (fragment / too big), TTL, MSS, emit. decrement:
+ * a forwarded packet (TTL - 1 here, after the MTU check, so an ICMP error quotes the
+ * packet as it came); false for our own ICMP errors.
+ */
+static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out, int family,
+		   const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
+		   struct fwd_result *res)
+{
+	struct neigh_entry *ne = neigh_lookup(out->neigh, family, nh);
+	const struct neigh_link *ll = ne ? neigh_entry_link(ne) : NULL;
+	uint32_t mtu;
+
+	if (!ll || !ll->usable || !neigh_sendable(neigh_entry_state(ne))) {
+		if (!decrement) {
+			/* Our own error toward an unresolved source: not worth parking. */
+			FWD_INC(c->st->icmp_not_sent);
+			return;
+		}
+		punt(res, FWD_PUNT_UNRESOLVED, out, p, len);
+		res->punt_family = (uint8_t)family;
+		memcpy(res->punt_nh, nh, family == AF_INET ? 4 : 16);
+		return;
+	}
+	neigh_entry_used(ne, c->now_ms);
+	mtu = out->mtu;
+	if (out->kind == FWD_IF_IPOIB && ll->mtu && ll->mtu < mtu)
+		mtu = ll->mtu;
+
+	if (family == AF_INET) {
+		unsigned ihl = (p[0] & 0x0fu) * 4;
+		bool df = (p[6] & 0x40) != 0;
+
+		if (len > mtu && df) {
+			if (decrement)
+				icmp_error(c, in, AF_INET, p, len, ICMP4_DEST_UNREACH,
+					   ICMP4_CODE_FRAG_NEEDED, mtu, false, res);
+			drop(res, FWD_DROP_TOO_BIG);
+			return;
+		}
+		if (decrement && ip4_ttl_decrement(p) != IP_OK) {
+			drop(res, FWD_DROP_TTL_EXPIRED);
+			return;
+		}
+		if (c->snap->knobs.mss_clamp && p[9] == 6 && !(ip_be16(p + 6) & IP4_OFF_MASK) &&
+		    len >= ihl + 14 && (p[ihl + 13] & 0x02)) {
+			if (mss_clamp4(p, len, mss_for_mtu4(mtu), NULL) == MSS_CLAMPED)
+				FWD_INC(c->st->mss_clamped);
+		}
+		if (len > mtu) {
+			struct frag4_piece pieces[FWD_TX_MAX];
+			size_t n = frag4_count(p, len, mtu), made = 0;
+			enum ip_reason ipwhy;
+			uint8_t *mem;
+
+			if (n == 0 || n > FWD_TX_MAX - res->n_tx ||
+			    !(mem = scratch_alloc(c, n * ((mtu + 63) & ~63u)))) {
+				drop(res, n == 0 ? FWD_DROP_FRAG_FAILED : FWD_DROP_NO_BUF);
+				return;
+			}
+			for (size_t i = 0; i < n; i++)
+				pieces[i] =
+				    (struct frag4_piece){ .buf = mem + i * ((mtu + 63) & ~63u),
+							  .cap = mtu };
+			if (frag4_fragment(p, len, mtu, pieces, n, &made, &ipwhy) != FRAG_OK) {
+				drop(res, FWD_DROP_FRAG_FAILED);
+				return;
+			}
+			FWD_INC(c->st->fragmented);
+			for (size_t i = 0; i < made; i++)
+				if (!emit(c, out, ll, ETHF_TYPE_IPV4, pieces[i].buf, pieces[i].len,
+					  res))
+					return;
+			FWD_ADD(c->st->frags_sent, made);
+			res->v = FWD_V_TX;
+			return;
+		}
+		if (emit(c, out, ll, ETHF_TYPE_IPV4, p, len, res))
+			res->v = FWD_V_TX;
+		return;
+	}
+
+	if (len > mtu) {
+		if (decrement)
+			icmp_error(c, in, AF_INET6, p, len, ICMP6_PACKET_TOO_BIG, 0, mtu, false,
+				   res);
+		drop(res, FWD_DROP_TOO_BIG);
+		return;
+	}
+	if (decrement && ip6_hop_decrement(p) != IP_OK) {
+		drop(res, FWD_DROP_TTL_EXPIRED);
+		return;
+	}
+	if (c->snap->knobs.mss_clamp && p[6] == 6 && len >= IP6_HDR_LEN + 14 &&
+	    (p[IP6_HDR_LEN + 13] & 0x02)) {
+		if (mss_clamp6(p, len, mss_for_mtu6(mtu), NULL) == MSS_CLAMPED)
+			FWD_INC(c->st->mss_clamped);
+	}
+	if (emit(c, out, ll, ETHF_TYPE_IPV6, p, len, res))
+		res->v = FWD_V_TX;
+}
+
+void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
+		   uint8_t *pkt, size_t len, struct fwd_result *res)
+{
+	res_init(res);
+	if (!out || !out->up) {
+		drop(res, FWD_DROP_IF_DOWN);
+		return;
+	}
+	output(c, NULL, out, family, nh, pkt, len, true, res);
+	if (res->v == FWD_V_TX) {
+		if (family == AF_INET)
+			FWD_INC(c->st->forwarded4);
+		else
+			FWD_INC(c->st->forwarded6);
+	}
+}
+
+void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
+		      uint8_t *pkt, size_t len, struct fwd_result *res)
+{
+	res_init(res);
+	if (!out || !out->up) {
+		drop(res, FWD_DROP_IF_DOWN);
+		return;
+	}
+	output(c, NULL, out, family, nh, pkt, len, false, res);
+	if (res->v == FWD_V_DROP && res->n_tx == 0 && res->drop == FWD_DROP_COUNT)
+		drop(res, FWD_DROP_NO_BUF); /* unresolved: not parked twice */
+}
+
+/* Route our own ICMP error back toward its destination and emit it (no TTL change). */
+static void send_own(struct fwd_ctx *c, int family, uint8_t *p, size_t len, struct fwd_result *res)
+{
+	const struct rt_fib_nh *nh;
+	const struct fwd_if *out;
+	const uint8_t *dst = family == AF_INET ? p + 16 : p + 24;
+	uint32_t v;
+	enum fwd_verdict keep_v = res->v;
+	enum fwd_drop keep_d = res->drop;
+
+	v = family == AF_INET ? rt_fib_lookup4(c->fib, ip_be32(dst)) : rt_fib_lookup6(c->fib, dst);
+	nh = rt_fib_nexthop(c->fib, v, 0);
+	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
+	    !(out = fwd_snap_if(c->snap, nh->ifindex)) || !out->up) {
+		FWD_INC(c->st->drops[FWD_DROP_SAME_IF_ICMP]);
+		FWD_INC(c->st->icmp_not_sent);
+		return;
+	}
+	output(c, NULL, out, family, nh->type == RT_NH_GATEWAY ? nh->gw : dst, p, len, false, res);
+	/* The original packet's verdict stands; the error only adds a frame. */
+	res->v = keep_v;
+	res->drop = keep_d;
+}
+
+static void icmp_error(struct fwd_ctx *c, const struct fwd_if *in, int family, const uint8_t *pkt,
+		       size_t len, uint8_t type, uint8_t code, uint32_t param, bool l2_mcast,
+		       struct fwd_result *res)
+{
+	struct icmp_err err = {
+		.type = type, .code = code, .param = param, .ll_multicast = l2_mcast
+	};
+	const uint8_t *dst = family == AF_INET ? pkt + 12 : pkt + 8;
+	size_t cap = family == AF_INET ? ICMP4_ERR_MAX : ICMP6_ERR_MAX, olen;
+	enum icmp_reason r;
+	uint8_t *out;
+
+	if (!c->snap->knobs.icmp_errors)
+		return;
+	err.src = src_addr(c->snap, in, family);
+	if (!err.src) {
+		FWD_INC(c->st->icmp_not_sent);
+		return;
+	}
+	if (!icmp_rl_allow(&c->rl, family, dst, type, code, c->now_ns)) {
+		FWD_INC(c->st->icmp_rate_limited);
+		FWD_INC(c->st->icmp[ICMP_RATE_LIMITED]);
+		return;
+	}
+	out = scratch_alloc(c, cap);
+	if (!out) {
+		FWD_INC(c->st->icmp_not_sent);
+		return;
+	}
+	if (family == AF_INET) {
+		err.ip_id = c->ip_id++;
+		r = icmp4_error(&err, pkt, len, out, cap, &olen);
+	} else {
+		r = icmp6_error(&err, pkt, len, out, cap, &olen);
+	}
+	if (r != ICMP_OK) {
+		FWD_INC(c->st->icmp[r]);
+		FWD_INC(c->st->icmp_not_sent);
+		return;
+	}
+	{
+		unsigned before = res->n_tx;
+
+		send_own(c, family, out, olen, res);
+		if (res->n_tx > before)
+			FWD_INC(c->st->icmp_sent);
+	}
+}
+
+/* ---- routing --------------------------------------------------------------------- */
+
+static inline bool has_ports(uint8_t proto)
+{
+	return proto == 6 || proto == 17 || proto == 132 || proto == 136;
+}
+
+static inline uint32_t flow4(const struct fwd_ctx *c, const uint8_t *p, const struct ip4_info *ii)
+{
+	uint32_t src, dst;
+	uint16_t sp = 0, dp = 0;
+
+	memcpy(&src, p + 12, 4);
+	memcpy(&dst, p + 16, 4);
+	if (has_ports(ii->proto) && ii->frag_off == 0 && !ii->mf &&
+	    ii->tot_len >= ii->hdr_len + 4) {
+		memcpy(&sp, p + ii->hdr_len, 2);
+		memcpy(&dp, p + ii->hdr_len + 2, 2);
+	}
+	return rt_flow_hash4(c->seed, src, dst, ii->proto, sp, dp);
+}
+
+static inline uint32_t flow6(const struct fwd_ctx *c, const uint8_t *p, const struct ip6_info *ii)
+{
+	uint16_t sp = 0, dp = 0;
+
+	if (has_ports(ii->proto) && !ii->is_frag && ii->pkt_len >= ii->l4_off + 4u) {
+		memcpy(&sp, p + ii->l4_off, 2);
+		memcpy(&dp, p + ii->l4_off + 2, 2);
+	}
+	return rt_flow_hash6(c->seed, p + 8, p + 24, ii->proto, sp, dp);
+}
+
+/* What differs between IPv4 and IPv6 once a packet is valid and routed. */
+struct ip_family {
+	int family;
+	uint8_t unreach_type, unreach_code, time_exceeded;
+	uint8_t src_off, dst_off, alen; /* address offsets and length in the header */
+	enum ip_reason expired;         /* the counter of packets whose TTL ran out */
+};
+
+static const struct ip_family fam4 = {
+	AF_INET, ICMP4_DEST_UNREACH, ICMP4_CODE_NET, ICMP4_TIME_EXCEEDED, 12, 16, 4, IP4_TTL_EXPIRED
+};
+static const struct ip_family fam6 = {
+	AF_INET6, ICMP6_DEST_UNREACH, ICMP6_CODE_NOROUTE, ICMP6_TIME_EXCEEDED, 8, 24,
+	16,       IP6_HOP_EXPIRED
+};
+
+/*
+ * The route's verdict for a valid unicast packet, the same for both families: no route
+ * (ICMP unreachable unless it came as link-layer multicast), local delivery, blackhole,
+ * link-layer multicast never routed, output interface down, TTL / hop limit expiry
+ * (ICMP time exceeded), a packet that would go back where it came from, else output.
+ * Returns true when the packet was sent.
+ */
+static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct fwd_if *in,
+		      const struct rt_fib_nh *nh, uint8_t *p, size_t len, uint8_t ttl,
+		      bool l2_mcast, struct fwd_result *res)
+{
+	const struct fwd_if *out;
+	const uint8_t *nha;
+
+	if (!nh) {
+		if (!l2_mcast)
+			icmp_error(c, in, f->family, p, len, f->unreach_type, f->unreach_code, 0,
+				   false, res);
+		drop(res, FWD_DROP_NO_ROUTE);
+		return false;
+	}
+	if (nh->type == RT_NH_LOCAL) {
+		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return false;
+	}
+	if (nh->type == RT_NH_BLACKHOLE) {
+		drop(res, FWD_DROP_BLACKHOLE);
+		return false;
+	}
+	if (l2_mcast) {
+		drop(res, FWD_DROP_L2_BCAST);
+		return false;
+	}
+	out = fwd_snap_if(c->snap, nh->ifindex);
+	if (!out || !out->up) {
+		drop(res, FWD_DROP_IF_DOWN);
+		return false;
+	}
+	if (ttl <= 1) {
+		icmp_error(c, in, f->family, p, len, f->time_exceeded, 0, 0, false, res);
+		FWD_INC(c->st->ip[f->expired]);
+		drop(res, FWD_DROP_TTL_EXPIRED);
+		return false;
+	}
+	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + f->dst_off;
+	if (out == in && (f->alen == 4 ? memcmp(nha, p + f->src_off, 4)
+				       : memcmp(nha, p + f->src_off, 16)) == 0) {
+		drop(res, FWD_DROP_LOOP);
+		return false;
+	}
+	output(c, in, out, f->family, nha, p, len, true, res);
+	return res->v == FWD_V_TX;
+}
+
+static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
+		     bool l2_mcast, struct fwd_result *res)
+{
+	struct ip4_info ii;
+	enum ip_reason r = ip4_validate(p, len, &ii);
+	uint32_t v;
+
+	if (r != IP_OK) {
+		FWD_INC(c->st->ip[r]);
+		drop(res, FWD_DROP_IP_INVALID);
+		return;
+	}
+	len = ii.tot_len;
+	r = ip4_check_addrs(&c->snap->m4, ii.src, ii.dst);
+	if (r != IP_OK) {
+		FWD_INC(c->st->ip[r]);
+		drop(res, FWD_DROP_MARTIAN);
+		return;
+	}
+	if (ip4_is_multicast(ii.dst)) {
+		drop(res, FWD_DROP_MULTICAST);
+		return;
+	}
+	v = rt_fib_lookup4(c->fib, ii.dst);
+	if (route_out(c, &fam4, in,
+		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow4(c, p, &ii) : 0), p, len,
+		      ii.ttl, l2_mcast, res))
+		FWD_INC(c->st->forwarded4);
+}
+
+static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
+		     bool l2_mcast, struct fwd_result *res)
+{
+	struct ip6_info ii;
+	enum ip_reason r = ip6_validate(p, len, &ii);
+	uint32_t v;
+
+	if (r != IP_OK) {
+		FWD_INC(c->st->ip[r]);
+		drop(res, FWD_DROP_IP_INVALID);
+		return;
+	}
+	len = ii.pkt_len;
+	r = ip6_check_addrs(&c->snap->m6, p + 8, p + 24);
+	if (r != IP_OK) {
+		FWD_INC(c->st->ip[r]);
+		drop(res, FWD_DROP_MARTIAN);
+		return;
+	}
+	if (ip6_is_multicast(p + 24)) {
+		drop(res, FWD_DROP_MULTICAST);
+		return;
+	}
+	v = rt_fib_lookup6(c->fib, p + 24);
+	if (route_out(c, &fam6, in,
+		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow6(c, p, &ii) : 0), p, len,
+		      ii.hop_limit, l2_mcast, res))
+		FWD_INC(c->st->forwarded6);
+}
+
+/* ICMPv6 133..137 directly after the fixed header (as ipoib_rx_classify decides). */
+static inline bool is_nd(const uint8_t *p, size_t len)
+{
+	return len >= IP6_HDR_LEN + 4 && (p[0] >> 4) == 6 && p[6] == 58 &&
+	       p[IP6_HDR_LEN] >= ND_RS && p[IP6_HDR_LEN] <= ND_REDIRECT;
+}
+
+/* ---- cache warming for a burst ------------------------------------------------------ */
+
+/*
+ * One packet's lookups depend on each other (FIB entry -> next hop -> neighbour bucket
+ * -> entry -> link address), so a packet alone pays their cache misses one after the
+ * other. Here each step runs over the whole burst before the next, so the misses of
+ * one step overlap across packets; fwd_input_* then finds them in cache. Reads only,
+ * inside the caller's RCU section; a guess that is off (an ECMP member, a chained
+ * entry) only leaves that packet's line cold.
+ */
+void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_t *len, unsigned n)
+{
+	struct {
+		struct neigh_entry *const *bucket;
+		const struct neigh_entry *e;
+		int family;
+	} w[FWD_PREFETCH_MAX];
+	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
+	uint8_t dst6[FWD_PREFETCH_MAX][16];
+	const struct rt_fib_nh *nh[FWD_PREFETCH_MAX];
+	unsigned n4 = 0, n6 = 0;
+
+	if (n > FWD_PREFETCH_MAX)
+		n = FWD_PREFETCH_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		w[i].family = 0;
+		if (!ip[i] || len[i] < 20)
+			continue;
+		if ((ip[i][0] >> 4) == 4) {
+			w[i].family = AF_INET;
+			dst4[n4++] = ip_be32(ip[i] + 16);
+		} else if ((ip[i][0] >> 4) == 6 && len[i] >= IP6_HDR_LEN) {
+			w[i].family = AF_INET6;
+			memcpy(dst6[n6++], ip[i] + 24, 16);
+		}
+	}
+	if (n4)
+		lpm4_lookup_bulk(c->fib->v4, dst4, v4, n4);
+	if (n6)
+		lpm6_lookup_bulk(c->fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
+	n4 = n6 = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t r = w[i].family == AF_INET    ? v4[n4++]
+			     : w[i].family == AF_INET6 ? v6[n6++]
+						       : 0;
+
+		nh[i] = rt_fib_nexthop(c->fib, r, 0);
+		if (nh[i])
+			__builtin_prefetch(nh[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const struct fwd_if *out = nh[i] ? fwd_snap_if(c->snap, nh[i]->ifindex) : NULL;
+		const uint8_t *nha;
+
+		w[i].bucket = NULL;
+		if (!out || !out->neigh || nh[i]->family != w[i].family)
+			continue;
+		nha = nh[i]->type == RT_NH_GATEWAY ? nh[i]->gw
+		      : w[i].family == AF_INET     ? ip[i] + 16
+						   : ip[i] + 24;
+		w[i].bucket = neigh_warm_bucket(out->neigh, w[i].family, nha);
+	}
+	for (unsigned i = 0; i < n; i++)
+		w[i].e = w[i].bucket ? neigh_warm_entry(w[i].bucket) : NULL;
+	for (unsigned i = 0; i < n; i++)
+		if (w[i].e)
+			neigh_warm_link(w[i].e);
+}
+
+const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len)
+{
+	uint16_t type;
+
+	if (len < 14 + 20)
+		return NULL;
+	type = (uint16_t)(frame[12] << 8 | frame[13]);
+	if (type != ETHF_TYPE_IPV4 && type != ETHF_TYPE_IPV6)
+		return NULL;
+	*ip_len = len - 14;
+	return frame + 14;
+}
+
+/* ---- ingress --------------------------------------------------------------------- */
+
+void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, size_t len,
+		   uint8_t pkttype, struct fwd_result *res)
+{
+	struct ethf_info ei;
+	enum ethf_result er;
+	uint8_t *l3;
+	size_t l3len;
+	bool l2_mcast;
+
+	res_init(res);
+	if (!in || !in->up) {
+		drop(res, FWD_DROP_IF_DOWN);
+		return;
+	}
+	er = ethf_parse(frame, len, &ei);
+	if (er != ETHF_OK) {
+		FWD_INC(c->st->eth[er]);
+		drop(res, FWD_DROP_ETH_FRAME);
+		return;
+	}
+	if (pkttype == ETHP_PKT_OTHERHOST) {
+		drop(res, FWD_DROP_NOT_FOR_US);
+		return;
+	}
+	if (ei.n_tags) {
+		/* Ports hand frames untagged: a tag left is another (inner) VLAN's. */
+		drop(res, FWD_DROP_ETHERTYPE);
+		return;
+	}
+	l2_mcast = pkttype == ETHP_PKT_BROADCAST || pkttype == ETHP_PKT_MULTICAST || (frame[0] & 1);
+	l3 = frame + ei.l3_off;
+	l3len = len - ei.l3_off;
+	switch (ei.ethertype) {
+	case ETHF_TYPE_IPV4:
+		ip4_path(c, in, l3, l3len, l2_mcast, res);
+		return;
+	case ETHF_TYPE_IPV6:
+		if (is_nd(l3, l3len)) {
+			punt(res, FWD_PUNT_ND, in, frame, len);
+			return;
+		}
+		ip6_path(c, in, l3, l3len, l2_mcast, res);
+		return;
+	case ETHF_TYPE_ARP:
+		punt(res, FWD_PUNT_ARP, in, frame, len);
+		return;
+	default:
+		drop(res, FWD_DROP_ETHERTYPE);
+		return;
+	}
+}
+
+void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib_rx *rx,
+		  struct fwd_result *res)
+{
+	uint8_t *p = (uint8_t *)(uintptr_t)rx->data;
+
+	res_init(res);
+	if (!in || !in->up) {
+		drop(res, FWD_DROP_IF_DOWN);
+		return;
+	}
+	switch (rx->kind) {
+	case IPOIB_RX_IP4:
+		ip4_path(c, in, p, rx->len, rx->mcast, res);
+		return;
+	case IPOIB_RX_IP6:
+		ip6_path(c, in, p, rx->len, rx->mcast, res);
+		return;
+	case IPOIB_RX_ARP:
+		punt(res, FWD_PUNT_ARP, in, p, rx->len);
+		return;
+	case IPOIB_RX_ND:
+		punt(res, FWD_PUNT_ND, in, p, rx->len);
+		return;
+	case IPOIB_RX_DROP:
+	default:
+		drop(res, FWD_DROP_IB_RX);
+		return;
+	}
+}
+
+void fwd_count(struct fwd_ctx *c, const struct fwd_result *res)
+{
+	switch (res->v) {
+	case FWD_V_DROP:
+		if (res->drop < FWD_DROP_COUNT)
+			FWD_INC(c->st->drops[res->drop]);
+		break;
+	case FWD_V_PUNT:
+		FWD_INC(c->st->punts[res->punt]);
+		break;
+	case FWD_V_TX:
+		break;
+	}
+}

@@ -1,0 +1,137 @@
+/*
+ * forward: the per-packet pipeline (prefix fwd_), as functions over buffers that a unit
+ * test drives without threads or ports: one input packet + the engine's snapshot ->
+ * a verdict (transmit these frames / punt to the control thread / drop with a reason)
+ * and the output frames. The worker (engine/worker.h) does the I/O around it.
+ *
+ * Order of operations (docs/packet-rules.md, docs/dataplane.md):
+ *   classify   Ethernet: ethf_parse, frames to other MACs dropped, ARP -> punt, ND ->
+ *              punt; IPoIB: the ipoib_rx of ipoib_link_rx (ARP and ND punted)
+ *   validate   ip4_validate / ip6_validate
+ *   martians   ip4_check_addrs / ip6_check_addrs with the snapshot's knobs
+ *   local      a destination that is one of the gateway's addresses (the FIB's LOCAL
+ *              next hop) -> punt (echo answered by the slow path)
+ *   route      rt_fib_lookup4/6, ECMP by rt_flow_hash4/6 (5-tuple; 3-tuple for
+ *              fragments and port-less protocols) -- the one flow hash of the engine
+ *   TTL        ip4_ttl_decrement / ip6_hop_decrement; expiry -> ICMP time exceeded
+ *   neighbour  neigh_lookup on the egress interface (RCU); not usable -> punt
+ *              (FWD_PUNT_UNRESOLVED: the control thread resolves and parks it)
+ *   MTU        the neighbour's (IPoIB: per destination) or the interface's; IPv4 with
+ *              DF clear -> fragments; DF -> ICMP frag needed; IPv6 -> packet too big
+ *   MSS        mss_clamp4/6 on SYNs when the knob is on
+ *   emit       to Ethernet: header (+VLAN by the port) in the descriptor and a pointer
+ *              to the IP packet where it lies (no copy); to IPoIB: one copy into a
+ *              buffer of the egress port's pool behind the 4-octet IPoIB header, an
+ *              ibp_send with the link's UD QP, the neighbour's AH and QPN
+ * ICMP errors are built by the worker into its scratch memory, rate limited per worker,
+ * and sent through the same route/neighbour/emit stages toward the packet's source.
+ *
+ * Threads: a struct fwd_ctx belongs to one worker (or one test); every function here
+ * runs on that thread, inside its RCU read-side state.
+ */
+#ifndef IBGW_ENGINE_FORWARD_H
+#define IBGW_ENGINE_FORWARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "pkt/icmp.h"
+
+struct ipoib_rx;
+
+#define FWD_TX_MAX      48          /* outputs of one input: a 65520 packet into 1500 MTU */
+#define FWD_SCRATCH_PKT (66 * 1024) /* scratch one input may need (fragments, ICMP) */
+#define FWD_RL_BUCKETS  1024
+
+/* Per-worker pipeline state. Owner: its worker thread. */
+struct fwd_ctx {
+	struct fwd_engine *e;
+	unsigned worker;
+	const struct fwd_snap *snap; /* set per loop turn: fwd_ctx_begin */
+	const struct rt_fib *fib;
+	uint32_t seed;
+	struct fwd_stats *st;
+	uint64_t now_ns, now_ms;
+	struct icmp_ratelimit rl;
+	struct icmp_rl_bucket rl_b[FWD_RL_BUCKETS];
+	uint16_t ip_id; /* identification of our ICMPv4 errors */
+	/* Scratch memory for fragments and ICMP errors; reset when the frames using it
+	 * have been transmitted (fwd_ctx_scratch_reset). */
+	uint8_t *scratch;
+	size_t scratch_cap, scratch_used;
+};
+
+int fwd_ctx_init(struct fwd_ctx *c, struct fwd_engine *e, unsigned worker);
+void fwd_ctx_fini(struct fwd_ctx *c);
+/* Start of a loop turn: the current snapshot and the clock. */
+void fwd_ctx_begin(struct fwd_ctx *c, uint64_t now_ns);
+static inline void fwd_ctx_scratch_reset(struct fwd_ctx *c)
+{
+	c->scratch_used = 0;
+}
+static inline bool fwd_ctx_scratch_low(const struct fwd_ctx *c)
+{
+	return c->scratch_cap - c->scratch_used < FWD_SCRATCH_PKT;
+}
+
+enum fwd_verdict {
+	FWD_V_DROP = 0, /* counted under res->drop */
+	FWD_V_TX,       /* res->tx[0..n_tx) */
+	FWD_V_PUNT,     /* res->punt, res->punt_data/len (and res->tx may hold ICMP too) */
+};
+
+/* One frame to send. */
+struct fwd_tx {
+	const struct fwd_if *ifp; /* egress */
+	struct ethp_tx eth;       /* FWD_IF_ETH: header + pointer (into the input or scratch) */
+	struct ibp_send ib;       /* FWD_IF_IPOIB: buffer (IPoIB header + packet) and where */
+};
+
+struct fwd_result {
+	enum fwd_verdict v;
+	enum fwd_drop drop;
+	/* FWD_V_PUNT */
+	enum fwd_punt punt;
+	const struct fwd_if *punt_if; /* ingress (ARP/ND/LOCAL) or egress (UNRESOLVED) */
+	uint8_t punt_family;
+	uint8_t punt_nh[16];      /* UNRESOLVED: the neighbour to resolve */
+	const uint8_t *punt_data; /* Ethernet: the frame (ARP, ND, LOCAL); IPoIB payload;
+				   * UNRESOLVED: the IP packet */
+	uint32_t punt_len;
+	/* Frames to send (FWD_V_TX; also ICMP errors alongside a drop). */
+	unsigned n_tx;
+	struct fwd_tx tx[FWD_TX_MAX];
+};
+
+/* Before a burst goes through fwd_input_*: start the cache misses of every packet's
+ * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP). The
+ * result of fwd_input_* does not depend on it; up to FWD_PREFETCH_MAX packets. */
+#define FWD_PREFETCH_MAX 64
+void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_t *len, unsigned n);
+/* The IP header of an untagged IPv4/IPv6 Ethernet frame (and its length), else NULL. */
+const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len);
+
+/* A frame received on Ethernet interface in (untagged; data/len/pkttype of ethp_rx).
+ * The frame may be modified in place (TTL, checksum, MSS). */
+void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, size_t len,
+		   uint8_t pkttype, struct fwd_result *res);
+/* A receive on IPoIB interface in, classified by ipoib_link_rx / ipoib_rx_classify. The
+ * payload (rx->data) may be modified in place. */
+void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib_rx *rx,
+		  struct fwd_result *res);
+/* The egress stage for an IP packet already routed and TTL-decremented (a packet that
+ * waited for resolution, FWD_MSG_TX_IP): neighbour, MTU, MSS, emit. The packet is
+ * modified in place. */
+void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
+		   uint8_t *pkt, size_t len, struct fwd_result *res);
+
+/* The same for the gateway's own packets (TTL / hop limit left alone, no ICMP errors). */
+void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
+		      uint8_t *pkt, size_t len, struct fwd_result *res);
+
+/* Count a result in c->st (the worker and tests call it once per input). */
+void fwd_count(struct fwd_ctx *c, const struct fwd_result *res);
+
+#endif

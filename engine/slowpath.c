@@ -1,0 +1,1429 @@
+/*
+ * The control thread's half of the data plane (engine/slowpath.h): punted ARP/ND, proxy
+ * ARP/ND, echo to our addresses, packets parked for resolution, learned host routes of
+ * proxied neighbours. Everything it sends goes to the owning worker as a message.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "pkt/arp.h"
+#include "engine/engine_pvt.h"
+#include "pkt/eth_frame.h"
+#include "pkt/icmp.h"
+#include "pkt/ip.h"
+#include "ipoib/ipoib_link.h"
+#include "pkt/nd.h"
+#include "pkt/proxy.h"
+#include "engine/ring.h"
+#include "engine/slowpath.h"
+#include "lib/evloop.h"
+#include "lib/log.h"
+#include <sys/epoll.h>
+
+#define SP_RL_BUCKETS 256
+
+struct fwd_sp {
+	struct fwd_engine *e;
+	struct evloop *loop;
+	struct evtimer *timer;
+	struct fwd_sp_stats st;
+	struct icmp_ratelimit rl; /* our ICMP errors (unreachable) */
+	struct icmp_rl_bucket rl_b[SP_RL_BUCKETS];
+	struct icmp_ratelimit prl; /* proxy answers, per asker */
+	struct icmp_rl_bucket prl_b[SP_RL_BUCKETS];
+	uint16_t udp_port; /* fwd_sp_udp_bind */
+	fwd_sp_udp_fn udp_fn;
+	void *udp_ctx;
+	uint16_t echo_id; /* fwd_sp_echo_bind */
+	fwd_sp_echo_fn echo_fn;
+	void *echo_ctx;
+};
+
+static const char *const sp_names[FWD_SP_REASON_COUNT] = {
+	[FWD_SP_ARP_BAD] = "arp_bad",
+	[FWD_SP_ND_BAD] = "nd_bad",
+	[FWD_SP_ARP_ANSWERED] = "arp_answered",
+	[FWD_SP_NA_ANSWERED] = "na_answered",
+	[FWD_SP_PROXY_ANSWERED] = "proxy_answered",
+	[FWD_SP_PROXY_RESOLVE] = "proxy_resolve",
+	[FWD_SP_PROXY_IGNORED] = "proxy_ignored",
+	[FWD_SP_ECHO_ANSWERED] = "echo_answered",
+	[FWD_SP_LOCAL_DROPPED] = "local_dropped",
+	[FWD_SP_PARKED] = "parked",
+	[FWD_SP_RESOLVED_SENT] = "resolved_sent",
+	[FWD_SP_UNRES_DROPPED] = "unresolved_dropped",
+	[FWD_SP_UNREACH_SENT] = "unreachable_sent",
+	[FWD_SP_ICMP_LIMITED] = "icmp_rate_limited",
+	[FWD_SP_NO_MSG] = "no_message",
+	[FWD_SP_RING_FULL] = "ring_full",
+	[FWD_SP_LEARNED_ROUTE] = "learned_route",
+	[FWD_SP_ANNOUNCED] = "announced",
+	[FWD_SP_IB_CTL] = "ipoib_ctl",
+	[FWD_SP_UDP_DELIVERED] = "udp_delivered",
+	[FWD_SP_UDP_SENT] = "udp_sent",
+	[FWD_SP_UNRES_DISCARDED] = "unresolved_discarded",
+	[FWD_SP_IF_GONE] = "interface_gone",
+	[FWD_SP_RESEND_FAILED] = "resend_failed",
+};
+
+const char *fwd_sp_reason_name(enum fwd_sp_reason r)
+{
+	return (unsigned)r < FWD_SP_REASON_COUNT ? sp_names[r] : "unknown";
+}
+
+static uint64_t now_ns(const struct fwd_engine *e)
+{
+	if (e->cfg.now_ms)
+		return e->cfg.now_ms(e->cfg.now_ctx) * 1000000u;
+	return evloop_now_ns();
+}
+
+static const struct fwd_if *sp_if(struct fwd_engine *e, uint32_t index)
+{
+	return fwd_snap_if(fwd_engine_current(e), index);
+}
+
+/* ---- sending through the workers --------------------------------------------------- */
+
+static struct fwd_msg *ctl_msg(struct fwd_sp *sp, const struct fwd_if *f)
+{
+	struct fwd_msg *m = fwd_msg_get(sp->e, f->worker, FWD_OWNER_CONTROL);
+
+	if (!m) {
+		sp->st.r[FWD_SP_NO_MSG]++;
+		return NULL;
+	}
+	m->ifindex = (uint16_t)f->index;
+	m->own = false;
+	return m;
+}
+
+static int ctl_enqueue(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	struct ring *r = sp->e->wk[m->worker].to_wk;
+	void *p = m;
+
+	if (ring_enqueue_burst(r, &p, 1) != 1) {
+		sp->st.r[FWD_SP_RING_FULL]++;
+		fwd_msg_recycle(sp->e, m);
+		return -ENOBUFS;
+	}
+	ring_wake_if_sleeping(r);
+	return 0;
+}
+
+int fwd_sp_send_eth(struct fwd_engine *e, uint32_t ifindex, const uint8_t *frame, size_t len)
+{
+	const struct fwd_if *f = sp_if(e, ifindex);
+	struct fwd_msg *m;
+
+	if (!f || f->kind != FWD_IF_ETH || len > FWD_MSG_DATA || len < ETHF_HLEN)
+		return -EINVAL;
+	m = ctl_msg(e->sp, f);
+	if (!m)
+		return -ENOBUFS;
+	m->type = FWD_MSG_TX_ETH;
+	memcpy(m->data, frame, len);
+	m->len = (uint32_t)len;
+	return ctl_enqueue(e->sp, m);
+}
+
+int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s)
+{
+	const struct fwd_if *f = sp_if(e, ifindex);
+	struct fwd_msg *m;
+
+	if (!f || f->kind != FWD_IF_IPOIB)
+		return -EINVAL;
+	m = ctl_msg(e->sp, f);
+	if (!m)
+		return -ENOBUFS;
+	m->type = FWD_MSG_TX_IB;
+	m->ib_send = *s;
+	m->len = 0;
+	return ctl_enqueue(e->sp, m);
+}
+
+int fwd_sp_ib_post_recv(struct fwd_engine *e, uint32_t ifindex, struct ibp_qp *qp,
+			struct ibp_buf *b)
+{
+	const struct fwd_if *f = sp_if(e, ifindex);
+	int n;
+
+	if (!f || f->kind != FWD_IF_IPOIB || !f->dp_lock)
+		return -EINVAL;
+	fwd_port_lock(f->dp_lock);
+	n = f->ib_ops->post_recv(qp, &b, 1);
+	fwd_port_unlock(f->dp_lock);
+	return n;
+}
+
+/* Our own IP packet (echo reply, ICMP error): routed here, emitted by the worker. */
+static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_t len)
+{
+	struct ip_addr dst = { .family = (uint8_t)family };
+	const struct rt_fib_nh *nh;
+	const struct fwd_if *out;
+	struct fwd_msg *m;
+
+	memcpy(dst.bytes, family == AF_INET ? pkt + 16 : pkt + 24, family == AF_INET ? 4 : 16);
+	nh = rt_lookup(sp->e->rt, &dst, 0);
+	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
+	    !(out = sp_if(sp->e, nh->ifindex)) || len > FWD_MSG_DATA)
+		return;
+	m = ctl_msg(sp, out);
+	if (!m)
+		return;
+	m->type = FWD_MSG_TX_IP;
+	m->own = true;
+	m->family = (uint8_t)family;
+	memcpy(m->nh, nh->type == RT_NH_GATEWAY ? nh->gw : dst.bytes, 16);
+	memcpy(m->data, pkt, len);
+	m->len = (uint32_t)len;
+	(void)ctl_enqueue(sp, m);
+}
+
+/* ---- addresses and where they live ---------------------------------------------------- */
+
+static bool is_own(const struct fwd_snap *s, int family, const uint8_t *a, uint32_t *where)
+{
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *f = &s->ifs[k];
+
+		for (unsigned i = 0; f->index && i < f->n_addrs; i++) {
+			if (f->addrs[i].addr.family == family &&
+			    !memcmp(f->addrs[i].addr.bytes, a, family == AF_INET ? 4 : 16)) {
+				if (where)
+					*where = k;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Our address on f for the family (IPv4: inside the target's prefix if possible). */
+static const uint8_t *if_src(const struct fwd_if *f, int family, const uint8_t *near)
+{
+	const uint8_t *first = NULL;
+
+	for (unsigned i = 0; i < f->n_addrs; i++) {
+		const struct ip_prefix *p = &f->addrs[i];
+		struct ip_addr a = { .family = (uint8_t)family };
+
+		if (p->addr.family != family)
+			continue;
+		if (!first)
+			first = p->addr.bytes;
+		if (near) {
+			memcpy(a.bytes, near, family == AF_INET ? 4 : 16);
+			if (ip_prefix_contains(p, &a))
+				return p->addr.bytes;
+		}
+	}
+	return first;
+}
+
+static bool neigh_known(const struct fwd_if *f, int family, const uint8_t *a)
+{
+	struct neigh_entry *n = f->neigh ? neigh_lookup(f->neigh, family, a) : NULL;
+	enum neigh_state s;
+
+	if (!n)
+		return false;
+	s = neigh_entry_state(n);
+	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
+	       s == NEIGH_PERMANENT;
+}
+
+static bool in_proxy_prefix(const struct fwd_if *f, int family, const uint8_t *a)
+{
+	struct ip_addr x = { .family = (uint8_t)family };
+
+	memcpy(x.bytes, a, family == AF_INET ? 4 : 16);
+	for (unsigned i = 0; i < f->proxy.n_prefixes; i++)
+		if (ip_prefix_contains(&f->proxy.prefixes[i], &x))
+			return true;
+	return false;
+}
+
+struct where_ctx {
+	struct fwd_engine *e;
+	const struct fwd_if *in;
+	uint32_t other; /* the interface found for OTHER_SIDE / OTHER_PREFIX */
+};
+
+static enum proxy_where where_lookup(void *arg, int family, const uint8_t *addr)
+{
+	struct where_ctx *w = arg;
+	const struct fwd_snap *s = fwd_engine_current(w->e);
+
+	if (is_own(s, family, addr, NULL))
+		return PROXY_WHERE_SELF;
+	if (neigh_known(w->in, family, addr))
+		return PROXY_WHERE_ASKER_SIDE;
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *f = &s->ifs[k];
+
+		if (f->index && k != w->in->index && f->up && neigh_known(f, family, addr)) {
+			w->other = k;
+			return PROXY_WHERE_OTHER_SIDE;
+		}
+	}
+	if (in_proxy_prefix(w->in, family, addr))
+		return PROXY_WHERE_ASKER_SIDE;
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *f = &s->ifs[k];
+
+		if (f->index && k != w->in->index && f->up && in_proxy_prefix(f, family, addr)) {
+			w->other = k;
+			return PROXY_WHERE_OTHER_PREFIX;
+		}
+	}
+	return PROXY_WHERE_UNKNOWN;
+}
+
+/*
+ * Everything proxy_arp/proxy_nd need for a request that arrived on `in` (side A): the
+ * interface's proxy settings, its link address, the where-lookup (whose w.other names
+ * side B afterwards) and the rate limiter. env points into the struct: initialise it
+ * where it stays.
+ */
+struct proxy_call {
+	struct proxy_cfg cfg;
+	struct proxy_link link;
+	struct where_ctx w;
+	struct proxy_env env;
+};
+
+static void proxy_call_init(struct proxy_call *pc, struct fwd_sp *sp, const struct fwd_if *in,
+			    bool enabled, bool ib)
+{
+	pc->cfg = (struct proxy_cfg){ .enabled = enabled,
+				      .answer_unresolved = in->proxy.answer_unresolved,
+				      .defend_dad = in->proxy.defend_dad,
+				      .router = in->proxy.router };
+	pc->link = (struct proxy_link){ .ib = ib, .lladdr = ib ? in->hwaddr : in->mac };
+	pc->w = (struct where_ctx){ .e = sp->e, .in = in };
+	pc->env = (struct proxy_env){ .cfg = &pc->cfg,
+				      .link = &pc->link,
+				      .lookup = where_lookup,
+				      .ctx = &pc->w,
+				      .rl = &sp->prl,
+				      .now_ns = now_ns(sp->e) };
+}
+
+/* ---- proxied neighbours: learned routes, announcements, ND groups ------------------------ */
+
+/* IPoIB: the gratuitous ARP goes to the link's broadcast group, the unsolicited NA to
+ * the all-nodes group's MGID, both through the link (which posts on its UD QP). */
+static void announce_ib(struct fwd_sp *sp, const struct fwd_if *a, int family, const uint8_t *addr)
+{
+	struct proxy_link pl = { .ib = true, .lladdr = a->hwaddr };
+	struct ibp_buf *b;
+	size_t n;
+	int ret;
+
+	if (!a->link)
+		return;
+	b = ipoib_link_buf(a->link);
+	if (!b)
+		return;
+	if (family == AF_INET)
+		n = proxy_announce_arp(&pl, ip_be32(addr), false, b->data + IPOIB_ENCAP_LEN,
+				       b->cap - IPOIB_ENCAP_LEN);
+	else
+		n = proxy_announce_nd(&pl, addr, a->proxy.router, b->data + IPOIB_ENCAP_LEN,
+				      b->cap - IPOIB_ENCAP_LEN);
+	if (!n) {
+		a->ib_ops->buf_put(a->ib_port, b);
+		return;
+	}
+	b->len = (uint32_t)n;
+	if (family == AF_INET) {
+		ret = ipoib_link_xmit_bcast(a->link, ETHF_TYPE_ARP, b);
+	} else {
+		union ib_gid mgid;
+
+		if (ipoib_mgid_from_ipv6(nd_all_nodes, ipoib_link_pkey(a->link), IB_MGID_SCOPE_LINK,
+					 &mgid) < 0) {
+			a->ib_ops->buf_put(a->ib_port, b);
+			return;
+		}
+		ret = ipoib_link_xmit_mcast(a->link, &mgid, ETHF_TYPE_IPV6, b);
+	}
+	if (ret >= 0)
+		sp->st.r[FWD_SP_ANNOUNCED]++;
+}
+
+static void announce_on(struct fwd_sp *sp, const struct fwd_if *a, int family, const uint8_t *addr)
+{
+	uint8_t buf[ETHF_HLEN + ND_MAX_LEN];
+	struct proxy_link pl = { .ib = a->kind == FWD_IF_IPOIB,
+				 .lladdr = a->kind == FWD_IF_ETH ? a->mac : a->hwaddr };
+	size_t n;
+
+	if (a->kind == FWD_IF_IPOIB) {
+		announce_ib(sp, a, family, addr);
+		return;
+	}
+	if (family == AF_INET) {
+		n = proxy_announce_arp(&pl, ip_be32(addr), false, buf + ETHF_HLEN,
+				       sizeof(buf) - ETHF_HLEN);
+		memset(buf, 0xff, 6);
+		buf[12] = 0x08;
+		buf[13] = 0x06;
+	} else {
+		n = proxy_announce_nd(&pl, addr, a->proxy.router, buf + ETHF_HLEN,
+				      sizeof(buf) - ETHF_HLEN);
+		nd_mcast_mac(nd_all_nodes, buf);
+		buf[12] = 0x86;
+		buf[13] = 0xdd;
+	}
+	memcpy(buf + 6, a->mac, 6);
+	if (n && fwd_sp_send_eth(sp->e, a->index, buf, ETHF_HLEN + n) == 0)
+		sp->st.r[FWD_SP_ANNOUNCED]++;
+}
+
+/* A neighbour (family, addr) was learned or confirmed on interface b. When another
+ * interface proxies that family, route the address to b (a learned host route) and,
+ * when that route is new or moved, announce it on the proxying interfaces. */
+static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const uint8_t *addr)
+{
+	const struct fwd_snap *s = fwd_engine_current(sp->e);
+	struct rt_route r = { .source = RT_SRC_LEARNED, .metric = 0, .nnh = 1 };
+	const struct rt_fib_nh *cur;
+	bool proxied = false;
+
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *a = &s->ifs[k];
+
+		if (a->index && k != b &&
+		    (family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
+			proxied = true;
+	}
+	if (!proxied || is_own(s, family, addr, NULL))
+		return;
+	r.prefix.addr.family = (uint8_t)family;
+	memcpy(r.prefix.addr.bytes, addr, family == AF_INET ? 4 : 16);
+	r.prefix.len = family == AF_INET ? 32 : 128;
+	cur = rt_lookup(sp->e->rt, &r.prefix.addr, 0);
+	if (cur && cur->type == RT_NH_CONNECTED && cur->ifindex == b) {
+		/* Already routed to b: by the learned route or by b's connected prefix. Only
+		 * a learned route needs no work; a connected one may still need the host
+		 * route when the prefix is shared with a proxying interface. */
+		struct rt_route probe = r;
+
+		probe.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = b };
+		if (rt_add(sp->e->rt, &probe) == -EEXIST)
+			return;
+		sp->st.r[FWD_SP_LEARNED_ROUTE]++;
+	} else {
+		r.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = b };
+		if (rt_replace(sp->e->rt, &r) < 0)
+			return;
+		sp->st.r[FWD_SP_LEARNED_ROUTE]++;
+	}
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *a = &s->ifs[k];
+
+		if (!a->index || k == b || !a->up ||
+		    !(family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
+			continue;
+		announce_on(sp, a, family, addr);
+		if (family == AF_INET6 && a->kind == FWD_IF_ETH && a->eth_ops->mc_add) {
+			uint8_t grp[16], mac[6];
+
+			nd_solicited_node(addr, grp);
+			nd_mcast_mac(grp, mac);
+			(void)a->eth_ops->mc_add(a->eth, mac);
+		}
+	}
+}
+
+void fwd_sp_announce(struct fwd_engine *e, uint32_t from_ifindex, int family, const uint8_t *addr)
+{
+	const struct fwd_snap *s = fwd_engine_current(e);
+
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *a = &s->ifs[k];
+
+		if (a->index && k != from_ifindex && a->up &&
+		    (family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
+			announce_on(e->sp, a, family, addr);
+	}
+}
+
+void fwd_sp_if_changed(struct fwd_engine *e, uint32_t ifindex)
+{
+	(void)e;
+	(void)ifindex;
+}
+
+/* ---- ARP and ND on Ethernet ---------------------------------------------------------- */
+
+static void eth_reply(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *dst_mac,
+		      uint16_t type, const uint8_t *body, size_t n)
+{
+	uint8_t f[ETHF_HLEN + ND_MAX_LEN + 8];
+
+	if (n > sizeof(f) - ETHF_HLEN)
+		return;
+	memcpy(f, dst_mac, 6);
+	memcpy(f + 6, in->mac, 6);
+	f[12] = (uint8_t)(type >> 8);
+	f[13] = (uint8_t)type;
+	memcpy(f + ETHF_HLEN, body, n);
+	(void)fwd_sp_send_eth(sp->e, in->index, f, ETHF_HLEN + n);
+}
+
+static void resolve_other(struct fwd_sp *sp, uint32_t k, int family, const uint8_t *addr)
+{
+	const struct fwd_if *f = sp_if(sp->e, k);
+
+	/* Ethernet: the table's solicit sends the ARP request / NS. IPoIB: the table is
+	 * the link's (ipoib_link_neigh): its solicit sends the ARP request / NS to the
+	 * broadcast / solicited-node group, and the answer (ipoib_link_input_ctl) binds
+	 * the neighbour to its path. Nothing waits on it: the asker retries. */
+	if (f && f->neigh && f->up)
+		(void)neigh_resolve(f->neigh, family, addr, NULL);
+}
+
+static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *frame, size_t len)
+{
+	struct arp_pkt a;
+	struct neigh_link ll = { .len = 6, .usable = true };
+	uint8_t spa[4], tpa[4], out[ARP_MAX_LEN];
+	enum arp_reason r = arp_parse(frame + ETHF_HLEN, len - ETHF_HLEN, ARP_HTYPE_ETHER, &a);
+	enum arp_kind kind;
+	const struct fwd_snap *s = fwd_engine_current(sp->e);
+	bool for_us;
+	struct neigh_entry *ne = NULL;
+
+	if (r != ARP_OK) {
+		sp->st.r[FWD_SP_ARP_BAD]++;
+		return;
+	}
+	kind = arp_classify(&a);
+	ip_put32(spa, a.spa);
+	ip_put32(tpa, a.tpa);
+	memcpy(ll.addr, a.sha, 6);
+	for_us = if_src(in, AF_INET, NULL) && is_own(s, AF_INET, tpa, NULL);
+	/* Only addresses of this interface are answered here; others are proxy matters. */
+	if (for_us) {
+		uint32_t where = 0;
+
+		(void)is_own(s, AF_INET, tpa, &where);
+		for_us = where == in->index;
+	}
+	if (a.spa) {
+		if (kind == ARP_KIND_REPLY)
+			ne = neigh_update(in->neigh, AF_INET, spa, &ll,
+					  NEIGH_F_SOLICITED | NEIGH_F_OVERRIDE);
+		else if (for_us && kind == ARP_KIND_REQUEST)
+			ne = neigh_update(in->neigh, AF_INET, spa, &ll,
+					  NEIGH_F_CREATE | NEIGH_F_OVERRIDE);
+		else
+			ne = neigh_update(in->neigh, AF_INET, spa, &ll, NEIGH_F_OVERRIDE);
+		if (ne)
+			neighbour_learned(sp, in->index, AF_INET, spa);
+	}
+	if (kind == ARP_KIND_REPLY || kind == ARP_KIND_GRATUITOUS_REPLY)
+		return;
+	if (for_us) {
+		size_t n = arp_build_reply(out, sizeof(out), &a, in->mac);
+
+		if (n) {
+			eth_reply(sp, in, a.sha, ETHF_TYPE_ARP, out, n);
+			sp->st.r[FWD_SP_ARP_ANSWERED]++;
+		}
+		return;
+	}
+	{
+		struct proxy_call pc;
+		struct proxy_decision d;
+
+		proxy_call_init(&pc, sp, in, in->proxy.proxy_arp, false);
+		d = proxy_arp(&pc.env, &a, frame + 6, out, sizeof(out));
+
+		sp->st.proxy[d.reason]++;
+		if (d.action == PROXY_ANSWER) {
+			eth_reply(sp, in, a.sha, ETHF_TYPE_ARP, out, d.len);
+			sp->st.r[FWD_SP_PROXY_ANSWERED]++;
+		} else if (d.action == PROXY_RESOLVE) {
+			resolve_other(sp, pc.w.other, AF_INET, tpa);
+			sp->st.r[FWD_SP_PROXY_RESOLVE]++;
+		} else {
+			sp->st.r[FWD_SP_PROXY_IGNORED]++;
+		}
+	}
+}
+
+static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *frame, size_t len)
+{
+	const uint8_t *ip = frame + ETHF_HLEN;
+	struct nd_msg m;
+	struct neigh_link ll = { .len = 6, .usable = true };
+	uint8_t out[ND_MAX_LEN];
+	const struct fwd_snap *s = fwd_engine_current(sp->e);
+	enum nd_reason r = nd_parse(ip, len - ETHF_HLEN, ND_LINK_ETHER, &m);
+	uint32_t where = 0;
+	uint8_t dmac[6];
+
+	if (r != ND_OK) {
+		sp->st.r[FWD_SP_ND_BAD]++;
+		return;
+	}
+	if (m.type == ND_NA) {
+		unsigned fl = 0;
+		struct neigh_entry *ne;
+
+		if (m.tllao)
+			memcpy(ll.addr, m.tllao, 6);
+		if (m.flags & ND_NA_SOLICITED)
+			fl |= NEIGH_F_SOLICITED;
+		if (m.flags & ND_NA_OVERRIDE)
+			fl |= NEIGH_F_OVERRIDE;
+		ne = neigh_update(in->neigh, AF_INET6, m.target, m.tllao ? &ll : NULL, fl);
+		if (ne)
+			neighbour_learned(sp, in->index, AF_INET6, m.target);
+		return;
+	}
+	if (m.type != ND_NS)
+		return; /* RS, RA, Redirect: not taken by a gateway */
+	if (!m.dad && m.sllao) {
+		memcpy(ll.addr, m.sllao, 6);
+		if (neigh_update(in->neigh, AF_INET6, m.src, &ll,
+				 NEIGH_F_CREATE | NEIGH_F_OVERRIDE))
+			neighbour_learned(sp, in->index, AF_INET6, m.src);
+	}
+	if (is_own(s, AF_INET6, m.target, &where) && where == in->index) {
+		size_t n = nd_build_na_reply(out, sizeof(out), ND_LINK_ETHER, &m, m.target,
+					     ND_NA_OVERRIDE | (in->proxy.router ? ND_NA_ROUTER : 0),
+					     in->mac);
+
+		if (!n)
+			return;
+		if (m.dad)
+			nd_mcast_mac(nd_all_nodes, dmac);
+		else
+			memcpy(dmac, m.sllao ? m.sllao : frame + 6, 6);
+		eth_reply(sp, in, dmac, ETHF_TYPE_IPV6, out, n);
+		sp->st.r[FWD_SP_NA_ANSWERED]++;
+		return;
+	}
+	{
+		struct proxy_call pc;
+		struct proxy_decision d;
+
+		proxy_call_init(&pc, sp, in, in->proxy.proxy_nd, false);
+		d = proxy_nd(&pc.env, &m, frame + 6, out, sizeof(out));
+		sp->st.proxy[d.reason]++;
+		if (d.action == PROXY_ANSWER) {
+			if (m.dad)
+				nd_mcast_mac(nd_all_nodes, dmac);
+			else
+				memcpy(dmac, m.sllao ? m.sllao : frame + 6, 6);
+			eth_reply(sp, in, dmac, ETHF_TYPE_IPV6, out, d.len);
+			sp->st.r[FWD_SP_PROXY_ANSWERED]++;
+		} else if (d.action == PROXY_RESOLVE) {
+			resolve_other(sp, pc.w.other, AF_INET6, m.target);
+			sp->st.r[FWD_SP_PROXY_RESOLVE]++;
+		} else {
+			sp->st.r[FWD_SP_PROXY_IGNORED]++;
+		}
+	}
+}
+
+/* ---- ARP and ND on IPoIB: the link first, then the proxy for the other interfaces ---- */
+
+/* A proxied NA on IPoIB: the decision as on Ethernet (the link address is the link's
+ * 20 octets), sent through ipoib_link_xmit_hw to the asker's source link-layer option
+ * (its QPN + GID; the link resolves the path), or to all-nodes for a DAD NS. An NS
+ * without the option has no IPoIB answer address: ignored (RFC 4861 lets it be). */
+static void ib_proxy_nd(struct fwd_sp *sp, const struct fwd_if *in, const struct nd_msg *nm)
+{
+	struct proxy_call pc;
+	uint8_t out[ND_MAX_LEN];
+	struct proxy_decision d;
+
+	proxy_call_init(&pc, sp, in, true, true);
+	d = proxy_nd(&pc.env, nm, NULL, out, sizeof(out));
+
+	sp->st.proxy[d.reason]++;
+	if (d.action == PROXY_RESOLVE) {
+		resolve_other(sp, pc.w.other, AF_INET6, nm->target);
+		sp->st.r[FWD_SP_PROXY_RESOLVE]++;
+		return;
+	}
+	if (d.action != PROXY_ANSWER) {
+		sp->st.r[FWD_SP_PROXY_IGNORED]++;
+		return;
+	}
+	{
+		struct ibp_buf *b = ipoib_link_buf(in->link);
+		struct ipoib_hwaddr hw;
+		int ret = -EINVAL;
+
+		if (!b)
+			return;
+		if (d.len + IPOIB_ENCAP_LEN > b->cap) {
+			in->ib_ops->buf_put(in->ib_port, b);
+			return;
+		}
+		memcpy(b->data + IPOIB_ENCAP_LEN, out, d.len);
+		b->len = (uint32_t)d.len;
+		if (nm->dad) {
+			union ib_gid mgid;
+
+			if (ipoib_mgid_from_ipv6(nd_all_nodes, ipoib_link_pkey(in->link),
+						 IB_MGID_SCOPE_LINK, &mgid) == 0)
+				ret = ipoib_link_xmit_mcast(in->link, &mgid, ETHF_TYPE_IPV6, b);
+			else
+				in->ib_ops->buf_put(in->ib_port, b);
+		} else if (nm->sllao && ipoib_hwaddr_decode(nm->sllao, 20, &hw) >= 0) {
+			ret = ipoib_link_xmit_hw(in->link, &hw, ETHF_TYPE_IPV6, b);
+		} else {
+			in->ib_ops->buf_put(in->ib_port, b);
+		}
+		if (ret >= 0)
+			sp->st.r[FWD_SP_PROXY_ANSWERED]++;
+	}
+}
+
+static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m)
+{
+	struct ipoib_rx rx = {
+		.kind = m->punt == FWD_PUNT_ARP ? IPOIB_RX_ARP : IPOIB_RX_ND,
+		.ethertype = m->ethertype,
+		.data = m->data,
+		.len = m->len,
+		.src_qpn = m->src_qpn,
+		.slid = m->slid,
+		.has_grh = m->has_grh,
+		.mcast = m->mcast,
+		.sgid = m->sgid,
+		.dgid = m->dgid,
+	};
+	int ret;
+
+	if (!in->link)
+		return;
+	ret = ipoib_link_input_ctl(in->link, &rx);
+	sp->st.r[FWD_SP_IB_CTL]++;
+	if (ret < 0)
+		return;
+	if (m->punt == FWD_PUNT_ARP) {
+		struct arp_pkt a;
+		uint8_t spa[4];
+
+		if (arp_parse(m->data, m->len, ARP_HTYPE_IB, &a) != ARP_OK)
+			return;
+		ip_put32(spa, a.spa);
+		if (a.spa)
+			neighbour_learned(sp, in->index, AF_INET, spa);
+		/* Proxy answers on IPoIB go out through ipoib_link_xmit_hw: the decision is
+		 * made here, the send needs the link's path to the asker. */
+		if (in->proxy.proxy_arp && arp_classify(&a) == ARP_KIND_REQUEST) {
+			struct proxy_call pc;
+			uint8_t out[ARP_MAX_LEN];
+			struct proxy_decision d;
+
+			proxy_call_init(&pc, sp, in, true, true);
+			d = proxy_arp(&pc.env, &a, NULL, out, sizeof(out));
+
+			sp->st.proxy[d.reason]++;
+			if (d.action == PROXY_ANSWER) {
+				struct ipoib_hwaddr hw;
+				struct ibp_buf *b = ipoib_link_buf(in->link);
+
+				if (b && ipoib_hwaddr_decode(a.sha, 20, &hw) >= 0) {
+					memcpy(b->data + IPOIB_ENCAP_LEN, out, d.len);
+					b->len = (uint32_t)d.len;
+					(void)ipoib_link_xmit_hw(in->link, &hw, ETHF_TYPE_ARP, b);
+					sp->st.r[FWD_SP_PROXY_ANSWERED]++;
+				} else if (b) {
+					in->ib_ops->buf_put(in->ib_port, b);
+				}
+			} else if (d.action == PROXY_RESOLVE) {
+				uint8_t tpa[4];
+
+				ip_put32(tpa, a.tpa);
+				resolve_other(sp, pc.w.other, AF_INET, tpa);
+				sp->st.r[FWD_SP_PROXY_RESOLVE]++;
+			} else {
+				sp->st.r[FWD_SP_PROXY_IGNORED]++;
+			}
+		}
+	} else {
+		struct nd_msg nm;
+
+		if (nd_parse(m->data, m->len, ND_LINK_IB, &nm) != ND_OK)
+			return;
+		if (nm.type == ND_NA)
+			neighbour_learned(sp, in->index, AF_INET6, nm.target);
+		else if (nm.type == ND_NS && !nm.dad)
+			neighbour_learned(sp, in->index, AF_INET6, nm.src);
+		if (nm.type == ND_NS && in->proxy.proxy_nd &&
+		    !is_own(fwd_engine_current(sp->e), AF_INET6, nm.target, NULL))
+			ib_proxy_nd(sp, in, &nm);
+	}
+}
+
+/* ---- local delivery: UDP to the bound port, echo ----------------------------------- */
+
+/* The UDP pseudo-header's sum for the IP packet at ip (either family). */
+static uint64_t udp_pseudo_sum(int family, const uint8_t *ip, uint16_t ulen)
+{
+	return family == AF_INET ? ip4_pseudo_sum(ip + 12, ip + 16, ulen, 17)
+				 : ip6_pseudo_sum(ip + 8, ip + 24, ulen, 17);
+}
+
+/* A UDP datagram to us (l4: its header, l4_len: to the end of the IP payload): to the
+ * bound handler when it is for its port and whole. True when it was UDP (taken). */
+static bool udp_in(struct fwd_sp *sp, uint32_t ifindex, int family, const uint8_t *ip,
+		   const uint8_t *l4, size_t l4_len, uint8_t ttl)
+{
+	struct ip_addr src = { .family = (uint8_t)family }, dst = { .family = (uint8_t)family };
+	size_t alen = family == AF_INET ? 4 : 16;
+	uint16_t ulen, csum;
+	uint64_t sum;
+
+	memcpy(src.bytes, ip + (family == AF_INET ? 12 : 8), alen);
+	memcpy(dst.bytes, ip + (family == AF_INET ? 16 : 24), alen);
+	if (l4_len < 8 || (ulen = ip_be16(l4 + 4)) < 8 || ulen > l4_len || !sp->udp_fn ||
+	    ip_be16(l4 + 2) != sp->udp_port)
+		return false;
+	csum = ip_be16(l4 + 6);
+	if (family == AF_INET6 && csum == 0)
+		return false; /* mandatory in IPv6 */
+	if (csum) {
+		sum = udp_pseudo_sum(family, ip, ulen);
+		if (ip_csum_fold(ip_csum_add(sum, l4, ulen)) != 0xffff)
+			return false;
+	}
+	sp->st.r[FWD_SP_UDP_DELIVERED]++;
+	sp->udp_fn(sp->udp_ctx, ifindex, &src, &dst, ip_be16(l4), ttl, l4 + 8, ulen - 8u);
+	return true;
+}
+
+int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void *ctx)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp)
+		return -ENODEV;
+	if (fn && (sp->udp_fn || !port))
+		return -EBUSY;
+	sp->udp_port = fn ? port : 0;
+	sp->udp_fn = fn;
+	sp->udp_ctx = ctx;
+	return 0;
+}
+
+static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m);
+
+int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
+		    const struct ip_addr *dst, uint16_t sport, uint16_t dport, const void *payload,
+		    size_t len)
+{
+	struct fwd_sp *sp = e->sp;
+	const struct fwd_if *out = sp_if(e, ifindex);
+	size_t hl = src->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, ulen = 8 + len;
+	struct fwd_msg *m;
+	uint8_t *p, *u;
+	uint64_t sum;
+	uint16_t csum;
+
+	if (!sp || src->family != dst->family ||
+	    (src->family != AF_INET && src->family != AF_INET6))
+		return -EINVAL;
+	if (!out || !out->up)
+		return -ENODEV;
+	if (hl + ulen > FWD_MSG_DATA || hl + ulen > out->mtu)
+		return -EMSGSIZE;
+	m = ctl_msg(sp, out);
+	if (!m)
+		return -ENOBUFS;
+	p = m->data;
+	u = p + ip_hdr_build(p, src->family, src->bytes, dst->bytes, 17, 255, ulen, true);
+	ip_put16(u, sport);
+	ip_put16(u + 2, dport);
+	ip_put16(u + 4, (uint16_t)ulen);
+	ip_put16(u + 6, 0);
+	memcpy(u + 8, payload, len);
+	sum = udp_pseudo_sum(src->family, p, (uint16_t)ulen);
+	csum = (uint16_t)~ip_csum_fold(ip_csum_add(sum, u, ulen));
+	ip_put16(u + 6, csum ? csum : 0xffff); /* 0 would mean "none" */
+	m->type = FWD_MSG_TX_IP;
+	m->own = true;
+	m->family = src->family;
+	memcpy(m->nh, dst->bytes, 16);
+	m->len = (uint32_t)(hl + ulen);
+	sp->st.r[FWD_SP_UDP_SENT]++;
+	if (!neigh_known(out, src->family, dst->bytes)) {
+		/* The worker sends our own packets only to known neighbours: resolve here
+		 * (ARP/ND, or the IPoIB link's ARP and PathRecord) with this one parked. */
+		m->punt = FWD_PUNT_UNRESOLVED;
+		if (!unresolved(sp, m))
+			fwd_msg_put(e, m, FWD_OWNER_CONTROL);
+		return 0;
+	}
+	return ctl_enqueue(sp, m) < 0 ? -ENOBUFS : 0;
+}
+
+int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void *ctx)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp)
+		return -ENODEV;
+	if (fn && sp->echo_fn)
+		return -EBUSY;
+	sp->echo_id = id;
+	sp->echo_fn = fn;
+	sp->echo_ctx = ctx;
+	return 0;
+}
+
+int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t id, uint16_t seq)
+{
+	struct fwd_sp *sp = e->sp;
+	const struct rt_fib_nh *nh = sp ? rt_lookup(e->rt, dst, 0) : NULL;
+	const struct fwd_if *out;
+	const uint8_t *src;
+	uint8_t p[IP6_HDR_LEN + 16];
+	size_t hl = dst->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, len = hl + 16;
+	uint64_t before;
+
+	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
+	    !(out = sp_if(e, nh->ifindex)) || !(src = if_src(out, dst->family, dst->bytes)))
+		return -ENETUNREACH;
+	memset(p, 0, sizeof(p));
+	ip_hdr_build(p, dst->family, src, dst->bytes, dst->family == AF_INET ? 1 : 58, 64, 16,
+		     false);
+	p[hl] = dst->family == AF_INET ? 8 : 128; /* echo request */
+	ip_put16(p + hl + 4, id);
+	ip_put16(p + hl + 6, seq);
+	memcpy(p + hl + 8, "ibgw-tb", 8);
+	ip_put16(p + hl + 2, (uint16_t)~ip_csum_fold(ip_csum_add(
+				 dst->family == AF_INET ? 0 : ip6_pseudo_sum(p + 8, p + 24, 16, 58),
+				 p + hl, 16)));
+	before = sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL];
+	send_own_ip(sp, dst->family, p, len);
+	return sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL] > before ? -ENOBUFS : 0;
+}
+
+/* An echo reply to us: to the bound handler when its identifier is ours. */
+static bool echo_reply_in(struct fwd_sp *sp, int family, const uint8_t *ip, const uint8_t *icmp,
+			  size_t len)
+{
+	struct ip_addr from = { .family = (uint8_t)family };
+
+	uint64_t sum = family == AF_INET ? 0 : ip6_pseudo_sum(ip + 8, ip + 24, (uint32_t)len, 58);
+
+	if (!sp->echo_fn || len < 8 || icmp[0] != (family == AF_INET ? 0 : 129) ||
+	    ip_be16(icmp + 4) != sp->echo_id || ip_csum_fold(ip_csum_add(sum, icmp, len)) != 0xffff)
+		return false;
+	memcpy(from.bytes, ip + (family == AF_INET ? 12 : 8), family == AF_INET ? 4 : 16);
+	sp->echo_fn(sp->echo_ctx, &from, ip_be16(icmp + 4), ip_be16(icmp + 6));
+	return true;
+}
+
+int fwd_sp_announce_own(struct fwd_engine *e, uint32_t ifindex, int family, const uint8_t *addr)
+{
+	const struct fwd_if *a = sp_if(e, ifindex);
+	uint64_t before;
+
+	if (!e->sp || !a || !a->up)
+		return -ENODEV;
+	before = e->sp->st.r[FWD_SP_ANNOUNCED];
+	announce_on(e->sp, a, family, addr);
+	return e->sp->st.r[FWD_SP_ANNOUNCED] > before ? 0 : -ENOBUFS;
+}
+
+static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	uint8_t *p = m->data;
+	size_t len = m->len;
+	uint8_t tmp[16];
+
+	if (len >= IP4_HDR_LEN && (p[0] >> 4) == 4) {
+		struct ip4_info ii;
+
+		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.frag_off &&
+		    !ii.mf &&
+		    udp_in(sp, m->ifindex, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len,
+			   ii.ttl))
+			return;
+		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 1 && !ii.frag_off && !ii.mf &&
+		    echo_reply_in(sp, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len))
+			return;
+		if (ip4_validate(p, len, &ii) != IP_OK || ii.proto != 1 || ii.frag_off || ii.mf ||
+		    ii.tot_len < ii.hdr_len + 8 || p[ii.hdr_len] != 8) {
+			sp->st.r[FWD_SP_LOCAL_DROPPED]++;
+			return;
+		}
+		len = ii.tot_len;
+		memcpy(tmp, p + 12, 4);
+		memcpy(p + 12, p + 16, 4);
+		memcpy(p + 16, tmp, 4);
+		p[8] = 64;
+		p[10] = p[11] = 0;
+		ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, ii.hdr_len)));
+		p[ii.hdr_len] = 0; /* echo reply */
+		p[ii.hdr_len + 2] = p[ii.hdr_len + 3] = 0;
+		ip_put16(p + ii.hdr_len + 2,
+			 (uint16_t)~ip_csum_fold(ip_csum_add(0, p + ii.hdr_len, len - ii.hdr_len)));
+		send_own_ip(sp, AF_INET, p, len);
+		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
+		return;
+	}
+	if (len >= IP6_HDR_LEN && (p[0] >> 4) == 6) {
+		struct ip6_info ii;
+		size_t l4;
+
+		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.n_ext &&
+		    udp_in(sp, m->ifindex, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off,
+			   ii.hop_limit))
+			return;
+		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 58 && !ii.n_ext &&
+		    echo_reply_in(sp, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off))
+			return;
+		if (ip6_validate(p, len, &ii) != IP_OK || ii.proto != 58 || ii.is_frag ||
+		    ii.pkt_len < ii.l4_off + 8u || p[ii.l4_off] != 128 ||
+		    ip6_is_multicast(p + 24)) {
+			sp->st.r[FWD_SP_LOCAL_DROPPED]++;
+			return;
+		}
+		/* Reply without the extension headers: fixed header + ICMPv6. */
+		l4 = ii.pkt_len - ii.l4_off;
+		memmove(p + IP6_HDR_LEN, p + ii.l4_off, l4);
+		len = IP6_HDR_LEN + l4;
+		memcpy(tmp, p + 8, 16);
+		memcpy(p + 8, p + 24, 16);
+		memcpy(p + 24, tmp, 16);
+		ip_put16(p + 4, (uint16_t)l4);
+		p[6] = 58;
+		p[7] = 64;
+		p[IP6_HDR_LEN] = 129;
+		p[IP6_HDR_LEN + 2] = p[IP6_HDR_LEN + 3] = 0;
+		ip_put16(p + IP6_HDR_LEN + 2, (uint16_t)~ip_csum_fold(ip_csum_add(
+						  ip6_pseudo_sum(p + 8, p + 24, (uint32_t)l4, 58),
+						  p + IP6_HDR_LEN, l4)));
+		send_own_ip(sp, AF_INET6, p, len);
+		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
+		return;
+	}
+	sp->st.r[FWD_SP_LOCAL_DROPPED]++;
+}
+
+/* ---- parking ------------------------------------------------------------------------ */
+
+/* A parked packet could not be delivered: host unreachable to its source. */
+static void unreachable(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	int family = m->family;
+	const uint8_t *p = m->data;
+	uint8_t out[ICMP6_ERR_MAX];
+	const uint8_t *src;
+	uint32_t where = 0;
+	size_t olen;
+	struct icmp_err err = { .type = family == AF_INET ? ICMP4_DEST_UNREACH : ICMP6_DEST_UNREACH,
+				.code = family == AF_INET ? ICMP4_CODE_HOST : ICMP6_CODE_ADDR };
+	const struct fwd_snap *s = fwd_engine_current(sp->e);
+	const struct fwd_if *in = NULL;
+	enum icmp_reason r;
+
+	if (m->len < (family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN))
+		return;
+	if (!icmp_rl_allow(&sp->rl, family, family == AF_INET ? p + 12 : p + 8, err.type, err.code,
+			   now_ns(sp->e))) {
+		sp->st.r[FWD_SP_ICMP_LIMITED]++;
+		return;
+	}
+	for (uint32_t k = 1; k < FWD_IF_MAX && !in; k++)
+		if (s->ifs[k].index && if_src(&s->ifs[k], family, NULL))
+			in = &s->ifs[k];
+	src = in ? if_src(in, family, NULL) : NULL;
+	if (!src)
+		return;
+	(void)where;
+	err.src = src;
+	r = family == AF_INET ? icmp4_error(&err, p, m->len, out, ICMP4_ERR_MAX, &olen)
+			      : icmp6_error(&err, p, m->len, out, ICMP6_ERR_MAX, &olen);
+	if (r != ICMP_OK)
+		return;
+	send_own_ip(sp, family, out, olen);
+	sp->st.r[FWD_SP_UNREACH_SENT]++;
+}
+
+static void neigh_solicit(void *ctx, const struct neigh_entry *ne, const struct neigh_link *ll)
+{
+	struct fwd_nctx *nc = ctx;
+	struct fwd_sp *sp = nc->e->sp;
+	const struct fwd_if *f = sp_if(nc->e, nc->ifindex);
+	int family = neigh_entry_family(ne);
+	const uint8_t *addr = neigh_entry_addr(ne);
+	uint8_t body[ND_MAX_LEN], dmac[6];
+	const uint8_t *src;
+	size_t n;
+
+	if (!f || !f->up)
+		return;
+	src = if_src(f, family, addr);
+	if (!src)
+		return;
+	if (family == AF_INET) {
+		n = arp_build_request(body, sizeof(body), ARP_HTYPE_ETHER, f->mac, ip_be32(src),
+				      ip_be32(addr));
+		if (ll)
+			memcpy(dmac, ll->addr, 6);
+		else
+			memset(dmac, 0xff, 6);
+		if (n)
+			eth_reply(sp, f, dmac, ETHF_TYPE_ARP, body, n);
+		return;
+	}
+	n = nd_build_ns(body, sizeof(body), ND_LINK_ETHER, src, ll ? addr : NULL, addr, f->mac);
+	if (ll) {
+		memcpy(dmac, ll->addr, 6);
+	} else {
+		uint8_t grp[16];
+
+		nd_solicited_node(addr, grp);
+		nd_mcast_mac(grp, dmac);
+	}
+	if (n)
+		eth_reply(sp, f, dmac, ETHF_TYPE_IPV6, body, n);
+}
+
+/* A message of a retired slot (engine/engine.h) that still has to go out: copied into a
+ * control message of the egress interface's worker, the original back to its pool.
+ * Returns false (message recycled) when it cannot go. */
+static bool resend(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	const struct fwd_if *f = sp_if(sp->e, m->ifindex);
+	struct fwd_msg *c = f ? ctl_msg(sp, f) : NULL;
+
+	if (c) {
+		uint8_t owner = c->owner;
+		uint16_t worker = c->worker;
+
+		memcpy(c, m, offsetof(struct fwd_msg, data) + m->len);
+		c->owner = owner;
+		c->worker = worker;
+	} else if (m->type == FWD_MSG_TX_IB && m->ib_send.buf && f) {
+		f->ib_ops->buf_put(f->ib_port, m->ib_send.buf);
+	}
+	fwd_msg_recycle(sp->e, m);
+	return c && ctl_enqueue(sp, c) == 0;
+}
+
+/* A parked message may go: back to its worker, which runs the egress stage again. */
+static void neigh_xmit(void *ctx, const struct neigh_entry *ne, const struct neigh_link *ll,
+		       void *pkt)
+{
+	struct fwd_nctx *nc = ctx;
+	struct fwd_sp *sp = nc->e->sp;
+	struct fwd_msg *m = pkt;
+	void *p = m;
+
+	(void)ne;
+	(void)ll;
+	m->type = FWD_MSG_TX_IP; /* own as parked: a forwarded packet's TTL goes down once */
+	if (nc->e->wk[m->worker].retired) {
+		sp->st.r[resend(sp, m) ? FWD_SP_RESOLVED_SENT : FWD_SP_UNRES_DROPPED]++;
+		return;
+	}
+	sp->st.r[FWD_SP_RESOLVED_SENT]++;
+	if (ring_enqueue_burst(nc->e->wk[m->worker].to_wk, &p, 1) != 1) {
+		/* Cannot happen (the ring holds both pools); keep the message safe. */
+		sp->st.r[FWD_SP_RING_FULL]++;
+		return;
+	}
+	ring_wake_if_sleeping(nc->e->wk[m->worker].to_wk);
+}
+
+void fwd_sp_slot_retired(struct fwd_engine *e, unsigned w)
+{
+	struct ring *r = e->wk[w].to_wk;
+	void *v[32];
+	unsigned n;
+
+	while ((n = ring_dequeue_burst(r, v, 32)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			struct fwd_msg *m = v[i];
+
+			if (m->owner == FWD_OWNER_WORKER && m->type != FWD_MSG_TX_IP)
+				fwd_msg_recycle(e, m); /* a punt handed back */
+			else if (!resend(e->sp, m))
+				e->sp->st.r[FWD_SP_RESEND_FAILED]++;
+		}
+	}
+}
+
+static void neigh_drop(void *ctx, void *pkt)
+{
+	struct fwd_nctx *nc = ctx;
+	struct fwd_msg *m = pkt;
+
+	nc->e->sp->st.r[FWD_SP_UNRES_DROPPED]++;
+	unreachable(nc->e->sp, m);
+	fwd_msg_put(nc->e, m, FWD_OWNER_CONTROL);
+}
+
+const struct neigh_ops fwd_sp_neigh_ops = {
+	.solicit = neigh_solicit,
+	.xmit = neigh_xmit,
+	.drop = neigh_drop,
+};
+
+/* Returns true when the message was kept (parked). */
+static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	const struct fwd_if *out = sp_if(sp->e, m->ifindex);
+	int family = m->family;
+
+	if (!out || !out->neigh) {
+		sp->st.r[FWD_SP_UNRES_DISCARDED]++;
+		return false;
+	}
+	if (out->kind == FWD_IF_ETH) {
+		int ret;
+
+		sp->st.r[FWD_SP_PARKED]++;
+		ret = neigh_resolve(out->neigh, family, m->nh, m); /* owns m from here */
+		(void)ret;
+		return true;
+	}
+	/* IPoIB: the link parks and resolves (ARP/NS, PathRecord, AH); the packet goes as
+	 * an IB buffer. TTL first: the worker did not decrement a punted packet. */
+	if (out->link) {
+		struct ibp_buf *b = ipoib_link_buf(out->link);
+
+		if (!b) {
+			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
+			return false;
+		}
+		if (m->len + IPOIB_ENCAP_LEN > b->cap ||
+		    (!m->own && (family == AF_INET ? ip4_ttl_decrement(m->data)
+						   : ip6_hop_decrement(m->data)) != IP_OK)) {
+			out->ib_ops->buf_put(out->ib_port, b);
+			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
+			return false;
+		}
+		memcpy(b->data + IPOIB_ENCAP_LEN, m->data, m->len);
+		b->len = m->len;
+		sp->st.r[FWD_SP_PARKED]++;
+		(void)ipoib_link_xmit_ip(out->link, family, m->nh,
+					 family == AF_INET ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6, b);
+		return false;
+	}
+	sp->st.r[FWD_SP_UNRES_DISCARDED]++;
+	return false;
+}
+
+/* ---- the rings ---------------------------------------------------------------------- */
+
+static void handle(struct fwd_sp *sp, struct fwd_msg *m)
+{
+	const struct fwd_if *in = sp_if(sp->e, m->ifindex);
+	bool kept = false;
+
+	sp->st.msgs++;
+	if (!in) {
+		sp->st.r[FWD_SP_IF_GONE]++;
+		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
+		return;
+	}
+	if (m->type == FWD_MSG_IB_WC) {
+		/* A GSI QP completion the worker passed on: the cm's (connected mode). */
+		if (!in->link || !ipoib_link_gsi_completion(in->link, &m->wc)) {
+			if (m->wc.buf && in->ib_ops)
+				in->ib_ops->buf_put(in->ib_port, m->wc.buf);
+		}
+		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
+		return;
+	}
+	switch (m->punt) {
+	case FWD_PUNT_ARP:
+		if (m->type == FWD_MSG_PUNT_ETH && m->len >= ETHF_HLEN)
+			eth_arp(sp, in, m->data, m->len);
+		else if (m->type == FWD_MSG_PUNT_IB)
+			ib_ctl(sp, in, m);
+		break;
+	case FWD_PUNT_ND:
+		if (m->type == FWD_MSG_PUNT_ETH && m->len >= ETHF_HLEN)
+			eth_nd(sp, in, m->data, m->len);
+		else if (m->type == FWD_MSG_PUNT_IB)
+			ib_ctl(sp, in, m);
+		break;
+	case FWD_PUNT_LOCAL:
+		local_in(sp, m);
+		break;
+	case FWD_PUNT_UNRESOLVED:
+		m->own = false; /* a forwarded packet */
+		kept = unresolved(sp, m);
+		break;
+	default:
+		break;
+	}
+	if (!kept)
+		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
+}
+
+unsigned fwd_sp_poll(struct fwd_engine *e)
+{
+	struct fwd_sp *sp = e->sp;
+	unsigned total = 0;
+
+	for (unsigned w = 0; w < e->n_slots; w++) {
+		struct ring *r = e->wk[w].to_ctl;
+		void *v[32];
+		unsigned n;
+
+		while ((n = ring_dequeue_burst(r, v, 32)) > 0) {
+			for (unsigned i = 0; i < n; i++) {
+				struct fwd_msg *m = v[i];
+
+				if (m->owner == FWD_OWNER_CONTROL)
+					fwd_msg_recycle(e, m); /* a return */
+				else
+					handle(sp, m);
+			}
+			total += n;
+		}
+	}
+	return total;
+}
+
+uint64_t fwd_sp_tick(struct fwd_engine *e)
+{
+	const struct fwd_snap *s = fwd_engine_current(e);
+	uint64_t next = 1000;
+
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		if (e->own_neigh[k] && s->ifs[k].neigh) {
+			uint64_t t = neigh_tick(s->ifs[k].neigh);
+
+			if (t < next)
+				next = t;
+		}
+	}
+	return next;
+}
+
+static void on_ring(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct fwd_engine *e = arg;
+
+	(void)loop;
+	(void)fd;
+	(void)events;
+	for (unsigned w = 0; w < e->n_slots; w++)
+		ring_sleep_done(e->wk[w].to_ctl);
+	fwd_sp_poll(e);
+	for (unsigned w = 0; w < e->n_slots; w++)
+		if (!ring_sleep_prepare(e->wk[w].to_ctl))
+			fwd_sp_poll(e);
+}
+
+static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct fwd_engine *e = arg;
+	uint64_t next;
+
+	(void)loop;
+	fwd_sp_poll(e);
+	next = fwd_sp_tick(e);
+	evtimer_start(t, next ? next : 1, 0);
+}
+
+int fwd_sp_attach(struct fwd_engine *e, struct evloop *loop)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!loop)
+		return 0;
+	sp->loop = loop;
+	for (unsigned w = 0; w < e->n_slots; w++) {
+		int ret = fwd_sp_slot_added(e, w);
+
+		if (ret < 0)
+			return ret;
+	}
+	sp->timer = evtimer_new(loop, on_timer, e);
+	if (!sp->timer)
+		return -ENOMEM;
+	evtimer_start(sp->timer, 100, 0);
+	return 0;
+}
+
+int fwd_sp_slot_added(struct fwd_engine *e, unsigned w)
+{
+	int ret;
+
+	if (!e->sp->loop)
+		return 0;
+	ret = evloop_add_fd(e->sp->loop, ring_fd(e->wk[w].to_ctl), EPOLLIN, on_ring, e);
+	if (ret < 0)
+		return ret;
+	(void)ring_sleep_prepare(e->wk[w].to_ctl);
+	return 0;
+}
+
+void fwd_sp_detach(struct fwd_engine *e)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp || !sp->loop)
+		return;
+	for (unsigned w = 0; w < e->n_slots; w++)
+		evloop_del_fd(sp->loop, ring_fd(e->wk[w].to_ctl));
+	evtimer_free(sp->timer);
+	sp->timer = NULL;
+	sp->loop = NULL;
+}
+
+void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out)
+{
+	*out = e->sp->st;
+}
+
+int fwd_sp_new(struct fwd_engine *e)
+{
+	struct fwd_sp *sp = calloc(1, sizeof(*sp));
+	struct icmp_rl_cfg pc = { .per_dst_rate = 100,
+				  .per_dst_burst = 20,
+				  .total_rate = 0,
+				  .v4_prefix_len = 32,
+				  .v6_prefix_len = 128,
+				  .seed = e->seed };
+	int ret;
+
+	if (!sp)
+		return -ENOMEM;
+	sp->e = e;
+	ret = icmp_rl_init(&sp->rl, sp->rl_b, SP_RL_BUCKETS, &e->cfg.icmp_rl);
+	if (ret == 0)
+		ret = icmp_rl_init(&sp->prl, sp->prl_b, SP_RL_BUCKETS, &pc);
+	if (ret < 0) {
+		free(sp);
+		return ret;
+	}
+	e->sp = sp;
+	return 0;
+}
+
+void fwd_sp_free(struct fwd_engine *e)
+{
+	if (!e->sp)
+		return;
+	fwd_sp_detach(e);
+	free(e->sp);
+	e->sp = NULL;
+}

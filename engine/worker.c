@@ -1,0 +1,774 @@
+/*
+ * The forwarding threads (engine/worker.h): poll the ports this worker owns in bursts,
+ * run engine/forward.h per packet, transmit in bursts per egress interface, serve the
+ * control->worker ring, punt to the worker->control ring, and sleep on the ports' fds
+ * and the ring's eventfd when idle (RCU-offline meanwhile).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+#include <urcu-qsbr.h>
+
+#include "engine/engine_pvt.h"
+#include "engine/forward.h"
+#include "ipoib/ipoib_link.h"
+#include "engine/ring.h"
+#include "engine/worker.h"
+#include "lib/log.h"
+
+#define BURST_MAX 64
+#define TXQ       64
+#define PUNTQ     64
+
+struct wport {
+	enum fwd_if_kind kind;
+	const struct ethp_ops *eops;
+	struct ethp_port *eth;
+	uint32_t eth_if; /* the Ethernet interface of this port */
+	const struct ibp_ops *iops;
+	struct ibp_port *ib;
+	struct fwd_port_lock *lk; /* the port's data-path lock */
+	/* IPoIB: the port's links as of the snapshot (UD QP: NULL while down), and the
+	 * GSI QP of the port's cm (connected mode; NULL: none) with an interface of the
+	 * port to name in the messages that take its completions to the control thread. */
+	unsigned nlinks;
+	struct {
+		struct ipoib_link *l;
+		struct ibp_qp *ud;
+	} links[FWD_IF_MAX];
+	struct ibp_qp *gsi_qp;
+	uint32_t gsi_if;
+};
+
+struct txq {
+	unsigned n;
+	struct ethp_tx eth[TXQ];
+	struct ibp_send ib[TXQ];
+	bool fwd[TXQ]; /* from the data path (the link counts the control thread's itself) */
+	const struct fwd_if *ifp;
+};
+
+struct wstate {
+	struct fwd_engine *e;
+	unsigned id;
+	struct fwd_worker_config cfg;
+	struct fwd_ctx ctx;
+	struct fwd_result res;
+	struct fwd_stats *st;
+	int epfd;
+	uint64_t gen;
+	unsigned nports;
+	struct wport ports[FWD_IF_MAX];
+	struct txq txq[FWD_IF_MAX];
+	unsigned npunt;
+	void *punts[PUNTQ];
+	unsigned nret; /* control messages to hand back after the flush */
+	void *rets[BURST_MAX];
+	struct ethp_rx erx[BURST_MAX];
+	struct ibp_wc wcs[BURST_MAX];
+	struct ipoib_link *wl[BURST_MAX]; /* the link of each receive completion */
+	/* a receive burst between classification and forwarding */
+	struct ipoib_rx rx[BURST_MAX];
+	const struct fwd_if *rx_if[BURST_MAX];
+	const uint8_t *ip[BURST_MAX]; /* for fwd_prefetch_burst */
+	size_t ip_len[BURST_MAX];
+};
+_Static_assert(BURST_MAX <= FWD_PREFETCH_MAX, "a whole burst is warmed at once");
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- ports of this worker ------------------------------------------------------------ */
+
+static void epoll_add(struct wstate *w, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (fd >= 0)
+		(void)epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* The link's QPs as the snapshot publishes them (the GSI QP is fixed from the link's
+ * creation on, which happened before the interface was published). */
+static void wport_add_link(struct wport *p, const struct fwd_if *f)
+{
+	if (!f->link || p->nlinks == FWD_IF_MAX)
+		return;
+	p->links[p->nlinks].l = f->link;
+	p->links[p->nlinks].ud = f->ud_qp;
+	p->nlinks++;
+	if (!p->gsi_qp) {
+		p->gsi_qp = ipoib_link_gsi_qp(f->link);
+		p->gsi_if = f->index;
+	}
+}
+
+static void rescan(struct wstate *w, const struct fwd_snap *s)
+{
+	if (w->epfd >= 0)
+		close(w->epfd);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	epoll_add(w, ring_fd(w->e->wk[w->id].to_wk));
+	w->nports = 0;
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *f = &s->ifs[k];
+		struct wport *dup = NULL;
+
+		if (!f->index || f->worker != w->id || f->moving)
+			continue;
+		for (unsigned i = 0; i < w->nports; i++)
+			if ((f->kind == FWD_IF_ETH && w->ports[i].eth == f->eth) ||
+			    (f->kind == FWD_IF_IPOIB && w->ports[i].ib == f->ib_port))
+				dup = &w->ports[i];
+		if (dup) {
+			if (f->kind == FWD_IF_IPOIB)
+				wport_add_link(dup, f);
+			continue;
+		}
+		w->ports[w->nports] = (struct wport){
+			.kind = f->kind,
+			.eops = f->eth_ops,
+			.eth = f->eth,
+			.eth_if = k,
+			.iops = f->ib_ops,
+			.ib = f->ib_port,
+			.lk = f->dp_lock,
+		};
+		if (f->kind == FWD_IF_IPOIB)
+			wport_add_link(&w->ports[w->nports], f);
+		if (f->kind == FWD_IF_ETH)
+			epoll_add(w, f->eth_ops->wait_fd(f->eth));
+		else
+			epoll_add(w, f->ib_ops->cq_fd(f->ib_port));
+		w->nports++;
+	}
+	w->gen = s->gen;
+}
+
+/* ---- transmit ------------------------------------------------------------------------ */
+
+static void flush_if(struct wstate *w, unsigned k)
+{
+	struct txq *q = &w->txq[k];
+	const struct fwd_if *f = q->ifp;
+	int n;
+
+	if (!q->n)
+		return;
+	/* The egress port may be another worker's: its data path under its lock. */
+	if (f->kind == FWD_IF_ETH) {
+		uint64_t bytes = 0;
+
+		fwd_port_lock(f->dp_lock);
+		n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
+		fwd_port_unlock(f->dp_lock);
+		if (n < 0)
+			n = 0;
+		for (int i = 0; i < n; i++) /* descriptors are ours again: the port copied */
+			bytes += q->eth[i].hdr_len + q->eth[i].len;
+		FWD_ADD(w->st->tx_packets, (unsigned)n);
+		FWD_ADD(w->st->tx_bytes, bytes);
+		if ((unsigned)n < q->n)
+			FWD_ADD(w->st->drops[FWD_DROP_TX_FULL], q->n - (unsigned)n);
+	} else {
+		uint32_t len[TXQ]; /* read before the post: a posted buffer is the port's */
+		uint64_t link_packets = 0, link_bytes = 0, bytes = 0;
+
+		for (unsigned i = 0; i < q->n; i++)
+			len[i] = q->ib[i].buf->len;
+		fwd_port_lock(f->dp_lock);
+		n = f->ib_ops->post_send(q->ib, q->n);
+		fwd_port_unlock(f->dp_lock);
+		if (n < 0)
+			n = 0;
+		for (int i = 0; i < n; i++) {
+			bytes += len[i];
+			if (q->fwd[i]) {
+				link_packets++;
+				link_bytes += len[i];
+			}
+		}
+		FWD_ADD(w->st->tx_bytes, bytes);
+		if (link_packets && f->link)
+			ipoib_link_count_tx(f->link, link_packets, link_bytes);
+		FWD_ADD(w->st->tx_packets, (unsigned)n);
+		for (unsigned i = (unsigned)n; i < q->n; i++) {
+			f->ib_ops->buf_put(f->ib_port, q->ib[i].buf);
+			FWD_INC(w->st->drops[FWD_DROP_TX_FULL]);
+		}
+	}
+	q->n = 0;
+}
+
+static void flush_all(struct wstate *w)
+{
+	for (unsigned k = 1; k < FWD_IF_MAX; k++)
+		flush_if(w, k);
+	fwd_ctx_scratch_reset(&w->ctx);
+	if (w->nret) {
+		/* Messages whose data went out: control's go back to it, ours (parked
+		 * punts released by control) to our pool. */
+		struct ring *r = w->e->wk[w->id].to_ctl;
+		unsigned nc = 0;
+
+		for (unsigned i = 0; i < w->nret; i++) {
+			struct fwd_msg *m = w->rets[i];
+
+			if (m->owner == FWD_OWNER_WORKER)
+				fwd_msg_recycle(w->e, m);
+			else
+				w->rets[nc++] = m;
+		}
+		if (nc) {
+			(void)ring_enqueue_burst(r, w->rets, nc);
+			ring_wake_if_sleeping(r);
+		}
+		w->nret = 0;
+	}
+}
+
+/* fwd: from the data path (forwarded, or the worker's own ICMP), not a frame the control
+ * thread hands over (which its link has counted). */
+static void queue_tx(struct wstate *w, const struct fwd_tx *t, bool fwd)
+{
+	unsigned k = t->ifp->index;
+	struct txq *q = &w->txq[k];
+
+	if (q->n == TXQ)
+		flush_if(w, k);
+	q->ifp = t->ifp;
+	if (t->ifp->kind == FWD_IF_ETH)
+		q->eth[q->n] = t->eth;
+	else
+		q->ib[q->n] = t->ib;
+	q->fwd[q->n] = fwd;
+	q->n++;
+}
+
+/* ---- punts --------------------------------------------------------------------------- */
+
+static void flush_punts(struct wstate *w)
+{
+	struct ring *r = w->e->wk[w->id].to_ctl;
+	unsigned n;
+
+	if (!w->npunt)
+		return;
+	n = ring_enqueue_burst(r, w->punts, w->npunt);
+	for (unsigned i = n; i < w->npunt; i++) {
+		fwd_msg_recycle(w->e, w->punts[i]); /* cannot happen: the ring holds both pools */
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+	}
+	w->npunt = 0;
+	ring_wake_if_sleeping(r);
+}
+
+static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
+		    const struct ipoib_rx *rx)
+{
+	struct fwd_msg *m;
+
+	if (res->punt_len > FWD_MSG_DATA) {
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_TOO_BIG]);
+		return;
+	}
+	if (w->npunt == PUNTQ)
+		flush_punts(w);
+	m = fwd_msg_get(w->e, w->id, FWD_OWNER_WORKER);
+	if (!m) {
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+		return;
+	}
+	m->type = ib ? FWD_MSG_PUNT_IB : FWD_MSG_PUNT_ETH;
+	m->punt = (uint8_t)res->punt;
+	m->ifindex = (uint16_t)res->punt_if->index;
+	m->family = res->punt_family;
+	memcpy(m->nh, res->punt_nh, 16);
+	m->own = false;
+	if (rx) {
+		m->ethertype = rx->ethertype;
+		m->src_qpn = rx->src_qpn;
+		m->slid = rx->slid;
+		m->has_grh = rx->has_grh;
+		m->mcast = rx->mcast;
+		m->sgid = rx->sgid;
+		m->dgid = rx->dgid;
+	}
+	memcpy(m->data, res->punt_data, res->punt_len);
+	m->len = res->punt_len;
+	FWD_INC(w->st->punts[res->punt]);
+	w->punts[w->npunt++] = m;
+}
+
+static void take(struct wstate *w, struct fwd_result *res, bool ib, const struct ipoib_rx *rx)
+{
+	for (unsigned i = 0; i < res->n_tx; i++)
+		queue_tx(w, &res->tx[i], true);
+	if (res->v == FWD_V_PUNT)
+		do_punt(w, res, ib, rx);
+	else if (res->v == FWD_V_DROP && res->drop < FWD_DROP_COUNT)
+		FWD_INC(w->st->drops[res->drop]);
+	if (fwd_ctx_scratch_low(&w->ctx))
+		flush_all(w);
+}
+
+/* ---- receive ------------------------------------------------------------------------- */
+
+static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_snap *s)
+{
+	const struct fwd_if *in = fwd_snap_if(s, p->eth_if);
+	int n;
+
+	fwd_port_lock(p->lk);
+	n = p->eops->rx_burst(p->eth, w->erx, w->cfg.burst);
+	fwd_port_unlock(p->lk);
+
+	if (n <= 0)
+		return 0;
+	FWD_ADD(w->st->rx_packets, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		w->ip[i] = fwd_eth_ip(w->erx[i].data, w->erx[i].len, &w->ip_len[i]);
+	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, (unsigned)n);
+	for (int i = 0; i < n; i++) {
+		FWD_ADD(w->st->rx_bytes, w->erx[i].len);
+		fwd_input_eth(&w->ctx, in, w->erx[i].data, w->erx[i].len, w->erx[i].pkttype,
+			      &w->res);
+		take(w, &w->res, false, NULL);
+	}
+	flush_all(w); /* frames point into the receive buffers */
+	for (int i = 0; i < n; i++)
+		p->eops->buf_put(p->eth, w->erx[i].buf); /* any thread: no lock */
+	return (unsigned)n;
+}
+
+static const struct fwd_if *if_of_link(const struct fwd_snap *s, const void *link)
+{
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
+		if (s->ifs[k].index && s->ifs[k].kind == FWD_IF_IPOIB && s->ifs[k].link == link)
+			return &s->ifs[k];
+	return NULL;
+}
+
+/* Which link a completion of port p belongs to: its UD QP's, or (connected mode) the
+ * link of the RC connection it came on (receives through the link's SRQ). NULL: none
+ * of this port's links (a QP of a link gone meanwhile). *gsi: the port's GSI QP. */
+static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc, bool *gsi)
+{
+	struct ipoib_link *l;
+
+	*gsi = p->gsi_qp && wc->qp == p->gsi_qp;
+	if (*gsi)
+		return NULL;
+	for (unsigned i = 0; i < p->nlinks; i++)
+		if (wc->qp == p->links[i].ud || wc->qp_user == p->links[i].l)
+			return p->links[i].l; /* a UD QP's user pointer is its link */
+	l = ipoib_link_of_rc(wc);
+	for (unsigned i = 0; l && i < p->nlinks; i++)
+		if (p->links[i].l == l)
+			return l;
+	return NULL;
+}
+
+/* A GSI QP completion (a CM MAD sent or received): to the control thread, which runs
+ * the cm (ipoib_link_gsi_completion reposts or frees the buffer there). */
+static void gsi_to_ctl(struct wstate *w, struct wport *p, const struct ibp_wc *wc)
+{
+	struct fwd_msg *m;
+
+	if (w->npunt == PUNTQ)
+		flush_punts(w);
+	m = fwd_msg_get(w->e, w->id, FWD_OWNER_WORKER);
+	if (!m) {
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+		if (wc->buf && wc->kind == IBP_WC_RECV) {
+			struct ibp_buf *b = wc->buf;
+
+			b->len = 0;
+			fwd_port_lock(p->lk);
+			if (p->iops->post_recv(wc->qp, &b, 1) != 1)
+				p->iops->buf_put(p->ib, b);
+			fwd_port_unlock(p->lk);
+		} else if (wc->buf) {
+			p->iops->buf_put(p->ib, wc->buf);
+		}
+		return;
+	}
+	m->type = FWD_MSG_IB_WC;
+	m->punt = FWD_PUNT_COUNT;
+	m->ifindex = (uint16_t)p->gsi_if;
+	m->wc = *wc;
+	m->len = 0;
+	m->own = false;
+	w->punts[w->npunt++] = m;
+}
+
+static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
+{
+	unsigned nrx = 0;
+	int n;
+
+	fwd_port_lock(p->lk);
+	n = p->iops->poll(p->ib, w->wcs, w->cfg.burst);
+	fwd_port_unlock(p->lk);
+
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		struct ibp_wc *wc = &w->wcs[i];
+		bool gsi;
+		struct ipoib_link *l = wc_link(p, wc, &gsi);
+		const struct fwd_if *in;
+		struct ipoib_rx *rx = &w->rx[nrx];
+
+		w->wl[i] = l;
+		if (gsi) {
+			gsi_to_ctl(w, p, wc);
+			wc->buf = NULL; /* the control thread's now */
+			continue;
+		}
+		if (wc->kind == IBP_WC_SEND) {
+			/* Buffers back to the pool (any thread): no port lock. RC send errors
+			 * are noted for the control thread (teardown). */
+			if (l)
+				ipoib_link_tx_done(l, wc);
+			else if (wc->buf)
+				p->iops->buf_put(p->ib, wc->buf);
+			continue;
+		}
+		FWD_INC(w->st->rx_packets);
+		FWD_ADD(w->st->rx_bytes, wc->byte_len);
+		in = l ? if_of_link(s, l) : NULL;
+		if (!in) {
+			FWD_INC(w->st->drops[FWD_DROP_IF_DOWN]);
+			continue;
+		}
+		/* UD through the link's QP, RC through its SRQ: ipoib_link_rx tells. */
+		ipoib_link_rx(l, wc, rx);
+		w->rx_if[nrx] = in;
+		w->ip[nrx] = rx->kind == IPOIB_RX_IP4 || rx->kind == IPOIB_RX_IP6 ? rx->data : NULL;
+		w->ip_len[nrx++] = rx->len;
+	}
+	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, nrx);
+	for (unsigned k = 0; k < nrx; k++) {
+		fwd_input_ib(&w->ctx, w->rx_if[k], &w->rx[k], &w->res);
+		take(w, &w->res, true, &w->rx[k]);
+	}
+	flush_all(w);
+	fwd_port_lock(p->lk); /* post_recv, post_srq_recv */
+	for (int i = 0; i < n; i++) {
+		struct ibp_wc *wc = &w->wcs[i];
+
+		if (wc->kind != IBP_WC_RECV || !wc->buf)
+			continue;
+		if (w->wl[i])
+			ipoib_link_repost(w->wl[i], wc->buf); /* the SRQ first when it is owed */
+		else
+			p->iops->buf_put(p->ib, wc->buf);
+	}
+	fwd_port_unlock(p->lk);
+	return (unsigned)n;
+}
+
+/* ---- control -> worker --------------------------------------------------------------- */
+
+static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
+{
+	struct ring *r = w->e->wk[w->id].to_wk;
+	void *v[BURST_MAX];
+	unsigned n = ring_dequeue_burst(r, v, BURST_MAX - w->nret);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct fwd_msg *m = v[i];
+		const struct fwd_if *f;
+
+		if (m->owner == FWD_OWNER_WORKER && m->type != FWD_MSG_TX_IP) {
+			fwd_msg_recycle(w->e, m); /* a punt came back */
+			continue;
+		}
+		f = fwd_snap_if(s, m->ifindex);
+		FWD_INC(w->st->ctl_tx);
+		if (!f || !f->up) {
+			if (m->type == FWD_MSG_TX_IB && m->ib_send.buf && f)
+				f->ib_ops->buf_put(f->ib_port, m->ib_send.buf);
+			FWD_INC(w->st->drops[FWD_DROP_IF_DOWN]);
+		} else if (m->type == FWD_MSG_TX_ETH && f->kind == FWD_IF_ETH && m->len >= 14) {
+			struct fwd_tx t = { .ifp = f };
+
+			memcpy(t.eth.hdr, m->data, 14);
+			t.eth.hdr_len = 14;
+			t.eth.data = m->data + 14;
+			t.eth.len = m->len - 14;
+			queue_tx(w, &t, false);
+		} else if (m->type == FWD_MSG_TX_IB && f->kind == FWD_IF_IPOIB) {
+			struct fwd_tx t = { .ifp = f, .ib = m->ib_send };
+
+			queue_tx(w, &t, false);
+		} else if (m->type == FWD_MSG_TX_IP) {
+			if (m->own)
+				fwd_output_local(&w->ctx, f, m->family, m->nh, m->data, m->len,
+						 &w->res);
+			else
+				fwd_output_ip(&w->ctx, f, m->family, m->nh, m->data, m->len,
+					      &w->res);
+			take(w, &w->res, false, NULL);
+		}
+		if (m->owner == FWD_OWNER_WORKER)
+			w->rets[w->nret++] = m; /* a parked punt, sent: recycled after the flush */
+		else
+			w->rets[w->nret++] = m;
+	}
+	if (n)
+		flush_all(w);
+	return n;
+}
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static bool arm_all(struct wstate *w)
+{
+	for (unsigned i = 0; i < w->nports; i++) {
+		struct wport *p = &w->ports[i];
+
+		fwd_port_lock(p->lk);
+		if (p->kind == FWD_IF_ETH)
+			(void)p->eops->arm(p->eth);
+		else
+			(void)p->iops->arm(p->ib);
+		fwd_port_unlock(p->lk);
+	}
+	return true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct wstate *w = arg;
+	struct fwd_wk *k = &w->e->wk[w->id];
+	uint64_t idle_since = mono_ns();
+	uint64_t spin_ns = (uint64_t)w->cfg.spin_us * 1000u;
+	char name[16];
+
+	/* Named before its first poll (top, perf, and the tests tell workers apart). */
+	snprintf(name, sizeof(name), "ibgw-fwd%u", w->id % 100u);
+	(void)pthread_setname_np(pthread_self(), name);
+	rcu_register_thread();
+	while (!atomic_load_explicit(&k->stop, memory_order_acquire)) {
+		const struct fwd_snap *s;
+		unsigned work = 0;
+		uint64_t now = mono_ns();
+
+		fwd_ctx_begin(&w->ctx, now);
+		s = w->ctx.snap;
+		if (s->gen != w->gen)
+			rescan(w, s);
+		for (unsigned i = 0; i < w->nports; i++) {
+			struct wport *p = &w->ports[i];
+
+			work += p->kind == FWD_IF_ETH ? poll_eth(w, p, s) : poll_ib(w, p, s);
+		}
+		work += serve_ring(w, s);
+		flush_punts(w);
+		FWD_INC(w->st->loops);
+		rcu_quiescent_state();
+		if (work) {
+			idle_since = now;
+			continue;
+		}
+		if (now - idle_since < spin_ns)
+			continue;
+		/* Sleep: arm every port, look once more, then wait. After the quiescent
+		 * state above, w->ports may name a port the control thread has since removed
+		 * and freed: touch them only under a snapshot of their generation (an older
+		 * one keeps this thread holding up synchronize_rcu until it goes offline). */
+		fwd_ctx_begin(&w->ctx, mono_ns());
+		s = w->ctx.snap;
+		if (s->gen != w->gen)
+			continue; /* rescan first */
+		arm_all(w);
+		{
+			unsigned again = 0;
+
+			for (unsigned i = 0; i < w->nports; i++) {
+				struct wport *p = &w->ports[i];
+
+				again +=
+				    p->kind == FWD_IF_ETH ? poll_eth(w, p, s) : poll_ib(w, p, s);
+			}
+			flush_punts(w);
+			if (again || !ring_sleep_prepare(k->to_wk) ||
+			    atomic_load_explicit(&k->stop, memory_order_acquire)) {
+				ring_sleep_done(k->to_wk);
+				idle_since = mono_ns();
+				continue;
+			}
+		}
+		FWD_INC(w->st->sleeps);
+		rcu_thread_offline();
+		{
+			struct epoll_event ev[8];
+
+			(void)epoll_wait(w->epfd, ev, 8, 100);
+		}
+		rcu_thread_online();
+		ring_sleep_done(k->to_wk);
+		FWD_INC(w->st->wakeups);
+		idle_since = mono_ns();
+	}
+	/* Hand back what is ours to hand back; flush what is queued. */
+	fwd_ctx_begin(&w->ctx, mono_ns());
+	serve_ring(w, w->ctx.snap);
+	flush_punts(w);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_config *cfg)
+{
+	struct fwd_wk *k;
+	struct wstate *w;
+	int ret;
+
+	if (id >= e->n_workers || e->wk[id].started)
+		return -EINVAL;
+	k = &e->wk[id];
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->e = e;
+	w->id = id;
+	w->cfg = cfg ? *cfg : (struct fwd_worker_config){ .cpu = -1 };
+	if (!w->cfg.spin_us)
+		w->cfg.spin_us = FWD_WORKER_SPIN_US;
+	if (!w->cfg.burst || w->cfg.burst > BURST_MAX)
+		w->cfg.burst = 32;
+	w->st = k->st;
+	w->epfd = -1;
+	w->gen = UINT64_MAX;
+	ret = fwd_ctx_init(&w->ctx, e, id);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	atomic_store(&k->stop, false);
+	ret = pthread_create(&k->thr, NULL, worker_main, w);
+	if (ret) {
+		fwd_ctx_fini(&w->ctx);
+		free(w);
+		return -ret;
+	}
+	k->wctx = w;
+	k->started = true;
+	if (w->cfg.cpu >= 0 && (ret = fwd_worker_set_cpu(e, id, w->cfg.cpu)) < 0)
+		log_errno(LOG_WARNING, -ret, "worker %u: cannot pin to CPU %d", id, w->cfg.cpu);
+	return 0;
+}
+
+int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu)
+{
+	struct fwd_wk *k = w < e->n_workers ? &e->wk[w] : NULL;
+	cpu_set_t set;
+	int ret;
+
+	if (!k || !k->started)
+		return -ESRCH;
+	if (cpu >= CPU_SETSIZE)
+		return -EINVAL;
+	CPU_ZERO(&set);
+	if (cpu >= 0) {
+		CPU_SET(cpu, &set);
+	} else {
+		/* Anywhere this process may run. */
+		if (sched_getaffinity(0, sizeof(set), &set) < 0)
+			return -errno;
+	}
+	ret = pthread_setaffinity_np(k->thr, sizeof(set), &set);
+	if (ret)
+		return -ret;
+	((struct wstate *)k->wctx)->cfg.cpu = cpu;
+	return 0;
+}
+
+static void worker_stop(struct fwd_engine *e, unsigned id)
+{
+	struct fwd_wk *k = &e->wk[id];
+	struct wstate *w = k->wctx;
+
+	if (!k->started)
+		return;
+	atomic_store_explicit(&k->stop, true, memory_order_release);
+	{
+		/* Wake it: the ring's eventfd is in its epoll set. */
+		uint64_t one = 1;
+
+		(void)!write(ring_fd(k->to_wk), &one, sizeof(one));
+	}
+	pthread_join(k->thr, NULL);
+	if (w->epfd >= 0)
+		close(w->epfd);
+	fwd_ctx_fini(&w->ctx);
+	free(w);
+	k->wctx = NULL;
+	k->started = false;
+}
+
+void fwd_worker_stop_all(struct fwd_engine *e)
+{
+	for (unsigned id = 0; id < e->n_slots; id++)
+		worker_stop(e, id);
+}
+
+/*
+ * The hand-over of a port between two workers: a port's data path may be entered by
+ * one thread at a time only for its lock's sake, but two workers polling one port
+ * would also split its completions and its epoll wake-ups between them. So an
+ * interface that changes worker is first published as moving (polled by none), and
+ * only after a grace period, when every worker has rescanned past that snapshot, with
+ * its new worker. Its queues hold what arrives meanwhile (a grace period is one loop
+ * turn of each worker, or nothing for a sleeping one).
+ */
+int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker_of[FWD_IF_MAX],
+			 const struct fwd_worker_config *cfgs)
+{
+	const struct fwd_snap *s = fwd_engine_current(e);
+	unsigned old = e->n_workers;
+	int ret;
+
+	if (n == 0 || n > FWD_WORKERS_MAX)
+		return -EINVAL;
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
+		if (s->ifs[k].index && worker_of[k] >= n)
+			return -EINVAL;
+	ret = fwd_engine_slots_grow(e, n);
+	if (ret < 0)
+		return ret;
+	/* New workers first, with nothing to poll yet: they take their ports below. */
+	for (unsigned id = old; id < n; id++) {
+		e->n_workers = id + 1;
+		ret = fwd_worker_start(e, id, &cfgs[id]);
+		if (ret < 0) {
+			e->n_workers = id;
+			break;
+		}
+		e->wk[id].retired = false; /* its pools are the new thread's again */
+	}
+	if (ret == 0)
+		ret = fwd_engine_assign(e, worker_of, synchronize_rcu);
+	/* Stop the workers beyond n, or on failure the new ones (nothing moved to them). */
+	for (unsigned id = ret == 0 ? n : old; id < e->n_workers; id++) {
+		worker_stop(e, id);
+		e->wk[id].retired = true;
+		fwd_sp_slot_retired(e, id);
+	}
+	e->n_workers = ret == 0 ? n : old;
+	return ret;
+}

@@ -1,0 +1,47 @@
+/*
+ * The Ethernet port backends by name ("af_packet" from the config, "af_xdp" when
+ * built), the af_xdp placeholder that refuses to open, and the drop reasons' names.
+ */
+#include "port/eth_port.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "lib/log.h"
+
+static int afxdp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
+{
+	(void)out;
+	log_error("eth %s: the af_xdp backend is not built in this version; use af_packet",
+		  cfg && cfg->device ? cfg->device : "?");
+	return -EOPNOTSUPP;
+}
+
+/* Only open is reachable: no port of this backend ever exists. */
+const struct ethp_ops ethp_afxdp_ops = {
+	.name = "af_xdp",
+	.open = afxdp_open,
+};
+
+const struct ethp_ops *ethp_backend(const char *name)
+{
+	if (!name || strcmp(name, "af_packet") == 0)
+		return &ethp_afpacket_ops;
+	if (strcmp(name, "af_xdp") == 0)
+		return &ethp_afxdp_ops;
+	return NULL;
+}
+
+const char *ethp_drop_name(enum ethp_drop d)
+{
+	static const char *const names[ETHP_DROP_MAX] = {
+		[ETHP_DROP_RX_KERNEL] = "rx_kernel",   [ETHP_DROP_RX_TRUNCATED] = "rx_truncated",
+		[ETHP_DROP_RX_RUNT] = "rx_runt",       [ETHP_DROP_RX_VLAN] = "rx_vlan",
+		[ETHP_DROP_TX_FULL] = "tx_full",       [ETHP_DROP_TX_LINK_DOWN] = "tx_link_down",
+		[ETHP_DROP_TX_INVALID] = "tx_invalid", [ETHP_DROP_TX_ERROR] = "tx_error",
+	};
+
+	if ((unsigned)d >= ETHP_DROP_MAX)
+		return "unknown";
+	return names[d];
+}

@@ -1,0 +1,180 @@
+/*
+ * An Ethernet port, as the data plane sees it: a table of operations (prefix ethp_)
+ * with backends chosen by name, in the manner of port/ib_port.h.
+ *
+ *   af_packet  an AF_PACKET socket on the kernel netdev, driven through io_uring
+ *              (multishot RECVMSG into a provided buffer ring, linked SENDMSG batches),
+ *              or through recvmmsg/sendmmsg when io_uring is unavailable
+ *              (port/eth_port_afpacket.c)
+ *   af_xdp     not built yet: ethp_backend("af_xdp") returns a table whose open()
+ *              fails with -EOPNOTSUPP (port/eth_port.c)
+ *
+ * A port is one (device, VLAN) pair: a port with vlan N on device D receives only
+ * frames of VLAN N on D (filtered in the kernel by a socket filter, checked again in
+ * user space) and sends frames tagged N on D; vlan 0 means untagged frames only.
+ * Received frames are handed out untagged (the tag is in the descriptor); frames to
+ * send are given untagged and the port inserts its tag.
+ *
+ * Buffers and the IB -> Ethernet path: a port owns one pool of buffers (n_bufs of
+ * buf_size bytes, one allocation). Receive fills pool buffers and hands them to the
+ * caller, who returns them with buf_put. Transmit does NOT need pool buffers: a frame
+ * is gathered from two pieces, an L2 header the caller writes into the descriptor
+ * (ETHP_HDR_MAX bytes inline) and a payload pointer into any memory, e.g. the IP
+ * packet where it lies in an IB receive buffer. tx_burst is synchronous for memory:
+ * when it returns the port holds no reference to any descriptor or payload (AF_PACKET
+ * copies into a kernel skb during sendmsg; the io_uring path reaps the send
+ * completions before returning), so the IB buffer can be reposted at once. One copy
+ * per packet, the kernel's, which AF_PACKET cannot avoid anyway.
+ *
+ * Threads: open, close, query, set_link, mc_add/mc_del, set_promisc and stats are
+ * called from the control thread. The data path of a port (rx_burst, tx_burst, arm)
+ * belongs to one thread at a time, the port's owning worker. buf_get/buf_put are safe
+ * from any thread. wait_fd may be read from any thread once the port is open.
+ */
+#ifndef IBGW_PORT_ETH_PORT_H
+#define IBGW_PORT_ETH_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ethp_port;
+
+#define ETHP_ADDR_LEN 6
+#define ETHP_HDR_MAX  22 /* dst, src, up to two tags, ethertype */
+
+enum ethp_io_mode {
+	ETHP_IO_AUTO = 0, /* io_uring, else recvmmsg/sendmmsg (logged once) */
+	ETHP_IO_URING,    /* io_uring or fail */
+	ETHP_IO_MMSG,     /* recvmmsg/sendmmsg */
+};
+
+/* Which port to open. Zero fields take the defaults given. */
+struct ethp_port_config {
+	const char *backend; /* "af_packet" (default) or "af_xdp" */
+	const char *device;  /* kernel netdev ("eth0", "veth0") */
+	uint16_t vlan;       /* 0 = untagged; 1..4094 = 802.1Q VLAN id */
+	unsigned n_bufs;     /* buffers in the pool: default 1024, 16..32768 */
+	unsigned buf_size;   /* bytes per buffer: default 2048; must hold the frame
+			      * (MTU + 22) plus ETHP_RX_HEADROOM */
+	unsigned rx_depth;   /* buffers kept posted for receive: default n_bufs / 2 */
+	enum ethp_io_mode io;
+};
+
+/* Bytes at the start of a receive buffer before the frame: io_uring's recvmsg header
+ * (16), the sender's sockaddr_ll (20, given 24 so the cmsg after it is 8-aligned) and
+ * the VLAN auxdata cmsg (40, given 42). An IP header after a 14-byte Ethernet header
+ * lands 4-byte aligned (82 + 14 = 96). */
+#define ETHP_RX_HEADROOM 82
+
+/* A buffer of the port's pool. */
+struct ethp_buf {
+	uint8_t *base; /* start of the buffer */
+	uint32_t cap;  /* bytes at base */
+	uint32_t id;   /* index in the pool */
+};
+
+/* Kernel packet types (sockaddr_ll.sll_pkttype). */
+enum ethp_pkttype {
+	ETHP_PKT_HOST = 0,      /* to our MAC */
+	ETHP_PKT_BROADCAST = 1, /* ff:ff:ff:ff:ff:ff */
+	ETHP_PKT_MULTICAST = 2,
+	ETHP_PKT_OTHERHOST = 3, /* to another MAC (promiscuous) */
+};
+
+#define ETHP_RX_VLAN 0x01 /* the frame carried a tag (vlan_tci is valid) */
+
+/* One received frame, untagged: data points at the destination MAC, inside buf. */
+struct ethp_rx {
+	struct ethp_buf *buf; /* held by the caller until buf_put */
+	uint8_t *data;
+	uint32_t len;      /* frame length, tag removed, no FCS */
+	uint16_t vlan_tci; /* PCP, DEI, VID of the removed tag */
+	uint8_t pkttype;   /* enum ethp_pkttype */
+	uint8_t flags;     /* ETHP_RX_* */
+};
+
+/* One frame to send: hdr[0..hdr_len) then data[0..len). The port inserts its VLAN tag
+ * after the MAC addresses; hdr holds an untagged header (at least 14 bytes). */
+struct ethp_tx {
+	uint8_t hdr[ETHP_HDR_MAX];
+	uint8_t hdr_len;
+	const uint8_t *data; /* may be NULL when len is 0 */
+	uint32_t len;
+};
+
+struct ethp_port_attr {
+	int ifindex;
+	uint8_t mac[ETHP_ADDR_LEN];
+	uint32_t mtu;
+	bool link_up; /* IFF_UP and IFF_RUNNING (carrier) */
+	uint16_t vlan;
+	const char *io; /* "io_uring" or "mmsg" */
+};
+
+enum ethp_drop {
+	ETHP_DROP_RX_KERNEL,    /* the kernel dropped: socket queue full (no buffers posted) */
+	ETHP_DROP_RX_TRUNCATED, /* frame longer than a buffer */
+	ETHP_DROP_RX_RUNT,      /* shorter than an Ethernet header */
+	ETHP_DROP_RX_VLAN,      /* another VLAN's frame (the socket filter missed it) */
+	ETHP_DROP_TX_FULL,      /* the kernel's send queue was full (EAGAIN, ENOBUFS) */
+	ETHP_DROP_TX_LINK_DOWN, /* the port's link is down */
+	ETHP_DROP_TX_INVALID,   /* header shorter than 14 or frame larger than MTU + header */
+	ETHP_DROP_TX_ERROR,     /* any other send error */
+	ETHP_DROP_MAX
+};
+
+/* Counters. Written only by the port's owner (relaxed atomic stores), read by anyone. */
+struct ethp_stats {
+	uint64_t rx_packets, rx_bytes;
+	uint64_t tx_packets, tx_bytes;
+	uint64_t rx_csum_completed; /* TCP/UDP checksums the sender left to offload */
+	uint64_t drops[ETHP_DROP_MAX];
+};
+
+struct ethp_ops {
+	const char *name;
+	int (*open)(const struct ethp_port_config *cfg, struct ethp_port **out);
+	void (*close)(struct ethp_port *port);
+	int (*query)(struct ethp_port *port, struct ethp_port_attr *attr);
+	/* The control thread tells the port its link state (from netlink): while down,
+	 * tx_burst drops (counted) instead of queueing to a dead link. */
+	void (*set_link)(struct ethp_port *port, bool up);
+	/* Receive frames to a multicast MAC (ND solicited-node groups of proxied
+	 * addresses), or everything (promiscuous). Memberships end with the port. */
+	int (*mc_add)(struct ethp_port *port, const uint8_t mac[ETHP_ADDR_LEN]);
+	int (*mc_del)(struct ethp_port *port, const uint8_t mac[ETHP_ADDR_LEN]);
+	int (*set_promisc)(struct ethp_port *port, bool on);
+
+	/* Pool buffers (any thread). buf_get returns NULL when the pool is empty. */
+	struct ethp_buf *(*buf_get)(struct ethp_port *port);
+	void (*buf_put)(struct ethp_port *port, struct ethp_buf *buf);
+
+	/* Batched data path (owner), never blocking. rx_burst: up to max frames; returns
+	 * the count or -errno. tx_burst: consumes a prefix of txs and returns its length
+	 * (0..n). A frame refused for a permanent reason (link down, invalid, a send
+	 * error) is consumed and counted as a drop; a full kernel queue ends the prefix
+	 * (counted once in ETHP_DROP_TX_FULL): the frames after it are the caller's
+	 * again, to retry or drop. */
+	int (*rx_burst)(struct ethp_port *port, struct ethp_rx *rxs, unsigned max);
+	int (*tx_burst)(struct ethp_port *port, const struct ethp_tx *txs, unsigned n);
+
+	/* Owner: an fd readable when rx_burst may return frames, once arm() has been
+	 * called. Sleep protocol: rx_burst until empty, arm(), rx_burst once more, then
+	 * wait on the fd (frames that came before arm may raise no event). */
+	int (*wait_fd)(struct ethp_port *port);
+	int (*arm)(struct ethp_port *port);
+
+	/* Counters (control thread; the kernel's drop count is folded in here). */
+	void (*stats)(struct ethp_port *port, struct ethp_stats *st);
+};
+
+extern const struct ethp_ops ethp_afpacket_ops;
+extern const struct ethp_ops ethp_afxdp_ops;
+
+/* The ops table for a backend name ("af_packet", "af_xdp"), or NULL. */
+const struct ethp_ops *ethp_backend(const char *name);
+/* Name of a drop reason ("rx_kernel", ...), for gwctl and logs. */
+const char *ethp_drop_name(enum ethp_drop d);
+
+#endif

@@ -1,0 +1,1059 @@
+/*
+ * The af_packet backend of the Ethernet port table (port/eth_port.h).
+ *
+ * One AF_PACKET socket (SOCK_RAW, ETH_P_ALL) per port, bound to the device, with
+ * PACKET_AUXDATA (the kernel strips the outer VLAN tag before any packet tap sees the
+ * frame, on veth and on NICs alike; auxdata gives it back), PACKET_IGNORE_OUTGOING
+ * (no copies of our own or the kernel's transmits), PACKET_QDISC_BYPASS, and a
+ * classic BPF filter that keeps only the port's VLAN (or only untagged frames), so a
+ * device carrying several VLAN ports does not copy every frame into every socket.
+ * The filter is attached before the socket is bound to a protocol: no frame of
+ * another VLAN is ever queued. User space checks the tag again.
+ *
+ * Two I/O engines:
+ *
+ *   io_uring  receive: one multishot RECVMSG with buffer selection from a provided
+ *             buffer ring whose entries are the pool's buffers (buffer id = pool
+ *             index). The kernel writes io_uring's recvmsg header, the sockaddr_ll
+ *             (packet type), the auxdata cmsg and the frame into the buffer; rx_burst
+ *             reaps completions without a system call while any are queued, refills
+ *             the ring from the free list, and re-arms the multishot when the kernel
+ *             ended it (ring empty: -ENOBUFS).
+ *             send: a chain of linked SENDMSG (MSG_DONTWAIT) per burst on a second
+ *             ring, submitted and reaped in one io_uring_enter; a full socket fails
+ *             the link and ends the accepted prefix. Two rings, so send completions
+ *             never interleave with receive completions.
+ *   mmsg      recvmmsg/sendmmsg with MSG_DONTWAIT, per-slot iovecs, names and cmsgs
+ *             prepared once at open. Used when io_uring cannot be set up (seccomp,
+ *             io_uring_disabled, old kernel); logged once per process.
+ *
+ * Buffers: one allocation of n_bufs * buf_size; a free stack under a mutex (buf_get
+ * and buf_put from any thread; the owner takes and returns whole batches with one
+ * lock). A buffer is free, held by a caller, or posted for receive.
+ *
+ * Threads: see port/eth_port.h. Owner-only fields are marked [owner]; control-only
+ * [control]; fields set at open and read-only after are unmarked.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/ethtool.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/sockios.h>
+#include <liburing.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "port/eth_port.h"
+#include "pkt/ip.h"
+#include "lib/log.h"
+
+#define BATCH_MAX 64 /* frames per recvmmsg/sendmmsg/SENDMSG chain */
+#define NAME_LEN  24 /* sockaddr_ll (20) padded: the cmsg that follows is 8-aligned */
+#define CTL_LEN   CMSG_SPACE(sizeof(struct tpacket_auxdata)) /* 40 */
+/* The receive msghdr asks for 2 bytes more control room so the frame starts 2 mod 4. */
+#define RX_CTL_LEN  (CTL_LEN + 2)
+#define RX_USERDATA 1
+#define BGID        0
+
+_Static_assert(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + RX_CTL_LEN == ETHP_RX_HEADROOM,
+	       "receive headroom");
+
+enum buf_state {
+	BUF_FREE,
+	BUF_HELD,
+	BUF_POSTED
+};
+
+struct ethp_port {
+	char dev[IF_NAMESIZE];
+	int ifindex;
+	uint16_t vlan;
+	int fd;
+	bool uring;
+	_Atomic bool link_up;
+	_Atomic uint32_t mtu;
+
+	/* Pool. */
+	uint8_t *mem;
+	size_t mem_len;
+	struct ethp_buf *bufs;
+	unsigned n_bufs, buf_size, rx_depth;
+	pthread_mutex_t free_lock;
+	uint32_t *free_ids; /* [free_lock] stack */
+	unsigned n_free;    /* [free_lock] */
+	uint8_t *state;     /* [free_lock] enum buf_state per buffer */
+
+	/* io_uring receive [owner]. */
+	struct io_uring rx_ring;
+	struct io_uring_buf_ring *br;
+	size_t br_len;
+	unsigned br_entries;
+	unsigned posted;
+	bool rx_armed;
+	struct msghdr rx_msg;
+	/* io_uring send [owner]. */
+	struct io_uring tx_ring;
+
+	/* mmsg receive [owner]: stash[i] is posted in slot i. */
+	struct mmsghdr rmsg[BATCH_MAX];
+	struct iovec riov[BATCH_MAX];
+	struct sockaddr_ll rname[BATCH_MAX];
+	uint8_t rctl[BATCH_MAX][CTL_LEN] __attribute__((aligned(8)));
+	struct ethp_buf *stash[BATCH_MAX];
+	unsigned n_stash;
+
+	/* Send scratch [owner]. */
+	struct mmsghdr tmsg[BATCH_MAX];
+	struct iovec tiov[BATCH_MAX][2];
+	uint8_t thdr[BATCH_MAX][ETHP_HDR_MAX + 4];
+
+	struct ethp_stats st;  /* [owner] writes, relaxed */
+	uint64_t kernel_drops; /* [control] PACKET_STATISTICS accumulated */
+};
+
+#define CNT_ADD(port, field, n)                                                                    \
+	__atomic_store_n(&(port)->st.field, (port)->st.field + (n), __ATOMIC_RELAXED)
+
+static atomic_bool mmsg_logged;
+
+/* ---- pool ---- */
+
+static unsigned take_free(struct ethp_port *p, struct ethp_buf **out, unsigned n, uint8_t to)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&p->free_lock);
+	if (n > p->n_free)
+		n = p->n_free;
+	for (i = 0; i < n; i++) {
+		uint32_t id = p->free_ids[--p->n_free];
+
+		p->state[id] = to;
+		out[i] = &p->bufs[id];
+	}
+	pthread_mutex_unlock(&p->free_lock);
+	return n;
+}
+
+static void give_back(struct ethp_port *p, struct ethp_buf *const *bufs, unsigned n, uint8_t from)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&p->free_lock);
+	for (i = 0; i < n; i++) {
+		uint32_t id = bufs[i]->id;
+
+		if (id >= p->n_bufs || &p->bufs[id] != bufs[i] || p->state[id] != from) {
+			log_error("eth %s: buffer %u returned while not held (ignored)", p->dev,
+				  id);
+			continue;
+		}
+		p->state[id] = BUF_FREE;
+		p->free_ids[p->n_free++] = id;
+	}
+	pthread_mutex_unlock(&p->free_lock);
+}
+
+static struct ethp_buf *afp_buf_get(struct ethp_port *p)
+{
+	struct ethp_buf *b;
+
+	return take_free(p, &b, 1, BUF_HELD) ? b : NULL;
+}
+
+static void afp_buf_put(struct ethp_port *p, struct ethp_buf *b)
+{
+	if (b)
+		give_back(p, &b, 1, BUF_HELD);
+}
+
+/* Mark a posted buffer as held by the caller (a receive completed into it). */
+static void posted_to_held(struct ethp_port *p, struct ethp_buf *b)
+{
+	pthread_mutex_lock(&p->free_lock);
+	p->state[b->id] = BUF_HELD;
+	pthread_mutex_unlock(&p->free_lock);
+}
+
+/* ---- receive: the common part ---- */
+
+/*
+ * A frame from a local sender (a veth peer, a VM's tap) may carry a TCP/UDP checksum
+ * left to offload (TP_STATUS_CSUMNOTREADY: the kernel never computed it). Forwarded as
+ * is, the far end drops the segment. Compute it here, over the pseudo-header and the
+ * whole L4 segment, as the offloading NIC would have. Anything not plain IPv4/IPv6
+ * TCP/UDP (fragments, truncated headers) is left alone.
+ */
+static bool complete_l4_csum(uint8_t *l3, uint32_t len, uint16_t ethertype)
+{
+	uint64_t sum;
+	uint32_t l4len, off;
+	uint8_t proto;
+
+	if (ethertype == ETH_P_IP) {
+		struct ip4_info ip;
+
+		if (ip4_validate(l3, len, &ip) != IP_OK || ip.mf || ip.frag_off)
+			return false;
+		proto = ip.proto;
+		off = ip.hdr_len;
+		l4len = (uint32_t)ip.tot_len - off;
+		sum = ip4_pseudo_sum(l3 + 12, l3 + 16, (uint16_t)l4len, proto);
+	} else if (ethertype == ETH_P_IPV6) {
+		struct ip6_info ip;
+
+		if (ip6_validate(l3, len, &ip) != IP_OK)
+			return false;
+		proto = ip.proto;
+		off = ip.l4_off;
+		l4len = ip.pkt_len - off;
+		sum = ip6_pseudo_sum(l3 + 8, l3 + 24, l4len, proto);
+	} else {
+		return false;
+	}
+	uint32_t field = proto == IPPROTO_TCP ? 16 : proto == IPPROTO_UDP ? 6 : 0;
+	if (!field || l4len < field + 2)
+		return false;
+	l3[off + field] = l3[off + field + 1] = 0;
+	uint16_t c = (uint16_t)~ip_csum_fold(ip_csum_add(sum, l3 + off, l4len));
+	if (proto == IPPROTO_UDP && c == 0)
+		c = 0xffff; /* zero means "no checksum" in UDP */
+	ip_put16(l3 + off + field, c);
+	return true;
+}
+
+/* Check the frame's VLAN against the port's, strip an in-band tag; fill *rx.
+ * Returns false (counted) when the frame is not for this port. */
+static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data, uint32_t len,
+			 uint8_t pkttype, const struct tpacket_auxdata *aux, struct ethp_rx *rx)
+{
+	uint16_t tci = 0;
+	bool tagged = false;
+
+	if (len < ETH_HLEN) {
+		CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+		return false;
+	}
+	if (aux && (aux->tp_status & TP_STATUS_VLAN_VALID)) {
+		if ((aux->tp_status & TP_STATUS_VLAN_TPID_VALID) &&
+		    aux->tp_vlan_tpid != ETH_P_8021Q)
+			goto wrong_vlan;
+		tci = aux->tp_vlan_tci;
+		tagged = true;
+	} else if (data[12] == 0x81 && data[13] == 0x00) {
+		if (len < ETH_HLEN + 4) {
+			CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+			return false;
+		}
+		tci = (uint16_t)(data[14] << 8 | data[15]);
+		memmove(data + 4, data, 12);
+		data += 4;
+		len -= 4;
+		tagged = true;
+	} else if (data[12] == 0x88 && data[13] == 0xa8) {
+		goto wrong_vlan;
+	}
+	if ((tci & 0x0fff) != p->vlan)
+		goto wrong_vlan;
+	if (aux && (aux->tp_status & TP_STATUS_CSUMNOTREADY) &&
+	    complete_l4_csum(data + ETH_HLEN, len - ETH_HLEN, (uint16_t)(data[12] << 8 | data[13])))
+		CNT_ADD(p, rx_csum_completed, 1);
+	rx->buf = b;
+	rx->data = data;
+	rx->len = len;
+	rx->vlan_tci = tci;
+	rx->pkttype = pkttype;
+	rx->flags = tagged ? ETHP_RX_VLAN : 0;
+	CNT_ADD(p, rx_packets, 1);
+	CNT_ADD(p, rx_bytes, len);
+	return true;
+wrong_vlan:
+	CNT_ADD(p, drops[ETHP_DROP_RX_VLAN], 1);
+	return false;
+}
+
+/* The auxdata among the cmsgs; o is io_uring's header (its cmsgs are bounded by it),
+ * NULL for a plain msghdr. */
+static const struct tpacket_auxdata *find_aux(struct msghdr *mh, struct io_uring_recvmsg_out *o,
+					      struct cmsghdr *c, struct tpacket_auxdata *copy)
+{
+	for (; c; c = o ? io_uring_recvmsg_cmsg_nexthdr(o, mh, c) : CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(*copy))) {
+			memcpy(copy, CMSG_DATA(c), sizeof(*copy));
+			return copy;
+		}
+	}
+	return NULL;
+}
+
+/* ---- receive: io_uring ---- */
+
+static void uring_refill(struct ethp_port *p)
+{
+	struct ethp_buf *got[BATCH_MAX];
+	unsigned want, n, i, mask = io_uring_buf_ring_mask(p->br_entries);
+
+	while (p->posted < p->rx_depth) {
+		want = p->rx_depth - p->posted;
+		if (want > BATCH_MAX)
+			want = BATCH_MAX;
+		n = take_free(p, got, want, BUF_POSTED);
+		if (n == 0)
+			return;
+		for (i = 0; i < n; i++)
+			io_uring_buf_ring_add(p->br, got[i]->base, got[i]->cap,
+					      (unsigned short)got[i]->id, mask, (int)i);
+		io_uring_buf_ring_advance(p->br, (int)n);
+		p->posted += n;
+	}
+}
+
+static int uring_arm_rx(struct ethp_port *p)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->rx_ring);
+	int r;
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_recvmsg_multishot(sqe, p->fd, &p->rx_msg, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = BGID;
+	io_uring_sqe_set_data64(sqe, RX_USERDATA);
+	r = io_uring_submit(&p->rx_ring);
+	if (r < 0)
+		return r;
+	p->rx_armed = true;
+	return 0;
+}
+
+static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
+{
+	struct io_uring_cqe *cqes[BATCH_MAX];
+	unsigned got = 0;
+	int r;
+
+	uring_refill(p);
+	if (!p->rx_armed && p->posted > 0) {
+		r = uring_arm_rx(p);
+		if (r < 0)
+			return r;
+	}
+	while (got < max) {
+		unsigned want = max - got, n, i;
+
+		if (want > BATCH_MAX)
+			want = BATCH_MAX;
+		n = io_uring_peek_batch_cqe(&p->rx_ring, cqes, want);
+		if (n == 0)
+			break;
+		for (i = 0; i < n; i++) {
+			struct io_uring_cqe *c = cqes[i];
+			struct io_uring_recvmsg_out *o;
+			struct ethp_buf *b;
+			struct tpacket_auxdata auxc;
+			const struct tpacket_auxdata *aux;
+			const struct sockaddr_ll *sll;
+			uint8_t *data;
+			uint32_t len;
+
+			if (!(c->flags & IORING_CQE_F_MORE))
+				p->rx_armed = false;
+			if (!(c->flags & IORING_CQE_F_BUFFER))
+				continue; /* -ENOBUFS (ring ran dry) or an error: re-arm */
+			b = &p->bufs[c->flags >> IORING_CQE_BUFFER_SHIFT];
+			p->posted--;
+			posted_to_held(p, b);
+			o = c->res > 0 ? io_uring_recvmsg_validate(b->base, c->res, &p->rx_msg)
+				       : NULL;
+			if (!o) {
+				afp_buf_put(p, b);
+				continue;
+			}
+			if (o->flags & MSG_TRUNC) {
+				CNT_ADD(p, drops[ETHP_DROP_RX_TRUNCATED], 1);
+				afp_buf_put(p, b);
+				continue;
+			}
+			sll = io_uring_recvmsg_name(o);
+			aux = find_aux(&p->rx_msg, o, io_uring_recvmsg_cmsg_firsthdr(o, &p->rx_msg),
+				       &auxc);
+			data = io_uring_recvmsg_payload(o, &p->rx_msg);
+			len = io_uring_recvmsg_payload_length(o, c->res, &p->rx_msg);
+			if (accept_frame(p, b, data, len,
+					 o->namelen >= sizeof(*sll) ? sll->sll_pkttype : 0, aux,
+					 &rxs[got]))
+				got++;
+			else
+				afp_buf_put(p, b);
+		}
+		io_uring_cq_advance(&p->rx_ring, n);
+	}
+	if (!p->rx_armed) {
+		uring_refill(p);
+		if (p->posted > 0) {
+			r = uring_arm_rx(p);
+			if (r < 0 && got == 0)
+				return r;
+		}
+	}
+	return (int)got;
+}
+
+/* ---- receive: recvmmsg ---- */
+
+static int mmsg_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
+{
+	struct ethp_buf *keep[BATCH_MAX];
+	unsigned n = max < BATCH_MAX ? max : BATCH_MAX, i, got = 0, kept = 0;
+	int r;
+
+	if (p->n_stash < n)
+		p->n_stash += take_free(p, p->stash + p->n_stash, n - p->n_stash, BUF_POSTED);
+	if (p->n_stash < n)
+		n = p->n_stash;
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		p->riov[i].iov_base = p->stash[i]->base + ETHP_RX_HEADROOM;
+		p->riov[i].iov_len = p->stash[i]->cap - ETHP_RX_HEADROOM;
+		p->rmsg[i].msg_hdr.msg_namelen = sizeof(p->rname[i]);
+		p->rmsg[i].msg_hdr.msg_controllen = CTL_LEN;
+		p->rmsg[i].msg_hdr.msg_flags = 0;
+	}
+	r = recvmmsg(p->fd, p->rmsg, n, MSG_DONTWAIT, NULL);
+	if (r < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	for (i = 0; i < (unsigned)r; i++) {
+		struct msghdr *mh = &p->rmsg[i].msg_hdr;
+		struct ethp_buf *b = p->stash[i];
+		struct tpacket_auxdata auxc;
+		const struct tpacket_auxdata *aux;
+
+		if (mh->msg_flags & MSG_TRUNC) {
+			CNT_ADD(p, drops[ETHP_DROP_RX_TRUNCATED], 1);
+			keep[kept++] = b;
+			continue;
+		}
+		aux = find_aux(mh, NULL, CMSG_FIRSTHDR(mh), &auxc);
+		posted_to_held(p, b);
+		if (accept_frame(p, b, b->base + ETHP_RX_HEADROOM, p->rmsg[i].msg_len,
+				 p->rname[i].sll_pkttype, aux, &rxs[got])) {
+			got++;
+		} else {
+			pthread_mutex_lock(&p->free_lock);
+			p->state[b->id] = BUF_POSTED;
+			pthread_mutex_unlock(&p->free_lock);
+			keep[kept++] = b;
+		}
+	}
+	/* Unused and refused buffers stay posted, in front of those not reached. */
+	memmove(p->stash + kept, p->stash + r, (p->n_stash - (unsigned)r) * sizeof(p->stash[0]));
+	memcpy(p->stash, keep, kept * sizeof(keep[0]));
+	p->n_stash = p->n_stash - (unsigned)r + kept;
+	return (int)got;
+}
+
+static int afp_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
+{
+	if (max == 0)
+		return 0;
+	return p->uring ? uring_rx_burst(p, rxs, max) : mmsg_rx_burst(p, rxs, max);
+}
+
+/* ---- send ---- */
+
+/* Build slot i's header (the port's tag inserted) and iovecs. Returns false when the
+ * frame is invalid: header shorter than 14 or longer than ETHP_HDR_MAX, payload
+ * (everything after the first 14 bytes) larger than the MTU. */
+static bool build_tx(struct ethp_port *p, const struct ethp_tx *t, unsigned i)
+{
+	struct msghdr *mh = &p->tmsg[i].msg_hdr;
+	uint8_t *h = p->thdr[i];
+	unsigned hl = t->hdr_len, mtu = atomic_load_explicit(&p->mtu, memory_order_relaxed);
+
+	if (hl < ETH_HLEN || hl > ETHP_HDR_MAX || (t->len && !t->data) ||
+	    (uint64_t)hl + t->len - ETH_HLEN > mtu)
+		return false;
+	if (p->vlan) {
+		memcpy(h, t->hdr, 12);
+		h[12] = 0x81;
+		h[13] = 0x00;
+		h[14] = (uint8_t)(p->vlan >> 8);
+		h[15] = (uint8_t)p->vlan;
+		memcpy(h + 16, t->hdr + 12, hl - 12);
+		hl += 4;
+	} else {
+		memcpy(h, t->hdr, hl);
+	}
+	memset(mh, 0, sizeof(*mh));
+	p->tiov[i][0].iov_base = h;
+	p->tiov[i][0].iov_len = hl;
+	p->tiov[i][1].iov_base = (void *)t->data;
+	p->tiov[i][1].iov_len = t->len;
+	mh->msg_iov = p->tiov[i];
+	mh->msg_iovlen = t->len ? 2 : 1;
+	return true;
+}
+
+static void count_sent(struct ethp_port *p, const struct ethp_tx *t)
+{
+	CNT_ADD(p, tx_packets, 1);
+	CNT_ADD(p, tx_bytes, (uint64_t)t->hdr_len + t->len + (p->vlan ? 4 : 0));
+}
+
+/* A send error: true if it ends the burst (queue full), else the frame is dropped. */
+static bool tx_error(struct ethp_port *p, int err)
+{
+	switch (err) {
+	case EAGAIN:
+	case ENOBUFS:
+	case EINTR:
+		return true;
+	case ENETDOWN:
+	case ENXIO:
+		CNT_ADD(p, drops[ETHP_DROP_TX_LINK_DOWN], 1);
+		return false;
+	case EMSGSIZE:
+	case EINVAL:
+		CNT_ADD(p, drops[ETHP_DROP_TX_INVALID], 1);
+		return false;
+	default:
+		CNT_ADD(p, drops[ETHP_DROP_TX_ERROR], 1);
+		return false;
+	}
+}
+
+/* Send the frames built in slots [first, m) as one chain of linked SENDMSGs. A
+ * failure cancels the rest of the chain. Returns the first slot not consumed (a
+ * dropped frame is consumed); *full when the socket's queue was full. */
+static unsigned uring_send(struct ethp_port *p, const struct ethp_tx *txs, unsigned first,
+			   unsigned m, bool *full)
+{
+	struct io_uring_cqe *cqes[BATCH_MAX];
+	struct io_uring_sqe *sqe = NULL, *last = NULL;
+	int res[BATCH_MAX];
+	unsigned i, n = 0, got;
+
+	for (i = first; i < m; i++) {
+		sqe = io_uring_get_sqe(&p->tx_ring);
+		if (!sqe)
+			break;
+		last = sqe;
+		io_uring_prep_sendmsg(sqe, p->fd, &p->tmsg[i].msg_hdr, MSG_DONTWAIT);
+		io_uring_sqe_set_data64(sqe, i);
+		sqe->flags |= IOSQE_IO_LINK;
+		res[i] = -ECANCELED;
+		n++;
+	}
+	if (n == 0) {
+		*full = true;
+		return first;
+	}
+	last->flags &= (uint8_t)~IOSQE_IO_LINK; /* the chain ends here */
+	if (io_uring_submit_and_wait(&p->tx_ring, n) < 0) {
+		*full = true; /* nothing reaped: retried by the caller later */
+		return first;
+	}
+	got = io_uring_peek_batch_cqe(&p->tx_ring, cqes, n);
+	for (i = 0; i < got; i++)
+		res[cqes[i]->user_data] = cqes[i]->res;
+	io_uring_cq_advance(&p->tx_ring, got);
+	for (i = first; i < first + n; i++) {
+		if (res[i] >= 0) {
+			count_sent(p, &txs[i]);
+			continue;
+		}
+		if (res[i] == -ECANCELED)
+			return i;
+		if (tx_error(p, -res[i])) {
+			*full = true;
+			return i;
+		}
+		return i + 1;
+	}
+	return first + n;
+}
+
+static unsigned mmsg_send(struct ethp_port *p, const struct ethp_tx *txs, unsigned m, bool *full)
+{
+	unsigned done = 0, i;
+	int r;
+
+	while (done < m) {
+		r = sendmmsg(p->fd, p->tmsg + done, m - done, MSG_DONTWAIT);
+		if (r > 0) {
+			for (i = done; i < done + (unsigned)r; i++)
+				count_sent(p, &txs[i]);
+			done += (unsigned)r;
+			continue;
+		}
+		if (tx_error(p, errno)) {
+			*full = true;
+			break;
+		}
+		done++; /* dropped, counted */
+	}
+	return done;
+}
+
+static int afp_tx_burst(struct ethp_port *p, const struct ethp_tx *txs, unsigned n)
+{
+	unsigned done = 0;
+	bool full = false;
+
+	if (!atomic_load_explicit(&p->link_up, memory_order_relaxed)) {
+		CNT_ADD(p, drops[ETHP_DROP_TX_LINK_DOWN], n);
+		return (int)n;
+	}
+	while (done < n && !full) {
+		const struct ethp_tx *t = txs + done;
+		unsigned m = 0, chunk = n - done, sent;
+
+		if (chunk > BATCH_MAX)
+			chunk = BATCH_MAX;
+		/* A batch stops before an invalid frame, which is then dropped alone. */
+		while (m < chunk && build_tx(p, &t[m], m))
+			m++;
+		if (m == 0) {
+			CNT_ADD(p, drops[ETHP_DROP_TX_INVALID], 1);
+			done++;
+			continue;
+		}
+		if (p->uring) {
+			sent = 0;
+			while (sent < m && !full)
+				sent = uring_send(p, t, sent, m, &full);
+		} else {
+			sent = mmsg_send(p, t, m, &full);
+		}
+		done += sent;
+	}
+	if (full)
+		CNT_ADD(p, drops[ETHP_DROP_TX_FULL], 1);
+	return (int)done;
+}
+
+/* ---- control ---- */
+
+static void ifr_of(const struct ethp_port *p, struct ifreq *ifr)
+{
+	memset(ifr, 0, sizeof(*ifr));
+	memcpy(ifr->ifr_name, p->dev, sizeof(p->dev));
+}
+
+static int if_ioctl(const struct ethp_port *p, unsigned long req, struct ifreq *ifr)
+{
+	ifr_of(p, ifr);
+	return ioctl(p->fd, req, ifr) < 0 ? -errno : 0;
+}
+
+/* An ethtool get/set of one value (struct ethtool_value): 0 or -errno. */
+static int ethtool_value(const struct ethp_port *p, uint32_t cmd, uint32_t *data)
+{
+	struct ethtool_value ev = { .cmd = cmd, .data = *data };
+	struct ifreq ifr;
+	int r;
+
+	ifr_of(p, &ifr);
+	ifr.ifr_data = (char *)&ev;
+	r = ioctl(p->fd, SIOCETHTOOL, &ifr) < 0 ? -errno : 0;
+	*data = ev.data;
+	return r;
+}
+
+/*
+ * A gateway forwards frames as they were on the wire. With GRO (or LRO) on, the
+ * device hands every packet tap TCP segments merged into frames of up to 64 KiB: no
+ * receive buffer here holds one (rx_truncated: the whole merged run is lost) and no
+ * IPoIB link could carry it. So both are turned off on the device, and left off (a
+ * restart turns them off again; the device may carry other ports). Without
+ * CAP_NET_ADMIN it says what to do instead.
+ */
+/* One receive offload off: get says whether bit is set, set writes the value without
+ * it (GRO: the value 0/1 itself; LRO: a flag among the device's flags). */
+static void offload_off(struct ethp_port *p, const char *name, const char *feature, uint32_t get,
+			uint32_t set, uint32_t bit)
+{
+	uint32_t v = 0;
+	int r;
+
+	if (ethtool_value(p, get, &v) < 0 || !(v & bit))
+		return;
+	v &= ~bit;
+	r = ethtool_value(p, set, &v);
+	if (r < 0)
+		log_errno(LOG_WARNING, -r,
+			  "eth %s: %s is on and cannot be turned off: TCP segments the device "
+			  "merges are dropped; run `ethtool -K %s %s off`",
+			  p->dev, name, p->dev, feature);
+	else
+		log_notice("eth %s: %s turned off (frames are forwarded as received)", p->dev,
+			   name);
+}
+
+static void rx_merging_off(struct ethp_port *p)
+{
+	offload_off(p, "GRO", "gro", ETHTOOL_GGRO, ETHTOOL_SGRO, 1);
+	offload_off(p, "LRO", "lro", ETHTOOL_GFLAGS, ETHTOOL_SFLAGS, ETH_FLAG_LRO);
+}
+
+static int afp_query(struct ethp_port *p, struct ethp_port_attr *a)
+{
+	struct ifreq ifr;
+	int r;
+
+	memset(a, 0, sizeof(*a));
+	a->ifindex = p->ifindex;
+	a->vlan = p->vlan;
+	a->io = p->uring ? "io_uring" : "mmsg";
+	if ((r = if_ioctl(p, SIOCGIFHWADDR, &ifr)) < 0)
+		return r;
+	memcpy(a->mac, ifr.ifr_hwaddr.sa_data, ETHP_ADDR_LEN);
+	if ((r = if_ioctl(p, SIOCGIFMTU, &ifr)) < 0)
+		return r;
+	a->mtu = (uint32_t)ifr.ifr_mtu;
+	atomic_store(&p->mtu, a->mtu);
+	if ((r = if_ioctl(p, SIOCGIFFLAGS, &ifr)) < 0)
+		return r;
+	a->link_up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+	return 0;
+}
+
+static void afp_set_link(struct ethp_port *p, bool up)
+{
+	atomic_store(&p->link_up, up);
+}
+
+static int membership(struct ethp_port *p, int opt, unsigned short type, const uint8_t *mac)
+{
+	struct packet_mreq mr;
+
+	memset(&mr, 0, sizeof(mr));
+	mr.mr_ifindex = p->ifindex;
+	mr.mr_type = type;
+	if (mac) {
+		mr.mr_alen = ETHP_ADDR_LEN;
+		memcpy(mr.mr_address, mac, ETHP_ADDR_LEN);
+	}
+	return setsockopt(p->fd, SOL_PACKET, opt, &mr, sizeof(mr)) < 0 ? -errno : 0;
+}
+
+static int afp_mc_add(struct ethp_port *p, const uint8_t mac[ETHP_ADDR_LEN])
+{
+	if (!(mac[0] & 1))
+		return -EINVAL;
+	return membership(p, PACKET_ADD_MEMBERSHIP, PACKET_MR_MULTICAST, mac);
+}
+
+static int afp_mc_del(struct ethp_port *p, const uint8_t mac[ETHP_ADDR_LEN])
+{
+	return membership(p, PACKET_DROP_MEMBERSHIP, PACKET_MR_MULTICAST, mac);
+}
+
+static int afp_set_promisc(struct ethp_port *p, bool on)
+{
+	return membership(p, on ? PACKET_ADD_MEMBERSHIP : PACKET_DROP_MEMBERSHIP, PACKET_MR_PROMISC,
+			  NULL);
+}
+
+static void afp_stats(struct ethp_port *p, struct ethp_stats *st)
+{
+	struct tpacket_stats ks;
+	socklen_t len = sizeof(ks);
+	unsigned i;
+
+	/* PACKET_STATISTICS resets the kernel's counters on each read: accumulate. */
+	if (getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &ks, &len) == 0)
+		p->kernel_drops += ks.tp_drops;
+	st->rx_packets = __atomic_load_n(&p->st.rx_packets, __ATOMIC_RELAXED);
+	st->rx_bytes = __atomic_load_n(&p->st.rx_bytes, __ATOMIC_RELAXED);
+	st->tx_packets = __atomic_load_n(&p->st.tx_packets, __ATOMIC_RELAXED);
+	st->tx_bytes = __atomic_load_n(&p->st.tx_bytes, __ATOMIC_RELAXED);
+	st->rx_csum_completed = __atomic_load_n(&p->st.rx_csum_completed, __ATOMIC_RELAXED);
+	for (i = 0; i < ETHP_DROP_MAX; i++)
+		st->drops[i] = __atomic_load_n(&p->st.drops[i], __ATOMIC_RELAXED);
+	st->drops[ETHP_DROP_RX_KERNEL] += p->kernel_drops;
+}
+
+static int afp_wait_fd(struct ethp_port *p)
+{
+	return p->uring ? p->rx_ring.ring_fd : p->fd;
+}
+
+static int afp_arm(struct ethp_port *p)
+{
+	/* Both fds are level-triggered (a non-empty completion queue, a non-empty
+	 * socket queue): nothing to arm. The multishot receive must be running, though. */
+	if (p->uring && !p->rx_armed) {
+		uring_refill(p);
+		if (p->posted > 0)
+			return uring_arm_rx(p);
+	}
+	return 0;
+}
+
+/* ---- open/close ---- */
+
+/*
+ * The VLAN filter: accept a frame whose outer tag is 802.1Q with VID == vlan (from
+ * the kernel's stripped tag, or in-band when nothing was stripped), or, for vlan 0,
+ * an untagged or priority-tagged frame. S-tagged (802.1ad) frames never.
+ */
+static int attach_vlan_filter(int fd, uint16_t vlan)
+{
+	/* Jump offsets count from the next instruction. */
+	struct sock_filter prog[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_VLAN_TAG_PRESENT),
+		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 5, 0), /* none stripped: 7 */
+		/* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_VLAN_TPID),
+		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_8021Q, 0, 11),
+		/* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_VLAN_TAG),
+		/* 5 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x0fff),
+		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, vlan, 7, 8),
+		/* 7 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_8021Q, 0, 3), /* untagged: 12 */
+		/* 9 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 14),
+		/* 10 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x0fff),
+		/* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, vlan, 2, 3),
+		/* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_8021AD, 2, 0),
+		/* 13 */ BPF_STMT(BPF_RET | BPF_K, vlan == 0 ? 0x40000u : 0u),
+		/* 14 */ BPF_STMT(BPF_RET | BPF_K, 0x40000), /* accept */
+		/* 15 */ BPF_STMT(BPF_RET | BPF_K, 0),       /* drop */
+	};
+	struct sock_fprog fp = { .len = sizeof(prog) / sizeof(prog[0]), .filter = prog };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0)
+		return -errno;
+	return 0;
+}
+
+static int setup_uring(struct ethp_port *p)
+{
+	struct io_uring_params par;
+	struct io_uring_buf_reg reg;
+	unsigned cq = 2;
+	int r;
+
+	while (cq < 2 * p->rx_depth && cq < 65536)
+		cq <<= 1;
+	memset(&par, 0, sizeof(par));
+	par.flags = IORING_SETUP_CQSIZE;
+	par.cq_entries = cq;
+	r = io_uring_queue_init_params(8, &p->rx_ring, &par);
+	if (r < 0)
+		return r;
+	r = io_uring_queue_init(BATCH_MAX, &p->tx_ring, 0);
+	if (r < 0) {
+		io_uring_queue_exit(&p->rx_ring);
+		return r;
+	}
+	p->br_entries = 1;
+	while (p->br_entries < p->rx_depth)
+		p->br_entries <<= 1;
+	p->br_len = p->br_entries * sizeof(struct io_uring_buf);
+	p->br = mmap(NULL, p->br_len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	if (p->br == MAP_FAILED) {
+		r = -errno;
+		p->br = NULL;
+		goto fail;
+	}
+	io_uring_buf_ring_init(p->br);
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)p->br;
+	reg.ring_entries = p->br_entries;
+	reg.bgid = BGID;
+	r = io_uring_register_buf_ring(&p->rx_ring, &reg, 0);
+	if (r < 0)
+		goto fail;
+	memset(&p->rx_msg, 0, sizeof(p->rx_msg));
+	p->rx_msg.msg_namelen = NAME_LEN;
+	p->rx_msg.msg_controllen = RX_CTL_LEN;
+	return 0;
+fail:
+	if (p->br)
+		munmap(p->br, p->br_len);
+	p->br = NULL;
+	io_uring_queue_exit(&p->tx_ring);
+	io_uring_queue_exit(&p->rx_ring);
+	return r;
+}
+
+static void setup_mmsg(struct ethp_port *p)
+{
+	unsigned i;
+
+	for (i = 0; i < BATCH_MAX; i++) {
+		struct msghdr *mh = &p->rmsg[i].msg_hdr;
+
+		mh->msg_name = &p->rname[i];
+		mh->msg_iov = &p->riov[i];
+		mh->msg_iovlen = 1;
+		mh->msg_control = p->rctl[i];
+	}
+}
+
+static void afp_close(struct ethp_port *p)
+{
+	if (!p)
+		return;
+	if (p->uring) {
+		io_uring_queue_exit(&p->tx_ring);
+		io_uring_queue_exit(&p->rx_ring);
+		if (p->br)
+			munmap(p->br, p->br_len);
+	}
+	if (p->fd >= 0)
+		close(p->fd);
+	pthread_mutex_destroy(&p->free_lock);
+	if (p->mem)
+		munmap(p->mem, p->mem_len);
+	free(p->bufs);
+	free(p->free_ids);
+	free(p->state);
+	free(p);
+}
+
+static int setsockopt_int(int fd, int level, int opt, int val)
+{
+	return setsockopt(fd, level, opt, &val, sizeof(val)) < 0 ? -errno : 0;
+}
+
+static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
+{
+	struct ethp_port *p;
+	struct sockaddr_ll sll;
+	struct ethp_port_attr attr;
+	unsigned i;
+	int r;
+
+	if (!cfg || !cfg->device || !*cfg->device || strlen(cfg->device) >= IF_NAMESIZE ||
+	    cfg->vlan > 4094)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->fd = -1;
+	pthread_mutex_init(&p->free_lock, NULL);
+	strcpy(p->dev, cfg->device);
+	p->vlan = cfg->vlan;
+	p->n_bufs = cfg->n_bufs ? cfg->n_bufs : 1024;
+	p->buf_size = cfg->buf_size ? cfg->buf_size : 2048;
+	p->rx_depth = cfg->rx_depth ? cfg->rx_depth : p->n_bufs / 2;
+	r = -EINVAL;
+	if (p->n_bufs < 16 || p->n_bufs > 32768 || p->buf_size < ETHP_RX_HEADROOM + 64 ||
+	    p->buf_size > 65536 || p->rx_depth >= p->n_bufs) {
+		log_error("eth %s: bad pool (n_bufs %u, buf_size %u, rx_depth %u)", p->dev,
+			  p->n_bufs, p->buf_size, p->rx_depth);
+		goto fail;
+	}
+	p->buf_size = (p->buf_size + 63) & ~63u;
+	p->ifindex = (int)if_nametoindex(p->dev);
+	if (p->ifindex == 0) {
+		r = -ENODEV;
+		log_error("eth %s: no such device", p->dev);
+		goto fail;
+	}
+
+	/* The pool. */
+	p->mem_len = (size_t)p->n_bufs * p->buf_size;
+	p->mem = mmap(NULL, p->mem_len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	p->bufs = calloc(p->n_bufs, sizeof(*p->bufs));
+	p->free_ids = calloc(p->n_bufs, sizeof(*p->free_ids));
+	p->state = calloc(p->n_bufs, 1);
+	if (p->mem == MAP_FAILED) {
+		p->mem = NULL;
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (!p->bufs || !p->free_ids || !p->state) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < p->n_bufs; i++) {
+		p->bufs[i].base = p->mem + (size_t)i * p->buf_size;
+		p->bufs[i].cap = p->buf_size;
+		p->bufs[i].id = i;
+		p->free_ids[i] = p->n_bufs - 1 - i;
+	}
+	p->n_free = p->n_bufs;
+
+	/* The socket: unbound (protocol 0 receives nothing) until the filter is on. */
+	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (p->fd < 0) {
+		r = -errno;
+		log_errno(LOG_ERR, -r, "eth %s: AF_PACKET socket", p->dev);
+		goto fail;
+	}
+	if ((r = attach_vlan_filter(p->fd, p->vlan)) < 0 ||
+	    (r = setsockopt_int(p->fd, SOL_PACKET, PACKET_AUXDATA, 1)) < 0 ||
+	    (r = setsockopt_int(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)) < 0 ||
+	    (r = setsockopt_int(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, 1)) < 0) {
+		log_errno(LOG_ERR, -r, "eth %s: socket options", p->dev);
+		goto fail;
+	}
+	/* Queue room for the receive depth of full frames. */
+	setsockopt_int(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)(p->rx_depth * 4096u));
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = p->ifindex;
+	if (bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		r = -errno;
+		log_errno(LOG_ERR, -r, "eth %s: bind", p->dev);
+		goto fail;
+	}
+	rx_merging_off(p);
+
+	setup_mmsg(p);
+	if (cfg->io != ETHP_IO_MMSG) {
+		r = setup_uring(p);
+		if (r == 0) {
+			p->uring = true;
+		} else if (cfg->io == ETHP_IO_URING) {
+			log_errno(LOG_ERR, -r, "eth %s: io_uring", p->dev);
+			goto fail;
+		} else if (!atomic_exchange(&mmsg_logged, true)) {
+			log_errno(LOG_WARNING, -r,
+				  "eth %s: io_uring unavailable, using recvmmsg/sendmmsg", p->dev);
+		}
+	}
+	r = afp_query(p, &attr);
+	if (r < 0) {
+		log_errno(LOG_ERR, -r, "eth %s: query", p->dev);
+		goto fail;
+	}
+	atomic_store(&p->link_up, attr.link_up);
+	*out = p;
+	return 0;
+fail:
+	afp_close(p);
+	return r;
+}
+
+const struct ethp_ops ethp_afpacket_ops = {
+	.name = "af_packet",
+	.open = afp_open,
+	.close = afp_close,
+	.query = afp_query,
+	.set_link = afp_set_link,
+	.mc_add = afp_mc_add,
+	.mc_del = afp_mc_del,
+	.set_promisc = afp_set_promisc,
+	.buf_get = afp_buf_get,
+	.buf_put = afp_buf_put,
+	.rx_burst = afp_rx_burst,
+	.tx_burst = afp_tx_burst,
+	.wait_fd = afp_wait_fd,
+	.arm = afp_arm,
+	.stats = afp_stats,
+};

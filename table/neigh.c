@@ -1,0 +1,812 @@
+/*
+ * neigh: the neighbour table (see neigh.h for the states, timers and threads).
+ *
+ * Storage: a fixed array of buckets (a power of two >= gc_thresh3, so chains stay
+ * short without resizing under readers), singly linked chains published with release
+ * stores and read with acquire loads. Entries are added at the head of a chain; a
+ * removal unlinks with one release store and frees through cfg.defer. The link address
+ * of an entry is a separate immutable object swapped the same way.
+ *
+ * Timers: each entry has one deadline; neigh_tick() walks the table (the control
+ * thread calls it at least once a second, which also turns "used while STALE" hints
+ * into DELAY), plus a periodic GC pass.
+ */
+#include "table/neigh.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "lib/evloop.h"
+
+#define NEVER               UINT64_MAX
+#define FORCED_GC_GAP_MS    5000
+#define REACHABLE_REDRAW_MS 300000
+
+struct neigh_entry {
+	/* the data path's part: the first cache line (line_alloc) */
+	struct neigh_entry *next; /* RCU chain */
+	struct neigh_link *link;  /* RCU: immutable, NULL when none */
+	uint8_t state;            /* written by control with release, read with acquire */
+	uint8_t family;
+	uint8_t addr[16];
+	uint64_t used_hint;      /* data path hint (relaxed atomics) */
+	uint64_t confirmed_hint; /* data path hint */
+	/* control thread only */
+	uint64_t updated;   /* last state or address change */
+	uint64_t confirmed; /* last confirmation seen (0: never) */
+	uint64_t used_seen; /* last use the control thread acted on */
+	uint64_t deadline;  /* NEVER: none */
+	uint64_t failed_at;
+	unsigned probes;
+	unsigned q_head, q_len;
+	uint64_t q_drops;
+	void **queue; /* unres_qlen slots */
+};
+
+_Static_assert(offsetof(struct neigh_entry, confirmed_hint) + sizeof(uint64_t) <= 64,
+	       "the data path's part of an entry fits one cache line");
+_Static_assert(sizeof(struct neigh_link) <= 64, "a link address fits one cache line");
+
+struct neigh_table {
+	struct neigh_config cfg;
+	struct neigh_params p;
+	struct neigh_entry **buckets;
+	unsigned mask;
+	unsigned count;
+	uint32_t seed, rng;
+	uint32_t reachable_ms;
+	uint64_t reachable_drawn, next_gc, last_forced_gc;
+	struct neigh_stats st;
+};
+
+static const char *const state_names[NEIGH_STATE_COUNT] = {
+	[NEIGH_NONE] = "none",           [NEIGH_INCOMPLETE] = "INCOMPLETE",
+	[NEIGH_REACHABLE] = "REACHABLE", [NEIGH_STALE] = "STALE",
+	[NEIGH_DELAY] = "DELAY",         [NEIGH_PROBE] = "PROBE",
+	[NEIGH_FAILED] = "FAILED",       [NEIGH_PERMANENT] = "PERMANENT",
+};
+
+const char *neigh_state_name(enum neigh_state s)
+{
+	return (unsigned)s < NEIGH_STATE_COUNT ? state_names[s] : "?";
+}
+
+void neigh_params_defaults(struct neigh_params *p)
+{
+	if (!p->base_reachable_ms)
+		p->base_reachable_ms = 30000;
+	if (!p->retrans_ms)
+		p->retrans_ms = 1000;
+	if (!p->delay_probe_ms)
+		p->delay_probe_ms = 5000;
+	if (!p->gc_stale_ms)
+		p->gc_stale_ms = 60000;
+	if (!p->gc_interval_ms)
+		p->gc_interval_ms = 30000;
+	if (!p->ucast_probes)
+		p->ucast_probes = 3;
+	if (!p->mcast_probes)
+		p->mcast_probes = 3;
+	if (!p->unres_qlen)
+		p->unres_qlen = 3;
+	if (!p->gc_thresh1)
+		p->gc_thresh1 = 128;
+	if (!p->gc_thresh2)
+		p->gc_thresh2 = 512;
+	if (!p->gc_thresh3)
+		p->gc_thresh3 = 1024;
+}
+
+static uint64_t now_ms(const struct neigh_table *t)
+{
+	return t->cfg.now_ms ? t->cfg.now_ms(t->cfg.now_ctx) : evloop_now_ms();
+}
+
+static uint32_t rng_next(struct neigh_table *t)
+{
+	uint32_t x = t->rng; /* xorshift32 */
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	t->rng = x ? x : 0x9e3779b9u;
+	return t->rng;
+}
+
+/* Linux's neigh_rand_reach_time: uniform in [base/2, 3*base/2). */
+static void draw_reachable(struct neigh_table *t, uint64_t now)
+{
+	uint32_t base = t->p.base_reachable_ms;
+
+	t->reachable_ms = base / 2 + (base ? rng_next(t) % base : 0);
+	t->reachable_drawn = now;
+}
+
+static unsigned addr_len(int family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+static inline uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* murmur3's fmix32 over the address words, seeded per table; per packet on the data
+ * path (twice with cache warming), so word loads rather than a byte loop. */
+static inline uint32_t hash_key(const struct neigh_table *t, int family, const uint8_t *addr)
+{
+	uint32_t h = t->seed ^ (uint32_t)family * 0x9e3779b1u;
+
+	h ^= load32(addr);
+	if (family != AF_INET) {
+		h = h * 0x85ebca6bu ^ load32(addr + 4);
+		h = h * 0xc2b2ae35u ^ load32(addr + 8);
+		h = h * 0x85ebca6bu ^ load32(addr + 12);
+	}
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+/* The key compare with constant lengths, so that it compiles to loads, not a call. */
+static inline bool key_eq(const struct neigh_entry *e, int family, const uint8_t *addr)
+{
+	if (e->family != family)
+		return false;
+	return family == AF_INET ? !memcmp(e->addr, addr, 4) : !memcmp(e->addr, addr, 16);
+}
+
+int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
+{
+	struct neigh_table *t = calloc(1, sizeof(*t));
+	unsigned n = 16;
+
+	if (!t)
+		return -ENOMEM;
+	t->cfg = *cfg;
+	t->p = cfg->params;
+	neigh_params_defaults(&t->p);
+	if (t->p.gc_thresh1 > t->p.gc_thresh2 || t->p.gc_thresh2 > t->p.gc_thresh3 ||
+	    t->p.gc_thresh3 > (1u << 22) || t->p.unres_qlen > 1024) {
+		free(t);
+		return -EINVAL;
+	}
+	while (n < t->p.gc_thresh3)
+		n <<= 1;
+	t->buckets = calloc(n, sizeof(*t->buckets));
+	if (!t->buckets) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->mask = n - 1;
+	t->seed = cfg->seed ? cfg->seed : (uint32_t)evloop_now_ns() | 1;
+	t->rng = t->seed;
+	uint64_t now = now_ms(t);
+	draw_reachable(t, now);
+	t->next_gc = now + t->p.gc_interval_ms;
+	t->last_forced_gc = 0;
+	*out = t;
+	return 0;
+}
+
+/* ---- data path -------------------------------------------------------------------- */
+
+struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const uint8_t *addr)
+{
+	uint32_t h = hash_key(t, family, addr);
+	struct neigh_entry *e = __atomic_load_n(&t->buckets[h & t->mask], __ATOMIC_ACQUIRE);
+
+	for (; e; e = __atomic_load_n(&e->next, __ATOMIC_ACQUIRE))
+		if (key_eq(e, family, addr))
+			return e;
+	return NULL;
+}
+
+struct neigh_entry *const *neigh_warm_bucket(const struct neigh_table *t, int family,
+					     const uint8_t *addr)
+{
+	struct neigh_entry *const *b = &t->buckets[hash_key(t, family, addr) & t->mask];
+
+	__builtin_prefetch(b);
+	return b;
+}
+
+const struct neigh_entry *neigh_warm_entry(struct neigh_entry *const *bucket)
+{
+	const struct neigh_entry *e = __atomic_load_n(bucket, __ATOMIC_ACQUIRE);
+
+	if (e)
+		__builtin_prefetch(e);
+	return e;
+}
+
+void neigh_warm_link(const struct neigh_entry *e)
+{
+	const struct neigh_link *ll = __atomic_load_n(&e->link, __ATOMIC_ACQUIRE);
+
+	if (ll)
+		__builtin_prefetch(ll);
+}
+
+enum neigh_state neigh_entry_state(const struct neigh_entry *e)
+{
+	return (enum neigh_state)__atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+}
+
+const struct neigh_link *neigh_entry_link(const struct neigh_entry *e)
+{
+	return __atomic_load_n(&e->link, __ATOMIC_ACQUIRE);
+}
+
+void neigh_entry_used(struct neigh_entry *e, uint64_t now)
+{
+	if (__atomic_load_n(&e->used_hint, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&e->used_hint, now, __ATOMIC_RELAXED);
+}
+
+void neigh_entry_confirmed(struct neigh_entry *e, uint64_t now)
+{
+	if (__atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&e->confirmed_hint, now, __ATOMIC_RELAXED);
+}
+
+int neigh_entry_family(const struct neigh_entry *e)
+{
+	return e->family;
+}
+
+const uint8_t *neigh_entry_addr(const struct neigh_entry *e)
+{
+	return e->addr;
+}
+
+/* ---- control ---------------------------------------------------------------------- */
+
+static void set_state(struct neigh_entry *e, enum neigh_state s, uint64_t now)
+{
+	__atomic_store_n(&e->state, (uint8_t)s, __ATOMIC_RELEASE);
+	e->updated = now;
+}
+
+static void retire(struct neigh_table *t, void *p)
+{
+	if (!p)
+		return;
+	if (t->cfg.defer)
+		t->cfg.defer(t->cfg.defer_ctx, free, p);
+	else
+		free(p);
+}
+
+/*
+ * Entries and link addresses start on a cache line: what the data path reads of an
+ * entry (next, link, state, key, the hints) is its first 56 octets, and a link address
+ * is 56 octets, so each costs one miss, not two when malloc's 16-octet alignment
+ * splits it. free() takes them as any allocation.
+ */
+static void *line_alloc(size_t size)
+{
+	void *p = aligned_alloc(64, (size + 63) & ~(size_t)63);
+
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+static int publish_link(struct neigh_table *t, struct neigh_entry *e, const struct neigh_link *ll)
+{
+	struct neigh_link *n = NULL, *old;
+
+	if (ll) {
+		n = line_alloc(sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		*n = *ll;
+	}
+	old = e->link;
+	__atomic_store_n(&e->link, n, __ATOMIC_RELEASE);
+	retire(t, old);
+	return 0;
+}
+
+static void queue_drop_all(struct neigh_table *t, struct neigh_entry *e)
+{
+	while (e->q_len) {
+		void *pkt = e->queue[e->q_head];
+
+		e->q_head = (e->q_head + 1) % t->p.unres_qlen;
+		e->q_len--;
+		e->q_drops++;
+		t->st.unres_discards++;
+		if (t->cfg.ops && t->cfg.ops->drop)
+			t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
+	}
+}
+
+static bool state_sends(enum neigh_state s)
+{
+	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
+	       s == NEIGH_PERMANENT;
+}
+
+static void queue_flush(struct neigh_table *t, struct neigh_entry *e)
+{
+	const struct neigh_link *ll = e->link;
+
+	if (!ll || !ll->usable || !state_sends((enum neigh_state)e->state))
+		return;
+	while (e->q_len) {
+		void *pkt = e->queue[e->q_head];
+
+		e->q_head = (e->q_head + 1) % t->p.unres_qlen;
+		e->q_len--;
+		if (t->cfg.ops && t->cfg.ops->xmit)
+			t->cfg.ops->xmit(t->cfg.ops_ctx, e, ll, pkt);
+		else if (t->cfg.ops && t->cfg.ops->drop)
+			t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
+	}
+}
+
+static void entry_free(void *p)
+{
+	struct neigh_entry *e = p;
+
+	free(e->link);
+	free(e->queue);
+	free(e);
+}
+
+static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
+{
+	uint32_t h = hash_key(t, e->family, e->addr);
+	struct neigh_entry **pp = &t->buckets[h & t->mask];
+
+	if (t->cfg.ops && t->cfg.ops->release)
+		t->cfg.ops->release(t->cfg.ops_ctx, e, e->link);
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			__atomic_store_n(pp, e->next, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	queue_drop_all(t, e);
+	t->count--;
+	t->st.destroys++;
+	if (t->cfg.defer)
+		t->cfg.defer(t->cfg.defer_ctx, entry_free, e);
+	else
+		entry_free(e);
+}
+
+void neigh_delete(struct neigh_table *t, struct neigh_entry *e)
+{
+	unlink_entry(t, e);
+}
+
+/* Remove FAILED entries and STALE ones unused for gc_stale_ms (all when forced and
+ * older than that, else as Linux's periodic work does). Returns how many. */
+static unsigned gc_run(struct neigh_table *t, uint64_t now)
+{
+	unsigned n = 0;
+
+	for (unsigned b = 0; b <= t->mask; b++) {
+		struct neigh_entry *e = t->buckets[b], *next;
+
+		for (; e; e = next) {
+			uint64_t last_use;
+
+			next = e->next;
+			last_use = e->used_seen > e->updated ? e->used_seen : e->updated;
+			if (e->state == NEIGH_FAILED ||
+			    (e->state == NEIGH_STALE && now - last_use >= t->p.gc_stale_ms)) {
+				unlink_entry(t, e);
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+static struct neigh_entry *create(struct neigh_table *t, int family, const uint8_t *addr,
+				  uint64_t now)
+{
+	struct neigh_entry *e;
+	uint32_t h;
+
+	if (t->count >= t->p.gc_thresh3 ||
+	    (t->count >= t->p.gc_thresh2 && now - t->last_forced_gc >= FORCED_GC_GAP_MS)) {
+		t->st.forced_gc_runs++;
+		t->last_forced_gc = now;
+		gc_run(t, now);
+		if (t->count >= t->p.gc_thresh3) {
+			t->st.table_full++;
+			return NULL;
+		}
+	}
+	e = line_alloc(sizeof(*e));
+	if (!e)
+		return NULL;
+	e->queue = calloc(t->p.unres_qlen, sizeof(void *));
+	if (!e->queue) {
+		free(e);
+		return NULL;
+	}
+	e->family = (uint8_t)family;
+	memcpy(e->addr, addr, addr_len(family));
+	e->updated = now;
+	e->deadline = NEVER;
+	h = hash_key(t, family, addr);
+	e->next = t->buckets[h & t->mask];
+	__atomic_store_n(&t->buckets[h & t->mask], e, __ATOMIC_RELEASE);
+	t->count++;
+	t->st.allocs++;
+	return e;
+}
+
+static void solicit(struct neigh_table *t, struct neigh_entry *e, bool unicast)
+{
+	if (unicast)
+		t->st.ucast_solicits++;
+	else
+		t->st.mcast_solicits++;
+	e->probes++;
+	if (t->cfg.ops && t->cfg.ops->solicit)
+		t->cfg.ops->solicit(t->cfg.ops_ctx, e, unicast ? e->link : NULL);
+}
+
+int neigh_resolve(struct neigh_table *t, int family, const uint8_t *addr, void *pkt)
+{
+	uint64_t now = now_ms(t);
+	struct neigh_entry *e = neigh_lookup(t, family, addr);
+
+	if (!e) {
+		t->st.lookups_miss++;
+		e = create(t, family, addr, now);
+		if (!e) {
+			if (pkt && t->cfg.ops && t->cfg.ops->drop)
+				t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
+			return -ENOBUFS;
+		}
+		set_state(e, NEIGH_INCOMPLETE, now);
+		e->probes = 0;
+		e->deadline = now + t->p.retrans_ms;
+		solicit(t, e, false);
+	} else if (e->state == NEIGH_FAILED) {
+		if (now - e->failed_at < t->p.retrans_ms) {
+			if (pkt && t->cfg.ops && t->cfg.ops->drop) {
+				t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
+				e->q_drops++;
+				t->st.unres_discards++;
+			}
+			return -EHOSTUNREACH;
+		}
+		/* A new attempt, as Linux does for a FAILED entry that is used again. */
+		set_state(e, NEIGH_INCOMPLETE, now);
+		e->probes = 0;
+		e->deadline = now + t->p.retrans_ms;
+		solicit(t, e, false);
+	} else if (e->state == NEIGH_STALE) {
+		/* Used while STALE: DELAY. */
+		set_state(e, NEIGH_DELAY, now);
+		e->deadline = now + t->p.delay_probe_ms;
+	}
+	if (!pkt)
+		return 0;
+	if (e->q_len == t->p.unres_qlen) {
+		void *old = e->queue[e->q_head];
+
+		e->q_head = (e->q_head + 1) % t->p.unres_qlen;
+		e->q_len--;
+		e->q_drops++;
+		t->st.unres_discards++;
+		if (t->cfg.ops && t->cfg.ops->drop)
+			t->cfg.ops->drop(t->cfg.ops_ctx, old);
+	}
+	e->queue[(e->q_head + e->q_len) % t->p.unres_qlen] = pkt;
+	e->q_len++;
+	t->st.queued++;
+	queue_flush(t, e);
+	return 0;
+}
+
+static bool same_addr(const struct neigh_link *a, const struct neigh_link *b)
+{
+	return a && b && a->len == b->len && !memcmp(a->addr, b->addr, a->len);
+}
+
+struct neigh_entry *neigh_update(struct neigh_table *t, int family, const uint8_t *addr,
+				 const struct neigh_link *ll, unsigned flags)
+{
+	uint64_t now = now_ms(t);
+	struct neigh_entry *e = neigh_lookup(t, family, addr);
+	enum neigh_state old, next;
+
+	if (!e) {
+		if (!(flags & (NEIGH_F_CREATE | NEIGH_F_ADMIN)))
+			return NULL;
+		e = create(t, family, addr, now);
+		if (!e)
+			return NULL;
+		set_state(e, NEIGH_NONE, now);
+	}
+	old = (enum neigh_state)e->state;
+	if (old == NEIGH_PERMANENT && !(flags & NEIGH_F_ADMIN))
+		return e;
+	if (flags & NEIGH_F_ADMIN) {
+		if (ll && !same_addr(e->link, ll))
+			publish_link(t, e, ll);
+		set_state(e, NEIGH_PERMANENT, now);
+		e->deadline = NEVER;
+		queue_flush(t, e);
+		return e;
+	}
+	if (!ll) {
+		/* A confirmation without an address (e.g. NA without TLLA): only for an
+		 * entry that has one. */
+		if (!e->link || old == NEIGH_INCOMPLETE || old == NEIGH_NONE)
+			return e;
+		ll = e->link;
+	}
+	bool have = e->link && old != NEIGH_INCOMPLETE && old != NEIGH_NONE && old != NEIGH_FAILED;
+	bool changed = !same_addr(e->link, ll);
+
+	if (have && changed && !(flags & NEIGH_F_OVERRIDE)) {
+		/* Linux: keep the address; a REACHABLE entry becomes STALE. */
+		if (old == NEIGH_REACHABLE) {
+			set_state(e, NEIGH_STALE, now);
+			e->deadline = NEVER;
+		}
+		return e;
+	}
+	if (changed) {
+		if (e->link)
+			t->st.lladdr_changes++;
+		publish_link(t, e, ll);
+	}
+	if (flags & NEIGH_F_SOLICITED) {
+		next = NEIGH_REACHABLE;
+		e->confirmed = now;
+	} else if (changed || !have) {
+		next = NEIGH_STALE;
+	} else {
+		next = old; /* same address, unsolicited: no change */
+	}
+	if (next != old || changed) {
+		set_state(e, next, now);
+		e->probes = 0;
+		e->deadline = next == NEIGH_REACHABLE ? now + t->reachable_ms : NEVER;
+	}
+	queue_flush(t, e);
+	return e;
+}
+
+void neigh_set_link(struct neigh_table *t, struct neigh_entry *e, const struct neigh_link *ll)
+{
+	publish_link(t, e, ll);
+	queue_flush(t, e);
+}
+
+static void fail(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
+{
+	t->st.res_failed++;
+	set_state(e, NEIGH_FAILED, now);
+	e->failed_at = now;
+	e->deadline = NEVER;
+	queue_drop_all(t, e);
+}
+
+static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
+{
+	uint64_t ch = __atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED);
+	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+
+	if (ch > e->confirmed)
+		e->confirmed = ch;
+	switch ((enum neigh_state)e->state) {
+	case NEIGH_STALE:
+		if (uh > e->used_seen && uh >= e->updated) {
+			e->used_seen = uh;
+			set_state(e, NEIGH_DELAY, now);
+			e->deadline = now + t->p.delay_probe_ms;
+		}
+		break;
+	case NEIGH_REACHABLE:
+		if (uh > e->used_seen)
+			e->used_seen = uh;
+		if (now < e->confirmed + t->reachable_ms) {
+			e->deadline = e->confirmed + t->reachable_ms;
+			break;
+		}
+		if (e->used_seen && now < e->used_seen + t->p.delay_probe_ms) {
+			set_state(e, NEIGH_DELAY, now);
+			e->deadline = now + t->p.delay_probe_ms;
+		} else {
+			set_state(e, NEIGH_STALE, now);
+			e->deadline = NEVER;
+		}
+		break;
+	case NEIGH_DELAY:
+		if (uh > e->used_seen)
+			e->used_seen = uh;
+		if (e->confirmed && now < e->confirmed + t->p.delay_probe_ms) {
+			set_state(e, NEIGH_REACHABLE, now);
+			e->deadline = e->confirmed + t->reachable_ms;
+		} else if (now >= e->deadline) {
+			set_state(e, NEIGH_PROBE, now);
+			e->probes = 0;
+			e->deadline = now + t->p.retrans_ms;
+			solicit(t, e, true);
+		}
+		break;
+	case NEIGH_PROBE:
+		if (e->confirmed && e->confirmed >= e->updated) {
+			set_state(e, NEIGH_REACHABLE, now);
+			e->deadline = e->confirmed + t->reachable_ms;
+		} else if (now >= e->deadline) {
+			if (e->probes >= t->p.ucast_probes) {
+				fail(t, e, now);
+			} else {
+				e->deadline = now + t->p.retrans_ms;
+				solicit(t, e, true);
+			}
+		}
+		break;
+	case NEIGH_INCOMPLETE:
+		if (now >= e->deadline) {
+			if (e->probes >= t->p.mcast_probes) {
+				fail(t, e, now);
+			} else {
+				e->deadline = now + t->p.retrans_ms;
+				solicit(t, e, false);
+			}
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+uint64_t neigh_tick(struct neigh_table *t)
+{
+	uint64_t now = now_ms(t), next = now + 1000;
+
+	if (now - t->reachable_drawn >= REACHABLE_REDRAW_MS)
+		draw_reachable(t, now);
+	for (unsigned b = 0; b <= t->mask; b++) {
+		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next) {
+			if (e->state == NEIGH_PERMANENT || e->state == NEIGH_FAILED)
+				continue;
+			if (e->deadline <= now || e->state == NEIGH_STALE ||
+			    e->state == NEIGH_DELAY || e->state == NEIGH_PROBE ||
+			    e->state == NEIGH_REACHABLE)
+				entry_timer(t, e, now);
+			if (e->deadline != NEVER && e->deadline < next)
+				next = e->deadline;
+		}
+	}
+	if (now >= t->next_gc) {
+		t->next_gc = now + t->p.gc_interval_ms;
+		if (t->count > t->p.gc_thresh1) {
+			t->st.periodic_gc_runs++;
+			gc_run(t, now);
+		} else {
+			/* Below thresh1 Linux keeps everything; FAILED entries still go. */
+			for (unsigned b = 0; b <= t->mask; b++) {
+				struct neigh_entry *e = t->buckets[b], *nx;
+
+				for (; e; e = nx) {
+					nx = e->next;
+					if (e->state == NEIGH_FAILED)
+						unlink_entry(t, e);
+				}
+			}
+		}
+	}
+	return next > now ? next - now : 0;
+}
+
+void neigh_flush(struct neigh_table *t)
+{
+	for (unsigned b = 0; b <= t->mask; b++) {
+		struct neigh_entry *e = t->buckets[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			if (e->state != NEIGH_PERMANENT)
+				unlink_entry(t, e);
+		}
+	}
+}
+
+void neigh_table_free(struct neigh_table *t)
+{
+	if (!t)
+		return;
+	for (unsigned b = 0; b <= t->mask; b++) {
+		struct neigh_entry *e = t->buckets[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			queue_drop_all(t, e);
+			entry_free(e);
+		}
+	}
+	free(t->buckets);
+	free(t);
+}
+
+void neigh_info_of(const struct neigh_table *t, const struct neigh_entry *e, struct neigh_info *ni)
+{
+	uint64_t now = now_ms(t);
+	uint64_t c = e->confirmed, u = e->used_seen;
+	uint64_t ch = __atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED);
+	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+
+	if (ch > c)
+		c = ch;
+	if (uh > u)
+		u = uh;
+	memset(ni, 0, sizeof(*ni));
+	ni->family = e->family;
+	memcpy(ni->addr, e->addr, addr_len(e->family));
+	ni->state = (enum neigh_state)e->state;
+	if (e->link) {
+		ni->link = *e->link;
+		ni->has_link = true;
+	}
+	ni->age_ms = now - e->updated;
+	ni->confirmed_ms = c ? now - c : UINT64_MAX;
+	ni->used_ms = u ? now - u : UINT64_MAX;
+	ni->queued = e->q_len;
+	ni->probes = e->probes;
+	ni->queue_drops = e->q_drops;
+}
+
+void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struct neigh_info *ni),
+		   void *arg)
+{
+	for (unsigned b = 0; b <= t->mask; b++) {
+		for (const struct neigh_entry *e = t->buckets[b]; e; e = e->next) {
+			struct neigh_info ni;
+
+			neigh_info_of(t, e, &ni);
+			if (fn(arg, &ni))
+				return;
+		}
+	}
+}
+
+void neigh_foreach_entry(struct neigh_table *t,
+			 void (*fn)(void *arg, struct neigh_table *t, struct neigh_entry *e),
+			 void *arg)
+{
+	for (unsigned b = 0; b <= t->mask; b++)
+		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next)
+			fn(arg, t, e);
+}
+
+void neigh_table_stats(const struct neigh_table *t, struct neigh_stats *out)
+{
+	*out = t->st;
+	out->entries = t->count;
+}
+
+const struct neigh_params *neigh_table_params(const struct neigh_table *t)
+{
+	return &t->p;
+}
+
+uint32_t neigh_reachable_time(const struct neigh_table *t)
+{
+	return t->reachable_ms;
+}
