@@ -1,7 +1,8 @@
 /*
  * ibgw-host: an IB host of the simulated rack. The gateway's IPoIB link (ipoib/ipoib_link)
- * in the host role, bridged at the link layer to a TAP device in the node's namespace,
- * so the kernel there speaks its own ARP, ND, ping and TCP over IPoIB.
+ * in the host role, bridged at the link layer to a TAP device in the node's namespace:
+ * ibgw-host speaks IPoIB on the fabric, and the kernel there runs its own IP stack (ARP,
+ * ND, ping, TCP) over the TAP, its frames rewritten to and from IPoIB (host_l2.h).
  *
  *   ibgw-host [OPTIONS]                  run (inside `sim/rack exec NODE --`)
  *   ibgw-host --ctl PATH dump [WHAT]     ask a running host: link, stats, neigh, peers,
