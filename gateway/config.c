@@ -299,7 +299,7 @@ static const struct field eth_fields[] = {
 	{ "name", T_STR, offsetof(ETH, name), 0, SZ(ETH, name), 0, 0, NULL, NULL,
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "name of the interface, used by routes and failover" },
 	{ "backend", T_ENUM, offsetof(ETH, backend), 0, 0, 0, 0, "af_packet", NULL, 0, eth_backends,
-	  NULL, "af_packet (io_uring) or af_xdp" },
+	  NULL, "af_packet (io_uring); af_xdp is refused: not built yet" },
 	{ "device", T_STR, offsetof(ETH, device), 0, SZ(ETH, device), 0, 0, NULL, "the name",
 	  FL_NAME | FL_IFNAME, NULL, NULL, "kernel network device" },
 	{ "vlan", T_UINT, offsetof(ETH, vlan), 0, SZ(ETH, vlan), 0, 4094, "0", NULL, 0, NULL, NULL,
@@ -1497,6 +1497,13 @@ static void check_eth(struct load *L, void *base, const struct gw_ynode *const *
 	char fpath[200];
 
 	(void)node;
+	if (e->backend == GW_ETH_BACKEND_AF_XDP && recorded(L, &e->backend)) {
+		/* Named in the schema so the file format is stable, but the backend cannot
+		 * open: a config the daemon cannot run is refused here, not at start. */
+		snprintf(fpath, sizeof(fpath), "%s.backend", path);
+		verr(L, val_of(&eth_schema, vals, "backend"), fpath,
+		     "af_xdp is not built in this version (it cannot open a port); use af_packet");
+	}
 	if (!val_of(&eth_schema, vals, "device") && name && recorded(L, e->name)) {
 		if (strlen(e->name) > 15) {
 			snprintf(fpath, sizeof(fpath), "%s.name", path);

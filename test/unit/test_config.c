@@ -311,7 +311,7 @@ static const char full_config[] =
     "\"fd00::1/64\"], proxy_arp: true, proxy_prefixes: [10.1.0.0/16]}\n"
     "  - {name: ib1, device: gw1, pkey: 0x8002, mtu: 4092}\n"
     "ethernet_interfaces:\n"
-    "  - {name: eth0, backend: af_xdp, vlan: 7, mtu: 9000, addresses: [10.1.0.1/16], proxy_nd: "
+    "  - {name: eth0, backend: af_packet, vlan: 7, mtu: 9000, addresses: [10.1.0.1/16], proxy_nd: "
     "true}\n"
     "routes:\n"
     "  - {prefix: 0.0.0.0/0, via: 10.1.0.254}\n"
