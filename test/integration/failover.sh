@@ -11,8 +11,8 @@
 #                  on both heartbeat paths (1% of the heartbeats at the switch, 1% of
 #                  everything gw1 and gw2 send on the fabric) for 10 s: no transition
 #   SIGKILL        of the master under ping floods Ethernet -> IB and IB -> Ethernet and
-#                  iperf3 TCP streams both ways: gw2 takes over, every gap under 300 ms
-#                  (goal 100 ms), both streams complete; gw2 had gw1's neighbours and paths
+#                  iperf3 TCP streams both ways: gw2 takes over, every gap within what
+#                  docs/failover.md reports plus a 60 ms margin, both streams complete; gw2 had gw1's neighbours and paths
 #                  by state sync and asks the SA for no path when it takes over
 #   failback       gw1 restarted preempts gw2 (handed over, no dead interval: the gap is
 #                  small); with preempt off it stays BACKUP until `gwctl ha switchover`
@@ -31,7 +31,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 38
+tap_plan 39
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft curl
@@ -40,6 +40,11 @@ suite_ibhost_helpers
 transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
 path_alive() { g "$1" -j show ha | jq -r --arg p "$2" '.[] | select(.kind == "path" and .path == $p) | .alive'; }
 pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/received/ { print $4 }'; }
+# Gap bounds: the largest gap docs/failover.md reports for each case ("Measured on the
+# simulated rack"), plus a margin of 60 ms (three heartbeat intervals) for a loaded
+# two-core machine. A bound is a promise the docs make, not a generous timeout.
+margin=60
+bound() { echo $(($1 + margin)); }
 gap_ok() { # NAME LIMIT_MS: the gap line, and whether it is under the limit
 	local r
 	r=$(gap_stop "$1")
@@ -147,8 +152,10 @@ wait_state gw2 master 5
 tap_like "SIGKILL of the master: gw2 takes over, and says why" "$(g gw2 show ha | grep '^group')" \
 	"MASTER priority 100 .*: peer dead on all paths"
 sleep 2
-tap_is "SIGKILL: the gap Ethernet -> IB is under 300 ms" "$(gap_ok e2i 300)" ok
-tap_is "SIGKILL: the gap IB -> Ethernet is under 300 ms" "$(gap_ok i2e 300)" ok
+tap_is "SIGKILL: the gap Ethernet -> IB is under $(bound 89) ms (89 measured + margin)" \
+	"$(gap_ok e2i "$(bound 89)")" ok
+tap_is "SIGKILL: the gap IB -> Ethernet is under $(bound 89) ms (89 measured + margin)" \
+	"$(gap_ok i2e "$(bound 89)")" ok
 wait "$iperf" "$iperf_r"
 tap_is "state sync: taking over, gw2 asked the SA for no path (it had gw1's)" \
 	"$(g gw2 -j show stats | jq '.[0].paths.queries')" "$q0"
@@ -167,7 +174,7 @@ wait_state gw1 master 10
 tap_like "failback with preemption: gw1 takes the group back" "$(g gw1 show ha | grep '^group')" \
 	"MASTER priority 150 .*: preemption: peer gw2 handed over"
 sleep 1
-tap_is "failback: the gap is under 300 ms" "$(gap_ok back 300)" ok
+tap_is "failback: the gap is under $(bound 12) ms (12 measured + margin)" "$(gap_ok back "$(bound 12)")" ok
 tap_is "failback: gw2 BACKUP again" "$(state gw2)" backup
 
 # Without preemption: gw1 comes back as BACKUP and stays; a switchover moves the group.
@@ -185,7 +192,7 @@ wait_state gw1 master 5
 tap_like "gwctl ha switchover on gw1: gw1 MASTER" "$(g gw1 show ha | grep '^group')" \
 	"MASTER .*manual switchover"
 sleep 1
-tap_is "switchover: the gap is under 300 ms" "$(gap_ok sw 300)" ok
+tap_is "switchover: the gap is under $(bound 9) ms (9 measured + margin)" "$(gap_ok sw "$(bound 9)")" ok
 tap_like "gwctl ha switchover with an unknown group: a precise error" \
 	"$(g gw1 ha switchover nosuch 2>&1)" "no failover group 'nosuch'"
 
@@ -196,7 +203,8 @@ wait_state gw2 master 5
 tap_like "the master's Ethernet link down: gw1 FAULT" "$(g gw1 show ha | grep '^group')" \
 	"FAULT .*tracked path 1 is down"
 sleep 1
-tap_is "Ethernet link down: the gap IB -> Ethernet is under 300 ms" "$(gap_ok eth 300)" ok
+tap_is "Ethernet link down: the gap IB -> Ethernet is under $(bound 13) ms (13 measured + margin)" \
+	"$(gap_ok eth "$(bound 13)")" ok
 in_ns gw1 ip link set eth0 up
 wait_state gw1 backup 5
 g gw1 ha switchover >/dev/null
@@ -206,12 +214,13 @@ tap_is "link back, switchover: gw1 MASTER again" "$(state gw1)" master
 gap_start hca "$rack-ethhost1" 10.10.0.13
 R link gw1 down >/dev/null
 wait_state gw2 master 10
-tap_like "the master's HCA port down (ibsim): gw2 takes over" "$(g gw2 show ha | grep '^group')" \
-	"MASTER"
+tap_like "the master's HCA port down (ibsim): gw2 takes over, told by gw1's FAULT" \
+	"$(g gw2 show ha | grep '^group')" "MASTER priority 100 .*: peer gw1 is in FAULT"
 sleep 1
-r=$(gap_stop hca)
-echo "# gap hca: ${r% * *} ms (the fabric tells the port at once, as an HCA raises PORT_ERR)" >&2
-tap_like "HCA port down: traffic flows again through gw2 (gap ${r%% *} ms)" "$(pings ethhost1 10.10.0.13)" 3
+# The fabric tells the port at once, as an HCA raises PORT_ERR.
+tap_is "HCA port down: the gap Ethernet -> IB is under $(bound 15) ms (15 measured + margin)" \
+	"$(gap_ok hca "$(bound 15)")" ok
+tap_is "HCA port down: traffic flows through gw2" "$(pings ethhost1 10.10.0.13)" 3
 R link gw1 up >/dev/null
 wait_state gw1 backup 20
 
@@ -226,8 +235,8 @@ sleep 12
 r=$(gap_stop sm)
 echo "# gap across the SM failover: ${r% * *} ms, lost ${r#* }" >&2
 tap_is "SM failover: no failover of the pair" "$(transitions gw1) $(transitions gw2)" "$t1 $t2"
-tap_is "SM failover: traffic kept flowing (gap under 1 s)" \
-	"$(awk -v r="${r%% *}" 'BEGIN { print (r < 1000) ? "yes" : r }')" yes
+tap_is "SM failover: traffic kept flowing (gap under $(bound 35) ms: 35 measured + margin)" \
+	"$(awk -v r="${r%% *}" -v l="$(bound 35)" 'BEGIN { print (r < l) ? "yes" : r }')" yes
 
 # --- active/active -------------------------------------------------------------------------
 # The one group split in two by per-group priorities: svc4 (the IPv4 service addresses)
