@@ -137,8 +137,9 @@ struct ethp_ops {
 	int (*open)(const struct ethp_port_config *cfg, struct ethp_port **out);
 	void (*close)(struct ethp_port *port);
 	int (*query)(struct ethp_port *port, struct ethp_port_attr *attr);
-	/* The control thread tells the port its link state (from netlink): while down,
-	 * tx_burst drops (counted) instead of queueing to a dead link. */
+	/* The control thread tells the port its link state (netlink, through
+	 * kernel/linkwatch): while down, tx_burst drops (counted) instead of queueing
+	 * to a dead link. */
 	void (*set_link)(struct ethp_port *port, bool up);
 	/* Receive frames to a multicast MAC (ND solicited-node groups of proxied
 	 * addresses), or everything (promiscuous). Memberships end with the port. */

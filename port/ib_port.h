@@ -6,7 +6,9 @@
  *   sim    the simulated fabric of sim/ (port/ib_port_sim.c), which carries complete
  *          wire packets; this backend plays the HCA: it builds LRH/GRH/BTH/DETH,
  *          ICRC and VCRC, and runs the RC transport (segmentation, PSNs, ACKs,
- *          retransmission) in software.
+ *          retransmission, port/ib_rc.c) in software.
+ *
+ * Both keep their packet buffers in the shared pool of port/ib_bufpool.h.
  *
  * The model is verbs, reduced to what IPoIB needs: one protection domain and one
  * memory registration per port (the packet buffer pool), UD and RC queue pairs, a
@@ -119,14 +121,15 @@ struct ibp_qp_connect {
 };
 
 /*
- * A packet buffer of the port's pool (registered memory). The pool belongs to the
- * port; buffers go out with post_send/post_recv and come back in completions.
+ * A packet buffer of the port's pool (port/ib_bufpool.h; registered memory on verbs).
+ * The pool belongs to the port; buffers go out with post_send/post_recv and come back
+ * in completions.
  */
 struct ibp_buf {
 	uint8_t *data;
 	uint32_t len; /* bytes of payload */
 	uint32_t cap; /* bytes available at data */
-	uint64_t id;  /* backend's registration handle / index */
+	uint64_t id;  /* index in the port's pool */
 };
 
 /* One work request to send (UD: ah + remote qpn/qkey; RC: neither). */
@@ -196,7 +199,7 @@ struct ibp_ops {
 	void (*close)(struct ibp_port *port);
 	int (*query)(struct ibp_port *port, struct ibp_port_attr *attr);
 
-	/* Packet buffers from the port's registered pool (control or owner thread). */
+	/* Packet buffers from the port's registered pool (any thread; NULL when none). */
 	struct ibp_buf *(*buf_get)(struct ibp_port *port);
 	void (*buf_put)(struct ibp_port *port, struct ibp_buf *buf);
 

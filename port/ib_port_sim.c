@@ -17,8 +17,9 @@
  * request waits for its answer with the lock held (the fabric answers in
  * microseconds; its client gives up after 5 s), and packets that arrive meanwhile are
  * queued inside the fabric client: the control op then writes the port's eventfd so
- * the worker polls them. free_lock guards only the buffer free list (buf_get/buf_put
- * from any thread). Lock order: dp_lock, then free_lock.
+ * the worker polls them. The buffer pool (port/ib_bufpool.h) has its own lock, for
+ * its free stack only (buf_get/buf_put from any thread). Lock order: dp_lock, then
+ * the pool's lock.
  *
  * cq_fd (the worker's) is an epoll fd over the fabric socket (readable: packets or
  * PORT_STATE; writable interest only while a send found the socket full), an eventfd
@@ -48,12 +49,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "port/ib_bufpool.h"
 #include "port/ib_port.h"
 #include "port/ib_rc.h"
 #include "lib/ib_bytes.h"
@@ -66,25 +67,23 @@
 #define SIM_QP_BUCKETS 256  /* QPN hash chains */
 #define SIM_EVENTS     32   /* port events kept for next_event */
 #define SIM_SMP_MS     1000 /* a local SMP's timeout (umad) */
-#define SIM_ALIGN      64
 
 enum sbuf_state {
-	SB_FREE,
-	SB_OWNED, /* held by a caller */
-	SB_SEND,  /* posted to a send queue (UD: briefly; RC: until ACKed) */
-	SB_RECV,  /* on a QP's receive queue */
-	SB_SRQ,   /* on an SRQ */
-	SB_RC_RX, /* being filled by an RC responder */
-	SB_CQ,    /* its completion waits in the completion ring */
+	SB_FREE = IBP_POOL_FREE,
+	SB_OWNED = IBP_POOL_OWNED, /* held by a caller */
+	SB_SEND = IBP_POOL_POSTED, /* posted to a send queue (UD: briefly; RC: until ACKed) */
+	SB_RECV,                   /* on a QP's receive queue */
+	SB_SRQ,                    /* on an SRQ */
+	SB_RC_RX,                  /* being filled by an RC responder */
+	SB_CQ,                     /* its completion waits in the completion ring */
 };
 
-/* Buffer descriptor. state: atomic, written under dp_lock (posted states) or by the
- * holder (OWNED -> FREE through free_lock). */
+/* Buffer descriptor, the pool's head first. state: written under dp_lock (posted
+ * states) or by the holder (OWNED -> FREE through the pool). */
 struct sbuf {
-	struct ibp_buf pub;
+	struct ibp_pool_buf pb;
 	uint64_t wr_id;
 	struct ibp_qp *qp; /* SEND/RECV/RC_RX/CQ: the QP concerned */
-	atomic_uchar state;
 };
 
 /* Control thread creates/destroys; ring under dp_lock. */
@@ -135,15 +134,9 @@ struct ibp_port {
 	int epfd, evfd, tfd; /* cq_fd: epoll over the socket, evfd, tfd */
 	int afd;             /* async_fd: an eventfd, readable while events wait */
 
-	/* Buffers: immutable after open but for the states. */
-	uint8_t *pool; /* mmap'ed, pool_size octets */
-	size_t pool_size;
+	/* Buffers (any thread; their own lock). bufs: the pool's descriptors. */
+	struct ibp_pool pool;
 	struct sbuf *bufs;
-	unsigned n_bufs;
-
-	pthread_mutex_t free_lock; /* the free stack */
-	uint32_t *free_stack;
-	unsigned n_free;
 
 	pthread_mutex_t dp_lock; /* everything below */
 	struct simfab_client *fab;
@@ -179,55 +172,35 @@ static uint64_t now_ns(void)
 
 static enum sbuf_state sb_state(struct sbuf *b)
 {
-	return (enum sbuf_state)atomic_load_explicit(&b->state, memory_order_relaxed);
+	return (enum sbuf_state)ibp_pool_state(&b->pb);
 }
 
 static void sb_set(struct sbuf *b, enum sbuf_state s)
 {
-	atomic_store_explicit(&b->state, (unsigned char)s, memory_order_relaxed);
+	ibp_pool_set_state(&b->pb, s);
 }
 
 static struct sbuf *sbuf_of(struct ibp_port *port, const struct ibp_buf *buf)
 {
-	if (!buf || buf->id >= port->n_bufs || &port->bufs[buf->id].pub != buf)
-		return NULL;
-	return &port->bufs[buf->id];
+	return (struct sbuf *)ibp_pool_find(&port->pool, buf);
 }
 
+/* A posted (dp_lock) or owned buffer back to the pool. */
 static void free_push(struct ibp_port *port, struct sbuf *b)
 {
-	pthread_mutex_lock(&port->free_lock);
-	sb_set(b, SB_FREE);
 	b->qp = NULL;
-	port->free_stack[port->n_free++] = (uint32_t)(b - port->bufs);
-	pthread_mutex_unlock(&port->free_lock);
+	ibp_pool_release(&port->pool, &b->pb);
 }
 
 static struct ibp_buf *sim_buf_get(struct ibp_port *port)
 {
-	struct sbuf *b = NULL;
-
-	pthread_mutex_lock(&port->free_lock);
-	if (port->n_free) {
-		b = &port->bufs[port->free_stack[--port->n_free]];
-		sb_set(b, SB_OWNED);
-	}
-	pthread_mutex_unlock(&port->free_lock);
-	if (!b)
-		return NULL;
-	b->pub.len = 0;
-	return &b->pub;
+	return ibp_pool_get(&port->pool);
 }
 
 static void sim_buf_put(struct ibp_port *port, struct ibp_buf *buf)
 {
-	struct sbuf *b = sbuf_of(port, buf);
-
-	if (!b || sb_state(b) != SB_OWNED) {
+	if (ibp_pool_put(&port->pool, buf) < 0)
 		log_error("sim: %s: buf_put of a buffer not held by the caller", port->name);
-		return;
-	}
-	free_push(port, b);
 }
 
 /* --- wakeups, completions, events (dp_lock) ---------------------------------------- */
@@ -252,7 +225,7 @@ static struct ibp_wc *cq_push(struct ibp_port *port, struct sbuf *b, enum ibp_wc
 	wc->qp = b->qp;
 	wc->qp_user = b->qp->user;
 	wc->wr_id = kind == IBP_WC_SEND ? b->wr_id : 0;
-	wc->buf = &b->pub;
+	wc->buf = &b->pb.pub;
 	wc->pkey_index = b->qp->pkey_index;
 	sb_set(b, SB_CQ);
 	return wc;
@@ -482,8 +455,8 @@ static void *rc_rx_buf(void *ctx, uint8_t **data, uint32_t *cap)
 	if (!b)
 		return NULL;
 	sb_set(b, SB_RC_RX);
-	*data = b->pub.data;
-	*cap = b->pub.cap;
+	*data = b->pb.pub.data;
+	*cap = b->pb.pub.cap;
 	return b;
 }
 
@@ -501,8 +474,8 @@ static void rc_recv_done(void *ctx, void *rbuf, uint32_t len, enum ibp_wc_status
 	struct sbuf *b = rbuf;
 	struct ibp_wc *wc = cq_push(qp->port, b, IBP_WC_RECV, status);
 
-	b->pub.len = status == IBP_WC_OK ? len : 0;
-	wc->byte_len = b->pub.len;
+	b->pb.pub.len = status == IBP_WC_OK ? len : 0;
+	wc->byte_len = b->pb.pub.len;
 	wc->slid = qp->path.dlid;
 	wc->src_qp = qp->remote_qpn;
 	wc->sl = qp->path.sl;
@@ -522,7 +495,7 @@ static void flush_rq(struct ibp_qp *qp)
 	while (qp->rq_len) {
 		struct sbuf *b = rq_take(qp);
 
-		b->pub.len = 0;
+		b->pb.pub.len = 0;
 		cq_push(qp->port, b, IBP_WC_RECV, IBP_WC_FLUSHED);
 	}
 }
@@ -579,18 +552,14 @@ static void rx_ud(struct ibp_port *port, struct ibp_qp *qp, const struct ib_pack
 		port->st.ud_rx_no_wqe++; /* as an HCA drops UD without a receive WQE */
 		return;
 	}
-	if (p->payload_len + IBP_GRH_AREA > b->pub.cap) {
+	if (ibp_pool_ud_fill(&b->pb.pub, p->has_grh ? wire + IB_LRH_LEN : NULL, p->payload,
+			     p->payload_len) < 0) {
 		port->st.ud_rx_too_long++;
-		b->pub.len = 0;
 		cq_push(port, b, IBP_WC_RECV, IBP_WC_LOCAL_ERROR);
 		return;
 	}
-	if (p->has_grh)
-		memcpy(b->pub.data, wire + IB_LRH_LEN, IB_GRH_LEN);
-	memcpy(b->pub.data + IBP_GRH_AREA, p->payload, p->payload_len);
-	b->pub.len = (uint32_t)(IBP_GRH_AREA + p->payload_len);
 	wc = cq_push(port, b, IBP_WC_RECV, IBP_WC_OK);
-	wc->byte_len = b->pub.len;
+	wc->byte_len = b->pb.pub.len;
 	wc->slid = p->lrh.slid;
 	wc->src_qp = p->deth.src_qp;
 	wc->sl = p->lrh.sl;
@@ -883,7 +852,6 @@ static int setup_fds(struct ibp_port *port)
 static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 {
 	struct ibp_port *port;
-	size_t stride;
 	int ret;
 
 	if (!cfg || !cfg->device || !out || !cfg->sim_socket || cfg->port == 0 ||
@@ -894,9 +862,6 @@ static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 			  "sim_socket, n_bufs and buf_size are required)");
 		return -EINVAL;
 	}
-	stride = (cfg->buf_size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
-	if (stride > SIZE_MAX / cfg->n_bufs)
-		return -EOVERFLOW;
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
@@ -905,7 +870,6 @@ static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 	port->port_num = cfg->port;
 	port->link_up = true;
 	snprintf(port->name, sizeof(port->name), "%s", cfg->device);
-	pthread_mutex_init(&port->free_lock, NULL);
 	pthread_mutex_init(&port->dp_lock, NULL);
 
 	ret = open_umad(port, cfg->device);
@@ -915,33 +879,17 @@ static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 	if (ret < 0)
 		goto fail;
 
-	/* Anonymous memory: zeroed by the kernel page by page as it is first used. A
-	 * memset here faulted in all of it (17 MiB for UD, 64 MiB per connected link) and
-	 * kept the control thread 10-25 ms longer in a link's move to its backup port,
-	 * long enough under load for the failover peer to miss heartbeats. */
-	port->pool_size = stride * cfg->n_bufs;
-	port->pool =
-	    mmap(NULL, port->pool_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (port->pool == MAP_FAILED)
-		port->pool = NULL;
-	port->bufs = calloc(cfg->n_bufs, sizeof(*port->bufs));
-	port->free_stack = calloc(cfg->n_bufs, sizeof(*port->free_stack));
+	/* The pool's memory is anonymous mmap, not memset (port/ib_bufpool.h says why). */
+	ret = ibp_pool_init(&port->pool, cfg->n_bufs, cfg->buf_size, sizeof(struct sbuf));
+	if (ret < 0)
+		goto fail;
+	port->bufs = ibp_pool_descs(&port->pool);
 	port->cq = calloc(cfg->n_bufs, sizeof(*port->cq));
-	if (!port->pool || !port->bufs || !port->free_stack || !port->cq) {
+	if (!port->cq) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	port->n_bufs = port->cq_cap = cfg->n_bufs;
-	for (unsigned i = 0; i < cfg->n_bufs; i++) {
-		struct sbuf *b = &port->bufs[i];
-
-		b->pub.data = port->pool + (size_t)i * stride;
-		b->pub.cap = (uint32_t)cfg->buf_size;
-		b->pub.id = i;
-		sb_set(b, SB_FREE);
-		port->free_stack[i] = cfg->n_bufs - 1 - i;
-	}
-	port->n_free = cfg->n_bufs;
+	port->cq_cap = cfg->n_bufs;
 
 	ret = simfab_client_connect(cfg->sim_socket, &port->fab);
 	if (ret < 0) {
@@ -961,7 +909,7 @@ static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 	log_info("sim: %s port %u open: LID 0x%x, GUID 0x%016llx, MTU %u, %u buffers of %zu",
 		 port->name, port->port_num, port->info.lid,
 		 (unsigned long long)port->info.port_guid, ib_mtu_bytes(port->info.mtu),
-		 port->n_bufs, cfg->buf_size);
+		 port->pool.n_bufs, cfg->buf_size);
 	*out = port;
 	return 0;
 fail:
@@ -1011,13 +959,9 @@ static void sim_close(struct ibp_port *port)
 		umad_unregister(port->umad_fd, port->umad_agent);
 	if (port->umad_fd >= 0)
 		umad_close_port(port->umad_fd);
-	if (port->pool)
-		munmap(port->pool, port->pool_size);
-	free(port->bufs);
-	free(port->free_stack);
+	ibp_pool_fini(&port->pool);
 	free(port->cq);
 	pthread_mutex_destroy(&port->dp_lock);
-	pthread_mutex_destroy(&port->free_lock);
 	free(port);
 }
 
@@ -1093,7 +1037,7 @@ static int sim_create_srq(struct ibp_port *port, unsigned depth, struct ibp_srq 
 {
 	struct ibp_srq *s;
 
-	if (depth == 0 || depth > port->n_bufs)
+	if (depth == 0 || depth > port->pool.n_bufs)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -1463,7 +1407,7 @@ static int sim_post_send(struct ibp_send *sends, unsigned n)
 		b->qp = qp;
 		b->wr_id = s->wr_id;
 		sb_set(b, SB_SEND);
-		err = ibrc_post(&qp->rc, b->pub.data, b->pub.len, s->buf->id);
+		err = ibrc_post(&qp->rc, b->pb.pub.data, b->pb.pub.len, s->buf->id);
 		if (err) {
 			sb_set(b, SB_OWNED);
 			break;

@@ -23,6 +23,7 @@
  * flushed buffers go back to the pool here; the caller sees no completion of a QP
  * after destroy_qp has started.
  */
+#include "port/ib_bufpool.h"
 #include "port/ib_port.h"
 
 #include <endian.h>
@@ -31,7 +32,6 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,30 +46,29 @@
 #define IBP_VERBS_ACK_MAX  16   /* CQ events acked in one ibv_ack_cq_events */
 #define IBP_VERBS_DRAIN_MS 2000 /* longest wait for a QP's flushed WRs */
 #define IBP_VERBS_STASH    16   /* events read early by destroy_qp */
-#define IBP_VERBS_ALIGN    64   /* buffer stride alignment (cache line) */
 #define WRID_DRAIN         (1ull << 63)
 #define GEN_MASK           0x7fffffffu
 
 enum vbuf_state {
-	VB_FREE,  /* on the free list */
-	VB_OWNED, /* held by a caller thread */
-	VB_SEND,  /* posted on owner's send queue */
-	VB_RECV,  /* posted on owner's receive queue */
-	VB_SRQ,   /* posted on an SRQ */
+	VB_FREE = IBP_POOL_FREE,   /* on the free list */
+	VB_OWNED = IBP_POOL_OWNED, /* held by a caller thread */
+	VB_SEND = IBP_POOL_POSTED, /* posted on owner's send queue */
+	VB_RECV,                   /* posted on owner's receive queue */
+	VB_SRQ,                    /* posted on an SRQ */
 };
 
 /*
- * Buffer descriptor. pub is what callers hold. state changes only by the thread that
- * owns the buffer in its current state (free list: free_lock; posted: dp_lock;
- * owned: the holder); it is atomic (relaxed) because destroy_qp/destroy_srq scan all
- * descriptors under dp_lock while other threads move owned buffers to the free list.
+ * Buffer descriptor, the pool's head first (pb.pub is what callers hold). Its state
+ * changes only by the thread that owns the buffer in its current state (free list:
+ * the pool's lock; posted: dp_lock; owned: the holder); destroy_qp/destroy_srq scan
+ * all descriptors under dp_lock while other threads move owned buffers to the free
+ * list (port/ib_bufpool.h).
  */
 struct vbuf {
-	struct ibp_buf pub;
+	struct ibp_pool_buf pb;
 	uint64_t user_wr_id; /* VB_SEND: the caller's wr_id */
 	void *owner;         /* VB_SEND/VB_RECV: the ibp_qp; VB_SRQ: the ibp_srq */
 	uint32_t gen;        /* bumped at each post; travels in wr_id */
-	atomic_uchar state;
 };
 
 /* Control thread owns the fields, except those marked dp_lock. */
@@ -107,7 +106,8 @@ struct ibp_ah {
 };
 
 /*
- * Port. Immutable after open, except as marked. Lock order: dp_lock, then free_lock.
+ * Port. Immutable after open, except as marked. Lock order: dp_lock, then the pool's
+ * lock.
  */
 struct ibp_port {
 	char name[64];
@@ -115,18 +115,11 @@ struct ibp_port {
 	struct ibv_context *ctx;
 	struct ibv_device_attr dev;
 	struct ibv_pd *pd;
-	uint8_t *pool;
-	size_t pool_len;
-	struct ibv_mr *mr;
-	struct vbuf *vbufs;
-	unsigned n_bufs;
+	struct ibp_pool pool; /* any thread: its own lock */
+	struct ibv_mr *mr;    /* over the pool's region */
+	struct vbuf *vbufs;   /* the pool's descriptors */
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
-
-	/* free_lock: the free list (a stack of buffer indexes). */
-	pthread_mutex_t free_lock;
-	uint32_t *free_stack;
-	unsigned n_free;
 
 	/* dp_lock: taken once per post/poll batch (the owner thread, uncontended) and by
 	 * the control thread to create/destroy QPs. Guards the qpn table, the QPs'
@@ -159,19 +152,17 @@ static int neg_errno(int fallback)
 
 static struct vbuf *vbuf_of(struct ibp_port *port, const struct ibp_buf *buf)
 {
-	if (!buf || buf->id >= port->n_bufs || &port->vbufs[buf->id].pub != buf)
-		return NULL;
-	return &port->vbufs[buf->id];
+	return (struct vbuf *)ibp_pool_find(&port->pool, buf);
 }
 
 static enum vbuf_state vb_state(struct vbuf *v)
 {
-	return (enum vbuf_state)atomic_load_explicit(&v->state, memory_order_relaxed);
+	return (enum vbuf_state)ibp_pool_state(&v->pb);
 }
 
 static void vb_set(struct vbuf *v, enum vbuf_state s)
 {
-	atomic_store_explicit(&v->state, (unsigned char)s, memory_order_relaxed);
+	ibp_pool_set_state(&v->pb, s);
 }
 
 static uint64_t vb_wrid(struct ibp_port *port, struct vbuf *v)
@@ -183,10 +174,7 @@ static uint64_t vb_wrid(struct ibp_port *port, struct vbuf *v)
 /* Back to the free list. Caller holds dp_lock or owns the buffer. */
 static void free_push(struct ibp_port *port, struct vbuf *v)
 {
-	pthread_mutex_lock(&port->free_lock);
-	vb_set(v, VB_FREE);
-	port->free_stack[port->n_free++] = (uint32_t)(v - port->vbufs);
-	pthread_mutex_unlock(&port->free_lock);
+	ibp_pool_release(&port->pool, &v->pb);
 }
 
 /* --- qpn -> QP table (dp_lock) --- */
@@ -316,8 +304,6 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 {
 	struct ibp_port *port = NULL;
 	struct ibv_port_attr pa;
-	size_t stride;
-	long page = sysconf(_SC_PAGESIZE);
 	int ret;
 
 	if (!cfg || !cfg->device || !out || cfg->port == 0 || cfg->n_bufs == 0 ||
@@ -326,16 +312,11 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 			  "are required)");
 		return -EINVAL;
 	}
-	stride = (cfg->buf_size + IBP_VERBS_ALIGN - 1) & ~(size_t)(IBP_VERBS_ALIGN - 1);
-	if (stride > SIZE_MAX / cfg->n_bufs)
-		return -EOVERFLOW;
-
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
 	port->port_num = cfg->port;
 	snprintf(port->name, sizeof(port->name), "%s:%u", cfg->device, cfg->port);
-	pthread_mutex_init(&port->free_lock, NULL);
 	pthread_mutex_init(&port->dp_lock, NULL);
 	{
 		pthread_condattr_t ca;
@@ -390,45 +371,27 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 		goto fail;
 	}
 
-	/* The pool: page aligned, one registration for all of it. */
-	port->pool_len = stride * cfg->n_bufs;
-	port->pool_len = (port->pool_len + (size_t)page - 1) & ~((size_t)page - 1);
-	ret = posix_memalign((void **)&port->pool, (size_t)page, port->pool_len);
-	if (ret) {
-		port->pool = NULL;
-		ret = -ret;
+	/* The pool: page aligned, one registration for all of it (ibv_reg_mr pins it, so
+	 * the kernel zeroes every page here, where a memset used to). */
+	ret = ibp_pool_init(&port->pool, cfg->n_bufs, cfg->buf_size, sizeof(struct vbuf));
+	if (ret < 0)
 		goto fail;
-	}
-	memset(port->pool, 0, port->pool_len);
-	port->mr = ibv_reg_mr(port->pd, port->pool, port->pool_len, IBV_ACCESS_LOCAL_WRITE);
+	port->vbufs = ibp_pool_descs(&port->pool);
+	port->mr = ibv_reg_mr(port->pd, port->pool.mem, port->pool.mem_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!port->mr) {
 		ret = neg_errno(ENOMEM);
 		log_errno(LOG_ERR, -ret,
 			  "verbs: %s: ibv_reg_mr of %zu bytes (check the "
 			  "locked-memory limit, ulimit -l)",
-			  port->name, port->pool_len);
+			  port->name, port->pool.mem_len);
 		goto fail;
 	}
-	port->vbufs = calloc(cfg->n_bufs, sizeof(*port->vbufs));
-	port->free_stack = calloc(cfg->n_bufs, sizeof(*port->free_stack));
 	port->qpt_cap = 64;
 	port->qpt = calloc(port->qpt_cap, sizeof(*port->qpt));
-	if (!port->vbufs || !port->free_stack || !port->qpt) {
+	if (!port->qpt) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	port->n_bufs = cfg->n_bufs;
-	for (unsigned i = 0; i < cfg->n_bufs; i++) {
-		struct vbuf *v = &port->vbufs[i];
-
-		v->pub.data = port->pool + (size_t)i * stride;
-		v->pub.cap = (uint32_t)cfg->buf_size;
-		v->pub.id = i;
-		vb_set(v, VB_FREE);
-		/* Pop order = index order: the first buffers handed out share pages. */
-		port->free_stack[i] = cfg->n_bufs - 1 - i;
-	}
-	port->n_free = cfg->n_bufs;
 
 	port->chan = ibv_create_comp_channel(port->ctx);
 	if (!port->chan) {
@@ -456,7 +419,7 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 		ret = set_nonblock(port->ctx->async_fd);
 	if (ret < 0)
 		goto fail;
-	log_info("verbs: %s open: %u buffers of %zu bytes, CQ of %d", port->name, port->n_bufs,
+	log_info("verbs: %s open: %u buffers of %zu bytes, CQ of %d", port->name, port->pool.n_bufs,
 		 cfg->buf_size, port->cq->cqe);
 	*out = port;
 	return 0;
@@ -528,7 +491,7 @@ static void verbs_close(struct ibp_port *port)
 		if (ret)
 			log_errno(LOG_ERR, ret, "verbs: %s: ibv_dereg_mr", port->name);
 	}
-	free(port->pool);
+	ibp_pool_fini(&port->pool);
 	if (port->pd) {
 		ret = ibv_dealloc_pd(port->pd);
 		if (ret)
@@ -540,11 +503,8 @@ static void verbs_close(struct ibp_port *port)
 			log_errno(LOG_ERR, ret, "verbs: %s: ibv_close_device", port->name);
 	}
 	free(port->qpt);
-	free(port->vbufs);
-	free(port->free_stack);
 	pthread_cond_destroy(&port->drained);
 	pthread_mutex_destroy(&port->dp_lock);
-	pthread_mutex_destroy(&port->free_lock);
 	free(port);
 }
 
@@ -619,31 +579,14 @@ static int verbs_query(struct ibp_port *port, struct ibp_port_attr *attr)
 
 static struct ibp_buf *verbs_buf_get(struct ibp_port *port)
 {
-	struct vbuf *v = NULL;
-
-	pthread_mutex_lock(&port->free_lock);
-	if (port->n_free) {
-		v = &port->vbufs[port->free_stack[--port->n_free]];
-		vb_set(v, VB_OWNED);
-	}
-	pthread_mutex_unlock(&port->free_lock);
-	if (!v)
-		return NULL;
-	v->pub.len = 0;
-	return &v->pub;
+	return ibp_pool_get(&port->pool);
 }
 
 static void verbs_buf_put(struct ibp_port *port, struct ibp_buf *buf)
 {
-	struct vbuf *v = vbuf_of(port, buf);
-
-	if (!v || vb_state(v) != VB_OWNED) {
-		/* A caller bug (double put, foreign buffer, posted buffer): refuse it
-		 * rather than corrupt the free list. */
+	/* A caller bug (double put, foreign buffer, posted buffer) is refused. */
+	if (ibp_pool_put(&port->pool, buf) < 0)
 		log_error("verbs: %s: buf_put of a buffer not held by the caller", port->name);
-		return;
-	}
-	free_push(port, v);
 }
 
 /* --- SRQ --- */
@@ -694,7 +637,7 @@ static void verbs_destroy_srq(struct ibp_srq *srq)
 		return;
 	}
 	pthread_mutex_lock(&port->dp_lock);
-	for (unsigned i = 0; i < port->n_bufs; i++) {
+	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
 		struct vbuf *v = &port->vbufs[i];
 
 		if (vb_state(v) == VB_SRQ && v->owner == srq)
@@ -1067,7 +1010,7 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 	 * CQ on destroy) return to the pool; their late completions, if any, fail the
 	 * generation check in poll. */
 	pthread_mutex_lock(&port->dp_lock);
-	for (unsigned i = 0; i < port->n_bufs; i++) {
+	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
 		struct vbuf *v = &port->vbufs[i];
 		enum vbuf_state s = vb_state(v);
 
@@ -1386,7 +1329,7 @@ static bool translate_wc(struct ibp_port *port, const struct ibv_wc *wc, struct 
 		}
 		return false;
 	}
-	v = idx < port->n_bufs ? &port->vbufs[idx] : NULL;
+	v = idx < port->pool.n_bufs ? &port->vbufs[idx] : NULL;
 	s = v ? vb_state(v) : VB_FREE;
 	if (!v || v->gen != (uint32_t)(wc->wr_id >> 32) || s < VB_SEND) {
 		port->stale_wcs++;
@@ -1417,10 +1360,10 @@ static bool translate_wc(struct ibp_port *port, const struct ibv_wc *wc, struct 
 	out->qp = qp;
 	out->qp_user = qp->user;
 	out->wr_id = s == VB_SEND ? v->user_wr_id : 0;
-	out->buf = &v->pub;
+	out->buf = &v->pb.pub;
 	if (s != VB_SEND) {
 		out->byte_len = ok ? wc->byte_len : 0;
-		v->pub.len = out->byte_len;
+		v->pb.pub.len = out->byte_len;
 		/* wc->pkey_index is defined for GSI QPs only; others receive only their
 		 * own P_Key. slid/sl/src_qp/GRH are meaningful for UD. */
 		out->pkey_index = qp->pkey_index;
