@@ -17,11 +17,11 @@
  * with the new AH and the old one is destroyed after a grace period.
  *
  * Threads (ipoib_link.h says which public function runs where): the control thread owns
- * every struct below; nothing here takes a lock. The workers (the data path of the port's owner) touch only what is marked
- * "data path" here; they read it through the engine's publication of the link (its UD
- * QP and Q_Key, set before the link's UP is published) or through an RC QP's user
- * pointer (a connection, freed through cfg.defer after a grace period). In the host role
- * one thread does everything.
+ * every struct below; nothing here takes a lock. The workers (the data path of the
+ * port's owner) touch only the fields marked for the data path below; they reach the
+ * link through the engine's publication of it (its UD QP and Q_Key, set before the
+ * link's UP is published) and a connection through its RC QP's user pointer (freed
+ * through cfg.defer, after a grace period). In the host role one thread does everything.
  */
 #ifndef IBGW_IPOIB_IPOIB_PVT_H
 #define IBGW_IPOIB_IPOIB_PVT_H
