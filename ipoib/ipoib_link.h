@@ -33,15 +33,36 @@
  * SA client (or its GID route table) -> address handle (with a GRH when the GID is on
  * another subnet) -> the neighbour's link address becomes usable.
  *
- * Data path (the port's owner thread): the xmit functions take a buffer of the port's
- * pool with the payload at data + IPOIB_ENCAP_LEN (len = payload octets), write the
- * IPoIB header, and post it on the UD QP; ipoib_link_rx classifies a receive
- * completion. A buffer handed to an xmit function always belongs to the link
- * afterwards (posted, queued for resolution, or returned to the pool and counted).
- * The path and group tables the xmit functions read are control-thread structures: in
- * this version the data path must run on the control thread (the host role does, in
- * one event loop). The gateway's workers will read only neighbour entries, which are
- * RCU-safe (neigh.h), and hand everything else to the control thread.
+ * Sends: the xmit functions take a buffer of the port's pool with the payload at
+ * data + IPOIB_ENCAP_LEN (len = payload octets), write the IPoIB header, and post it on
+ * the UD QP or a connection (through cfg.post when given). A buffer handed to an xmit
+ * function always belongs to the link afterwards (posted, queued for resolution, or
+ * returned to the pool and counted). They read the path, group and connection lists:
+ * control-thread structures, so the xmit functions run on the control thread.
+ *
+ * Data path: ipoib_link_rx classifies a receive completion of the link's QPs (UD, or RC
+ * through the SRQ), ipoib_link_repost gives its buffer back, ipoib_link_tx_done takes a
+ * send completion; a forwarding engine builds its own sends from a neighbour's
+ * published link address (ipoib_link_send_fill) and counts them (ipoib_link_count_tx).
+ * These read the neighbour entries (RCU-safe, neigh.h) and write only atomics that the
+ * control thread reads.
+ *
+ * Threads (each group of prototypes below is marked):
+ * - control thread: everything not named below, the callbacks of cfg (state_cb, post,
+ *   defer) included. In the gateway (gateway/, engine/slowpath.c) that is also where
+ *   the xmit functions and ipoib_link_buf run (ARP/ND answers, proxy answers, packets
+ *   parked for resolution), ipoib_link_input_ctl (ARP/ND the workers punt) and
+ *   ipoib_link_gsi_completion (the GSI QP's completions the workers pass on); cfg.post
+ *   then hands every send to the worker that owns the port;
+ * - the worker polling the link's port (engine/worker.c, engine/forward.c): ipoib_link_rx,
+ *   ipoib_link_repost (under the port's data-path lock), ipoib_link_tx_done,
+ *   ipoib_link_of_rc, ipoib_link_send_fill, and ipoib_link_gsi_qp (fixed from
+ *   ipoib_link_new or start until free); one worker at a time per port;
+ * - any thread: ipoib_rx_classify (pure), ipoib_link_count_tx (relaxed atomics);
+ * - the host role (sim/host/main.c) calls everything from its one thread.
+ *
+ * Inside (ipoib_pvt.h): link.c life, path.c paths and AHs, mcast.c groups, conn.c
+ * connected mode, arpnd.c ARP/ND, xmit.c the sends, datapath.c the workers' side.
  *
  * Connected mode (RFC 4755, cfg.connected; docs/connected-mode.md): the link advertises
  * the RC flag (0x80) in its hardware address, receives RC messages through one SRQ, and
@@ -113,7 +134,7 @@ struct ipoib_link_config {
 	neigh_defer_fn defer; /* for the neighbour table, see neigh.h */
 	void *defer_ctx;
 	/* Optional: every send of the link goes through post(post_ctx, s), which returns 1
-	 * when the send was taken (see link_post in ipoib_link.c). NULL: ops->post_send. */
+	 * when the send was taken (see ipoib_post_send in ipoib/xmit.c). NULL: ops->post_send. */
 	int (*post)(void *ctx, struct ibp_send *s);
 	void *post_ctx;
 	/* UP/DOWN changes. */
@@ -160,7 +181,7 @@ struct ipoib_link_stats {
 	uint64_t ud_to_rc_peer; /* unicast sent on UD to an RC-capable peer (no connection) */
 };
 
-/* ---- receive classification (pure; used by the fuzz harness too) ------------------ */
+/* ---- receive classification (pure, any thread; used by the fuzz harness too) ------ */
 enum ipoib_rx_kind {
 	IPOIB_RX_DROP,
 	IPOIB_RX_IP4,
@@ -241,10 +262,11 @@ struct ipoib_mcast_info {
 void ipoib_link_mcast_foreach(const struct ipoib_link *l,
 			      int (*fn)(void *arg, const struct ipoib_mcast_info *mi), void *arg);
 
-/* ---- connected mode --------------------------------------------------------------- */
+/* ---- connected mode (control thread) ---------------------------------------------- */
 /* The port's GSI QP (QP1) for the CM MADs of every connected link on the port (control
  * thread; its completions must reach ipoib_cm_port_completion on the control thread:
- * the host role polls the port there; see docs/connected-mode.md for the gateway). */
+ * the host role polls the port there; the gateway's worker passes them on as messages
+ * to ipoib_link_gsi_completion; see docs/connected-mode.md). */
 int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port,
 		       struct ipoib_cm_port **out);
 /* After every link using it is stopped. */
@@ -292,28 +314,29 @@ void ipoib_cm_port_set_post(struct ipoib_cm_port *cp, int (*post)(void *ctx, str
 /* ipoib_cm_port_completion on the link's cm port (false: datagram mode, or not its). */
 bool ipoib_link_gsi_completion(struct ipoib_link *l, const struct ibp_wc *wc);
 
-/* ---- accessors for the gateway's composition -------------------------------------- */
+/* ---- accessors for the gateway's composition (thread: each says) ----------------- */
 /* The UD QP (NULL until started; its QP's user pointer is the link) and the broadcast
  * group's Q_Key (0 until joined). Control thread, or a reader that learned them through
  * a publication after the link came up. */
 struct ibp_qp *ipoib_link_ud_qp(const struct ipoib_link *l);
 uint32_t ipoib_link_qkey(const struct ipoib_link *l);
 /* The GSI QP of the link's cm port (NULL in datagram mode). Fixed from ipoib_link_new
- * (shared cm port) or start (own) until free. */
+ * (shared cm port) or start (own) until free: any thread (the workers read it). */
 struct ibp_qp *ipoib_link_gsi_qp(const struct ipoib_link *l);
 /* A completion of an RC QP (its user pointer is a connection of some link): that
  * connection's link, or NULL when wc->qp_user is not a live connection. Data path:
  * connections are freed through cfg.defer (after a grace period). */
 struct ipoib_link *ipoib_link_of_rc(const struct ibp_wc *wc);
 
-/* ---- data path (port owner) ---------------------------------------------------- */
+/* ---- data path (the worker polling the link's port) ----------------------------- */
 /* For a caller that builds its own sends (the forwarding engine): fill s for a
  * neighbour's published link address -- the connection's RC QP when ll->conn is set
  * (its activity and counters recorded), else the UD QP, ll's AH and QPN, the link's
  * Q_Key. s->buf is the caller's (IPoIB header written, len set). */
 void ipoib_link_send_fill(struct ipoib_link *l, const struct neigh_link *ll, struct ibp_send *s);
 /* Receive completion of the link's QP: classify (drops counted). The buffer stays the
- * caller's: give it back with ipoib_link_repost when done with rx->data. */
+ * caller's: give it back with ipoib_link_repost (under the port's data-path lock: it
+ * posts on the QP or the SRQ) when done with rx->data. */
 enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 				 struct ipoib_rx *out);
 void ipoib_link_repost(struct ipoib_link *l, struct ibp_buf *b);
@@ -324,6 +347,7 @@ void ipoib_link_tx_done(struct ipoib_link *l, const struct ibp_wc *wc);
  * thread (relaxed atomics). */
 void ipoib_link_count_tx(struct ipoib_link *l, uint64_t packets, uint64_t bytes);
 
+/* ---- sends (control thread: they read its path, group and connection lists) ------- */
 /* To an IP neighbour (unicast) or group (multicast, broadcast 255.255.255.255 and the
  * link's directed broadcast are the caller's to map to the broadcast MGID).
  * Returns 0 sent, 1 queued for resolution, or -errno (dropped, counted). */
