@@ -47,6 +47,7 @@
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
 #include "gateway/dp_routers.h"
+#include "gateway/reconf.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 #include "sm-client/sa_umad.h"
@@ -991,50 +992,6 @@ static void routes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	dp->n_routes = n;
 }
 
-/* A local GID route of port p: its routers are reached through its link's port (the
- * first link's by default). Routes with source sa have no table entry. */
-static bool gid_route_on(const struct gw_config *cfg, const struct gw_gid_route_config *g,
-			 const struct dp_port *p)
-{
-	if (g->source != GW_GID_ROUTE_LOCAL || !g->n_routers)
-		return false;
-	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
-		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
-
-		if (g->link[0] && strcmp(g->link, l->name))
-			continue;
-		return !strcmp(gw_ipoib_backend_name(l->backend), p->backend) &&
-		       !strcmp(l->device, p->device) && l->port == p->num;
-	}
-	return false;
-}
-
-static uint32_t sig_mix(uint32_t h, const void *data, size_t n)
-{
-	const uint8_t *b = data;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 16777619u; /* FNV-1a */
-	return h;
-}
-
-/* The GID routes of one port's links, as configured (the running table is rebuilt when
- * they differ from what it was built from). */
-static uint32_t gid_routes_sig(const struct gw_config *cfg, const struct dp_port *p)
-{
-	uint32_t h = 2166136261u;
-
-	for (unsigned i = 0; i < cfg->n_gid_routes; i++) {
-		const struct gw_gid_route_config *g = &cfg->gid_routes[i];
-
-		if (!gid_route_on(cfg, g, p))
-			continue;
-		h = sig_mix(h, &g->prefix, sizeof(g->prefix));
-		h = sig_mix(h, g->routers, g->n_routers * sizeof(g->routers[0]));
-	}
-	return h;
-}
-
 /*
  * Each IB port's GID route table from gid_routes (source local), after the links exist:
  * a route goes to the port of its link. A port whose routes changed (a reload, a link
@@ -1046,7 +1003,7 @@ static void gidroutes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	for (unsigned pi = 0; pi < dp->n_ports; pi++) {
 		struct dp_port *p = &dp->ports[pi];
-		uint32_t sig = gid_routes_sig(cfg, p);
+		uint32_t sig = gw_reconf_gid_sig(cfg, p->backend, p->device, p->num);
 		unsigned n_routes = 0;
 
 		if (!p->gidroutes || sig == p->gid_sig)
@@ -1058,7 +1015,7 @@ static void gidroutes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 			union ib_gid prefix;
 			unsigned n = 0;
 
-			if (!gid_route_on(cfg, g, p))
+			if (!gw_reconf_gid_route_on(cfg, g, p->backend, p->device, p->num))
 				continue;
 			memcpy(prefix.raw, g->prefix.addr.bytes, 16);
 			for (unsigned j = 0; j < g->n_routers && n < SA_ROUTE_MAX_ROUTERS; j++, n++)
@@ -1397,51 +1354,27 @@ void gw_dp_stop(struct gw_dp *dp)
  * packets of the links that did not change keep flowing through the reload.
  */
 
-static const struct gw_ipoib_link_config *ipoib_cfg(const struct gw_config *cfg, const char *name)
+/* What the running link was built from and last updated with, for gateway/reconf.c. */
+static void reconf_link_of(const struct dp_link *k, struct gw_reconf_link *r)
 {
-	for (unsigned i = 0; i < cfg->n_ipoib_links; i++)
-		if (!strcmp(cfg->ipoib_links[i].name, name))
-			return &cfg->ipoib_links[i];
-	return NULL;
-}
-
-static const struct gw_eth_if_config *eth_cfg(const struct gw_config *cfg, const char *name,
-					      unsigned *n)
-{
-	for (unsigned i = 0; i < cfg->n_eth_ifs; i++)
-		if (!strcmp(cfg->eth_ifs[i].name, name)) {
-			if (n)
-				*n = i;
-			return &cfg->eth_ifs[i];
-		}
-	return NULL;
-}
-
-/* Why the link must be built again for this config ("" when it can change in place). */
-static const char *rebuild_reason(const struct dp_link *k, const struct gw_config *cfg)
-{
-	if (k->kind == DP_IPOIB) {
-		const struct gw_ipoib_link_config *c = ipoib_cfg(cfg, k->name);
-
-		if (!c)
-			return "removed from the config";
-		if (strcmp(k->backend, gw_ipoib_backend_name(c->backend)) ||
-		    strcmp(k->device, c->device) || k->port_num != c->port)
-			return "moved to another port";
-		if (k->pkey != c->pkey)
-			return "P_Key changed";
-		if (k->cfg_mode != c->mode)
-			return "mode changed";
-		return "";
-	}
-	const struct gw_eth_if_config *c = eth_cfg(cfg, k->name, NULL);
-
-	if (!c)
-		return "removed from the config";
-	if (strcmp(k->backend, gw_eth_backend_name(c->backend)) || strcmp(k->device, c->device) ||
-	    k->vlan != c->vlan)
-		return "moved to another device or VLAN";
-	return "";
+	*r = (struct gw_reconf_link){
+		.kind = k->kind == DP_IPOIB ? GW_RECONF_IPOIB
+			: k->kind == DP_ETH ? GW_RECONF_ETH
+					    : GW_RECONF_FREE,
+		.mtu = k->cfg_mtu,
+		.addrs = k->addrs,
+		.n_addrs = k->n_addrs,
+		.port = k->port_num,
+		.pkey = k->pkey,
+		.mode = k->cfg_mode,
+		.proxy_nd = k->proxy_nd,
+		.proxy6 = k->proxy6,
+		.n_proxy6 = k->n_proxy6,
+		.vlan = k->vlan,
+	};
+	snprintf(r->name, sizeof(r->name), "%s", k->name);
+	snprintf(r->backend, sizeof(r->backend), "%s", k->backend);
+	snprintf(r->device, sizeof(r->device), "%s", k->device);
 }
 
 static bool device_watched_by_other(const struct gw_dp *dp, const struct dp_link *k)
@@ -1565,26 +1498,31 @@ static void addrs_apply(struct gw_dp *dp, struct dp_link *k, const struct ip_pre
 	k->n_addrs = n_keep;
 }
 
-/* What changes in place: addresses, MTU, the IPoIB link's proxy-ND groups. */
-static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_config *cfg)
+/* What changes in place (changes: GW_RECONF_* bits, gateway/reconf.c): addresses, MTU,
+ * the IPoIB link's proxy-ND settings; its proxy-ND groups are joined again either way. */
+static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_config *cfg,
+			unsigned changes)
 {
 	const struct ip_prefix *addrs;
 	unsigned n_addrs;
 	uint32_t mtu;
 
 	if (k->kind == DP_IPOIB) {
-		const struct gw_ipoib_link_config *c = ipoib_cfg(cfg, k->name);
+		const struct gw_ipoib_link_config *c = gw_reconf_ipoib_cfg(cfg, k->name);
 
 		addrs = c->addresses;
 		n_addrs = c->n_addresses;
 		mtu = c->mtu;
-		k->proxy_nd = c->proxy.nd;
-		k->n_proxy6 = 0;
-		for (unsigned i = 0; i < c->proxy.n_prefixes && k->n_proxy6 < FWD_IF_MAX_PROXY; i++)
-			if (c->proxy.prefixes[i].addr.family == AF_INET6)
-				k->proxy6[k->n_proxy6++] = c->proxy.prefixes[i];
+		if (changes & GW_RECONF_PROXY) {
+			k->proxy_nd = c->proxy.nd;
+			k->n_proxy6 = 0;
+			for (unsigned i = 0;
+			     i < c->proxy.n_prefixes && k->n_proxy6 < FWD_IF_MAX_PROXY; i++)
+				if (c->proxy.prefixes[i].addr.family == AF_INET6)
+					k->proxy6[k->n_proxy6++] = c->proxy.prefixes[i];
+		}
 	} else {
-		const struct gw_eth_if_config *c = eth_cfg(cfg, k->name, NULL);
+		const struct gw_eth_if_config *c = gw_reconf_eth_cfg(cfg, k->name, NULL);
 
 		addrs = c->addresses;
 		n_addrs = c->n_addresses;
@@ -1592,8 +1530,9 @@ static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_con
 	}
 	if (!k->ifindex)
 		return; /* never got as far as the engine: nothing runs to update */
-	addrs_apply(dp, k, addrs, n_addrs);
-	if (mtu != k->cfg_mtu) {
+	if (changes & GW_RECONF_ADDRS)
+		addrs_apply(dp, k, addrs, n_addrs);
+	if (changes & GW_RECONF_MTU) {
 		k->cfg_mtu = mtu;
 		if (k->kind == DP_ETH) {
 			struct linkwatch_state st;
@@ -1656,25 +1595,32 @@ static void workers_apply(struct gw_dp *dp, const struct gw_config *cfg)
 
 void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 {
-	unsigned removed = 0, added = 0;
+	struct gw_reconf_link run[DP_MAX_LINKS];
+	struct gw_reconf_verdict v[DP_MAX_LINKS];
+	unsigned removed = 0, added = 0, n = dp->n_links;
 
 	dp_portfail_config(dp, cfg); /* a reload puts moved links back on their port */
 	dp_routers_config(dp, cfg);
-	for (unsigned i = 0; i < dp->n_links; i++) {
+	/* Decided for all first (gateway/reconf.c), from the links as they run now. */
+	for (unsigned i = 0; i < n; i++)
+		reconf_link_of(&dp->links[i], &run[i]);
+	gw_reconf_plan(run, n, cfg, v);
+	for (unsigned i = 0; i < n; i++) {
 		struct dp_link *k = &dp->links[i];
-		const char *why = k->kind == DP_NONE ? "" : rebuild_reason(k, cfg);
 
-		if (why[0]) {
-			link_remove(dp, k, why);
+		if (k->kind == DP_NONE)
+			continue;
+		if (v[i].action == GW_RECONF_REBUILD || v[i].action == GW_RECONF_REMOVE) {
+			link_remove(dp, k, v[i].reason);
 			removed++;
-		} else if (k->kind != DP_NONE) {
-			link_update(dp, k, cfg);
+		} else {
+			link_update(dp, k, cfg, v[i].changes);
 		}
 	}
 	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
 		struct dp_link *k;
 
-		if (dp_link_by_name(dp, cfg->ipoib_links[i].name))
+		if (!gw_reconf_to_add(run, v, n, cfg->ipoib_links[i].name))
 			continue;
 		k = ipoib_add(dp, &cfg->ipoib_links[i]);
 		added++;
@@ -1682,7 +1628,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 			set_reason(k->reason, "cannot start (broadcast join)");
 	}
 	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
-		if (dp_link_by_name(dp, cfg->eth_ifs[i].name))
+		if (!gw_reconf_to_add(run, v, n, cfg->eth_ifs[i].name))
 			continue;
 		eth_add(dp, &cfg->eth_ifs[i], i);
 		added++;

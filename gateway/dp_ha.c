@@ -27,6 +27,10 @@
  * SYNC_PACE_MS); what arrives fills only what this box does not know. Also here: gwctl
  * show ha / ha switchover and the pair's metrics.
  *
+ * What the hands do is decided in gateway/ha_hands.c (pure, unit-tested: paths, groups,
+ * which addresses are claimed, announced, given up, which sync records are taken); this
+ * file gives it the engine and the links.
+ *
  * Threads: control thread only.
  */
 #include <errno.h>
@@ -40,6 +44,7 @@
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
+#include "gateway/ha_hands.h"
 #include "ha/ha_fsm.h"
 #include "ha/ha_sync.h"
 #include "lib/evloop.h"
@@ -50,7 +55,6 @@
 #define HA_UDP_PORT   7789
 #define ANNOUNCE_2_MS 100
 #define ANNOUNCE_3_MS 1000
-#define HA_MAX_ADDRS  256
 #define TB_ECHO_ID    0x6962 /* "ib" */
 #define SYNC_EVERY_MS 2000
 #define SYNC_BURST    16 /* datagrams of a dump per turn ... */
@@ -62,13 +66,6 @@ struct ha_path {
 	char link[GW_NAME_MAX];
 	struct ip_addr peer;
 	bool up; /* as last told to the FSM */
-};
-
-struct ha_addr {
-	struct ip_prefix addr;
-	char dev[GW_NAME_MAX];
-	unsigned group;
-	bool held; /* added to the engine here */
 };
 
 struct dp_ha {
@@ -84,7 +81,7 @@ struct dp_ha {
 	unsigned n_groups;
 	struct ha_path paths[HA_MAX_PATHS];
 	unsigned n_paths;
-	struct ha_addr addrs[HA_MAX_ADDRS];
+	struct gw_hands_addr addrs[GW_HANDS_MAX_ADDRS];
 	unsigned n_addrs;
 	/* Announcement rounds still due per group (at ANNOUNCE_2_MS, ANNOUNCE_3_MS). */
 	uint64_t announce_at[HA_MAX_GROUPS][2];
@@ -156,19 +153,59 @@ static void ha_send(void *arg, unsigned p, const uint8_t *msg, size_t len)
 		h->tx_failed++; /* a path down: the FSM knows from its link state */
 }
 
+/* The hands' ops (gateway/ha_hands.h) on this box's engine and links. */
+static int hands_add(void *ctx, const struct gw_hands_addr *a)
+{
+	struct dp_ha *h = ctx;
+	struct dp_link *k = dp_link_by_name(h->dp, a->dev);
+	char buf[IP_PREFIX_STRLEN];
+	int ret;
+
+	if (!k || !k->ifindex)
+		return -ENODEV;
+	ret = fwd_engine_if_add_addr(h->dp->e, k->ifindex, &a->addr);
+	if (ret < 0 && ret != -EEXIST) {
+		log_errno(LOG_ERR, -ret, "failover: %s: service address %s not added", k->name,
+			  ip_prefix_format(&a->addr, buf, sizeof(buf)));
+		return ret;
+	}
+	if (k->link)
+		(void)ipoib_link_add_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
+	return 0;
+}
+
+static void hands_del(void *ctx, const struct gw_hands_addr *a)
+{
+	struct dp_ha *h = ctx;
+	struct dp_link *k = dp_link_by_name(h->dp, a->dev);
+
+	if (k && k->link)
+		(void)ipoib_link_del_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
+	if (k && k->ifindex)
+		(void)fwd_engine_if_del_addr(h->dp->e, k->ifindex, &a->addr);
+}
+
+static void hands_announce(void *ctx, const struct gw_hands_addr *a)
+{
+	struct dp_ha *h = ctx;
+	struct dp_link *k = dp_link_by_name(h->dp, a->dev);
+
+	if (k && k->ifindex)
+		(void)fwd_sp_announce_own(h->dp->e, k->ifindex, a->addr.addr.family,
+					  a->addr.addr.bytes);
+}
+
+static const struct gw_hands_ops hands_ops = {
+	.add = hands_add,
+	.del = hands_del,
+	.announce = hands_announce,
+};
+
 /* Claim group g's addresses on their links, and what the proxying interfaces answer
  * for (hosts on the other side must now ask this box). */
 static void announce_group(struct dp_ha *h, unsigned g)
 {
-	for (unsigned i = 0; i < h->n_addrs; i++) {
-		const struct ha_addr *a = &h->addrs[i];
-		struct dp_link *k =
-		    a->group == g && a->held ? dp_link_by_name(h->dp, a->dev) : NULL;
-
-		if (k && k->ifindex)
-			(void)fwd_sp_announce_own(h->dp->e, k->ifindex, a->addr.addr.family,
-						  a->addr.addr.bytes);
-	}
+	gw_hands_announce(h->addrs, h->n_addrs, g, &hands_ops, h);
 	dp_announce_neighbours(h->dp, 0);
 }
 
@@ -176,28 +213,7 @@ static void announce_group(struct dp_ha *h, unsigned g)
  * not up yet follow when it comes up: dp_ha_link_changed). Returns how many. */
 static unsigned claim_group(struct dp_ha *h, unsigned g)
 {
-	char buf[IP_PREFIX_STRLEN];
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < h->n_addrs; i++) {
-		struct ha_addr *a = &h->addrs[i];
-		struct dp_link *k = a->group == g ? dp_link_by_name(h->dp, a->dev) : NULL;
-		int ret;
-
-		if (!k || !k->ifindex || a->held)
-			continue;
-		ret = fwd_engine_if_add_addr(h->dp->e, k->ifindex, &a->addr);
-		if (ret < 0 && ret != -EEXIST) {
-			log_errno(LOG_ERR, -ret, "failover: %s: service address %s not added",
-				  k->name, ip_prefix_format(&a->addr, buf, sizeof(buf)));
-			continue;
-		}
-		if (k->link)
-			(void)ipoib_link_add_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
-		a->held = true;
-		n++;
-	}
-	return n;
+	return gw_hands_claim(h->addrs, h->n_addrs, g, &hands_ops, h);
 }
 
 /* Claimed: announce at once and twice more. */
@@ -222,22 +238,8 @@ static void ha_become_master(void *arg, unsigned g, const char *reason)
 static void ha_become_backup(void *arg, unsigned g, enum ha_state now, const char *reason)
 {
 	struct dp_ha *h = arg;
-	unsigned given = 0;
+	unsigned given = gw_hands_give_up(h->addrs, h->n_addrs, g, &hands_ops, h);
 
-	for (unsigned i = 0; i < h->n_addrs; i++) {
-		struct ha_addr *a = &h->addrs[i];
-		struct dp_link *k =
-		    a->group == g && a->held ? dp_link_by_name(h->dp, a->dev) : NULL;
-
-		if (!a->held || a->group != g)
-			continue;
-		if (k && k->link)
-			(void)ipoib_link_del_addr(k->link, a->addr.addr.family, a->addr.addr.bytes);
-		if (k && k->ifindex)
-			(void)fwd_engine_if_del_addr(h->dp->e, k->ifindex, &a->addr);
-		a->held = false;
-		given++;
-	}
 	h->announce_at[g][0] = h->announce_at[g][1] = 0;
 	log_notice("failover: group %s: %s (%s)%s", h->groups[g].name, ha_state_name(now), reason,
 		   given ? "; service addresses given up" : "");
@@ -446,10 +448,7 @@ static bool is_ours(const struct dp_ha *h, const struct ip_addr *a)
 		for (unsigned j = 0; j < h->dp->links[i].n_addrs; j++)
 			if (ip_addr_equal(&h->dp->links[i].addrs[j].addr, a))
 				return true;
-	for (unsigned i = 0; i < h->n_addrs; i++)
-		if (ip_addr_equal(&h->addrs[i].addr.addr, a))
-			return true;
-	return false;
+	return gw_hands_is_service(h->addrs, h->n_addrs, a);
 }
 
 static uint8_t hop_limit_to(const struct gw_dp *dp, const uint8_t dgid[16])
@@ -464,6 +463,46 @@ static uint8_t hop_limit_to(const struct gw_dp *dp, const uint8_t dgid[16])
 			return 0;
 	}
 	return 64;
+}
+
+/* sync_apply's questions to gateway/ha_hands.c's choices. */
+struct known_ask {
+	const struct fwd_if *f;
+	const struct ha_sync_neigh *n;
+};
+
+static bool known(void *ctx)
+{
+	const struct known_ask *a = ctx;
+
+	return neigh_lookup(a->f->neigh, a->n->addr.family, a->n->addr.bytes) != NULL;
+}
+
+static enum gw_hands_link link_kind(const struct dp_link *k)
+{
+	if (k->kind == DP_IPOIB && k->link)
+		return GW_HANDS_LINK_IPOIB;
+	return k->kind == DP_ETH ? GW_HANDS_LINK_ETH : GW_HANDS_LINK_OTHER;
+}
+
+struct where_ask {
+	const struct fwd_snap *s;
+	const struct ip_prefix *prefix;
+};
+
+/* The interface whose neighbour table knows the address (0: none). */
+static uint32_t where(void *ctx)
+{
+	const struct where_ask *a = ctx;
+
+	for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
+		const struct fwd_if *f = fwd_snap_if(a->s, x);
+
+		if (f && f->neigh &&
+		    neigh_lookup(f->neigh, a->prefix->addr.family, a->prefix->addr.bytes))
+			return x;
+	}
+	return 0;
 }
 
 /* What the peer learned, where this box does not know better: neighbours created STALE
@@ -481,15 +520,16 @@ static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 			struct dp_link *k = dp_link_by_name(h->dp, r.u.neigh.link);
 			const struct fwd_if *f = k ? fwd_snap_if(s, k->ifindex) : NULL;
 			const struct ha_sync_neigh *n = &r.u.neigh;
+			struct known_ask ask = { f, n };
+			enum gw_hands_link kind = f && f->neigh ? link_kind(k) : GW_HANDS_LINK_NONE;
+			bool ours = kind != GW_HANDS_LINK_NONE && is_ours(h, &n->addr);
+			enum gw_hands_neigh what = gw_hands_sync_neigh(n, kind, ours, known, &ask);
 
-			if (!f || !f->neigh || is_ours(h, &n->addr))
-				continue; /* this box itself, as the peer knows it */
-			if (k->kind == DP_IPOIB && k->link && n->lladdr_len == IPOIB_HWADDR_LEN) {
+			if (what == GW_HANDS_NEIGH_IPOIB) {
 				if (ipoib_link_neigh_learn(k->link, n->addr.family, n->addr.bytes,
 							   n->lladdr) == 1)
 					h->sync_applied[HA_SYNC_NEIGH]++;
-			} else if (k->kind == DP_ETH && n->lladdr_len == 6 &&
-				   !neigh_lookup(f->neigh, n->addr.family, n->addr.bytes)) {
+			} else if (what == GW_HANDS_NEIGH_ETH) {
 				struct neigh_link ll = { .len = 6, .usable = true };
 
 				memcpy(ll.addr, n->lladdr, 6);
@@ -509,34 +549,11 @@ static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 				if (h->dp->ports[i].sa && sa_path_seed(h->dp->ports[i].sa, &p) == 1)
 					h->sync_applied[HA_SYNC_PATH]++;
 		} else if (r.type == HA_SYNC_ROUTE) {
-			const struct ha_sync_route *sr = &r.u.route;
-			struct rt_route rt = { .prefix = sr->prefix,
-					       .source = RT_SRC_LEARNED,
-					       .metric = sr->metric };
-			uint32_t where = 0;
+			struct where_ask ask = { s, &r.u.route.prefix };
+			struct rt_route rt;
 
-			if (sr->n_nexthops) {
-				rt.nnh = (uint8_t)(sr->n_nexthops < RT_ECMP_MAX ? sr->n_nexthops
-										: RT_ECMP_MAX);
-				for (unsigned i = 0; i < rt.nnh; i++)
-					rt.nh[i] = (struct rt_nexthop){ .type = RT_NH_GATEWAY,
-									.gw = sr->nexthops[i] };
-			} else {
-				/* A host route to a proxied neighbour: on the neighbour's link. */
-				for (uint32_t x = 1; x < FWD_IF_MAX && !where; x++) {
-					const struct fwd_if *f = fwd_snap_if(s, x);
-
-					if (f && f->neigh &&
-					    neigh_lookup(f->neigh, sr->prefix.addr.family,
-							 sr->prefix.addr.bytes))
-						where = x;
-				}
-				if (!where)
-					continue;
-				rt.nnh = 1;
-				rt.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED,
-								.ifindex = where };
-			}
+			if (!gw_hands_sync_route(&r.u.route, where, &ask, &rt))
+				continue;
 			if (rt_add(h->dp->rt, &rt) == 0)
 				h->sync_applied[HA_SYNC_ROUTE]++;
 		}
@@ -667,9 +684,7 @@ void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
 		return;
 	/* Taken out (a reload): its interface and every address on it are gone. */
 	if (!k->ifindex)
-		for (unsigned i = 0; i < h->n_addrs; i++)
-			if (!strcmp(h->addrs[i].dev, k->name))
-				h->addrs[i].held = false;
+		gw_hands_link_gone(h->addrs, h->n_addrs, k->name);
 	/* Up (again, or rebuilt): a MASTER group's addresses on it go there now. */
 	if (link_up(dp, k))
 		for (unsigned g = 0; g < h->n_groups; g++)
@@ -695,21 +710,14 @@ void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
 static int configure(struct dp_ha *h, const struct gw_config *cfg)
 {
 	const struct gw_failover_config *fo = &cfg->failover;
+	char names[HA_MAX_PATHS][GW_NAME_MAX];
 	char why[160];
 	int ret;
 
 	/* Paths: as configured, else every link and interface in the file's order. */
-	if (fo->n_paths) {
-		for (unsigned i = 0; i < fo->n_paths && h->n_paths < HA_MAX_PATHS; i++)
-			snprintf(h->paths[h->n_paths++].link, GW_NAME_MAX, "%s", fo->paths[i]);
-	} else {
-		for (unsigned i = 0; i < cfg->n_ipoib_links && h->n_paths < HA_MAX_PATHS; i++)
-			snprintf(h->paths[h->n_paths++].link, GW_NAME_MAX, "%s",
-				 cfg->ipoib_links[i].name);
-		for (unsigned i = 0; i < cfg->n_eth_ifs && h->n_paths < HA_MAX_PATHS; i++)
-			snprintf(h->paths[h->n_paths++].link, GW_NAME_MAX, "%s",
-				 cfg->eth_ifs[i].name);
-	}
+	h->n_paths = gw_hands_paths(cfg, names, HA_MAX_PATHS);
+	for (unsigned p = 0; p < h->n_paths; p++)
+		snprintf(h->paths[p].link, GW_NAME_MAX, "%s", names[p]);
 	if (!h->n_paths || fo->n_peer_addresses != h->n_paths) {
 		log_error("failover: %u heartbeat paths but %u peer_addresses: give the peer's "
 			  "address on each path, in order",
@@ -727,25 +735,8 @@ static int configure(struct dp_ha *h, const struct gw_config *cfg)
 			return -EINVAL;
 		}
 	}
-	for (unsigned g = 0; g < fo->n_groups && g < HA_MAX_GROUPS; g++) {
-		const struct gw_ha_group_config *gc = &fo->groups[g];
-		struct ha_group_cfg *hg = &h->groups[h->n_groups++];
-
-		snprintf(hg->name, sizeof(hg->name), "%s", gc->name);
-		hg->priority = gc->priority;
-		for (unsigned a = 0; a < gc->n_addresses && h->n_addrs < HA_MAX_ADDRS; a++) {
-			struct ha_addr *x = &h->addrs[h->n_addrs++];
-
-			x->addr = gc->addresses[a].address;
-			snprintf(x->dev, sizeof(x->dev), "%s", gc->addresses[a].dev);
-			x->group = g;
-			/* The group cannot be served while the link of one of its addresses is
-			 * down: the FSM goes FAULT and the peer takes over. */
-			for (unsigned p = 0; p < h->n_paths; p++)
-				if (!strcmp(h->paths[p].link, x->dev))
-					hg->track_paths |= 1ull << p;
-		}
-	}
+	h->n_groups = gw_hands_groups(cfg, (const char(*)[GW_NAME_MAX])names, h->n_paths, h->groups,
+				      h->addrs, &h->n_addrs);
 	if (fo->key_file[0]) {
 		ret = ha_key_load_file(&h->key, fo->key_file, why, sizeof(why));
 		if (ret < 0) {

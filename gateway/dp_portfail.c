@@ -1,6 +1,8 @@
 /*
  * IPoIB links on two HCA ports: move a link to its backup port when its port goes
- * down (see gateway/dp_portfail.h).
+ * down (see gateway/dp_portfail.h). What to move and when is decided by
+ * gateway/portmove.c (pure, unit-tested); this file gives it the events, the clock, the
+ * reload path and the announcements.
  */
 #include "gateway/dp_portfail.h"
 
@@ -11,27 +13,18 @@
 
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/portmove.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 
-#define PF_WATCH_MS   5    /* how often a moved link is checked for up */
-#define PF_ANNOUNCE_2 200  /* ms after up: the second announcement */
-#define PF_ANNOUNCE_3 1200 /* the third: past a Linux neighbour's locktime (1 s) */
-#define PF_HA_GRACE   2000 /* a move not up by then is a path down for failover */
-#define PF_GIVE_UP_MS 30000
+#define PF_WATCH_MS 5 /* how often a moved link is checked for up */
 
-struct pf_port {
-	char backend[16], device[GW_NAME_MAX];
-	uint8_t num;
-};
+_Static_assert(GW_PORTMOVE_MAX_PORTS == DP_MAX_PORTS, "a down port for each IB port");
 
-/* A link moving (up_ms 0) or moved and being announced. */
+/* A link moving or moved and being announced (its timeline: gateway/portmove.h). */
 struct pf_moved {
 	char name[GW_NAME_MAX];
-	uint64_t since_ms, up_ms;
-	unsigned announced; /* 0..3 */
-	bool applied;       /* rebuilt on the other port (on_move) */
-	bool ha_told;       /* not up within PF_HA_GRACE: failover told the path is down */
+	struct gw_portmove_watch w;
 };
 
 /* Owner: the control thread. */
@@ -41,8 +34,7 @@ struct dp_portfail {
 	struct gw_config eff;        /* cfg with the moved links' ports swapped */
 	struct gw_ipoib_link_config *links;
 	bool have_eff, moving;
-	struct pf_port down[DP_MAX_PORTS]; /* seen down (by event), not seen up since */
-	unsigned n_down;
+	struct gw_portmove_down down; /* seen down (by event), not seen up since */
 	struct pf_moved moved[DP_MAX_LINKS];
 	unsigned n_moved;
 	struct evtimer *move_t, *watch_t;
@@ -61,37 +53,6 @@ static uint64_t now_ms(void)
 static const struct gw_config *running(const struct dp_portfail *pf)
 {
 	return pf->have_eff ? &pf->eff : pf->cfg;
-}
-
-static bool same_port(const struct pf_port *a, const char *backend, const char *device, uint8_t num)
-{
-	return a->num == num && !strcmp(a->backend, backend) && !strcmp(a->device, device);
-}
-
-static bool port_is_down(const struct dp_portfail *pf, const char *backend, const char *device,
-			 uint8_t num)
-{
-	for (unsigned i = 0; i < pf->n_down; i++)
-		if (same_port(&pf->down[i], backend, device, num))
-			return true;
-	return false;
-}
-
-static void mark_port(struct dp_portfail *pf, const struct dp_port *p, bool down)
-{
-	for (unsigned i = 0; i < pf->n_down; i++)
-		if (same_port(&pf->down[i], p->backend, p->device, p->num)) {
-			if (!down)
-				pf->down[i] = pf->down[--pf->n_down];
-			return;
-		}
-	if (down && pf->n_down < DP_MAX_PORTS) {
-		struct pf_port *d = &pf->down[pf->n_down++];
-
-		snprintf(d->backend, sizeof(d->backend), "%s", p->backend);
-		snprintf(d->device, sizeof(d->device), "%s", p->device);
-		d->num = p->num;
-	}
 }
 
 static struct pf_moved *moved_of(struct dp_portfail *pf, const char *name)
@@ -134,38 +95,26 @@ static void on_watch(struct evloop *loop, struct evtimer *t, void *arg)
 	for (unsigned i = 0; i < pf->n_moved; i++) {
 		struct pf_moved *m = &pf->moved[i];
 		struct dp_link *k = dp_link_by_name(pf->dp, m->name);
+		unsigned what;
 
-		if (!k || k->kind != DP_IPOIB || m->announced >= 3)
+		if (!k || k->kind != DP_IPOIB || m->w.announced >= 3)
 			continue;
-		if (!m->up_ms) {
-			if (m->applied && k->ifindex && k->link && !k->reason[0]) {
-				m->up_ms = now;
-				log_notice("%s: up on IB port %s/%u %llu ms after the move",
-					   k->name, k->device, k->port_num,
-					   (unsigned long long)(now - m->since_ms));
-			} else if (now - m->since_ms > PF_GIVE_UP_MS) {
-				log_warning("%s: not up on IB port %s/%u %u s after the move: %s",
-					    k->name, k->device, k->port_num, PF_GIVE_UP_MS / 1000,
-					    k->reason);
-				m->announced = 3;
-				continue;
-			} else if (now - m->since_ms > PF_HA_GRACE && !m->ha_told) {
-				/* Held up for failover so far (dp_portfail_moving): no more. */
-				m->ha_told = true;
-				dp_ha_link_changed(pf->dp, k);
-			}
+		what = gw_portmove_step(&m->w, k->ifindex && k->link && !k->reason[0], now);
+		if (what & GW_PORTMOVE_UP)
+			log_notice("%s: up on IB port %s/%u %llu ms after the move", k->name,
+				   k->device, k->port_num,
+				   (unsigned long long)(now - m->w.since_ms));
+		if (what & GW_PORTMOVE_GAVE_UP) {
+			log_warning("%s: not up on IB port %s/%u %u s after the move: %s", k->name,
+				    k->device, k->port_num, GW_PORTMOVE_GIVE_UP_MS / 1000,
+				    k->reason);
+			continue;
 		}
-		if (m->up_ms) {
-			uint64_t due = m->announced == 0   ? m->up_ms
-				       : m->announced == 1 ? m->up_ms + PF_ANNOUNCE_2
-							   : m->up_ms + PF_ANNOUNCE_3;
-
-			if (now >= due) {
-				announce(pf->dp, k);
-				m->announced++;
-			}
-		}
-		if (m->announced < 3)
+		if (what & GW_PORTMOVE_TELL_HA)
+			dp_ha_link_changed(pf->dp, k); /* no longer held up (dp_portfail_moving) */
+		if (what & GW_PORTMOVE_ANNOUNCE)
+			announce(pf->dp, k);
+		if (m->w.announced < 3)
 			left++;
 	}
 	if (!left) {
@@ -198,17 +147,12 @@ static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 		struct pf_moved *m = moved_of(pf, c->name);
 		unsigned long *n;
 
-		if (!m || m->applied)
+		if (!m || m->w.applied)
 			continue;
 		log_notice("%s: IB port %s/%u down: moving the link to port %u", c->name, c->device,
 			   c->port, c->backup_port);
-		{
-			uint8_t to = c->backup_port;
-
-			c->backup_port = c->port;
-			c->port = to;
-		}
-		m->applied = true;
+		gw_portmove_swap(c);
+		m->w.applied = true;
 		n = moves_of(pf, c->name, true);
 		if (n)
 			(*n)++;
@@ -266,26 +210,29 @@ void dp_portfail_port_event(struct gw_dp *dp, struct dp_port *p, const struct ib
 	if (!cur)
 		return;
 	if (ev->type == IBP_EVENT_PORT_ACTIVE) {
-		mark_port(pf, p, false);
+		gw_portmove_mark(&pf->down, p->backend, p->device, p->num, false);
 		return;
 	}
 	if (ev->type != IBP_EVENT_PORT_DOWN)
 		return;
-	mark_port(pf, p, true);
+	gw_portmove_mark(&pf->down, p->backend, p->device, p->num, true);
 	/* The links to move, known now: failover holds their paths up meanwhile. */
 	for (unsigned i = 0; i < cur->n_ipoib_links; i++) {
 		const struct gw_ipoib_link_config *c = &cur->ipoib_links[i];
-		const char *backend = gw_ipoib_backend_name(c->backend);
 		struct dp_link *k = dp_link_by_name(dp, c->name);
 		struct pf_moved *m;
 
-		if (!c->backup_port || !k || k->kind != DP_IPOIB || k->port_num != p->num ||
-		    strcmp(backend, p->backend) || strcmp(c->device, p->device))
+		switch (gw_portmove_on_down(c, k && k->kind == DP_IPOIB ? k->port_num : 0,
+					    p->backend, p->device, p->num, &pf->down)) {
+		case GW_PORTMOVE_NOT_HERE:
+		case GW_PORTMOVE_NO_BACKUP:
 			continue;
-		if (port_is_down(pf, backend, c->device, c->backup_port)) {
+		case GW_PORTMOVE_BACKUP_DOWN:
 			log_warning("%s: IB port %s/%u down, and its backup port %u too: staying",
 				    c->name, c->device, c->port, c->backup_port);
 			continue;
+		case GW_PORTMOVE_MOVE:
+			break;
 		}
 		m = moved_of(pf, c->name);
 		if (!m && pf->n_moved < DP_MAX_LINKS)
@@ -294,7 +241,7 @@ void dp_portfail_port_event(struct gw_dp *dp, struct dp_port *p, const struct ib
 			continue;
 		memset(m, 0, sizeof(*m));
 		snprintf(m->name, sizeof(m->name), "%s", c->name);
-		m->since_ms = now_ms();
+		m->w.since_ms = now_ms();
 		any = true;
 	}
 	if (!any)
@@ -309,7 +256,7 @@ bool dp_portfail_moving(const struct gw_dp *dp, const struct dp_link *k)
 {
 	const struct pf_moved *m = dp->portfail ? moved_of(dp->portfail, k->name) : NULL;
 
-	return m && !m->up_ms && !m->ha_told && m->announced < 3;
+	return m && gw_portmove_held(&m->w);
 }
 
 unsigned long dp_portfail_moves(const struct gw_dp *dp, const struct dp_link *k)

@@ -1,0 +1,152 @@
+/*
+ * The failover pair's hands: paths, groups, service addresses claimed, announced and
+ * given up, and the state-sync records taken (see gateway/ha_hands.h). Pure: called by
+ * the control thread from gateway/dp_ha.c, and by the unit tests.
+ */
+#include "gateway/ha_hands.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/ipoib.h"
+
+unsigned gw_hands_paths(const struct gw_config *cfg, char (*paths)[GW_NAME_MAX], unsigned max)
+{
+	const struct gw_failover_config *fo = &cfg->failover;
+	unsigned n = 0;
+
+	if (fo->n_paths) {
+		for (unsigned i = 0; i < fo->n_paths && n < max; i++)
+			snprintf(paths[n++], GW_NAME_MAX, "%s", fo->paths[i]);
+		return n;
+	}
+	for (unsigned i = 0; i < cfg->n_ipoib_links && n < max; i++)
+		snprintf(paths[n++], GW_NAME_MAX, "%s", cfg->ipoib_links[i].name);
+	for (unsigned i = 0; i < cfg->n_eth_ifs && n < max; i++)
+		snprintf(paths[n++], GW_NAME_MAX, "%s", cfg->eth_ifs[i].name);
+	return n;
+}
+
+unsigned gw_hands_groups(const struct gw_config *cfg, const char (*paths)[GW_NAME_MAX],
+			 unsigned n_paths, struct ha_group_cfg *groups, struct gw_hands_addr *addrs,
+			 unsigned *n_addrs)
+{
+	const struct gw_failover_config *fo = &cfg->failover;
+	unsigned n_groups = 0;
+
+	*n_addrs = 0;
+	for (unsigned g = 0; g < fo->n_groups && g < HA_MAX_GROUPS; g++) {
+		const struct gw_ha_group_config *gc = &fo->groups[g];
+		struct ha_group_cfg *hg = &groups[n_groups++];
+
+		memset(hg, 0, sizeof(*hg));
+		snprintf(hg->name, sizeof(hg->name), "%s", gc->name);
+		hg->priority = gc->priority;
+		for (unsigned a = 0; a < gc->n_addresses && *n_addrs < GW_HANDS_MAX_ADDRS; a++) {
+			struct gw_hands_addr *x = &addrs[(*n_addrs)++];
+
+			memset(x, 0, sizeof(*x));
+			x->addr = gc->addresses[a].address;
+			snprintf(x->dev, sizeof(x->dev), "%s", gc->addresses[a].dev);
+			x->group = g;
+			/* The group cannot be served while the link of one of its addresses is
+			 * down: the FSM goes FAULT and the peer takes over. */
+			for (unsigned p = 0; p < n_paths; p++)
+				if (!strcmp(paths[p], x->dev))
+					hg->track_paths |= 1ull << p;
+		}
+	}
+	return n_groups;
+}
+
+unsigned gw_hands_claim(struct gw_hands_addr *addrs, unsigned n, unsigned g,
+			const struct gw_hands_ops *ops, void *ctx)
+{
+	unsigned added = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct gw_hands_addr *a = &addrs[i];
+
+		if (a->group != g || a->held || ops->add(ctx, a) < 0)
+			continue;
+		a->held = true;
+		added++;
+	}
+	return added;
+}
+
+void gw_hands_announce(const struct gw_hands_addr *addrs, unsigned n, unsigned g,
+		       const struct gw_hands_ops *ops, void *ctx)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (addrs[i].group == g && addrs[i].held)
+			ops->announce(ctx, &addrs[i]);
+}
+
+unsigned gw_hands_give_up(struct gw_hands_addr *addrs, unsigned n, unsigned g,
+			  const struct gw_hands_ops *ops, void *ctx)
+{
+	unsigned given = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct gw_hands_addr *a = &addrs[i];
+
+		if (!a->held || a->group != g)
+			continue;
+		ops->del(ctx, a);
+		a->held = false;
+		given++;
+	}
+	return given;
+}
+
+void gw_hands_link_gone(struct gw_hands_addr *addrs, unsigned n, const char *dev)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(addrs[i].dev, dev))
+			addrs[i].held = false;
+}
+
+bool gw_hands_is_service(const struct gw_hands_addr *addrs, unsigned n, const struct ip_addr *a)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ip_addr_equal(&addrs[i].addr.addr, a))
+			return true;
+	return false;
+}
+
+enum gw_hands_neigh gw_hands_sync_neigh(const struct ha_sync_neigh *n, enum gw_hands_link link,
+					bool ours, bool (*known)(void *ctx), void *ctx)
+{
+	if (link == GW_HANDS_LINK_NONE || ours)
+		return GW_HANDS_NEIGH_SKIP; /* this box itself, as the peer knows it */
+	if (link == GW_HANDS_LINK_IPOIB && n->lladdr_len == IPOIB_HWADDR_LEN)
+		return GW_HANDS_NEIGH_IPOIB;
+	if (link == GW_HANDS_LINK_ETH && n->lladdr_len == 6 && !known(ctx))
+		return GW_HANDS_NEIGH_ETH;
+	return GW_HANDS_NEIGH_SKIP;
+}
+
+bool gw_hands_sync_route(const struct ha_sync_route *sr, uint32_t (*where)(void *ctx), void *ctx,
+			 struct rt_route *rt)
+{
+	*rt = (struct rt_route){ .prefix = sr->prefix,
+				 .source = RT_SRC_LEARNED,
+				 .metric = sr->metric };
+	if (sr->n_nexthops) {
+		rt->nnh = (uint8_t)(sr->n_nexthops < RT_ECMP_MAX ? sr->n_nexthops : RT_ECMP_MAX);
+		for (unsigned i = 0; i < rt->nnh; i++)
+			rt->nh[i] =
+			    (struct rt_nexthop){ .type = RT_NH_GATEWAY, .gw = sr->nexthops[i] };
+		return true;
+	}
+	/* A host route to a proxied neighbour: on the neighbour's link. */
+	uint32_t x = where(ctx);
+
+	if (!x)
+		return false;
+	rt->nnh = 1;
+	rt->nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = x };
+	return true;
+}
