@@ -34,11 +34,13 @@ struct fwd_wk {
 	void *wctx; /* worker.c's state */
 };
 
-/* A port's data-path lock (see fwd_if.dp_lock): a test-and-set spinlock, held only
+/* A port's data-path lock (see fwd_if.port_lock): a test-and-set spinlock, held only
  * around one port call, never while taking another. */
 struct fwd_port_lock {
 	_Alignas(64) atomic_flag held;
 	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
+	bool pinned;      /* the port's post hooks are out (fwd_engine_ib_port_ctx): the
+			   * slot serves this port for the engine's life */
 };
 
 static inline void fwd_port_lock(struct fwd_port_lock *l)
@@ -61,6 +63,16 @@ struct fwd_nctx {
 	uint32_t ifindex;
 };
 
+/* The context of fwd_engine_ib_post_send / _recv (engine/engine.h): an IPoIB
+ * interface's (its link's sends; by index, reserved before the link exists) or an IB
+ * port's (its GSI QP: the cm's MADs). Engine memory: valid for the engine's life. */
+struct fwd_ib_hook {
+	struct fwd_engine *e;
+	const struct ibp_ops *ops; /* for direct posts while no worker runs; NULL: none yet */
+	uint32_t ifindex;          /* an interface's: its index; a port's: 0 */
+	struct fwd_port_lock *lk;  /* a port's: its lock slot (pinned); an interface's: NULL */
+};
+
 struct fwd_sp; /* slowpath.c */
 
 struct fwd_engine {
@@ -75,7 +87,10 @@ struct fwd_engine {
 	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
 	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
 	struct fwd_nctx nctx[FWD_IF_MAX];
-	struct fwd_sp *sp; /* owner: control */
+	bool reserved[FWD_IF_MAX];                /* fwd_engine_if_reserve: taken, not added yet */
+	struct fwd_ib_hook if_hook[FWD_IF_MAX];   /* by interface index */
+	struct fwd_ib_hook port_hook[FWD_IF_MAX]; /* by lock slot (plock[i]) */
+	struct fwd_sp *sp;                        /* owner: control */
 };
 
 /* Set up slots up to n (their rings registered with the slow path). 0 or -ENOMEM. */
@@ -90,6 +105,10 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 extern const struct neigh_ops fwd_sp_neigh_ops;
 int fwd_sp_new(struct fwd_engine *e);
 void fwd_sp_free(struct fwd_engine *e);
+/* Transmit a prepared IB send for the control thread through the worker of ifindex (an
+ * IPoIB interface): a message on its control->worker ring (FWD_MSG_TX_IB). 0, -EINVAL,
+ * -ENOBUFS (counted). */
+int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s);
 /* A slot was set up: listen to its ring. 0 or -errno. */
 int fwd_sp_slot_added(struct fwd_engine *e, unsigned w);
 /* Slot w was retired: what its worker left in its control->worker ring goes to the

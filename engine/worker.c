@@ -143,7 +143,7 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 			.eth_if = k,
 			.iops = f->ib_ops,
 			.ib = f->ib_port,
-			.lk = f->dp_lock,
+			.lk = f->port_lock,
 		};
 		if (f->kind == FWD_IF_IPOIB)
 			wport_add_link(&w->ports[w->nports], f);
@@ -170,9 +170,9 @@ static void flush_if(struct wstate *w, unsigned k)
 	if (f->kind == FWD_IF_ETH) {
 		uint64_t bytes = 0;
 
-		fwd_port_lock(f->dp_lock);
+		fwd_port_lock(f->port_lock);
 		n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
-		fwd_port_unlock(f->dp_lock);
+		fwd_port_unlock(f->port_lock);
 		if (n < 0)
 			n = 0;
 		for (int i = 0; i < n; i++) /* descriptors are ours again: the port copied */
@@ -187,9 +187,9 @@ static void flush_if(struct wstate *w, unsigned k)
 
 		for (unsigned i = 0; i < q->n; i++)
 			len[i] = q->ib[i].buf->len;
-		fwd_port_lock(f->dp_lock);
+		fwd_port_lock(f->port_lock);
 		n = f->ib_ops->post_send(q->ib, q->n);
-		fwd_port_unlock(f->dp_lock);
+		fwd_port_unlock(f->port_lock);
 		if (n < 0)
 			n = 0;
 		for (int i = 0; i < n; i++) {
