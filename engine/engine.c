@@ -387,7 +387,7 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 
 static const void *if_port(const struct fwd_if *f)
 {
-	return f->kind == FWD_IF_ETH ? (const void *)f->eth : (const void *)f->ib_port;
+	return f->ops->port(f);
 }
 
 /* The lock of a port: the slot already serving it, else a free one (there are as many
@@ -488,6 +488,7 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 	memset(f, 0, sizeof(*f));
 	f->index = i;
 	f->kind = c->kind;
+	f->ops = c->kind == FWD_IF_ETH ? &fwd_if_eth_ops : &fwd_if_ipoib_ops;
 	snprintf(f->name, sizeof(f->name), "%s", c->name ? c->name : "");
 	f->mtu = c->mtu;
 	f->worker = c->worker;

@@ -56,6 +56,7 @@
 #include "lib/ipoib.h"
 
 struct fwd_engine;
+struct fwd_if_ops;
 struct fwd_port_lock;
 struct ipoib_link;
 struct ring;
@@ -93,6 +94,7 @@ struct fwd_proxy_config {
 struct fwd_if {
 	uint32_t index; /* 0: slot unused */
 	enum fwd_if_kind kind;
+	const struct fwd_if_ops *ops; /* the kind's (engine/engine_pvt.h) */
 	char name[FWD_IF_NAME_MAX];
 	bool up;
 	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */

@@ -74,6 +74,33 @@ struct fwd_ib_hook {
 };
 
 struct fwd_sp; /* slowpath.c */
+struct wstate; /* worker.c: a worker's state, one of its ports, a TX queue */
+struct wport;
+struct txq;
+
+/*
+ * What differs between the kinds of interface in the worker, as a table per kind
+ * (fwd_if.ops) instead of a switch at each step, like rdma-core's provider ops. Every
+ * call is per port and loop turn or per burst; per packet (queue_tx's descriptor,
+ * forward.c's emit and MTU), an inline switch on fwd_if.kind stays: cheaper than an
+ * indirect call. The slow path's few per-kind steps (announcements, parking) are
+ * switches too: each is one call of its own, not a pattern. Tables in worker.c.
+ */
+struct fwd_if_ops {
+	/* The port (ethp_port / ibp_port): its lock's key and a worker's port identity. */
+	const void *(*port)(const struct fwd_if *f);
+	/* The fd a sleeping worker waits on (epoll). */
+	int (*wait_fd)(const struct fwd_if *f);
+	/* f is polled through p, its port's entry in the worker (once per interface). */
+	void (*attach)(struct wport *p, const struct fwd_if *f);
+	/* One receive burst of the port, forwarded; returns the completions handled. */
+	unsigned (*poll)(struct wstate *w, struct wport *p, const struct fwd_snap *s);
+	/* One transmit burst of q (q->n > 0) on its interface. */
+	void (*flush)(struct wstate *w, struct txq *q);
+	/* Arm the port's fd before sleeping (under its lock). */
+	int (*arm)(const struct wport *p);
+};
+extern const struct fwd_if_ops fwd_if_eth_ops, fwd_if_ipoib_ops;
 
 struct fwd_engine {
 	struct fwd_engine_config cfg;
