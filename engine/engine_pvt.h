@@ -1,6 +1,7 @@
 /*
- * engine_pvt: the engine's internals shared by engine/engine.c, engine/worker.c and
- * engine/slowpath.c (DPDK's _pvt.h convention). Nothing outside those three includes it.
+ * engine_pvt: the engine's internals shared by engine/engine.c, engine/worker.c,
+ * engine/slowpath.c and engine/forward.c (DPDK's _pvt.h convention): no file outside
+ * engine/ includes it (test/layering checks).
  */
 #ifndef IBGW_ENGINE_ENGINE_PVT_H
 #define IBGW_ENGINE_ENGINE_PVT_H
@@ -16,7 +17,9 @@
 	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 #define FWD_INC(ctr) FWD_ADD(ctr, 1)
 
-/* Per worker: rings, message pools, counters. */
+/* Per worker slot: rings, message pools, counters, the thread (engine/engine.h, "Worker
+ * slots"). The pools' owners below hold while the slot runs; a retired slot's are all
+ * the control thread's. */
 struct fwd_wk {
 	struct ring *to_ctl;         /* producer: the worker; consumer: control */
 	struct ring *to_wk;          /* producer: control; consumer: the worker */
@@ -34,8 +37,9 @@ struct fwd_wk {
 	void *wctx; /* worker.c's state */
 };
 
-/* A port's data-path lock (see fwd_if.port_lock): a test-and-set spinlock, held only
- * around one port call, never while taking another. */
+/* A port's data-path lock (see fwd_if.port_lock): a test-and-set spinlock, held around
+ * one port call or one batch of them (poll_ib's reposts), never while taking another.
+ * One slot per port in use, found by port pointer (engine.c's port_lock_of). */
 struct fwd_port_lock {
 	_Alignas(64) atomic_flag held;
 	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
@@ -120,7 +124,8 @@ struct fwd_engine {
 	struct fwd_sp *sp;                        /* owner: control */
 };
 
-/* Set up slots up to n (their rings registered with the slow path). 0 or -ENOMEM. */
+/* Set up slots up to n (their rings registered with the slow path). 0, -ENOMEM, or the
+ * slow path's -errno (evloop_add_fd). */
 int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
 /* Give each interface the worker worker_of[index] in two publications: first those
  * that change worker as moving (polled by none), then, after wait() (a grace period),
@@ -141,7 +146,9 @@ int fwd_sp_slot_added(struct fwd_engine *e, unsigned w);
 /* Slot w was retired: what its worker left in its control->worker ring goes to the
  * running workers (fwd_sp_resend) or back to its pools. */
 void fwd_sp_slot_retired(struct fwd_engine *e, unsigned w);
-/* Neighbour learned/changed hook (proxy announcements and learned routes). */
+/* An interface's addresses or proxy settings changed (fwd_engine_if_add_addr,
+ * fwd_engine_if_set_proxy). Nothing to do yet: announcements and learned routes follow
+ * the neighbours (slowpath.c's neighbour_learned), not the interfaces. */
 void fwd_sp_if_changed(struct fwd_engine *e, uint32_t ifindex);
 
 #endif
