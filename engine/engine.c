@@ -387,7 +387,7 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 
 static const void *if_port(const struct fwd_if *f)
 {
-	return f->kind == FWD_IF_ETH ? (const void *)f->eth : (const void *)f->ib_port;
+	return f->ops->port(f);
 }
 
 /* The lock of a port: the slot already serving it, else a free one (there are as many
@@ -416,7 +416,7 @@ static void port_lock_release(struct fwd_engine *e, const struct fwd_snap *n, co
 		if (n->ifs[k].index && if_port(&n->ifs[k]) == port)
 			return;
 	for (unsigned i = 0; i < FWD_IF_MAX; i++)
-		if (e->plock[i].port == port)
+		if (e->plock[i].port == port && !e->plock[i].pinned)
 			e->plock[i].port = NULL;
 }
 
@@ -441,9 +441,31 @@ static struct fwd_if *edit_if(struct fwd_snap *n, uint32_t index)
 	return &n->ifs[index];
 }
 
-int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint32_t *index)
+/* The first index neither in use nor reserved (0: none). */
+static uint32_t free_index(const struct fwd_engine *e)
 {
 	const struct fwd_snap *cur = fwd_engine_snap(e);
+
+	for (uint32_t i = 1; i < FWD_IF_MAX; i++)
+		if (cur->ifs[i].index == 0 && !e->reserved[i])
+			return i;
+	return 0;
+}
+
+int fwd_engine_if_reserve(struct fwd_engine *e, uint32_t *index)
+{
+	uint32_t i = free_index(e);
+
+	if (!i)
+		return -ENOSPC;
+	e->reserved[i] = true;
+	e->if_hook[i] = (struct fwd_ib_hook){ .e = e, .ifindex = i };
+	*index = i;
+	return 0;
+}
+
+int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint32_t *index)
+{
 	struct fwd_snap *n;
 	struct fwd_if *f;
 	uint32_t i;
@@ -454,10 +476,10 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 		return -EINVAL;
 	if (c->kind == FWD_IF_IPOIB && (!c->ib_ops || !c->ib_port || !c->neigh))
 		return -EINVAL;
-	for (i = 1; i < FWD_IF_MAX; i++)
-		if (cur->ifs[i].index == 0)
-			break;
-	if (i == FWD_IF_MAX)
+	if (c->index && (c->index >= FWD_IF_MAX || !e->reserved[c->index]))
+		return -EINVAL;
+	i = c->index ? c->index : free_index(e);
+	if (!i)
 		return -ENOSPC;
 	n = snap_edit(e);
 	if (!n)
@@ -466,6 +488,7 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 	memset(f, 0, sizeof(*f));
 	f->index = i;
 	f->kind = c->kind;
+	f->ops = c->kind == FWD_IF_ETH ? &fwd_if_eth_ops : &fwd_if_ipoib_ops;
 	snprintf(f->name, sizeof(f->name), "%s", c->name ? c->name : "");
 	f->mtu = c->mtu;
 	f->worker = c->worker;
@@ -502,8 +525,10 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 		f->ib_port = c->ib_port;
 		f->link = c->link;
 	}
-	f->dp_lock = port_lock_of(e, if_port(f));
+	f->port_lock = port_lock_of(e, if_port(f));
 	snap_publish(e, n);
+	e->reserved[i] = false;
+	e->if_hook[i] = (struct fwd_ib_hook){ .e = e, .ops = c->ib_ops, .ifindex = i };
 	*index = i;
 	return 0;
 }
@@ -519,11 +544,16 @@ static void neigh_free_later(void *arg)
 
 int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 {
-	struct fwd_snap *n = snap_edit(e);
+	struct fwd_snap *n;
 	struct fwd_if *f;
 	struct neigh_table *t;
 	const void *port;
 
+	if (index && index < FWD_IF_MAX && e->reserved[index]) {
+		e->reserved[index] = false; /* never added */
+		return 0;
+	}
+	n = snap_edit(e);
 	if (!n)
 		return -ENOMEM;
 	f = edit_if(n, index);
@@ -721,4 +751,83 @@ uint32_t fwd_engine_if_by_name(const struct fwd_engine *e, const char *name)
 		if (s->ifs[i].index && strcmp(s->ifs[i].name, name) == 0)
 			return i;
 	return 0;
+}
+
+/* ---- the control thread's sends on IB (post hooks) ------------------------------------ */
+
+static bool workers_running(const struct fwd_engine *e)
+{
+	for (unsigned w = 0; w < e->n_slots; w++)
+		if (e->wk[w].started)
+			return true;
+	return false;
+}
+
+/* The interface whose worker carries a send of hook h: a link's own; for a port's GSI
+ * QP, the first interface of the port that is up (the worker posts the send as it was
+ * prepared, on that interface's port: the GSI QP is one more QP of the port). 0: none. */
+static uint32_t hook_if(const struct fwd_ib_hook *h)
+{
+	const struct fwd_snap *s;
+
+	if (!h->lk)
+		return h->ifindex;
+	s = fwd_engine_current(h->e);
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
+		if (s->ifs[k].index && s->ifs[k].kind == FWD_IF_IPOIB && s->ifs[k].up &&
+		    s->ifs[k].ib_port == h->lk->port)
+			return k;
+	return 0;
+}
+
+int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
+{
+	struct fwd_ib_hook *h = ctx;
+	uint32_t k;
+
+	if (!workers_running(h->e)) /* the control thread is alone on the port */
+		return h->ops ? h->ops->post_send(s, 1) : 0;
+	k = hook_if(h);
+	return k && fwd_sp_send_ib(h->e, k, s) == 0 ? 1 : 0;
+}
+
+int fwd_engine_ib_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)
+{
+	struct fwd_ib_hook *h = ctx;
+	struct fwd_port_lock *lk = h->lk;
+	int n;
+
+	if (!h->ops)
+		return 0;
+	if (!workers_running(h->e))
+		return h->ops->post_recv(qp, &b, 1);
+	if (!lk) {
+		const struct fwd_if *f = fwd_snap_if(fwd_engine_current(h->e), h->ifindex);
+
+		lk = f ? f->port_lock : NULL;
+	}
+	if (!lk)
+		return 0;
+	fwd_port_lock(lk);
+	n = h->ops->post_recv(qp, &b, 1);
+	fwd_port_unlock(lk);
+	return n;
+}
+
+void *fwd_engine_if_post_ctx(struct fwd_engine *e, uint32_t index)
+{
+	return index && index < FWD_IF_MAX ? &e->if_hook[index] : NULL;
+}
+
+void *fwd_engine_ib_port_ctx(struct fwd_engine *e, const struct ibp_ops *ops, struct ibp_port *port)
+{
+	struct fwd_port_lock *lk = port_lock_of(e, port);
+	struct fwd_ib_hook *h;
+
+	if (!lk)
+		return NULL;
+	lk->pinned = true;
+	h = &e->port_hook[lk - e->plock];
+	*h = (struct fwd_ib_hook){ .e = e, .ops = ops, .lk = lk };
+	return h;
 }

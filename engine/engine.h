@@ -56,6 +56,7 @@
 #include "lib/ipoib.h"
 
 struct fwd_engine;
+struct fwd_if_ops;
 struct fwd_port_lock;
 struct ipoib_link;
 struct ring;
@@ -93,6 +94,7 @@ struct fwd_proxy_config {
 struct fwd_if {
 	uint32_t index; /* 0: slot unused */
 	enum fwd_if_kind kind;
+	const struct fwd_if_ops *ops; /* the kind's (engine/engine_pvt.h) */
 	char name[FWD_IF_NAME_MAX];
 	bool up;
 	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
@@ -104,7 +106,7 @@ struct fwd_if {
 	 * call (rx_burst, tx_burst, arm; poll, post_send, post_recv, arm) is made under
 	 * the lock of its port, one per port whichever interfaces share it. Engine memory:
 	 * valid for the engine's life. */
-	struct fwd_port_lock *dp_lock;
+	struct fwd_port_lock *port_lock;
 	struct neigh_table *neigh;
 	/* Ethernet */
 	const struct ethp_ops *eth_ops;
@@ -282,6 +284,7 @@ void fwd_engine_free(struct fwd_engine *e);
  * the neighbour table is the link's (ipoib_link_neigh); ud_qp/qkey/hwaddr/mtu come with
  * fwd_engine_if_set_ipoib once the link is up. */
 struct fwd_if_config {
+	uint32_t index; /* reserved with fwd_engine_if_reserve; 0: the first free index */
 	const char *name;
 	enum fwd_if_kind kind;
 	unsigned worker;
@@ -296,10 +299,15 @@ struct fwd_if_config {
 	struct neigh_table *neigh; /* IPoIB: the link's; Ethernet: NULL (created) or given */
 };
 
-/* Returns 0 and the new interface's index, -ENOSPC, -EINVAL. Added down. */
+/* Returns 0 and the new interface's index, -ENOSPC, -EINVAL. Added down. With c->index
+ * (reserved), a failure leaves the index reserved. */
 int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint32_t *index);
+/* Take the index of an interface to add later (fwd_if_config.index), for a caller that
+ * needs the interface's post hook context first: an IPoIB link is created with it, and
+ * the interface with the link. 0 or -ENOSPC. */
+int fwd_engine_if_reserve(struct fwd_engine *e, uint32_t *index);
 /* Removes the interface, its addresses' routes and (Ethernet) its neighbour table
- * (after a grace period). */
+ * (after a grace period); or releases a reserved index never added. */
 int fwd_engine_if_del(struct fwd_engine *e, uint32_t index);
 int fwd_engine_if_set_up(struct fwd_engine *e, uint32_t index, bool up);
 int fwd_engine_if_set_mtu(struct fwd_engine *e, uint32_t index, uint32_t mtu);
@@ -315,6 +323,28 @@ int fwd_engine_if_add_addr(struct fwd_engine *e, uint32_t index, const struct ip
 int fwd_engine_if_del_addr(struct fwd_engine *e, uint32_t index, const struct ip_prefix *a);
 int fwd_engine_if_set_proxy(struct fwd_engine *e, uint32_t index, const struct fwd_proxy_config *p);
 int fwd_engine_set_knobs(struct fwd_engine *e, const struct fwd_knobs *k);
+
+/*
+ * Post hooks for the control thread's sends on IB: an IPoIB link's (ipoib_link_config
+ * .post, ctx fwd_engine_if_post_ctx of its interface's index) and an IB port's GSI QP's
+ * (the cm's MADs and receive reposts: ipoib_cm_port_set_post, ctx fwd_engine_ib_port_ctx).
+ * While a worker runs, a send becomes a message to the worker of the interface (a link's:
+ * its own; the GSI QP's: the first interface of the port that is up), which posts it
+ * under the port's lock, and is dropped there if the interface is down or gone; a receive
+ * buffer is posted at once under the port's lock. While none runs (before the first
+ * fwd_worker_start, after fwd_worker_stop_all) the control thread is alone on the port
+ * and posts directly. post_send returns 1 when the send was taken, else 0 (the buffer
+ * stays the caller's; an interface not added yet or removed takes nothing); post_recv 1
+ * when the buffer was posted. Control thread.
+ */
+int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s);
+int fwd_engine_ib_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b);
+/* The hooks' context of interface index (reserved or added; NULL: not a valid index). */
+void *fwd_engine_if_post_ctx(struct fwd_engine *e, uint32_t index);
+/* The hooks' context of an IB port's GSI QP (the same for every call on one port; NULL:
+ * no lock slot left). The port keeps its lock slot for the engine's life. */
+void *fwd_engine_ib_port_ctx(struct fwd_engine *e, const struct ibp_ops *ops,
+			     struct ibp_port *port);
 
 /* The interface of an IPoIB link or an Ethernet port (0 if none). */
 uint32_t fwd_engine_if_of_link(const struct fwd_engine *e, const struct ipoib_link *l);

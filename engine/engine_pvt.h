@@ -1,6 +1,7 @@
 /*
- * engine_pvt: the engine's internals shared by engine/engine.c, engine/worker.c and
- * engine/slowpath.c (DPDK's _pvt.h convention). Nothing outside those three includes it.
+ * engine_pvt: the engine's internals shared by engine/engine.c, engine/worker.c,
+ * engine/slowpath.c and engine/forward.c (DPDK's _pvt.h convention): no file outside
+ * engine/ includes it (test/layering checks).
  */
 #ifndef IBGW_ENGINE_ENGINE_PVT_H
 #define IBGW_ENGINE_ENGINE_PVT_H
@@ -16,7 +17,9 @@
 	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 #define FWD_INC(ctr) FWD_ADD(ctr, 1)
 
-/* Per worker: rings, message pools, counters. */
+/* Per worker slot: rings, message pools, counters, the thread (engine/engine.h, "Worker
+ * slots"). The pools' owners below hold while the slot runs; a retired slot's are all
+ * the control thread's. */
 struct fwd_wk {
 	struct ring *to_ctl;         /* producer: the worker; consumer: control */
 	struct ring *to_wk;          /* producer: control; consumer: the worker */
@@ -34,11 +37,14 @@ struct fwd_wk {
 	void *wctx; /* worker.c's state */
 };
 
-/* A port's data-path lock (see fwd_if.dp_lock): a test-and-set spinlock, held only
- * around one port call, never while taking another. */
+/* A port's data-path lock (see fwd_if.port_lock): a test-and-set spinlock, held around
+ * one port call or one batch of them (poll_ib's reposts), never while taking another.
+ * One slot per port in use, found by port pointer (engine.c's port_lock_of). */
 struct fwd_port_lock {
 	_Alignas(64) atomic_flag held;
 	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
+	bool pinned;      /* the port's post hooks are out (fwd_engine_ib_port_ctx): the
+			   * slot serves this port for the engine's life */
 };
 
 static inline void fwd_port_lock(struct fwd_port_lock *l)
@@ -61,7 +67,44 @@ struct fwd_nctx {
 	uint32_t ifindex;
 };
 
+/* The context of fwd_engine_ib_post_send / _recv (engine/engine.h): an IPoIB
+ * interface's (its link's sends; by index, reserved before the link exists) or an IB
+ * port's (its GSI QP: the cm's MADs). Engine memory: valid for the engine's life. */
+struct fwd_ib_hook {
+	struct fwd_engine *e;
+	const struct ibp_ops *ops; /* for direct posts while no worker runs; NULL: none yet */
+	uint32_t ifindex;          /* an interface's: its index; a port's: 0 */
+	struct fwd_port_lock *lk;  /* a port's: its lock slot (pinned); an interface's: NULL */
+};
+
 struct fwd_sp; /* slowpath.c */
+struct wstate; /* worker.c: a worker's state, one of its ports, a TX queue */
+struct wport;
+struct txq;
+
+/*
+ * What differs between the kinds of interface in the worker, as a table per kind
+ * (fwd_if.ops) instead of a switch at each step, like rdma-core's provider ops. Every
+ * call is per port and loop turn or per burst; per packet (queue_tx's descriptor,
+ * forward.c's emit and MTU), an inline switch on fwd_if.kind stays: cheaper than an
+ * indirect call. The slow path's few per-kind steps (announcements, parking) are
+ * switches too: each is one call of its own, not a pattern. Tables in worker.c.
+ */
+struct fwd_if_ops {
+	/* The port (ethp_port / ibp_port): its lock's key and a worker's port identity. */
+	const void *(*port)(const struct fwd_if *f);
+	/* The fd a sleeping worker waits on (epoll). */
+	int (*wait_fd)(const struct fwd_if *f);
+	/* f is polled through p, its port's entry in the worker (once per interface). */
+	void (*attach)(struct wport *p, const struct fwd_if *f);
+	/* One receive burst of the port, forwarded; returns the completions handled. */
+	unsigned (*poll)(struct wstate *w, struct wport *p, const struct fwd_snap *s);
+	/* One transmit burst of q (q->n > 0) on its interface. */
+	void (*flush)(struct wstate *w, struct txq *q);
+	/* Arm the port's fd before sleeping (under its lock). */
+	int (*arm)(const struct wport *p);
+};
+extern const struct fwd_if_ops fwd_if_eth_ops, fwd_if_ipoib_ops;
 
 struct fwd_engine {
 	struct fwd_engine_config cfg;
@@ -75,10 +118,14 @@ struct fwd_engine {
 	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
 	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
 	struct fwd_nctx nctx[FWD_IF_MAX];
-	struct fwd_sp *sp; /* owner: control */
+	bool reserved[FWD_IF_MAX];                /* fwd_engine_if_reserve: taken, not added yet */
+	struct fwd_ib_hook if_hook[FWD_IF_MAX];   /* by interface index */
+	struct fwd_ib_hook port_hook[FWD_IF_MAX]; /* by lock slot (plock[i]) */
+	struct fwd_sp *sp;                        /* owner: control */
 };
 
-/* Set up slots up to n (their rings registered with the slow path). 0 or -ENOMEM. */
+/* Set up slots up to n (their rings registered with the slow path). 0, -ENOMEM, or the
+ * slow path's -errno (evloop_add_fd). */
 int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
 /* Give each interface the worker worker_of[index] in two publications: first those
  * that change worker as moving (polled by none), then, after wait() (a grace period),
@@ -90,12 +137,18 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 extern const struct neigh_ops fwd_sp_neigh_ops;
 int fwd_sp_new(struct fwd_engine *e);
 void fwd_sp_free(struct fwd_engine *e);
+/* Transmit a prepared IB send for the control thread through the worker of ifindex (an
+ * IPoIB interface): a message on its control->worker ring (FWD_MSG_TX_IB). 0, -EINVAL,
+ * -ENOBUFS (counted). */
+int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s);
 /* A slot was set up: listen to its ring. 0 or -errno. */
 int fwd_sp_slot_added(struct fwd_engine *e, unsigned w);
 /* Slot w was retired: what its worker left in its control->worker ring goes to the
  * running workers (fwd_sp_resend) or back to its pools. */
 void fwd_sp_slot_retired(struct fwd_engine *e, unsigned w);
-/* Neighbour learned/changed hook (proxy announcements and learned routes). */
+/* An interface's addresses or proxy settings changed (fwd_engine_if_add_addr,
+ * fwd_engine_if_set_proxy). Nothing to do yet: announcements and learned routes follow
+ * the neighbours (slowpath.c's neighbour_learned), not the interfaces. */
 void fwd_sp_if_changed(struct fwd_engine *e, uint32_t ifindex);
 
 #endif

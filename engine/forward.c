@@ -142,6 +142,7 @@ static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh
 	}
 	t = &res->tx[res->n_tx];
 	t->ifp = out;
+	/* Per packet: a switch on the kind, not the ops table (engine_pvt.h). */
 	if (out->kind == FWD_IF_ETH) {
 		memcpy(t->eth.hdr, ll->addr, 6);
 		memcpy(t->eth.hdr + 6, out->mac, 6);

@@ -147,20 +147,6 @@ int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send
 	return ctl_enqueue(e->sp, m);
 }
 
-int fwd_sp_ib_post_recv(struct fwd_engine *e, uint32_t ifindex, struct ibp_qp *qp,
-			struct ibp_buf *b)
-{
-	const struct fwd_if *f = sp_if(e, ifindex);
-	int n;
-
-	if (!f || f->kind != FWD_IF_IPOIB || !f->dp_lock)
-		return -EINVAL;
-	fwd_port_lock(f->dp_lock);
-	n = f->ib_ops->post_recv(qp, &b, 1);
-	fwd_port_unlock(f->dp_lock);
-	return n;
-}
-
 /* Our own IP packet (echo reply, ICMP error): routed here, emitted by the worker. */
 static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_t len)
 {

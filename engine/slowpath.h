@@ -80,16 +80,10 @@ unsigned fwd_sp_poll(struct fwd_engine *e);
 /* Neighbour timers of the Ethernet tables. Returns ms to the next call. */
 uint64_t fwd_sp_tick(struct fwd_engine *e);
 
-/* Transmit for the control thread, through the owning worker. Ethernet: a whole
- * untagged frame; IPoIB: a prepared send (the hook for ipoib_link's control-side
- * sends). Return 0 or -ENOBUFS (counted). */
+/* Transmit for the control thread, through the owning worker: a whole untagged
+ * Ethernet frame. Returns 0 or -ENOBUFS (counted). (IPoIB sends come from the links
+ * and the cm through the post hooks, fwd_engine_ib_post_send in engine/engine.h.) */
 int fwd_sp_send_eth(struct fwd_engine *e, uint32_t ifindex, const uint8_t *frame, size_t len);
-int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s);
-/* A receive buffer posted on a QP of ifindex's port (qp: the GSI QP when the cm
- * reposts one) from the control thread, under the port's data-path lock. Returns 1
- * posted, else 0 or -errno (the buffer stays the caller's). */
-int fwd_sp_ib_post_recv(struct fwd_engine *e, uint32_t ifindex, struct ibp_qp *qp,
-			struct ibp_buf *b);
 
 /* Announce addr (4 or 16 octets) on every interface that proxies for where it lives
  * (gratuitous ARP / unsolicited NA), e.g. after a failover. */

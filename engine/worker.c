@@ -27,7 +27,8 @@
 #define PUNTQ     64
 
 struct wport {
-	enum fwd_if_kind kind;
+	const struct fwd_if_ops *ops; /* its kind's */
+	const void *port;             /* its identity: the ethp_port or the ibp_port */
 	const struct ethp_ops *eops;
 	struct ethp_port *eth;
 	uint32_t eth_if; /* the Ethernet interface of this port */
@@ -123,91 +124,95 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 	w->nports = 0;
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
-		struct wport *dup = NULL;
+		const void *port;
+		struct wport *p = NULL;
 
 		if (!f->index || f->worker != w->id || f->moving)
 			continue;
-		for (unsigned i = 0; i < w->nports; i++)
-			if ((f->kind == FWD_IF_ETH && w->ports[i].eth == f->eth) ||
-			    (f->kind == FWD_IF_IPOIB && w->ports[i].ib == f->ib_port))
-				dup = &w->ports[i];
-		if (dup) {
-			if (f->kind == FWD_IF_IPOIB)
-				wport_add_link(dup, f);
-			continue;
+		port = f->ops->port(f);
+		for (unsigned i = 0; i < w->nports && !p; i++)
+			if (w->ports[i].port == port)
+				p = &w->ports[i];
+		if (!p) {
+			p = &w->ports[w->nports++];
+			*p = (struct wport){
+				.ops = f->ops,
+				.port = port,
+				.eops = f->eth_ops,
+				.eth = f->eth,
+				.iops = f->ib_ops,
+				.ib = f->ib_port,
+				.lk = f->port_lock,
+			};
+			epoll_add(w, f->ops->wait_fd(f));
 		}
-		w->ports[w->nports] = (struct wport){
-			.kind = f->kind,
-			.eops = f->eth_ops,
-			.eth = f->eth,
-			.eth_if = k,
-			.iops = f->ib_ops,
-			.ib = f->ib_port,
-			.lk = f->dp_lock,
-		};
-		if (f->kind == FWD_IF_IPOIB)
-			wport_add_link(&w->ports[w->nports], f);
-		if (f->kind == FWD_IF_ETH)
-			epoll_add(w, f->eth_ops->wait_fd(f->eth));
-		else
-			epoll_add(w, f->ib_ops->cq_fd(f->ib_port));
-		w->nports++;
+		f->ops->attach(p, f);
 	}
 	w->gen = s->gen;
 }
 
 /* ---- transmit ------------------------------------------------------------------------ */
 
+/* One TX burst of an Ethernet interface. The egress port may be another worker's: its
+ * data path under its lock (here and in flush_ib). */
+static void flush_eth(struct wstate *w, struct txq *q)
+{
+	const struct fwd_if *f = q->ifp;
+	uint64_t bytes = 0;
+	int n;
+
+	fwd_port_lock(f->port_lock);
+	n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
+	fwd_port_unlock(f->port_lock);
+	if (n < 0)
+		n = 0;
+	for (int i = 0; i < n; i++) /* descriptors are ours again: the port copied */
+		bytes += q->eth[i].hdr_len + q->eth[i].len;
+	FWD_ADD(w->st->tx_packets, (unsigned)n);
+	FWD_ADD(w->st->tx_bytes, bytes);
+	if ((unsigned)n < q->n)
+		FWD_ADD(w->st->drops[FWD_DROP_TX_FULL], q->n - (unsigned)n);
+}
+
+/* One TX burst of an IPoIB interface: post_send of the prepared sends. */
+static void flush_ib(struct wstate *w, struct txq *q)
+{
+	const struct fwd_if *f = q->ifp;
+	uint32_t len[TXQ]; /* read before the post: a posted buffer is the port's */
+	uint64_t link_packets = 0, link_bytes = 0, bytes = 0;
+	int n;
+
+	for (unsigned i = 0; i < q->n; i++)
+		len[i] = q->ib[i].buf->len;
+	fwd_port_lock(f->port_lock);
+	n = f->ib_ops->post_send(q->ib, q->n);
+	fwd_port_unlock(f->port_lock);
+	if (n < 0)
+		n = 0;
+	for (int i = 0; i < n; i++) {
+		bytes += len[i];
+		if (q->fwd[i]) {
+			link_packets++;
+			link_bytes += len[i];
+		}
+	}
+	FWD_ADD(w->st->tx_bytes, bytes);
+	if (link_packets && f->link)
+		ipoib_link_count_tx(f->link, link_packets, link_bytes);
+	FWD_ADD(w->st->tx_packets, (unsigned)n);
+	for (unsigned i = (unsigned)n; i < q->n; i++) {
+		f->ib_ops->buf_put(f->ib_port, q->ib[i].buf);
+		FWD_INC(w->st->drops[FWD_DROP_TX_FULL]);
+	}
+}
+
 static void flush_if(struct wstate *w, unsigned k)
 {
 	struct txq *q = &w->txq[k];
-	const struct fwd_if *f = q->ifp;
-	int n;
 
 	if (!q->n)
 		return;
-	/* The egress port may be another worker's: its data path under its lock. */
-	if (f->kind == FWD_IF_ETH) {
-		uint64_t bytes = 0;
-
-		fwd_port_lock(f->dp_lock);
-		n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
-		fwd_port_unlock(f->dp_lock);
-		if (n < 0)
-			n = 0;
-		for (int i = 0; i < n; i++) /* descriptors are ours again: the port copied */
-			bytes += q->eth[i].hdr_len + q->eth[i].len;
-		FWD_ADD(w->st->tx_packets, (unsigned)n);
-		FWD_ADD(w->st->tx_bytes, bytes);
-		if ((unsigned)n < q->n)
-			FWD_ADD(w->st->drops[FWD_DROP_TX_FULL], q->n - (unsigned)n);
-	} else {
-		uint32_t len[TXQ]; /* read before the post: a posted buffer is the port's */
-		uint64_t link_packets = 0, link_bytes = 0, bytes = 0;
-
-		for (unsigned i = 0; i < q->n; i++)
-			len[i] = q->ib[i].buf->len;
-		fwd_port_lock(f->dp_lock);
-		n = f->ib_ops->post_send(q->ib, q->n);
-		fwd_port_unlock(f->dp_lock);
-		if (n < 0)
-			n = 0;
-		for (int i = 0; i < n; i++) {
-			bytes += len[i];
-			if (q->fwd[i]) {
-				link_packets++;
-				link_bytes += len[i];
-			}
-		}
-		FWD_ADD(w->st->tx_bytes, bytes);
-		if (link_packets && f->link)
-			ipoib_link_count_tx(f->link, link_packets, link_bytes);
-		FWD_ADD(w->st->tx_packets, (unsigned)n);
-		for (unsigned i = (unsigned)n; i < q->n; i++) {
-			f->ib_ops->buf_put(f->ib_port, q->ib[i].buf);
-			FWD_INC(w->st->drops[FWD_DROP_TX_FULL]);
-		}
-	}
+	q->ifp->ops->flush(w, q);
 	q->n = 0;
 }
 
@@ -248,6 +253,7 @@ static void queue_tx(struct wstate *w, const struct fwd_tx *t, bool fwd)
 	if (q->n == TXQ)
 		flush_if(w, k);
 	q->ifp = t->ifp;
+	/* Per packet: a switch on the kind, cheaper than an indirect call. */
 	if (t->ifp->kind == FWD_IF_ETH)
 		q->eth[q->n] = t->eth;
 	else
@@ -533,6 +539,63 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
 	return n;
 }
 
+/* ---- per kind ------------------------------------------------------------------------- */
+
+static const void *eth_port(const struct fwd_if *f)
+{
+	return f->eth;
+}
+
+static int eth_wait_fd(const struct fwd_if *f)
+{
+	return f->eth_ops->wait_fd(f->eth);
+}
+
+/* The port's first interface receives its frames. */
+static void eth_attach(struct wport *p, const struct fwd_if *f)
+{
+	if (!p->eth_if)
+		p->eth_if = f->index;
+}
+
+static int eth_arm(const struct wport *p)
+{
+	return p->eops->arm(p->eth);
+}
+
+static const void *ib_port(const struct fwd_if *f)
+{
+	return f->ib_port;
+}
+
+static int ib_wait_fd(const struct fwd_if *f)
+{
+	return f->ib_ops->cq_fd(f->ib_port);
+}
+
+static int ib_arm(const struct wport *p)
+{
+	return p->iops->arm(p->ib);
+}
+
+const struct fwd_if_ops fwd_if_eth_ops = {
+	.port = eth_port,
+	.wait_fd = eth_wait_fd,
+	.attach = eth_attach,
+	.poll = poll_eth,
+	.flush = flush_eth,
+	.arm = eth_arm,
+};
+
+const struct fwd_if_ops fwd_if_ipoib_ops = {
+	.port = ib_port,
+	.wait_fd = ib_wait_fd,
+	.attach = wport_add_link,
+	.poll = poll_ib,
+	.flush = flush_ib,
+	.arm = ib_arm,
+};
+
 /* ---- the loop ------------------------------------------------------------------------ */
 
 static bool arm_all(struct wstate *w)
@@ -541,10 +604,7 @@ static bool arm_all(struct wstate *w)
 		struct wport *p = &w->ports[i];
 
 		fwd_port_lock(p->lk);
-		if (p->kind == FWD_IF_ETH)
-			(void)p->eops->arm(p->eth);
-		else
-			(void)p->iops->arm(p->ib);
+		(void)p->ops->arm(p);
 		fwd_port_unlock(p->lk);
 	}
 	return true;
@@ -574,7 +634,7 @@ static void *worker_main(void *arg)
 		for (unsigned i = 0; i < w->nports; i++) {
 			struct wport *p = &w->ports[i];
 
-			work += p->kind == FWD_IF_ETH ? poll_eth(w, p, s) : poll_ib(w, p, s);
+			work += p->ops->poll(w, p, s);
 		}
 		work += serve_ring(w, s);
 		flush_punts(w);
@@ -601,8 +661,7 @@ static void *worker_main(void *arg)
 			for (unsigned i = 0; i < w->nports; i++) {
 				struct wport *p = &w->ports[i];
 
-				again +=
-				    p->kind == FWD_IF_ETH ? poll_eth(w, p, s) : poll_ib(w, p, s);
+				again += p->ops->poll(w, p, s);
 			}
 			flush_punts(w);
 			if (again || !ring_sleep_prepare(k->to_wk) ||

@@ -17,7 +17,7 @@
  * Transmit crosses workers: a packet leaves through its egress port from the worker
  * that received it, so two workers may send on one port. Every data-path call on a
  * port (receive, transmit, arm, repost) is made under that port's lock
- * (fwd_if.dp_lock), held for that one call only, which keeps the ports' rule: one
+ * (fwd_if.port_lock), held for that one call only, which keeps the ports' rule: one
  * thread at a time in a port's data path.
  *
  * Threads: start/stop from the control thread; the loop runs on its own thread

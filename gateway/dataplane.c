@@ -14,10 +14,14 @@
  * not read them under RCU), so its call_rcu and synchronize_rcu never wait on itself.
  *
  * The engine learns each IPoIB link's UD QP and Q_Key from ipoib_link_ud_qp/qkey when
- * the link comes up (fwd_engine_if_set_ipoib). Every send the control thread makes on a
- * link (cfg.post) or on a port's GSI QP (cm MADs, ipoib_cm_port_set_post) goes through
- * the owning worker's ring (fwd_sp_send_ib); the GSI QP's receive reposts are made
- * under the port's data-path lock (fwd_sp_ib_post_recv).
+ * the link comes up (fwd_engine_if_set_ipoib). The sends the control thread makes on a
+ * link (ARP/ND answers, parked packets: cfg.post) and on a port's GSI QP (CM MADs and
+ * their receive reposts: ipoib_cm_port_set_post) go through the engine's own post hooks
+ * (fwd_engine_ib_post_send/_recv: to a worker's ring, or posted directly while no worker
+ * runs). This file only wires them, when a link or a cm port is made (at start and on a
+ * reload), and is on no packet's way. A link's hook context is its interface's
+ * (fwd_engine_if_post_ctx), so the index is reserved (fwd_engine_if_reserve) before the
+ * link is created and the interface added with it afterwards.
  *
  * Connected mode (mode: connected): one cm port (ipoib_cm_port_open, the port's GSI QP)
  * per IB port, shared by its connected links; the port's buffers then hold a whole RC
@@ -90,40 +94,6 @@ static void dp_defer(void *ctx, void (*fn)(void *arg), void *arg)
 	d->fn = fn;
 	d->arg = arg;
 	call_rcu(&d->head, defer_run);
-}
-
-/* ---- connected mode: the port's GSI QP and the links' sends through the worker ---------- */
-
-/* ipoib_link's post hook: a send the control thread makes on the link (ARP/ND replies,
- * parked packets, packets that waited for a path, a join or a connection) goes to the
- * worker that owns the port, which posts it under the port's lock. */
-static int link_post(void *ctx, struct ibp_send *s)
-{
-	struct dp_link *k = ctx;
-
-	if (!k->port->dp->workers_started) /* stopping: the control thread is alone */
-		return k->port->ops->post_send(s, 1);
-	return k->ifindex && fwd_sp_send_ib(k->port->dp->e, k->ifindex, s) == 0 ? 1 : 0;
-}
-
-/* cm_gsi's hooks (through ipoib_cm_port_set_post): CM MAD sends go to the worker like
- * the link's; receive buffers the cm gives back are posted here under the port's lock. */
-static int gsi_post(void *ctx, struct ibp_send *s)
-{
-	struct dp_port *p = ctx;
-
-	if (!p->dp->workers_started) /* stopping: DREQs go out from here */
-		return p->ops->post_send(s, 1);
-	return p->gsi_ifindex && fwd_sp_send_ib(p->dp->e, p->gsi_ifindex, s) == 0 ? 1 : 0;
-}
-
-static int gsi_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)
-{
-	struct dp_port *p = ctx;
-
-	if (!p->dp->workers_started)
-		return p->ops->post_recv(qp, &b, 1);
-	return p->gsi_ifindex ? fwd_sp_ib_post_recv(p->dp->e, p->gsi_ifindex, qp, b) : 0;
 }
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -682,6 +652,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 {
 	struct dp_link *k = link_alloc(dp);
 	struct dp_port *p;
+	uint32_t ifindex;
 	int ret;
 
 	if (!k) {
@@ -728,8 +699,6 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		 * cm port per IB port, shared by its connected links. */
 		.connected = c->mode == GW_IPOIB_CONNECTED,
 		.defer = dp_defer,
-		.post = link_post,
-		.post_ctx = k,
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
@@ -741,6 +710,19 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 				  "%s: cannot open the port's GSI QP for the CM: "
 				  "datagram mode",
 				  k->name);
+		} else {
+			/* The cm's MADs and receive reposts through the engine's hooks. */
+			void *pctx = fwd_engine_ib_port_ctx(dp->e, p->ops, p->port);
+
+			if (pctx) {
+				ipoib_cm_port_set_post(p->cmp, fwd_engine_ib_post_send,
+						       fwd_engine_ib_post_recv, pctx);
+			} else {
+				log_error("%s: no engine port slot for the CM: datagram mode",
+					  k->name);
+				ipoib_cm_port_close(p->cmp);
+				p->cmp = NULL;
+			}
 		}
 	}
 	if (lc.connected && !p->cmp) {
@@ -748,8 +730,19 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		k->mode = GW_IPOIB_DATAGRAM;
 	}
 	lc.cm_port = p->cmp;
+	/* The link's sends go through the engine's hook, whose context is its interface's:
+	 * the index is reserved first, the interface added once the link exists. */
+	ret = fwd_engine_if_reserve(dp->e, &ifindex);
+	if (ret < 0) {
+		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
+		log_error("%s: %s", k->name, k->reason);
+		return k;
+	}
+	lc.post = fwd_engine_ib_post_send;
+	lc.post_ctx = fwd_engine_if_post_ctx(dp->e, ifindex);
 	ret = ipoib_link_new(&lc, &k->link);
 	if (ret < 0) {
+		(void)fwd_engine_if_del(dp->e, ifindex); /* the reservation */
 		k->link = NULL;
 		if (ret == -ENOENT)
 			set_reason(k->reason, "P_Key 0x%04x is not in the port's P_Key table",
@@ -760,6 +753,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		return k;
 	}
 	struct fwd_if_config fc = {
+		.index = ifindex,
 		.name = k->name,
 		.kind = FWD_IF_IPOIB,
 		.worker = p->worker,
@@ -774,11 +768,12 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		k->ifindex = 0;
 		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
 		log_error("%s: %s", k->name, k->reason);
+		/* Never started; its hooks' context names the index released here. */
+		(void)fwd_engine_if_del(dp->e, ifindex);
+		ipoib_link_stop(k->link);
+		ipoib_link_free(k->link);
+		k->link = NULL;
 		return k;
-	}
-	if (lc.connected && !p->gsi_ifindex) {
-		p->gsi_ifindex = k->ifindex;
-		ipoib_cm_port_set_post(p->cmp, gsi_post, gsi_post_recv, p);
 	}
 	set_reason(k->reason, "broadcast group not joined yet");
 	if_add_addrs(dp, k);
@@ -1282,7 +1277,7 @@ void gw_dp_stop(struct gw_dp *dp)
 	evtimer_free(dp->port_timer);
 	if (dp->workers_started)
 		fwd_worker_stop_all(dp->e);
-	dp->workers_started = false; /* the links' and the cm's sends now post directly */
+	dp->workers_started = false; /* the engine's post hooks now post directly */
 	if (dp->sp_attached)
 		fwd_sp_detach(dp->e);
 	for (unsigned i = 0; i < dp->n_links; i++)
@@ -1388,26 +1383,6 @@ static bool device_watched_by_other(const struct gw_dp *dp, const struct dp_link
 	return false;
 }
 
-/* The port's CM sends went through this link's worker ring: hand them to another
- * connected link of the port (the worker finds the GSI QP through any of them). */
-static void gsi_move(struct gw_dp *dp, struct dp_link *gone)
-{
-	struct dp_port *p = gone->port;
-
-	if (!p || p->gsi_ifindex != gone->ifindex)
-		return;
-	p->gsi_ifindex = 0;
-	for (unsigned i = 0; i < dp->n_links; i++) {
-		const struct dp_link *o = &dp->links[i];
-
-		if (o != gone && o->kind == DP_IPOIB && o->port == p &&
-		    o->mode == GW_IPOIB_CONNECTED && o->ifindex) {
-			p->gsi_ifindex = o->ifindex;
-			break;
-		}
-	}
-}
-
 /*
  * Take a running link or interface out without stopping the workers. Order matters:
  * the interface leaves the engine's snapshot first; once every worker has passed a
@@ -1423,8 +1398,6 @@ static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
 	int ret;
 
 	log_notice("%s: taken down: %s", k->name, why);
-	if (k->kind == DP_IPOIB)
-		gsi_move(dp, k);
 	if (ifindex) {
 		ret = fwd_engine_if_del(dp->e, ifindex);
 		if (ret < 0)

@@ -49,8 +49,7 @@ struct dp_port {
 	/* The GID routes of the links on this port (gid_routes[].link), for its SA client:
 	 * one table per port, so that router state follows the subnet the port is on. */
 	struct sa_gidroutes *gidroutes;
-	uint32_t gid_sig;     /* what the table was built from (gidroutes_apply) */
-	uint32_t gsi_ifindex; /* the interface whose worker carries the GSI sends */
+	uint32_t gid_sig; /* what the table was built from (gidroutes_apply) */
 	char reason[DP_REASON_LEN];
 };
 

@@ -1,8 +1,9 @@
 /*
  * The slow path through its rings, as a worker would use them: punted ARP for our
  * address, proxy ARP decisions (other side learned / asker's side), resolution with a
- * parked packet released by the ARP reply, echo to our address. Two Ethernet
- * interfaces; no threads (the test plays the worker).
+ * parked packet released by the ARP reply, echo to our address; the IB post hooks
+ * while no worker runs (index reservation, direct posts). Two Ethernet interfaces; no
+ * threads (the test plays the worker).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -484,6 +485,74 @@ static void echo_probe(void **state)
 	assert_int_equal(fwd_sp_echo_bind(v->e, 0, NULL, NULL), 0);
 }
 
+/* ---- IB post hooks while no worker runs ---- */
+
+static unsigned hook_sends, hook_recvs;
+
+static int hk_post_send(struct ibp_send *s, unsigned n)
+{
+	(void)s;
+	hook_sends += n;
+	return (int)n;
+}
+
+static int hk_post_recv(struct ibp_qp *qp, struct ibp_buf **b, unsigned n)
+{
+	(void)qp, (void)b;
+	hook_recvs += n;
+	return (int)n;
+}
+
+static const struct ibp_ops hook_ops = { .name = "hook",
+					 .post_send = hk_post_send,
+					 .post_recv = hk_post_recv };
+
+static void ib_post_hooks_without_workers(void **state)
+{
+	struct env *v = *state;
+	struct fwd_if_config c = { .name = "eth3",
+				   .kind = FWD_IF_ETH,
+				   .mtu = 1500,
+				   .eth_ops = &ethp_afpacket_ops,
+				   .eth = (struct ethp_port *)&dummy_port,
+				   .mac = mac1 };
+	struct ibp_send s = { 0 };
+	struct ibp_buf b = { 0 };
+	uint32_t r, x, r2;
+	void *pc;
+
+	hook_sends = hook_recvs = 0;
+	/* A reserved index is not given to another interface; it is added by name. */
+	assert_int_equal(fwd_engine_if_reserve(v->e, &r), 0);
+	assert_true(r != v->if1 && r != v->if2);
+	assert_non_null(fwd_engine_if_post_ctx(v->e, r));
+	assert_null(fwd_engine_if_post_ctx(v->e, 0));
+	assert_int_equal(fwd_engine_if_add(v->e, &c, &x), 0);
+	assert_true(x != r);
+	assert_int_equal(fwd_engine_if_del(v->e, x), 0);
+	c.index = r + 1 < FWD_IF_MAX ? r + 1 : 1; /* not reserved */
+	assert_int_equal(fwd_engine_if_add(v->e, &c, &x), -EINVAL);
+	/* Not added yet: nothing to post with. */
+	assert_int_equal(fwd_engine_ib_post_send(fwd_engine_if_post_ctx(v->e, r), &s), 0);
+	/* Released, then reserved again. */
+	assert_int_equal(fwd_engine_if_del(v->e, r), 0);
+	assert_int_equal(fwd_engine_if_reserve(v->e, &r2), 0);
+	assert_int_equal(r2, r);
+	c.index = r;
+	assert_int_equal(fwd_engine_if_add(v->e, &c, &x), 0);
+	assert_int_equal(x, r);
+	assert_int_equal(fwd_engine_if_del(v->e, x), 0);
+	/* A port's GSI hooks: one context per port; no worker: posted directly. */
+	pc = fwd_engine_ib_port_ctx(v->e, &hook_ops, (struct ibp_port *)&hook_sends);
+	assert_non_null(pc);
+	assert_ptr_equal(fwd_engine_ib_port_ctx(v->e, &hook_ops, (struct ibp_port *)&hook_sends),
+			 pc);
+	assert_int_equal(fwd_engine_ib_post_send(pc, &s), 1);
+	assert_int_equal(fwd_engine_ib_post_recv(pc, NULL, &b), 1);
+	assert_int_equal(hook_sends, 1);
+	assert_int_equal(hook_recvs, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +562,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(ib_post_hooks_without_workers, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
