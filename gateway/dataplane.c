@@ -810,7 +810,7 @@ static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct li
 	dp_ha_link_changed(dp, k);
 }
 
-static void on_netlink(const struct linkwatch_state *st, unsigned changes, void *arg)
+static void on_link_change(const struct linkwatch_state *st, unsigned changes, void *arg)
 {
 	struct gw_dp *dp = arg;
 
@@ -893,9 +893,9 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 	}
 	if_add_addrs(dp, k);
 	memset(&st, 0, sizeof(st));
-	if (dp->nl && linkwatch_add(dp->nl, k->device, &st) == 0) {
+	if (dp->linkwatch && linkwatch_add(dp->linkwatch, k->device, &st) == 0) {
 		eth_apply_state(dp, k, &st);
-	} else if (dp->nl && linkwatch_get(dp->nl, k->device, &st) == 0) {
+	} else if (dp->linkwatch && linkwatch_get(dp->linkwatch, k->device, &st) == 0) {
 		eth_apply_state(dp, k, &st); /* a second VLAN on the same device */
 	} else {
 		/* No netlink: trust the port's own view. */
@@ -1190,9 +1190,9 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		goto fail;
 	}
 	dp_routers_config(dp, cfg);
-	if (linkwatch_new(loop, on_netlink, dp, &dp->nl) < 0) {
+	if (linkwatch_new(loop, on_link_change, dp, &dp->linkwatch) < 0) {
 		log_warning("no netlink: Ethernet link state is not followed");
-		dp->nl = NULL;
+		dp->linkwatch = NULL;
 	}
 	dp->start_cfg = cfg;
 	for (unsigned i = 0; i < cfg->n_ipoib_links && dp->n_links < DP_MAX_LINKS; i++)
@@ -1311,8 +1311,8 @@ void gw_dp_stop(struct gw_dp *dp)
 		}
 		p->cmp = NULL;
 	}
-	if (dp->nl)
-		linkwatch_free(dp->nl);
+	if (dp->linkwatch)
+		linkwatch_free(dp->linkwatch);
 	rcu_barrier(); /* every deferred free has run */
 	if (dp->e)
 		fwd_engine_free(dp->e);
@@ -1411,8 +1411,8 @@ static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
 		synchronize_rcu();
 		ipoib_link_free(k->link);
 	} else if (k->kind == DP_ETH) {
-		if (dp->nl && !device_watched_by_other(dp, k))
-			(void)linkwatch_del(dp->nl, k->device);
+		if (dp->linkwatch && !device_watched_by_other(dp, k))
+			(void)linkwatch_del(dp->linkwatch, k->device);
 		if (k->eth)
 			k->eops->close(k->eth);
 	}
@@ -1510,7 +1510,7 @@ static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_con
 		if (k->kind == DP_ETH) {
 			struct linkwatch_state st;
 
-			if (dp->nl && linkwatch_get(dp->nl, k->device, &st) == 0)
+			if (dp->linkwatch && linkwatch_get(dp->linkwatch, k->device, &st) == 0)
 				eth_apply_state(dp, k, &st); /* the smaller of config and device */
 			else
 				(void)fwd_engine_if_set_mtu(dp->e, k->ifindex, mtu);

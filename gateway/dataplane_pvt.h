@@ -1,7 +1,10 @@
 /*
- * The data plane's private state, shared by gateway/dataplane.c (building and running
- * it) and gateway/dp_show.c (gwctl's view of it). Everything here belongs to the
- * control thread, except what the engine's workers read through its snapshots.
+ * The data plane's composition state ("dp" is the gateway's data plane, as built from
+ * the config), private to gateway/: gateway/dataplane.c builds it at start and changes
+ * it on a reload; dp_show.c, dp_ctl.c and dp_metrics.c read it for gwctl and metrics;
+ * dp_ha.c (the failover pair's hands), dp_portfail.c (links moving to a backup port)
+ * and dp_routers.c (IB router watch) act on it. Everything here belongs to the control
+ * thread; the workers read only the engine's own snapshots, never these structs.
  */
 #ifndef IBGW_GATEWAY_DATAPLANE_PVT_H
 #define IBGW_GATEWAY_DATAPLANE_PVT_H
@@ -100,7 +103,7 @@ struct gw_dp {
 	bool workers_started, sp_attached;
 	uint32_t router_poll_ms; /* the SA clients' router watch (gateway/dp_routers.c) */
 	unsigned router_down_after;
-	struct linkwatch *nl;
+	struct linkwatch *linkwatch; /* the Ethernet devices' link state (kernel/linkwatch.h) */
 	struct evtimer *port_timer;
 	const struct gw_config *start_cfg; /* during gw_dp_start only */
 	struct dp_port ports[DP_MAX_PORTS];

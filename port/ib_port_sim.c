@@ -9,7 +9,7 @@
  * fills UD receive buffers as verbs does (40-octet GRH area first), and runs the RC
  * transport in software (port/ib_rc: segmentation, PSNs, ACK/NAK, go-back-N, RNR).
  *
- * Threads. One mutex per port, dp_lock, guards everything that moves: the fabric
+ * Threads. One mutex per port, port_lock, guards everything that moves: the fabric
  * client (control requests and packets share its socket), the QP table, queues,
  * RC engines, the completion ring and the event ring. The owning worker takes it once
  * per post_send / post_recv / poll batch; the control thread takes it around each
@@ -18,7 +18,7 @@
  * microseconds; its client gives up after 5 s), and packets that arrive meanwhile are
  * queued inside the fabric client: the control op then writes the port's eventfd so
  * the worker polls them. The buffer pool (port/ib_bufpool.h) has its own lock, for
- * its free stack only (buf_get/buf_put from any thread). Lock order: dp_lock, then
+ * its free stack only (buf_get/buf_put from any thread). Lock order: port_lock, then
  * the pool's lock.
  *
  * cq_fd (the worker's) is an epoll fd over the fabric socket (readable: packets or
@@ -78,7 +78,7 @@ enum sbuf_state {
 	SB_CQ,                     /* its completion waits in the completion ring */
 };
 
-/* Buffer descriptor, the pool's head first. state: written under dp_lock (posted
+/* Buffer descriptor, the pool's head first. state: written under port_lock (posted
  * states) or by the holder (OWNED -> FREE through the pool). */
 struct sbuf {
 	struct ibp_pool_buf pb;
@@ -86,7 +86,7 @@ struct sbuf {
 	struct ibp_qp *qp; /* SEND/RECV/RC_RX/CQ: the QP concerned */
 };
 
-/* Control thread creates/destroys; ring under dp_lock. */
+/* Control thread creates/destroys; ring under port_lock. */
 struct ibp_srq {
 	struct ibp_port *port;
 	struct sbuf **ring;
@@ -101,7 +101,7 @@ struct ibp_ah {
 	struct ibp_ah *next;
 };
 
-/* Fields set at create are immutable; the rest under dp_lock. */
+/* Fields set at create are immutable; the rest under port_lock. */
 struct ibp_qp {
 	struct ibp_port *port;
 	enum ibp_qp_type type;
@@ -111,7 +111,7 @@ struct ibp_qp {
 	uint32_t qkey;
 	struct ibp_srq *srq;
 	unsigned recv_depth;
-	/* dp_lock: */
+	/* port_lock: */
 	uint16_t pkey;
 	bool ready;
 	struct sbuf **rq;
@@ -138,7 +138,7 @@ struct ibp_port {
 	struct ibp_pool pool;
 	struct sbuf *bufs;
 
-	pthread_mutex_t dp_lock; /* everything below */
+	pthread_mutex_t port_lock; /* everything below */
 	struct simfab_client *fab;
 	struct simfab_port_info info;
 	uint8_t sm_sl, subnet_timeout, port_state; /* from PortInfo */
@@ -185,7 +185,7 @@ static struct sbuf *sbuf_of(struct ibp_port *port, const struct ibp_buf *buf)
 	return (struct sbuf *)ibp_pool_find(&port->pool, buf);
 }
 
-/* A posted (dp_lock) or owned buffer back to the pool. */
+/* A posted (port_lock) or owned buffer back to the pool. */
 static void free_push(struct ibp_port *port, struct sbuf *b)
 {
 	b->qp = NULL;
@@ -203,7 +203,7 @@ static void sim_buf_put(struct ibp_port *port, struct ibp_buf *buf)
 		log_error("sim: %s: buf_put of a buffer not held by the caller", port->name);
 }
 
-/* --- wakeups, completions, events (dp_lock) ---------------------------------------- */
+/* --- wakeups, completions, events (port_lock) ---------------------------------------- */
 
 static void wake(struct ibp_port *port)
 {
@@ -268,7 +268,7 @@ static bool ctl_again(struct ibp_port *port, int ret, int *tries)
 	return poll(&pfd, 1, 1000) >= 0;
 }
 
-/* --- QP table (dp_lock) -------------------------------------------------------------- */
+/* --- QP table (port_lock) -------------------------------------------------------------- */
 
 static struct ibp_qp *qp_find(struct ibp_port *port, uint32_t qpn)
 {
@@ -315,7 +315,7 @@ static void qp_unlink(struct ibp_port *port, struct ibp_qp *qp)
 			port->touched[i] = NULL;
 }
 
-/* --- packets out (dp_lock) -------------------------------------------------------------- */
+/* --- packets out (port_lock) -------------------------------------------------------------- */
 
 static uint16_t port_slid(const struct ibp_port *port, uint8_t path_bits)
 {
@@ -365,7 +365,7 @@ static enum tx_result tx_packet(struct ibp_port *port, uint32_t src_qpn, const s
 	return ret == 0 ? TX_SENT : TX_LOST;
 }
 
-/* --- RC engine glue (dp_lock) ---------------------------------------------------------- */
+/* --- RC engine glue (port_lock) ---------------------------------------------------------- */
 
 static bool rc_tx_req(void *ctx, uint8_t opcode, uint32_t psn, bool ack_req, const uint8_t *payload,
 		      uint32_t len)
@@ -527,7 +527,7 @@ static void rc_service(struct ibp_port *port, uint64_t now)
 	}
 }
 
-/* --- packets in (dp_lock) --------------------------------------------------------------- */
+/* --- packets in (port_lock) --------------------------------------------------------------- */
 
 static uint16_t pkey_index_of(const struct ibp_port *port, uint16_t pkey)
 {
@@ -870,7 +870,7 @@ static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 	port->port_num = cfg->port;
 	port->link_up = true;
 	snprintf(port->name, sizeof(port->name), "%s", cfg->device);
-	pthread_mutex_init(&port->dp_lock, NULL);
+	pthread_mutex_init(&port->port_lock, NULL);
 
 	ret = open_umad(port, cfg->device);
 	if (ret < 0)
@@ -923,7 +923,7 @@ static void sim_close(struct ibp_port *port)
 {
 	if (!port)
 		return;
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	for (unsigned i = 0; i < SIM_QP_BUCKETS; i++) {
 		while (port->qpt[i]) {
 			struct ibp_qp *qp = port->qpt[i];
@@ -932,7 +932,7 @@ static void sim_close(struct ibp_port *port)
 			qp_release(port, qp);
 		}
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	while (port->srqs) {
 		struct ibp_srq *s = port->srqs;
 
@@ -961,7 +961,7 @@ static void sim_close(struct ibp_port *port)
 		umad_close_port(port->umad_fd);
 	ibp_pool_fini(&port->pool);
 	free(port->cq);
-	pthread_mutex_destroy(&port->dp_lock);
+	pthread_mutex_destroy(&port->port_lock);
 	free(port);
 }
 
@@ -986,7 +986,7 @@ static int sim_query(struct ibp_port *port, struct ibp_port_attr *attr)
 	struct simfab_port_info now;
 	int ret = read_identity(port, &now);
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	if (ret == 0 && now.lid != 0 && memcmp(&now, &port->info, sizeof(now)) != 0) {
 		bool lid = now.lid != port->info.lid || now.lmc != port->info.lmc;
 		bool sm = now.sm_lid != port->info.sm_lid;
@@ -1027,7 +1027,7 @@ static int sim_query(struct ibp_port *port, struct ibp_port_attr *attr)
 	attr->n_pkeys = port->info.n_pkeys < IBP_MAX_PKEYS ? port->info.n_pkeys : IBP_MAX_PKEYS;
 	for (unsigned i = 0; i < attr->n_pkeys; i++)
 		attr->pkeys[i] = port->info.pkeys[i];
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return ret;
 }
 
@@ -1060,13 +1060,13 @@ static void sim_destroy_srq(struct ibp_srq *srq)
 	struct ibp_port *port = srq->port;
 	struct ibp_srq **pp = &port->srqs;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	while (srq->len) {
 		free_push(port, srq->ring[srq->head]);
 		srq->head = (srq->head + 1) % srq->depth;
 		srq->len--;
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	while (*pp && *pp != srq)
 		pp = &(*pp)->next;
 	if (*pp)
@@ -1112,7 +1112,7 @@ static int sim_create_qp(struct ibp_port *port, const struct ibp_qp_init *init, 
 		if (ret < 0)
 			goto fail;
 	}
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	qp->pkey = port->info.pkeys[qp->pkey_index];
 	if (qp->type == IBP_QPT_GSI) {
 		/* QP1 exists on every fabric port; one GSI QP per port. */
@@ -1134,7 +1134,7 @@ static int sim_create_qp(struct ibp_port *port, const struct ibp_qp_init *init, 
 	}
 	if (ret == 0)
 		qp_link(port, qp);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	if (ret < 0)
 		goto fail;
 	*out = qp;
@@ -1154,9 +1154,9 @@ static int sim_qp_ready(struct ibp_qp *qp, const struct ibp_qp_connect *c)
 	int ret = 0;
 
 	if (qp->type != IBP_QPT_RC) {
-		pthread_mutex_lock(&port->dp_lock);
+		pthread_mutex_lock(&port->port_lock);
 		qp->ready = true;
-		pthread_mutex_unlock(&port->dp_lock);
+		pthread_mutex_unlock(&port->port_lock);
 		return 0;
 	}
 	if (!c || !ib_mtu_bytes((int)c->path_mtu) || c->remote_qpn > IB_QPN_MAX ||
@@ -1172,13 +1172,13 @@ static int sim_qp_ready(struct ibp_qp *qp, const struct ibp_qp_connect *c)
 				 .retry_count = c->retry_count,
 				 .rnr_retry = c->rnr_retry,
 				 .min_rnr_timer = c->min_rnr_timer };
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	qp->path = c->path;
 	qp->remote_qpn = c->remote_qpn;
 	ret = ibrc_connect(&qp->rc, &rc);
 	if (ret == 0)
 		qp->ready = true;
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return ret;
 }
 
@@ -1188,7 +1188,7 @@ static uint32_t sim_qp_num(const struct ibp_qp *qp)
 }
 
 /* Give every buffer the QP holds back to the pool, drop its completions, free it.
- * dp_lock held; qp already unlinked. */
+ * port_lock held; qp already unlinked. */
 static void qp_release(struct ibp_port *port, struct ibp_qp *qp)
 {
 	unsigned kept = 0;
@@ -1244,7 +1244,7 @@ static void sim_destroy_qp(struct ibp_qp *qp)
 	enum ibp_qp_type qp_type = qp->type;
 	int ret = 0;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	qp_unlink(port, qp);
 	qp_release(port, qp);
 	if (!port->fab_dead && qp_type != IBP_QPT_GSI) {
@@ -1256,7 +1256,7 @@ static void sim_destroy_qp(struct ibp_qp *qp)
 		port->ctl_queued = true;
 		wake(port);
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	if (ret < 0)
 		log_errno(LOG_WARNING, -ret, "sim: %s: QP_DESTROY %u", port->name, qpn);
 }
@@ -1298,7 +1298,7 @@ static int mcast(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid, boo
 
 	if (qp->type != IBP_QPT_UD || !mgid)
 		return -EINVAL;
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	do
 		ret = attach ? simfab_client_mcast_attach(port->fab, qp->qpn, mgid, mlid)
 			     : simfab_client_mcast_detach(port->fab, qp->qpn, mgid, mlid);
@@ -1308,7 +1308,7 @@ static int mcast(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid, boo
 	if (ret < 0)
 		log_errno(LOG_ERR, -ret, "sim: %s: MCAST_%s QP %u: %s", port->name,
 			  attach ? "ATTACH" : "DETACH", qp->qpn, simfab_client_errmsg(port->fab));
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return ret;
 }
 
@@ -1388,7 +1388,7 @@ static int sim_post_send(struct ibp_send *sends, unsigned n)
 		return -EINVAL;
 	port = sends[0].qp->port;
 	now = now_ns();
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	for (done = 0; done < n; done++) {
 		struct ibp_send *s = &sends[done];
 		struct ibp_qp *qp = s->qp;
@@ -1418,7 +1418,7 @@ static int sim_post_send(struct ibp_send *sends, unsigned n)
 	}
 	if (last_rc)
 		ibrc_push(&last_rc->rc, now);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return done ? (int)done : err;
 }
 
@@ -1428,7 +1428,7 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *
 	unsigned done;
 	int err = 0;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	for (done = 0; done < n; done++) {
 		struct sbuf *b = sbuf_of(port, bufs[done]);
 		unsigned depth = qp ? qp->recv_depth : srq->depth;
@@ -1453,7 +1453,7 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *
 	/* An RC QP in error flushes what is posted to it, as verbs does. */
 	if (qp && qp->type == IBP_QPT_RC)
 		rc_check(qp);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return done ? (int)done : err;
 }
 
@@ -1478,12 +1478,12 @@ static int sim_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 	uint64_t now = now_ns();
 	unsigned n;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	port->tx_blocked = false; /* try the socket again */
 	rx_batch(port, now);
 	rc_service(port, now);
 	n = cq_pop(port, wcs, max);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return (int)n;
 }
 
@@ -1509,7 +1509,7 @@ static int sim_arm(struct ibp_port *port)
 	bool work;
 	int ret = 0;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	while (read(port->evfd, &v, sizeof(v)) == sizeof(v))
 		;
 	while (read(port->tfd, &v, sizeof(v)) == sizeof(v))
@@ -1539,7 +1539,7 @@ static int sim_arm(struct ibp_port *port)
 	}
 	if (work)
 		wake(port);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return ret;
 }
 
@@ -1549,7 +1549,7 @@ static int sim_next_event(struct ibp_port *port, struct ibp_event *ev)
 {
 	int ret = -EAGAIN;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	if (!port->ev_len) {
 		rx_batch(port, now_ns());
 		if (port->cq_len)
@@ -1567,7 +1567,7 @@ static int sim_next_event(struct ibp_port *port, struct ibp_event *ev)
 		while (read(port->afd, &v, sizeof(v)) == sizeof(v))
 			;
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return ret;
 }
 
@@ -1575,7 +1575,7 @@ int ibp_sim_stats(struct ibp_port *port, struct ibp_sim_stats *out)
 {
 	struct ibrc_stats t;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	*out = port->st;
 	t = port->rc_gone;
 	for (struct ibp_qp *qp = port->rc_list; qp; qp = qp->rc_next) {
@@ -1595,7 +1595,7 @@ int ibp_sim_stats(struct ibp_port *port, struct ibp_sim_stats *out)
 		t.msgs_sent += s->msgs_sent;
 		t.msgs_rcvd += s->msgs_rcvd;
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	out->rc_tx_pkts = t.tx_pkts;
 	out->rc_retrans_pkts = t.retrans_pkts;
 	out->rc_timeouts = t.timeouts;

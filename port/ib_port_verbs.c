@@ -60,8 +60,8 @@ enum vbuf_state {
 /*
  * Buffer descriptor, the pool's head first (pb.pub is what callers hold). Its state
  * changes only by the thread that owns the buffer in its current state (free list:
- * the pool's lock; posted: dp_lock; owned: the holder); destroy_qp/destroy_srq scan
- * all descriptors under dp_lock while other threads move owned buffers to the free
+ * the pool's lock; posted: port_lock; owned: the holder); destroy_qp/destroy_srq scan
+ * all descriptors under port_lock while other threads move owned buffers to the free
  * list (port/ib_bufpool.h).
  */
 struct vbuf {
@@ -71,7 +71,7 @@ struct vbuf {
 	uint32_t gen;        /* bumped at each post; travels in wr_id */
 };
 
-/* Control thread owns the fields, except those marked dp_lock. */
+/* Control thread owns the fields, except those marked port_lock. */
 struct ibp_qp {
 	struct ibp_port *port;
 	struct ibv_qp *qp;
@@ -85,7 +85,7 @@ struct ibp_qp {
 	uint32_t max_inline;
 	enum ibv_qp_state state; /* as last moved by us */
 	bool last_wqe;           /* SRQ QP: Last WQE Reached seen */
-	/* dp_lock: */
+	/* port_lock: */
 	unsigned sq_out, rq_out; /* posted and not yet reaped */
 	bool dying, drain_seen;
 };
@@ -106,7 +106,7 @@ struct ibp_ah {
 };
 
 /*
- * Port. Immutable after open, except as marked. Lock order: dp_lock, then the pool's
+ * Port. Immutable after open, except as marked. Lock order: port_lock, then the pool's
  * lock.
  */
 struct ibp_port {
@@ -121,11 +121,11 @@ struct ibp_port {
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
 
-	/* dp_lock: taken once per post/poll batch (the owner thread, uncontended) and by
+	/* port_lock: taken once per post/poll batch (the owner thread, uncontended) and by
 	 * the control thread to create/destroy QPs. Guards the qpn table, the QPs'
-	 * dp_lock fields and posted buffers. drained is signalled when a dying QP's
+	 * port_lock fields and posted buffers. drained is signalled when a dying QP's
 	 * last completion is reaped. */
-	pthread_mutex_t dp_lock;
+	pthread_mutex_t port_lock;
 	pthread_cond_t drained;
 	struct ibp_qp **qpt; /* open addressing by qpn, linear probing */
 	size_t qpt_cap, qpt_len;
@@ -171,13 +171,13 @@ static uint64_t vb_wrid(struct ibp_port *port, struct vbuf *v)
 	return (uint64_t)v->gen << 32 | (uint64_t)(v - port->vbufs);
 }
 
-/* Back to the free list. Caller holds dp_lock or owns the buffer. */
+/* Back to the free list. Caller holds port_lock or owns the buffer. */
 static void free_push(struct ibp_port *port, struct vbuf *v)
 {
 	ibp_pool_release(&port->pool, &v->pb);
 }
 
-/* --- qpn -> QP table (dp_lock) --- */
+/* --- qpn -> QP table (port_lock) --- */
 
 static size_t qpt_home(uint32_t qpn, size_t cap)
 {
@@ -317,7 +317,7 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 		return -ENOMEM;
 	port->port_num = cfg->port;
 	snprintf(port->name, sizeof(port->name), "%s:%u", cfg->device, cfg->port);
-	pthread_mutex_init(&port->dp_lock, NULL);
+	pthread_mutex_init(&port->port_lock, NULL);
 	{
 		pthread_condattr_t ca;
 
@@ -504,7 +504,7 @@ static void verbs_close(struct ibp_port *port)
 	}
 	free(port->qpt);
 	pthread_cond_destroy(&port->drained);
-	pthread_mutex_destroy(&port->dp_lock);
+	pthread_mutex_destroy(&port->port_lock);
 	free(port);
 }
 
@@ -636,14 +636,14 @@ static void verbs_destroy_srq(struct ibp_srq *srq)
 			  port->name);
 		return;
 	}
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
 		struct vbuf *v = &port->vbufs[i];
 
 		if (vb_state(v) == VB_SRQ && v->owner == srq)
 			free_push(port, v);
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	for (struct ibp_srq **p = &port->srqs; *p; p = &(*p)->next) {
 		if (*p == srq) {
 			*p = srq->next;
@@ -757,9 +757,9 @@ static int verbs_create_qp(struct ibp_port *port, const struct ibp_qp_init *init
 		if (ret < 0)
 			goto fail;
 	}
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	ret = qpt_insert(port, qp);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	if (ret < 0)
 		goto fail;
 	*out = qp;
@@ -864,7 +864,7 @@ static uint32_t verbs_qp_num(const struct ibp_qp *qp)
 	return qp->qpn;
 }
 
-/* dp_lock held. */
+/* port_lock held. */
 static bool qp_drained(const struct ibp_qp *qp)
 {
 	return qp->sq_out == 0 && qp->rq_out == 0 && (!qp->srq || qp->drain_seen);
@@ -962,9 +962,9 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 	port = qp->port;
 	deadline_in(&dl, IBP_VERBS_DRAIN_MS);
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	qp->dying = true; /* from now on its completions stay inside the backend */
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 
 	/* A QP in RESET holds no WRs (and RESET -> ERR is not a valid transition). */
 	if (qp->state != IBV_QPS_RESET) {
@@ -990,16 +990,16 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 			flushing = false;
 		}
 	}
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	while (flushing && !qp_drained(qp)) {
-		if (pthread_cond_timedwait(&port->drained, &port->dp_lock, &dl) == ETIMEDOUT) {
+		if (pthread_cond_timedwait(&port->drained, &port->port_lock, &dl) == ETIMEDOUT) {
 			log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms "
 				    "(is the port polled?)",
 				    port->name, qp->qpn, IBP_VERBS_DRAIN_MS);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 
 	stash_forget(port, qp);
 	ret = ibv_destroy_qp(qp->qp);
@@ -1009,7 +1009,7 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 	/* Buffers whose completions never came (timeout, or a provider that cleans the
 	 * CQ on destroy) return to the pool; their late completions, if any, fail the
 	 * generation check in poll. */
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
 		struct vbuf *v = &port->vbufs[i];
 		enum vbuf_state s = vb_state(v);
@@ -1018,7 +1018,7 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 			free_push(port, v);
 	}
 	qpt_remove(port, qp);
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	free(qp);
 }
 
@@ -1099,7 +1099,7 @@ static int verbs_detach_mcast(struct ibp_qp *qp, const union ib_gid *mgid, uint1
 
 /* Post sends[0..n) (all on one QP, validated and marked VB_SEND): one chained
  * ibv_post_send. Returns the
- * number accepted; *err gets the provider's error when fewer. dp_lock held. */
+ * number accepted; *err gets the provider's error when fewer. port_lock held. */
 static unsigned post_send_run(struct ibp_qp *qp, struct ibp_send *sends, unsigned n, int *err)
 {
 	struct ibp_port *port = qp->port;
@@ -1165,7 +1165,7 @@ static int verbs_post_send(struct ibp_send *sends, unsigned n)
 	if (!sends[0].qp)
 		return -EINVAL;
 	port = sends[0].qp->port;
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	while (done < n && !err) {
 		struct ibp_qp *qp = sends[done].qp;
 		unsigned run = 0;
@@ -1194,11 +1194,11 @@ static int verbs_post_send(struct ibp_send *sends, unsigned n)
 		if (ok < run)
 			err = run_err;
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return done ? (int)done : err;
 }
 
-/* Fill wr[]/sge[] for receive buffers and mark them posted; dp_lock held. */
+/* Fill wr[]/sge[] for receive buffers and mark them posted; port_lock held. */
 static int recv_prepare(struct ibp_port *port, struct ibp_buf **bufs, unsigned n, void *owner,
 			enum vbuf_state state, struct ibv_recv_wr *wr, struct ibv_sge *sge)
 {
@@ -1232,7 +1232,7 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *
 	unsigned done = 0;
 	int err = 0;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	while (done < n) {
 		unsigned run = n - done < IBP_VERBS_BATCH ? n - done : IBP_VERBS_BATCH;
 		int ret;
@@ -1266,7 +1266,7 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *
 			break;
 		}
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return done ? (int)done : err;
 }
 
@@ -1310,7 +1310,7 @@ static enum ibp_wc_status map_wc_status(enum ibv_wc_status s)
 
 /*
  * One ibv_wc to at most one ibp_wc; returns false when the completion stays inside
- * the backend (drain marker, stale, or a QP being destroyed). dp_lock held. Only
+ * the backend (drain marker, stale, or a QP being destroyed). port_lock held. Only
  * wr_id, status, qp_num and vendor_err are valid in a failed ibv_wc, so the kind and
  * the QP come from our own record of what was posted.
  */
@@ -1383,7 +1383,7 @@ static int verbs_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 	unsigned n = 0;
 	int ret = 0;
 
-	pthread_mutex_lock(&port->dp_lock);
+	pthread_mutex_lock(&port->port_lock);
 	while (n < max) {
 		int want = (int)(max - n < IBP_VERBS_BATCH ? max - n : IBP_VERBS_BATCH);
 		int got = ibv_poll_cq(port->cq, want, wc);
@@ -1398,7 +1398,7 @@ static int verbs_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 		if (got < want)
 			break;
 	}
-	pthread_mutex_unlock(&port->dp_lock);
+	pthread_mutex_unlock(&port->port_lock);
 	return n ? (int)n : ret;
 }
 
