@@ -21,17 +21,17 @@
 #include "lib/ib_hdr.h"
 #include "port/ib_rc.h"
 
-#define N_RBUF    8
-#define RBUF_CAP  4096
-#define N_POSTS   64
+#define N_RBUF     8
+#define RBUF_CAP   4096
+#define N_POSTS    64
 #define MSG_OCTETS 8192
 
 struct harness {
 	uint8_t rbuf[N_RBUF][RBUF_CAP];
-	bool rbuf_out[N_RBUF];  /* handed to the engine, not completed */
+	bool rbuf_out[N_RBUF]; /* handed to the engine, not completed */
 	unsigned next_rbuf;
-	bool rx_buf_missing;    /* the next rx_buf call finds none */
-	bool posted[N_POSTS];   /* cookie i posted and not completed */
+	bool rx_buf_missing;  /* the next rx_buf call finds none */
+	bool posted[N_POSTS]; /* cookie i posted and not completed */
 	uint8_t msg[MSG_OCTETS];
 	uint32_t mtu;
 };
