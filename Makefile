@@ -9,6 +9,7 @@
 #   make deps       install every Debian package the build, tests and demo need
 #   make check      all tests, then the unit tests again under ASan+UBSan
 #   make fuzz       build the libFuzzer harnesses and run each for FUZZ_SECONDS
+#   make mutants    plant each bug of test/mutants/mutants.ini, check a test catches it
 #   make bench      build and run the benchmarks (ratios against peers, same run)
 #   make demo       run the appliance on its embedded default
 #   make install    DESTDIR=... PREFIX=/usr
@@ -93,7 +94,7 @@ endif
 BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN)
 
 .PHONY: all deps bench-deps check unit-tests unit-check check-tsan fuzz fuzzers bench \
-        format format-check demo install deb clean
+        format format-check demo install deb clean mutants
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -180,6 +181,14 @@ bench: $(BENCH_BINS)
 fuzz:
 	$(MAKE) --no-print-directory O=build/fuzz FUZZ=1 fuzzers
 	test/fuzz/run build/fuzz/fuzz $(FUZZ_SECONDS)
+
+# Mutation testing (docs/testing.md): each planted bug of the list, one at a time in a
+# scratch copy of the tree, must make one of its unit tests fail. The plain build in
+# build/ (when present) seeds the scratch build. Before a release, not in every CI run.
+# MUTANTS_ARGS: runner options or mutant names, e.g. MUTANTS_ARGS="cm-rtu-any-rcid".
+MUTANTS_ARGS ?=
+mutants:
+	test/mutants/run --build build $(MUTANTS_ARGS)
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h')
 format:

@@ -3,8 +3,9 @@
  * in-memory MAD transport -- the one place a fake transport is allowed: a unit test's
  * edge -- with a clock the test moves. Every MAD crosses as its 256 octets, so what
  * one instance encodes the other decodes. Covered: setup, MTU negotiation, REJ,
- * timeouts and retry limits, crossing REQs (both delivery orders, both address
- * orders), DREQ/DREP, idle teardown, neighbour expiry, duplicate REQ, stale REP, MRA,
+ * timeouts and retry limits (and the REJ reason on giving up), crossing REQs (both
+ * delivery orders, both address orders), DREQ/DREP, an RTU or DREP or REJ that does
+ * not belong (wrong comm id, wrong state), idle teardown, neighbour expiry, duplicate REQ, stale REP, MRA,
  * peer restart, the orphan answers and the listing.
  */
 #include <errno.h>
@@ -42,6 +43,8 @@ static unsigned q_len;
 /* Drop filter: attribute IDs (bit attr-0x10) to drop, per direction ("to" node). */
 static unsigned drop_to_a, drop_to_b;
 static unsigned sent_by_attr[2][8];
+/* The last MAD of each attribute A and B sent, dropped or not. */
+static uint8_t last_sent[2][8][IB_MAD_LEN];
 
 struct node {
 	int idx;
@@ -76,8 +79,10 @@ static int tx(void *ctx, const struct cm_addr *to, const uint8_t *mad, size_t le
 	queue[q_len].dlid = to->lid;
 	memcpy(queue[q_len].b, mad, IB_MAD_LEN);
 	q_len++;
-	if (n->idx < 2 && attr >= 0x10 && attr <= 0x16)
+	if (n->idx < 2 && attr >= 0x10 && attr <= 0x16) {
 		sent_by_attr[n->idx][attr - 0x10]++;
+		memcpy(last_sent[n->idx][attr - 0x10], mad, IB_MAD_LEN);
+	}
 	return 0;
 }
 
@@ -310,6 +315,26 @@ static int teardown(void **state)
 
 #define A_REQ() sent_by_attr[0][CM_ATTR_REQ - 0x10]
 
+/* The last message of attribute attr that node n (na or nb) sent, decoded. */
+static struct cm_msg last_msg(const struct node *n, uint16_t attr)
+{
+	struct cm_msg m;
+
+	assert_true(sent_by_attr[n->idx][attr - 0x10] > 0);
+	assert_int_equal(cm_mad_decode(last_sent[n->idx][attr - 0x10], IB_MAD_LEN, &m), CM_MAD_OK);
+	return m;
+}
+
+/* Hand node to a message as if from LID from_lid. */
+static int inject(struct node *to, const struct cm_msg *m, uint16_t from_lid)
+{
+	uint8_t b[IB_MAD_LEN];
+	struct cm_addr from = { .lid = from_lid };
+
+	assert_int_equal(cm_mad_encode(m, b, IB_MAD_LEN), IB_MAD_LEN);
+	return cm_input(to->cm, b, IB_MAD_LEN, &from);
+}
+
 static void test_setup(void **state)
 {
 	(void)state;
@@ -461,6 +486,7 @@ static void test_timeout_retries(void **state)
 	assert_int_equal(na.downs, 1);
 	assert_int_equal(na.last_why, CM_CLOSE_TIMEOUT);
 	assert_int_equal(sent_by_attr[0][CM_ATTR_REJ - 0x10], 1); /* REJ "timeout" */
+	assert_int_equal(last_msg(&na, CM_ATTR_REJ).rej.reason, CM_REJ_TIMEOUT);
 	assert_int_equal(cm_get_stats(na.cm)->retransmits, 3);
 	assert_int_equal(cm_get_stats(na.cm)->timeouts, 1);
 	advance(1000);
@@ -491,6 +517,31 @@ static void test_rtu_lost(void **state)
 	assert_int_equal(state_of(&nb, &na), CM_STATE_ESTABLISHED);
 	assert_int_equal(nb.ups, 1);
 	assert_int_equal(na.ups, 1);
+}
+
+/* An RTU must name both ends: one whose sender comm id is not the peer's (another
+ * connection's, or forged) leaves the passive side waiting; the right one completes. */
+static void test_rtu_wrong_comm_id(void **state)
+{
+	struct cm_msg rtu;
+
+	(void)state;
+	node_start(&na);
+	node_start(&nb);
+	drop_to_b = 1u << (CM_ATTR_RTU - 0x10);
+	assert_int_equal(connect(&na, &nb), 0);
+	pump();
+	assert_int_equal(state_of(&nb, &na), CM_STATE_REP_SENT);
+	rtu = last_msg(&na, CM_ATTR_RTU);
+	rtu.rtu.local_comm_id ^= 0x10000;
+	assert_int_equal(inject(&nb, &rtu, na.lid), 0);
+	assert_int_equal(state_of(&nb, &na), CM_STATE_REP_SENT);
+	assert_int_equal(nb.ups, 0);
+	assert_int_equal(cm_get_stats(nb.cm)->rx_wrong_state, 1);
+	rtu.rtu.local_comm_id ^= 0x10000;
+	assert_int_equal(inject(&nb, &rtu, na.lid), 0);
+	assert_int_equal(state_of(&nb, &na), CM_STATE_ESTABLISHED);
+	assert_int_equal(nb.ups, 1);
 }
 
 static void test_rep_sent_timeout(void **state)
@@ -631,6 +682,53 @@ static void test_dreq(void **state)
 	assert_int_equal(connect(&nb, &na), 0);
 	pump();
 	assert_int_equal(state_of(&na, &nb), CM_STATE_ESTABLISHED);
+}
+
+/* A DREP answers a DREQ: one arriving on an established connection that sent none is
+ * out of place and changes nothing; a REJ arriving in TimeWait neither closes the
+ * connection again nor prolongs the wait. */
+static void test_stray_drep_and_rej(void **state)
+{
+	struct cm_msg m = { .method = IB_MAD_METHOD_SEND };
+	struct ipoib_hwaddr h;
+	uint32_t a_id, b_id;
+
+	(void)state;
+	node_start(&na);
+	node_start(&nb);
+	assert_int_equal(connect(&na, &nb), 0);
+	pump();
+	assert_int_equal(state_of(&nb, &na), CM_STATE_ESTABLISHED);
+	a_id = na.last_up.local_comm_id;
+	b_id = nb.last_up.local_comm_id;
+	m.attr_id = CM_ATTR_DREP;
+	m.drep.local_comm_id = a_id;
+	m.drep.remote_comm_id = b_id;
+	assert_int_equal(inject(&nb, &m, na.lid), 0);
+	assert_int_equal(state_of(&nb, &na), CM_STATE_ESTABLISHED);
+	assert_int_equal(nb.downs, 0);
+	assert_int_equal(cm_get_stats(nb.cm)->rx_wrong_state, 1);
+
+	h = hw(&nb);
+	assert_int_equal(cm_disconnect(na.cm, &h), 0);
+	pump(); /* DREQ -> B, DREP -> A: both in TimeWait for 100 ms */
+	assert_int_equal(cm_for_each(na.cm, NULL, NULL), 1);
+	advance(50);
+	memset(&m, 0, sizeof(m));
+	m.attr_id = CM_ATTR_REJ;
+	m.method = IB_MAD_METHOD_SEND;
+	m.rej.local_comm_id = b_id;
+	m.rej.remote_comm_id = a_id;
+	m.rej.message_rejected = CM_MSG_REF_REP;
+	m.rej.reason = CM_REJ_CONSUMER;
+	assert_int_equal(inject(&na, &m, nb.lid), 0);
+	assert_int_equal(cm_get_stats(na.cm)->rx_wrong_state, 1);
+	assert_int_equal(na.downs, 1);
+	assert_int_equal(na.last_why, CM_CLOSE_LOCAL);
+	advance(49);
+	assert_int_equal(cm_for_each(na.cm, NULL, NULL), 1);
+	advance(2);
+	assert_int_equal(cm_for_each(na.cm, NULL, NULL), 0);
 }
 
 static void test_dreq_lost_drep(void **state)
@@ -993,12 +1091,14 @@ int main(void)
 		T(test_rej_service_id),
 		T(test_timeout_retries),
 		T(test_rtu_lost),
+		T(test_rtu_wrong_comm_id),
 		T(test_rep_sent_timeout),
 		T(test_crossing_a_first),
 		T(test_crossing_b_first),
 		T(test_crossing_other_address_order),
 		T(test_crossing_rule),
 		T(test_dreq),
+		T(test_stray_drep_and_rej),
 		T(test_dreq_lost_drep),
 		T(test_idle),
 		T(test_neigh_expired),

@@ -291,6 +291,21 @@ static void test_values(void **state)
 	gw_config_free(c);
 }
 
+/* Overlap is refused between links, not within one: a link may hold several addresses
+ * of one subnet (a secondary address), only the very same prefix twice is an error. */
+static void test_same_link_addresses(void **state)
+{
+	struct gw_config *c =
+	    load_ok("ipoib_links: [{name: ib0, device: d, addresses: [10.0.0.1/24, 10.0.0.2/24, "
+		    "10.0.0.3/16, \"fd00::1/64\", \"fd00::2/64\"]}]\n"
+		    "ethernet_interfaces: [{name: eth0, addresses: [10.1.0.1/24, 10.1.0.9/24]}]\n");
+
+	(void)state;
+	assert_int_equal(c->ipoib_links[0].n_addresses, 5);
+	assert_int_equal(c->eth_ifs[0].n_addresses, 2);
+	gw_config_free(c);
+}
+
 static char *print_to_string(const struct gw_config *c)
 {
 	char *buf = NULL;
@@ -536,7 +551,7 @@ int main(void)
 		cmocka_unit_test(test_values),         cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_json),           cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_load_file),      cmocka_unit_test(test_enum_names),
-		cmocka_unit_test(test_docs_reference),
+		cmocka_unit_test(test_docs_reference), cmocka_unit_test(test_same_link_addresses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

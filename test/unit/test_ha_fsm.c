@@ -38,6 +38,7 @@ struct node {
 	bool probe_pending;     /* answered by the harness one ms later */
 	bool tb_answer_at_once; /* answered from inside the probe callback */
 	unsigned probes;
+	uint64_t last_rx_ms; /* when the last heartbeat was handed to it */
 	unsigned to_master[NGROUP], to_backup[NGROUP];
 	char reason[NGROUP][HA_REASON_LEN];
 	struct ha_group_cfg groups[NGROUP];
@@ -226,8 +227,10 @@ static void step(void)
 	while (S.head != S.tail && S.q[S.head % QLEN].at <= S.now) {
 		struct pkt *p = &S.q[S.head++ % QLEN];
 		struct node *to = &S.n[p->to];
-		if (!to->down && to->fsm)
+		if (!to->down && to->fsm) {
 			ha_fsm_heartbeat(to->fsm, p->path, p->buf, p->len, S.now);
+			to->last_rx_ms = S.now;
+		}
 	}
 	for (int i = 0; i < 2; i++) {
 		struct node *nd = &S.n[i];
@@ -355,6 +358,24 @@ static void master_death(void **state)
 		assert_string_equal(S.n[1].reason[0], "peer dead on all paths");
 		assert_true(is_master(1, 1));             /* it kept its own group */
 		assert_int_equal(S.n[1].to_backup[1], 1); /* only INIT -> BACKUP, never lost it */
+		sim_end();
+	}
+}
+
+/* The dead interval to the millisecond: the backup takes over exactly dead_ms after the
+ * last heartbeat it received, not a tick or a heartbeat interval later. */
+static void dead_interval_exact(void **state)
+{
+	(void)state;
+	for (uint64_t phase = 0; phase < 40; phase += 13) {
+		sim_init(2, 1, 20 + phase);
+		node_start(0, &defaults);
+		node_start(1, &defaults);
+		run(500 + phase);
+		assert_true(is_master(0, 0));
+		node_kill(0);
+		RUN_UNTIL(is_master(1, 0), 1000);
+		assert_int_equal(S.now - S.n[1].last_rx_ms, HA_DEFAULT_DEAD_MS);
 		sim_end();
 	}
 }
@@ -508,7 +529,8 @@ static void split_brain_tiebreaker(void **state)
 }
 
 /* A higher-priority node joining a running master: with preempt it takes the group
- * after preempt_delay_ms, through a handover (never two masters); without it, not. */
+ * after preempt_delay_ms, through a handover (never two masters); without it, or at
+ * equal priority, not. */
 static void preemption(void **state)
 {
 	(void)state;
@@ -533,6 +555,21 @@ static void preemption(void **state)
 		assert_string_equal(S.n[0].reason[0], "preemption: peer gw-b handed over");
 		sim_end();
 	}
+
+	/* Equal priority: no preemption, even by the node that would win an election
+	 * (the lower node id); the running master keeps the group. */
+	struct opts eq = { .prio = { { 100 }, { 100 } },
+			   .preempt = { true, true },
+			   .node_id = { 3, 7 } };
+	sim_init(2, 1, 10);
+	node_start(1, &eq);
+	run(300);
+	assert_true(is_master(1, 0));
+	node_start(0, &eq);
+	run(3000);
+	assert_true(is_master(1, 0) && !is_master(0, 0));
+	assert_int_equal(S.n[1].to_backup[0], 0);
+	sim_end();
 
 	struct opts off = { .prio = { { 150 }, { 100 } } };
 	sim_init(2, 1, 9);
@@ -824,6 +861,7 @@ int main(void)
 		cmocka_unit_test(split_brain_no_tiebreaker),
 		cmocka_unit_test(split_brain_tiebreaker),
 		cmocka_unit_test(preemption),
+		cmocka_unit_test(dead_interval_exact),
 		cmocka_unit_test(manual_switchover),
 		cmocka_unit_test(loss_no_false_failover),
 		cmocka_unit_test(auth_failures),

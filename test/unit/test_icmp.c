@@ -93,6 +93,18 @@ static void test_v4_time_exceeded(void **state)
 	assert_int_equal(n, 576);
 	assert_int_equal(out[2] << 8 | out[3], 576);
 	assert_int_equal(ref_check(out + 20, 556), 0);
+	/* just over and at the limit: 548 octets quoted make 576; 547 make 575 */
+	mk4(inv, 560);
+	assert_int_equal(icmp4_error(&e, inv, 560, out, sizeof(out), &n), ICMP_OK);
+	assert_int_equal(n, 576);
+	assert_memory_equal(out + 28, inv, 548);
+	mk4(inv, 548);
+	assert_int_equal(icmp4_error(&e, inv, 548, out, sizeof(out), &n), ICMP_OK);
+	assert_int_equal(n, 576);
+	mk4(inv, 547);
+	assert_int_equal(icmp4_error(&e, inv, 547, out, sizeof(out), &n), ICMP_OK);
+	assert_int_equal(n, 575);
+	mk4(inv, 1500);
 	/* a small buffer still gets header + 8 */
 	assert_int_equal(icmp4_error(&e, inv, 1500, out, 56, &n), ICMP_OK);
 	assert_int_equal(n, 56);
@@ -183,6 +195,31 @@ static void test_v4_suppressed(void **state)
 	assert_int_equal(icmp4_error(&e, inv, 100, out, sizeof(out), &n), ICMP_INVOKING_MALFORMED);
 	e.type = 8;
 	assert_int_equal(icmp4_error(&e, inv, 100, out, sizeof(out), &n), ICMP_BAD_TYPE);
+}
+
+/* Every ICMPv4 type of the invoking packet: no error about an error (RFC 1812
+ * 4.3.2.7: destination unreachable 3, source quench 4, redirect 5, time exceeded 11,
+ * parameter problem 12, and the types past 18 that Linux treats as errors), an error
+ * about every query or reply. */
+static void test_v4_icmp_types(void **state)
+{
+	uint8_t inv[200], out[600];
+	size_t n;
+	struct icmp_err e = { .type = ICMP4_TIME_EXCEEDED, .src = me4 };
+
+	(void)state;
+	for (unsigned t = 0; t < 256; t++) {
+		bool is_error = t == 3 || t == 4 || t == 5 || t == 11 || t == 12 || t > 18;
+		enum icmp_reason want = is_error ? ICMP_NOT_FOR_ICMP_ERROR : ICMP_OK;
+
+		mk4(inv, 100);
+		inv[9] = 1;
+		inv[20] = (uint8_t)t;
+		enum icmp_reason r = icmp4_error(&e, inv, 100, out, sizeof(out), &n);
+		if (r != want)
+			fail_msg("invoking ICMP type %u: %s, want %s", t, icmp_reason_name(r),
+				 icmp_reason_name(want));
+	}
 }
 
 static const uint8_t me6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 2, [15] = 1 };
@@ -344,9 +381,13 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_v4_time_exceeded), cmocka_unit_test(test_v4_frag_needed),
-		cmocka_unit_test(test_v4_suppressed),    cmocka_unit_test(test_v6_errors),
-		cmocka_unit_test(test_ratelimit),        cmocka_unit_test(test_names),
+		cmocka_unit_test(test_v4_time_exceeded),
+		cmocka_unit_test(test_v4_frag_needed),
+		cmocka_unit_test(test_v4_icmp_types),
+		cmocka_unit_test(test_v4_suppressed),
+		cmocka_unit_test(test_v6_errors),
+		cmocka_unit_test(test_ratelimit),
+		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * pkt/mss: MSS clamping on IPv4 and IPv6 SYNs; the incrementally updated TCP checksum
  * is compared with an independent full recompute (pseudo-header included), at an even
- * and at an odd option offset; every refusal reason.
+ * and at an odd option offset; every refusal reason; an MSS below the limit and a
+ * non-first fragment left untouched.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,6 +176,44 @@ static void test_v4_refusals(void **state)
 	assert_string_equal(mss_result_name(MSS_BAD_OPTION), "mss_bad_option");
 }
 
+/* A SYN whose MSS is already below the limit is left byte for byte as it came (the
+ * limit is a ceiling, never a value to raise to); so is the limit itself. */
+static void test_v4_below_limit(void **state)
+{
+	static const uint8_t small[4] = { 2, 4, 0x02, 0x18 }; /* MSS 536 */
+	uint8_t p[100], copy[100];
+	size_t n;
+	uint16_t old = 0;
+
+	(void)state;
+	n = mk4(p, small, 4, 0x02);
+	memcpy(copy, p, n);
+	assert_int_equal(mss_clamp4(p, n, 1360, &old), MSS_UNCHANGED);
+	assert_int_equal(old, 536);
+	assert_memory_equal(p, copy, n);
+	assert_int_equal(mss_clamp4(p, n, 536, &old), MSS_UNCHANGED);
+	assert_memory_equal(p, copy, n);
+}
+
+/* A non-first IPv4 fragment carries no TCP header: its first octets are payload that
+ * happens to look like one, and must not be rewritten. */
+static void test_v4_fragment(void **state)
+{
+	static const uint8_t mss[4] = { 2, 4, 0x05, 0xb4 };
+	uint8_t p[100], copy[100];
+	size_t n;
+
+	(void)state;
+	n = mk4(p, mss, 4, 0x02);
+	p[6] = 0, p[7] = 1; /* offset 8 octets, last fragment */
+	p[10] = p[11] = 0;
+	uint16_t c = (uint16_t)~ref_fold(ref_sum(p, 20, 0));
+	p[10] = (uint8_t)(c >> 8), p[11] = (uint8_t)c;
+	memcpy(copy, p, n);
+	assert_int_equal(mss_clamp4(p, n, 500, NULL), MSS_NOT_SYN);
+	assert_memory_equal(p, copy, n);
+}
+
 static void test_v6(void **state)
 {
 	uint8_t p[200];
@@ -208,6 +247,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_v4),
 		cmocka_unit_test(test_v4_refusals),
+		cmocka_unit_test(test_v4_below_limit),
+		cmocka_unit_test(test_v4_fragment),
 		cmocka_unit_test(test_v6),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

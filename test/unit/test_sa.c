@@ -1,10 +1,11 @@
 /*
  * The SA client core on a fake transport (records every MAD sent) and a fake clock:
- * path resolve and cache, TID/attribute matching, negative entries, timeouts with
- * exponential backoff, coalescing and pacing of 10,000 neighbours, SA down (bounded
- * sends, probes) and back (rejoin, resubscribe), Reports (ReportResp, trap 65
- * invalidation), joins with group creation, reregister without dropping paths, and
- * the GID route table (LPM, hash spread, router down).
+ * path resolve and cache (lifetime to the millisecond, stale serving through an
+ * unanswered revalidation, one entry per P_Key), TID/attribute matching, negative
+ * entries, timeouts with exponential backoff, coalescing and pacing of 10,000
+ * neighbours, SA down (bounded sends, probes) and back (rejoin, resubscribe), Reports
+ * (ReportResp, trap 65 invalidation), joins with group creation, reregister without
+ * dropping paths, and the GID route table (LPM, hash spread, router down).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -283,6 +284,63 @@ static void test_path_seed(void **state)
 	sa_client_stats(c, &st);
 	assert_int_equal(st.path_seeded, 1);
 	assert_int_equal(st.path_queries, 1);
+	sa_client_free(c);
+	fake_free(f);
+}
+
+/* A path's lifetime to the millisecond: fresh until path_ttl (300 s) has passed, asked
+ * again at that instant; a revalidation the SA never answers keeps the old path
+ * serving (stale), and a query for another partition is its own entry. */
+static void test_path_lifetime(void **state)
+{
+	struct fake *f = fake_new();
+	struct sa_client *c = client(f, NULL);
+	struct sa_path_query q = { 0 }, q2;
+	struct result r = { 0 }, r2 = { 0 };
+	struct sa_path p;
+	struct sa_path_rec rec;
+	uint8_t b[SA_PATH_REC_LEN];
+	uint64_t t0;
+
+	(void)state;
+	answer_probe(c, f, 0);
+	gid(&q.dgid, 0x0002c90300a10011ull);
+	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 0);
+	path_rec_for(f->sent[1], 6, b);
+	respond(c, f, 1, 0, b, sizeof(b));
+	assert_int_equal(r.status, 0);
+	t0 = f->now;
+	/* Long past the negative lifetime (5 s), a millisecond before its own: no query. */
+	f->now = t0 + 299999;
+	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 1);
+	assert_int_equal(f->nsent, 2);
+	/* At the expiry instant: still served, and asked for again. */
+	f->now = t0 + 300000;
+	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 1);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.path.dlid, 6);
+	assert_int_equal(f->nsent, 3);
+	assert_int_equal(sent_attr(f, 2), SA_ATTR_PATH_REC);
+	/* The SA never answers: after the retries the old path keeps serving. */
+	for (int ms = 0; ms < 20000; ms += 10) {
+		f->now += 10;
+		sa_client_tick(c);
+	}
+	assert_int_equal(f->nsent, 6); /* 1 + 3 retries */
+	assert_int_equal(sa_path_lookup(c, &q, &p), 0);
+	assert_int_equal(p.dlid, 6);
+	assert_int_equal(sa_path_resolve(c, &q, on_path, &r), 1);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.path.dlid, 6);
+	/* The same destination in partition 0x8001: not the cached 0xffff path. */
+	q2 = q;
+	q2.pkey = 0x8001;
+	assert_int_equal(sa_path_lookup(c, &q2, &p), -ENOENT);
+	assert_int_equal(sa_path_resolve(c, &q2, on_path, &r2), 0);
+	assert_int_equal(r2.calls, 0);
+	assert_int_equal(sa_path_rec_decode(f->sent[f->nsent - 1] + SA_HDR_LEN, 200, &rec), 0);
+	assert_int_equal(rec.pkey, 0x8001);
+	assert_int_equal(sa_path_lookup(c, &q2, &p), -EAGAIN);
 	sa_client_free(c);
 	fake_free(f);
 }
@@ -912,6 +970,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_resolve_and_cache),
 		cmocka_unit_test(test_path_seed),
+		cmocka_unit_test(test_path_lifetime),
 		cmocka_unit_test(test_negative_and_status),
 		cmocka_unit_test(test_timeout_backoff),
 		cmocka_unit_test(test_coalesce_10000),
