@@ -93,7 +93,7 @@ static int teardown(void **state)
 static void punt(struct env *v, enum fwd_punt why, uint32_t ifindex, const uint8_t *data,
 		 size_t len, int family, const uint8_t *nh)
 {
-	struct fwd_msg *m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER);
+	struct fwd_msg *m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER, FWD_PCLASS_LOCAL);
 	void *p = m;
 
 	assert_non_null(m);
