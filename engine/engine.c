@@ -202,8 +202,7 @@ static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
 	k->cp.free = calloc(pool, sizeof(*k->cp.free));
 	if (posix_memalign((void **)&k->st, 64, sizeof(*k->st)))
 		k->st = NULL;
-	if (!k->to_ctl || !k->to_wk || !k->wmem || !k->cmem || !k->wp.free || !k->cp.free ||
-	    !k->st)
+	if (!k->to_ctl || !k->to_wk || !k->wmem || !k->cmem || !k->wp.free || !k->cp.free || !k->st)
 		return -ENOMEM;
 	memset(k->st, 0, sizeof(*k->st));
 	for (unsigned i = 0; i < pool; i++) {
@@ -372,10 +371,10 @@ static uint32_t src_hash(uint32_t seed, uint32_t kind, const uint8_t *a, size_t 
  * bound identifier (no extension headers, first fragment: what the slow path takes). */
 static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t len)
 {
-	uint32_t port = atomic_load_explicit(&((struct fwd_engine *)e)->ctl_udp_port,
-					     memory_order_relaxed);
-	uint32_t echo = atomic_load_explicit(&((struct fwd_engine *)e)->ctl_echo_id,
-					     memory_order_relaxed);
+	uint32_t port =
+	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_udp_port, memory_order_relaxed);
+	uint32_t echo =
+	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_echo_id, memory_order_relaxed);
 	size_t l4;
 	uint8_t proto;
 
@@ -996,8 +995,7 @@ int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
 		return h->ops ? h->ops->post_send(s, 1) : 0;
 	k = hook_if(h);
 	/* A port's hook is its GSI QP's (the cm's MADs): the control share. */
-	return k && fwd_sp_send_ib(h->e, k, s,
-				   h->lk ? FWD_PCLASS_CONTROL : FWD_PCLASS_NEIGH) == 0
+	return k && fwd_sp_send_ib(h->e, k, s, h->lk ? FWD_PCLASS_CONTROL : FWD_PCLASS_NEIGH) == 0
 		   ? 1
 		   : 0;
 }

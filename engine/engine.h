@@ -323,7 +323,7 @@ struct fwd_stats {
 	 * (also in drops[PUNT_LIMITED]). */
 	uint64_t pclass_sent[FWD_PCLASS_COUNT], pclass_no_budget[FWD_PCLASS_COUNT];
 	uint64_t pclass_limited[FWD_PCLASS_COUNT];
-	uint64_t sleeps, wakeups, loops;  /* worker loop */
+	uint64_t sleeps, wakeups, loops; /* worker loop */
 };
 
 /* ---- the engine (control thread) -------------------------------------------------- */

@@ -70,7 +70,7 @@ struct wstate {
 	unsigned npunt;
 	void *punts[PUNTQ];
 	struct fwd_punt_rl rl; /* punt limits per source and class (engine/engine.h) */
-	unsigned nret; /* control messages to hand back after the flush */
+	unsigned nret;         /* control messages to hand back after the flush */
 	void *rets[BURST_MAX];
 	struct ethp_rx erx[BURST_MAX];
 	struct ibp_wc wcs[BURST_MAX];
