@@ -13,6 +13,7 @@
 #include "engine/engine_pvt.h"
 #include "engine/ring.h"
 #include "lib/log.h"
+#include "pkt/ip.h"
 
 static const char *const drop_names[FWD_DROP_COUNT] = {
 	[FWD_DROP_ETH_FRAME] = "eth_frame",
@@ -37,6 +38,7 @@ static const char *const drop_names[FWD_DROP_COUNT] = {
 	[FWD_DROP_IPV6_ROUTED_LL] = "ipv6_link_local_routed",
 	[FWD_DROP_LOOP] = "loop",
 	[FWD_DROP_MULTICAST] = "multicast",
+	[FWD_DROP_PUNT_LIMITED] = "punt_rate_limited",
 };
 
 const char *fwd_drop_name(enum fwd_drop d)
@@ -54,6 +56,18 @@ static const char *const punt_names[FWD_PUNT_COUNT] = {
 const char *fwd_punt_name(enum fwd_punt p)
 {
 	return (unsigned)p < FWD_PUNT_COUNT ? punt_names[p] : "unknown";
+}
+
+static const char *const pclass_names[FWD_PCLASS_COUNT] = {
+	[FWD_PCLASS_CONTROL] = "control",
+	[FWD_PCLASS_NEIGH] = "neighbour",
+	[FWD_PCLASS_UNRES] = "unresolved",
+	[FWD_PCLASS_LOCAL] = "local",
+};
+
+const char *fwd_pclass_name(enum fwd_pclass c)
+{
+	return (unsigned)c < FWD_PCLASS_COUNT ? pclass_names[c] : "unknown";
 }
 
 void fwd_knobs_defaults(struct fwd_knobs *k)
@@ -150,6 +164,31 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
+/* The shares of a pool of `pool` messages (>= 16: every reserve at least 1, their sum
+ * 11/16 of the pool). Worker side: the punts (engine/engine.h, fwd_msg_get); control
+ * side: P/8 kept for CONTROL (heartbeats, the cm's MADs), the rest anyone's. */
+static void pool_init(struct fwd_pool *p, struct fwd_msg *mem, unsigned pool, bool worker)
+{
+	static const unsigned wres[FWD_PCLASS_COUNT] = { 4, 4, 8, 16 }; /* pool / x */
+	static const unsigned wcap[FWD_PCLASS_COUNT] = { 2, 2, 4, 8 };
+
+	p->n = 0;
+	p->unused_reserve = 0;
+	for (unsigned c = 0; c < FWD_PCLASS_COUNT; c++) {
+		p->in_use[c] = 0;
+		if (worker) {
+			p->reserve[c] = pool / wres[c];
+			p->cap[c] = pool / wcap[c];
+		} else {
+			p->reserve[c] = c == FWD_PCLASS_CONTROL ? pool / 8 : 0;
+			p->cap[c] = pool;
+		}
+		p->unused_reserve += p->reserve[c];
+	}
+	for (unsigned i = 0; i < pool; i++)
+		p->free[p->n++] = &mem[i];
+}
+
 static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
 {
 	struct fwd_wk *k = &e->wk[w];
@@ -159,21 +198,22 @@ static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
 	k->to_wk = ring_new(rsz);
 	k->wmem = calloc(pool, sizeof(*k->wmem));
 	k->cmem = calloc(pool, sizeof(*k->cmem));
-	k->wfree = calloc(pool, sizeof(*k->wfree));
-	k->cfree = calloc(pool, sizeof(*k->cfree));
+	k->wp.free = calloc(pool, sizeof(*k->wp.free));
+	k->cp.free = calloc(pool, sizeof(*k->cp.free));
 	if (posix_memalign((void **)&k->st, 64, sizeof(*k->st)))
 		k->st = NULL;
-	if (!k->to_ctl || !k->to_wk || !k->wmem || !k->cmem || !k->wfree || !k->cfree || !k->st)
+	if (!k->to_ctl || !k->to_wk || !k->wmem || !k->cmem || !k->wp.free || !k->cp.free || !k->st)
 		return -ENOMEM;
 	memset(k->st, 0, sizeof(*k->st));
 	for (unsigned i = 0; i < pool; i++) {
 		k->wmem[i].owner = FWD_OWNER_WORKER;
 		k->wmem[i].worker = (uint16_t)w;
-		k->wfree[k->wn++] = &k->wmem[i];
 		k->cmem[i].owner = FWD_OWNER_CONTROL;
 		k->cmem[i].worker = (uint16_t)w;
-		k->cfree[k->cn++] = &k->cmem[i];
 	}
+	pool_init(&k->wp, k->wmem, pool, true);
+	pool_init(&k->cp, k->cmem, pool, false);
+	k->parked = 0;
 	return 0;
 }
 
@@ -185,28 +225,42 @@ static void wk_fini(struct fwd_wk *k)
 		ring_free(k->to_wk);
 	free(k->wmem);
 	free(k->cmem);
-	free(k->wfree);
-	free(k->cfree);
+	free(k->wp.free);
+	free(k->cp.free);
 	free(k->st);
 }
 
-struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side)
+struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side,
+			    enum fwd_pclass c)
 {
-	struct fwd_wk *k = &e->wk[w];
+	struct fwd_pool *p = side == FWD_OWNER_WORKER ? &e->wk[w].wp : &e->wk[w].cp;
+	struct fwd_msg *m;
 
-	if (side == FWD_OWNER_WORKER)
-		return k->wn ? k->wfree[--k->wn] : NULL;
-	return k->cn ? k->cfree[--k->cn] : NULL;
+	if ((unsigned)c >= FWD_PCLASS_COUNT || !p->n || p->in_use[c] >= p->cap[c])
+		return NULL;
+	if (p->in_use[c] < p->reserve[c])
+		p->unused_reserve--; /* from its own reserve */
+	else if (p->n <= p->unused_reserve)
+		return NULL; /* what is left is the other classes' reserves */
+	p->in_use[c]++;
+	m = p->free[--p->n];
+	m->cls = (uint8_t)c;
+	return m;
+}
+
+unsigned fwd_msg_pool_free(const struct fwd_engine *e, unsigned w, enum fwd_msg_owner side)
+{
+	return side == FWD_OWNER_WORKER ? e->wk[w].wp.n : e->wk[w].cp.n;
 }
 
 void fwd_msg_recycle(struct fwd_engine *e, struct fwd_msg *m)
 {
 	struct fwd_wk *k = &e->wk[m->worker];
+	struct fwd_pool *p = m->owner == FWD_OWNER_WORKER ? &k->wp : &k->cp;
 
-	if (m->owner == FWD_OWNER_WORKER)
-		k->wfree[k->wn++] = m;
-	else
-		k->cfree[k->cn++] = m;
+	if (p->in_use[m->cls]-- <= p->reserve[m->cls])
+		p->unused_reserve++;
+	p->free[p->n++] = m;
 }
 
 void fwd_msg_put(struct fwd_engine *e, struct fwd_msg *m, enum fwd_msg_owner caller)
@@ -226,6 +280,154 @@ void fwd_msg_put(struct fwd_engine *e, struct fwd_msg *m, enum fwd_msg_owner cal
 	} else {
 		(void)ring_enqueue_burst(k->to_wk, &p, 1);
 		ring_wake_if_sleeping(k->to_wk);
+	}
+}
+
+/* ---- punt classes and limits ---------------------------------------------------------- */
+
+void fwd_punt_defaults(struct fwd_punt_config *c, unsigned pool)
+{
+	memset(c, 0, sizeof(*c));
+	c->per_src[FWD_PCLASS_NEIGH] = (struct fwd_punt_limit){ 100, 200 };
+	c->total[FWD_PCLASS_NEIGH] = (struct fwd_punt_limit){ 5000, 2000 };
+	c->per_src[FWD_PCLASS_UNRES] = (struct fwd_punt_limit){ 100, 200 };
+	c->total[FWD_PCLASS_UNRES] = (struct fwd_punt_limit){ 1000, 1000 };
+	c->per_src[FWD_PCLASS_LOCAL] = (struct fwd_punt_limit){ 100, 200 };
+	c->total[FWD_PCLASS_LOCAL] = (struct fwd_punt_limit){ 1000, 500 };
+	c->park_max = pool / 8 ? pool / 8 : 1;
+}
+
+void fwd_punt_rl_init(struct fwd_punt_rl *rl, const struct fwd_punt_config *c)
+{
+	memset(rl, 0, sizeof(*rl));
+	rl->cfg = c;
+}
+
+/* GCRA (a token bucket as one time): a packet may go when the bucket's theoretical
+ * arrival time is at most (burst - 1) intervals ahead; it moves it one interval on. */
+static bool gcra_ok(uint64_t tat, const struct fwd_punt_limit *l, uint64_t now)
+{
+	if (!l->rate || tat <= now)
+		return true;
+	return tat - now <= (uint64_t)(l->burst ? l->burst - 1 : 0) * (1000000000u / l->rate);
+}
+
+static uint64_t gcra_next(uint64_t tat, const struct fwd_punt_limit *l, uint64_t now)
+{
+	return (tat > now ? tat : now) + (l->rate ? 1000000000u / l->rate : 0);
+}
+
+bool fwd_punt_rl_allow(struct fwd_punt_rl *rl, enum fwd_pclass c, uint32_t key, uint64_t now_ns)
+{
+	const struct fwd_punt_limit *ls, *lt;
+	unsigned i1 = key % FWD_PRL_SLOTS, i2 = (key >> 8) % FWD_PRL_SLOTS, i;
+
+	if ((unsigned)c >= FWD_PCLASS_COUNT)
+		return true;
+	ls = &rl->cfg->per_src[c];
+	lt = &rl->cfg->total[c];
+	if (!ls->rate && !lt->rate)
+		return true;
+	if (i2 == i1)
+		i2 ^= 1;
+	/* The source's slot; else an idle one (its bucket full again) becomes its own;
+	 * else it is charged to the fuller of its two (shared until one idles). */
+	if (rl->slot[c][i1].tag == key)
+		i = i1;
+	else if (rl->slot[c][i2].tag == key)
+		i = i2;
+	else if (rl->slot[c][i1].tat <= now_ns || rl->slot[c][i2].tat <= now_ns) {
+		i = rl->slot[c][i1].tat <= now_ns ? i1 : i2;
+		rl->slot[c][i].tag = key;
+		rl->slot[c][i].tat = now_ns;
+	} else {
+		i = rl->slot[c][i1].tat <= rl->slot[c][i2].tat ? i1 : i2;
+	}
+	if (!gcra_ok(rl->slot[c][i].tat, ls, now_ns) || !gcra_ok(rl->total_tat[c], lt, now_ns))
+		return false;
+	if (ls->rate)
+		rl->slot[c][i].tat = gcra_next(rl->slot[c][i].tat, ls, now_ns);
+	if (lt->rate)
+		rl->total_tat[c] = gcra_next(rl->total_tat[c], lt, now_ns);
+	return true;
+}
+
+/* FNV-1a over the source, seeded, then mixed (murmur3's finaliser); never 0. */
+static uint32_t src_hash(uint32_t seed, uint32_t kind, const uint8_t *a, size_t n)
+{
+	uint32_t h = 2166136261u ^ seed ^ kind;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ a[i]) * 16777619u;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h ? h : 1;
+}
+
+/* Whether the IP packet p is UDP to the bound control port or an echo reply with the
+ * bound identifier (no extension headers, first fragment: what the slow path takes). */
+static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t len)
+{
+	uint32_t port =
+	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_udp_port, memory_order_relaxed);
+	uint32_t echo =
+	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_echo_id, memory_order_relaxed);
+	size_t l4;
+	uint8_t proto;
+
+	if (len >= IP4_HDR_LEN && (p[0] >> 4) == 4) {
+		l4 = (size_t)(p[0] & 15u) * 4;
+		proto = p[9];
+		if ((ip_be16(p + 6) & 0x3fff) != 0) /* a fragment */
+			return false;
+	} else if (len >= IP6_HDR_LEN && (p[0] >> 4) == 6) {
+		l4 = IP6_HDR_LEN;
+		proto = p[6];
+	} else {
+		return false;
+	}
+	if (len < l4 + 8)
+		return false;
+	if (proto == 17)
+		return port && ip_be16(p + l4 + 2) == port;
+	if (proto == ((p[0] >> 4) == 4 ? 1 : 58))
+		return echo && p[l4] == ((p[0] >> 4) == 4 ? 0 : 129) &&
+		       ip_be16(p + l4 + 4) == (echo & 0xffff);
+	return false;
+}
+
+enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, bool ib,
+				  const uint8_t *data, size_t len, uint32_t ib_src, uint32_t *key)
+{
+	uint8_t b[4];
+
+	switch (p) {
+	case FWD_PUNT_ARP:
+	case FWD_PUNT_ND:
+		if (ib) {
+			ip_put32(b, ib_src);
+			*key = src_hash(e->seed, 1, b, 4);
+		} else {
+			*key = src_hash(e->seed, 2, data + 6, len >= 12 ? 6 : 0);
+		}
+		return FWD_PCLASS_NEIGH;
+	case FWD_PUNT_LOCAL:
+	case FWD_PUNT_UNRESOLVED:
+		if (len >= IP4_HDR_LEN && (data[0] >> 4) == 4)
+			*key = src_hash(e->seed, 4, data + 12, 4);
+		else if (len >= IP6_HDR_LEN && (data[0] >> 4) == 6)
+			*key = src_hash(e->seed, 6, data + 8, 16);
+		else
+			*key = src_hash(e->seed, 0, data, 0);
+		if (p == FWD_PUNT_UNRESOLVED)
+			return FWD_PCLASS_UNRES;
+		return ip_is_control(e, data, len) ? FWD_PCLASS_CONTROL : FWD_PCLASS_LOCAL;
+	default:
+		*key = 1;
+		return FWD_PCLASS_LOCAL;
 	}
 }
 
@@ -281,6 +483,10 @@ int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
 	e->cfg = *cfg;
 	if (!e->cfg.msg_pool)
 		e->cfg.msg_pool = 256;
+	if (e->cfg.msg_pool < 16)
+		e->cfg.msg_pool = 16; /* every class's reserve at least one message */
+	if (!e->cfg.punt.park_max)
+		fwd_punt_defaults(&e->cfg.punt, e->cfg.msg_pool);
 	neigh_params_defaults(&e->cfg.eth_neigh);
 	if (!e->cfg.icmp_rl.per_dst_rate) {
 		e->cfg.icmp_rl = (struct icmp_rl_cfg){
@@ -788,7 +994,10 @@ int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
 	if (!workers_running(h->e)) /* the control thread is alone on the port */
 		return h->ops ? h->ops->post_send(s, 1) : 0;
 	k = hook_if(h);
-	return k && fwd_sp_send_ib(h->e, k, s) == 0 ? 1 : 0;
+	/* A port's hook is its GSI QP's (the cm's MADs): the control share. */
+	return k && fwd_sp_send_ib(h->e, k, s, h->lk ? FWD_PCLASS_CONTROL : FWD_PCLASS_NEIGH) == 0
+		   ? 1
+		   : 0;
 }
 
 int fwd_engine_ib_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)

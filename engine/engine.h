@@ -181,6 +181,67 @@ enum fwd_punt {
 };
 const char *fwd_punt_name(enum fwd_punt p);
 
+/*
+ * Classes of worker -> control messages (docs/dataplane.md, "Punt classes"). Each has
+ * its own share of the worker's pool, so that one kind of traffic cannot starve another:
+ * a reserve no other class may take, and a cap it may not pass (the rest of the pool is
+ * shared, first come). Per source and in total per worker, the classes but CONTROL are
+ * also rate limited before a message is taken (fwd_punt_rl).
+ */
+enum fwd_pclass {
+	FWD_PCLASS_CONTROL = 0, /* failover UDP (the bound port), the failover tiebreaker's echo
+				 * replies, GSI completions (CM MADs): never rate limited */
+	FWD_PCLASS_NEIGH,       /* ARP / ND, Ethernet and IPoIB: resolution asked and answered */
+	FWD_PCLASS_UNRES,       /* packets waiting for a neighbour (parked) */
+	FWD_PCLASS_LOCAL,       /* other IP to the gateway's addresses (echo, anything else) */
+	FWD_PCLASS_COUNT
+};
+const char *fwd_pclass_name(enum fwd_pclass c);
+
+/* A token bucket: rate packets per second, burst packets at once (rate 0: no limit). */
+struct fwd_punt_limit {
+	uint32_t rate, burst;
+};
+
+/* The punt limits of every worker (fwd_engine_config.punt). */
+struct fwd_punt_config {
+	struct fwd_punt_limit per_src[FWD_PCLASS_COUNT]; /* per source address (hashed) */
+	struct fwd_punt_limit total[FWD_PCLASS_COUNT];   /* per worker */
+	unsigned park_max; /* parked packets (FWD_PCLASS_UNRES messages held in the
+			    * Ethernet neighbour queues) per worker; 0: the defaults */
+};
+/* The defaults for a pool of `pool` messages: CONTROL unlimited; NEIGH 100/s burst 200
+ * per source, 5000/s burst 2000 per worker; UNRES 100/s burst 200 per source, 1000/s
+ * burst 1000 per worker; LOCAL 100/s burst 200 per source, 1000/s burst 500 per worker;
+ * park_max pool / 8 (half the UNRES cap). */
+void fwd_punt_defaults(struct fwd_punt_config *c, unsigned pool);
+
+/* A worker's punt limiter: a global bucket per class and a fixed table of per-source
+ * buckets per class, keyed by a seeded hash of the source address (fwd_punt_classify);
+ * each source has two candidate slots, tagged with its hash, and takes an idle one
+ * (full bucket) when it has none. Owner: one worker (or one test); no allocation. */
+#define FWD_PRL_SLOTS 256
+struct fwd_punt_rl {
+	const struct fwd_punt_config *cfg;
+	uint64_t total_tat[FWD_PCLASS_COUNT]; /* GCRA: theoretical arrival times (ns) */
+	struct {
+		uint64_t tat;
+		uint32_t tag; /* 0: free */
+	} slot[FWD_PCLASS_COUNT][FWD_PRL_SLOTS];
+};
+void fwd_punt_rl_init(struct fwd_punt_rl *rl, const struct fwd_punt_config *c);
+/* Whether one more punt of class c from source key may go at now_ns (both the source's
+ * and the class's buckets allow it; both are charged only then). */
+bool fwd_punt_rl_allow(struct fwd_punt_rl *rl, enum fwd_pclass c, uint32_t key, uint64_t now_ns);
+
+/* The class of a punt, and the hash of its source for the limiter (*key, never 0):
+ * Ethernet ARP/ND by the frame's source MAC, IPoIB ARP/ND by the sender's LID and QPN
+ * (ib_src), IP (LOCAL, UNRESOLVED) by the source address. A LOCAL punt is CONTROL when
+ * it is UDP to the port bound with fwd_sp_udp_bind or an echo reply with the identifier
+ * bound with fwd_sp_echo_bind. data/len: the punt's (engine/forward.h). Any thread. */
+enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, bool ib,
+				  const uint8_t *data, size_t len, uint32_t ib_src, uint32_t *key);
+
 enum fwd_msg_owner {
 	FWD_OWNER_WORKER = 0,
 	FWD_OWNER_CONTROL = 1,
@@ -196,6 +257,7 @@ struct fwd_msg {
 	uint16_t ifindex;
 	uint16_t ethertype; /* PUNT_IB: of the payload; TX_IP: 0x0800 / 0x86dd */
 	uint8_t pkttype;    /* PUNT_ETH: enum ethp_pkttype */
+	uint8_t cls;        /* enum fwd_pclass: the pool share it was taken from */
 	bool mcast;         /* PUNT_IB: came to a multicast group */
 	uint8_t nh[16];     /* UNRESOLVED, TX_IP: the next hop (network order) */
 	/* PUNT_IB: where it came from */
@@ -238,6 +300,8 @@ enum fwd_drop {
 	FWD_DROP_LOOP,           /* the next hop is the packet's own sender on the
 				   * ingress interface */
 	FWD_DROP_MULTICAST,      /* IP multicast destination: not routed by this engine */
+	FWD_DROP_PUNT_LIMITED,   /* punt refused by its class's rate limit (per source or
+				  * per worker: fwd_punt_rl) */
 	FWD_DROP_COUNT
 };
 const char *fwd_drop_name(enum fwd_drop d);
@@ -254,7 +318,12 @@ struct fwd_stats {
 	uint64_t eth[16];                 /* the ethf_result behind ETH_FRAME */
 	uint64_t icmp[ICMP_REASON_COUNT]; /* why an ICMP error was not built */
 	uint64_t ctl_tx;                  /* frames sent for the control thread */
-	uint64_t sleeps, wakeups, loops;  /* worker loop */
+	/* Punts by class (enum fwd_pclass): handed to the control thread, refused for the
+	 * class's message budget (also in drops[PUNT_FULL]), refused by its rate limit
+	 * (also in drops[PUNT_LIMITED]). */
+	uint64_t pclass_sent[FWD_PCLASS_COUNT], pclass_no_budget[FWD_PCLASS_COUNT];
+	uint64_t pclass_limited[FWD_PCLASS_COUNT];
+	uint64_t sleeps, wakeups, loops; /* worker loop */
 };
 
 /* ---- the engine (control thread) -------------------------------------------------- */
@@ -266,7 +335,9 @@ struct fwd_engine_config {
 	struct rt_table *rt; /* the routes (the engine adds connected/local/learned) */
 	fwd_defer_fn defer;  /* RCU deferral for old snapshots; NULL: free at once */
 	void *defer_ctx;
-	unsigned msg_pool;             /* messages per pool (per worker and side); 0: 256 */
+	unsigned msg_pool;             /* messages per pool (per worker and side); 0: 256;
+					* at least 16 */
+	struct fwd_punt_config punt;   /* punt limits; park_max 0: fwd_punt_defaults */
 	struct icmp_rl_cfg icmp_rl;    /* per-worker ICMP limiter; zero: 1000/s, burst 50 per /24
 				     * and /64 bucket, 10000/s total, PMTU exempt */
 	uint32_t flow_seed;            /* ECMP hash seed; 0: random */
@@ -371,11 +442,17 @@ uint32_t fwd_engine_flow_seed(const struct fwd_engine *e);
 struct ring *fwd_engine_ring_to_ctl(struct fwd_engine *e, unsigned w);
 struct ring *fwd_engine_ring_to_worker(struct fwd_engine *e, unsigned w);
 struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w);
-/* A free message of the given side's pool of worker w (NULL: pool empty). Worker side:
- * only worker w; control side: the control thread. fwd_msg_put returns a message to
- * its owner's pool when called by the owner, or sends it back through the ring when
- * called by the other side. */
-struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side);
+/* A free message of the given side's pool of worker w for class c (NULL: the pool is
+ * empty or the class has used its share: see enum fwd_pclass). Worker side: only worker
+ * w; the shares are the defaults of fwd_engine_config.msg_pool P: CONTROL reserve P/4,
+ * cap P/2; NEIGH P/4, P/2; UNRES P/8, P/4; LOCAL P/16, P/8. Control side: the control
+ * thread; CONTROL (heartbeats, CM MADs) may take the whole pool, the other classes
+ * leave it P/8. fwd_msg_put returns a message to its owner's pool when called by the
+ * owner, or sends it back through the ring when called by the other side. */
+struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side,
+			    enum fwd_pclass c);
+/* Messages free in a pool now (for tests and checks: the owner's view). */
+unsigned fwd_msg_pool_free(const struct fwd_engine *e, unsigned w, enum fwd_msg_owner side);
 void fwd_msg_put(struct fwd_engine *e, struct fwd_msg *m, enum fwd_msg_owner caller);
 /* Message pools: called by the consumer of a ring for each message it dequeues that
  * it owns (a return). */

@@ -17,6 +17,18 @@
 	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 #define FWD_INC(ctr) FWD_ADD(ctr, 1)
 
+/* One message pool with its class shares (enum fwd_pclass): a class may take a message
+ * while under its cap and either under its reserve or with more messages free than the
+ * other classes' unused reserves. So `n >= unused_reserve` always holds, and a class
+ * under its reserve always finds a message. Counters and free list: the owner's. */
+struct fwd_pool {
+	struct fwd_msg **free;
+	unsigned n;              /* messages free */
+	unsigned unused_reserve; /* sum over classes of max(0, reserve - in_use) */
+	unsigned in_use[FWD_PCLASS_COUNT];
+	unsigned reserve[FWD_PCLASS_COUNT], cap[FWD_PCLASS_COUNT];
+};
+
 /* Per worker slot: rings, message pools, counters, the thread (engine/engine.h, "Worker
  * slots"). The pools' owners below hold while the slot runs; a retired slot's are all
  * the control thread's. */
@@ -24,11 +36,11 @@ struct fwd_wk {
 	struct ring *to_ctl;         /* producer: the worker; consumer: control */
 	struct ring *to_wk;          /* producer: control; consumer: the worker */
 	struct fwd_msg *wmem, *cmem; /* the two pools' storage */
-	struct fwd_msg **wfree;      /* owner: the worker */
-	unsigned wn;
-	struct fwd_msg **cfree; /* owner: control */
-	unsigned cn;
-	struct fwd_stats *st; /* owner: the worker (cache-line aligned) */
+	struct fwd_pool wp;          /* owner: the worker */
+	struct fwd_pool cp;          /* owner: control */
+	unsigned parked;             /* owner: control; wp's messages parked in the Ethernet
+				      * neighbour queues (fwd_punt_config.park_max) */
+	struct fwd_stats *st;        /* owner: the worker (cache-line aligned) */
 	/* Thread (owner: control). */
 	pthread_t thr;
 	bool started;
@@ -122,6 +134,9 @@ struct fwd_engine {
 	struct fwd_ib_hook if_hook[FWD_IF_MAX];   /* by interface index */
 	struct fwd_ib_hook port_hook[FWD_IF_MAX]; /* by lock slot (plock[i]) */
 	struct fwd_sp *sp;                        /* owner: control */
+	/* What fwd_punt_classify calls CONTROL: written by control (fwd_sp_udp_bind,
+	 * fwd_sp_echo_bind), read by the workers. 0: none bound; echo: 0x10000 | id. */
+	_Atomic uint32_t ctl_udp_port, ctl_echo_id;
 };
 
 /* Set up slots up to n (their rings registered with the slow path). 0, -ENOMEM, or the
@@ -138,9 +153,10 @@ extern const struct neigh_ops fwd_sp_neigh_ops;
 int fwd_sp_new(struct fwd_engine *e);
 void fwd_sp_free(struct fwd_engine *e);
 /* Transmit a prepared IB send for the control thread through the worker of ifindex (an
- * IPoIB interface): a message on its control->worker ring (FWD_MSG_TX_IB). 0, -EINVAL,
- * -ENOBUFS (counted). */
-int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s);
+ * IPoIB interface): a message of class c (CONTROL: the cm's MADs) on its control->worker
+ * ring (FWD_MSG_TX_IB). 0, -EINVAL, -ENOBUFS (counted). */
+int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s,
+		   enum fwd_pclass c);
 /* A slot was set up: listen to its ring. 0 or -errno. */
 int fwd_sp_slot_added(struct fwd_engine *e, unsigned w);
 /* Slot w was retired: what its worker left in its control->worker ring goes to the

@@ -67,6 +67,7 @@ static const char *const sp_names[FWD_SP_REASON_COUNT] = {
 	[FWD_SP_UNRES_DISCARDED] = "unresolved_discarded",
 	[FWD_SP_IF_GONE] = "interface_gone",
 	[FWD_SP_RESEND_FAILED] = "resend_failed",
+	[FWD_SP_PARK_LIMITED] = "park_limited",
 };
 
 const char *fwd_sp_reason_name(enum fwd_sp_reason r)
@@ -88,9 +89,11 @@ static const struct fwd_if *sp_if(struct fwd_engine *e, uint32_t index)
 
 /* ---- sending through the workers --------------------------------------------------- */
 
-static struct fwd_msg *ctl_msg(struct fwd_sp *sp, const struct fwd_if *f)
+/* A control message of class c (CONTROL: heartbeats, the cm's MADs, the tiebreaker's
+ * echo; the others leave that class a share of the pool: fwd_msg_get). */
+static struct fwd_msg *ctl_msg(struct fwd_sp *sp, const struct fwd_if *f, enum fwd_pclass c)
 {
-	struct fwd_msg *m = fwd_msg_get(sp->e, f->worker, FWD_OWNER_CONTROL);
+	struct fwd_msg *m = fwd_msg_get(sp->e, f->worker, FWD_OWNER_CONTROL, c);
 
 	if (!m) {
 		sp->st.r[FWD_SP_NO_MSG]++;
@@ -122,7 +125,7 @@ int fwd_sp_send_eth(struct fwd_engine *e, uint32_t ifindex, const uint8_t *frame
 
 	if (!f || f->kind != FWD_IF_ETH || len > FWD_MSG_DATA || len < ETHF_HLEN)
 		return -EINVAL;
-	m = ctl_msg(e->sp, f);
+	m = ctl_msg(e->sp, f, FWD_PCLASS_NEIGH);
 	if (!m)
 		return -ENOBUFS;
 	m->type = FWD_MSG_TX_ETH;
@@ -131,14 +134,15 @@ int fwd_sp_send_eth(struct fwd_engine *e, uint32_t ifindex, const uint8_t *frame
 	return ctl_enqueue(e->sp, m);
 }
 
-int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s)
+int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s,
+		   enum fwd_pclass c)
 {
 	const struct fwd_if *f = sp_if(e, ifindex);
 	struct fwd_msg *m;
 
 	if (!f || f->kind != FWD_IF_IPOIB)
 		return -EINVAL;
-	m = ctl_msg(e->sp, f);
+	m = ctl_msg(e->sp, f, c);
 	if (!m)
 		return -ENOBUFS;
 	m->type = FWD_MSG_TX_IB;
@@ -148,7 +152,8 @@ int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send
 }
 
 /* Our own IP packet (echo reply, ICMP error): routed here, emitted by the worker. */
-static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_t len)
+static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_t len,
+			enum fwd_pclass c)
 {
 	struct ip_addr dst = { .family = (uint8_t)family };
 	const struct rt_fib_nh *nh;
@@ -160,7 +165,7 @@ static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_
 	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
 	    !(out = sp_if(sp->e, nh->ifindex)) || len > FWD_MSG_DATA)
 		return;
-	m = ctl_msg(sp, out);
+	m = ctl_msg(sp, out, c);
 	if (!m)
 		return;
 	m->type = FWD_MSG_TX_IP;
@@ -807,6 +812,7 @@ int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void 
 	sp->udp_port = fn ? port : 0;
 	sp->udp_fn = fn;
 	sp->udp_ctx = ctx;
+	atomic_store_explicit(&e->ctl_udp_port, sp->udp_port, memory_order_relaxed);
 	return 0;
 }
 
@@ -831,7 +837,7 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 		return -ENODEV;
 	if (hl + ulen > FWD_MSG_DATA || hl + ulen > out->mtu)
 		return -EMSGSIZE;
-	m = ctl_msg(sp, out);
+	m = ctl_msg(sp, out, FWD_PCLASS_CONTROL);
 	if (!m)
 		return -ENOBUFS;
 	p = m->data;
@@ -872,6 +878,7 @@ int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void 
 	sp->echo_id = id;
 	sp->echo_fn = fn;
 	sp->echo_ctx = ctx;
+	atomic_store_explicit(&e->ctl_echo_id, fn ? 0x10000u | id : 0, memory_order_relaxed);
 	return 0;
 }
 
@@ -899,7 +906,7 @@ int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t i
 				 dst->family == AF_INET ? 0 : ip6_pseudo_sum(p + 8, p + 24, 16, 58),
 				 p + hl, 16)));
 	before = sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL];
-	send_own_ip(sp, dst->family, p, len);
+	send_own_ip(sp, dst->family, p, len, FWD_PCLASS_CONTROL);
 	return sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL] > before ? -ENOBUFS : 0;
 }
 
@@ -964,7 +971,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		p[ii.hdr_len + 2] = p[ii.hdr_len + 3] = 0;
 		ip_put16(p + ii.hdr_len + 2,
 			 (uint16_t)~ip_csum_fold(ip_csum_add(0, p + ii.hdr_len, len - ii.hdr_len)));
-		send_own_ip(sp, AF_INET, p, len);
+		send_own_ip(sp, AF_INET, p, len, FWD_PCLASS_LOCAL);
 		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
 		return;
 	}
@@ -1000,7 +1007,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		ip_put16(p + IP6_HDR_LEN + 2, (uint16_t)~ip_csum_fold(ip_csum_add(
 						  ip6_pseudo_sum(p + 8, p + 24, (uint32_t)l4, 58),
 						  p + IP6_HDR_LEN, l4)));
-		send_own_ip(sp, AF_INET6, p, len);
+		send_own_ip(sp, AF_INET6, p, len, FWD_PCLASS_LOCAL);
 		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
 		return;
 	}
@@ -1043,7 +1050,7 @@ static void unreachable(struct fwd_sp *sp, struct fwd_msg *m)
 			      : icmp6_error(&err, p, m->len, out, ICMP6_ERR_MAX, &olen);
 	if (r != ICMP_OK)
 		return;
-	send_own_ip(sp, family, out, olen);
+	send_own_ip(sp, family, out, olen, FWD_PCLASS_UNRES);
 	sp->st.r[FWD_SP_UNREACH_SENT]++;
 }
 
@@ -1093,20 +1100,28 @@ static void neigh_solicit(void *ctx, const struct neigh_entry *ne, const struct 
 static bool resend(struct fwd_sp *sp, struct fwd_msg *m)
 {
 	const struct fwd_if *f = sp_if(sp->e, m->ifindex);
-	struct fwd_msg *c = f ? ctl_msg(sp, f) : NULL;
+	struct fwd_msg *c = f ? ctl_msg(sp, f, (enum fwd_pclass)m->cls) : NULL;
 
 	if (c) {
-		uint8_t owner = c->owner;
+		uint8_t owner = c->owner, cls = c->cls;
 		uint16_t worker = c->worker;
 
 		memcpy(c, m, offsetof(struct fwd_msg, data) + m->len);
 		c->owner = owner;
+		c->cls = cls;
 		c->worker = worker;
 	} else if (m->type == FWD_MSG_TX_IB && m->ib_send.buf && f) {
 		f->ib_ops->buf_put(f->ib_port, m->ib_send.buf);
 	}
 	fwd_msg_recycle(sp->e, m);
 	return c && ctl_enqueue(sp, c) == 0;
+}
+
+/* A worker's message leaves the neighbour queues (sent, or dropped). */
+static void parked_done(struct fwd_engine *e, const struct fwd_msg *m)
+{
+	if (m->owner == FWD_OWNER_WORKER && e->wk[m->worker].parked)
+		e->wk[m->worker].parked--;
 }
 
 /* A parked message may go: back to its worker, which runs the egress stage again. */
@@ -1120,6 +1135,7 @@ static void neigh_xmit(void *ctx, const struct neigh_entry *ne, const struct nei
 
 	(void)ne;
 	(void)ll;
+	parked_done(nc->e, m);
 	m->type = FWD_MSG_TX_IP; /* own as parked: a forwarded packet's TTL goes down once */
 	if (nc->e->wk[m->worker].retired) {
 		sp->st.r[resend(sp, m) ? FWD_SP_RESOLVED_SENT : FWD_SP_UNRES_DROPPED]++;
@@ -1157,6 +1173,7 @@ static void neigh_drop(void *ctx, void *pkt)
 	struct fwd_nctx *nc = ctx;
 	struct fwd_msg *m = pkt;
 
+	parked_done(nc->e, m);
 	nc->e->sp->st.r[FWD_SP_UNRES_DROPPED]++;
 	unreachable(nc->e->sp, m);
 	fwd_msg_put(nc->e, m, FWD_OWNER_CONTROL);
@@ -1179,8 +1196,22 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 		return false;
 	}
 	if (out->kind == FWD_IF_ETH) {
+		unsigned *parked = &sp->e->wk[m->worker].parked;
 		int ret;
 
+		/* A worker's messages parked here hold its UNRES share until resolution ends
+		 * (up to mcast_probes * retrans_ms): at most park_max of them, so that a scan
+		 * leaves that share to packets in flight. Past it, resolution still starts,
+		 * without the packet; the queue of each destination is unres_qlen long (its
+		 * oldest dropped, counted in unresolved_dropped). */
+		if (m->owner == FWD_OWNER_WORKER && *parked >= sp->e->cfg.punt.park_max) {
+			sp->st.r[FWD_SP_PARK_LIMITED]++;
+			sp->st.r[FWD_SP_UNRES_DISCARDED]++;
+			(void)neigh_resolve(out->neigh, family, m->nh, NULL);
+			return false;
+		}
+		if (m->owner == FWD_OWNER_WORKER)
+			(*parked)++;
 		sp->st.r[FWD_SP_PARKED]++;
 		ret = neigh_resolve(out->neigh, family, m->nh, m); /* owns m from here */
 		(void)ret;

@@ -11,7 +11,8 @@
  *   local IP               ICMP / ICMPv6 echo to the gateway's addresses answered;
  *                          anything else to us dropped (counted);
  *   unresolved             the packet is parked on the egress interface's neighbour
- *                          (bounded, neigh.h's unres_qlen); once resolved it goes back to
+ *                          (bounded: neigh.h's unres_qlen per destination, park_max per
+ *                          worker, engine/engine.h); once resolved it goes back to
  *                          the worker (FWD_MSG_TX_IP); on failure it is dropped and counted
  *                          and an ICMP host unreachable goes to its source (rate limited);
  *   proxied neighbours     a neighbour learned on an interface with proxying enabled on
@@ -61,6 +62,9 @@ enum fwd_sp_reason {
 	FWD_SP_UDP_SENT,        /* UDP datagrams of the control thread sent */
 	FWD_SP_RESEND_FAILED,   /* left to a worker that stopped (fwd_worker_set_count),
 				  * and no message of a running one to carry it on */
+	FWD_SP_PARK_LIMITED,    /* unresolved packet not parked: its worker has park_max
+				  * parked already (fwd_punt_config; also counted in
+				  * unresolved_discarded); resolution started without it */
 	FWD_SP_REASON_COUNT
 };
 const char *fwd_sp_reason_name(enum fwd_sp_reason r);

@@ -69,7 +69,8 @@ struct wstate {
 	struct txq txq[FWD_IF_MAX];
 	unsigned npunt;
 	void *punts[PUNTQ];
-	unsigned nret; /* control messages to hand back after the flush */
+	struct fwd_punt_rl rl; /* punt limits per source and class (engine/engine.h) */
+	unsigned nret;         /* control messages to hand back after the flush */
 	void *rets[BURST_MAX];
 	struct ethp_rx erx[BURST_MAX];
 	struct ibp_wc wcs[BURST_MAX];
@@ -280,22 +281,46 @@ static void flush_punts(struct wstate *w)
 	ring_wake_if_sleeping(r);
 }
 
+/* A message of class c for a punt, within the class's share of the pool (counted). */
+static struct fwd_msg *punt_msg(struct wstate *w, enum fwd_pclass c)
+{
+	struct fwd_msg *m;
+
+	if (w->npunt == PUNTQ)
+		flush_punts(w);
+	m = fwd_msg_get(w->e, w->id, FWD_OWNER_WORKER, c);
+	if (!m) {
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+		FWD_INC(w->st->pclass_no_budget[c]);
+		return NULL;
+	}
+	FWD_INC(w->st->pclass_sent[c]);
+	return m;
+}
+
+/* Per punt only (not per forwarded packet): its class, the class's rate limits for its
+ * source, then a message of the class's share. */
 static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 		    const struct ipoib_rx *rx)
 {
 	struct fwd_msg *m;
+	enum fwd_pclass c;
+	uint32_t key;
 
 	if (res->punt_len > FWD_MSG_DATA) {
 		FWD_INC(w->st->drops[FWD_DROP_PUNT_TOO_BIG]);
 		return;
 	}
-	if (w->npunt == PUNTQ)
-		flush_punts(w);
-	m = fwd_msg_get(w->e, w->id, FWD_OWNER_WORKER);
-	if (!m) {
-		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+	c = fwd_punt_classify(w->e, res->punt, ib, res->punt_data, res->punt_len,
+			      rx ? (uint32_t)rx->slid << 24 ^ rx->src_qpn : 0, &key);
+	if (!fwd_punt_rl_allow(&w->rl, c, key, w->ctx.now_ns)) {
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_LIMITED]);
+		FWD_INC(w->st->pclass_limited[c]);
 		return;
 	}
+	m = punt_msg(w, c);
+	if (!m)
+		return;
 	m->type = ib ? FWD_MSG_PUNT_IB : FWD_MSG_PUNT_ETH;
 	m->punt = (uint8_t)res->punt;
 	m->ifindex = (uint16_t)res->punt_if->index;
@@ -387,16 +412,13 @@ static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc
 }
 
 /* A GSI QP completion (a CM MAD sent or received): to the control thread, which runs
- * the cm (ipoib_link_gsi_completion reposts or frees the buffer there). */
+ * the cm (ipoib_link_gsi_completion reposts or frees the buffer there). Class CONTROL:
+ * never rate limited, its own share of the pool. */
 static void gsi_to_ctl(struct wstate *w, struct wport *p, const struct ibp_wc *wc)
 {
-	struct fwd_msg *m;
+	struct fwd_msg *m = punt_msg(w, FWD_PCLASS_CONTROL);
 
-	if (w->npunt == PUNTQ)
-		flush_punts(w);
-	m = fwd_msg_get(w->e, w->id, FWD_OWNER_WORKER);
 	if (!m) {
-		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
 		if (wc->buf && wc->kind == IBP_WC_RECV) {
 			struct ibp_buf *b = wc->buf;
 
@@ -713,6 +735,7 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 	w->st = k->st;
 	w->epfd = -1;
 	w->gen = UINT64_MAX;
+	fwd_punt_rl_init(&w->rl, &e->cfg.punt);
 	ret = fwd_ctx_init(&w->ctx, e, id);
 	if (ret < 0) {
 		free(w);

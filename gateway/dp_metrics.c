@@ -641,6 +641,23 @@ static const char *punt_name(int r)
 	return fwd_punt_name((enum fwd_punt)r);
 }
 
+static const char *pclass_name(int r)
+{
+	return fwd_pclass_name((enum fwd_pclass)r);
+}
+
+/* One family with a class label (enum fwd_pclass) over every worker. */
+static void write_worker_classes(FILE *out, const struct fwd_stats *st, unsigned n_workers,
+				 const char *name, const char *help, size_t off)
+{
+	metrics_family(out, name, "counter", help);
+	for (unsigned w = 0; w < n_workers; w++) {
+		for (int c = 0; c < FWD_PCLASS_COUNT; c++)
+			fprintf(out, "%s{worker=\"%u\",class=\"%s\"} %" PRIu64 "\n", name, w,
+				pclass_name(c), u64_at(&st[w], off + (size_t)c * sizeof(uint64_t)));
+	}
+}
+
 static const char *ip_name(int r)
 {
 	return ip_reason_name((enum ip_reason)r);
@@ -684,6 +701,16 @@ static void write_worker_families(FILE *out, const struct fwd_stats *st, unsigne
 	write_worker_reasons(out, st, n, "ibgw_worker_punts_total",
 			     "Packets handed to the control thread, by reason.",
 			     offsetof(struct fwd_stats, punts), 0, FWD_PUNT_COUNT, punt_name);
+	write_worker_classes(out, st, n, "ibgw_worker_punt_class_sent_total",
+			     "Punts handed to the control thread, by class (docs/dataplane.md).",
+			     offsetof(struct fwd_stats, pclass_sent));
+	write_worker_classes(out, st, n, "ibgw_worker_punt_class_budget_drops_total",
+			     "Punts dropped: their class's share of the message pool was in use.",
+			     offsetof(struct fwd_stats, pclass_no_budget));
+	write_worker_classes(
+	    out, st, n, "ibgw_worker_punt_class_rate_limited_total",
+	    "Punts refused by their class's rate limit (per source or per worker).",
+	    offsetof(struct fwd_stats, pclass_limited));
 	write_worker_reasons(
 	    out, st, n, "ibgw_worker_ip_rejects_total",
 	    "IP packets refused (the reason behind the ip_invalid and martian drops).",

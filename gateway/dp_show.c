@@ -613,6 +613,19 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 	for (int i = 0; i < FWD_PUNT_COUNT; i++)
 		add_int(p, fwd_punt_name((enum fwd_punt)i), (int64_t)st.punts[i]);
 	json_object_object_add(o, "punts", p);
+	{
+		struct json_object *pc = json_object_new_object();
+
+		for (int i = 0; i < FWD_PCLASS_COUNT; i++) {
+			struct json_object *c = json_object_new_object();
+
+			add_int(c, "sent", (int64_t)st.pclass_sent[i]);
+			add_int(c, "no_budget", (int64_t)st.pclass_no_budget[i]);
+			add_int(c, "rate_limited", (int64_t)st.pclass_limited[i]);
+			json_object_object_add(pc, fwd_pclass_name((enum fwd_pclass)i), c);
+		}
+		json_object_object_add(o, "punt_classes", pc);
+	}
 	for (int i = 0; i < FWD_SP_REASON_COUNT; i++)
 		add_int(s, fwd_sp_reason_name((enum fwd_sp_reason)i), (int64_t)sp.r[i]);
 	json_object_object_add(o, "slowpath", s);

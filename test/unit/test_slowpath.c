@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "pkt/arp.h"
+#include "pkt/ip.h"
 #include "engine/engine.h"
 #include "engine/ring.h"
 #include "table/route.h"
@@ -89,14 +90,17 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The worker's side: punt a message, then collect what control sent back. */
-static void punt(struct env *v, enum fwd_punt why, uint32_t ifindex, const uint8_t *data,
-		 size_t len, int family, const uint8_t *nh)
+/* The worker's side of a punt: a message of the punt's class (fwd_punt_classify, as
+ * worker.c's do_punt), filled; NULL when the class has used its share. */
+static struct fwd_msg *punt_msg(struct env *v, enum fwd_punt why, uint32_t ifindex,
+				const uint8_t *data, size_t len, int family, const uint8_t *nh)
 {
-	struct fwd_msg *m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER);
-	void *p = m;
+	uint32_t key;
+	enum fwd_pclass c = fwd_punt_classify(v->e, why, false, data, len, 0, &key);
+	struct fwd_msg *m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER, c);
 
-	assert_non_null(m);
+	if (!m)
+		return NULL;
 	m->type = FWD_MSG_PUNT_ETH;
 	m->punt = (uint8_t)why;
 	m->ifindex = (uint16_t)ifindex;
@@ -105,7 +109,24 @@ static void punt(struct env *v, enum fwd_punt why, uint32_t ifindex, const uint8
 		memcpy(m->nh, nh, family == AF_INET ? 4 : 16);
 	memcpy(m->data, data, len);
 	m->len = (uint32_t)len;
+	return m;
+}
+
+static void to_ctl(struct env *v, struct fwd_msg *m)
+{
+	void *p = m;
+
 	assert_int_equal(ring_enqueue_burst(fwd_engine_ring_to_ctl(v->e, 0), &p, 1), 1);
+}
+
+/* The worker's side: punt a message, then collect what control sent back. */
+static void punt(struct env *v, enum fwd_punt why, uint32_t ifindex, const uint8_t *data,
+		 size_t len, int family, const uint8_t *nh)
+{
+	struct fwd_msg *m = punt_msg(v, why, ifindex, data, len, family, nh);
+
+	assert_non_null(m);
+	to_ctl(v, m);
 	fwd_sp_poll(v->e);
 }
 
@@ -428,6 +449,11 @@ struct echo_seen {
 	uint16_t id, seq;
 };
 
+static void echo_cb_nop(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq)
+{
+	(void)ctx, (void)from, (void)id, (void)seq;
+}
+
 static void echo_cb(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq)
 {
 	struct echo_seen *e = ctx;
@@ -483,6 +509,259 @@ static void echo_probe(void **state)
 	punt(v, FWD_PUNT_LOCAL, v->if2, pkt, len, 0, NULL);
 	assert_int_equal(seen.n, 1);
 	assert_int_equal(fwd_sp_echo_bind(v->e, 0, NULL, NULL), 0);
+}
+
+/* ---- punt classes (issue 20) ---- */
+
+/* An IPv4 UDP datagram src -> dst to dport (valid checksums); id in its payload. */
+static size_t udp4(uint8_t *p, const char *src, const char *dst, uint16_t dport, uint8_t id)
+{
+	struct ip_addr s, d;
+	size_t hl;
+	uint8_t *u;
+
+	assert_int_equal(ip_addr_parse(src, &s), 0);
+	assert_int_equal(ip_addr_parse(dst, &d), 0);
+	hl = ip_hdr_build(p, AF_INET, s.bytes, d.bytes, 17, 64, 8 + 4, false);
+	u = p + hl;
+	ip_put16(u, 40000);
+	ip_put16(u + 2, dport);
+	ip_put16(u + 4, 12);
+	ip_put16(u + 6, 0);
+	u[8] = id, u[9] = u[10] = u[11] = 0;
+	ip_put16(u + 6, (uint16_t)~ip_csum_fold(
+			    ip_csum_add(ip4_pseudo_sum(s.bytes, d.bytes, 12, 17), u, 12)));
+	return hl + 12;
+}
+
+/* Everything waiting for the worker handed back (the test plays the worker). */
+static void drain_out(struct env *v)
+{
+	struct fwd_msg *m;
+
+	while ((m = next_out(v)) != NULL) {
+		if (m->owner == FWD_OWNER_WORKER)
+			fwd_msg_recycle(v->e, m); /* a released parked packet, "sent" */
+		else
+			done(v, m);
+	}
+}
+
+/* What the worker classifies how, and the sources it tells apart. */
+static void punt_classes_and_sources(void **state)
+{
+	struct env *v = *state;
+	struct udp_seen seen = { 0 };
+	uint8_t a[64], b[64], f[128];
+	uint32_t ka, kb, k;
+
+	udp4(a, "10.1.0.66", "10.2.0.100", 53, 0);
+	udp4(b, "10.1.0.67", "10.2.0.100", 53, 0);
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_UNRESOLVED, false, a, 32, 0, &ka),
+			 FWD_PCLASS_UNRES);
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_UNRESOLVED, false, b, 32, 0, &kb),
+			 FWD_PCLASS_UNRES);
+	assert_true(ka != kb && ka && kb);
+	udp4(b, "10.1.0.66", "10.2.0.101", 7789, 0); /* same source, other destination */
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_UNRESOLVED, false, b, 32, 0, &k),
+			 FWD_PCLASS_UNRES);
+	assert_int_equal(k, ka);
+	/* UDP to us: LOCAL, CONTROL once its port is the bound one (the heartbeats'). */
+	udp4(b, "10.1.0.9", "10.1.0.1", 7789, 0);
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_LOCAL, false, b, 32, 0, &k),
+			 FWD_PCLASS_LOCAL);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 7789, udp_cb, &seen), 0);
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_LOCAL, false, b, 32, 0, &k),
+			 FWD_PCLASS_CONTROL);
+	udp4(b, "10.1.0.9", "10.1.0.1", 7790, 0);
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_LOCAL, false, b, 32, 0, &k),
+			 FWD_PCLASS_LOCAL);
+	/* Echo replies with the tiebreaker's identifier: CONTROL; requests: LOCAL. */
+	{
+		uint8_t e[28] = { 0x45, 0,  0,  28, 0, 0, 0, 0, 64, 1, 0,    0,    10, 2,
+				  0,    77, 10, 2,  0, 1, 0, 0, 0,  0, 0x42, 0x42, 0,  1 };
+
+		assert_int_equal(fwd_sp_echo_bind(v->e, 0x4242, echo_cb_nop, NULL), 0);
+		assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_LOCAL, false, e, 28, 0, &k),
+				 FWD_PCLASS_CONTROL);
+		e[20] = 8;
+		assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_LOCAL, false, e, 28, 0, &k),
+				 FWD_PCLASS_LOCAL);
+		assert_int_equal(fwd_sp_echo_bind(v->e, 0, NULL, NULL), 0);
+	}
+	/* ARP: NEIGH, by the sender's MAC. */
+	assert_int_equal(
+	    fwd_punt_classify(v->e, FWD_PUNT_ARP, false, f,
+			      arp_frame(f, hmac, ARP_OP_REPLY, "10.1.0.2", "10.1.0.1", mac1), 0,
+			      &ka),
+	    FWD_PCLASS_NEIGH);
+	assert_int_equal(
+	    fwd_punt_classify(v->e, FWD_PUNT_ARP, false, f,
+			      arp_frame(f, h2mac, ARP_OP_REPLY, "10.1.0.2", "10.1.0.1", mac1), 0,
+			      &kb),
+	    FWD_PCLASS_NEIGH);
+	assert_true(ka != kb);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 0, NULL, NULL), 0);
+}
+
+/* The default limits: one source gets its burst (200) and then 100/s; a second source
+ * meanwhile gets its own; the worker's total for the class (1000 at once) holds for
+ * many sources; CONTROL is never limited. */
+static void rate_limit_per_source(void **state)
+{
+	struct env *v = *state;
+	struct fwd_punt_config c;
+	struct fwd_punt_rl *rl = calloc(1, sizeof(*rl));
+	uint8_t a[64];
+	uint32_t ka, kb;
+	uint64_t t0 = 5000000000ull;
+	unsigned n = 0;
+
+	assert_non_null(rl);
+	fwd_punt_defaults(&c, 256);
+	fwd_punt_rl_init(rl, &c);
+	udp4(a, "10.1.0.66", "10.2.0.100", 53, 0);
+	(void)fwd_punt_classify(v->e, FWD_PUNT_UNRESOLVED, false, a, 32, 0, &ka);
+	udp4(a, "10.1.0.67", "10.2.0.100", 53, 0);
+	(void)fwd_punt_classify(v->e, FWD_PUNT_UNRESOLVED, false, a, 32, 0, &kb);
+	for (unsigned i = 0; i < 1000; i++)
+		n += fwd_punt_rl_allow(rl, FWD_PCLASS_UNRES, ka, t0);
+	assert_int_equal(n, 200);
+	assert_false(fwd_punt_rl_allow(rl, FWD_PCLASS_UNRES, ka, t0 + 5000000)); /* 5 ms */
+	n = 0;
+	for (unsigned i = 0; i < 50; i++)
+		n += fwd_punt_rl_allow(rl, FWD_PCLASS_UNRES, kb, t0 + 5000000);
+	assert_int_equal(n, 50); /* the second source is not held back by the first */
+	n = 0;
+	for (unsigned i = 0; i < 1000; i++)
+		n += fwd_punt_rl_allow(rl, FWD_PCLASS_UNRES, ka, t0 + 1000000000ull);
+	assert_int_equal(n, 100); /* one second later: 100 more */
+	/* Many sources at once: the class's total per worker (1000 burst) caps them. */
+	fwd_punt_rl_init(rl, &c);
+	n = 0;
+	for (uint32_t i = 0; i < 1500; i++)
+		n += fwd_punt_rl_allow(rl, FWD_PCLASS_UNRES, 0x9e3779b9u * (i + 1) | 1, t0);
+	assert_int_equal(n, 1000);
+	for (unsigned i = 0; i < 5000; i++)
+		assert_true(fwd_punt_rl_allow(rl, FWD_PCLASS_CONTROL, ka, t0));
+	free(rl);
+}
+
+/* A scan from one source has used the UNRES share of the worker's pool (its punts wait
+ * for a busy control thread): a heartbeat, a CM completion and an ARP reply from another
+ * host still find messages, and the slow path handles them; of the scan, park_max
+ * packets are parked and the rest discarded (resolution started all the same); parked
+ * packets then hold only park_max of the share. */
+static void scan_leaves_the_other_classes_their_share(void **state)
+{
+	struct env *v = *state;
+	struct udp_seen seen = { 0 };
+	struct fwd_msg *scan[300], *m;
+	struct fwd_sp_stats st;
+	unsigned n = 0, more = 0;
+	uint8_t p[64], f[128];
+	char dst[32];
+	const struct fwd_if *i2 = fwd_snap_if(fwd_engine_current(v->e), v->if2);
+
+	assert_int_equal(fwd_sp_udp_bind(v->e, 7789, udp_cb, &seen), 0);
+	/* The scan: one source, a new destination each. */
+	for (;;) {
+		uint8_t nh[4] = { 10, 2, 0, (uint8_t)(100 + n) };
+
+		snprintf(dst, sizeof(dst), "10.2.0.%u", 100 + n);
+		udp4(p, "10.1.0.66", dst, 53, (uint8_t)n);
+		m = punt_msg(v, FWD_PUNT_UNRESOLVED, v->if2, p, 32, AF_INET, nh);
+		if (!m)
+			break;
+		scan[n++] = m;
+		assert_true(n < 150);
+	}
+	assert_int_equal(n, 64); /* the UNRES cap of a pool of 256 */
+	for (unsigned i = 0; i < n; i++)
+		to_ctl(v, scan[i]);
+	/* The heartbeat. */
+	udp4(p, "10.1.0.9", "10.1.0.1", 7789, 1);
+	m = punt_msg(v, FWD_PUNT_LOCAL, v->if1, p, 32, 0, NULL);
+	assert_non_null(m);
+	assert_int_equal(m->cls, FWD_PCLASS_CONTROL);
+	to_ctl(v, m);
+	/* A GSI completion (CM MAD) of the port behind if1: no link here, so it is only
+	 * taken and handed back. */
+	m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER, FWD_PCLASS_CONTROL);
+	assert_non_null(m);
+	m->type = FWD_MSG_IB_WC;
+	m->punt = FWD_PUNT_COUNT;
+	m->ifindex = (uint16_t)v->if1;
+	memset(&m->wc, 0, sizeof(m->wc));
+	m->len = 0;
+	to_ctl(v, m);
+	/* An ARP reply from another host, one of those the scan made us resolve (the last:
+	 * not parked, its resolution started all the same). */
+	m = punt_msg(v, FWD_PUNT_ARP, v->if2, f,
+		     arp_frame(f, h2mac, ARP_OP_REPLY, "10.2.0.163", "10.2.0.1", mac2), 0, NULL);
+	assert_non_null(m);
+	assert_int_equal(m->cls, FWD_PCLASS_NEIGH);
+	to_ctl(v, m);
+
+	fwd_sp_poll(v->e);
+	fwd_sp_stats(v->e, &st);
+	assert_int_equal(st.msgs, 64 + 3);
+	assert_int_equal(seen.n, 1);
+	{
+		uint8_t a[4] = { 10, 2, 0, 163 };
+		struct neigh_entry *ne = neigh_lookup(i2->neigh, AF_INET, a);
+
+		assert_non_null(ne);
+		assert_int_equal(neigh_entry_state(ne), NEIGH_REACHABLE);
+	}
+	assert_int_equal(st.r[FWD_SP_PARKED], 32);
+	assert_int_equal(st.r[FWD_SP_PARK_LIMITED], 32);
+	assert_int_equal(st.r[FWD_SP_UNRES_DISCARDED], 32);
+	assert_int_equal(st.r[FWD_SP_RESOLVED_SENT], 0);
+	drain_out(v);
+	fwd_sp_poll(v->e);
+	/* The parked hold 32 of the 64: 32 more fit, then none. */
+	while ((m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER, FWD_PCLASS_UNRES)) != NULL)
+		scan[more++] = m;
+	assert_int_equal(more, 32);
+	while (more)
+		fwd_msg_recycle(v->e, scan[--more]);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 0, NULL, NULL), 0);
+}
+
+/* Per destination: a queue of unres_qlen (3); a fourth and fifth packet drop the oldest
+ * (counted); the answer releases the three newest. */
+static void parked_bounded_per_destination(void **state)
+{
+	struct env *v = *state;
+	struct fwd_sp_stats st;
+	struct fwd_msg *m;
+	uint8_t p[64], f[128], nh[4] = { 10, 2, 0, 50 };
+	unsigned got = 0;
+
+	for (uint8_t i = 0; i < 5; i++) {
+		udp4(p, "10.1.0.66", "10.2.0.50", 53, i);
+		punt(v, FWD_PUNT_UNRESOLVED, v->if2, p, 32, AF_INET, nh);
+	}
+	fwd_sp_stats(v->e, &st);
+	assert_int_equal(st.r[FWD_SP_PARKED], 5);
+	assert_int_equal(st.r[FWD_SP_UNRES_DROPPED], 2);
+	/* Drain the solicitation and the ICMP errors, then answer. */
+	while ((m = next_out(v)) != NULL)
+		done(v, m);
+	punt(v, FWD_PUNT_ARP, v->if2, f,
+	     arp_frame(f, h2mac, ARP_OP_REPLY, "10.2.0.50", "10.2.0.1", mac2), 0, NULL);
+	while ((m = next_out(v)) != NULL) {
+		if (m->type == FWD_MSG_TX_IP && m->owner == FWD_OWNER_WORKER) {
+			assert_int_equal(m->data[28], 2 + got); /* ids 2, 3, 4: the newest */
+			got++;
+			fwd_msg_recycle(v->e, m);
+		} else {
+			done(v, m);
+		}
+	}
+	assert_int_equal(got, 3);
+	assert_int_equal(fwd_msg_pool_free(v->e, 0, FWD_OWNER_WORKER), 256);
 }
 
 /* ---- IB post hooks while no worker runs ---- */
@@ -563,6 +842,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(ib_post_hooks_without_workers, setup, teardown),
+		cmocka_unit_test_setup_teardown(punt_classes_and_sources, setup, teardown),
+		cmocka_unit_test_setup_teardown(rate_limit_per_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(scan_leaves_the_other_classes_their_share, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(parked_bounded_per_destination, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
