@@ -711,7 +711,7 @@ static int configure(struct dp_ha *h, const struct gw_config *cfg)
 {
 	const struct gw_failover_config *fo = &cfg->failover;
 	char names[HA_MAX_PATHS][GW_NAME_MAX];
-	char why[160];
+	char why[GW_PATH_MAX + 160];
 	int ret;
 
 	/* Paths: as configured, else every link and interface in the file's order. */
@@ -737,15 +737,17 @@ static int configure(struct dp_ha *h, const struct gw_config *cfg)
 	}
 	h->n_groups = gw_hands_groups(cfg, (const char(*)[GW_NAME_MAX])names, h->n_paths, h->groups,
 				      h->addrs, &h->n_addrs);
-	if (fo->key_file[0]) {
+	if (fo->auth == GW_FAILOVER_AUTH_HMAC) {
 		ret = ha_key_load_file(&h->key, fo->key_file, why, sizeof(why));
 		if (ret < 0) {
-			log_error("failover: %s", why);
+			log_error("failover: key_file: %s", why);
 			return ret;
 		}
 	} else {
-		log_warning("failover: no key_file: heartbeats are not authenticated (any host "
-			    "on a path could take the service addresses over)");
+		/* The loader lets this through only when the file says auth: none. */
+		log_warning("failover: auth none: heartbeats and state sync are not "
+			    "authenticated; any host on a path can take the service addresses "
+			    "over or fill this box's tables");
 		(void)ha_key_set(&h->key, NULL, 0);
 	}
 	h->has_tiebreaker = fo->has_tiebreaker;
@@ -820,8 +822,8 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		   fo->dead_interval_ms);
 	return 0;
 fail:
-	log_error("failover: not started; this box runs as a single gateway without the "
-		  "service addresses");
+	log_error("failover: not started; ibgwd does not start without it (a box of a pair "
+		  "running alone would hold none of the service addresses)");
 	evtimer_free(h->timer);
 	evtimer_free(h->sync_timer);
 	ha_key_clear(&h->key);

@@ -42,6 +42,7 @@ static struct gw_config *load(const char *text)
 	"  - {name: eth0, addresses: [10.20.0.1/24, \"fd00:20::1/64\"]}\n"                         \
 	"failover:\n"                                                                              \
 	"  priority: 120\n"                                                                        \
+	"  key_file: /etc/ibgw/failover.key\n"                                                     \
 	"  groups:\n"                                                                              \
 	"    - name: both\n"                                                                       \
 	"      addresses:\n"                                                                       \
@@ -162,6 +163,7 @@ static void paths_and_groups(void **state)
 	box_start(&b, "ipoib_links: [{name: ib0, device: d, addresses: [10.0.0.1/24]}]\n"
 		      "ethernet_interfaces: [{name: eth0, addresses: [10.1.0.1/24]}]\n"
 		      "failover:\n"
+		      "  key_file: /etc/ibgw/failover.key\n"
 		      "  paths: [eth0]\n"
 		      "  peer_addresses: [10.1.0.2]\n"
 		      "  groups: [{name: g, addresses: [{address: 10.0.0.9/24, dev: ib0},\n"
