@@ -1617,6 +1617,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	if (cfg->failover.enabled != (dp->ha != NULL))
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
+	dp_ha_config(dp, cfg);
 	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;

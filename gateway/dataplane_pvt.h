@@ -133,6 +133,8 @@ void dp_announce_neighbours(struct gw_dp *dp, uint32_t skip_ifindex);
 int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg);
 void dp_ha_stop(struct gw_dp *dp);
 void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k);
+/* The config as reloaded: the prefixes the peer's state sync may fill follow it. */
+void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg);
 /* The pair's metric families (nothing for a single gateway). */
 void dp_ha_metrics(struct gw_dp *dp, FILE *out);
 
