@@ -146,6 +146,11 @@ static const struct enum_name gid_sources[] = {
 	{ "local", GW_GID_ROUTE_LOCAL },
 	{ NULL, 0 },
 };
+static const struct enum_name failover_auths[] = {
+	{ "hmac-sha256", GW_FAILOVER_AUTH_HMAC },
+	{ "none", GW_FAILOVER_AUTH_NONE },
+	{ NULL, 0 },
+};
 static const struct enum_name log_levels[] = {
 	{ "error", LOG_ERR }, { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
 	{ "info", LOG_INFO }, { "debug", LOG_DEBUG },     { NULL, 0 },
@@ -389,8 +394,11 @@ static const struct field failover_fields[] = {
 	{ "dead_interval_ms", T_UINT, offsetof(FO, dead_interval_ms), 0, SZ(FO, dead_interval_ms),
 	  30, 60000, "80", NULL, 0, NULL, NULL,
 	  "peer declared dead after this long without heartbeats; at least 3 heartbeats" },
+	{ "auth", T_ENUM, offsetof(FO, auth), 0, 0, 0, 0, "hmac-sha256", NULL, 0, failover_auths,
+	  NULL, "heartbeats and sync signed with key_file; none: unauthenticated (warned)" },
 	{ "key_file", T_STR, offsetof(FO, key_file), 0, SZ(FO, key_file), 0, 0, "", NULL,
-	  FL_ABSPATH, NULL, NULL, "shared secret authenticating heartbeats; \"\": none" },
+	  FL_ABSPATH, NULL, NULL,
+	  "the pair's shared secret (16..1024 octets, mode 0600); required unless auth none" },
 	{ "paths", T_NAME_LIST, offsetof(FO, paths), offsetof(FO, n_paths), 64, 0, 0, NULL, NULL, 0,
 	  NULL, NULL, "links and interfaces carrying heartbeats; empty: all" },
 	{ "peer_addresses", T_ADDR_LIST, offsetof(FO, peer_addresses),
@@ -402,7 +410,7 @@ static const struct field failover_fields[] = {
 	{ "groups", T_LIST, offsetof(FO, groups), offsetof(FO, n_groups), 64, 0, 0, NULL, NULL, 0,
 	  NULL, &group_schema, "groups of service addresses" },
 };
-static const struct schema failover_schema = { "failover", failover_fields, 10, 0,
+static const struct schema failover_schema = { "failover", failover_fields, 11, 0,
 					       -1,         check_failover };
 
 #define KRT struct gw_kernel_routes_config
@@ -1278,7 +1286,9 @@ static void set_value(struct load *L, const struct field *f, void *base, const s
 			verr(L, v, path, "expected a mapping of keys, got %s",
 			     describe(v, buf, sizeof(buf)));
 		}
-		walk_map(L, f->sub, dst, v->kind == GW_YN_MAP ? v : NULL, path);
+		/* An empty section ("failover:") is given too: its checks may need where. */
+		walk_map(L, f->sub, dst, v->kind == GW_YN_MAP || v->kind == GW_YN_NULL ? v : NULL,
+			 path);
 		return;
 	case T_LIST:
 		set_list(L, f, base, v, path);
@@ -1581,10 +1591,27 @@ static void check_failover(struct load *L, void *base, const struct gw_ynode *co
 	const struct gw_ynode *hb = val_of(&failover_schema, vals, "heartbeat_interval_ms"),
 			      *dead = val_of(&failover_schema, vals, "dead_interval_ms"),
 			      *paths = val_of(&failover_schema, vals, "paths"),
-			      *peers = val_of(&failover_schema, vals, "peer_addresses");
+			      *peers = val_of(&failover_schema, vals, "peer_addresses"),
+			      *auth = val_of(&failover_schema, vals, "auth"),
+			      *key = val_of(&failover_schema, vals, "key_file");
 	char fpath[200];
 
-	(void)node;
+	/* Secure by default: a pair that does not sign its heartbeats hands its service
+	 * addresses to any host on a path that sends one. Running so must be said. */
+	if (usable(L, auth, &f->auth) && usable(L, key, f->key_file)) {
+		snprintf(fpath, sizeof(fpath), "%s.key_file", path);
+		if (f->auth == GW_FAILOVER_AUTH_HMAC && !key && node)
+			verr(L, node, path,
+			     "missing key 'key_file': the pair's shared secret (e.g. "
+			     "/etc/ibgw/failover.key, 16..1024 random octets, mode 0600), or "
+			     "auth: none to run unauthenticated");
+		else if (f->auth == GW_FAILOVER_AUTH_HMAC && key && !f->key_file[0])
+			verr(L, key, fpath,
+			     "\"\" with auth hmac-sha256: name the file holding the pair's shared "
+			     "secret, or set auth: none to run unauthenticated");
+		else if (f->auth == GW_FAILOVER_AUTH_NONE && f->key_file[0])
+			verr(L, key, fpath, "given with auth: none; leave one of them out");
+	}
 	for (unsigned i = 0; i < f->n_groups; i++)
 		if (f->groups[i].priority == 0)
 			f->groups[i].priority = f->priority;

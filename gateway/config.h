@@ -45,6 +45,10 @@ enum gw_gid_route_source {
 	GW_GID_ROUTE_SA,
 	GW_GID_ROUTE_LOCAL
 };
+enum gw_failover_auth {
+	GW_FAILOVER_AUTH_HMAC, /* hmac-sha256 with key_file's secret (the default) */
+	GW_FAILOVER_AUTH_NONE  /* none: unauthenticated, the operator's explicit choice */
+};
 
 /* Proxy ARP/ND on one interface: answer for addresses that live on the other side. */
 struct gw_proxy_config {
@@ -130,7 +134,8 @@ struct gw_failover_config {
 	uint32_t preempt_delay_ms;      /* default 0 */
 	uint32_t heartbeat_interval_ms; /* default 20, 10..10000 */
 	uint32_t dead_interval_ms;      /* default 80; at least 3 heartbeat intervals */
-	char key_file[GW_PATH_MAX];     /* key_file: shared secret for heartbeats */
+	enum gw_failover_auth auth;     /* auth: hmac-sha256 (default) | none */
+	char key_file[GW_PATH_MAX];     /* key_file: shared secret; required unless auth none */
 	char (*paths)[GW_NAME_MAX];     /* paths: interfaces carrying heartbeats (default all) */
 	unsigned n_paths;
 	struct ip_addr *peer_addresses; /* peer_addresses: the peer, one per path */

@@ -1240,7 +1240,9 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	if (dp->port_timer)
 		evtimer_start(dp->port_timer, PORT_POLL_MS, PORT_POLL_MS);
 	kroute_start(dp, &cfg->kernel_routes);
-	(void)dp_ha_start(dp, cfg);
+	ret = dp_ha_start(dp, cfg); /* a pair that cannot start is no gateway to run */
+	if (ret < 0)
+		goto fail;
 	dp_portfail_config(dp, cfg);
 	log_notice("data plane: %u workers, %u IB ports, %u links", dp->n_workers, dp->n_ports,
 		   dp->n_links);
@@ -1615,6 +1617,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	if (cfg->failover.enabled != (dp->ha != NULL))
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
+	dp_ha_config(dp, cfg);
 	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;

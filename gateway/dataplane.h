@@ -28,7 +28,8 @@ struct evloop;
 struct ctl_reply;
 
 /* Build and start everything the config names. Returns 0 (links that could not be
- * opened are DOWN with a reason) or -errno when the engine itself cannot be built. */
+ * opened are DOWN with a reason) or -errno when the engine itself cannot be built or
+ * the failover section cannot start (its key, say). */
 int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp **out);
 /* Stop the workers, leave the groups, close the ports. */
 void gw_dp_stop(struct gw_dp *dp);

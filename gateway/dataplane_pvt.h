@@ -130,12 +130,14 @@ struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name);
 void dp_announce_neighbours(struct gw_dp *dp, uint32_t skip_ifindex);
 
 /* Failover (gateway/dp_ha.c): started last by gw_dp_start when the config has a
- * failover section (a failure is logged; the box then runs alone), stopped first by
+ * failover section (a failure is logged and fails the start), stopped first by
  * gw_dp_stop (its groups handed to the peer). dp_ha_link_changed: a link's or
  * interface's up/down state may have changed (a heartbeat path's local state). */
 int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg);
 void dp_ha_stop(struct gw_dp *dp);
 void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k);
+/* The config as reloaded: the prefixes the peer's state sync may fill follow it. */
+void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg);
 /* The pair's metric families (nothing for a single gateway). */
 void dp_ha_metrics(struct gw_dp *dp, FILE *out);
 

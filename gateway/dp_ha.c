@@ -24,8 +24,14 @@
  *
  * State sync: a full dump of paths, neighbours and learned routes to the peer every
  * SYNC_EVERY_MS and for each new boot of it, paced (SYNC_BURST datagrams every
- * SYNC_PACE_MS); what arrives fills only what this box does not know. Also here: gwctl
- * show ha / ha switchover and the pair's metrics.
+ * SYNC_PACE_MS); what arrives fills only what this box does not know, and only inside
+ * the prefixes the config puts on a link (the rest is refused and counted). Also here:
+ * gwctl show ha / ha switchover and the pair's metrics.
+ *
+ * Authentication: the key is required (auth none is the config's explicit opt-out) and
+ * a box whose pair cannot start does not start. Datagrams from the peer's address that
+ * fail authentication are counted, logged at most every AUTH_LOG_MS and shown in show
+ * ha: with different keys neither box hears the other, and each takes every group.
  *
  * What the hands do is decided in gateway/ha_hands.c (pure, unit-tested: paths, groups,
  * which addresses are claimed, announced, given up, which sync records are taken); this
@@ -34,6 +40,7 @@
  * Threads: control thread only.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +68,7 @@
 #define SYNC_PACE_MS  2  /* ... and the turns' spacing: 8,000/s, for the receiver's sake */
 #define SYNC_MAX_RECS 65536
 #define TB_TIMEOUT_MS 500
+#define AUTH_LOG_MS   10000 /* at most one log line this often about failed authentication */
 
 struct ha_path {
 	char link[GW_NAME_MAX];
@@ -75,6 +83,7 @@ struct dp_ha {
 	struct evtimer *timer;
 	uint64_t timer_due;   /* when the timer should fire (a later tick is a stall) */
 	uint32_t interval_ms; /* heartbeat interval */
+	uint32_t dead_ms;     /* dead interval */
 	unsigned long stalls; /* ticks that came later than an interval */
 	struct ha_origin self;
 	struct ha_group_cfg groups[HA_MAX_GROUPS];
@@ -101,6 +110,17 @@ struct dp_ha {
 	size_t n_recs, cap_recs;
 	uint64_t sync_tx_msgs, sync_tx_recs, sync_rx_msgs, sync_rx_bad;
 	uint64_t sync_applied[4]; /* by enum ha_sync_type: entries created here */
+	uint64_t sync_refused[4]; /* by type: records outside the scopes, not the peer's */
+	/* Where the peer's neighbours and host routes may be (gw_hands_scopes), from the
+	 * config as running (dp_ha_start, dp_ha_config). */
+	struct gw_hands_scope *scopes;
+	unsigned n_scopes;
+	/* Datagrams from the peer's address on a path that fail authentication (bad MAC):
+	 * the keys differ, or someone else speaks for the peer. Not heard, the peer counts
+	 * as dead, so each box takes every group: visible in show ha, logged. */
+	uint64_t auth_failed, auth_failed_logged;
+	uint64_t auth_failed_at, auth_log_at; /* ms: the last failure, the last log line */
+	char key_file[GW_PATH_MAX];           /* for those messages */
 };
 
 static uint64_t now_ms(void)
@@ -486,28 +506,51 @@ static enum gw_hands_link link_kind(const struct dp_link *k)
 }
 
 struct where_ask {
+	struct gw_dp *dp;
 	const struct fwd_snap *s;
 	const struct ip_prefix *prefix;
 };
 
-/* The interface whose neighbour table knows the address (0: none). */
-static uint32_t where(void *ctx)
+/* The interface whose neighbour table knows the address (0: none), and its link. */
+static uint32_t where(void *ctx, const char **link)
 {
 	const struct where_ask *a = ctx;
 
 	for (uint32_t x = 1; x < FWD_IF_MAX; x++) {
 		const struct fwd_if *f = fwd_snap_if(a->s, x);
+		const struct dp_link *k;
 
 		if (f && f->neigh &&
-		    neigh_lookup(f->neigh, a->prefix->addr.family, a->prefix->addr.bytes))
+		    neigh_lookup(f->neigh, a->prefix->addr.family, a->prefix->addr.bytes)) {
+			k = dp_link_by_ifindex(a->dp, x);
+			*link = k ? k->name : NULL;
 			return x;
+		}
 	}
 	return 0;
 }
 
+/* A record the peer may not give: counted, and logged at the first and then at powers
+ * of two, so that a peer (or a holder of the key) filling this box is visible. */
+static void sync_refuse(struct dp_ha *h, uint8_t type, const struct ip_prefix *what,
+			const char *link)
+{
+	uint64_t n = ++h->sync_refused[type];
+	char buf[IP_PREFIX_STRLEN];
+
+	if ((n & (n - 1)) == 0)
+		log_warning("failover: state sync: %s %s%s%s refused: outside the prefixes "
+			    "configured there (%" PRIu64 " so far)",
+			    type == HA_SYNC_NEIGH ? "neighbour" : "route",
+			    ip_prefix_format(what, buf, sizeof(buf)), link ? " on " : "",
+			    link ? link : "", n);
+}
+
 /* What the peer learned, where this box does not know better: neighbours created STALE
  * (confirmed on first use, as after an ARP), paths seeded into the SA client's cache,
- * learned routes added when absent. Nothing the box learned itself is overwritten. */
+ * learned routes added when absent. Nothing the box learned itself is overwritten, and
+ * nothing outside the prefixes the config puts on a link is taken (gw_hands_scopes): the
+ * peer may give only what it could itself have learned there. */
 static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 {
 	struct ha_sync_rec r;
@@ -523,9 +566,16 @@ static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 			struct known_ask ask = { f, n };
 			enum gw_hands_link kind = f && f->neigh ? link_kind(k) : GW_HANDS_LINK_NONE;
 			bool ours = kind != GW_HANDS_LINK_NONE && is_ours(h, &n->addr);
-			enum gw_hands_neigh what = gw_hands_sync_neigh(n, kind, ours, known, &ask);
+			enum gw_hands_neigh what =
+			    gw_hands_sync_neigh(n, kind, ours, h->scopes, h->n_scopes, known, &ask);
 
-			if (what == GW_HANDS_NEIGH_IPOIB) {
+			if (what == GW_HANDS_NEIGH_REFUSED) {
+				struct ip_prefix p = { .addr = n->addr,
+						       .len =
+							   n->addr.family == AF_INET ? 32 : 128 };
+
+				sync_refuse(h, HA_SYNC_NEIGH, &p, n->link);
+			} else if (what == GW_HANDS_NEIGH_IPOIB) {
 				if (ipoib_link_neigh_learn(k->link, n->addr.family, n->addr.bytes,
 							   n->lladdr) == 1)
 					h->sync_applied[HA_SYNC_NEIGH]++;
@@ -549,23 +599,48 @@ static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 				if (h->dp->ports[i].sa && sa_path_seed(h->dp->ports[i].sa, &p) == 1)
 					h->sync_applied[HA_SYNC_PATH]++;
 		} else if (r.type == HA_SYNC_ROUTE) {
-			struct where_ask ask = { s, &r.u.route.prefix };
+			struct where_ask ask = { h->dp, s, &r.u.route.prefix };
 			struct rt_route rt;
+			enum gw_hands_route what = gw_hands_sync_route(
+			    &r.u.route, h->scopes, h->n_scopes, where, &ask, &rt);
 
-			if (!gw_hands_sync_route(&r.u.route, where, &ask, &rt))
-				continue;
-			if (rt_add(h->dp->rt, &rt) == 0)
+			if (what == GW_HANDS_ROUTE_REFUSED)
+				sync_refuse(h, HA_SYNC_ROUTE, &r.u.route.prefix, NULL);
+			else if (what == GW_HANDS_ROUTE_TAKE && rt_add(h->dp->rt, &rt) == 0)
 				h->sync_applied[HA_SYNC_ROUTE]++;
 		}
 	}
 }
 
-static void sync_in(struct dp_ha *h, const uint8_t *buf, size_t len)
+/* A datagram from the peer's address on path p failed authentication. */
+static void auth_failed(struct dp_ha *h, unsigned p)
+{
+	uint64_t now = now_ms();
+	char buf[IP_ADDR_STRLEN];
+
+	h->auth_failed++;
+	h->auth_failed_at = now;
+	if (h->auth_log_at && now - h->auth_log_at < AUTH_LOG_MS)
+		return;
+	log_error("failover: %" PRIu64 " datagrams from the peer's address %s on %s failed "
+		  "authentication%s: its key differs from %s? Unheard, the peer counts as "
+		  "dead and both boxes may be MASTER (gwctl show ha)",
+		  h->auth_failed - h->auth_failed_logged,
+		  ip_addr_format(&h->paths[p].peer, buf, sizeof(buf)), h->paths[p].link,
+		  h->auth_log_at ? " since the last report" : "",
+		  h->key_file[0] ? h->key_file : "this box's (none: auth none)");
+	h->auth_log_at = now;
+	h->auth_failed_logged = h->auth_failed;
+}
+
+static void sync_in(struct dp_ha *h, unsigned p, const uint8_t *buf, size_t len)
 {
 	struct ha_sync_msg m;
 	char why[160];
 	enum ha_wire_err err = ha_sync_decode(buf, len, &h->key, &m, why, sizeof(why));
 
+	if (err == HA_WIRE_BAD_MAC)
+		auth_failed(h, p);
 	if (err == HA_WIRE_OK)
 		err = ha_fsm_sync_accept(h->fsm, &m.hdr);
 	if (err != HA_WIRE_OK) {
@@ -666,9 +741,10 @@ static void on_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 		if (k && k->ifindex == ifindex && ip_addr_equal(src, &h->paths[p].peer)) {
 			/* The type octet (ha_wire.h): the decoders check it again. */
 			if (len > 5 && payload[5] == HA_MSG_SYNC)
-				sync_in(h, payload, len);
-			else
-				(void)ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms());
+				sync_in(h, p, payload, len);
+			else if (ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms()) ==
+				 HA_WIRE_BAD_MAC)
+				auth_failed(h, p);
 			arm(h);
 			return;
 		}
@@ -707,11 +783,34 @@ void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
 
 /* ---- start / stop ------------------------------------------------------------------ */
 
+/* The prefixes the peer's state sync may fill (gw_hands_scopes), from cfg. */
+static int set_scopes(struct dp_ha *h, const struct gw_config *cfg)
+{
+	unsigned n = gw_hands_scopes(cfg, NULL, 0);
+	struct gw_hands_scope *sc = n ? calloc(n, sizeof(*sc)) : NULL;
+
+	if (n && !sc) {
+		log_error("failover: out of memory");
+		return -ENOMEM;
+	}
+	(void)gw_hands_scopes(cfg, sc, n);
+	free(h->scopes);
+	h->scopes = sc;
+	h->n_scopes = n;
+	return 0;
+}
+
+void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg)
+{
+	if (dp->ha && set_scopes(dp->ha, cfg) < 0)
+		log_warning("failover: state sync keeps the links' prefixes of the last start");
+}
+
 static int configure(struct dp_ha *h, const struct gw_config *cfg)
 {
 	const struct gw_failover_config *fo = &cfg->failover;
 	char names[HA_MAX_PATHS][GW_NAME_MAX];
-	char why[160];
+	char why[GW_PATH_MAX + 160];
 	int ret;
 
 	/* Paths: as configured, else every link and interface in the file's order. */
@@ -737,17 +836,23 @@ static int configure(struct dp_ha *h, const struct gw_config *cfg)
 	}
 	h->n_groups = gw_hands_groups(cfg, (const char(*)[GW_NAME_MAX])names, h->n_paths, h->groups,
 				      h->addrs, &h->n_addrs);
-	if (fo->key_file[0]) {
+	if (fo->auth == GW_FAILOVER_AUTH_HMAC) {
+		snprintf(h->key_file, sizeof(h->key_file), "%s", fo->key_file);
 		ret = ha_key_load_file(&h->key, fo->key_file, why, sizeof(why));
 		if (ret < 0) {
-			log_error("failover: %s", why);
+			log_error("failover: key_file: %s", why);
 			return ret;
 		}
 	} else {
-		log_warning("failover: no key_file: heartbeats are not authenticated (any host "
-			    "on a path could take the service addresses over)");
+		/* The loader lets this through only when the file says auth: none. */
+		log_warning("failover: auth none: heartbeats and state sync are not "
+			    "authenticated; any host on a path can take the service addresses "
+			    "over or fill this box's tables");
 		(void)ha_key_set(&h->key, NULL, 0);
 	}
+	ret = set_scopes(h, cfg);
+	if (ret < 0)
+		return ret;
 	h->has_tiebreaker = fo->has_tiebreaker;
 	h->tiebreaker = fo->tiebreaker;
 	h->self.node_id = ha_node_id(cfg->name);
@@ -778,6 +883,7 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		goto fail;
 	}
 	h->interval_ms = fo->heartbeat_interval_ms;
+	h->dead_ms = fo->dead_interval_ms;
 	struct ha_fsm_cfg fc = {
 		.self = h->self,
 		.preempt = fo->preempt,
@@ -820,11 +926,12 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		   fo->dead_interval_ms);
 	return 0;
 fail:
-	log_error("failover: not started; this box runs as a single gateway without the "
-		  "service addresses");
+	log_error("failover: not started; ibgwd does not start without it (a box of a pair "
+		  "running alone would hold none of the service addresses)");
 	evtimer_free(h->timer);
 	evtimer_free(h->sync_timer);
 	ha_key_clear(&h->key);
+	free(h->scopes);
 	free(h);
 	return ret;
 }
@@ -849,6 +956,7 @@ void dp_ha_stop(struct gw_dp *dp)
 	ha_sync_queue_free(&h->sync_q);
 	ha_key_clear(&h->key);
 	free(h->recs);
+	free(h->scopes);
 	free(h);
 	dp->ha = NULL;
 }
@@ -877,12 +985,14 @@ static void add_bool(struct json_object *o, const char *k, bool v)
 	json_object_object_add(o, k, json_object_new_boolean(v));
 }
 
-static struct json_object *node_json(const struct dp_ha *h, const struct gw_config *cfg)
+static struct json_object *node_json(const struct dp_ha *h, uint64_t now)
 {
 	struct json_object *o = json_object_new_object(), *errs = json_object_new_object();
 	struct ha_status st;
+	/* Failing now: within the last second or dead interval, whichever is longer. */
+	uint64_t recent = h->dead_ms > 1000 ? h->dead_ms : 1000;
+	bool failing = h->auth_failed && now - h->auth_failed_at <= recent;
 
-	(void)cfg;
 	ha_fsm_status(h->fsm, &st);
 	add_str(o, "kind", "node");
 	add_str(o, "name", h->self.name);
@@ -900,6 +1010,15 @@ static struct json_object *node_json(const struct dp_ha *h, const struct gw_conf
 		add_int(errs, "not_from_the_peer", (int64_t)h->rx_unknown_path);
 	json_object_object_add(o, "rx_ignored", errs);
 	add_int(o, "tx_failed", (int64_t)h->tx_failed);
+	add_int(o, "auth_failures", (int64_t)h->auth_failed);
+	add_bool(o, "auth_failing", failing);
+	if (failing)
+		add_str(o, "warning",
+			st.peer_alive
+			    ? "some datagrams from the peer's address fail "
+			      "authentication (altered, or not from the peer)"
+			    : "the peer's datagrams fail authentication: its key differs; "
+			      "unheard, it counts as dead and both boxes may be MASTER");
 	add_int(o, "sync_tx_messages", (int64_t)h->sync_tx_msgs);
 	add_int(o, "sync_tx_records", (int64_t)h->sync_tx_recs);
 	add_int(o, "sync_rx_messages", (int64_t)h->sync_rx_msgs);
@@ -907,6 +1026,8 @@ static struct json_object *node_json(const struct dp_ha *h, const struct gw_conf
 	add_int(o, "sync_neighbours_learned", (int64_t)h->sync_applied[HA_SYNC_NEIGH]);
 	add_int(o, "sync_paths_learned", (int64_t)h->sync_applied[HA_SYNC_PATH]);
 	add_int(o, "sync_routes_learned", (int64_t)h->sync_applied[HA_SYNC_ROUTE]);
+	add_int(o, "sync_neighbours_refused", (int64_t)h->sync_refused[HA_SYNC_NEIGH]);
+	add_int(o, "sync_routes_refused", (int64_t)h->sync_refused[HA_SYNC_ROUTE]);
 	add_int(o, "transitions", (int64_t)st.transitions);
 	return o;
 }
@@ -974,7 +1095,7 @@ int gw_dp_show_ha(struct gw_dp *dp, struct ctl_reply *r)
 		return ctl_reply_error(r, CTL_EFAILED,
 				       "failover is not running (no failover section, or it failed "
 				       "to start: see the log)");
-	if (ctl_reply_record(r, node_json(h, NULL)) < 0)
+	if (ctl_reply_record(r, node_json(h, now)) < 0)
 		return CTL_EFAILED;
 	for (unsigned g = 0; g < h->n_groups; g++)
 		if (ctl_reply_record(r, group_json(h, g, now)) < 0)
@@ -1083,6 +1204,14 @@ void dp_ha_metrics(struct gw_dp *dp, FILE *out)
 	}
 	metrics_single(out, "ibgw_failover_sync_records_sent_total", "counter",
 		       "State-sync records sent to the peer.", h->sync_tx_recs);
+	metrics_single(out, "ibgw_failover_auth_failures_total", "counter",
+		       "Datagrams from the peer's address on a path that failed authentication "
+		       "(the keys differ: the peer then counts as dead).",
+		       h->auth_failed);
+	metrics_single(out, "ibgw_failover_sync_refused_total", "counter",
+		       "State-sync neighbours and routes refused: outside the prefixes configured "
+		       "on their link, or not a host route.",
+		       h->sync_refused[HA_SYNC_NEIGH] + h->sync_refused[HA_SYNC_ROUTE]);
 	metrics_single(out, "ibgw_failover_sync_learned_total", "counter",
 		       "Neighbours, paths and routes created here from the peer's state sync.",
 		       h->sync_applied[HA_SYNC_NEIGH] + h->sync_applied[HA_SYNC_PATH] +

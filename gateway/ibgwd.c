@@ -2,7 +2,8 @@
  * ibgwd: the InfiniBand-to-Ethernet IP gateway daemon.
  *
  *   ibgwd [-d] [-f FILE] [-S SOCKET]     run (foreground with -d or under systemd)
- *   ibgwd -n [-v] [-f FILE]               check a config (print it normalised with -v)
+ *   ibgwd -n [-v] [-f FILE]               check a config and the failover key it names
+ *                                         (print the config normalised with -v)
  *
  * Exit status: 0, 1 on a runtime failure, 2 on a usage error, 78 (EX_CONFIG) when the
  * config does not load.
@@ -17,6 +18,7 @@
 
 #include "gateway/config.h"
 #include "gateway/daemon.h"
+#include "ha/ha_wire.h"
 #include "lib/log.h"
 
 #ifndef IBGW_SYSCONFDIR
@@ -30,11 +32,29 @@ static void usage(FILE *out)
 		     "       ibgwd -n [-v] [-f FILE]\n"
 		     "  -d          stay in the foreground, log to stderr (or the journal)\n"
 		     "  -f FILE     configuration file (default " DEFAULT_CONFIG ")\n"
-		     "  -n          check the configuration and exit\n"
+		     "  -n          check the configuration (and its failover key) and exit\n"
 		     "  -v          with -n, print the normalised configuration\n"
 		     "  -S SOCKET   control socket path, overriding the configuration\n"
 		     "  -V          print the version and exit\n"
 		     "  -h          this help\n");
+}
+
+/* The failover key as the daemon will read it (ha_key_load_file: present, a regular
+ * file, mode 0600 or tighter, owned by root or this user, 16..1024 octets): a check
+ * that passes here starts the pair. Run -n as the daemon's user to check the owner. */
+static int check_failover_key(const struct gw_config *cfg)
+{
+	struct ha_key key;
+	char why[GW_PATH_MAX + 160];
+	int ret;
+
+	if (!cfg->failover.enabled || cfg->failover.auth != GW_FAILOVER_AUTH_HMAC)
+		return 0;
+	ret = ha_key_load_file(&key, cfg->failover.key_file, why, sizeof(why));
+	ha_key_clear(&key);
+	if (ret < 0)
+		fprintf(stderr, "%s: failover.key_file: %s\n", cfg->source, why);
+	return ret;
 }
 
 /* -n: every error to stderr as FILE:LINE:COLUMN: message; -v prints the config. */
@@ -49,6 +69,10 @@ static int check_config(const char *path, bool verbose)
 	gw_config_errors_free(&errs);
 	if (ret < 0)
 		return EX_CONFIG;
+	if (check_failover_key(cfg) < 0) {
+		gw_config_free(cfg);
+		return EX_CONFIG;
+	}
 	if (verbose)
 		gw_config_print_yaml(cfg, stdout);
 	gw_config_free(cfg);

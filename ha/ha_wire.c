@@ -122,14 +122,25 @@ int ha_key_load_file(struct ha_key *key, const char *path, char *why, size_t why
 	if (fstat(fd, &st) < 0) {
 		err = -errno;
 		fail(0, why, why_len, "%s: cannot stat: %s", path, strerror(-err));
-	} else if (st.st_mode & S_IROTH) {
-		/* A secret anyone on the box can read authenticates nothing. */
+	} else if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		fail(0, why, why_len, "%s: not a regular file", path);
+	} else if (st.st_mode & 077) {
+		/* A secret others on the box can read (or replace) authenticates nothing. */
 		err = -EPERM;
-		fail(0, why, why_len, "%s: readable by others (mode %04o); chmod o-r", path,
-		     (unsigned)(st.st_mode & 07777));
+		fail(0, why, why_len,
+		     "%s: mode %04o gives group or others access; make it 0600 (chmod 600 %s)",
+		     path, (unsigned)(st.st_mode & 07777), path);
+	} else if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		/* Whoever owns it can change it, and with it the pair's mastership. */
+		err = -EPERM;
+		fail(0, why, why_len,
+		     "%s: owned by uid %u, neither root nor this process's user (uid %u); "
+		     "chown it",
+		     path, (unsigned)st.st_uid, (unsigned)geteuid());
 	} else if ((err = read_all(fd, buf, sizeof(buf), &n)) < 0) {
 		fail(0, why, why_len, "%s: %s", path,
-		     err == -EFBIG ? "longer than 1024 octets" : strerror(-err));
+		     err == -EFBIG ? "key longer than 1024 octets" : strerror(-err));
 	} else {
 		/* "echo secret > file" adds a newline the other box's file may lack. */
 		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
@@ -137,7 +148,9 @@ int ha_key_load_file(struct ha_key *key, const char *path, char *why, size_t why
 			n--;
 		if (n < HA_KEY_MIN_LEN) {
 			err = -EINVAL;
-			fail(0, why, why_len, "%s: key of %zu octets is too short (at least %d)",
+			fail(0, why, why_len,
+			     "%s: key of %zu octets is too short (at least %d; 32 random octets "
+			     "or 64 hex digits are usual)",
 			     path, n, HA_KEY_MIN_LEN);
 		} else {
 			err = ha_key_set(key, buf, n);

@@ -103,9 +103,10 @@ struct ha_key {
 /* Set up from raw key octets (any length up to HA_KEY_MAX_LEN). Returns 0 or -EINVAL. */
 int ha_key_set(struct ha_key *key, const uint8_t *secret, size_t len);
 /* Read a key file: its whole contents less trailing white space are the secret.
- * Refuses (with a message in why) files that cannot be read, are longer than
- * HA_KEY_MAX_LEN, shorter than HA_KEY_MIN_LEN, or readable by others than the owner
- * and group. Returns 0 or -errno. */
+ * Refuses (with a message in why) what cannot be opened or read, is not a regular file,
+ * gives its group or others any access (mode & 077: -EPERM), is owned by neither root
+ * nor this process's effective user (-EPERM), or holds a key longer than
+ * HA_KEY_MAX_LEN or shorter than HA_KEY_MIN_LEN octets. Returns 0 or -errno. */
 int ha_key_load_file(struct ha_key *key, const char *path, char *why, size_t why_len);
 void ha_key_clear(struct ha_key *key);
 

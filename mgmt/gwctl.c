@@ -336,6 +336,17 @@ static void print_ha(struct json_object *o, struct output *out)
 		       (long long)num(o, "sync_neighbours_learned"),
 		       (long long)num(o, "sync_paths_learned"),
 		       (long long)num(o, "sync_routes_learned"));
+		if (num(o, "sync_neighbours_refused") || num(o, "sync_routes_refused"))
+			printf("    sync refused: %lld neighbours, %lld routes (outside the "
+			       "prefixes configured on their link)\n",
+			       (long long)num(o, "sync_neighbours_refused"),
+			       (long long)num(o, "sync_routes_refused"));
+		if (num(o, "auth_failures"))
+			printf("    authentication failures: %lld%s\n",
+			       (long long)num(o, "auth_failures"),
+			       boolean(o, "auth_failing") ? " (now)" : "");
+		if (has(o, "warning"))
+			printf("    WARNING: %s\n", str(o, "warning"));
 		if (json_object_object_get_ex(o, "rx_ignored", &a) &&
 		    json_object_object_length(a)) {
 			printf("    ignored:");

@@ -119,6 +119,10 @@ if [ "$rc" -ne 0 ]; then
 	bail "the package did not install"
 fi
 tap_is "ibgwd -V" "$(in_root ibgwd -V 2>&1)" "ibgwd $version"
+tap_like "the postinst made the failover key: 0600, root, 64 hex digits" \
+	"$(in_root stat -c '%a %U' /etc/ibgw/failover.key 2>&1) $(in_root cat /etc/ibgw/failover.key 2>&1)" \
+	'^600 root [0-9a-f]{64}$'
+key_sum=$(md5sum <"$root/etc/ibgw/failover.key")
 tap_check "ibgwd -n -f /etc/ibgw/ibgwd.yaml accepts the installed config" \
 	in_root ibgwd -n -f /etc/ibgw/ibgwd.yaml
 tap_is "man -w ibgwd" "$(in_root man -w ibgwd 2>&1)" /usr/share/man/man8/ibgwd.8.gz
@@ -184,6 +188,7 @@ tap_check "upgrade (config changed in the package) with --force-confold" \
 tap_is "... the operator's config is kept" "$(md5sum <"$root/etc/ibgw/ibgwd.yaml")" "$local_sum"
 tap_like "... and the new one is beside it as ibgwd.yaml.dpkg-dist" \
 	"$(tail -1 "$root/etc/ibgw/ibgwd.yaml.dpkg-dist" 2>&1)" '^# a later upstream example$'
+tap_is "... the failover key is kept" "$(md5sum <"$root/etc/ibgw/failover.key")" "$key_sum"
 tap_is "... and the unit is still disabled" \
 	"$(systemctl --root="$root" is-enabled ibgwd.service 2>&1)" disabled
 

@@ -89,14 +89,30 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:1:39: ethernet_interfaces[0].vlan: -1 is out of range 0..4094" },
 	{ "yes is not a boolean", "ethernet_interfaces: [{name: e, proxy_arp: yes}]\n",
 	  "t.yaml:1:44: ethernet_interfaces[0].proxy_arp: expected true or false, got 'yes' (did you mean true?)" },
-	{ "off is not a boolean", "failover: {preempt: off}\n",
+	{ "off is not a boolean", "failover: {preempt: off, key_file: /k}\n",
 	  "t.yaml:1:21: failover.preempt: expected true or false, got 'off' (did you mean false?)" },
 	{ "duplicate key", "gateway:\n  name: a\n  name: b\n",
 	  "t.yaml:3:3: duplicate key 'name' in gateway (first at line 2)" },
 	{ "duplicate names across links and interfaces",
 	  "ipoib_links: [{name: x0, device: d}]\nethernet_interfaces: [{name: x0}]\n",
 	  "t.yaml:2:30: duplicate name 'x0' (first at line 1); links and interfaces need distinct names" },
-	{ "duplicate group names", "failover:\n  groups: [{name: g}, {name: g}]\n",
+	/* Secure by default: a key, or auth none said out loud. */
+	{ "failover without a key", "failover:\n  priority: 120\n",
+	  "t.yaml:2:3: failover: missing key 'key_file': the pair's shared secret (e.g. "
+	  "/etc/ibgw/failover.key, 16..1024 random octets, mode 0600), or auth: none to run "
+	  "unauthenticated" },
+	{ "empty failover section", "failover:\n",
+	  "t.yaml:1:10: failover: missing key 'key_file': the pair's shared secret (e.g. "
+	  "/etc/ibgw/failover.key, 16..1024 random octets, mode 0600), or auth: none to run "
+	  "unauthenticated" },
+	{ "empty key_file", "failover: {auth: hmac-sha256, key_file: \"\"}\n",
+	  "t.yaml:1:41: failover.key_file: \"\" with auth hmac-sha256: name the file holding the "
+	  "pair's shared secret, or set auth: none to run unauthenticated" },
+	{ "key_file with auth none", "failover: {auth: none, key_file: /k}\n",
+	  "t.yaml:1:34: failover.key_file: given with auth: none; leave one of them out" },
+	{ "unknown auth", "failover: {auth: md5, key_file: /k}\n",
+	  "t.yaml:1:18: failover.auth: unknown value 'md5' (expected hmac-sha256 or none)" },
+	{ "duplicate group names", "failover:\n  groups: [{name: g}, {name: g}]\n  key_file: /k\n",
 	  "t.yaml:2:30: duplicate group name 'g' (first at line 2)" },
 	{ "unknown route dev",
 	  "ethernet_interfaces: [{name: eth0}]\nroutes: [{prefix: 10.0.0.0/8, dev: eth1}]\n",
@@ -107,14 +123,15 @@ static const struct err_case err_cases[] = {
 	{ "gid route without any IPoIB link", "gid_routes: [{prefix: \"fec0::/64\"}]\n",
 	  "t.yaml:1:14: gid_routes[0]: no IPoIB link to reach the routers through (add one to ipoib_links)" },
 	{ "unknown failover path and address dev",
-	  "failover:\n  paths: [ib9]\n  groups: [{name: g, addresses: [{address: 10.0.0.1/24, dev: x}]}]\n",
+	  "failover:\n  paths: [ib9]\n  groups: [{name: g, addresses: [{address: 10.0.0.1/24, dev: x}]}]\n"
+	  "  key_file: /k\n",
 	  "t.yaml:2:10: failover.paths: 1 path but no peer_addresses (give the peer's address on each path, in order)\n"
 	  "t.yaml:2:11: failover path 'ib9' is not an IPoIB link or Ethernet interface\n"
 	  "t.yaml:3:62: address dev 'x' is not an IPoIB link or Ethernet interface" },
 	/* found by fuzz_config: left out, peer_addresses was not checked, but its printed
 	 * form (peer_addresses: []) was refused */
 	{ "paths without peer_addresses",
-	  "ipoib_links: [{name: i, device: d}]\nfailover: {paths: [i]}\n",
+	  "ipoib_links: [{name: i, device: d}]\nfailover: {paths: [i], key_file: /k}\n",
 	  "t.yaml:2:19: failover.paths: 1 path but no peer_addresses (give the peer's address on each path, in order)" },
 	{ "overlapping addresses",
 	  "ethernet_interfaces:\n  - {name: a, addresses: [10.0.0.1/16]}\n  - {name: b, addresses: [10.0.200.1/24]}\n",
@@ -139,7 +156,8 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:1:42: ipoib_links[0].pkey: 0x8000 is not a valid P_Key (0x0000 and 0x8000 are reserved)" },
 	{ "worker_cpus count", "gateway:\n  workers: 3\n  worker_cpus: [1, 2]\n",
 	  "t.yaml:3:16: gateway.worker_cpus: 2 CPUs listed for 3 workers (list one CPU per worker, or none)" },
-	{ "dead interval", "failover: {heartbeat_interval_ms: 100, dead_interval_ms: 299}\n",
+	{ "dead interval",
+	  "failover: {heartbeat_interval_ms: 100, dead_interval_ms: 299, key_file: /k}\n",
 	  "t.yaml:1:58: failover.dead_interval_ms: 299 is less than 3 heartbeat intervals (3 x 100 = 300 ms)" },
 	{ "datagram MTU", "ipoib_links: [{name: i, device: d, mtu: 4093}]\n",
 	  "t.yaml:1:41: ipoib_links[0].mtu: 4093 is too large for datagram mode (at most 4092: the 4096-byte IB MTU less the 4-byte IPoIB header; use mode: connected for more)" },
@@ -184,7 +202,7 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:1:17: gateway.name: contains the non-printing character U+2028" },
 	{ "byte order mark in a string", "failover: {key_file: \"/k\\uFEFF\"}\n",
 	  "t.yaml:1:22: failover.key_file: contains the non-printing character U+FEFF" },
-	{ "non-character in a name list", "failover: {paths: [\"\\uFFFF\"]}\n",
+	{ "non-character in a name list", "failover: {paths: [\"\\uFFFF\"], key_file: /k}\n",
 	  "t.yaml:1:20: failover.paths[0]: contains the non-printing character U+FFFF" },
 	{ "next hop family", "routes: [{prefix: \"fd00::/8\", via: 10.0.0.1}]\n",
 	  "t.yaml:1:36: routes[0].via: next hop 10.0.0.1 is IPv4 but the prefix is IPv6" },
@@ -254,14 +272,22 @@ static void test_defaults(void **state)
 	assert_false(c->failover.enabled);
 	gw_config_free(c);
 
-	c = load_ok("failover:\n  priority: 120\n  groups: [{name: a}, {name: b, priority: 7}]\n");
+	c = load_ok("failover:\n  priority: 120\n  groups: [{name: a}, {name: b, priority: 7}]\n"
+		    "  key_file: /etc/ibgw/failover.key\n");
 	assert_true(c->failover.enabled);
+	assert_int_equal(c->failover.auth, GW_FAILOVER_AUTH_HMAC);
+	assert_string_equal(c->failover.key_file, "/etc/ibgw/failover.key");
 	assert_true(c->failover.preempt);
 	assert_int_equal(c->failover.heartbeat_interval_ms, 20);
 	assert_int_equal(c->failover.dead_interval_ms, 80);
 	assert_int_equal(c->failover.groups[0].priority, 120); /* from failover.priority */
 	assert_int_equal(c->failover.groups[1].priority, 7);
 	assert_false(c->failover.has_tiebreaker);
+	gw_config_free(c);
+
+	c = load_ok("failover: {auth: none}\n"); /* the explicit opt-out */
+	assert_int_equal(c->failover.auth, GW_FAILOVER_AUTH_NONE);
+	assert_string_equal(c->failover.key_file, "");
 	gw_config_free(c);
 }
 
@@ -273,7 +299,7 @@ static void test_values(void **state)
 	    "logging: {level: debug, target: syslog}\n"
 	    "ipoib_links: [{name: ib0, device: d, pkey: 0x7fff, addresses: [10.0.0.1/24]}]\n"
 	    "routes: [{prefix: 10.9.0.0/16, via: [10.0.0.7, 10.0.0.8], metric: 5}]\n"
-	    "failover: {tiebreaker_address: \"fd00::9\"}\n");
+	    "failover: {tiebreaker_address: \"fd00::9\", key_file: /k}\n");
 
 	(void)state;
 	assert_int_equal(c->workers, 2);

@@ -3,7 +3,8 @@
  * gateway/dp_ha.c runs: the heartbeat paths and groups a config gives (and the paths each
  * group tracks), which service addresses a group claims when it becomes MASTER here,
  * announces, and gives up when it leaves, which addresses are not the box's own, and
- * which of the peer's state-sync records are taken. The engine is a recording fake
+ * which of the peer's state-sync records are taken (inside the prefixes the config puts
+ * on their link) or refused. The engine is a recording fake
  * (struct gw_hands_ops), as ha_fsm's tests fake the sends.
  */
 #include <errno.h>
@@ -42,6 +43,7 @@ static struct gw_config *load(const char *text)
 	"  - {name: eth0, addresses: [10.20.0.1/24, \"fd00:20::1/64\"]}\n"                         \
 	"failover:\n"                                                                              \
 	"  priority: 120\n"                                                                        \
+	"  key_file: /etc/ibgw/failover.key\n"                                                     \
 	"  groups:\n"                                                                              \
 	"    - name: both\n"                                                                       \
 	"      addresses:\n"                                                                       \
@@ -162,6 +164,7 @@ static void paths_and_groups(void **state)
 	box_start(&b, "ipoib_links: [{name: ib0, device: d, addresses: [10.0.0.1/24]}]\n"
 		      "ethernet_interfaces: [{name: eth0, addresses: [10.1.0.1/24]}]\n"
 		      "failover:\n"
+		      "  key_file: /etc/ibgw/failover.key\n"
 		      "  paths: [eth0]\n"
 		      "  peer_addresses: [10.1.0.2]\n"
 		      "  groups: [{name: g, addresses: [{address: 10.0.0.9/24, dev: ib0},\n"
@@ -283,87 +286,180 @@ static bool known_no(void *ctx)
 	return false;
 }
 
-/* A neighbour of the peer's sync: taken where this box does not know better, with a
- * hardware address of the link's kind; never this box's own addresses. */
+/* Where the peer's sync may put hosts: a link's subnets, its connected routes, and the
+ * other links' proxy prefixes (on the link whose subnet holds them, else on every other
+ * link). */
+#define SCOPED                                                                                     \
+	"ipoib_links:\n"                                                                           \
+	"  - {name: ib0, device: d, addresses: [10.10.0.1/24, \"fd00:10::1/64\"],\n"               \
+	"     proxy_arp: true, proxy_prefixes: [10.10.0.128/25, 10.20.0.64/26]}\n"                 \
+	"ethernet_interfaces:\n"                                                                   \
+	"  - {name: eth0, addresses: [10.20.0.1/24], proxy_arp: true,\n"                           \
+	"     proxy_prefixes: [10.10.0.0/25]}\n"                                                   \
+	"  - {name: eth1, addresses: [10.30.0.1/24]}\n"                                            \
+	"routes:\n"                                                                                \
+	"  - {prefix: 10.50.0.0/24, dev: eth0}\n"                                                  \
+	"  - {prefix: 10.60.0.0/16, via: 10.20.0.254}\n"                                           \
+	"failover: {key_file: /etc/ibgw/failover.key}\n"
+
+static bool inside(const struct gw_hands_scope *sc, unsigned n, const char *link, const char *a)
+{
+	struct ip_addr x = addr(a);
+
+	return gw_hands_in_scope(sc, n, link, &x);
+}
+
+static void scopes(void **state)
+{
+	struct gw_config *cfg = load(SCOPED);
+	unsigned n = gw_hands_scopes(cfg, NULL, 0);
+	struct gw_hands_scope sc[16];
+	(void)state;
+
+	/* 4 subnets, 1 connected route, 10.10.0.128/25 on every link but ib0 (no other
+	 * subnet holds it), 10.20.0.64/26 on eth0 only (its subnet), 10.10.0.0/25 on ib0 */
+	assert_int_equal(n, 4 + 1 + 2 + 1 + 1);
+	assert_int_equal(gw_hands_scopes(cfg, sc, 3), n); /* fills 3, says how many */
+	assert_int_equal(gw_hands_scopes(cfg, sc, 16), n);
+	assert_true(inside(sc, n, "ib0", "10.10.0.7"));
+	assert_true(inside(sc, n, "ib0", "fd00:10::7"));
+	assert_false(inside(sc, n, "eth0", "10.10.0.7")); /* ib0's subnet, not proxied there */
+	assert_true(inside(sc, n, "eth0", "10.20.0.7"));
+	assert_true(inside(sc, n, "eth0", "10.50.0.9"));   /* connected route dev eth0 */
+	assert_false(inside(sc, n, "eth0", "10.60.0.9"));  /* a route through a next hop */
+	assert_true(inside(sc, n, "eth0", "10.10.0.130")); /* ib0 proxies it: lives there */
+	assert_true(inside(sc, n, "eth1", "10.10.0.130"));
+	assert_true(inside(sc, n, "ib0", "10.10.0.130")); /* its subnet all the same */
+	assert_true(inside(sc, n, "eth0", "10.20.0.70"));
+	assert_false(inside(sc, n, "eth1", "10.20.0.70")); /* home: eth0's subnet */
+	assert_false(inside(sc, n, "eth1", "10.20.0.7"));
+	assert_false(inside(sc, n, "eth0", "192.168.1.1"));
+	assert_false(inside(sc, n, "ib9", "10.10.0.7"));
+	gw_config_free(cfg);
+}
+
+/* A neighbour of the peer's sync: taken inside its link's scopes (else refused), where
+ * this box does not know better, with a hardware address of the link's kind; never this
+ * box's own addresses. */
 static void sync_neighbours(void **state)
 {
-	struct ha_sync_neigh ib = { .addr = addr("10.10.0.7"), .lladdr_len = 20 };
-	struct ha_sync_neigh eth = { .addr = addr("10.20.0.7"), .lladdr_len = 6 };
+	struct gw_config *cfg = load(SCOPED);
+	struct gw_hands_scope sc[16];
+	unsigned n = gw_hands_scopes(cfg, sc, 16);
+	struct ha_sync_neigh ib = { .addr = addr("10.10.0.7"), .link = "ib0", .lladdr_len = 20 };
+	struct ha_sync_neigh eth = { .addr = addr("10.20.0.7"), .link = "eth0", .lladdr_len = 6 };
+	struct ha_sync_neigh far = { .addr = addr("192.168.1.7"), .link = "eth0", .lladdr_len = 6 };
+	struct ha_sync_neigh cross = { .addr = addr("10.10.0.8"), .link = "eth0", .lladdr_len = 6 };
 	(void)state;
 
 	asked = 0;
-	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_IPOIB, false, known_no, NULL),
-			 GW_HANDS_NEIGH_IPOIB);
-	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_IPOIB, true, known_no, NULL),
+	assert_int_equal(
+	    gw_hands_sync_neigh(&ib, GW_HANDS_LINK_IPOIB, false, sc, n, known_no, NULL),
+	    GW_HANDS_NEIGH_IPOIB);
+	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_IPOIB, true, sc, n, known_no, NULL),
 			 GW_HANDS_NEIGH_SKIP);
-	assert_int_equal(gw_hands_sync_neigh(&eth, GW_HANDS_LINK_IPOIB, false, known_no, NULL),
+	assert_int_equal(
+	    gw_hands_sync_neigh(&eth, GW_HANDS_LINK_IPOIB, false, sc, n, known_no, NULL),
+	    GW_HANDS_NEIGH_SKIP);
+	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_NONE, false, sc, n, known_no, NULL),
 			 GW_HANDS_NEIGH_SKIP);
-	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_NONE, false, known_no, NULL),
-			 GW_HANDS_NEIGH_SKIP);
-	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_OTHER, false, known_no, NULL),
-			 GW_HANDS_NEIGH_SKIP);
-	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_ETH, false, known_no, NULL),
+	assert_int_equal(
+	    gw_hands_sync_neigh(&ib, GW_HANDS_LINK_OTHER, false, sc, n, known_no, NULL),
+	    GW_HANDS_NEIGH_SKIP);
+	assert_int_equal(gw_hands_sync_neigh(&ib, GW_HANDS_LINK_ETH, false, sc, n, known_no, NULL),
 			 GW_HANDS_NEIGH_SKIP);
 	assert_int_equal(asked, 0); /* the table is asked only for an Ethernet record */
-	assert_int_equal(gw_hands_sync_neigh(&eth, GW_HANDS_LINK_ETH, false, known_no, NULL),
+	assert_int_equal(gw_hands_sync_neigh(&eth, GW_HANDS_LINK_ETH, false, sc, n, known_no, NULL),
 			 GW_HANDS_NEIGH_ETH);
-	assert_int_equal(gw_hands_sync_neigh(&eth, GW_HANDS_LINK_ETH, false, known_yes, NULL),
-			 GW_HANDS_NEIGH_SKIP);
+	assert_int_equal(
+	    gw_hands_sync_neigh(&eth, GW_HANDS_LINK_ETH, false, sc, n, known_yes, NULL),
+	    GW_HANDS_NEIGH_SKIP);
 	assert_int_equal(asked, 2);
-	assert_int_equal(gw_hands_sync_neigh(&eth, GW_HANDS_LINK_ETH, true, known_no, NULL),
+	assert_int_equal(gw_hands_sync_neigh(&eth, GW_HANDS_LINK_ETH, true, sc, n, known_no, NULL),
 			 GW_HANDS_NEIGH_SKIP);
+	/* Outside what the config puts on the link: refused, the table not asked. */
+	assert_int_equal(gw_hands_sync_neigh(&far, GW_HANDS_LINK_ETH, false, sc, n, known_no, NULL),
+			 GW_HANDS_NEIGH_REFUSED);
+	assert_int_equal(
+	    gw_hands_sync_neigh(&cross, GW_HANDS_LINK_ETH, false, sc, n, known_no, NULL),
+	    GW_HANDS_NEIGH_REFUSED);
+	assert_int_equal(
+	    gw_hands_sync_neigh(&far, GW_HANDS_LINK_ETH, false, NULL, 0, known_no, NULL),
+	    GW_HANDS_NEIGH_REFUSED);
 	assert_int_equal(asked, 2);
+	gw_config_free(cfg);
 }
 
-static uint32_t where_3(void *ctx)
+static uint32_t where_eth0(void *ctx, const char **link)
 {
 	(void)ctx;
 	asked++;
+	*link = "eth0";
 	return 3;
 }
 
-static uint32_t where_none(void *ctx)
+static uint32_t where_none(void *ctx, const char **link)
 {
 	(void)ctx;
 	asked++;
+	*link = NULL;
 	return 0;
 }
 
-/* A learned route: through its next hops, or connected where its neighbour is known. */
+/* A learned route: a host route, connected where its neighbour is known, inside that
+ * link's scopes; next hops, shorter prefixes and foreign addresses are refused. */
 static void sync_routes(void **state)
 {
+	struct gw_config *cfg = load(SCOPED);
+	struct gw_hands_scope sc[16];
+	unsigned n = gw_hands_scopes(cfg, sc, 16);
 	struct ha_sync_route gw = { .metric = 5, .n_nexthops = 2 };
-	struct ha_sync_route host = { .metric = 0 };
+	struct ha_sync_route host = { .metric = 0 }, host6 = { .metric = 0 };
+	struct ha_sync_route net = { .metric = 0 }, far = { .metric = 0 };
 	struct rt_route rt;
 	(void)state;
 
-	assert_int_equal(ip_prefix_parse("10.30.0.0/16", false, &gw.prefix), 0);
+	assert_int_equal(ip_prefix_parse("10.20.0.99/32", false, &gw.prefix), 0);
 	gw.nexthops[0] = addr("10.20.0.1");
 	gw.nexthops[1] = addr("10.20.0.2");
-	assert_int_equal(ip_prefix_parse("10.10.0.7/32", false, &host.prefix), 0);
+	assert_int_equal(ip_prefix_parse("10.20.0.7/32", false, &host.prefix), 0);
+	assert_int_equal(ip_prefix_parse("fd00:10::7/128", false, &host6.prefix), 0);
+	assert_int_equal(ip_prefix_parse("10.20.0.0/24", false, &net.prefix), 0);
+	assert_int_equal(ip_prefix_parse("0.0.0.0/32", false, &far.prefix), 0);
 
 	asked = 0;
-	assert_true(gw_hands_sync_route(&gw, where_3, NULL, &rt));
-	assert_int_equal(asked, 0);
+	assert_int_equal(gw_hands_sync_route(&gw, sc, n, where_eth0, NULL, &rt),
+			 GW_HANDS_ROUTE_REFUSED);
+	assert_int_equal(gw_hands_sync_route(&net, sc, n, where_eth0, NULL, &rt),
+			 GW_HANDS_ROUTE_REFUSED);
+	assert_int_equal(asked, 0); /* refused before any table is asked */
+	assert_int_equal(gw_hands_sync_route(&host, sc, n, where_eth0, NULL, &rt),
+			 GW_HANDS_ROUTE_TAKE);
 	assert_int_equal(rt.source, RT_SRC_LEARNED);
-	assert_int_equal(rt.metric, 5);
-	assert_int_equal(rt.nnh, 2);
-	assert_int_equal(rt.nh[0].type, RT_NH_GATEWAY);
-	assert_true(ip_addr_equal(&rt.nh[1].gw, &gw.nexthops[1]));
-	assert_true(gw_hands_sync_route(&host, where_3, NULL, &rt));
 	assert_int_equal(rt.nnh, 1);
 	assert_int_equal(rt.nh[0].type, RT_NH_CONNECTED);
 	assert_int_equal(rt.nh[0].ifindex, 3);
 	assert_int_equal(rt.prefix.len, 32);
-	assert_false(gw_hands_sync_route(&host, where_none, NULL, &rt));
+	assert_int_equal(gw_hands_sync_route(&host, sc, n, where_none, NULL, &rt),
+			 GW_HANDS_ROUTE_SKIP);
+	/* known on eth0, but ib0's subnet: not eth0's to hold */
+	assert_int_equal(gw_hands_sync_route(&host6, sc, n, where_eth0, NULL, &rt),
+			 GW_HANDS_ROUTE_REFUSED);
+	assert_int_equal(gw_hands_sync_route(&far, sc, n, where_eth0, NULL, &rt),
+			 GW_HANDS_ROUTE_REFUSED);
+	gw_config_free(cfg);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(paths_and_groups),      cmocka_unit_test(claim_announce_give_up),
-		cmocka_unit_test(refused_and_link_gone), cmocka_unit_test(service_addresses),
-		cmocka_unit_test(sync_neighbours),       cmocka_unit_test(sync_routes),
+		cmocka_unit_test(paths_and_groups),
+		cmocka_unit_test(claim_announce_give_up),
+		cmocka_unit_test(refused_and_link_gone),
+		cmocka_unit_test(service_addresses),
+		cmocka_unit_test(scopes),
+		cmocka_unit_test(sync_neighbours),
+		cmocka_unit_test(sync_routes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

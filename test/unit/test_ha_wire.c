@@ -293,7 +293,10 @@ static void key_file(void **state)
 
 	write_file(path, "0123456789abcdef-secret\n", 0644);
 	assert_int_equal(ha_key_load_file(&from_file, path, why, sizeof(why)), -EPERM);
-	assert_non_null(strstr(why, "readable by others"));
+	assert_non_null(strstr(why, "gives group or others access"));
+	write_file(path, "0123456789abcdef-secret\n", 0640);
+	assert_int_equal(ha_key_load_file(&from_file, path, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "mode 0640"));
 	write_file(path, "short\n", 0600);
 	assert_int_equal(ha_key_load_file(&from_file, path, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "too short"));
