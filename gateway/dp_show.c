@@ -165,6 +165,13 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 				add_hex(o, "qpn", hw.qpn, 0);
 				add_hex(o, "qkey", k->qkey, 0);
 			}
+			if (k->link) { /* the port it runs on, also while down */
+				union ib_gid g;
+
+				ipoib_link_gid(k->link, &g);
+				ib_gid_format(&g, buf, sizeof(buf));
+				add_str(o, "gid", buf);
+			}
 			if (k->port && k->port->port) {
 				add_hex(o, "lid", k->port->pi.lid, 0);
 				add_hex(o, "sm_lid", k->port->pi.sm_lid, 0);

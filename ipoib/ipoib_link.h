@@ -250,6 +250,9 @@ bool ipoib_link_is_up(const struct ipoib_link *l);
 uint32_t ipoib_link_mtu(const struct ipoib_link *l); /* IP MTU (0 until up) */
 uint16_t ipoib_link_pkey(const struct ipoib_link *l);
 void ipoib_link_hwaddr(const struct ipoib_link *l, struct ipoib_hwaddr *out);
+/* The GID of the port the link was created on (known from the start; the hardware
+ * address is all zero until the UD QP exists, after the broadcast join). */
+void ipoib_link_gid(const struct ipoib_link *l, union ib_gid *out);
 struct neigh_table *ipoib_link_neigh(struct ipoib_link *l);
 void ipoib_link_stats(const struct ipoib_link *l, struct ipoib_link_stats *out);
 

@@ -404,6 +404,11 @@ void ipoib_link_hwaddr(const struct ipoib_link *l, struct ipoib_hwaddr *out)
 	*out = l->hw;
 }
 
+void ipoib_link_gid(const struct ipoib_link *l, union ib_gid *out)
+{
+	*out = l->gid;
+}
+
 struct neigh_table *ipoib_link_neigh(struct ipoib_link *l)
 {
 	return l->neigh;
