@@ -91,6 +91,18 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
+static int listen_on(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
+		     bool read_only, unsigned max_clients)
+{
+	struct ctl_listen_cfg cfg = { .path = path,
+				      .mode = mode,
+				      .gid = gid,
+				      .read_only = read_only,
+				      .max_clients = max_clients };
+
+	return ctl_server_listen(srv, &cfg);
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -99,8 +111,8 @@ static int setup(void **state)
 	snprintf(f->ro_path, sizeof(f->ro_path), "/tmp/ibgw-test-ctl-ro-%d.sock", getpid());
 	assert_int_equal(evloop_new(&f->loop), 0);
 	assert_int_equal(ctl_server_new(f->loop, cmds, 2, f, &f->srv), 0);
-	assert_int_equal(ctl_server_listen(f->srv, f->path, 0600, (gid_t)-1, false), 0);
-	assert_int_equal(ctl_server_listen(f->srv, f->ro_path, 0666, (gid_t)-1, true), 0);
+	assert_int_equal(listen_on(f->srv, f->path, 0600, (gid_t)-1, false, 0), 0);
+	assert_int_equal(listen_on(f->srv, f->ro_path, 0666, (gid_t)-1, true, 0), 0);
 	assert_int_equal(pipe(f->stop_pipe), 0);
 	assert_int_equal(evloop_add_fd(f->loop, f->stop_pipe[0], EPOLLIN, on_stop, f), 0);
 	assert_int_equal(pthread_create(&f->thread, NULL, loop_thread, f), 0);
@@ -323,7 +335,7 @@ static void second_server_on_live_socket_is_refused(void **state)
 
 	assert_int_equal(evloop_new(&loop), 0);
 	assert_int_equal(ctl_server_new(loop, cmds, 2, f, &srv), 0);
-	assert_int_equal(ctl_server_listen(srv, f->path, 0600, (gid_t)-1, false), -EADDRINUSE);
+	assert_int_equal(listen_on(srv, f->path, 0600, (gid_t)-1, false, 0), -EADDRINUSE);
 	ctl_server_free(srv);
 	evloop_free(loop);
 	assert_int_equal(access(f->path, F_OK), 0); /* the live socket was not removed */
@@ -428,8 +440,8 @@ static void privileged_socket_checks_the_peer(void **state)
 	snprintf(f.ro_path, sizeof(f.ro_path), "/tmp/ibgw-test-peer-ro-%d.sock", getpid());
 	assert_int_equal(evloop_new(&f.loop), 0);
 	assert_int_equal(ctl_server_new(f.loop, cmds, 2, &f, &f.srv), 0);
-	assert_int_equal(ctl_server_listen(f.srv, f.path, 0666, PEER_GROUP, false), 0);
-	assert_int_equal(ctl_server_listen(f.srv, f.ro_path, 0666, PEER_GROUP, true), 0);
+	assert_int_equal(listen_on(f.srv, f.path, 0666, PEER_GROUP, false, 0), 0);
+	assert_int_equal(listen_on(f.srv, f.ro_path, 0666, PEER_GROUP, true, 0), 0);
 	for (int i = 0; i < 3; i++) {
 		kids[i] = fork();
 		assert_true(kids[i] >= 0);
