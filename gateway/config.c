@@ -189,7 +189,7 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 /* ---- The schema ---- */
 
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
-    check_failover, check_kernel_routes, check_metrics;
+    check_failover, check_kernel_routes, check_metrics, check_control;
 
 #define CFG      struct gw_config
 #define IBL      struct gw_ipoib_link_config
@@ -227,11 +227,23 @@ static const struct field control_fields[] = {
 	  0, "", NULL, FL_ABSPATH | FL_SUNPATH, NULL, NULL,
 	  "second socket that accepts only show requests; \"\": none" },
 	{ "socket_mode", T_MODE, offsetof(CFG, socket_mode), 0, SZ(CFG, socket_mode), 0, 0777,
-	  "0660", NULL, 0, NULL, NULL, "permissions of the sockets, in octal" },
+	  "0660", NULL, 0, NULL, NULL, "permissions of the full-access socket, in octal" },
 	{ "socket_group", T_STR, offsetof(CFG, socket_group), 0, SZ(CFG, socket_group), 0, 0, "",
-	  NULL, 0, NULL, NULL, "group owning the sockets; \"\": the daemon's group" },
+	  NULL, 0, NULL, NULL,
+	  "group owning the full-access socket, its members served; \"\": the daemon's group" },
+	{ "max_clients", T_UINT, offsetof(CFG, max_clients), 0, SZ(CFG, max_clients), 1, 1024, "64",
+	  NULL, 0, NULL, NULL, "connections the full-access socket serves at once" },
+	{ "readonly_socket_mode", T_MODE, offsetof(CFG, readonly_socket_mode), 0,
+	  SZ(CFG, readonly_socket_mode), 0, 0777, "0660", NULL, 0, NULL, NULL,
+	  "permissions of the read-only socket; 0666: every local user may run show" },
+	{ "readonly_socket_group", T_STR, offsetof(CFG, readonly_socket_group), 0,
+	  SZ(CFG, readonly_socket_group), 0, 0, "", NULL, 0, NULL, NULL,
+	  "group owning the read-only socket; \"\": socket_group's" },
+	{ "readonly_max_clients", T_UINT, offsetof(CFG, readonly_max_clients), 0,
+	  SZ(CFG, readonly_max_clients), 1, 1024, "64", NULL, 0, NULL, NULL,
+	  "connections the read-only socket serves at once, apart from the full-access ones" },
 };
-static const struct schema control_schema = { "control", control_fields, 4, 0, -1, NULL };
+static const struct schema control_schema = { "control", control_fields, 8, 0, -1, check_control };
 
 static const struct field logging_fields[] = {
 	{ "level", T_ENUM, offsetof(CFG, log_level), 0, 0, 0, 0, "info", NULL, 0, log_levels, NULL,
@@ -1686,6 +1698,22 @@ static void check_metrics(struct load *L, void *base, const struct gw_ynode *con
 		return;
 	snprintf(fpath, sizeof(fpath), "%s.listen", path);
 	verr(L, v, fpath, "'%s' is not ADDRESS:PORT (127.0.0.1:9464, [::1]:9464)", m->listen);
+}
+
+/* Two sockets on one path: the second would find the first live and refuse to start. */
+static void check_control(struct load *L, void *base, const struct gw_ynode *const *vals,
+			  const char *path, const struct gw_ynode *node)
+{
+	const struct gw_config *c = base;
+	const struct gw_ynode *v = val_of(&control_schema, vals, "readonly_socket");
+	char fpath[200];
+
+	(void)node;
+	if (!v || strcmp(c->readonly_socket, c->socket) != 0)
+		return;
+	snprintf(fpath, sizeof(fpath), "%s.readonly_socket", path);
+	verr(L, v, fpath, "'%s' is also control.socket: the two sockets need their own paths",
+	     c->readonly_socket);
 }
 
 /* ---- Checks across sections ---- */

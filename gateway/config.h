@@ -172,10 +172,14 @@ struct gw_config {
 	unsigned router_down_after; /* router_down_after: 1..10 (default 1) */
 
 	/* control: */
-	char socket[GW_PATH_MAX];          /* socket: default /run/ibgw/ibgwd.sock */
-	char readonly_socket[GW_PATH_MAX]; /* readonly_socket: "" = none */
-	uint32_t socket_mode;              /* socket_mode: default 0660 */
-	char socket_group[GW_NAME_MAX];    /* socket_group: "" = the daemon's group */
+	char socket[GW_PATH_MAX];                /* socket: default /run/ibgw/ibgwd.sock */
+	char readonly_socket[GW_PATH_MAX];       /* readonly_socket: "" = none */
+	uint32_t socket_mode;                    /* socket_mode: default 0660 */
+	char socket_group[GW_NAME_MAX];          /* socket_group: "" = the daemon's group */
+	unsigned max_clients;                    /* max_clients: 1..1024 (default 64) */
+	uint32_t readonly_socket_mode;           /* readonly_socket_mode: default 0660 */
+	char readonly_socket_group[GW_NAME_MAX]; /* readonly_socket_group: "" = socket_group */
+	unsigned readonly_max_clients;           /* readonly_max_clients: 1..1024 (default 64) */
 
 	/* logging: */
 	int log_level;  /* level: error | warning | notice | info | debug */

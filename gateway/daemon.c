@@ -319,6 +319,17 @@ static int load_config(const char *path, struct gw_config **out, char **errors)
 	return ret;
 }
 
+/* Does the control section differ? Its sockets are made at start only. */
+static bool control_changed(const struct gw_config *a, const struct gw_config *b)
+{
+	return strcmp(a->socket, b->socket) || strcmp(a->readonly_socket, b->readonly_socket) ||
+	       a->socket_mode != b->socket_mode || strcmp(a->socket_group, b->socket_group) ||
+	       a->max_clients != b->max_clients ||
+	       a->readonly_socket_mode != b->readonly_socket_mode ||
+	       strcmp(a->readonly_socket_group, b->readonly_socket_group) ||
+	       a->readonly_max_clients != b->readonly_max_clients;
+}
+
 int gw_daemon_reload(struct gw_daemon *d)
 {
 	struct gw_config *cfg = NULL;
@@ -334,8 +345,7 @@ int gw_daemon_reload(struct gw_daemon *d)
 		sd_notify(0, "READY=1\nSTATUS=running; last reload failed");
 		return -1;
 	}
-	if (strcmp(cfg->socket, d->cfg->socket) ||
-	    strcmp(cfg->readonly_socket, d->cfg->readonly_socket))
+	if (control_changed(cfg, d->cfg))
 		log_notice("control socket changes take effect at the next start");
 	log_set_level(cfg->log_level);
 	if (d->dp)
@@ -384,22 +394,45 @@ static void on_watchdog(struct evloop *loop, struct evtimer *t, void *arg)
 	sd_notify(0, "WATCHDOG=1");
 }
 
+/* A group name to its gid; "" is (gid_t)-1 (the daemon's group). */
+static int socket_gid(const char *name, gid_t *gid)
+{
+	struct group *g;
+
+	*gid = (gid_t)-1;
+	if (!name[0])
+		return 0;
+	g = getgrnam(name);
+	if (!g) {
+		log_error("control socket group '%s' does not exist", name);
+		return -1;
+	}
+	*gid = g->gr_gid;
+	return 0;
+}
+
+/*
+ * The control sockets, each with its own mode, group and client limit (docs/config.md
+ * "control"). They are made once, at start: a reload that changes the control section
+ * says the change waits for the next start.
+ */
 static int open_sockets(struct gw_daemon *d)
 {
 	const struct gw_config *cfg = d->cfg;
 	const char *path = d->opts.socket_override ? d->opts.socket_override : cfg->socket;
-	gid_t gid = (gid_t)-1;
+	const char *ro_group =
+	    cfg->readonly_socket_group[0] ? cfg->readonly_socket_group : cfg->socket_group;
+	struct ctl_listen_cfg priv = { .path = path,
+				       .mode = cfg->socket_mode,
+				       .max_clients = cfg->max_clients };
+	struct ctl_listen_cfg ro = { .path = cfg->readonly_socket,
+				     .mode = cfg->readonly_socket_mode,
+				     .read_only = true,
+				     .max_clients = cfg->readonly_max_clients };
 	int err;
 
-	if (cfg->socket_group[0]) {
-		struct group *g = getgrnam(cfg->socket_group);
-
-		if (!g) {
-			log_error("control socket group '%s' does not exist", cfg->socket_group);
-			return -1;
-		}
-		gid = g->gr_gid;
-	}
+	if (socket_gid(cfg->socket_group, &priv.gid) < 0 || socket_gid(ro_group, &ro.gid) < 0)
+		return -1;
 	/* The socket's folder (/run/ibgw) is made by systemd's RuntimeDirectory; make it
 	 * here too for a daemon started by hand. */
 	char dir[GW_PATH_MAX];
@@ -413,10 +446,10 @@ static int open_sockets(struct gw_daemon *d)
 	err = ctl_server_new(d->loop, commands, sizeof(commands) / sizeof(commands[0]), d, &d->ctl);
 	if (err < 0)
 		return -1;
-	if (ctl_server_listen(d->ctl, path, cfg->socket_mode, gid, false) < 0)
+	if (ctl_server_listen(d->ctl, &priv) < 0)
 		return -1;
 	if (cfg->readonly_socket[0] && !d->opts.socket_override &&
-	    ctl_server_listen(d->ctl, cfg->readonly_socket, 0666, gid, true) < 0)
+	    ctl_server_listen(d->ctl, &ro) < 0)
 		return -1;
 	log_info("control socket %s", path);
 	return 0;

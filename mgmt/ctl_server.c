@@ -1,9 +1,20 @@
 /*
- * Control-socket server. Each connection reads one framed request at a time into a
- * bounded buffer, runs the handler, queues the reply frames and writes them as the
- * socket drains. Nothing a client sends can block the control thread or grow memory
- * without bound: requests are capped at CTL_MAX_REQUEST, a connection with unread
- * output is not read, and a protocol error ends the connection after one error reply.
+ * Control-socket server. Each connection reads what its client sends into a bounded
+ * buffer; the complete requests in it are served in turns (below), each handler's reply
+ * frames queued and written as soon as the turn is done with the client, the rest as
+ * the socket drains. Nothing a client sends can block the control thread or grow
+ * memory without bound: requests are capped at CTL_MAX_REQUEST, a connection with
+ * unread output or a full input buffer is not read, and a protocol error ends the
+ * connection after one error reply.
+ *
+ * Turns: reading a request only queues its connection on a run queue (privileged
+ * clients on one, read-only and refused ones on another) and makes an eventfd
+ * readable. The eventfd's handler is the only place requests are served: the
+ * privileged queue first, then the read-only one, each client at most
+ * CTL_REQUESTS_PER_TURN requests before it goes to the back of its queue, and the whole
+ * turn stops once CTL_TURN_BUDGET_US has passed (the next turn goes on where it
+ * stopped). The eventfd stays readable while anything is queued, so the loop comes
+ * back at once, after its timers and the other descriptors' events have had their go.
  */
 #include "mgmt/ctl_server.h"
 
@@ -15,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,11 +39,13 @@
 
 #define OUT_HIGH_WATER (4u * 1024 * 1024) /* stop reading requests above this */
 #define MAX_LISTENERS  2
+#define IN_CAP         (CTL_HDR_LEN + CTL_MAX_REQUEST) /* one request at its largest */
 #define LOG_EVERY_MS   1000 /* refusals are logged at most this often: no log flood */
 
 struct ctl_listener {
 	int fd;
 	bool read_only;
+	unsigned max_clients, n_conns;
 	gid_t group;         /* privileged: its members are served; (gid_t)-1: none */
 	char group_name[64]; /* for the refusal message (resolved at listen, not per
 			      * connection: NSS may block) */
@@ -47,17 +61,34 @@ struct log_limit {
 
 struct ctl_conn {
 	struct ctl_server *srv;
+	struct ctl_listener *l; /* the socket it came in on */
 	int fd;
 	bool read_only;
 	bool denied;  /* privileged socket, peer not allowed: every request gets EPERM */
 	uid_t uid;    /* the peer's, for the refusal message */
 	bool closing; /* send what is queued, then close */
+	bool eof;     /* the peer sent all it will: serve what is buffered, then close */
+	bool gone;    /* the peer cannot read any more: replies are dropped */
+	bool queued;  /* on a run queue */
 	uint8_t *in;
 	size_t in_len;
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
 	struct evtimer *idle;
 	struct ctl_conn *next;
+	struct ctl_conn *run_next; /* on its run queue */
+};
+
+/* Connections with requests waiting to be served, in the order they are served. */
+struct run_queue {
+	struct ctl_conn *head, **tail;
+	unsigned len;
+};
+
+enum {
+	RUNQ_PRIVILEGED,
+	RUNQ_OTHERS,
+	N_RUNQ
 };
 
 struct ctl_reply {
@@ -76,7 +107,9 @@ struct ctl_server {
 	struct ctl_listener listeners[MAX_LISTENERS];
 	int n_listeners;
 	struct ctl_conn *conns;
-	int n_conns;
+	struct run_queue runq[N_RUNQ];
+	int wake_fd; /* eventfd: readable while a run queue is not empty */
+	bool woken;
 	uid_t self; /* the daemon's effective uid: always allowed */
 	struct log_limit denied_log, busy_log;
 	struct ctl_server_stats stats;
@@ -104,17 +137,81 @@ static const char *quiet_note(struct log_limit *l)
 	return l->note;
 }
 
+/* ---- run queues ---- */
+
+static void wake_set(struct ctl_server *srv, bool on)
+{
+	uint64_t v = 1;
+
+	if (on == srv->woken)
+		return;
+	if (on)
+		(void)!write(srv->wake_fd, &v, sizeof(v));
+	else
+		(void)!read(srv->wake_fd, &v, sizeof(v));
+	srv->woken = on;
+}
+
+static struct run_queue *runq_of(struct ctl_conn *c)
+{
+	return &c->srv->runq[c->read_only || c->denied ? RUNQ_OTHERS : RUNQ_PRIVILEGED];
+}
+
+static void runq_push(struct ctl_conn *c)
+{
+	struct run_queue *q = runq_of(c);
+
+	c->run_next = NULL;
+	*q->tail = c;
+	q->tail = &c->run_next;
+	q->len++;
+	c->queued = true;
+	wake_set(c->srv, true);
+}
+
+static struct ctl_conn *runq_pop(struct run_queue *q)
+{
+	struct ctl_conn *c = q->head;
+
+	if (!c)
+		return NULL;
+	q->head = c->run_next;
+	if (!q->head)
+		q->tail = &q->head;
+	q->len--;
+	c->queued = false;
+	return c;
+}
+
+static void runq_remove(struct ctl_conn *c)
+{
+	struct run_queue *q = runq_of(c);
+
+	for (struct ctl_conn **pp = &q->head; *pp; pp = &(*pp)->run_next) {
+		if (*pp == c) {
+			*pp = c->run_next;
+			if (q->tail == &c->run_next)
+				q->tail = pp;
+			q->len--;
+			break;
+		}
+	}
+	c->queued = false;
+}
+
 static void conn_close(struct ctl_conn *c)
 {
 	struct ctl_server *srv = c->srv;
 
+	if (c->queued)
+		runq_remove(c);
 	for (struct ctl_conn **pp = &srv->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
 			break;
 		}
 	}
-	srv->n_conns--;
+	c->l->n_conns--;
 	evloop_del_fd(srv->loop, c->fd);
 	close(c->fd);
 	evtimer_free(c->idle);
@@ -201,15 +298,19 @@ int ctl_reply_error(struct ctl_reply *reply, int status, const char *fmt, ...)
 	return status;
 }
 
+/* Read only while there is room for it and the client reads its replies; watch for
+ * its hang-up only while reading (the hang-up stays signalled: watching it while not
+ * reading would spin). */
 static void conn_update_events(struct ctl_conn *c)
 {
 	uint32_t ev = 0;
 
 	if (c->out_len > c->out_off)
 		ev |= EPOLLOUT;
-	if (!c->closing && c->out_len - c->out_off < OUT_HIGH_WATER)
-		ev |= EPOLLIN;
-	evloop_mod_fd(c->srv->loop, c->fd, ev | EPOLLRDHUP);
+	if (!c->closing && !c->eof && c->in_len < IN_CAP &&
+	    c->out_len - c->out_off < OUT_HIGH_WATER)
+		ev |= EPOLLIN | EPOLLRDHUP;
+	evloop_mod_fd(c->srv->loop, c->fd, ev);
 }
 
 /* Protocol error: one END frame saying why, then close once it is written. */
@@ -272,7 +373,7 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 	const struct ctl_command *cmd = NULL;
 	struct json_object *args = NULL;
 	char why[CTL_WHY_LEN];
-	size_t mark = c->out_len;
+	size_t mark = c->out_len - c->out_off; /* out_reserve may compact: keep it relative */
 
 	srv->stats.requests++;
 	if (c->denied) {
@@ -307,7 +408,7 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 	int status = cmd->fn(srv->ctx, args, &reply);
 	json_object_put(args);
 	if (reply.alloc_err) {
-		c->out_len = mark; /* drop the partial answer */
+		c->out_len = c->out_off + mark; /* drop the partial answer */
 		queue_end(c, h->seq, CTL_EFAILED,
 			  reply.alloc_err == -EMSGSIZE ? "reply record too large"
 						       : "out of memory building the reply");
@@ -316,15 +417,26 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 	queue_end(c, h->seq, status, reply.error[0] ? reply.error : "failed");
 }
 
-/* Handle every complete frame in the input buffer. */
-static void process_input(struct ctl_conn *c)
+/*
+ * Serve the complete frames in the input buffer, at most budget of them and none
+ * after deadline (ns) unless *first (no request served yet this turn). Returns true
+ * when it stopped for the budget or the time with a request still waiting.
+ */
+static bool process_input(struct ctl_conn *c, unsigned budget, uint64_t deadline, bool *first)
 {
 	size_t off = 0;
+	bool more = false;
 
 	while (!c->closing && c->in_len - off >= CTL_HDR_LEN &&
 	       c->out_len - c->out_off < OUT_HIGH_WATER) {
 		struct ctl_hdr h;
-		int err = ctl_hdr_decode(c->in + off, CTL_MAX_REQUEST, &h);
+		int err;
+
+		if (!budget || (!*first && evloop_now_ns() >= deadline)) {
+			more = true;
+			break;
+		}
+		err = ctl_hdr_decode(c->in + off, CTL_MAX_REQUEST, &h);
 
 		if (err == -EPROTO) {
 			conn_fail(c, 0, CTL_EBADREQ, "not an ibgw control request (bad magic)");
@@ -355,11 +467,99 @@ static void process_input(struct ctl_conn *c)
 			break; /* body not complete yet */
 		dispatch(c, &h, c->in + off + CTL_HDR_LEN);
 		off += CTL_HDR_LEN + h.len;
+		budget--;
+		*first = false;
 	}
 	if (off > 0) {
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
 	}
+	return more;
+}
+
+/* Queue the connection for the next turn if it has a request to serve. */
+static void conn_kick(struct ctl_conn *c)
+{
+	if (!c->queued && !c->closing && c->in_len >= CTL_HDR_LEN &&
+	    c->out_len - c->out_off < OUT_HIGH_WATER)
+		runq_push(c);
+}
+
+/* Write what the socket takes now. Returns -1 when the peer is gone for good. */
+static int conn_flush(struct ctl_conn *c)
+{
+	while (c->out_len > c->out_off) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->out_off += (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && errno == EAGAIN) {
+			break;
+		} else {
+			c->out_off = c->out_len = 0;
+			return -1;
+		}
+	}
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	return 0;
+}
+
+/*
+ * After an event or a turn: close the connection when nothing is left to do for it,
+ * else watch what it now needs. Returns true when it was closed.
+ */
+static bool conn_settle(struct ctl_conn *c)
+{
+	bool drained = c->out_len == c->out_off;
+
+	if ((c->closing && drained) || ((c->eof || c->gone) && !c->queued && drained)) {
+		conn_close(c);
+		return true;
+	}
+	if (c->gone) { /* still has queued requests (a write request may matter) */
+		evloop_mod_fd(c->srv->loop, c->fd, 0);
+		return false;
+	}
+	conn_update_events(c);
+	return false;
+}
+
+/* One turn: see the file's opening comment. */
+static void serve_turn(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct ctl_server *srv = arg;
+	uint64_t deadline = evloop_now_ns() + (uint64_t)CTL_TURN_BUDGET_US * 1000;
+	bool first = true;
+	(void)loop;
+	(void)fd;
+	(void)events;
+
+	for (int i = 0; i < N_RUNQ; i++) {
+		struct run_queue *q = &srv->runq[i];
+
+		/* each client queued when the turn reached this queue, once */
+		for (unsigned n = q->len; n > 0 && q->head; n--) {
+			struct ctl_conn *c;
+
+			if (!first && evloop_now_ns() >= deadline)
+				goto out;
+			c = runq_pop(q);
+			if (process_input(c, CTL_REQUESTS_PER_TURN, deadline, &first)) {
+				srv->stats.deferred++;
+				runq_push(c);
+			}
+			if (conn_flush(c) < 0)
+				c->gone = true;
+			conn_settle(c);
+		}
+	}
+out:
+	if (!srv->runq[RUNQ_PRIVILEGED].head && !srv->runq[RUNQ_OTHERS].head)
+		wake_set(srv, false);
 }
 
 static void conn_event(struct evloop *loop, int fd, uint32_t events, void *arg)
@@ -367,40 +567,26 @@ static void conn_event(struct evloop *loop, int fd, uint32_t events, void *arg)
 	struct ctl_conn *c = arg;
 	(void)loop;
 
-	if (events & EPOLLIN) {
-		size_t room = CTL_HDR_LEN + CTL_MAX_REQUEST - c->in_len;
-		ssize_t n = room ? read(fd, c->in + c->in_len, room) : 0;
+	if (events & EPOLLIN && !c->eof && c->in_len < IN_CAP) {
+		ssize_t n = read(fd, c->in + c->in_len, IN_CAP - c->in_len);
 
 		if (n > 0) {
 			c->in_len += (size_t)n;
 			evtimer_start(c->idle, CTL_IDLE_TIMEOUT_MS, 0);
-			process_input(c);
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-			if (c->out_len == c->out_off) {
-				conn_close(c);
-				return;
-			}
-			c->closing = true; /* peer half-closed: finish the reply first */
+			c->eof = true; /* peer half-closed: answer what it sent first */
 		}
 	}
-	if (events & EPOLLOUT && c->out_len > c->out_off) {
-		ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			c->out_off += (size_t)n;
-			if (c->out_off == c->out_len)
-				c->out_off = c->out_len = 0;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			conn_close(c);
-			return;
-		}
-		process_input(c); /* requests held back by the high-water mark */
+	if (events & EPOLLOUT && conn_flush(c) < 0)
+		c->gone = true;
+	if (events & (EPOLLHUP | EPOLLERR)) {
+		/* Gone: what it sent and we hold is still served (a write request is
+		 * carried out as before), but nobody is left to read the replies. */
+		c->eof = c->gone = true;
+		c->out_off = c->out_len = 0;
 	}
-	if ((events & (EPOLLHUP | EPOLLERR)) || (c->closing && c->out_len == c->out_off)) {
-		conn_close(c);
-		return;
-	}
-	conn_update_events(c);
+	conn_kick(c); /* new requests, or room again below the high-water mark */
+	conn_settle(c);
 }
 
 static void conn_idle(struct evloop *loop, struct evtimer *t, void *arg)
@@ -463,20 +649,21 @@ static bool peer_check(const struct ctl_server *srv, const struct ctl_listener *
 }
 
 /* One connection too many: say so (best effort, never blocking) and close. */
-static void refuse_busy(struct ctl_server *srv, int fd)
+static void refuse_busy(struct ctl_server *srv, const struct ctl_listener *l, int fd)
 {
-	char body[128];
+	const char *kind = l->read_only ? "read-only " : "";
+	char body[160];
 	uint8_t frame[CTL_HDR_LEN + sizeof(body)];
 	int n = snprintf(body, sizeof(body),
-			 "{\"status\":%d,\"error\":\"too many control clients (%d): try again "
+			 "{\"status\":%d,\"error\":\"too many %scontrol clients (%u): try again "
 			 "later\"}",
-			 CTL_EBUSY, CTL_MAX_CLIENTS);
+			 CTL_EBUSY, kind, l->max_clients);
 	struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, CTL_MSG_END, (uint32_t)n, 0 };
 
 	srv->stats.rejected_busy++;
 	if (log_limit_pass(&srv->busy_log)) {
-		log_warning("control: %d clients connected, refusing more%s", CTL_MAX_CLIENTS,
-			    quiet_note(&srv->busy_log));
+		log_warning("control: %u clients connected to %s, refusing more%s", l->max_clients,
+			    l->path, quiet_note(&srv->busy_log));
 		srv->busy_log.quiet = 0;
 	}
 	ctl_hdr_encode(&h, frame);
@@ -488,7 +675,7 @@ static void refuse_busy(struct ctl_server *srv, int fd)
 static void listener_event(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct ctl_server *srv = arg;
-	const struct ctl_listener *l = NULL;
+	struct ctl_listener *l = NULL;
 	struct ctl_conn *c;
 	int cfd;
 	(void)events;
@@ -502,13 +689,13 @@ static void listener_event(struct evloop *loop, int fd, uint32_t events, void *a
 			close(cfd);
 		return;
 	}
-	if (srv->n_conns >= CTL_MAX_CLIENTS) {
-		refuse_busy(srv, cfd);
+	if (l->n_conns >= l->max_clients) {
+		refuse_busy(srv, l, cfd);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
 	if (c)
-		c->in = malloc(CTL_HDR_LEN + CTL_MAX_REQUEST);
+		c->in = malloc(IN_CAP);
 	if (c)
 		c->idle = evtimer_new(loop, conn_idle, c);
 	if (!c || !c->in || !c->idle ||
@@ -522,12 +709,13 @@ static void listener_event(struct evloop *loop, int fd, uint32_t events, void *a
 		return;
 	}
 	c->srv = srv;
+	c->l = l;
 	c->fd = cfd;
 	c->read_only = l->read_only;
 	c->denied = !l->read_only && !peer_check(srv, l, cfd, &c->uid);
 	c->next = srv->conns;
 	srv->conns = c;
-	srv->n_conns++;
+	l->n_conns++;
 	srv->stats.accepted++;
 	evtimer_start(c->idle, CTL_IDLE_TIMEOUT_MS, 0);
 }
@@ -536,9 +724,26 @@ int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n
 		   struct ctl_server **out)
 {
 	struct ctl_server *srv = calloc(1, sizeof(*srv));
+	int err;
 
 	if (!srv)
 		return -ENOMEM;
+	srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (srv->wake_fd < 0) {
+		err = -errno;
+		log_errno(LOG_ERR, -err, "control: eventfd");
+		free(srv);
+		return err;
+	}
+	err = evloop_add_fd(loop, srv->wake_fd, EPOLLIN, serve_turn, srv);
+	if (err < 0) {
+		log_errno(LOG_ERR, -err, "control: watching the eventfd");
+		close(srv->wake_fd);
+		free(srv);
+		return err;
+	}
+	for (int i = 0; i < N_RUNQ; i++)
+		srv->runq[i].tail = &srv->runq[i].head;
 	srv->loop = loop;
 	srv->cmds = cmds;
 	srv->n_cmds = n_cmds;
@@ -586,14 +791,15 @@ static void group_name(gid_t gid, char *buf, size_t len)
 		snprintf(buf, len, "%u", (unsigned)gid);
 }
 
-int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
-		      bool read_only)
+int ctl_server_listen(struct ctl_server *srv, const struct ctl_listen_cfg *cfg)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = cfg->path;
+	gid_t gid = cfg->gid;
 	struct ctl_listener *l;
 	int fd, err;
 
-	if (srv->n_listeners == MAX_LISTENERS)
+	if (srv->n_listeners == MAX_LISTENERS || listener_of(srv, cfg->read_only))
 		return -ENOSPC;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		log_error("control socket path too long (max %zu): %s", sizeof(sun.sun_path) - 1,
@@ -612,7 +818,7 @@ int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid
 		log_errno(LOG_ERR, err, "control socket");
 		return -err;
 	}
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, mode) < 0 ||
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, cfg->mode) < 0 ||
 	    (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || listen(fd, 16) < 0) {
 		err = errno;
 		log_errno(LOG_ERR, err, "control socket %s", path);
@@ -628,7 +834,9 @@ int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid
 	}
 	l = &srv->listeners[srv->n_listeners++];
 	l->fd = fd;
-	l->read_only = read_only;
+	l->read_only = cfg->read_only;
+	l->max_clients = cfg->max_clients ? cfg->max_clients : CTL_MAX_CLIENTS;
+	l->n_conns = 0;
 	l->group = socket_group(path, gid);
 	group_name(l->group, l->group_name, sizeof(l->group_name));
 	snprintf(l->path, sizeof(l->path), "%s", path);
@@ -646,6 +854,8 @@ void ctl_server_free(struct ctl_server *srv)
 		close(srv->listeners[i].fd);
 		unlink(srv->listeners[i].path);
 	}
+	evloop_del_fd(srv->loop, srv->wake_fd);
+	close(srv->wake_fd);
 	free(srv);
 }
 

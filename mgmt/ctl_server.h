@@ -4,10 +4,15 @@
  *
  * Runs on the control thread's event loop; every call is from that thread. Each
  * listening socket is either privileged (all commands) or read-only (only commands
- * marked read-only, the "show" family). Limits: CTL_MAX_CLIENTS connections (one more
- * is told CTL_EBUSY and closed), one request in flight per connection, output capped
- * per connection (a client that does not read its replies stops being read), idle
- * connections closed after a timeout.
+ * marked read-only, the "show" family), with its own mode, group and client limit
+ * (one more is told CTL_EBUSY and closed): idle read-only clients cannot lock the
+ * privileged socket's users out. Requests are served in turns: each turn serves every
+ * client with requests waiting, privileged ones first, at most CTL_REQUESTS_PER_TURN
+ * requests each and CTL_TURN_BUDGET_US in all (what is left stays in the client's
+ * buffer for the next turn), so a client pipelining thousands of requests delays the
+ * others, and the timers of the same loop (failover heartbeats), by one turn at most.
+ * Output is capped per connection (a client that does not read its replies stops
+ * being read), idle connections are closed after a timeout.
  *
  * The privileged socket also checks who connected (SO_PEERCRED, SO_PEERGROUPS), so
  * that a too-open socket mode does not hand out write access: root, the daemon's own
@@ -29,8 +34,14 @@ struct json_object;
 struct ctl_server;
 struct ctl_reply;
 
-#define CTL_MAX_CLIENTS     64
+#define CTL_MAX_CLIENTS     64 /* per socket, unless its ctl_listen_cfg says otherwise */
 #define CTL_IDLE_TIMEOUT_MS 30000
+/* Per turn of the loop: requests served per client, and the time all of them may take
+ * (the first request of a turn is always served, so every turn makes progress). One
+ * `show stats` takes some 30 us: a turn stays near 2 ms, far below the failover
+ * pair's dead interval. */
+#define CTL_REQUESTS_PER_TURN 16
+#define CTL_TURN_BUDGET_US    2000
 
 /* A handler adds records to the reply and returns CTL_OK or a ctl_status (after
  * ctl_reply_error has said why). args is NULL when the request had no body. */
@@ -44,15 +55,20 @@ struct ctl_command {
 
 int ctl_server_new(struct evloop *loop, const struct ctl_command *cmds, size_t n_cmds, void *ctx,
 		   struct ctl_server **out);
+struct ctl_listen_cfg {
+	const char *path;
+	mode_t mode;          /* applied with chmod */
+	gid_t gid;            /* applied with chown; (gid_t)-1: the daemon's group */
+	bool read_only;       /* only commands marked read_only */
+	unsigned max_clients; /* connections at once; 0: CTL_MAX_CLIENTS */
+};
 /*
- * Listen on path (a stale socket file is replaced; a live one is an error: another
- * daemon owns it). mode is applied with chmod; gid (or -1) with chown. On a
- * privileged socket the members of the file's group (gid, or the daemon's group when
- * -1) are served besides root and the daemon's user. Returns 0 or -errno, having
- * logged why.
+ * Listen on cfg->path (a stale socket file is replaced; a live one is an error:
+ * another daemon owns it). On a privileged socket the members of the file's group
+ * (gid, or the daemon's group when -1) are served besides root and the daemon's user.
+ * At most one socket of each kind. Returns 0 or -errno, having logged why.
  */
-int ctl_server_listen(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
-		      bool read_only);
+int ctl_server_listen(struct ctl_server *srv, const struct ctl_listen_cfg *cfg);
 /* Close every socket and connection and unlink the socket files. */
 void ctl_server_free(struct ctl_server *srv);
 
@@ -74,9 +90,10 @@ struct ctl_peer {
 bool ctl_peer_allowed(const struct ctl_peer *p, uid_t self, gid_t group);
 
 /* Counters, for gwctl show stats later and for tests. denied: requests refused for
- * the socket (read-only) or the peer (privileged socket). */
+ * the socket (read-only) or the peer (privileged socket); deferred: turns a client
+ * ended with requests still waiting (its budget or the turn's time ran out). */
 struct ctl_server_stats {
-	uint64_t accepted, rejected_busy, requests, bad_requests, denied;
+	uint64_t accepted, rejected_busy, requests, bad_requests, denied, deferred;
 };
 void ctl_server_get_stats(const struct ctl_server *srv, struct ctl_server_stats *out);
 

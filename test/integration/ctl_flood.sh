@@ -3,9 +3,14 @@
 # nothing but the control thread and its sockets): more clients than CTL_MAX_CLIENTS,
 # thousands of pipelined requests from several clients, malformed and oversized frames,
 # bad write-request arguments, a client that never reads; afterwards the daemon still
-# answers `gwctl show version` promptly and its RSS has not kept growing. Then the
-# privileged socket's peer check end to end: gwctl as user nobody on a socket anyone may
-# open (0666) is refused, the read-only socket still serves it.
+# answers `gwctl show version` promptly and its RSS has not kept growing. Each socket has
+# its own client limit: 72 idle read-only clients do not keep root's gwctl out. A client
+# pipelining 4,000 `show stats` on the read-only socket round after round delays
+# `gwctl show version` on the privileged one by less than 50 ms (the requests are served
+# in turns: docs/architecture.md, "Control protocol"; a turn is about 2 ms, the rest is
+# room for a loaded test machine: the figures are printed). Then the privileged socket's
+# peer check end to end: gwctl as user nobody on a socket anyone may open (0666) is
+# refused, the read-only socket (0666 too, as configured) still serves it.
 #
 #   test/integration/ctl_flood.sh [BUILD_DIR]     (root; default $IBGW_BUILD or build)
 set -u
@@ -23,6 +28,7 @@ control:
   socket: $sock
   readonly_socket: $ro
   socket_mode: 0666
+  readonly_socket_mode: 0666
 logging:
   level: info
 EOF
@@ -37,7 +43,7 @@ answer_ms() {
 	echo $(((t1 - t0) / 1000000))
 }
 
-tap_plan 17
+tap_plan 22
 "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
 pid=$!
 tap_check "the daemon answers on its control socket" wait_socket
@@ -77,6 +83,37 @@ tap_like "that client could only queue so much before being held back" \
 	"$(cat "$work/noread")" '^sent [0-9]+$'
 
 rss1=$(rss_kb)
+
+# Idle read-only clients at their limit: the privileged socket's limit is its own.
+timeout 30 "$flood" "$ro" idle 72 20 >"$work/idle" &
+idle=$!
+for _ in $(seq 100); do [ -s "$work/idle" ] && break; sleep 0.1; done
+tap_is "72 idle read-only clients: 64 accepted, 8 refused" "$(cat "$work/idle")" "ok 64 busy 8"
+out=$("$gwctl" -t 5 -S "$ro" show version 2>&1); rc=$?
+tap_like "the read-only socket is full" "$rc $out" \
+	"^1 gwctl: too many read-only control clients \(64\): try again later"
+out=$("$gwctl" -t 5 -S "$sock" show version 2>&1)
+tap_like "while they hold it, gwctl on the privileged socket is served" "$out" "^ibgwd "
+kill "$idle" 2>/dev/null
+wait "$idle" 2>/dev/null
+
+# A pipelining flood on the read-only socket: the privileged socket's answer time.
+best=99999
+for _ in 1 2 3 4 5; do ms=$(answer_ms); [ "$ms" -lt "$best" ] && best=$ms; done
+timeout 60 "$flood" "$ro" pipeline 4000 4 >"$work/pipeline" &
+pipe=$!
+sleep 0.5
+worst=0
+for _ in $(seq 10); do
+	ms=$(answer_ms)
+	[ "$ms" -gt "$worst" ] && worst=$ms
+	sleep 0.1
+done
+wait "$pipe"
+tap_like "4,000 show stats a round on the read-only socket, every one answered" \
+	"$(cat "$work/pipeline")" '^rounds ([1-9][0-9]*) requests ([0-9]+) ok \2$'
+tap_like "meanwhile gwctl show version on the privileged socket: worst ${worst} ms against ${best} ms idle (delay under 50 ms; $(cat "$work/pipeline"))" \
+	"$((worst - best < 50))" '^1$'
 
 # Two more rounds of everything: once the buffers a round needs exist, memory must not
 # grow with the number of requests (20000 more per round: a leak of 50 octets each

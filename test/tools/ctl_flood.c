@@ -11,6 +11,12 @@
  *                                     on its own connection: "answered A closed B hung H"
  *   ctl_flood SOCKET noread N SECS    send up to N requests and never read the replies,
  *                                     holding the connection SECS: "sent N"
+ *   ctl_flood SOCKET idle N SECS      open N connections, one "show version" on each
+ *                                     (so the daemon has counted them), print "ok A busy
+ *                                     B" and hold the accepted ones idle for SECS
+ *   ctl_flood SOCKET pipeline N SECS  one client: N "show stats" in one write, then
+ *                                     their N replies, round after round for SECS:
+ *                                     "rounds R requests Q ok M"
  */
 #include <errno.h>
 #include <poll.h>
@@ -378,6 +384,72 @@ static int run_noread(const char *path, int n, int secs)
 	return 0;
 }
 
+static int run_idle(const char *path, int n, int secs)
+{
+	int *fds = calloc((size_t)n, sizeof(int));
+	int ok = 0, busy = 0;
+	uint8_t req[CTL_HDR_LEN];
+
+	frame(req, CTL_MAGIC, CTL_VERSION, CTL_SHOW_VERSION, 0, 1, "", 0);
+	/* One at a time: each is accepted (or refused) before the next connects. */
+	for (int i = 0; i < n; i++) {
+		int st;
+
+		fds[i] = connect_to(path);
+		if (fds[i] < 0)
+			continue;
+		send_all(fds[i], req, sizeof(req));
+		st = read_end(fds[i]);
+		if (st == CTL_OK) {
+			ok++;
+		} else {
+			busy += st == CTL_EBUSY;
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	printf("ok %d busy %d\n", ok, busy);
+	fflush(stdout);
+	sleep((unsigned)secs);
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	return 0;
+}
+
+static int run_pipeline(const char *path, int n, int secs)
+{
+	int fd = connect_to(path), rounds = 0, ok = 0;
+	uint8_t *req;
+	struct timespec t0, now;
+
+	if (fd < 0 || n < 1 || n > 4000) /* 4,000 fit the daemon's input buffer at once */
+		return 1;
+	req = malloc((size_t)n * CTL_HDR_LEN);
+	for (int i = 0; i < n; i++)
+		frame(req + (size_t)i * CTL_HDR_LEN, CTL_MAGIC, CTL_VERSION, CTL_SHOW_STATS, 0,
+		      (uint32_t)i + 1, "", 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		send_all(fd, req, (size_t)n * CTL_HDR_LEN);
+		for (int i = 0; i < n; i++) {
+			int st = read_end(fd);
+
+			if (st < 0)
+				goto out;
+			ok += st == CTL_OK;
+		}
+		rounds++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < secs);
+out:
+	printf("rounds %d requests %d ok %d\n", rounds, rounds * n, ok);
+	free(req);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[2], "clients"))
@@ -388,7 +460,11 @@ int main(int argc, char **argv)
 		return run_garbage(argv[1], atoi(argv[3]));
 	if (argc >= 5 && !strcmp(argv[2], "noread"))
 		return run_noread(argv[1], atoi(argv[3]), atoi(argv[4]));
+	if (argc >= 5 && !strcmp(argv[2], "idle"))
+		return run_idle(argv[1], atoi(argv[3]), atoi(argv[4]));
+	if (argc >= 5 && !strcmp(argv[2], "pipeline"))
+		return run_pipeline(argv[1], atoi(argv[3]), atoi(argv[4]));
 	fprintf(stderr, "usage: ctl_flood SOCKET clients N | burst C R | garbage ROUNDS | "
-			"noread N SECS\n");
+			"noread N SECS | idle N SECS | pipeline N SECS\n");
 	return 2;
 }

@@ -4,8 +4,11 @@
  * Every malformed request must get an error reply (or a closed connection when it is
  * not our protocol at all), and the server must keep answering afterwards.
  *
- * Also: the privileged socket's peer check (clients run as other users in forked
- * children when the tests run as root), and the write requests' argument codecs
+ * Also: each socket's own mode and client limit, requests served in turns (a client
+ * pipelining thousands of requests holds the others back by one turn's budget at most,
+ * shown by the order the handlers ran in, not by timing), the privileged socket's peer
+ * check (clients run as other users in forked children when the tests run as root),
+ * and the write requests' argument codecs
  * (mgmt/ctl_args.h): gwctl's words, the JSON on the wire, and `show` lines pasted back.
  */
 #include <stdarg.h>
@@ -17,12 +20,14 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,6 +47,10 @@ struct fixture {
 	int stop_pipe[2];
 	char path[64], ro_path[64];
 	int handled;
+	/* the turns test: handled when each marker request ran (loop thread writes,
+	 * the test reads after the replies: atomics, for TSan), and the gate */
+	int mark_at[2];
+	sem_t gate_entered, gate_release;
 };
 
 /* Test handlers: "show version" returns 3 records, "reload" fails on request. */
@@ -70,10 +79,38 @@ static int h_fail(void *ctx, struct json_object *args, struct ctl_reply *r)
 	return CTL_OK;
 }
 
+/* "show stats" {"who": i}: note how many "show version" ran before it. */
+static int h_mark(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct fixture *f = ctx;
+	struct json_object *who;
+	(void)r;
+
+	if (args && json_object_object_get_ex(args, "who", &who))
+		__atomic_store_n(&f->mark_at[json_object_get_int(who) & 1], f->handled,
+				 __ATOMIC_RELEASE);
+	return CTL_OK;
+}
+
+/* "show config": hold the loop until the test has written what it needs. */
+static int h_gate(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct fixture *f = ctx;
+	(void)args;
+	(void)r;
+
+	sem_post(&f->gate_entered);
+	sem_wait(&f->gate_release);
+	return CTL_OK;
+}
+
 static const struct ctl_command cmds[] = {
 	{ CTL_SHOW_VERSION, true, h_records },
 	{ CTL_RELOAD, false, h_fail },
+	{ CTL_SHOW_STATS, true, h_mark },
+	{ CTL_SHOW_CONFIG, true, h_gate },
 };
+#define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 static void on_stop(struct evloop *loop, int fd, uint32_t ev, void *arg)
 {
@@ -91,6 +128,18 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
+static int listen_on(struct ctl_server *srv, const char *path, mode_t mode, gid_t gid,
+		     bool read_only, unsigned max_clients)
+{
+	struct ctl_listen_cfg cfg = { .path = path,
+				      .mode = mode,
+				      .gid = gid,
+				      .read_only = read_only,
+				      .max_clients = max_clients };
+
+	return ctl_server_listen(srv, &cfg);
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -98,9 +147,9 @@ static int setup(void **state)
 	snprintf(f->path, sizeof(f->path), "/tmp/ibgw-test-ctl-%d.sock", getpid());
 	snprintf(f->ro_path, sizeof(f->ro_path), "/tmp/ibgw-test-ctl-ro-%d.sock", getpid());
 	assert_int_equal(evloop_new(&f->loop), 0);
-	assert_int_equal(ctl_server_new(f->loop, cmds, 2, f, &f->srv), 0);
-	assert_int_equal(ctl_server_listen(f->srv, f->path, 0600, (gid_t)-1, false), 0);
-	assert_int_equal(ctl_server_listen(f->srv, f->ro_path, 0666, (gid_t)-1, true), 0);
+	assert_int_equal(ctl_server_new(f->loop, cmds, N_CMDS, f, &f->srv), 0);
+	assert_int_equal(listen_on(f->srv, f->path, 0600, (gid_t)-1, false, 0), 0);
+	assert_int_equal(listen_on(f->srv, f->ro_path, 0666, (gid_t)-1, true, 0), 0);
 	assert_int_equal(pipe(f->stop_pipe), 0);
 	assert_int_equal(evloop_add_fd(f->loop, f->stop_pipe[0], EPOLLIN, on_stop, f), 0);
 	assert_int_equal(pthread_create(&f->thread, NULL, loop_thread, f), 0);
@@ -322,11 +371,239 @@ static void second_server_on_live_socket_is_refused(void **state)
 	struct ctl_server *srv;
 
 	assert_int_equal(evloop_new(&loop), 0);
-	assert_int_equal(ctl_server_new(loop, cmds, 2, f, &srv), 0);
-	assert_int_equal(ctl_server_listen(srv, f->path, 0600, (gid_t)-1, false), -EADDRINUSE);
+	assert_int_equal(ctl_server_new(loop, cmds, N_CMDS, f, &srv), 0);
+	assert_int_equal(listen_on(srv, f->path, 0600, (gid_t)-1, false, 0), -EADDRINUSE);
 	ctl_server_free(srv);
 	evloop_free(loop);
 	assert_int_equal(access(f->path, F_OK), 0); /* the live socket was not removed */
+}
+
+/* ---- each socket its own mode and limit; requests in turns ----------------------------- */
+
+/* A fixture with the given sockets' settings, its loop running. */
+static void start(struct fixture *f, mode_t mode, unsigned max, mode_t ro_mode, unsigned ro_max)
+{
+	snprintf(f->path, sizeof(f->path), "/tmp/ibgw-test-ctl-%d.sock", getpid());
+	snprintf(f->ro_path, sizeof(f->ro_path), "/tmp/ibgw-test-ctl-ro-%d.sock", getpid());
+	assert_int_equal(sem_init(&f->gate_entered, 0, 0), 0);
+	assert_int_equal(sem_init(&f->gate_release, 0, 0), 0);
+	assert_int_equal(evloop_new(&f->loop), 0);
+	assert_int_equal(ctl_server_new(f->loop, cmds, N_CMDS, f, &f->srv), 0);
+	assert_int_equal(listen_on(f->srv, f->path, mode, (gid_t)-1, false, max), 0);
+	assert_int_equal(listen_on(f->srv, f->ro_path, ro_mode, (gid_t)-1, true, ro_max), 0);
+	assert_int_equal(pipe(f->stop_pipe), 0);
+	assert_int_equal(evloop_add_fd(f->loop, f->stop_pipe[0], EPOLLIN, on_stop, f), 0);
+	assert_int_equal(pthread_create(&f->thread, NULL, loop_thread, f), 0);
+}
+
+static void stop(struct fixture *f)
+{
+	void *state = f;
+
+	teardown(&state); /* frees f */
+}
+
+static void sockets_have_their_own_mode_and_limit(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct ctl_client ro[4], priv[3];
+	struct stat st;
+	const char *err;
+	int n = 0;
+	(void)state;
+
+	start(f, 0640, 2, 0604, 3);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(stat(f->ro_path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0604);
+
+	/* The read-only socket at its limit (each client served once, so accepted)... */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ctl_client_connect(&ro[i], f->ro_path, 2000), 0);
+		assert_int_equal(
+		    ctl_client_request(&ro[i], CTL_SHOW_VERSION, NULL, NULL, NULL, &err), CTL_OK);
+	}
+	assert_int_equal(ctl_client_connect(&ro[3], f->ro_path, 2000), 0);
+	assert_int_equal(ctl_client_request(&ro[3], CTL_SHOW_VERSION, NULL, NULL, NULL, &err),
+			 CTL_EBUSY);
+	assert_string_equal(err, "too many read-only control clients (3): try again later");
+	ctl_client_close(&ro[3]);
+	/* ...does not keep a privileged client out: its limit is its own. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ctl_client_connect(&priv[i], f->path, 2000), 0);
+		assert_int_equal(
+		    ctl_client_request(&priv[i], CTL_SHOW_VERSION, NULL, count_record, &n, &err),
+		    CTL_OK);
+		n = 0;
+	}
+	assert_int_equal(ctl_client_connect(&priv[2], f->path, 2000), 0);
+	assert_int_equal(ctl_client_request(&priv[2], CTL_SHOW_VERSION, NULL, NULL, NULL, &err),
+			 CTL_EBUSY);
+	assert_string_equal(err, "too many control clients (2): try again later");
+	ctl_client_close(&priv[2]);
+	/* One read-only client leaves: another takes its place. */
+	ctl_client_close(&ro[0]);
+	for (int tries = 0;; tries++) {
+		int rc;
+
+		assert_int_equal(ctl_client_connect(&ro[0], f->ro_path, 2000), 0);
+		rc = ctl_client_request(&ro[0], CTL_SHOW_VERSION, NULL, NULL, NULL, &err);
+		if (rc == CTL_OK)
+			break;
+		/* the server may not have seen the close yet */
+		assert_int_equal(rc, CTL_EBUSY);
+		assert_true(tries < 100);
+		ctl_client_close(&ro[0]);
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	for (int i = 0; i < 3; i++)
+		ctl_client_close(&ro[i]);
+	for (int i = 0; i < 2; i++)
+		ctl_client_close(&priv[i]);
+	stop(f);
+}
+
+/* Read one frame (body NUL-terminated into body[cap]); 0 or -1. */
+static int read_frame(int fd, struct ctl_hdr *h, char *body, size_t cap)
+{
+	uint8_t hdr[CTL_HDR_LEN];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, 5000) != 1 || recv(fd, hdr, sizeof(hdr), MSG_WAITALL) != sizeof(hdr) ||
+	    ctl_hdr_decode(hdr, CTL_MAX_REPLY, h) < 0 || h->len >= cap ||
+	    (h->len && recv(fd, body, h->len, MSG_WAITALL) != (ssize_t)h->len))
+		return -1;
+	body[h->len] = '\0';
+	return 0;
+}
+
+/* Read frames up to the END of request seq; its status, or -1. */
+static int read_end(int fd, uint32_t seq)
+{
+	struct ctl_hdr h;
+	char body[4096];
+
+	while (read_frame(fd, &h, body, sizeof(body)) == 0) {
+		if (h.seq == seq && h.type == CTL_MSG_END)
+			return strstr(body, "\"status\":0") ? 0 : 1;
+	}
+	return -1;
+}
+
+static void send_request(int fd, uint16_t type, uint32_t seq, const char *body)
+{
+	uint8_t buf[256];
+	struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, type, (uint32_t)strlen(body), seq };
+
+	ctl_hdr_encode(&h, buf);
+	memcpy(buf + CTL_HDR_LEN, body, strlen(body));
+	assert_int_equal(send(fd, buf, CTL_HDR_LEN + strlen(body), MSG_NOSIGNAL),
+			 (ssize_t)(CTL_HDR_LEN + strlen(body)));
+}
+
+#define FLOOD 4000
+
+/*
+ * A read-only client pipelines 4,000 requests in one write while another read-only
+ * client and a privileged one send one each. With the loop held (a handler waiting on
+ * a semaphore) until all of it is in the sockets, the next turn sees all three at once:
+ * the privileged request runs before any of the flood, the read-only one after at most
+ * CTL_REQUESTS_PER_TURN of it (all 4,000 would run first without turns). Order, not time.
+ */
+static void flood_is_served_in_turns(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct ctl_client gate, flood, ro, priv;
+	uint8_t *buf = malloc((size_t)FLOOD * CTL_HDR_LEN);
+	const char *err;
+	(void)state;
+
+	start(f, 0600, 0, 0666, 0);
+	f->mark_at[0] = f->mark_at[1] = -1;
+	assert_int_equal(ctl_client_connect(&gate, f->ro_path, 5000), 0);
+	assert_int_equal(ctl_client_connect(&flood, f->ro_path, 5000), 0);
+	assert_int_equal(ctl_client_connect(&ro, f->ro_path, 5000), 0);
+	assert_int_equal(ctl_client_connect(&priv, f->path, 5000), 0);
+	/* One exchange each (refused: no handler runs), so that all are accepted and
+	 * watched before the gate closes. */
+	assert_int_equal(ctl_client_request(&flood, CTL_RELOAD, NULL, NULL, NULL, &err), CTL_EPERM);
+	assert_int_equal(ctl_client_request(&ro, CTL_RELOAD, NULL, NULL, NULL, &err), CTL_EPERM);
+	assert_int_equal(ctl_client_request(&priv, 777, NULL, NULL, NULL, &err), CTL_EUNKNOWN);
+
+	send_request(gate.fd, CTL_SHOW_CONFIG, 1, "");
+	assert_int_equal(sem_wait(&f->gate_entered), 0);
+	for (uint32_t i = 0; i < FLOOD; i++) {
+		struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, CTL_SHOW_VERSION, 0, 1000 + i };
+
+		ctl_hdr_encode(&h, buf + (size_t)i * CTL_HDR_LEN);
+	}
+	assert_int_equal(send(flood.fd, buf, (size_t)FLOOD * CTL_HDR_LEN, MSG_NOSIGNAL),
+			 (ssize_t)FLOOD * CTL_HDR_LEN);
+	send_request(ro.fd, CTL_SHOW_STATS, 2, "{\"who\":0}");
+	send_request(priv.fd, CTL_SHOW_STATS, 3, "{\"who\":1}");
+	assert_int_equal(sem_post(&f->gate_release), 0);
+
+	assert_int_equal(read_end(gate.fd, 1), 0);
+	assert_int_equal(read_end(priv.fd, 3), 0);
+	assert_int_equal(read_end(ro.fd, 2), 0);
+	int priv_at = __atomic_load_n(&f->mark_at[1], __ATOMIC_ACQUIRE);
+	int ro_at = __atomic_load_n(&f->mark_at[0], __ATOMIC_ACQUIRE);
+	print_message("flood requests served before: the privileged one %d, the read-only one %d "
+		      "(budget %d)\n",
+		      priv_at, ro_at, CTL_REQUESTS_PER_TURN);
+	assert_int_equal(priv_at, 0);
+	assert_in_range(ro_at, 0, CTL_REQUESTS_PER_TURN);
+	/* and the flood is answered in full, in order */
+	for (uint32_t i = 0; i < FLOOD; i++)
+		assert_int_equal(read_end(flood.fd, 1000 + i), 0);
+	ctl_client_close(&gate);
+	ctl_client_close(&flood);
+	ctl_client_close(&ro);
+	ctl_client_close(&priv);
+	free(buf);
+	stop(f);
+}
+
+/* A client that sends its requests and hangs up: what it sent is still carried out. */
+static void requests_of_a_closed_client_are_served(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct ctl_client c;
+	uint8_t *buf = malloc((size_t)100 * CTL_HDR_LEN);
+	(void)state;
+
+	start(f, 0600, 0, 0666, 0);
+	assert_int_equal(ctl_client_connect(&c, f->ro_path, 5000), 0);
+	for (uint32_t i = 0; i < 100; i++) {
+		struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, CTL_SHOW_VERSION, 0, i };
+
+		ctl_hdr_encode(&h, buf + (size_t)i * CTL_HDR_LEN);
+	}
+	assert_int_equal(send(c.fd, buf, (size_t)100 * CTL_HDR_LEN, MSG_NOSIGNAL),
+			 (ssize_t)100 * CTL_HDR_LEN);
+	ctl_client_close(&c);
+	/* the last one marks the end: the server serves in order */
+	assert_int_equal(ctl_client_connect(&c, f->ro_path, 5000), 0);
+	for (int tries = 0; tries < 500; tries++) {
+		const char *err;
+		struct json_object *who = json_object_new_object();
+
+		json_object_object_add(who, "who", json_object_new_int(0));
+		f->mark_at[0] = -1;
+		assert_int_equal(ctl_client_request(&c, CTL_SHOW_STATS, who, NULL, NULL, &err),
+				 CTL_OK);
+		json_object_put(who);
+		if (__atomic_load_n(&f->mark_at[0], __ATOMIC_ACQUIRE) == 100)
+			break;
+		nanosleep(&(struct timespec){ 0, 2 * 1000 * 1000 }, NULL);
+	}
+	assert_int_equal(__atomic_load_n(&f->mark_at[0], __ATOMIC_ACQUIRE), 100);
+	ctl_client_close(&c);
+	free(buf);
+	stop(f);
 }
 
 /* ---- the privileged socket's peer check ------------------------------------------------ */
@@ -427,9 +704,9 @@ static void privileged_socket_checks_the_peer(void **state)
 	snprintf(f.path, sizeof(f.path), "/tmp/ibgw-test-peer-%d.sock", getpid());
 	snprintf(f.ro_path, sizeof(f.ro_path), "/tmp/ibgw-test-peer-ro-%d.sock", getpid());
 	assert_int_equal(evloop_new(&f.loop), 0);
-	assert_int_equal(ctl_server_new(f.loop, cmds, 2, &f, &f.srv), 0);
-	assert_int_equal(ctl_server_listen(f.srv, f.path, 0666, PEER_GROUP, false), 0);
-	assert_int_equal(ctl_server_listen(f.srv, f.ro_path, 0666, PEER_GROUP, true), 0);
+	assert_int_equal(ctl_server_new(f.loop, cmds, N_CMDS, &f, &f.srv), 0);
+	assert_int_equal(listen_on(f.srv, f.path, 0666, PEER_GROUP, false, 0), 0);
+	assert_int_equal(listen_on(f.srv, f.ro_path, 0666, PEER_GROUP, true, 0), 0);
 	for (int i = 0; i < 3; i++) {
 		kids[i] = fork();
 		assert_true(kids[i] >= 0);
@@ -838,6 +1115,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(second_server_on_live_socket_is_refused, setup,
 						teardown),
+		cmocka_unit_test(sockets_have_their_own_mode_and_limit),
+		cmocka_unit_test(flood_is_served_in_turns),
+		cmocka_unit_test(requests_of_a_closed_client_are_served),
 		cmocka_unit_test(peer_rule),
 		cmocka_unit_test(privileged_socket_checks_the_peer),
 		cmocka_unit_test(route_words_parse),
