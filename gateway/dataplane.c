@@ -572,6 +572,31 @@ static const struct gw_proxy_config *proxy_of(const struct gw_config *cfg, const
 	return NULL;
 }
 
+/*
+ * An IPoIB link's subnets for learning (issue 20): its addresses, the proxy prefixes
+ * that live on it (pc, as the engine has them) and the static routes straight to it
+ * (no via). The Ethernet side's slow path reads the same from the engine's interface
+ * and the route table.
+ */
+static void ipoib_on_link_apply(struct dp_link *k, const struct gw_config *cfg,
+				const struct fwd_proxy_config *pc)
+{
+	struct ip_prefix p[DP_MAX_ADDRS + FWD_IF_MAX_PROXY + 64];
+	unsigned n = 0;
+	int ret;
+
+	for (unsigned i = 0; i < k->n_addrs && n < DP_MAX_ADDRS; i++)
+		p[n++] = k->addrs[i];
+	for (unsigned i = 0; i < pc->n_prefixes; i++)
+		p[n++] = pc->prefixes[i];
+	for (unsigned i = 0; i < cfg->n_routes && n < sizeof(p) / sizeof(p[0]); i++)
+		if (!cfg->routes[i].n_via && !strcmp(cfg->routes[i].dev, k->name))
+			p[n++] = cfg->routes[i].prefix;
+	ret = ipoib_link_set_on_link(k->link, p, n);
+	if (ret < 0)
+		log_errno(LOG_ERR, -ret, "%s: subnets for neighbour learning", k->name);
+}
+
 static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	static const struct gw_proxy_config none;
@@ -628,6 +653,8 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 
 		if (ret < 0)
 			log_errno(LOG_ERR, -ret, "%s: proxy settings refused", dp->links[i].name);
+		if (dp->links[i].link)
+			ipoib_on_link_apply(&dp->links[i], cfg, &pc[i]);
 	}
 }
 
