@@ -658,6 +658,23 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 }
 
+/* The config's neighbour-table limits; the timers not in the config keep Linux's
+ * defaults (neigh_params_defaults). */
+static struct neigh_params neigh_params_of(const struct gw_neigh_config *c)
+{
+	struct neigh_params p = {
+		.base_reachable_ms = c->base_reachable_time_ms,
+		.unres_qlen = c->unres_qlen,
+		.gc_thresh1 = c->gc_thresh1,
+		.gc_thresh2 = c->gc_thresh2,
+		.gc_thresh3 = c->gc_thresh3,
+		.max_unresolved = c->max_unresolved,
+	};
+
+	neigh_params_defaults(&p);
+	return p;
+}
+
 /* A slot for a new link: a free one (left by a removal) or the next. NULL: full. */
 static struct dp_link *link_alloc(struct gw_dp *dp)
 {
@@ -726,6 +743,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		 * cm port per IB port, shared by its connected links. */
 		.connected = c->mode == GW_IPOIB_CONNECTED,
 		.defer = dp_defer,
+		.neigh = dp->neigh,
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
@@ -1207,9 +1225,10 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		log_errno(LOG_ERR, -ret, "route table");
 		goto fail;
 	}
-	struct fwd_engine_config ec = { .n_workers = dp->n_workers,
-					.rt = dp->rt,
-					.defer = dp_defer };
+	dp->neigh = neigh_params_of(&cfg->neighbours);
+	struct fwd_engine_config ec = {
+		.n_workers = dp->n_workers, .rt = dp->rt, .defer = dp_defer, .eth_neigh = dp->neigh
+	};
 
 	ret = fwd_engine_new(&ec, &dp->e);
 	if (ret < 0) {
@@ -1642,6 +1661,9 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	if (cfg->failover.enabled != (dp->ha != NULL))
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
+	struct neigh_params np = neigh_params_of(&cfg->neighbours);
+	if (memcmp(&np, &dp->neigh, sizeof(np)))
+		log_warning("reload: neighbours limits take effect at the next start");
 	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;
