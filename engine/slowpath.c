@@ -483,6 +483,29 @@ static void resolve_other(struct fwd_sp *sp, uint32_t k, int family, const uint8
 		(void)neigh_resolve(f->neigh, family, addr, NULL);
 }
 
+/*
+ * Whether a sender heard on in may create a neighbour entry (issue 20, RFC 6583): only
+ * inside in's subnets (its addresses, the prefixes that live on it, a route that reaches
+ * it directly through in) or IPv6 link-local. Anything else is counted (learn_refused)
+ * and not learned; answering is not affected.
+ */
+static unsigned learn_create(struct fwd_sp *sp, const struct fwd_if *in, int family,
+			     const uint8_t *addr)
+{
+	struct ip_addr a = { .family = (uint8_t)family };
+	const struct rt_fib_nh *nh;
+
+	if (neigh_on_link(in->addrs, in->n_addrs, family, addr) ||
+	    neigh_on_link(in->proxy.prefixes, in->proxy.n_prefixes, family, addr))
+		return NEIGH_F_CREATE;
+	memcpy(a.bytes, addr, family == AF_INET ? 4 : 16);
+	nh = rt_lookup(sp->e->rt, &a, 0);
+	if (nh && nh->type == RT_NH_CONNECTED && nh->ifindex == in->index)
+		return NEIGH_F_CREATE;
+	neigh_learn_refused(in->neigh);
+	return 0;
+}
+
 static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *frame, size_t len)
 {
 	struct arp_pkt a;
@@ -516,7 +539,7 @@ static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *f
 					  NEIGH_F_SOLICITED | NEIGH_F_OVERRIDE);
 		else if (for_us && kind == ARP_KIND_REQUEST)
 			ne = neigh_update(in->neigh, AF_INET, spa, &ll,
-					  NEIGH_F_CREATE | NEIGH_F_OVERRIDE);
+					  learn_create(sp, in, AF_INET, spa) | NEIGH_F_OVERRIDE);
 		else
 			ne = neigh_update(in->neigh, AF_INET, spa, &ll, NEIGH_F_OVERRIDE);
 		if (ne)
@@ -588,7 +611,7 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 	if (!m.dad && m.sllao) {
 		memcpy(ll.addr, m.sllao, 6);
 		if (neigh_update(in->neigh, AF_INET6, m.src, &ll,
-				 NEIGH_F_CREATE | NEIGH_F_OVERRIDE))
+				 learn_create(sp, in, AF_INET6, m.src) | NEIGH_F_OVERRIDE))
 			neighbour_learned(sp, in->index, AF_INET6, m.src);
 	}
 	if (is_own(s, AF_INET6, m.target, &where) && where == in->index) {

@@ -189,7 +189,7 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 /* ---- The schema ---- */
 
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
-    check_failover, check_kernel_routes, check_metrics, check_control;
+    check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours;
 
 #define CFG      struct gw_config
 #define IBL      struct gw_ipoib_link_config
@@ -450,6 +450,30 @@ static const struct field metrics_fields[] = {
 };
 static const struct schema metrics_schema = { "metrics", metrics_fields, 1, 0, -1, check_metrics };
 
+#define NB     struct gw_neigh_config
+#define NB_MAX 4194304 /* table/neigh.c's largest gc_thresh3 */
+
+static const struct field neighbour_fields[] = {
+	{ "gc_thresh1", T_UINT, offsetof(NB, gc_thresh1), 0, SZ(NB, gc_thresh1), 1, NB_MAX, "128",
+	  NULL, 0, NULL, NULL, "below this many entries the periodic GC removes only FAILED ones" },
+	{ "gc_thresh2", T_UINT, offsetof(NB, gc_thresh2), 0, SZ(NB, gc_thresh2), 1, NB_MAX, "512",
+	  NULL, 0, NULL, NULL,
+	  "from this many, creating an entry forces a GC (at most every 5 s)" },
+	{ "gc_thresh3", T_UINT, offsetof(NB, gc_thresh3), 0, SZ(NB, gc_thresh3), 16, NB_MAX, "1024",
+	  NULL, 0, NULL, NULL,
+	  "most entries per table; a newcomer then evicts an idle one or is refused" },
+	{ "max_unresolved", T_UINT, offsetof(NB, max_unresolved), 0, SZ(NB, max_unresolved), 1,
+	  NB_MAX, NULL, "gc_thresh3 / 4", 0, NULL, NULL,
+	  "most INCOMPLETE entries; a newer resolution evicts the oldest; below gc_thresh3" },
+	{ "unres_qlen", T_UINT, offsetof(NB, unres_qlen), 0, SZ(NB, unres_qlen), 1, 1024, "3", NULL,
+	  0, NULL, NULL, "packets parked per unresolved neighbour; overflow drops the oldest" },
+	{ "base_reachable_time_ms", T_UINT, offsetof(NB, base_reachable_time_ms), 0,
+	  SZ(NB, base_reachable_time_ms), 1000, 3600000, "30000", NULL, 0, NULL, NULL,
+	  "a confirmed neighbour stays REACHABLE a random 0.5 to 1.5 times this" },
+};
+static const struct schema neighbour_schema = { "neighbours", neighbour_fields, 6, 0,
+						-1,           check_neighbours };
+
 static const struct field top_fields[] = {
 	{ "gateway", T_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, &gateway_schema,
 	  "the box itself" },
@@ -472,8 +496,10 @@ static const struct field top_fields[] = {
 	  &kernel_routes_schema, "routes exchanged with kernel tables for BIRD/FRR; absent: none" },
 	{ "metrics", T_SECTION, offsetof(CFG, metrics), 0, 0, 0, 0, NULL, NULL, 0, NULL,
 	  &metrics_schema, "Prometheus metrics endpoint" },
+	{ "neighbours", T_SECTION, offsetof(CFG, neighbours), 0, 0, 0, 0, NULL, NULL, 0, NULL,
+	  &neighbour_schema, "limits of every neighbour table (ARP/ND cache); at start only" },
 };
-static const struct schema top_schema = { "top level", top_fields, 10, sizeof(CFG), -1, NULL };
+static const struct schema top_schema = { "top level", top_fields, 11, sizeof(CFG), -1, NULL };
 
 /* ---- Small helpers ---- */
 
@@ -1714,6 +1740,43 @@ static void check_control(struct load *L, void *base, const struct gw_ynode *con
 	snprintf(fpath, sizeof(fpath), "%s.readonly_socket", path);
 	verr(L, v, fpath, "'%s' is also control.socket: the two sockets need their own paths",
 	     c->readonly_socket);
+}
+
+/* The thresholds in order, and room in a full table for more than resolutions. */
+static void check_neighbours(struct load *L, void *base, const struct gw_ynode *const *vals,
+			     const char *path, const struct gw_ynode *node)
+{
+	struct gw_neigh_config *n = base;
+	const struct gw_ynode *t1 = val_of(&neighbour_schema, vals, "gc_thresh1"),
+			      *t2 = val_of(&neighbour_schema, vals, "gc_thresh2"),
+			      *t3 = val_of(&neighbour_schema, vals, "gc_thresh3"),
+			      *mu = val_of(&neighbour_schema, vals, "max_unresolved");
+	bool ok1 = usable(L, t1, &n->gc_thresh1), ok2 = usable(L, t2, &n->gc_thresh2),
+	     ok3 = usable(L, t3, &n->gc_thresh3);
+	char fpath[200];
+
+	(void)node;
+	/* Point at the key given (the other is its default). */
+	if (ok1 && ok2 && n->gc_thresh1 > n->gc_thresh2) {
+		snprintf(fpath, sizeof(fpath), "%s.%s", path, t1 ? "gc_thresh1" : "gc_thresh2");
+		verr(L, t1 ? t1 : t2, fpath, "gc_thresh1 (%u) is above gc_thresh2 (%u); want %s",
+		     n->gc_thresh1, n->gc_thresh2, "gc_thresh1 <= gc_thresh2 <= gc_thresh3");
+	}
+	if (ok2 && ok3 && n->gc_thresh2 > n->gc_thresh3) {
+		snprintf(fpath, sizeof(fpath), "%s.%s", path, t2 ? "gc_thresh2" : "gc_thresh3");
+		verr(L, t2 ? t2 : t3, fpath, "gc_thresh2 (%u) is above gc_thresh3 (%u); want %s",
+		     n->gc_thresh2, n->gc_thresh3, "gc_thresh1 <= gc_thresh2 <= gc_thresh3");
+	}
+	if (!mu) {
+		if (ok3)
+			n->max_unresolved = n->gc_thresh3 / 4;
+	} else if (recorded(L, &n->max_unresolved) && ok3 && n->max_unresolved >= n->gc_thresh3) {
+		snprintf(fpath, sizeof(fpath), "%s.max_unresolved", path);
+		verr(
+		    L, mu, fpath,
+		    "%u would let resolutions take the whole table; want less than gc_thresh3 (%u)",
+		    n->max_unresolved, n->gc_thresh3);
+	}
 }
 
 /* ---- Checks across sections ---- */

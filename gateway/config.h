@@ -155,6 +155,19 @@ struct gw_kernel_routes_config {
 	uint32_t import_table; /* import_table: 0 = none */
 };
 
+/* Neighbour tables (table/neigh.h), one per link and interface, each with these limits;
+ * Linux's defaults (gc_thresh1/2/3, unres_qlen, base_reachable_time_ms), plus the cap
+ * on entries being resolved (issue 20: a scan of a large prefix must not take the
+ * table). Read when a table is made: a reload keeps the running tables' limits. */
+struct gw_neigh_config {
+	unsigned gc_thresh1;             /* gc_thresh1: 128; no periodic GC below */
+	unsigned gc_thresh2;             /* gc_thresh2: 512; forced GC at most every 5 s */
+	unsigned gc_thresh3;             /* gc_thresh3: 1024; the table's size */
+	unsigned max_unresolved;         /* max_unresolved: gc_thresh3 / 4; below gc_thresh3 */
+	unsigned unres_qlen;             /* unres_qlen: 3 packets per unresolved entry */
+	uint32_t base_reachable_time_ms; /* base_reachable_time_ms: 30000 */
+};
+
 /* Prometheus text exposition over HTTP. */
 struct gw_metrics_config {
 	char listen[64]; /* listen: "127.0.0.1:9464", "[::1]:9464"; "": no endpoint */
@@ -196,6 +209,7 @@ struct gw_config {
 	struct gw_failover_config failover;
 	struct gw_kernel_routes_config kernel_routes;
 	struct gw_metrics_config metrics;
+	struct gw_neigh_config neighbours;
 };
 
 /* Errors found while loading, each "file:line:column: message". */

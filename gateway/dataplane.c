@@ -572,6 +572,31 @@ static const struct gw_proxy_config *proxy_of(const struct gw_config *cfg, const
 	return NULL;
 }
 
+/*
+ * An IPoIB link's subnets for learning (issue 20): its addresses, the proxy prefixes
+ * that live on it (pc, as the engine has them) and the static routes straight to it
+ * (no via). The Ethernet side's slow path reads the same from the engine's interface
+ * and the route table.
+ */
+static void ipoib_on_link_apply(struct dp_link *k, const struct gw_config *cfg,
+				const struct fwd_proxy_config *pc)
+{
+	struct ip_prefix p[DP_MAX_ADDRS + FWD_IF_MAX_PROXY + 64];
+	unsigned n = 0;
+	int ret;
+
+	for (unsigned i = 0; i < k->n_addrs && n < DP_MAX_ADDRS; i++)
+		p[n++] = k->addrs[i];
+	for (unsigned i = 0; i < pc->n_prefixes; i++)
+		p[n++] = pc->prefixes[i];
+	for (unsigned i = 0; i < cfg->n_routes && n < sizeof(p) / sizeof(p[0]); i++)
+		if (!cfg->routes[i].n_via && !strcmp(cfg->routes[i].dev, k->name))
+			p[n++] = cfg->routes[i].prefix;
+	ret = ipoib_link_set_on_link(k->link, p, n);
+	if (ret < 0)
+		log_errno(LOG_ERR, -ret, "%s: subnets for neighbour learning", k->name);
+}
+
 static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	static const struct gw_proxy_config none;
@@ -628,7 +653,26 @@ static void proxy_apply(struct gw_dp *dp, const struct gw_config *cfg)
 
 		if (ret < 0)
 			log_errno(LOG_ERR, -ret, "%s: proxy settings refused", dp->links[i].name);
+		if (dp->links[i].link)
+			ipoib_on_link_apply(&dp->links[i], cfg, &pc[i]);
 	}
+}
+
+/* The config's neighbour-table limits; the timers not in the config keep Linux's
+ * defaults (neigh_params_defaults). */
+static struct neigh_params neigh_params_of(const struct gw_neigh_config *c)
+{
+	struct neigh_params p = {
+		.base_reachable_ms = c->base_reachable_time_ms,
+		.unres_qlen = c->unres_qlen,
+		.gc_thresh1 = c->gc_thresh1,
+		.gc_thresh2 = c->gc_thresh2,
+		.gc_thresh3 = c->gc_thresh3,
+		.max_unresolved = c->max_unresolved,
+	};
+
+	neigh_params_defaults(&p);
+	return p;
 }
 
 /* A slot for a new link: a free one (left by a removal) or the next. NULL: full. */
@@ -699,6 +743,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		 * cm port per IB port, shared by its connected links. */
 		.connected = c->mode == GW_IPOIB_CONNECTED,
 		.defer = dp_defer,
+		.neigh = dp->neigh,
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
@@ -1180,9 +1225,10 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		log_errno(LOG_ERR, -ret, "route table");
 		goto fail;
 	}
-	struct fwd_engine_config ec = { .n_workers = dp->n_workers,
-					.rt = dp->rt,
-					.defer = dp_defer };
+	dp->neigh = neigh_params_of(&cfg->neighbours);
+	struct fwd_engine_config ec = {
+		.n_workers = dp->n_workers, .rt = dp->rt, .defer = dp_defer, .eth_neigh = dp->neigh
+	};
 
 	ret = fwd_engine_new(&ec, &dp->e);
 	if (ret < 0) {
@@ -1618,6 +1664,9 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
 	dp_ha_config(dp, cfg);
+	struct neigh_params np = neigh_params_of(&cfg->neighbours);
+	if (memcmp(&np, &dp->neigh, sizeof(np)))
+		log_warning("reload: neighbours limits take effect at the next start");
 	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;

@@ -120,6 +120,9 @@ struct gw_dp {
 	struct dp_ha *ha;
 	/* IPoIB links with a backup port (gateway/dp_portfail.c). */
 	struct dp_portfail *portfail;
+	/* The neighbour tables' limits (config neighbours:), fixed at start: links added
+	 * by a reload get them too. */
+	struct neigh_params neigh;
 };
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);

@@ -216,6 +216,15 @@ static const struct u64_field neigh_counters[] = {
 	{ "ibgw_neighbour_table_full_total",
 	  "Neighbour entries refused because the table was full.",
 	  offsetof(struct neigh_stats, table_full) },
+	{ "ibgw_neighbour_unresolved_evictions_total",
+	  "INCOMPLETE neighbour entries evicted for a newer one (max_unresolved or a full table).",
+	  offsetof(struct neigh_stats, unres_evictions) },
+	{ "ibgw_neighbour_stale_evictions_total",
+	  "STALE neighbour entries evicted for a newcomer because the table was full.",
+	  offsetof(struct neigh_stats, stale_evictions) },
+	{ "ibgw_neighbour_learn_refused_total",
+	  "ARP/ND senders outside the link's subnets that were not learned.",
+	  offsetof(struct neigh_stats, learn_refused) },
 };
 
 static void write_neighbours(FILE *out, const struct link_snap *s, unsigned n)

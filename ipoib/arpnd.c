@@ -5,13 +5,16 @@
  * from another hardware address is counted and refused (logged at most once a second);
  * the neighbour table's hooks send the ARP requests and NS that resolve a neighbour and
  * release the packets that waited for it. Also the link's addresses and the neighbours
- * learned elsewhere (the failover peer's state sync).
+ * learned elsewhere (the failover peer's state sync). Once the gateway has set the
+ * link's subnets (ipoib_link_set_on_link), a sender outside them creates no entry
+ * (issue 20: an attacker's off-subnet senders would fill the table).
  *
  * Threads: control thread (in the gateway ARP/ND reach it as punts from the workers;
  * what it sends goes back through cfg.post).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -19,6 +22,7 @@
 #include "pkt/arp.h"
 #include "pkt/ip.h"
 #include "pkt/nd.h"
+#include "lib/addr.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
 
@@ -197,6 +201,33 @@ int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr)
 	return 0;
 }
 
+int ipoib_link_set_on_link(struct ipoib_link *l, const struct ip_prefix *p, unsigned n)
+{
+	struct ip_prefix *c = NULL;
+
+	if (n) {
+		c = calloc(n, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, p, n * sizeof(*c));
+	}
+	free(l->on_link);
+	l->on_link = c;
+	l->n_on_link = n;
+	l->on_link_set = true;
+	return 0;
+}
+
+/* NEIGH_F_CREATE when a sender heard on the link may create an entry (see
+ * ipoib_link_set_on_link), else 0, counted. */
+static unsigned learn_create(struct ipoib_link *l, int family, const uint8_t *addr)
+{
+	if (!l->on_link_set || neigh_on_link(l->on_link, l->n_on_link, family, addr))
+		return NEIGH_F_CREATE;
+	neigh_learn_refused(l->neigh);
+	return 0;
+}
+
 int ipoib_link_neigh_learn(struct ipoib_link *l, int family, const uint8_t *addr,
 			   const uint8_t hwaddr[IPOIB_HWADDR_LEN])
 {
@@ -296,7 +327,7 @@ static int input_arp(struct ipoib_link *l, const struct ipoib_rx *rx)
 	ll = make_link(l, &sha);
 	if (is_own_v4(l, tpa)) {
 		/* To us: a request teaches the sender (STALE); a reply confirms it. */
-		flags = NEIGH_F_CREATE | NEIGH_F_OVERRIDE;
+		flags = learn_create(l, AF_INET, spa) | NEIGH_F_OVERRIDE;
 		if (a.op == ARP_OP_REPLY)
 			flags |= NEIGH_F_SOLICITED;
 		e = neigh_update(l->neigh, AF_INET, spa, &ll, flags);
@@ -337,7 +368,7 @@ static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 		    memcmp(m.sllao, l->hw_bytes, IPOIB_HWADDR_LEN)) {
 			ll = make_link(l, &hw);
 			e = neigh_update(l->neigh, AF_INET6, m.src, &ll,
-					 NEIGH_F_CREATE | NEIGH_F_OVERRIDE);
+					 learn_create(l, AF_INET6, m.src) | NEIGH_F_OVERRIDE);
 			if (e)
 				ipoib_bind_neigh(l, e);
 		}
@@ -371,7 +402,7 @@ static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 			flags |= NEIGH_F_OVERRIDE;
 		/* The host role's kernel asked: the link learns what it hears. */
 		if (l->cfg.role == IPOIB_ROLE_HOST && m.tllao && !ip6_is_multicast(m.dst))
-			flags |= NEIGH_F_CREATE;
+			flags |= learn_create(l, AF_INET6, m.target);
 		e = neigh_update(l->neigh, AF_INET6, m.target, m.tllao ? &ll : NULL, flags);
 		if (e)
 			ipoib_bind_neigh(l, e);
@@ -383,7 +414,8 @@ static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 		    memcmp(m.sllao, l->hw_bytes, IPOIB_HWADDR_LEN)) {
 			ll = make_link(l, &hw);
 			e = neigh_update(l->neigh, AF_INET6, m.src, &ll,
-					 (m.type == ND_RA ? NEIGH_F_CREATE : 0) | NEIGH_F_OVERRIDE);
+					 (m.type == ND_RA ? learn_create(l, AF_INET6, m.src) : 0) |
+					     NEIGH_F_OVERRIDE);
 			if (e)
 				ipoib_bind_neigh(l, e);
 		}

@@ -94,6 +94,8 @@
 #include "table/neigh.h"
 #include "lib/ipoib.h"
 
+struct ip_prefix;
+
 struct ipoib_link;
 struct ipoib_cm_port;
 struct sa_client;
@@ -226,6 +228,13 @@ unsigned ipoib_link_cm_disconnect_dlid(struct ipoib_link *l, uint16_t dlid);
 /* An address of the link (answered for in the gateway role; IPv6: solicited-node group
  * joined). family AF_INET (4 octets) or AF_INET6 (16), network order. */
 int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr);
+/* The link's subnets, for learning (issue 20, RFC 6583): an ARP or ND message whose
+ * sender lies outside every one of the n prefixes (the link's addresses with their
+ * lengths, prefixes that live on the link, routes directly through it) and is not IPv6
+ * link-local creates no neighbour entry (counted in the table's learn_refused); answers
+ * are not affected. Until it is called, every sender is learned. The prefixes are
+ * copied. Returns 0 or -ENOMEM. */
+int ipoib_link_set_on_link(struct ipoib_link *l, const struct ip_prefix *p, unsigned n);
 /* A neighbour learned elsewhere (the failover peer's state sync): created STALE with
  * its hardware address (flags, QPN, GID) when the link does not know it, and its path
  * resolved as after an ARP (from the SA client's cache when the peer's path came with

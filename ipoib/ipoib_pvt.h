@@ -142,6 +142,11 @@ struct ipoib_link {
 	unsigned n_v4;
 	uint8_t v6[IPOIB_LINK_MAX_ADDRS][16];
 	unsigned n_v6;
+	/* Learning guard (ipoib_link_set_on_link): senders outside these prefixes create
+	 * no neighbour entry. Not set (host role, tests): every sender is learned. */
+	struct ip_prefix *on_link;
+	unsigned n_on_link;
+	bool on_link_set;
 	uint64_t last_spoof_log;
 	uint64_t spoof_suppressed;
 	struct ipoib_link_stats st;

@@ -321,6 +321,7 @@ void ipoib_link_free(struct ipoib_link *l)
 		if (l->own_cmp)
 			ipoib_cm_port_close(l->cmp);
 	}
+	free(l->on_link);
 	free(l);
 }
 

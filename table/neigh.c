@@ -10,6 +10,11 @@
  * Timers: each entry has one deadline; neigh_tick() walks the table (the control
  * thread calls it at least once a second, which also turns "used while STALE" hints
  * into DELAY), plus a periodic GC pass.
+ *
+ * INCOMPLETE entries are also on a list in the order they became INCOMPLETE (set_state
+ * keeps it), so that the cap on them and a full table find the oldest in O(1): a scan
+ * of a /64 makes one per packet, and a walk of the table per packet would be the
+ * attacker's win.
  */
 #include "table/neigh.h"
 
@@ -19,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "lib/addr.h"
 #include "lib/evloop.h"
 
 #define NEVER               UINT64_MAX
@@ -44,6 +50,8 @@ struct neigh_entry {
 	unsigned q_head, q_len;
 	uint64_t q_drops;
 	void **queue; /* unres_qlen slots */
+	/* the INCOMPLETE list, oldest first (control thread only) */
+	struct neigh_entry *unres_prev, *unres_next;
 };
 
 _Static_assert(offsetof(struct neigh_entry, confirmed_hint) + sizeof(uint64_t) <= 64,
@@ -59,6 +67,8 @@ struct neigh_table {
 	uint32_t seed, rng;
 	uint32_t reachable_ms;
 	uint64_t reachable_drawn, next_gc, last_forced_gc;
+	struct neigh_entry *unres_head, *unres_tail; /* INCOMPLETE, oldest first */
+	unsigned n_unres;
 	struct neigh_stats st;
 };
 
@@ -98,6 +108,8 @@ void neigh_params_defaults(struct neigh_params *p)
 		p->gc_thresh2 = 512;
 	if (!p->gc_thresh3)
 		p->gc_thresh3 = 1024;
+	if (!p->max_unresolved)
+		p->max_unresolved = p->gc_thresh3 / 4 ? p->gc_thresh3 / 4 : 1;
 }
 
 static uint64_t now_ms(const struct neigh_table *t)
@@ -177,7 +189,8 @@ int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
 	t->p = cfg->params;
 	neigh_params_defaults(&t->p);
 	if (t->p.gc_thresh1 > t->p.gc_thresh2 || t->p.gc_thresh2 > t->p.gc_thresh3 ||
-	    t->p.gc_thresh3 > (1u << 22) || t->p.unres_qlen > 1024) {
+	    t->p.gc_thresh3 > (1u << 22) || t->p.unres_qlen > 1024 ||
+	    t->p.max_unresolved > t->p.gc_thresh3) {
 		free(t);
 		return -EINVAL;
 	}
@@ -272,8 +285,42 @@ const uint8_t *neigh_entry_addr(const struct neigh_entry *e)
 
 /* ---- control ---------------------------------------------------------------------- */
 
-static void set_state(struct neigh_entry *e, enum neigh_state s, uint64_t now)
+static void unres_remove(struct neigh_table *t, struct neigh_entry *e)
 {
+	if (e->unres_prev)
+		e->unres_prev->unres_next = e->unres_next;
+	else
+		t->unres_head = e->unres_next;
+	if (e->unres_next)
+		e->unres_next->unres_prev = e->unres_prev;
+	else
+		t->unres_tail = e->unres_prev;
+	e->unres_prev = e->unres_next = NULL;
+	t->n_unres--;
+}
+
+static void unres_append(struct neigh_table *t, struct neigh_entry *e)
+{
+	e->unres_next = NULL;
+	e->unres_prev = t->unres_tail;
+	if (t->unres_tail)
+		t->unres_tail->unres_next = e;
+	else
+		t->unres_head = e;
+	t->unres_tail = e;
+	t->n_unres++;
+}
+
+/* Every state change goes through here, which keeps the INCOMPLETE list. */
+static void set_state(struct neigh_table *t, struct neigh_entry *e, enum neigh_state s,
+		      uint64_t now)
+{
+	enum neigh_state old = (enum neigh_state)e->state;
+
+	if (old == NEIGH_INCOMPLETE && s != NEIGH_INCOMPLETE)
+		unres_remove(t, e);
+	else if (old != NEIGH_INCOMPLETE && s == NEIGH_INCOMPLETE)
+		unres_append(t, e);
 	__atomic_store_n(&e->state, (uint8_t)s, __ATOMIC_RELEASE);
 	e->updated = now;
 }
@@ -379,6 +426,8 @@ static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
 			break;
 		}
 	}
+	if (e->state == NEIGH_INCOMPLETE)
+		unres_remove(t, e);
 	queue_drop_all(t, e);
 	t->count--;
 	t->st.destroys++;
@@ -417,6 +466,51 @@ static unsigned gc_run(struct neigh_table *t, uint64_t now)
 	return n;
 }
 
+/* The last use the control thread knows of, hint included (0: never used). */
+static uint64_t last_used(const struct neigh_entry *e)
+{
+	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+
+	return uh > e->used_seen ? uh : e->used_seen;
+}
+
+/*
+ * A full table after the forced run: make room for a newcomer. The oldest INCOMPLETE
+ * entry goes first (nothing stands behind it but its parked packets), then the STALE
+ * entry idle longest, unless it was used within the reachable time. REACHABLE, DELAY,
+ * PROBE and PERMANENT entries stay: a neighbour in use is worth more than a newcomer.
+ * Returns whether an entry was evicted.
+ */
+static bool evict_one(struct neigh_table *t, uint64_t now)
+{
+	struct neigh_entry *victim = NULL;
+	uint64_t victim_idle = 0;
+
+	if (t->unres_head) {
+		t->st.unres_evictions++;
+		unlink_entry(t, t->unres_head);
+		return true;
+	}
+	for (unsigned b = 0; b <= t->mask; b++) {
+		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next) {
+			uint64_t used = last_used(e), idle;
+
+			if (e->state != NEIGH_STALE || (used && now - used < t->reachable_ms))
+				continue;
+			idle = now - (used > e->updated ? used : e->updated);
+			if (!victim || idle > victim_idle) {
+				victim = e;
+				victim_idle = idle;
+			}
+		}
+	}
+	if (!victim)
+		return false;
+	t->st.stale_evictions++;
+	unlink_entry(t, victim);
+	return true;
+}
+
 static struct neigh_entry *create(struct neigh_table *t, int family, const uint8_t *addr,
 				  uint64_t now)
 {
@@ -428,7 +522,7 @@ static struct neigh_entry *create(struct neigh_table *t, int family, const uint8
 		t->st.forced_gc_runs++;
 		t->last_forced_gc = now;
 		gc_run(t, now);
-		if (t->count >= t->p.gc_thresh3) {
+		if (t->count >= t->p.gc_thresh3 && !evict_one(t, now)) {
 			t->st.table_full++;
 			return NULL;
 		}
@@ -464,6 +558,18 @@ static void solicit(struct neigh_table *t, struct neigh_entry *e, bool unicast)
 		t->cfg.ops->solicit(t->cfg.ops_ctx, e, unicast ? e->link : NULL);
 }
 
+/* A resolution is about to start: at max_unresolved, the oldest one in flight makes
+ * room (dropping its parked packets). A scan then only churns its own entries, and a
+ * real neighbour's resolution still starts and has until max_unresolved newer ones
+ * arrive to be answered. */
+static void unres_make_room(struct neigh_table *t)
+{
+	while (t->n_unres >= t->p.max_unresolved && t->unres_head) {
+		t->st.unres_evictions++;
+		unlink_entry(t, t->unres_head);
+	}
+}
+
 int neigh_resolve(struct neigh_table *t, int family, const uint8_t *addr, void *pkt)
 {
 	uint64_t now = now_ms(t);
@@ -471,13 +577,14 @@ int neigh_resolve(struct neigh_table *t, int family, const uint8_t *addr, void *
 
 	if (!e) {
 		t->st.lookups_miss++;
+		unres_make_room(t);
 		e = create(t, family, addr, now);
 		if (!e) {
 			if (pkt && t->cfg.ops && t->cfg.ops->drop)
 				t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
 			return -ENOBUFS;
 		}
-		set_state(e, NEIGH_INCOMPLETE, now);
+		set_state(t, e, NEIGH_INCOMPLETE, now);
 		e->probes = 0;
 		e->deadline = now + t->p.retrans_ms;
 		solicit(t, e, false);
@@ -491,13 +598,14 @@ int neigh_resolve(struct neigh_table *t, int family, const uint8_t *addr, void *
 			return -EHOSTUNREACH;
 		}
 		/* A new attempt, as Linux does for a FAILED entry that is used again. */
-		set_state(e, NEIGH_INCOMPLETE, now);
+		unres_make_room(t);
+		set_state(t, e, NEIGH_INCOMPLETE, now);
 		e->probes = 0;
 		e->deadline = now + t->p.retrans_ms;
 		solicit(t, e, false);
 	} else if (e->state == NEIGH_STALE) {
 		/* Used while STALE: DELAY. */
-		set_state(e, NEIGH_DELAY, now);
+		set_state(t, e, NEIGH_DELAY, now);
 		e->deadline = now + t->p.delay_probe_ms;
 	}
 	if (!pkt)
@@ -537,7 +645,7 @@ struct neigh_entry *neigh_update(struct neigh_table *t, int family, const uint8_
 		e = create(t, family, addr, now);
 		if (!e)
 			return NULL;
-		set_state(e, NEIGH_NONE, now);
+		set_state(t, e, NEIGH_NONE, now);
 	}
 	old = (enum neigh_state)e->state;
 	if (old == NEIGH_PERMANENT && !(flags & NEIGH_F_ADMIN))
@@ -545,7 +653,7 @@ struct neigh_entry *neigh_update(struct neigh_table *t, int family, const uint8_
 	if (flags & NEIGH_F_ADMIN) {
 		if (ll && !same_addr(e->link, ll))
 			publish_link(t, e, ll);
-		set_state(e, NEIGH_PERMANENT, now);
+		set_state(t, e, NEIGH_PERMANENT, now);
 		e->deadline = NEVER;
 		queue_flush(t, e);
 		return e;
@@ -563,7 +671,7 @@ struct neigh_entry *neigh_update(struct neigh_table *t, int family, const uint8_
 	if (have && changed && !(flags & NEIGH_F_OVERRIDE)) {
 		/* Linux: keep the address; a REACHABLE entry becomes STALE. */
 		if (old == NEIGH_REACHABLE) {
-			set_state(e, NEIGH_STALE, now);
+			set_state(t, e, NEIGH_STALE, now);
 			e->deadline = NEVER;
 		}
 		return e;
@@ -582,7 +690,7 @@ struct neigh_entry *neigh_update(struct neigh_table *t, int family, const uint8_
 		next = old; /* same address, unsolicited: no change */
 	}
 	if (next != old || changed) {
-		set_state(e, next, now);
+		set_state(t, e, next, now);
 		e->probes = 0;
 		e->deadline = next == NEIGH_REACHABLE ? now + t->reachable_ms : NEVER;
 	}
@@ -599,7 +707,7 @@ void neigh_set_link(struct neigh_table *t, struct neigh_entry *e, const struct n
 static void fail(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
 {
 	t->st.res_failed++;
-	set_state(e, NEIGH_FAILED, now);
+	set_state(t, e, NEIGH_FAILED, now);
 	e->failed_at = now;
 	e->deadline = NEVER;
 	queue_drop_all(t, e);
@@ -616,7 +724,7 @@ static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t n
 	case NEIGH_STALE:
 		if (uh > e->used_seen && uh >= e->updated) {
 			e->used_seen = uh;
-			set_state(e, NEIGH_DELAY, now);
+			set_state(t, e, NEIGH_DELAY, now);
 			e->deadline = now + t->p.delay_probe_ms;
 		}
 		break;
@@ -628,10 +736,10 @@ static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t n
 			break;
 		}
 		if (e->used_seen && now < e->used_seen + t->p.delay_probe_ms) {
-			set_state(e, NEIGH_DELAY, now);
+			set_state(t, e, NEIGH_DELAY, now);
 			e->deadline = now + t->p.delay_probe_ms;
 		} else {
-			set_state(e, NEIGH_STALE, now);
+			set_state(t, e, NEIGH_STALE, now);
 			e->deadline = NEVER;
 		}
 		break;
@@ -639,10 +747,10 @@ static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t n
 		if (uh > e->used_seen)
 			e->used_seen = uh;
 		if (e->confirmed && now < e->confirmed + t->p.delay_probe_ms) {
-			set_state(e, NEIGH_REACHABLE, now);
+			set_state(t, e, NEIGH_REACHABLE, now);
 			e->deadline = e->confirmed + t->reachable_ms;
 		} else if (now >= e->deadline) {
-			set_state(e, NEIGH_PROBE, now);
+			set_state(t, e, NEIGH_PROBE, now);
 			e->probes = 0;
 			e->deadline = now + t->p.retrans_ms;
 			solicit(t, e, true);
@@ -650,7 +758,7 @@ static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t n
 		break;
 	case NEIGH_PROBE:
 		if (e->confirmed && e->confirmed >= e->updated) {
-			set_state(e, NEIGH_REACHABLE, now);
+			set_state(t, e, NEIGH_REACHABLE, now);
 			e->deadline = e->confirmed + t->reachable_ms;
 		} else if (now >= e->deadline) {
 			if (e->probes >= t->p.ucast_probes) {
@@ -799,6 +907,25 @@ void neigh_table_stats(const struct neigh_table *t, struct neigh_stats *out)
 {
 	*out = t->st;
 	out->entries = t->count;
+	out->unresolved = t->n_unres;
+}
+
+bool neigh_on_link(const struct ip_prefix *p, unsigned n, int family, const uint8_t *addr)
+{
+	struct ip_addr a = { .family = (uint8_t)family };
+
+	if (family == AF_INET6 && addr[0] == 0xfe && (addr[1] & 0xc0) == 0x80)
+		return true; /* fe80::/10 */
+	memcpy(a.bytes, addr, addr_len(family));
+	for (unsigned i = 0; i < n; i++)
+		if (ip_prefix_contains(&p[i], &a))
+			return true;
+	return false;
+}
+
+void neigh_learn_refused(struct neigh_table *t)
+{
+	t->st.learn_refused++;
 }
 
 const struct neigh_params *neigh_table_params(const struct neigh_table *t)

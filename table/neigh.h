@@ -29,8 +29,19 @@
  *
  * Garbage collection: every gc_interval, when more than gc_thresh1 entries exist, FAILED
  * entries and STALE ones unused for gc_staletime are removed. Creating an entry when
- * gc_thresh2 are in use (and no forced run in the last 5 s) or gc_thresh3 forces a run;
- * at gc_thresh3 after it, creation is refused (-ENOBUFS, counted "table_full").
+ * gc_thresh2 are in use (and no forced run in the last 5 s) or gc_thresh3 forces a run.
+ *
+ * Limits under attack (RFC 6583: a scan of a large on-link prefix makes one INCOMPLETE
+ * entry per address): at most max_unresolved entries (default gc_thresh3 / 4) are
+ * INCOMPLETE at once; a new resolution beyond that evicts the oldest INCOMPLETE entry
+ * (its parked packets dropped; counted "unres_evictions"), so resolutions in flight can
+ * never take the whole table and a new one always gets its turn. When the table is still
+ * at gc_thresh3 after the forced run, a newcomer evicts, in this order, the oldest
+ * INCOMPLETE entry, then the STALE entry unused longest ("stale_evictions"); REACHABLE,
+ * DELAY, PROBE and PERMANENT entries and any entry used within the reachable time are
+ * never evicted by a newcomer: then the newcomer is refused (-ENOBUFS, "table_full").
+ * Whoever learns from the wire asks neigh_on_link first, so that senders outside the
+ * link's prefixes create no entry ("learn_refused", neigh_learn_refused).
  *
  * Threads: the control thread is the only writer (every function below not marked
  * "data path"). Workers look entries up without locks (RCU: entries and link addresses
@@ -48,6 +59,7 @@
 #include <stdint.h>
 
 struct neigh_table;
+struct ip_prefix;
 
 enum neigh_state {
 	NEIGH_NONE = 0,
@@ -107,8 +119,9 @@ struct neigh_params {
 	unsigned mcast_probes;                       /* 3 */
 	unsigned unres_qlen;                         /* 3 */
 	unsigned gc_thresh1, gc_thresh2, gc_thresh3; /* 128, 512, 1024 */
+	unsigned max_unresolved;                     /* INCOMPLETE at most; gc_thresh3 / 4 */
 };
-/* Fill zero fields with the defaults above. */
+/* Fill zero fields with the defaults above (max_unresolved after gc_thresh3). */
 void neigh_params_defaults(struct neigh_params *p);
 
 struct neigh_entry; /* opaque; valid to a worker inside its RCU read-side section */
@@ -152,6 +165,10 @@ struct neigh_stats {
 	uint64_t mcast_solicits, ucast_solicits;
 	uint64_t periodic_gc_runs, forced_gc_runs, table_full;
 	uint64_t lladdr_changes;
+	unsigned unresolved;      /* INCOMPLETE entries now */
+	uint64_t unres_evictions; /* INCOMPLETE entries evicted for a newer one */
+	uint64_t stale_evictions; /* STALE entries evicted for a newcomer (table full) */
+	uint64_t learn_refused;   /* senders outside the link's prefixes not learned */
 };
 
 int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out);
@@ -210,6 +227,13 @@ void neigh_delete(struct neigh_table *t, struct neigh_entry *e);
 uint64_t neigh_tick(struct neigh_table *t);
 /* Delete every entry (link down): queued packets dropped. */
 void neigh_flush(struct neigh_table *t);
+
+/* Learning guard: whether a sender seen on the link may create an entry: inside one
+ * of the n prefixes (the link's addresses with their lengths, prefixes that live on
+ * the link), or IPv6 link-local (fe80::/10). Pure; p may be NULL when n is 0. */
+bool neigh_on_link(const struct ip_prefix *p, unsigned n, int family, const uint8_t *addr);
+/* Count a sender not learned because it is not on link (stats learn_refused). */
+void neigh_learn_refused(struct neigh_table *t);
 
 /* Control-thread iteration; fn returns non-zero to stop. */
 void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struct neigh_info *ni),

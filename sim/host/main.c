@@ -679,15 +679,19 @@ static void dump(struct host *h, FILE *f, const char *what)
 		for (int i = 0; i < IPOIB_DROP_COUNT; i++)
 			fprintf(f, " %s %llu", ipoib_drop_name(i), (unsigned long long)st.drops[i]);
 		fprintf(f, "\n");
-		fprintf(f,
-			"neigh_stats entries %u allocs %llu destroys %llu res_failed %llu "
-			"unres_discards %llu queued %llu mcast_solicits %llu ucast_solicits %llu "
-			"table_full %llu reachable_ms %u\n",
-			ns.entries, (unsigned long long)ns.allocs, (unsigned long long)ns.destroys,
-			(unsigned long long)ns.res_failed, (unsigned long long)ns.unres_discards,
-			(unsigned long long)ns.queued, (unsigned long long)ns.mcast_solicits,
-			(unsigned long long)ns.ucast_solicits, (unsigned long long)ns.table_full,
-			neigh_reachable_time(ipoib_link_neigh(h->link)));
+		fprintf(
+		    f,
+		    "neigh_stats entries %u allocs %llu destroys %llu res_failed %llu "
+		    "unres_discards %llu queued %llu mcast_solicits %llu ucast_solicits %llu "
+		    "table_full %llu unres_evictions %llu stale_evictions %llu learn_refused %llu "
+		    "reachable_ms %u\n",
+		    ns.entries, (unsigned long long)ns.allocs, (unsigned long long)ns.destroys,
+		    (unsigned long long)ns.res_failed, (unsigned long long)ns.unres_discards,
+		    (unsigned long long)ns.queued, (unsigned long long)ns.mcast_solicits,
+		    (unsigned long long)ns.ucast_solicits, (unsigned long long)ns.table_full,
+		    (unsigned long long)ns.unres_evictions, (unsigned long long)ns.stale_evictions,
+		    (unsigned long long)ns.learn_refused,
+		    neigh_reachable_time(ipoib_link_neigh(h->link)));
 		fprintf(
 		    f,
 		    "tap rx %llu tx %llu drops %llu write_errors %llu l2_to_eth %llu l2_to_ib %llu "

@@ -214,6 +214,11 @@ static const struct err_case err_cases[] = {
 	{ "LID range",
 	  "ipoib_links: [{name: i, device: d}]\ngid_routes: [{prefix: \"fec0::/64\", routers: [{lid: 0xc000}]}]\n",
 	  "t.yaml:2:52: gid_routes[0].routers[0].lid: 0xc000 is out of range 0x0001..0xbfff" },
+	{ "neighbour thresholds out of order", "neighbours: {gc_thresh2: 2000}\n",
+	  "t.yaml:1:26: neighbours.gc_thresh2: gc_thresh2 (2000) is above gc_thresh3 (1024); want gc_thresh1 <= gc_thresh2 <= gc_thresh3" },
+	{ "resolutions could take the whole table",
+	  "neighbours: {gc_thresh1: 8, gc_thresh2: 32, gc_thresh3: 64, max_unresolved: 64}\n",
+	  "t.yaml:1:77: neighbours.max_unresolved: 64 would let resolutions take the whole table; want less than gc_thresh3 (64)" },
 };
 
 static void test_errors_table(void **state)
@@ -270,6 +275,17 @@ static void test_defaults(void **state)
 	assert_int_equal(c->gid_routes[0].source, GW_GID_ROUTE_SA);
 	assert_string_equal(c->gid_routes[0].link, "ib0"); /* the first IPoIB link */
 	assert_false(c->failover.enabled);
+	assert_int_equal(c->neighbours.gc_thresh1, 128); /* Linux's */
+	assert_int_equal(c->neighbours.gc_thresh2, 512);
+	assert_int_equal(c->neighbours.gc_thresh3, 1024);
+	assert_int_equal(c->neighbours.max_unresolved, 256);
+	assert_int_equal(c->neighbours.unres_qlen, 3);
+	assert_int_equal(c->neighbours.base_reachable_time_ms, 30000);
+	gw_config_free(c);
+
+	/* max_unresolved follows gc_thresh3 when not given. */
+	c = load_ok("neighbours: {gc_thresh1: 50, gc_thresh2: 100, gc_thresh3: 200}\n");
+	assert_int_equal(c->neighbours.max_unresolved, 50);
 	gw_config_free(c);
 
 	c = load_ok("failover:\n  priority: 120\n  groups: [{name: a}, {name: b, priority: 7}]\n"

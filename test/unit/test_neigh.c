@@ -2,8 +2,10 @@
  * table/neigh: the state machine with a fake clock (Linux's timers: retrans 1 s, 3
  * multicast probes, reachable time in [15, 45) s, delay 5 s, 3 unicast probes), the
  * update rules (solicited, override, unsolicited, PERMANENT), the unresolved queue
- * (overflow drops the oldest, counted; flushed when usable), GC thresholds, and
- * lookups after many inserts and deletes.
+ * (overflow drops the oldest, counted; flushed when usable), GC thresholds, lookups
+ * after many inserts and deletes, and the limits under attack (issue 20, RFC 6583): a
+ * scan of 10,000 addresses next to a neighbour in use, the cap on INCOMPLETE entries,
+ * the eviction order of a full table, and the learning guard (neigh_on_link).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,6 +16,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
+#include "lib/addr.h"
 #include "table/neigh.h"
 
 static uint64_t fake_now = 1000000;
@@ -359,13 +362,273 @@ static void test_many(void **s)
 	neigh_table_free(t);
 }
 
+/* The defaults of the limits, and the table refusing a cap above gc_thresh3. */
+static void test_limit_params(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 8, .gc_thresh2 = 16, .gc_thresh3 = 64 };
+	struct neigh_config c = { .ops = &ops, .now_ms = clock_fn, .seed = 42 };
+	struct neigh_table *t;
+
+	(void)s;
+	neigh_params_defaults(&p);
+	assert_int_equal(p.max_unresolved, 16); /* gc_thresh3 / 4 */
+	memset(&p, 0, sizeof(p));
+	neigh_params_defaults(&p);
+	assert_int_equal(p.max_unresolved, 256);
+	c.params = (struct neigh_params){
+		.gc_thresh1 = 1, .gc_thresh2 = 2, .gc_thresh3 = 4, .max_unresolved = 5
+	};
+	assert_int_equal(neigh_table_new(&c, &t), -EINVAL);
+	c.params.max_unresolved = 4;
+	assert_int_equal(neigh_table_new(&c, &t), 0);
+	assert_int_equal(neigh_table_params(t)->max_unresolved, 4);
+	neigh_table_free(t);
+}
+
+static int pkt_token;
+
+/*
+ * Issue 20: one host scans 10,000 addresses of the link's prefix at about 1,000 a
+ * second (a packet each, so an INCOMPLETE entry each), while a bystander's entry is in
+ * use and answers its probes. The bystander's entry survives and stays usable all the
+ * way, INCOMPLETE entries never pass the cap, the table never passes gc_thresh3, and a
+ * real neighbour that turns up in the middle of the scan still resolves.
+ */
+static void test_scan(void **s)
+{
+	struct neigh_params p = { .base_reachable_ms = 2000 }; /* cycles through PROBE */
+	struct neigh_table *t = mk(&p);
+	struct neigh_link l = mac_link(7);
+	const uint8_t by[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7 };
+	const uint8_t late[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9 };
+	uint8_t a[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0x5c };
+	struct neigh_entry *e, *bye;
+	struct neigh_stats st;
+	unsigned max_unres = 0, max_entries = 0, probes_answered = 0;
+	const struct neigh_params *tp = neigh_table_params(t);
+
+	(void)s;
+	bye = neigh_update(t, AF_INET6, by, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED);
+	assert_non_null(bye);
+	for (uint32_t i = 0; i < 10000; i++) {
+		uint32_t x = i * 2654435761u; /* distinct, scattered */
+
+		memcpy(a + 12, &x, 4);
+		assert_true(neigh_resolve(t, AF_INET6, a, &pkt_token) == 0);
+		fake_now += 1;
+		if (i % 100 == 0) {
+			/* The bystander's traffic, and its answers to our probes. */
+			e = neigh_lookup(t, AF_INET6, by);
+			assert_ptr_equal(e, bye);
+			neigh_entry_used(e, fake_now);
+			neigh_tick(t);
+			if (neigh_entry_state(e) == NEIGH_PROBE) {
+				neigh_update(t, AF_INET6, by, &l, NEIGH_F_SOLICITED);
+				probes_answered++;
+			}
+			assert_true(neigh_entry_link(e)->usable);
+			assert_int_not_equal(neigh_entry_state(e), NEIGH_FAILED);
+			assert_int_not_equal(neigh_entry_state(e), NEIGH_INCOMPLETE);
+		}
+		if (i == 5000) {
+			/* A real neighbour, answering in 2 ms, resolves mid-scan. */
+			assert_int_equal(neigh_resolve(t, AF_INET6, late, NULL), 0);
+			fake_now += 2;
+			assert_non_null(neigh_update(t, AF_INET6, late, &l,
+						     NEIGH_F_SOLICITED | NEIGH_F_OVERRIDE));
+			assert_int_equal(neigh_entry_state(neigh_lookup(t, AF_INET6, late)),
+					 NEIGH_REACHABLE);
+		}
+		neigh_table_stats(t, &st);
+		if (st.unresolved > max_unres)
+			max_unres = st.unresolved;
+		if (st.entries > max_entries)
+			max_entries = st.entries;
+	}
+	neigh_table_stats(t, &st);
+	assert_true(probes_answered > 0);
+	assert_int_equal(max_unres, tp->max_unresolved);
+	assert_true(max_entries <= tp->gc_thresh3);
+	assert_true(st.unres_evictions >= 10000 - tp->max_unresolved - st.res_failed);
+	assert_int_equal(st.stale_evictions, 0);
+	assert_int_equal(st.allocs - st.destroys, st.entries);
+	assert_non_null(neigh_lookup(t, AF_INET6, late));
+	/* The scan's parked packets were all dropped (evicted or failed), none sent. */
+	assert_int_equal(rec.xmit, 0);
+	assert_int_equal(st.unres_discards + st.unresolved, 10000);
+	neigh_table_free(t);
+}
+
+/* A newcomer to a full table: FAILED first (the forced GC), then the oldest
+ * INCOMPLETE, then the STALE entry idle longest; entries in use stay, and when only
+ * those are left the newcomer is refused and counted. */
+static void test_eviction_order(void **s)
+{
+	struct neigh_params p = {
+		.gc_thresh1 = 1, .gc_thresh2 = 8, .gc_thresh3 = 8, .max_unresolved = 2
+	};
+	struct neigh_table *t = mk(&p);
+	struct neigh_link l = mac_link(1);
+	uint8_t f[4] = { 10, 0, 1, 1 }, r1[4] = { 10, 0, 1, 2 }, r2[4] = { 10, 0, 1, 3 },
+		s_old[4] = { 10, 0, 1, 4 }, s_new[4] = { 10, 0, 1, 5 }, s_used[4] = { 10, 0, 1, 6 },
+		i1[4] = { 10, 0, 1, 7 }, i2[4] = { 10, 0, 1, 8 }, n[4] = { 10, 0, 2, 0 };
+	struct neigh_stats st;
+	struct neigh_entry *e;
+
+	(void)s;
+	assert_int_equal(neigh_resolve(t, AF_INET, f, NULL), 0);
+	run_for(t, 3500);
+	assert_int_equal(neigh_entry_state(neigh_lookup(t, AF_INET, f)), NEIGH_FAILED);
+	assert_non_null(neigh_update(t, AF_INET, r1, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
+	assert_non_null(neigh_update(t, AF_INET, r2, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
+	assert_non_null(neigh_update(t, AF_INET, s_old, &l, NEIGH_F_CREATE));
+	fake_now += 1000;
+	assert_non_null(neigh_update(t, AF_INET, s_new, &l, NEIGH_F_CREATE));
+	e = neigh_update(t, AF_INET, s_used, &l, NEIGH_F_CREATE);
+	assert_non_null(e);
+	fake_now += 1000;
+	neigh_entry_used(e, fake_now); /* STALE, but used a moment ago */
+	assert_int_equal(neigh_resolve(t, AF_INET, i1, &pkt_token), 0);
+	fake_now += 10;
+	assert_int_equal(neigh_resolve(t, AF_INET, i2, &pkt_token), 0);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.entries, 8);
+	assert_int_equal(st.unresolved, 2);
+
+	/* Each newcomer evicts one, in order. */
+	const uint8_t *gone[] = { f, i1, i2, s_old, s_new };
+	for (unsigned k = 0; k < 5; k++) {
+		fake_now += 10;
+		n[3] = (uint8_t)k;
+		assert_non_null(neigh_update(t, AF_INET, n, &l, NEIGH_F_CREATE));
+		assert_null(neigh_lookup(t, AF_INET, gone[k]));
+		for (unsigned j = k + 1; j < 5; j++)
+			assert_non_null(neigh_lookup(t, AF_INET, gone[j]));
+	}
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.entries, 8);
+	assert_int_equal(st.unres_evictions, 2);
+	assert_int_equal(st.stale_evictions, 2);
+	assert_int_equal(st.table_full, 0);
+	assert_int_equal(rec.drop, 2); /* the INCOMPLETE entries' parked packets */
+
+	/* The newcomers themselves are STALE and unused: later ones evict earlier ones;
+	 * the entries in use never go. */
+	for (unsigned k = 5; k < 40; k++) {
+		fake_now += 10;
+		n[3] = (uint8_t)k;
+		assert_non_null(neigh_update(t, AF_INET, n, &l, NEIGH_F_CREATE));
+		assert_non_null(neigh_lookup(t, AF_INET, r1));
+		assert_non_null(neigh_lookup(t, AF_INET, r2));
+		assert_non_null(neigh_lookup(t, AF_INET, s_used));
+	}
+	neigh_table_free(t);
+
+	/* Only entries in use: the newcomer is refused, counted, its packet dropped. */
+	p = (struct neigh_params){ .gc_thresh1 = 1, .gc_thresh2 = 4, .gc_thresh3 = 4 };
+	t = mk(&p);
+	for (uint8_t k = 0; k < 4; k++) {
+		n[3] = k;
+		assert_non_null(
+		    neigh_update(t, AF_INET, n, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
+	}
+	n[3] = 100;
+	assert_null(neigh_update(t, AF_INET, n, &l, NEIGH_F_CREATE));
+	assert_int_equal(neigh_resolve(t, AF_INET, n, &pkt_token), -ENOBUFS);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.entries, 4);
+	assert_int_equal(st.table_full, 2);
+	assert_int_equal(rec.drop, 1);
+	neigh_table_free(t);
+}
+
+/* At max_unresolved, a new resolution evicts the oldest one in flight; a FAILED entry
+ * used again counts against the cap too. */
+static void test_unresolved_cap(void **s)
+{
+	struct neigh_params p = { .max_unresolved = 3 };
+	struct neigh_table *t = mk(&p);
+	uint8_t a[4] = { 10, 0, 3, 0 };
+	struct neigh_stats st;
+
+	(void)s;
+	for (uint8_t k = 0; k < 3; k++) {
+		a[3] = k;
+		assert_int_equal(neigh_resolve(t, AF_INET, a, &pkt_token), 0);
+		fake_now += 10;
+	}
+	a[3] = 3;
+	assert_int_equal(neigh_resolve(t, AF_INET, a, &pkt_token), 0);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.unresolved, 3);
+	assert_int_equal(st.unres_evictions, 1);
+	assert_int_equal(rec.drop, 1);
+	a[3] = 0;
+	assert_null(neigh_lookup(t, AF_INET, a));
+	a[3] = 1;
+	assert_non_null(neigh_lookup(t, AF_INET, a));
+	/* All fail; one used again starts over as INCOMPLETE, the list in order. */
+	run_for(t, 4000);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.unresolved, 0);
+	assert_int_equal(neigh_resolve(t, AF_INET, a, NULL), 0);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.unresolved, 1);
+	assert_int_equal(neigh_entry_state(neigh_lookup(t, AF_INET, a)), NEIGH_INCOMPLETE);
+	neigh_delete(t, neigh_lookup(t, AF_INET, a));
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.unresolved, 0);
+	neigh_table_free(t);
+}
+
+/* The learning guard: inside the link's prefixes, or IPv6 link-local. */
+static void test_on_link(void **s)
+{
+	struct ip_prefix pf[3];
+	struct neigh_table *t = mk(NULL);
+	struct neigh_stats st;
+	const uint8_t in4[4] = { 10, 1, 0, 77 }, out4[4] = { 10, 2, 0, 1 };
+	const uint8_t in6[16] = { 0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+	const uint8_t out6[16] = { 0xfd, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+	const uint8_t ll6[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+	const uint8_t ll6b[16] = { 0xfe, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+	const uint8_t nll6[16] = { 0xfe, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+
+	(void)s;
+	assert_int_equal(ip_prefix_parse("10.1.0.1/24", true, &pf[0]), 0); /* host bits kept */
+	assert_int_equal(ip_prefix_parse("fd00:1::1/64", true, &pf[1]), 0);
+	assert_int_equal(ip_prefix_parse("192.168.5.0/25", false, &pf[2]), 0); /* proxy */
+	assert_true(neigh_on_link(pf, 3, AF_INET, in4));
+	assert_false(neigh_on_link(pf, 3, AF_INET, out4));
+	assert_true(neigh_on_link(pf, 3, AF_INET, (const uint8_t *)"\xc0\xa8\x05\x7f"));
+	assert_false(neigh_on_link(pf, 3, AF_INET, (const uint8_t *)"\xc0\xa8\x05\x80"));
+	assert_true(neigh_on_link(pf, 3, AF_INET6, in6));
+	assert_false(neigh_on_link(pf, 3, AF_INET6, out6));
+	assert_true(neigh_on_link(pf, 3, AF_INET6, ll6));
+	assert_true(neigh_on_link(pf, 3, AF_INET6, ll6b));
+	assert_false(neigh_on_link(pf, 3, AF_INET6, nll6));
+	assert_true(neigh_on_link(NULL, 0, AF_INET6, ll6));
+	assert_false(neigh_on_link(NULL, 0, AF_INET, in4));
+	/* An IPv4 address never matches an IPv6 prefix of the same leading octets. */
+	assert_false(neigh_on_link(&pf[1], 1, AF_INET, (const uint8_t *)"\xfd\x00\x00\x01"));
+	neigh_learn_refused(t);
+	neigh_learn_refused(t);
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.learn_refused, 2);
+	assert_int_equal(st.entries, 0);
+	neigh_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),      cmocka_unit_test(test_incomplete_fails),
-		cmocka_unit_test(test_lifecycle),     cmocka_unit_test(test_confirmations),
-		cmocka_unit_test(test_update_rules),  cmocka_unit_test(test_usable_later),
-		cmocka_unit_test(test_gc_thresholds), cmocka_unit_test(test_many),
+		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_incomplete_fails),
+		cmocka_unit_test(test_lifecycle),      cmocka_unit_test(test_confirmations),
+		cmocka_unit_test(test_update_rules),   cmocka_unit_test(test_usable_later),
+		cmocka_unit_test(test_gc_thresholds),  cmocka_unit_test(test_many),
+		cmocka_unit_test(test_limit_params),   cmocka_unit_test(test_scan),
+		cmocka_unit_test(test_eviction_order), cmocka_unit_test(test_unresolved_cap),
+		cmocka_unit_test(test_on_link),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
