@@ -94,7 +94,6 @@ struct fwd_proxy_config {
 struct fwd_if {
 	uint32_t index; /* 0: slot unused */
 	enum fwd_if_kind kind;
-	const struct fwd_if_ops *ops; /* the kind's (engine/engine_pvt.h) */
 	char name[FWD_IF_NAME_MAX];
 	bool up;
 	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
@@ -124,6 +123,9 @@ struct fwd_if {
 	unsigned n_addrs;
 	struct ip_prefix addrs[FWD_IF_MAX_ADDRS];
 	struct fwd_proxy_config proxy;
+	/* The kind's port I/O for the worker loop (engine/engine_pvt.h), once per burst:
+	 * kept last, out of the cache lines the per-packet path reads. */
+	const struct fwd_if_ops *ops;
 };
 
 /* Knobs (control thread sets, workers read from the snapshot). */
