@@ -32,18 +32,9 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq
 suite_ibhost_helpers
-gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
 pings() {   # NODE ARGS...: "N received" of a bounded ping
 	local n=$1; shift
 	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
-}
-wait_up() {   # LINK SECONDS
-	local i
-	for i in $(seq $(($2 * 10))); do
-		gwctl show links 2>/dev/null | grep -q "^$1: .* state UP" && return 0
-		sleep 0.1
-	done
-	return 1
 }
 # iperf_bytes SERVER_NODE SERVER_ADDR CLIENT_NODE BYTES [-R]: the bytes sent when the
 # run completed (client exit 0: the end-of-test exchange follows the data on the same

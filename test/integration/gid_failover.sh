@@ -57,7 +57,6 @@ if ! gateway_start gw1 "$work/gw1.yaml" >"$work/gw.log" 2>&1; then
 		"$(tail -5 "$RACK_STATE/logs/ibgwd-gw1.log")"
 	exit 1
 fi
-gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
 for i in $(seq 100); do
 	gwctl show links 2>/dev/null | grep -q "^ib0: .* state UP" && break
 	sleep 0.1

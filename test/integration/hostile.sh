@@ -31,15 +31,6 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" \
 suite_need_root
 suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
-gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
-wait_up() { # LINK SECONDS
-	local i
-	for i in $(seq $(($2 * 10))); do
-		gwctl show links 2>/dev/null | grep -q "^$1: .* state UP" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$(rack_pid ibgwd-gw1)/status"; }
 . "$top/test/lib/flood.sh"
 

@@ -34,7 +34,6 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$
 suite_need_root
 suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
-gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
 pings() { # NODE ARGS...: "N received" of a bounded ping
 	local n=$1
 	shift

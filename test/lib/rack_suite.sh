@@ -68,6 +68,8 @@ suite_need_cmds() {
 #   wait_link NODE STATE S   until link_state is STATE, at most S seconds
 #   wait_dad NODE            until DAD finished on ib0 (no tentative address), at most 5 s
 #   stat_field NODE KEY      one counter from `dump stats`
+#   gwctl ARGS...            gwctl against the gateway on gw1
+#   wait_up LINK SECONDS     until gw1's `show links` has LINK in state UP
 suite_ibhost_helpers() {
 	host=$build/bin/ibgw-host
 	export IBGW_BUILD=$build
@@ -97,3 +99,12 @@ wait_dad() {
 	return 1
 }
 stat_field() { dump "$1" stats | awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' | head -n1; }
+gwctl() { in_ns gw1 "$build/bin/gwctl" -S "$RACK_STATE/nodes/gw1/ibgwd.sock" "$@"; }
+wait_up() {
+	local i
+	for i in $(seq $(($2 * 10))); do
+		gwctl show links 2>/dev/null | grep -q "^$1: .* state UP" && return 0
+		sleep 0.1
+	done
+	return 1
+}

@@ -20,19 +20,7 @@
 
 #include "gateway/config.h"
 #include "gateway/ha_hands.h"
-
-static struct gw_config *load(const char *text)
-{
-	struct gw_config_errors errs;
-	struct gw_config *cfg = NULL;
-	int rc = gw_config_load_buffer("t.yaml", text, strlen(text), &cfg, &errs);
-
-	for (unsigned i = 0; i < errs.n; i++)
-		print_error("%s\n", errs.msgs[i]);
-	gw_config_errors_free(&errs);
-	assert_int_equal(rc, 0);
-	return cfg;
-}
+#include "test/unit/config_load.h"
 
 #define PAIR                                                                                       \
 	"gateway: {name: gw1}\n"                                                                   \

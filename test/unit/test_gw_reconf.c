@@ -18,21 +18,9 @@
 
 #include "gateway/config.h"
 #include "gateway/reconf.h"
+#include "test/unit/config_load.h"
 
 #define MAX_RUN 16
-
-static struct gw_config *load(const char *text)
-{
-	struct gw_config_errors errs;
-	struct gw_config *cfg = NULL;
-	int rc = gw_config_load_buffer("t.yaml", text, strlen(text), &cfg, &errs);
-
-	for (unsigned i = 0; i < errs.n; i++)
-		print_error("%s\n", errs.msgs[i]);
-	gw_config_errors_free(&errs);
-	assert_int_equal(rc, 0);
-	return cfg;
-}
 
 /* The running links of a gateway started on cfg (the fields ipoib_add and eth_add set),
  * IPoIB links first; proxy6 holds their IPv6 proxy prefixes. */
