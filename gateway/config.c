@@ -189,7 +189,7 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 /* ---- The schema ---- */
 
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
-    check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours;
+    check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours, check_punt;
 
 #define CFG      struct gw_config
 #define IBL      struct gw_ipoib_link_config
@@ -474,6 +474,81 @@ static const struct field neighbour_fields[] = {
 static const struct schema neighbour_schema = { "neighbours", neighbour_fields, 6, 0,
 						-1,           check_neighbours };
 
+#define PU            struct gw_punt_config
+#define PCL           struct gw_punt_class_config
+#define PUNT_POOL_MAX 4096    /* messages per pool: 2 pools of ~4.3 KB messages per worker */
+#define PUNT_RATE_MAX 1000000 /* punts/s; the buckets count whole nanoseconds per punt */
+
+/* One class's limits, with its defaults (the engine's fwd_punt_defaults). */
+#define PUNT_CLASS_FIELDS(src_rate, src_burst, wk_rate, wk_burst)                                  \
+	{ "per_source_rate",                                                                       \
+	  T_UINT,                                                                                  \
+	  offsetof(PCL, per_source_rate),                                                          \
+	  0,                                                                                       \
+	  SZ(PCL, per_source_rate),                                                                \
+	  0,                                                                                       \
+	  PUNT_RATE_MAX,                                                                           \
+	  src_rate,                                                                                \
+	  NULL,                                                                                    \
+	  0,                                                                                       \
+	  NULL,                                                                                    \
+	  NULL,                                                                                    \
+	  "punts a second from one source (MAC, IB LID and QPN, or IP address); 0: no limit" },    \
+	    { "per_source_burst",                                                                  \
+	      T_UINT,                                                                              \
+	      offsetof(PCL, per_source_burst),                                                     \
+	      0,                                                                                   \
+	      SZ(PCL, per_source_burst),                                                           \
+	      1,                                                                                   \
+	      PUNT_RATE_MAX,                                                                       \
+	      src_burst,                                                                           \
+	      NULL,                                                                                \
+	      0,                                                                                   \
+	      NULL,                                                                                \
+	      NULL,                                                                                \
+	      "punts one source may send at once, above its rate" },                               \
+	    { "per_worker_rate",                                                                   \
+	      T_UINT,                                                                              \
+	      offsetof(PCL, per_worker_rate),                                                      \
+	      0,                                                                                   \
+	      SZ(PCL, per_worker_rate),                                                            \
+	      0,                                                                                   \
+	      PUNT_RATE_MAX,                                                                       \
+	      wk_rate,                                                                             \
+	      NULL,                                                                                \
+	      0,                                                                                   \
+	      NULL,                                                                                \
+	      NULL,                                                                                \
+	      "punts a second of this class from each worker, all sources; 0: no limit" },         \
+	{                                                                                          \
+		"per_worker_burst", T_UINT, offsetof(PCL, per_worker_burst), 0,                    \
+		    SZ(PCL, per_worker_burst), 1, PUNT_RATE_MAX, wk_burst, NULL, 0, NULL, NULL,    \
+		    "punts of this class each worker may send at once, above its rate"             \
+	}
+
+static const struct field punt_neigh_fields[] = { PUNT_CLASS_FIELDS("100", "200", "5000", "2000") };
+static const struct field punt_unres_fields[] = { PUNT_CLASS_FIELDS("100", "200", "1000", "1000") };
+static const struct field punt_local_fields[] = { PUNT_CLASS_FIELDS("100", "200", "1000", "500") };
+static const struct schema punt_neigh_schema = { "neighbour", punt_neigh_fields, 4, 0, -1, NULL };
+static const struct schema punt_unres_schema = { "unresolved", punt_unres_fields, 4, 0, -1, NULL };
+static const struct schema punt_local_schema = { "local", punt_local_fields, 4, 0, -1, NULL };
+
+static const struct field punt_fields[] = {
+	{ "msg_pool", T_UINT, offsetof(PU, msg_pool), 0, SZ(PU, msg_pool), 16, PUNT_POOL_MAX, "256",
+	  NULL, 0, NULL, NULL,
+	  "messages per worker for punts, and as many for the control thread's sends to it" },
+	{ "park_max", T_UINT, offsetof(PU, park_max), 0, SZ(PU, park_max), 1, PUNT_POOL_MAX / 4,
+	  NULL, "msg_pool / 8", 0, NULL, NULL,
+	  "packets a worker parks waiting for Ethernet neighbours; at most msg_pool / 4" },
+	{ "neighbour", T_SECTION, offsetof(PU, neighbour), 0, 0, 0, 0, NULL, NULL, 0, NULL,
+	  &punt_neigh_schema, "ARP and ND, Ethernet and IPoIB, asked and answered" },
+	{ "unresolved", T_SECTION, offsetof(PU, unresolved), 0, 0, 0, 0, NULL, NULL, 0, NULL,
+	  &punt_unres_schema, "packets to a next hop not resolved yet" },
+	{ "local", T_SECTION, offsetof(PU, local), 0, 0, 0, 0, NULL, NULL, 0, NULL,
+	  &punt_local_schema, "other IP to the gateway's addresses (echo requests...)" },
+};
+static const struct schema punt_schema = { "punt", punt_fields, 5, 0, -1, check_punt };
+
 static const struct field top_fields[] = {
 	{ "gateway", T_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, &gateway_schema,
 	  "the box itself" },
@@ -498,8 +573,10 @@ static const struct field top_fields[] = {
 	  &metrics_schema, "Prometheus metrics endpoint" },
 	{ "neighbours", T_SECTION, offsetof(CFG, neighbours), 0, 0, 0, 0, NULL, NULL, 0, NULL,
 	  &neighbour_schema, "limits of every neighbour table (ARP/ND cache); at start only" },
+	{ "punt", T_SECTION, offsetof(CFG, punt), 0, 0, 0, 0, NULL, NULL, 0, NULL, &punt_schema,
+	  "packets the workers hand to the control thread: pools, rate limits; at start only" },
 };
-static const struct schema top_schema = { "top level", top_fields, 11, sizeof(CFG), -1, NULL };
+static const struct schema top_schema = { "top level", top_fields, 12, sizeof(CFG), -1, NULL };
 
 /* ---- Small helpers ---- */
 
@@ -1779,6 +1856,30 @@ static void check_neighbours(struct load *L, void *base, const struct gw_ynode *
 	}
 }
 
+/* park_max within the unresolved class's cap (msg_pool / 4: more could never be parked),
+ * and its default from the pool given. */
+static void check_punt(struct load *L, void *base, const struct gw_ynode *const *vals,
+		       const char *path, const struct gw_ynode *node)
+{
+	struct gw_punt_config *p = base;
+	const struct gw_ynode *mp = val_of(&punt_schema, vals, "msg_pool"),
+			      *pm = val_of(&punt_schema, vals, "park_max");
+	char fpath[200];
+
+	(void)node;
+	if (!usable(L, mp, &p->msg_pool))
+		return;
+	if (!pm) {
+		p->park_max = p->msg_pool / 8;
+	} else if (recorded(L, &p->park_max) && p->park_max > p->msg_pool / 4) {
+		snprintf(fpath, sizeof(fpath), "%s.park_max", path);
+		verr(
+		    L, pm, fpath,
+		    "%u is more than the unresolved class may hold; want at most msg_pool / 4 (%u)",
+		    p->park_max, p->msg_pool / 4);
+	}
+}
+
 /* ---- Checks across sections ---- */
 
 struct named {
@@ -2549,6 +2650,8 @@ static void reference(FILE *out, const struct schema *s, const char *title)
 		}
 		if (f->flags & FL_REQUIRED)
 			def = "required", code = false;
+		else if (f->type == T_SECTION) /* a section inside a section: its own table */
+			def = "below", code = false;
 		else if (!def && (f->type == T_LIST || f->type == T_VIA ||
 				  (f->type >= T_IFADDR_LIST && f->type <= T_CPU_LIST)))
 			def = "[]";

@@ -168,6 +168,28 @@ struct gw_neigh_config {
 	uint32_t base_reachable_time_ms; /* base_reachable_time_ms: 30000 */
 };
 
+/* One punt class's rate limits (engine/engine.h, struct fwd_punt_limit): token buckets
+ * in each worker, one per source (hashed: the frame's MAC, the IB sender's LID and QPN,
+ * or the IP source) and one for the worker; rate 0: that bucket does not limit. */
+struct gw_punt_class_config {
+	uint32_t per_source_rate;  /* per_source_rate: punts/s, 0..1000000 */
+	uint32_t per_source_burst; /* per_source_burst: punts at once, 1..1000000 */
+	uint32_t per_worker_rate;  /* per_worker_rate */
+	uint32_t per_worker_burst; /* per_worker_burst */
+};
+
+/* Punts: packets a worker hands to the control thread (docs/dataplane.md, "Punt
+ * classes", issue 20). The message pool and parking cap of each worker, and the rate
+ * limits of the classes but control (never limited); the defaults are the engine's
+ * (fwd_punt_defaults). Read when the engine starts: a reload keeps the running ones. */
+struct gw_punt_config {
+	unsigned msg_pool; /* msg_pool: 256 messages per pool (per worker and side) */
+	unsigned park_max; /* park_max: msg_pool / 8; at most msg_pool / 4 (unresolved cap) */
+	struct gw_punt_class_config neighbour;  /* neighbour: ARP and ND */
+	struct gw_punt_class_config unresolved; /* unresolved: waiting for a neighbour */
+	struct gw_punt_class_config local;      /* local: other IP to our addresses */
+};
+
 /* Prometheus text exposition over HTTP. */
 struct gw_metrics_config {
 	char listen[64]; /* listen: "127.0.0.1:9464", "[::1]:9464"; "": no endpoint */
@@ -210,6 +232,7 @@ struct gw_config {
 	struct gw_kernel_routes_config kernel_routes;
 	struct gw_metrics_config metrics;
 	struct gw_neigh_config neighbours;
+	struct gw_punt_config punt;
 };
 
 /* Errors found while loading, each "file:line:column: message". */

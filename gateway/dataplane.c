@@ -675,6 +675,28 @@ static struct neigh_params neigh_params_of(const struct gw_neigh_config *c)
 	return p;
 }
 
+/* The config's punt limits (punt:) as the engine takes them; control is never limited. */
+static struct fwd_punt_config punt_config_of(const struct gw_punt_config *c)
+{
+	struct fwd_punt_config p = { .park_max = c->park_max };
+	const struct {
+		enum fwd_pclass cls;
+		const struct gw_punt_class_config *l;
+	} map[] = {
+		{ FWD_PCLASS_NEIGH, &c->neighbour },
+		{ FWD_PCLASS_UNRES, &c->unresolved },
+		{ FWD_PCLASS_LOCAL, &c->local },
+	};
+
+	for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		p.per_src[map[i].cls] = (struct fwd_punt_limit){ map[i].l->per_source_rate,
+								 map[i].l->per_source_burst };
+		p.total[map[i].cls] = (struct fwd_punt_limit){ map[i].l->per_worker_rate,
+							       map[i].l->per_worker_burst };
+	}
+	return p;
+}
+
 /* A slot for a new link: a free one (left by a removal) or the next. NULL: full. */
 static struct dp_link *link_alloc(struct gw_dp *dp)
 {
@@ -1226,8 +1248,14 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		goto fail;
 	}
 	dp->neigh = neigh_params_of(&cfg->neighbours);
+	dp->punt = cfg->punt;
 	struct fwd_engine_config ec = {
-		.n_workers = dp->n_workers, .rt = dp->rt, .defer = dp_defer, .eth_neigh = dp->neigh
+		.n_workers = dp->n_workers,
+		.rt = dp->rt,
+		.defer = dp_defer,
+		.eth_neigh = dp->neigh,
+		.msg_pool = cfg->punt.msg_pool,
+		.punt = punt_config_of(&cfg->punt),
 	};
 
 	ret = fwd_engine_new(&ec, &dp->e);
@@ -1667,6 +1695,10 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 	struct neigh_params np = neigh_params_of(&cfg->neighbours);
 	if (memcmp(&np, &dp->neigh, sizeof(np)))
 		log_warning("reload: neighbours limits take effect at the next start");
+	/* The workers read their limits without a lock, their buckets are theirs, the pools
+	 * are sized once: punt: is read at start only (new workers get the running one). */
+	if (memcmp(&cfg->punt, &dp->punt, sizeof(dp->punt)))
+		log_warning("reload: punt limits take effect at the next start");
 	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;

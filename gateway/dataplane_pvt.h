@@ -123,6 +123,8 @@ struct gw_dp {
 	/* The neighbour tables' limits (config neighbours:), fixed at start: links added
 	 * by a reload get them too. */
 	struct neigh_params neigh;
+	/* The punt pools and limits (config punt:) the engine runs with, fixed at start. */
+	struct gw_punt_config punt;
 };
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);

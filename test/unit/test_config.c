@@ -1,8 +1,9 @@
 /*
  * Unit tests for the configuration loader (gateway/config.c): every kind of error with
  * its exact message and position, the defaults, the normalised printer (print, load
- * again, get an equal config), the JSON form, limits, and that docs/config.md carries
- * the key reference generated from the schema tables.
+ * again, get an equal config), the JSON form, limits, the punt limits' defaults against
+ * the engine's, and that docs/config.md carries the key reference generated from the
+ * schema tables.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
+#include "engine/engine.h"
 #include "gateway/config.h"
 #include "lib/log.h"
 
@@ -219,6 +221,14 @@ static const struct err_case err_cases[] = {
 	{ "resolutions could take the whole table",
 	  "neighbours: {gc_thresh1: 8, gc_thresh2: 32, gc_thresh3: 64, max_unresolved: 64}\n",
 	  "t.yaml:1:77: neighbours.max_unresolved: 64 would let resolutions take the whole table; want less than gc_thresh3 (64)" },
+	{ "more parked than the unresolved class holds", "punt: {msg_pool: 100, park_max: 26}\n",
+	  "t.yaml:1:33: punt.park_max: 26 is more than the unresolved class may hold; want at most msg_pool / 4 (25)" },
+	{ "a bucket of no punt", "punt: {unresolved: {per_worker_burst: 0}}\n",
+	  "t.yaml:1:39: punt.unresolved.per_worker_burst: 0 is out of range 1..1000000" },
+	{ "the control class has no limits", "punt: {control: {per_source_rate: 1}}\n",
+	  "t.yaml:1:8: unknown key 'control' in punt" },
+	{ "a limit outside its class", "punt: {per_source_rate: 1}\n",
+	  "t.yaml:1:8: unknown key 'per_source_rate' in punt" },
 };
 
 static void test_errors_table(void **state)
@@ -281,6 +291,42 @@ static void test_defaults(void **state)
 	assert_int_equal(c->neighbours.max_unresolved, 256);
 	assert_int_equal(c->neighbours.unres_qlen, 3);
 	assert_int_equal(c->neighbours.base_reachable_time_ms, 30000);
+	gw_config_free(c);
+
+	/* The punt limits are the engine's own defaults (fwd_punt_defaults), key by key. */
+	c = load_ok("");
+	{
+		struct fwd_punt_config d;
+		const struct gw_punt_class_config *cl[FWD_PCLASS_COUNT] = {
+			[FWD_PCLASS_NEIGH] = &c->punt.neighbour,
+			[FWD_PCLASS_UNRES] = &c->punt.unresolved,
+			[FWD_PCLASS_LOCAL] = &c->punt.local,
+		};
+
+		fwd_punt_defaults(&d, 256);
+		assert_int_equal(c->punt.msg_pool, 256); /* the engine's when 0 */
+		assert_int_equal(c->punt.park_max, d.park_max);
+		for (unsigned k = FWD_PCLASS_NEIGH; k < FWD_PCLASS_COUNT; k++) {
+			assert_int_equal(cl[k]->per_source_rate, d.per_src[k].rate);
+			assert_int_equal(cl[k]->per_source_burst, d.per_src[k].burst);
+			assert_int_equal(cl[k]->per_worker_rate, d.total[k].rate);
+			assert_int_equal(cl[k]->per_worker_burst, d.total[k].burst);
+		}
+		/* control: never limited, so the config has no keys for it */
+		assert_int_equal(d.per_src[FWD_PCLASS_CONTROL].rate, 0);
+		assert_int_equal(d.total[FWD_PCLASS_CONTROL].rate, 0);
+	}
+	gw_config_free(c);
+
+	/* park_max follows msg_pool when not given; a class given in part keeps the rest;
+	 * park_max may be the whole unresolved cap. */
+	c = load_ok("punt: {msg_pool: 64, local: {per_source_rate: 0}}\n");
+	assert_int_equal(c->punt.park_max, 8);
+	assert_int_equal(c->punt.local.per_source_rate, 0);
+	assert_int_equal(c->punt.local.per_source_burst, 200);
+	gw_config_free(c);
+	c = load_ok("punt: {msg_pool: 64, park_max: 16}\n");
+	assert_int_equal(c->punt.park_max, 16);
 	gw_config_free(c);
 
 	/* max_unresolved follows gc_thresh3 when not given. */
@@ -383,7 +429,8 @@ static const char full_config[] =
     "  paths: [ib0, eth0]\n"
     "  peer_addresses: [10.0.0.2, 10.1.0.2]\n"
     "  tiebreaker_address: 10.1.0.254\n"
-    "  groups: [{name: g, addresses: [{address: 10.1.0.100/16, dev: eth0}]}]\n";
+    "  groups: [{name: g, addresses: [{address: 10.1.0.100/16, dev: eth0}]}]\n"
+    "punt: {msg_pool: 128, neighbour: {per_source_rate: 0}, local: {per_worker_burst: 9}}\n";
 
 static void test_round_trip(void **state)
 {
@@ -447,6 +494,18 @@ static void test_json(void **state)
 	assert_true(json_object_object_get_ex(j, "routes", &l));
 	v = json_object_array_get_idx(l, 0);
 	assert_false(json_object_object_get_ex(v, "dev", NULL)); /* not given, not shown */
+	json_object_put(j);
+	gw_config_free(c);
+
+	/* A class's limits nest under punt, as in the YAML. */
+	c = load_ok(full_config);
+	j = gw_config_to_json(c);
+	assert_true(json_object_object_get_ex(j, "punt", &v));
+	assert_true(json_object_object_get_ex(v, "park_max", &l));
+	assert_int_equal(json_object_get_int(l), 16);
+	assert_true(json_object_object_get_ex(v, "local", &v));
+	assert_true(json_object_object_get_ex(v, "per_worker_burst", &v));
+	assert_int_equal(json_object_get_int(v), 9);
 	json_object_put(j);
 	gw_config_free(c);
 

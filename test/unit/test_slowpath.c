@@ -1,7 +1,8 @@
 /*
  * The slow path through its rings, as a worker would use them: punted ARP for our
  * address, proxy ARP decisions (other side learned / asker's side), resolution with a
- * parked packet released by the ARP reply, echo to our address; the IB post hooks
+ * parked packet released by the ARP reply, echo to our address; the learning guard
+ * (senders off the interface's subnets answered, not learned); the IB post hooks
  * while no worker runs (index reservation, direct posts). Two Ethernet interfaces; no
  * threads (the test plays the worker).
  */
@@ -18,6 +19,7 @@
 
 #include "pkt/arp.h"
 #include "pkt/ip.h"
+#include "pkt/nd.h"
 #include "engine/engine.h"
 #include "engine/ring.h"
 #include "table/route.h"
@@ -192,6 +194,121 @@ static void arp_for_us_answered_and_learned(void **state)
 	assert_non_null(ne);
 	assert_int_equal(neigh_entry_state(ne), NEIGH_STALE);
 	assert_memory_equal(neigh_entry_link(ne)->addr, hmac, 6);
+}
+
+static size_t ns_frame(uint8_t *f, size_t cap, const char *src, const char *target)
+{
+	struct ip_addr s, t;
+	uint8_t sn[16];
+	size_t n;
+
+	assert_int_equal(ip_addr_parse(src, &s), 0);
+	assert_int_equal(ip_addr_parse(target, &t), 0);
+	nd_solicited_node(t.bytes, sn);
+	nd_mcast_mac(sn, f);
+	memcpy(f + 6, hmac, 6);
+	f[12] = 0x86, f[13] = 0xdd;
+	n = nd_build_ns(f + 14, cap - 14, ND_LINK_ETHER, s.bytes, NULL, t.bytes, hmac);
+	assert_true(n > 0);
+	return 14 + n;
+}
+
+/* The answer to a request for us: an ARP reply (IPv4) or an NA (IPv6) from eth1's MAC
+ * to the asker's. */
+static void answered_to_asker(struct env *v, int family)
+{
+	struct fwd_msg *m = next_out(v);
+	struct arp_pkt r;
+
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_ETH);
+	assert_int_equal(m->ifindex, v->if1);
+	assert_memory_equal(m->data, hmac, 6);
+	assert_memory_equal(m->data + 6, mac1, 6);
+	if (family == AF_INET) {
+		assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+		assert_int_equal(r.op, ARP_OP_REPLY);
+		assert_int_equal(r.spa, ip4("10.1.0.1"));
+	} else {
+		assert_int_equal(m->data[12] << 8 | m->data[13], 0x86dd);
+		assert_int_equal(m->data[14 + 40], 136); /* Neighbor Advertisement */
+	}
+	done(v, m);
+	assert_null(next_out(v));
+}
+
+static uint64_t learn_refused(struct env *v, uint32_t ifindex)
+{
+	struct neigh_stats st;
+
+	neigh_table_stats(fwd_snap_if(fwd_engine_current(v->e), ifindex)->neigh, &st);
+	return st.learn_refused;
+}
+
+static bool known(struct env *v, int family, const char *addr)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(addr, &a), 0);
+	assert_int_equal(a.family, family);
+	return neigh_lookup(fwd_snap_if(fwd_engine_current(v->e), v->if1)->neigh, family,
+			    a.bytes) != NULL;
+}
+
+/* The Ethernet learning guard (learn_create, issue 20): a request for us, ARP or an NS
+ * with a source link-layer address, creates an entry for its sender only when the sender
+ * is inside the receiving interface's subnets (its addresses, a route straight out of
+ * it) or IPv6 link-local; else it is counted learn_refused and not learned, and the
+ * request is answered all the same. A sender in another interface's subnet is off link
+ * here too. */
+static void learning_refused_off_link(void **state)
+{
+	struct env *v = *state;
+	struct ip_prefix p6;
+	struct rt_route r = { .source = RT_SRC_STATIC, .nnh = 1 };
+	uint8_t f[160];
+
+	assert_int_equal(ip_prefix_parse("fd00:1::1/64", true, &p6), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, v->if1, &p6), 0);
+
+	/* ARP: off link, and in eth2's subnet, both asked on eth1. */
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.9.0.7", "10.1.0.1", NULL), 0, NULL);
+	answered_to_asker(v, AF_INET);
+	assert_false(known(v, AF_INET, "10.9.0.7"));
+	assert_int_equal(learn_refused(v, v->if1), 1);
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.2.0.7", "10.1.0.1", NULL), 0, NULL);
+	answered_to_asker(v, AF_INET);
+	assert_false(known(v, AF_INET, "10.2.0.7"));
+	assert_int_equal(learn_refused(v, v->if1), 2);
+	assert_int_equal(learn_refused(v, v->if2), 0);
+	/* On link: eth1's subnet, and a prefix routed straight out of eth1. */
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.7", "10.1.0.1", NULL), 0, NULL);
+	answered_to_asker(v, AF_INET);
+	assert_true(known(v, AF_INET, "10.1.0.7"));
+	assert_int_equal(ip_prefix_parse("10.7.0.0/24", false, &r.prefix), 0);
+	r.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = v->if1 };
+	assert_int_equal(rt_add(v->rt, &r), 0);
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.7.0.7", "10.1.0.1", NULL), 0, NULL);
+	answered_to_asker(v, AF_INET);
+	assert_true(known(v, AF_INET, "10.7.0.7"));
+	assert_int_equal(learn_refused(v, v->if1), 2);
+
+	/* ND: an NS for our address with the asker's link-layer address. */
+	punt(v, FWD_PUNT_ND, v->if1, f, ns_frame(f, sizeof(f), "fd00:9::7", "fd00:1::1"), 0, NULL);
+	answered_to_asker(v, AF_INET6);
+	assert_false(known(v, AF_INET6, "fd00:9::7"));
+	assert_int_equal(learn_refused(v, v->if1), 3);
+	punt(v, FWD_PUNT_ND, v->if1, f, ns_frame(f, sizeof(f), "fd00:1::7", "fd00:1::1"), 0, NULL);
+	answered_to_asker(v, AF_INET6);
+	assert_true(known(v, AF_INET6, "fd00:1::7"));
+	punt(v, FWD_PUNT_ND, v->if1, f, ns_frame(f, sizeof(f), "fe80::7", "fd00:1::1"), 0, NULL);
+	answered_to_asker(v, AF_INET6);
+	assert_true(known(v, AF_INET6, "fe80::7"));
+	assert_int_equal(learn_refused(v, v->if1), 3);
 }
 
 static void proxy_arp_for_the_other_side_only(void **state)
@@ -836,6 +953,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(arp_for_us_answered_and_learned, setup, teardown),
+		cmocka_unit_test_setup_teardown(learning_refused_off_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(proxy_arp_for_the_other_side_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
