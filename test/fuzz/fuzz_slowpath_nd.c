@@ -14,7 +14,8 @@
  * the body). Checks, whatever the neighbours send:
  * - every frame control sends leaves one of the two interfaces, from that interface's
  *   MAC, as ARP that parses with the interface's MAC as sender (the answer to a probe
- *   has target 0.0.0.0, which arp_parse refuses on receipt: allowed), or as IPv6 ND that parses
+ *   has target 0.0.0.0, and the answer to a neighbour announcing one of our addresses goes
+ *   from it to it: arp_parse refuses both on receipt, allowed here), or as IPv6 ND that parses
  *   (valid checksum, Ethernet options) and, for an NA, carries the interface's MAC;
  * - every neighbour entry of an interface's table lies where that interface may learn or
  *   resolve it: its subnets, its proxy prefixes, a route connected through it, or IPv6
@@ -147,6 +148,11 @@ static void check_sent(const struct fwd_msg *m)
 		 * answers it: arp_parse refuses that target on receipt, nothing else. */
 		if (r == ARP_TPA_INVALID && m->len - ETHF_HLEN >= 28 && ip_be16(b + 6) == 2 &&
 		    !ip_be32(b + 24))
+			r = ARP_OK, a.sha = b + 8;
+		/* The answer to an announcement of our own address (a conflict) is a reply
+		 * from it to it, with the claimant's MAC as target, as Linux sends it:
+		 * arp_parse calls that a reply to self on receipt. */
+		if (r == ARP_REPLY_TO_SELF)
 			r = ARP_OK, a.sha = b + 8;
 		check(r == ARP_OK);
 		check(!memcmp(a.sha, macs[k], 6));
