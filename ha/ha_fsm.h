@@ -80,8 +80,9 @@ struct ha_fsm_ops {
 	/* Group g is now MASTER here: claim its addresses (gratuitous ARP / unsolicited NA
 	 * on every link, re-announce proxied addresses). */
 	void (*become_master)(void *arg, unsigned g, const char *reason);
-	/* Group g went to BACKUP or FAULT (from any state): make sure its addresses are
-	 * not held here (idempotent on the caller's side: INIT -> BACKUP calls it too). */
+	/* Group g went to BACKUP or FAULT (from any state), or back to INIT when a fault
+	 * clears while the peer is not heard: make sure its addresses are not held here
+	 * (idempotent on the caller's side: INIT -> BACKUP calls it too). */
 	void (*become_backup)(void *arg, unsigned g, enum ha_state now, const char *reason);
 	/* Probe the tiebreaker address; answer with ha_fsm_tiebreaker_result(), later or
 	 * from inside this callback (e.g. "no route": unreachable at once). The other
