@@ -23,8 +23,12 @@ tap_like "the unit starts the installed daemon in the foreground" \
 	"$(grep '^ExecStart=' "$unit")" "^ExecStart=/usr/sbin/ibgwd -d -f /etc/ibgw/ibgwd.yaml$"
 tap_is "the unit is hardened: no new privileges, a bounding set, a closed device policy" \
 	"$(grep -cE '^(NoNewPrivileges=yes|CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_RAW CAP_IPC_LOCK CAP_CHOWN CAP_SETUID CAP_SETGID|ProtectSystem=strict|ProtectHome=yes|PrivateTmp=yes|DevicePolicy=closed|SystemCallFilter=@system-service|RuntimeDirectory=ibgw)$' "$unit")" 8
+# The example names the key the package makes at install: check it with one made here.
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$root/etc/ibgw/failover.key")
+sed "s|^\(  key_file: \)/etc/ibgw/failover.key|\1$root/etc/ibgw/failover.key|" \
+	"$root/etc/ibgw/ibgwd.yaml" >"$root/etc/ibgw/check.yaml"
 tap_check "the installed daemon accepts the installed example config" \
-	"$root/usr/sbin/ibgwd" -n -f "$root/etc/ibgw/ibgwd.yaml"
+	"$root/usr/sbin/ibgwd" -n -f "$root/etc/ibgw/check.yaml"
 warn=$(for m in "$root"/usr/share/man/man*/*; do LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l "$m" 2>&1 >/dev/null; done)
 tap_is "man pages render without warnings" "$warn" ""
 tap_done
