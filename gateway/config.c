@@ -216,8 +216,13 @@ static const struct field gateway_fields[] = {
 	{ "router_down_after", T_UINT, offsetof(CFG, router_down_after), 0,
 	  SZ(CFG, router_down_after), 1, 10, "1", NULL, 0, NULL, NULL,
 	  "SA answers in a row without the router's port ACTIVE before it is taken out" },
+	{ "user", T_STR, offsetof(CFG, user), 0, SZ(CFG, user), 0, 0, "", NULL, 0, NULL, NULL,
+	  "user to run as once started, keeping only CAP_NET_ADMIN, CAP_NET_RAW and "
+	  "CAP_IPC_LOCK; \"\": stay as started" },
+	{ "group", T_STR, offsetof(CFG, group), 0, SZ(CFG, group), 0, 0, "", NULL, 0, NULL, NULL,
+	  "group to run as with user; \"\": the user's login group" },
 };
-static const struct schema gateway_schema = { "gateway", gateway_fields, 5, 0, -1, check_gateway };
+static const struct schema gateway_schema = { "gateway", gateway_fields, 7, 0, -1, check_gateway };
 
 static const struct field control_fields[] = {
 	{ "socket", T_STR, offsetof(CFG, socket), 0, SZ(CFG, socket), 0, 0, "/run/ibgw/ibgwd.sock",

@@ -205,6 +205,8 @@ struct gw_config {
 	unsigned n_worker_cpus;
 	uint32_t router_poll_ms;    /* router_poll_ms: 0..60000 (default 1000; 0 = off) */
 	unsigned router_down_after; /* router_down_after: 1..10 (default 1) */
+	char user[GW_NAME_MAX];     /* user: "" = stay as started (see gateway/privdrop) */
+	char group[GW_NAME_MAX];    /* group: "" = the user's login group */
 
 	/* control: */
 	char socket[GW_PATH_MAX];                /* socket: default /run/ibgw/ibgwd.sock */

@@ -8,16 +8,21 @@
  */
 #include "gateway/daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -347,6 +352,8 @@ int gw_daemon_reload(struct gw_daemon *d)
 	}
 	if (control_changed(cfg, d->cfg))
 		log_notice("control socket changes take effect at the next start");
+	if (strcmp(cfg->user, d->cfg->user) || strcmp(cfg->group, d->cfg->group))
+		log_notice("gateway.user and gateway.group changes take effect at the next start");
 	log_set_level(cfg->log_level);
 	if (d->dp)
 		gw_dp_reconfigure(d->dp, cfg);
@@ -455,6 +462,105 @@ static int open_sockets(struct gw_daemon *d)
 	return 0;
 }
 
+/* --- privileges (ibgwd(8) "Privileges") --- */
+
+/*
+ * What the process keeps after gateway.user: raw Ethernet sockets and IPoIB's packet
+ * sockets (CAP_NET_RAW), netlink route and link writes, AF_XDP and promiscuous mode
+ * (CAP_NET_ADMIN), and memory the HCA pins (CAP_IPC_LOCK). A reload that adds a link or
+ * an interface opens its sockets with these; nothing else is done after start that needs
+ * more.
+ */
+static const struct {
+	int cap;
+	const char *name;
+} kept_caps[] = {
+	{ CAP_NET_ADMIN, "cap_net_admin" },
+	{ CAP_NET_RAW, "cap_net_raw" },
+	{ CAP_IPC_LOCK, "cap_ipc_lock" },
+};
+
+/* Threads of this process; capabilities are per thread, so the drop must come first. */
+static unsigned count_threads(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Become cfg->user (and cfg->group, or the user's login group, plus the user's other
+ * groups) keeping only kept_caps, permitted and effective, none inheritable or ambient.
+ * Called once, after the control sockets are made (their chown needs CAP_CHOWN) and
+ * before the data plane starts its threads, which inherit the result. Not undone by a
+ * reload: a changed user or group waits for the next start.
+ */
+static int drop_privileges(const struct gw_config *cfg)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	char caps[64] = "";
+	struct passwd *pw;
+	struct group *gr;
+	uid_t uid;
+	gid_t gid;
+
+	if (!cfg->user[0])
+		return 0;
+	pw = getpwnam(cfg->user);
+	if (!pw) {
+		log_error("gateway.user: no user '%s'", cfg->user);
+		return -1;
+	}
+	uid = pw->pw_uid;
+	gid = pw->pw_gid;
+	if (cfg->group[0]) {
+		gr = getgrnam(cfg->group);
+		if (!gr) {
+			log_error("gateway.group: no group '%s'", cfg->group);
+			return -1;
+		}
+		gid = gr->gr_gid;
+	}
+	if (count_threads() > 1)
+		log_warning("gateway.user: %u threads at the drop; only this one keeps the "
+			    "capabilities",
+			    count_threads());
+	if (initgroups(cfg->user, gid) < 0 || setgid(gid) < 0 ||
+	    prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) < 0 || setuid(uid) < 0) {
+		log_errno(LOG_ERR, errno, "gateway.user: cannot become %s (uid %u, gid %u)",
+			  cfg->user, (unsigned)uid, (unsigned)gid);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(kept_caps) / sizeof(kept_caps[0]); i++) {
+		data[kept_caps[i].cap / 32].permitted |= 1u << (kept_caps[i].cap % 32);
+		snprintf(caps + strlen(caps), sizeof(caps) - strlen(caps), "%s%s", i ? "," : "",
+			 kept_caps[i].name);
+	}
+	data[0].effective = data[0].permitted;
+	data[1].effective = data[1].permitted;
+	if (syscall(SYS_capset, &hdr, data) < 0) {
+		log_errno(LOG_ERR, errno, "gateway.user: cannot keep %s", caps);
+		return -1;
+	}
+	/* Nothing this process executes inherits them, and it cannot get others back. */
+	prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L);
+	/* The drop cleared "dumpable": /proc/PID would be root's and core dumps off. The
+	 * process holds nothing its own user may not read. */
+	prctl(PR_SET_DUMPABLE, 1L, 0L, 0L, 0L);
+	log_notice("running as user %s (uid %u, gid %u) with capabilities %s", cfg->user,
+		   (unsigned)uid, (unsigned)gid, caps);
+	return 0;
+}
+
 /* --- metrics endpoint (docs/operations.md "Metrics") --- */
 
 /* The daemon's own families, then the data plane's. */
@@ -556,7 +662,7 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 		log_errno(LOG_ERR, errno, "signalfd");
 		goto fail;
 	}
-	if (open_sockets(d) < 0)
+	if (open_sockets(d) < 0 || drop_privileges(d->cfg) < 0)
 		goto fail;
 	err = gw_dp_start(d->cfg, d->loop, &d->dp);
 	if (err < 0) {

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +42,34 @@ static void usage(FILE *out)
 
 /* The failover key as the daemon will read it (ha_key_load_file: present, a regular
  * file, mode 0600 or tighter, owned by root or this user, 16..1024 octets): a check
- * that passes here starts the pair. Run -n as the daemon's user to check the owner. */
+ * that passes here starts the pair. Run -n as the daemon's user to check the owner; run
+ * as root with gateway.user set, it reads the key as that user (the daemon reads it
+ * after the drop), so the unit's check as root judges the owner the daemon will see. */
 static int check_failover_key(const struct gw_config *cfg)
 {
 	struct ha_key key;
 	char why[GW_PATH_MAX + 160];
+	struct passwd *pw = NULL;
 	int ret;
 
 	if (!cfg->failover.enabled || cfg->failover.auth != GW_FAILOVER_AUTH_HMAC)
 		return 0;
+	if (cfg->user[0] && geteuid() == 0) {
+		pw = getpwnam(cfg->user);
+		if (!pw) {
+			fprintf(stderr, "%s: gateway.user: no user '%s'\n", cfg->source, cfg->user);
+			return -1;
+		}
+		if (setegid(pw->pw_gid) < 0 || seteuid(pw->pw_uid) < 0) {
+			fprintf(stderr, "%s: gateway.user: cannot act as %s: %s\n", cfg->source,
+				cfg->user, strerror(errno));
+			return -1;
+		}
+	}
 	ret = ha_key_load_file(&key, cfg->failover.key_file, why, sizeof(why));
 	ha_key_clear(&key);
+	if (pw && (seteuid(0) < 0 || setegid(0) < 0))
+		ret = -1;
 	if (ret < 0)
 		fprintf(stderr, "%s: failover.key_file: %s\n", cfg->source, why);
 	return ret;

@@ -2,7 +2,8 @@
 # ibgwd + gwctl end to end over real sockets: what an operator sees.
 # Start, show version/links/config (text and JSON), unique prefixes, usage errors,
 # reload (good, broken, via SIGHUP), log level, the read-only socket, a second daemon
-# on the same socket, gwctl with no daemon, clean stop on SIGTERM.
+# on the same socket, gwctl with no daemon, clean stop on SIGTERM; gateway.user: a
+# daemon that becomes nobody keeps exactly CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
@@ -32,7 +33,7 @@ ethernet_interfaces:
 EOF
 }
 
-tap_plan 30
+tap_plan 40
 printf 'gateway:\n  workers: many\n' >"$work/broken.yaml"
 out=$("$ibgwd" -d -f "$work/broken.yaml" -S "$work/b.sock" 2>&1); rc=$?
 tap_is "a daemon started on a broken config exits 78 (EX_CONFIG)" "$rc" 78
@@ -109,4 +110,63 @@ wait "$pid"; rc=$?
 pid=
 tap_is "SIGTERM stops the daemon with status 0" "$rc" 0
 tap_is "and removes its control sockets" "$(ls "$work"/*.sock 2>/dev/null | wc -l)" 0
+
+# gateway.user: started as root, it makes its sockets, then runs as nobody with three
+# capabilities (bits 12-14: 0x7000), in every thread. Its files sit in a folder nobody
+# can read, so that a reload can read the config again.
+priv=$work/priv
+mkdir -m 0755 "$priv"
+chmod 0711 "$work"
+write_priv() { # NAME USER
+	cat >"$priv/ibgwd.yaml" <<EOF
+gateway:
+  name: $1
+  workers: 2
+  user: $2
+  group: nogroup
+control:
+  socket: $priv/ctl.sock
+  socket_mode: 0660
+  socket_group: nogroup
+ipoib_links:
+  - name: ib0
+    backend: sim
+    device: gw1
+    addresses: [10.10.0.1/24]
+ethernet_interfaces:
+  - name: eth0
+    device: veth0
+    addresses: [192.168.50.1/24]
+EOF
+}
+write_priv delta nobody
+"$ibgwd" -d -f "$priv/ibgwd.yaml" 2>"$work/log2" &
+pid2=$!
+tap_check "a daemon with user: nobody answers on its control socket" wait_socket "$priv/ctl.sock"
+status=$(cat /proc/$pid2/status)
+tap_like "it runs as nobody:nogroup" "$(echo "$status" | grep -E '^(Uid|Gid):' | tr '\t\n' '  ')" \
+	"^Uid: 65534 65534 65534 65534 Gid: 65534 65534 65534 65534 $"
+tap_is "CapEff and CapPrm are CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK; none inheritable or ambient" \
+	"$(echo "$status" | grep -E '^Cap(Inh|Prm|Eff|Amb):' | tr '\t\n' '  ')" \
+	"CapInh: 0000000000000000 CapPrm: 0000000000007000 CapEff: 0000000000007000 CapAmb: 0000000000000000 "
+tap_is "every thread has the same set" \
+	"$(cat /proc/$pid2/task/*/status | grep '^CapEff:' | sort -u | tr '\t' ' ')" "CapEff: 0000000000007000"
+tap_like "the log names the user and the set once" "$(grep -c 'running as user' "$work/log2") $(tr '\n' ' ' <"$work/log2")" \
+	"^1 .*running as user nobody \(uid 65534, gid 65534\) with capabilities cap_net_admin,cap_net_raw,cap_ipc_lock"
+tap_like "its socket was made as root: owner root, group nogroup, mode 0660" \
+	"$(stat -c '%U %G %a' "$priv/ctl.sock")" "^root nogroup 660$"
+write_priv epsilon nobody
+tap_check "a reload as nobody reads the config again" "$gwctl" -S "$priv/ctl.sock" reload
+tap_like "and runs it" "$("$gwctl" -S "$priv/ctl.sock" show version | tr '\n' ' ')" "name epsilon .*reloads 1"
+write_priv zeta root
+"$gwctl" -S "$priv/ctl.sock" reload >/dev/null 2>&1
+tap_like "a reload that changes the user says it waits for the next start" "$(cat "$work/log2")" \
+	"gateway.user and gateway.group changes take effect at the next start"
+kill -TERM "$pid2"
+wait "$pid2"
+pid2=
+write_priv eta no-such-user-ibgw
+out=$("$ibgwd" -d -f "$priv/ibgwd.yaml" 2>&1); rc=$?
+tap_like "a user that does not exist fails the start, saying so" "$rc $(echo "$out" | tr '\n' ' ')" \
+	"^1 .*gateway.user: no user 'no-such-user-ibgw'"
 tap_done

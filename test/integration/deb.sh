@@ -32,7 +32,7 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-plan=51
+plan=57
 tap_plan $plan
 # bail REASON: a step everything after it needs has failed; the checks not reached are
 # failures (none passes on a missing package or root), and the suite ends here.
@@ -93,6 +93,8 @@ tap_is "no installed file mentions the build tree ($work)" "$(grep -rl -- "$work
 tap_is "conffiles: the configuration only" "$(dpkg-deb -I "$deb" conffiles)" /etc/ibgw/ibgwd.yaml
 tap_like "the packaged config gives the control sockets to group ibgw" \
 	"$(grep '^  socket_group:' "$x/etc/ibgw/ibgwd.yaml")" '^  socket_group: ibgw +#'
+tap_like "the packaged config runs ibgwd as user ibgw" \
+	"$(grep '^  user:' "$x/etc/ibgw/ibgwd.yaml")" '^  user: ibgw +#'
 
 # --- a fresh Debian root -----------------------------------------------------------
 . /etc/os-release
@@ -131,6 +133,11 @@ tap_is "man -w 5 ibgwd.yaml" "$(in_root man -w 5 ibgwd.yaml 2>&1)" \
 	/usr/share/man/man5/ibgwd.yaml.5.gz
 tap_like "the group ibgw exists, as a system group" \
 	"$(in_root getent group ibgw)" '^ibgw:x:[1-9][0-9]?[0-9]?:$'
+tap_like "the user ibgw exists, a system user in group ibgw, no home, no shell" \
+	"$(in_root getent passwd ibgw)" \
+	"^ibgw:x:[1-9][0-9]?[0-9]?:$(in_root getent group ibgw | cut -d: -f3):[^:]*:/nonexistent:/usr/sbin/nologin$"
+tap_is "the failover key is ibgw's, mode 0600" \
+	"$(in_root stat -c '%U %G %a' /etc/ibgw/failover.key 2>&1)" "ibgw ibgw 600"
 # The host's systemctl reads the root's unit paths: the unit is found, and is disabled.
 tap_is "systemctl --root: the unit is found and disabled" \
 	"$(systemctl --root="$root" is-enabled ibgwd.service 2>&1)" disabled
@@ -145,8 +152,12 @@ tap_like "the unit starts the installed daemon on the installed config" \
 # section (the example's links would open this machine's eth0), and in a network
 # namespace of its own with no interface but lo.
 in_root useradd -m alice && in_root adduser --quiet alice ibgw && in_root useradd -m bob
-awk '/^control:/ { p = 1; print; next } p && /^[^ #]/ { p = 0 } p' \
-	"$root/etc/ibgw/ibgwd.yaml" >"$root/tmp/control.yaml"
+{
+	printf 'gateway:\n'
+	grep -E '^  (user|group):' "$root/etc/ibgw/ibgwd.yaml"
+	awk '/^control:/ { p = 1; print; next } p && /^[^ #]/ { p = 0 } p' "$root/etc/ibgw/ibgwd.yaml"
+} >"$root/tmp/control.yaml"
+chmod 0644 "$root/tmp/control.yaml"
 sed 's/^/# control.yaml: /' "$root/tmp/control.yaml"
 timeout 120 unshare --net chroot "$root" ibgwd -d -f /tmp/control.yaml >"$work/ibgwd.log" 2>&1 &
 daemon_pid=$!
@@ -157,6 +168,8 @@ done
 tap_is "the control socket is mode 0660, group ibgw" \
 	"$(in_root stat -c '%a %G' /run/ibgw/ibgwd.sock 2>&1)" "660 ibgw"
 tap_check "alice (in group ibgw) runs gwctl reload" in_root runuser -u alice -- gwctl reload
+tap_like "the daemon runs as ibgw with three capabilities" "$(tr '\n' ' ' <"$work/ibgwd.log")" \
+	"running as user ibgw \(uid [0-9]+, gid [0-9]+\) with capabilities cap_net_admin,cap_net_raw,cap_ipc_lock"
 out=$(in_root runuser -u bob -- gwctl reload 2>&1)
 rc=$?
 tap_like "bob (not in the group) is refused" "$rc: $out" '^1: .*Permission denied'
@@ -210,6 +223,7 @@ left=$(for p in $installed; do [ -e "$root$p" ] && echo "$p"; done)
 tap_is "purge leaves none of the package's files or folders" "$left" ""
 tap_is "purge removes /etc/ibgw (with the .dpkg-dist)" \
 	"$(test -e "$root/etc/ibgw" && ls -A "$root/etc/ibgw" || echo gone)" gone
+tap_is "purge removes the user ibgw" "$(in_root getent passwd ibgw)" ""
 tap_is "purge removes the group ibgw" "$(in_root getent group ibgw)" ""
 tap_is "purge leaves no systemd enablement state" \
 	"$(ls "$root/var/lib/systemd/deb-systemd-helper-enabled" 2>/dev/null | grep -c ibgwd)" 0
