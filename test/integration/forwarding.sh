@@ -196,7 +196,7 @@ if ip -n "$rack-ethv" link add link eth0 name eth0.100 type vlan id 100 2>/dev/n
 	vlandev="kernel VLAN device"
 else
 	vlandev="TAP with a user-space 802.1Q relay (no 802.1Q in this kernel)"
-	in_ns ethv python3 "$work/vlan_relay.py" eth0 eth0.100 100 "$work/relay.ready" &
+	in_ns ethv python3 "$work/vlan_relay.py" eth0 eth0.100 100 "$work/relay.ready" >"$work/relay.log" 2>&1 &
 	for _ in $(seq 50); do [ -e "$work/relay.ready" ] && break; sleep 0.1; done
 fi
 ip -n "$rack-ethv" link set eth0.100 up
@@ -217,8 +217,8 @@ tap_is "VLAN: ping IPv4 IB host -> VLAN host" "$(pings ibhost3 10.22.0.11)" 3
 tap_is "VLAN: ping IPv6 VLAN host -> IB host" "$(pings ethv -6 fd00:10::13)" 3
 tap_is "VLAN: ping IPv6 IB host -> VLAN host" "$(pings ibhost3 -6 fd00:22::11)" 3
 tap_is "VLAN: 1500-octet DF pings IB host -> VLAN host (1518-octet tagged frames)" \
-	"$(pings ibhost3 -M do -s 1472 10.22.0.11)" 3
-tap_is "VLAN: 1500-octet DF pings VLAN host -> IB host" "$(pings ethv -M do -s 1472 10.10.0.13)" 3
+	"$(pings ibhost3 -M "do" -s 1472 10.22.0.11)" 3
+tap_is "VLAN: 1500-octet DF pings VLAN host -> IB host" "$(pings ethv -M "do" -s 1472 10.10.0.13)" 3
 n=$(iperf_bytes ibhost3 10.10.0.13 ethv 8M)
 tap_is "VLAN: iperf3 TCP VLAN host -> IB host: 8 MiB arrive" "$n" 8388608
 n=$(iperf_bytes ibhost3 10.10.0.13 ethv 8M -R)
