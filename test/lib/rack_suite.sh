@@ -108,3 +108,20 @@ wait_up() {
 	done
 	return 1
 }
+
+# iperf_bytes SERVER_NODE SERVER_ADDR CLIENT_NODE BYTES [-R]: the bytes an iperf3 TCP run
+# sent when it completed (client exit 0: the end-of-test exchange follows the data on
+# the same path, so the receiver has read everything), else "failed". -n sends whole
+# blocks (128 KiB): a count up to one block above the request is the request, sent.
+# (test/integration/gateway.sh keeps its own copy, which this one follows.)
+iperf_bytes() {
+	local srv=$1 addr=$2 cli=$3 bytes=$4 rev=${5:-} out
+	in_ns "$srv" iperf3 -s -1 -D -B "$addr" --logfile "$work/iperf-$srv.log" >/dev/null 2>&1
+	sleep 0.3
+	if out=$(in_ns "$cli" timeout 60 iperf3 -c "$addr" -n "$bytes" $rev -J 2>/dev/null); then
+		echo "$out" | jq -r --argjson want "$(numfmt --from=iec "$bytes")" \
+			'.end.sum_sent.bytes // 0 | if . > $want and . <= $want + 131072 then $want else . end'
+	else
+		echo failed
+	fi
+}
