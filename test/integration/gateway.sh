@@ -36,23 +36,6 @@ pings() {   # NODE ARGS...: "N received" of a bounded ping
 	local n=$1; shift
 	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
 }
-# iperf_bytes SERVER_NODE SERVER_ADDR CLIENT_NODE BYTES [-R]: the bytes sent when the
-# run completed (client exit 0: the end-of-test exchange follows the data on the same
-# path, so the receiver has read everything), else "failed". (sum_received stops
-# counting at TEST_END and misses what is still in flight.)
-iperf_bytes() {
-	local srv=$1 addr=$2 cli=$3 bytes=$4 rev=${5:-} out
-	in_ns "$srv" iperf3 -s -1 -D -B "$addr" --logfile "$work/iperf-$srv.log" >/dev/null 2>&1
-	sleep 0.3
-	if out=$(in_ns "$cli" timeout 60 iperf3 -c "$addr" -n "$bytes" $rev -J 2>/dev/null); then
-		# -n sends whole blocks (128 KiB for TCP): the count may end one block
-		# above the request; that is the request, sent.
-		echo "$out" | jq -r --argjson want "$(numfmt --from=iec "$bytes")" \
-			'.end.sum_sent.bytes // 0 | if . > $want and . <= $want + 131072 then $want else . end'
-	else
-		echo failed
-	fi
-}
 
 # --- the rack, with the gateway ------------------------------------------------------
 if ! rackcmd up >"$work/up.log" 2>&1; then

@@ -70,6 +70,7 @@ suite_need_cmds() {
 #   stat_field NODE KEY      one counter from `dump stats`
 #   gwctl ARGS...            gwctl against the gateway on gw1
 #   wait_up LINK SECONDS     until gw1's `show links` has LINK in state UP
+#   iperf_bytes SERVER_NODE SERVER_ADDR CLIENT_NODE BYTES [-R]   (below)
 suite_ibhost_helpers() {
 	host=$build/bin/ibgw-host
 	export IBGW_BUILD=$build
@@ -113,7 +114,6 @@ wait_up() {
 # sent when it completed (client exit 0: the end-of-test exchange follows the data on
 # the same path, so the receiver has read everything), else "failed". -n sends whole
 # blocks (128 KiB): a count up to one block above the request is the request, sent.
-# (test/integration/gateway.sh keeps its own copy, which this one follows.)
 iperf_bytes() {
 	local srv=$1 addr=$2 cli=$3 bytes=$4 rev=${5:-} out
 	in_ns "$srv" iperf3 -s -1 -D -B "$addr" --logfile "$work/iperf-$srv.log" >/dev/null 2>&1
