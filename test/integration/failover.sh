@@ -21,7 +21,12 @@
 #   SM failover    the master OpenSM killed, the standby takes over: no failover, the
 #                  traffic keeps flowing
 #   active/active  the group split in two by per-group priorities (IPv4 on gw1, IPv6
-#                  on gw2): both forward at once, the IB host's next hops are each box
+#                  on gw2): both forward at once, the IB host's next hops are each box;
+#                  gw2 SIGKILLed: gw1 MASTER of both (show ha says why), the IPv6 gaps
+#                  bounded as a SIGKILL's, IPv4 through gw1 not interrupted (its gap
+#                  under the 80 ms dead interval, no svc4 transition). gw2 restarted
+#                  after that is not checked yet: in 4 of 6 runs both boxes stopped
+#                  hearing each other ~0.9 s after its restart (docs/failover.md)
 # Needs root, ibsim, opensm, jq, iperf3, nft, curl.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +36,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init fo
 . "$top/test/lib/gap.sh"
 
-tap_plan 39
+tap_plan 46
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft curl
@@ -288,4 +293,54 @@ nmac40() {
 }
 tap_is "active/active: the IB host's IPv4 next hop is gw1, its IPv6 next hop gw2" \
 	"$(nmac40 -4 10.10.0.1) $(nmac40 -6 fd00:10::1)" "$(guid40 gw1) $(guid40 gw2)"
+
+# --- active/active: takeover and failback of one group -------------------------------------
+# gw2, MASTER of svc6, killed: gw1 takes svc6 over as it would the whole group, while
+# svc4, already on gw1, must not move: its IPv4 traffic is not interrupted (a gap well
+# under the dead interval) and show ha lists no svc4 transition.
+group_line() { g "$1" show ha | grep "^group $2 "; }
+svc4_mark() { # NODE: svc4's state, reason and number of transitions listed
+	g "$1" -j show ha | jq -r '"\([.[] | select(.kind == "group" and .group == "svc4")][0] |
+		"\(.state) \(.reason)") \([.[] | select(.kind == "transition" and .group == "svc4")] |
+		length)"'
+}
+wait_group() { # NODE GROUP STATE SECONDS
+	local i
+	for i in $(seq $(($4 * 20))); do
+		[ "$(group_state "$1" "$2")" = "$3" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+aa_gaps_start() { # PHASE: 1 ms pings both ways, IPv4 (through gw1 all along) and IPv6
+	gap_start "$1-e2i4" "$rack-ethhost1" 10.10.0.13
+	gap_start "$1-i2e4" "$rack-ibhost3" 10.20.0.11
+	gap_start "$1-e2i6" "$rack-ethhost1" fd00:10::13 -6
+	gap_start "$1-i2e6" "$rack-ibhost3" fd00:20::11 -6
+}
+# IPv4 through gw1 while svc6 moves: docs/failover.md reports 6-23 ms (23 under load);
+# 23 + the margin would pass an interruption as long as a failover's, so the bound is
+# the 80 ms dead interval, which any wait for a failover exceeds.
+keep=80
+m4=$(svc4_mark gw1)
+aa_gaps_start aak
+sleep 1
+kill -9 "$(rack_pid ibgwd-gw2)"
+wait_group gw1 svc6 master 5
+tap_like "active/active, gw2 killed: gw1 takes svc6 over, and says why" "$(group_line gw1 svc6)" \
+	"^group svc6 MASTER priority 100 since [0-9.]+m?s: peer dead on all paths$"
+sleep 2
+tap_is "... svc4 stays MASTER on gw1: same reason, no transition (show ha)" \
+	"$(svc4_mark gw1)" "$m4"
+tap_is "... IPv6 Ethernet -> IB resumes: gap under $(bound 89) ms (89 measured + margin)" \
+	"$(gap_ok aak-e2i6 "$(bound 89)")" ok
+tap_is "... IPv6 IB -> Ethernet resumes: gap under $(bound 89) ms (89 measured + margin)" \
+	"$(gap_ok aak-i2e6 "$(bound 89)")" ok
+tap_is "... IPv4 Ethernet -> IB through gw1 not interrupted: gap under $keep ms" \
+	"$(gap_ok aak-e2i4 "$keep")" ok
+tap_is "... IPv4 IB -> Ethernet through gw1 not interrupted: gap under $keep ms" \
+	"$(gap_ok aak-i2e4 "$keep")" ok
+tap_is "... the IB host's IPv4 and IPv6 next hops are both gw1" \
+	"$(nmac40 -4 10.10.0.1) $(nmac40 -6 fd00:10::1)" "$(guid40 gw1) $(guid40 gw1)"
+
 tap_done
