@@ -986,6 +986,28 @@ static uint32_t hook_if(const struct fwd_ib_hook *h)
 	return 0;
 }
 
+/* The share of the control thread's pool a send on IB takes. A port's hook is its GSI
+ * QP's (the cm's MADs): control. A link's sends are ARP/ND answers and solicitations,
+ * parked packets and the gateway's own IP packets, which the link encapsulates with no
+ * word of why: the failover pair's heartbeats and the tiebreaker's echo are recognised
+ * by content, as the worker recognises them on receive, so a burst of answers in a
+ * flood cannot take their messages (the control class's reserve). */
+static enum fwd_pclass ib_send_class(const struct fwd_ib_hook *h, const struct ibp_send *s)
+{
+	const struct ibp_buf *b = s->buf;
+	uint16_t et;
+
+	if (h->lk)
+		return FWD_PCLASS_CONTROL;
+	if (!b || b->len <= IPOIB_ENCAP_LEN)
+		return FWD_PCLASS_NEIGH;
+	et = ip_be16(b->data);
+	if ((et == 0x0800 || et == 0x86dd) &&
+	    ip_is_control(h->e, b->data + IPOIB_ENCAP_LEN, b->len - IPOIB_ENCAP_LEN))
+		return FWD_PCLASS_CONTROL;
+	return FWD_PCLASS_NEIGH;
+}
+
 int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
 {
 	struct fwd_ib_hook *h = ctx;
@@ -994,10 +1016,7 @@ int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
 	if (!workers_running(h->e)) /* the control thread is alone on the port */
 		return h->ops ? h->ops->post_send(s, 1) : 0;
 	k = hook_if(h);
-	/* A port's hook is its GSI QP's (the cm's MADs): the control share. */
-	return k && fwd_sp_send_ib(h->e, k, s, h->lk ? FWD_PCLASS_CONTROL : FWD_PCLASS_NEIGH) == 0
-		   ? 1
-		   : 0;
+	return k && fwd_sp_send_ib(h->e, k, s, ib_send_class(h, s)) == 0 ? 1 : 0;
 }
 
 int fwd_engine_ib_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)
