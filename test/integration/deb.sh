@@ -32,7 +32,7 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-plan=57
+plan=58
 tap_plan $plan
 # bail REASON: a step everything after it needs has failed; the checks not reached are
 # failures (none passes on a missing package or root), and the suite ends here.
