@@ -486,8 +486,9 @@ static void resolve_other(struct fwd_sp *sp, uint32_t k, int family, const uint8
 /*
  * Whether a sender heard on in may create a neighbour entry (issue 20, RFC 6583): only
  * inside in's subnets (its addresses, the prefixes that live on it, a route that reaches
- * it directly through in) or IPv6 link-local. Anything else is counted (learn_refused)
- * and not learned; answering is not affected.
+ * it directly through in) or IPv6 link-local. Anything else gets NEIGH_F_OFF_LINK: not
+ * learned, and counted learn_refused by the table when it had no entry; answering is
+ * not affected.
  */
 static unsigned learn_create(struct fwd_sp *sp, const struct fwd_if *in, int family,
 			     const uint8_t *addr)
@@ -502,8 +503,7 @@ static unsigned learn_create(struct fwd_sp *sp, const struct fwd_if *in, int fam
 	nh = rt_lookup(sp->e->rt, &a, 0);
 	if (nh && nh->type == RT_NH_CONNECTED && nh->ifindex == in->index)
 		return NEIGH_F_CREATE;
-	neigh_learn_refused(in->neigh);
-	return 0;
+	return NEIGH_F_OFF_LINK;
 }
 
 static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *frame, size_t len)

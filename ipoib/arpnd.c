@@ -219,13 +219,12 @@ int ipoib_link_set_on_link(struct ipoib_link *l, const struct ip_prefix *p, unsi
 }
 
 /* NEIGH_F_CREATE when a sender heard on the link may create an entry (see
- * ipoib_link_set_on_link), else 0, counted. */
-static unsigned learn_create(struct ipoib_link *l, int family, const uint8_t *addr)
+ * ipoib_link_set_on_link), else NEIGH_F_OFF_LINK (the table counts the refusal). */
+static unsigned learn_create(const struct ipoib_link *l, int family, const uint8_t *addr)
 {
 	if (!l->on_link_set || neigh_on_link(l->on_link, l->n_on_link, family, addr))
 		return NEIGH_F_CREATE;
-	neigh_learn_refused(l->neigh);
-	return 0;
+	return NEIGH_F_OFF_LINK;
 }
 
 int ipoib_link_neigh_learn(struct ipoib_link *l, int family, const uint8_t *addr,

@@ -640,6 +640,8 @@ struct neigh_entry *neigh_update(struct neigh_table *t, int family, const uint8_
 	enum neigh_state old, next;
 
 	if (!e) {
+		if (flags & NEIGH_F_OFF_LINK)
+			t->st.learn_refused++;
 		if (!(flags & (NEIGH_F_CREATE | NEIGH_F_ADMIN)))
 			return NULL;
 		e = create(t, family, addr, now);
@@ -921,11 +923,6 @@ bool neigh_on_link(const struct ip_prefix *p, unsigned n, int family, const uint
 		if (ip_prefix_contains(&p[i], &a))
 			return true;
 	return false;
-}
-
-void neigh_learn_refused(struct neigh_table *t)
-{
-	t->st.learn_refused++;
 }
 
 const struct neigh_params *neigh_table_params(const struct neigh_table *t)

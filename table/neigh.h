@@ -40,8 +40,9 @@
  * INCOMPLETE entry, then the STALE entry unused longest ("stale_evictions"); REACHABLE,
  * DELAY, PROBE and PERMANENT entries and any entry used within the reachable time are
  * never evicted by a newcomer: then the newcomer is refused (-ENOBUFS, "table_full").
- * Whoever learns from the wire asks neigh_on_link first, so that senders outside the
- * link's prefixes create no entry ("learn_refused", neigh_learn_refused).
+ * Whoever learns from the wire asks neigh_on_link first and passes NEIGH_F_OFF_LINK
+ * instead of NEIGH_F_CREATE for senders outside the link's prefixes: they create no
+ * entry, counted "learn_refused" where one would have been made.
  *
  * Threads: the control thread is the only writer (every function below not marked
  * "data path"). Workers look entries up without locks (RCU: entries and link addresses
@@ -209,6 +210,9 @@ enum {
 	NEIGH_F_SOLICITED = 2, /* a reply to our solicitation: REACHABLE */
 	NEIGH_F_OVERRIDE = 4,  /* a different address replaces the known one */
 	NEIGH_F_ADMIN = 8,     /* configured: PERMANENT (or delete with neigh_delete) */
+	NEIGH_F_OFF_LINK = 16, /* a sender outside the link's prefixes (neigh_on_link said
+				* no): an entry it would create is not, and counts
+				* learn_refused; a known one is updated as usual */
 };
 /* What the wire said about (family, addr): its link address ll (NULL: none given).
  * Follows Linux's neigh_update rules: an unsolicited address creates a STALE entry
@@ -232,8 +236,6 @@ void neigh_flush(struct neigh_table *t);
  * of the n prefixes (the link's addresses with their lengths, prefixes that live on
  * the link), or IPv6 link-local (fe80::/10). Pure; p may be NULL when n is 0. */
 bool neigh_on_link(const struct ip_prefix *p, unsigned n, int family, const uint8_t *addr);
-/* Count a sender not learned because it is not on link (stats learn_refused). */
-void neigh_learn_refused(struct neigh_table *t);
 
 /* Control-thread iteration; fn returns non-zero to stop. */
 void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struct neigh_info *ni),

@@ -611,11 +611,21 @@ static void test_on_link(void **s)
 	assert_false(neigh_on_link(NULL, 0, AF_INET, in4));
 	/* An IPv4 address never matches an IPv6 prefix of the same leading octets. */
 	assert_false(neigh_on_link(&pf[1], 1, AF_INET, (const uint8_t *)"\xfd\x00\x00\x01"));
-	neigh_learn_refused(t);
-	neigh_learn_refused(t);
+	/* Off link: an absent sender creates nothing and is counted, each time it is heard;
+	 * a known one is updated as usual and not counted (nothing was refused). */
+	struct neigh_link l1 = mac_link(1), l2 = mac_link(2);
+
+	assert_null(neigh_update(t, AF_INET, out4, &l1, NEIGH_F_OFF_LINK | NEIGH_F_OVERRIDE));
+	assert_null(neigh_update(t, AF_INET6, out6, &l1, NEIGH_F_OFF_LINK | NEIGH_F_OVERRIDE));
 	neigh_table_stats(t, &st);
 	assert_int_equal(st.learn_refused, 2);
 	assert_int_equal(st.entries, 0);
+	assert_non_null(neigh_update(t, AF_INET, out4, &l1, NEIGH_F_CREATE));
+	assert_non_null(neigh_update(t, AF_INET, out4, &l2, NEIGH_F_OFF_LINK | NEIGH_F_OVERRIDE));
+	neigh_table_stats(t, &st);
+	assert_int_equal(st.learn_refused, 2);
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.lladdr_changes, 1);
 	neigh_table_free(t);
 }
 
