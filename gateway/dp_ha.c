@@ -684,6 +684,20 @@ static void sync_tick(struct dp_ha *h, uint64_t now)
 	}
 }
 
+/* Now later than the timer's due time by over a heartbeat interval: this process could
+ * not listen meanwhile (stopped, swapped out, or this thread busy), and the peer's
+ * heartbeats of that time may still be on their way in. Judged before anything heard
+ * re-arms the timer (which moves timer_due), else a stall ended by a heartbeat would go
+ * unseen. */
+static void note_stall(struct dp_ha *h, uint64_t now)
+{
+	if (!h->timer_due || now <= h->timer_due + h->interval_ms)
+		return;
+	h->stalls++;
+	ha_fsm_stalled(h->fsm, now - h->timer_due, now);
+	h->timer_due = now; /* counted once */
+}
+
 static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 {
 	struct dp_ha *h = arg;
@@ -691,18 +705,12 @@ static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 	(void)loop;
 	(void)t;
 
+	note_stall(h, now_ms());
 	/* The peer's heartbeats that wait in the workers' rings count before its deadline
 	 * is judged: after this thread was busy (a reload, a port move) they are queued
 	 * behind this timer, and judging first would take a live master for dead. */
 	fwd_sp_poll(h->dp->e);
 	now = now_ms();
-	/* A tick later than a heartbeat interval: this process could not listen meanwhile
-	 * (stopped, swapped out, or this thread busy), and the peer's heartbeats of that
-	 * time may still be on their way in. */
-	if (now > h->timer_due + h->interval_ms) {
-		h->stalls++;
-		ha_fsm_stalled(h->fsm, now - h->timer_due, now);
-	}
 	if (h->tb_deadline && h->tb_deadline <= now) {
 		h->tb_deadline = 0;
 		ha_fsm_tiebreaker_result(h->fsm, false, now);
@@ -740,6 +748,7 @@ static void on_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 
 		if (k && k->ifindex == ifindex && ip_addr_equal(src, &h->paths[p].peer)) {
 			/* The type octet (ha_wire.h): the decoders check it again. */
+			note_stall(h, now_ms());
 			if (len > 5 && payload[5] == HA_MSG_SYNC)
 				sync_in(h, p, payload, len);
 			else if (ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms()) ==

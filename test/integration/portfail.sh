@@ -84,6 +84,10 @@ grep -hoE '(port failover: .* rebuilt in|ib0: up on IB port) .*' "$RACK_STATE/lo
 if ! gwctl show version >/dev/null 2>&1; then
 	echo "# gw1 does not answer; process $(rack_pid_alive ibgwd-gw1 && echo alive || echo gone)"
 	tail -40 "$RACK_STATE/logs/ibgwd-gw1.log" | sed 's/^/#   /'
+	if rack_pid_alive ibgwd-gw1 && command -v gdb >/dev/null; then
+		timeout 30 gdb -p "$(rack_pid ibgwd-gw1)" -batch -ex 'thread apply all bt' 2>&1 |
+			grep -E '^(Thread|#)' | sed 's/^/#   /'
+	fi
 fi
 tap_like "ib0 moved to port 1 (GID of port 1)" "$(ib0_line)" "$gid1"
 below() { awk -v g="$1" -v m="$2" 'BEGIN { exit !(g < m) }'; }
