@@ -84,6 +84,7 @@ grep -hoE '(port failover: .* rebuilt in|ib0: up on IB port) .*' "$RACK_STATE/lo
 if ! gwctl show version >/dev/null 2>&1; then
 	echo "# gw1 does not answer; process $(rack_pid_alive ibgwd-gw1 && echo alive || echo gone)"
 	tail -40 "$RACK_STATE/logs/ibgwd-gw1.log" | sed 's/^/#   /'
+	dmesg 2>/dev/null | grep -E 'ibgwd.*(segfault|trap)' | tail -2 | sed 's/^/#   /'
 	if rack_pid_alive ibgwd-gw1 && command -v gdb >/dev/null; then
 		timeout 30 gdb -p "$(rack_pid ibgwd-gw1)" -batch -ex 'thread apply all bt' 2>&1 |
 			grep -E '^(Thread|#)' | sed 's/^/#   /'
