@@ -42,7 +42,6 @@ suite_need_root
 suite_need_cmds ibsim opensm jq iperf3 nft curl
 suite_ibhost_helpers
 . "$top/test/lib/ha.sh"
-transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
 path_alive() { g "$1" -j show ha | jq -r --arg p "$2" '.[] | select(.kind == "path" and .path == $p) | .alive'; }
 pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/received/ { print $4 }'; }
 # Gap bounds: the largest gap docs/failover.md reports for each case ("Measured on the

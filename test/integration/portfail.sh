@@ -27,7 +27,6 @@ suite_need_root
 suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
 gwctl() { g gw1 "$@"; }
-transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
 pings() { # NODE ARGS...: "N received" of a bounded ping
 	local n=$1
 	shift

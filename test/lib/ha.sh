@@ -3,10 +3,12 @@
 #
 #   g NODE ARGS...            gwctl on a gateway node
 #   state NODE                its group's state (master, backup, fault, init)
+#   transitions NODE          how many state transitions it has made since its start
 #   wait_state NODE STATE S   until it is STATE, at most S seconds
 #   wait_paths NODE N S       until N heartbeat paths are alive there, at most S seconds
 g() { ip netns exec "$rack-$1" "$build/bin/gwctl" -S "$RACK_STATE/nodes/$1/ibgwd.sock" "${@:2}"; }
 state() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "group") | .state'; }
+transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
 wait_state() {
 	local i
 	for i in $(seq $(($3 * 20))); do

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Floods at a failover pair (issue 20: "the failover pair does not move"): the rack's
+# pair (sim/rack up --ha: gw1 master, gw2 backup, heartbeats on ib0 and eth0 every 20 ms,
+# dead after 80 ms) while one Ethernet host floods the master and a bystander pings an
+# IB host through the pair's service addresses every 20 ms, IPv4 and IPv6. Each flood
+# must cost the bystander at most 1%, and neither box may change state: the heartbeats
+# travel the same workers and the same control thread as the flood's punts, so a flood
+# that starved them would make the backup take over (or both be MASTER).
+# The floods (test/tools/flood, RATE frames/s, COUNT frames, from ethhost1):
+#   scan6  echo requests to random addresses of the IB side's /64, to the master's MAC
+#   ns6    Neighbor Solicitations for the service address fd00:20::1 from random
+#          sources (multicast: both boxes get them)
+#   arp4   ARP requests for the service address 10.20.0.1 from random MACs (broadcast:
+#          both boxes)
+# Needs root, ibsim, opensm, jq; IBGW_BUILD (test/run sets it).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+. "$top/test/lib/tap.sh"
+. "$top/test/lib/rack_suite.sh"
+suite_init hha
+
+RATE=${HOSTILE_RATE:-10000}
+COUNT=${HOSTILE_COUNT:-50000}
+MAX_LOSS_PERMILLE=10 # 1%
+
+tap_plan 13
+suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" \
+	"$build/bin/ibgw-fabric" "$build/tools/flood"
+suite_need_root
+suite_need_cmds ibsim opensm jq
+suite_ibhost_helpers
+. "$top/test/lib/ha.sh"
+. "$top/test/lib/flood.sh"
+
+if ! R up --ha >"$work/up.log" 2>&1; then
+	tap_not_ok "rack up with a failover pair" "$(tail -5 "$work/up.log")"
+	exit 1
+fi
+wait_state gw1 master 15
+wait_state gw2 backup 5
+wait_dad ibhost3
+# The bystander's way resolved first: its pings must find the neighbours in place.
+in_ns ethhost2 ping -c 2 -i 0.2 -W 2 10.10.0.13 >/dev/null 2>&1
+in_ns ethhost2 ping -6 -c 2 -i 0.2 -W 2 fd00:10::13 >/dev/null 2>&1
+tap_is "the pair: gw1 master, gw2 backup; the bystander reaches the IB host (IPv4, IPv6)" \
+	"$(state gw1) $(state gw2) $(in_ns ethhost2 ping -c 3 -i 0.2 -W 2 10.10.0.13 2>&1 |
+		awk '/received/ { print $4 }') $(in_ns ethhost2 ping -6 -c 3 -i 0.2 -W 2 fd00:10::13 2>&1 |
+		awk '/received/ { print $4 }')" "master backup 3 3"
+gw_mac=$(in_ns gw1 cat /sys/class/net/eth0/address)
+stalls() { in_ns "$1" curl -s --max-time 5 http://127.0.0.1:9464/metrics |
+	awk '/^ibgw_failover_stalls_total/ { print $2 }'; }
+
+# flood_case NAME FLOOD-ARGS...: four checks.
+flood_case() {
+	local name=$1 r sent l4 l6 t1 t2
+	shift
+	t1=$(transitions gw1)
+	t2=$(transitions gw2)
+	r=$(flood_run "$name" "in_ns ethhost1" "in_ns ethhost2" 10.10.0.13 fd00:10::13 "$gw_mac" \
+		"$RATE" "$COUNT" "$@")
+	IFS='|' read -r sent l4 l6 <<<"$r"
+	tap_like "$name: the flood went out ($COUNT frames at $RATE/s)" "$sent" "^sent $COUNT in "
+	echo "# $name: $sent; bystander loss IPv4 $((l4 / 10)).$((l4 % 10))%, IPv6 $((l6 / 10)).$((l6 % 10))%"
+	tap_is "$name: the IPv4 bystander loses at most 1% ($l4 per mille)" \
+		"$([ "$l4" -le $MAX_LOSS_PERMILLE ] && echo yes || echo "$l4 per mille")" yes
+	tap_is "$name: the IPv6 bystander loses at most 1% ($l6 per mille)" \
+		"$([ "$l6" -le $MAX_LOSS_PERMILLE ] && echo yes || echo "$l6 per mille")" yes
+	tap_is "$name: the pair did not move (gw1 master, gw2 backup, no transition on either)" \
+		"$(state gw1) $(($(transitions gw1) - t1)) $(state gw2) $(($(transitions gw2) - t2))" \
+		"master 0 backup 0"
+}
+
+flood_case scan6 --mode scan6 --src6 fd00:20::11 --prefix6 fd00:10::/64
+flood_case ns6 --mode ns6 --target6 fd00:20::1 --prefix6 fd00:20::/64
+flood_case arp4 --mode arp4 --target4 10.20.0.1 --prefix4 10.20.0.128/25
+echo "# failover stalls counted: gw1 $(stalls gw1), gw2 $(stalls gw2)"
+g gw2 show ha 2>&1 | sed 's/^/# gw2: /'
+tap_done
