@@ -367,9 +367,10 @@ static uint32_t src_hash(uint32_t seed, uint32_t kind, const uint8_t *a, size_t 
 	return h ? h : 1;
 }
 
-/* Whether the IP packet p is UDP to the bound control port or an echo reply with the
- * bound identifier (no extension headers, first fragment: what the slow path takes). */
-static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t len)
+/* Whether the IP packet p is UDP to the bound control port or an echo with the bound
+ * identifier (no extension headers, first fragment: what the slow path takes): the
+ * reply the tiebreaker receives, or (sent) the request it sends. */
+static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t len, bool sent)
 {
 	uint32_t port =
 	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_udp_port, memory_order_relaxed);
@@ -394,7 +395,7 @@ static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t l
 	if (proto == 17)
 		return port && ip_be16(p + l4 + 2) == port;
 	if (proto == ((p[0] >> 4) == 4 ? 1 : 58))
-		return echo && p[l4] == ((p[0] >> 4) == 4 ? 0 : 129) &&
+		return echo && p[l4] == ((p[0] >> 4) == 4 ? (sent ? 8 : 0) : (sent ? 128 : 129)) &&
 		       ip_be16(p + l4 + 4) == (echo & 0xffff);
 	return false;
 }
@@ -424,7 +425,7 @@ enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, b
 			*key = src_hash(e->seed, 0, data, 0);
 		if (p == FWD_PUNT_UNRESOLVED)
 			return FWD_PCLASS_UNRES;
-		return ip_is_control(e, data, len) ? FWD_PCLASS_CONTROL : FWD_PCLASS_LOCAL;
+		return ip_is_control(e, data, len, false) ? FWD_PCLASS_CONTROL : FWD_PCLASS_LOCAL;
 	default:
 		*key = 1;
 		return FWD_PCLASS_LOCAL;
@@ -989,9 +990,10 @@ static uint32_t hook_if(const struct fwd_ib_hook *h)
 /* The share of the control thread's pool a send on IB takes. A port's hook is its GSI
  * QP's (the cm's MADs): control. A link's sends are ARP/ND answers and solicitations,
  * parked packets and the gateway's own IP packets, which the link encapsulates with no
- * word of why: the failover pair's heartbeats and the tiebreaker's echo are recognised
- * by content, as the worker recognises them on receive, so a burst of answers in a
- * flood cannot take their messages (the control class's reserve). */
+ * word of why: the failover pair's heartbeats and the tiebreaker's echo requests are
+ * recognised by content, as the worker recognises the heartbeats and the echo replies
+ * on receive, so a burst of answers in a flood cannot take their messages (the control
+ * class's reserve). Both reach the link when they waited for an IPoIB neighbour. */
 static enum fwd_pclass ib_send_class(const struct fwd_ib_hook *h, const struct ibp_send *s)
 {
 	const struct ibp_buf *b = s->buf;
@@ -1003,7 +1005,7 @@ static enum fwd_pclass ib_send_class(const struct fwd_ib_hook *h, const struct i
 		return FWD_PCLASS_NEIGH;
 	et = ip_be16(b->data);
 	if ((et == 0x0800 || et == 0x86dd) &&
-	    ip_is_control(h->e, b->data + IPOIB_ENCAP_LEN, b->len - IPOIB_ENCAP_LEN))
+	    ip_is_control(h->e, b->data + IPOIB_ENCAP_LEN, b->len - IPOIB_ENCAP_LEN, true))
 		return FWD_PCLASS_CONTROL;
 	return FWD_PCLASS_NEIGH;
 }

@@ -7,7 +7,8 @@
  * release the packets that waited for it. Also the link's addresses and the neighbours
  * learned elsewhere (the failover peer's state sync). Once the gateway has set the
  * link's subnets (ipoib_link_set_on_link), a sender outside them creates no entry
- * (issue 20: an attacker's off-subnet senders would fill the table).
+ * (issue 20: an attacker's off-subnet senders would fill the table), and the answer to
+ * its request goes to the address it came from instead of resolving it.
  *
  * Threads: control thread (in the gateway ARP/ND reach it as punts from the workers;
  * what it sends goes back through cfg.post).
@@ -236,7 +237,8 @@ int ipoib_link_neigh_learn(struct ipoib_link *l, int family, const uint8_t *addr
 
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
-	if (ipoib_hwaddr_decode(hwaddr, IPOIB_HWADDR_LEN, &hw) < 0)
+	if (ipoib_hwaddr_decode(hwaddr, IPOIB_HWADDR_LEN, &hw) < 0 ||
+	    !ipoib_hwaddr_is_unicast(hwaddr))
 		return -EINVAL;
 	if (neigh_lookup(l->neigh, family, addr))
 		return 0;
@@ -345,6 +347,59 @@ static int input_arp(struct ipoib_link *l, const struct ipoib_rx *rx)
 	return 0;
 }
 
+/*
+ * The NA answering an NS for one of our addresses (gateway role). On the asker's
+ * neighbour entry when there is one (made or updated by the NS, or known before); else
+ * straight to its source link-layer option, as an ARP request is answered at its sender
+ * hardware address; else to where the datagram came from (its QPN, and the GID its GRH
+ * or connection gives). Only a sender the link may learn is resolved instead: resolving
+ * one outside the link's subnets would create the very entry the learning guard refused
+ * (issue 20), and send a solicitation for it too. Such a sender with no address to
+ * answer at (a unicast NS without the option and without a GRH, or a source no
+ * neighbour can have) is not answered, and counted in the table's learn_refused.
+ */
+static void answer_ns(struct ipoib_link *l, const struct ipoib_rx *rx, const struct nd_msg *m,
+		      struct neigh_entry *e, const struct ipoib_hwaddr *sllao)
+{
+	const struct ipoib_hwaddr *to = NULL;
+	struct ipoib_hwaddr src = { .qpn = rx->src_qpn, .gid = rx->sgid };
+	uint8_t raw[IPOIB_HWADDR_LEN];
+	struct ibp_buf *b;
+	size_t n;
+
+	if (!e)
+		e = neigh_lookup(l->neigh, AF_INET6, m->src);
+	if (!e && sllao) {
+		to = sllao;
+	} else if (!e && learn_create(l, AF_INET6, m->src) != NEIGH_F_CREATE) {
+		if ((!rx->has_grh && !rx->rc) ||
+		    ipoib_hwaddr_encode(&src, raw, sizeof(raw)) != IPOIB_HWADDR_LEN ||
+		    !ipoib_hwaddr_is_unicast(raw)) {
+			(void)neigh_update(l->neigh, AF_INET6, m->src, NULL, NEIGH_F_OFF_LINK);
+			return;
+		}
+		to = &src;
+	}
+	b = ipoib_link_buf(l);
+	if (!b) {
+		l->st.drops[IPOIB_DROP_TX_NOBUF]++;
+		return;
+	}
+	n = nd_build_na_reply(b->data + IPOIB_ENCAP_LEN, b->cap - IPOIB_ENCAP_LEN, ND_LINK_IB, m,
+			      m->target, ND_NA_OVERRIDE, l->hw_bytes);
+	if (!to) {
+		send_nd(l, b, n, m->src, e ? neigh_entry_link(e) : NULL);
+		return;
+	}
+	if (!n) {
+		ipoib_drop_buf(l, b, IPOIB_DROP_TX_NOBUF);
+		return;
+	}
+	b->len = (uint32_t)n;
+	l->st.tx_nd++;
+	(void)ipoib_link_xmit_hw(l, to, ETH_P_IPV6, b);
+}
+
 static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 {
 	struct nd_msg m;
@@ -360,31 +415,24 @@ static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 		return -EINVAL;
 	}
 	switch (m.type) {
-	case ND_NS:
+	case ND_NS: {
+		bool have_hw = false;
+
 		if (m.dad || !is_own_v6(l, m.target))
 			return 0;
 		if (m.sllao && ipoib_hwaddr_decode(m.sllao, IPOIB_HWADDR_LEN, &hw) == 0 &&
 		    memcmp(m.sllao, l->hw_bytes, IPOIB_HWADDR_LEN)) {
+			have_hw = true;
 			ll = make_link(l, &hw);
 			e = neigh_update(l->neigh, AF_INET6, m.src, &ll,
 					 learn_create(l, AF_INET6, m.src) | NEIGH_F_OVERRIDE);
 			if (e)
 				ipoib_bind_neigh(l, e);
 		}
-		if (l->cfg.role == IPOIB_ROLE_GATEWAY) {
-			struct ibp_buf *b = ipoib_link_buf(l);
-			size_t n;
-
-			if (!b) {
-				l->st.drops[IPOIB_DROP_TX_NOBUF]++;
-				return 0;
-			}
-			n = nd_build_na_reply(b->data + IPOIB_ENCAP_LEN, b->cap - IPOIB_ENCAP_LEN,
-					      ND_LINK_IB, &m, m.target, ND_NA_OVERRIDE,
-					      l->hw_bytes);
-			send_nd(l, b, n, m.src, e ? neigh_entry_link(e) : NULL);
-		}
+		if (l->cfg.role == IPOIB_ROLE_GATEWAY)
+			answer_ns(l, rx, &m, e, have_hw ? &hw : NULL);
 		return 0;
+	}
 	case ND_NA:
 		if (!m.tllao && !(m.flags & ND_NA_SOLICITED))
 			return 0;

@@ -231,14 +231,17 @@ int ipoib_link_add_addr(struct ipoib_link *l, int family, const uint8_t *addr);
 /* The link's subnets, for learning (issue 20, RFC 6583): an ARP or ND message whose
  * sender lies outside every one of the n prefixes (the link's addresses with their
  * lengths, prefixes that live on the link, routes directly through it) and is not IPv6
- * link-local creates no neighbour entry (counted in the table's learn_refused); answers
- * are not affected. Until it is called, every sender is learned. The prefixes are
- * copied. Returns 0 or -ENOMEM. */
+ * link-local creates no neighbour entry (counted in the table's learn_refused). Such a
+ * sender's request for our address is still answered, at the address it gave or the
+ * datagram's source, never by resolving it (an NS with neither a source link-layer
+ * option nor a GRH is not answered, and counted). Until it is called, every sender is
+ * learned. The prefixes are copied. Returns 0 or -ENOMEM. */
 int ipoib_link_set_on_link(struct ipoib_link *l, const struct ip_prefix *p, unsigned n);
 /* A neighbour learned elsewhere (the failover peer's state sync): created STALE with
  * its hardware address (flags, QPN, GID) when the link does not know it, and its path
  * resolved as after an ARP (from the SA client's cache when the peer's path came with
- * it). A known entry is left alone. Returns 1 created, 0 known, -errno. */
+ * it). A known entry is left alone. Returns 1 created, 0 known, -errno (-EINVAL: an
+ * address no neighbour has, ipoib_hwaddr_is_unicast). */
 int ipoib_link_neigh_learn(struct ipoib_link *l, int family, const uint8_t *addr,
 			   const uint8_t hwaddr[IPOIB_HWADDR_LEN]);
 /* The gateway no longer has addr on the link (a reload, a failover group given up): its

@@ -24,6 +24,15 @@ int ipoib_hwaddr_decode(const uint8_t *buf, size_t len, struct ipoib_hwaddr *out
 	return (buf[0] & IPOIB_HWADDR_F_RSVD) ? -EINVAL : 0;
 }
 
+bool ipoib_hwaddr_is_unicast(const uint8_t *raw)
+{
+	static const uint8_t zero[IB_GID_LEN];
+
+	if (ib_get_be24(raw + 1) == 0xffffff || raw[4] == 0xff)
+		return false;
+	return memcmp(raw + 4, zero, IB_GID_LEN) != 0;
+}
+
 int ipoib_hwaddr_encode(const struct ipoib_hwaddr *a, uint8_t *buf, size_t len)
 {
 	if ((a->flags & IPOIB_HWADDR_F_RSVD) || a->qpn > IB_QPN_MAX)

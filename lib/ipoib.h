@@ -38,6 +38,10 @@ struct ipoib_hwaddr {
 
 /* -EMSGSIZE if short, -EINVAL if a reserved flag bit (0x3f) is set. */
 int ipoib_hwaddr_decode(const uint8_t *buf, size_t len, struct ipoib_hwaddr *out);
+/* Whether the 20 octets at raw can be a neighbour's address: not the multicast QPN
+ * 0xffffff, and a GID neither multicast (ff00::/8) nor all zero -- what arp_parse
+ * refuses in an ARP sender. Reserved flag bits are ipoib_hwaddr_decode's to refuse. */
+bool ipoib_hwaddr_is_unicast(const uint8_t *raw);
 /* Returns IPOIB_HWADDR_LEN, -ENOSPC, or -ERANGE (reserved flags, QPN over 24 bits). */
 int ipoib_hwaddr_encode(const struct ipoib_hwaddr *a, uint8_t *buf, size_t len);
 /* Colon-separated hex as the Linux driver shows it ("80:00:00:48:fe:80:..."). Returns

@@ -29,6 +29,7 @@ static const char *const reason_names[ND_REASON_COUNT] = {
 	[ND_RS_UNSPEC_WITH_SLLAO] = "nd_rs_unspec_with_sllao",
 	[ND_SRC_NOT_LINK_LOCAL] = "nd_src_not_link_local",
 	[ND_SRC_MULTICAST] = "nd_src_multicast",
+	[ND_LLADDR_NOT_UNICAST] = "nd_lladdr_not_unicast",
 };
 
 const char *nd_reason_name(enum nd_reason r)
@@ -91,6 +92,10 @@ static enum nd_reason lladdr_opt(const uint8_t *o, size_t olen, enum nd_link lin
 		return ND_BAD_LLADDR_LEN;
 	if (o[4] & IPOIB_HWADDR_F_RSVD)
 		return ND_LLADDR_RESERVED;
+	/* Sent to, it would be a unicast datagram to the multicast QPN or to a group:
+	 * nobody's port. */
+	if (!ipoib_hwaddr_is_unicast(o + 4))
+		return ND_LLADDR_NOT_UNICAST;
 	*addr = o + 4;
 	return ND_OK;
 }

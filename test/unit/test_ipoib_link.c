@@ -6,6 +6,11 @@
  * ipoib keeps its carrier), a rejoin that moves a group to another MLID rebuilds the
  * AH and the attachment without a DOWN; only PORT_DOWN takes the link down. A failover
  * pair tracks this link's state: a DOWN here is a FAULT there.
+ *
+ * Also the learning guard of the link's ARP/ND input (issue 20, ipoib_link_set_on_link):
+ * a request for the link's address from a sender outside its subnets is answered and
+ * not learned, and the answer to an NS reaches the asker without resolving it (which
+ * would make the very entry the guard refused).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,8 +22,12 @@
 #include <cmocka.h>
 
 #include "ipoib/ipoib_link.h"
-#include "lib/ipoib.h"
+#include "pkt/arp.h"
+#include "pkt/ip.h"
+#include "pkt/nd.h"
 #include "sm-client/sa.h"
+#include "lib/addr.h"
+#include "lib/ipoib.h"
 
 /* ---- fake port ---------------------------------------------------------------------- */
 
@@ -37,7 +46,9 @@ struct ibp_ah {
 static struct {
 	struct ibp_qp qp;
 	unsigned ahs_live;
-	struct ibp_send last; /* the last send posted */
+	struct ibp_send last;   /* the last send posted */
+	uint8_t last_data[256]; /* its buffer's first octets (IPoIB header first) */
+	uint32_t last_len;
 	unsigned sends;
 } fp;
 
@@ -110,6 +121,10 @@ static int f_post_send(struct ibp_send *s, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		fp.last = s[i];
+		fp.last_len = s[i].buf->len;
+		memcpy(fp.last_data, s[i].buf->data,
+		       s[i].buf->len < sizeof(fp.last_data) ? s[i].buf->len : sizeof(fp.last_data));
+		fp.last.buf = NULL; /* freed below */
 		fp.sends++;
 		free(s[i].buf); /* completed at once */
 	}
@@ -149,6 +164,7 @@ static struct {
 		void *arg;
 	} j[MAX_JOINS];
 	unsigned n, joins, leaves;
+	bool paths_at_once; /* answer path queries at once (as from the cache) */
 } fsa;
 
 int sa_mcast_join(struct sa_client *c, const struct sa_mcast_params *p, sa_mcast_cb cb, void *arg)
@@ -181,11 +197,19 @@ int sa_mcast_leave(struct sa_client *c, const union ib_gid *mgid)
 
 int sa_path_resolve(struct sa_client *c, const struct sa_path_query *q, sa_path_cb cb, void *arg)
 {
+	struct sa_path p;
 	(void)c;
-	(void)q;
-	(void)cb;
-	(void)arg;
-	return 0; /* never answers: no path is needed here */
+
+	if (!fsa.paths_at_once)
+		return 0; /* never answers: no path is needed here */
+	memset(&p, 0, sizeof(p));
+	p.dgid = q->dgid;
+	p.sgid = q->sgid;
+	p.dlid = (uint16_t)(0x10 + q->dgid.raw[15]);
+	p.mtu = IB_MTU_2048;
+	p.pkey = 0xffff;
+	cb(arg, 0, &p);
+	return 1;
 }
 
 /* The SA answers the join of mgid (as it does again after a reregister). */
@@ -358,12 +382,191 @@ static void port_down_takes_the_link_down_and_the_rejoin_brings_it_up(void **sta
 	ipoib_link_free(l);
 }
 
+/* ---- the learning guard of ARP/ND input ---------------------------------------------- */
+
+static const uint64_t peer_guid[2] = { 0x0002c90300a10001ull, 0x0002c90300a10002ull };
+
+/* Peer k's hardware address (QPN 0x49 + k, its GID on our subnet). */
+static void peer_hw(unsigned k, struct ipoib_hwaddr *hw, uint8_t bytes[IPOIB_HWADDR_LEN])
+{
+	memset(hw, 0, sizeof(*hw));
+	hw->qpn = 0x49 + k;
+	ib_gid_set(&hw->gid, 0xfe80000000000000ull, peer_guid[k]);
+	assert_int_equal(ipoib_hwaddr_encode(hw, bytes, IPOIB_HWADDR_LEN), IPOIB_HWADDR_LEN);
+}
+
+static void addr(const char *text, uint8_t *out)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(text, &a), 0);
+	memcpy(out, a.bytes, a.family == AF_INET ? 4 : 16);
+}
+
+/* What peer k sends to the link (payload after the IPoIB header), with a GRH or not. */
+static int input(struct ipoib_link *l, enum ipoib_rx_kind kind, const uint8_t *p, size_t n,
+		 unsigned k, bool grh)
+{
+	struct ipoib_hwaddr hw;
+	uint8_t hb[IPOIB_HWADDR_LEN];
+	struct ipoib_rx rx = { .kind = kind,
+			       .ethertype = kind == IPOIB_RX_ARP ? 0x0806 : 0x86dd,
+			       .data = p,
+			       .len = n,
+			       .src_qpn = 0x49 + k,
+			       .slid = (uint16_t)(7 + k),
+			       .has_grh = grh };
+
+	peer_hw(k, &hw, hb);
+	if (grh)
+		rx.sgid = hw.gid;
+	return ipoib_link_input_ctl(l, &rx);
+}
+
+/* An NS from src for the link's 2001:db8:1::1, with peer k's address as its source
+ * link-layer option (k < 0: none), from peer k's QP (peer 0 when k < 0). */
+static int ns_from(struct ipoib_link *l, const char *src, int k, bool grh)
+{
+	uint8_t p[ND_MAX_LEN], s[16], t[16], hb[IPOIB_HWADDR_LEN];
+	struct ipoib_hwaddr hw;
+	size_t n;
+
+	addr(src, s);
+	addr("2001:db8:1::1", t);
+	peer_hw(k < 0 ? 0 : (unsigned)k, &hw, hb);
+	n = nd_build_ns(p, sizeof(p), ND_LINK_IB, s, NULL, t, k < 0 ? NULL : hb);
+	assert_true(n > 0);
+	return input(l, IPOIB_RX_ND, p, n, k < 0 ? 0 : (unsigned)k, grh);
+}
+
+static bool known(struct ipoib_link *l, int family, const char *text)
+{
+	uint8_t a[16];
+
+	addr(text, a);
+	return neigh_lookup(ipoib_link_neigh(l), family, a) != NULL;
+}
+
+static uint64_t learn_refused(struct ipoib_link *l)
+{
+	struct neigh_stats st;
+
+	neigh_table_stats(ipoib_link_neigh(l), &st);
+	return st.learn_refused;
+}
+
+/* The last send was an NA for 2001:db8:1::1 with our hardware address, to peer k. */
+static void na_sent_to(struct ipoib_link *l, unsigned sends, unsigned k)
+{
+	struct ipoib_hwaddr own;
+	uint8_t ob[IPOIB_HWADDR_LEN], t[16];
+	struct nd_msg m;
+
+	assert_int_equal(fp.sends, sends + 1);
+	assert_int_equal(fp.last.remote_qpn, 0x49 + k);
+	assert_int_equal(fp.last.ah->a.dlid, 0x10 + (peer_guid[k] & 0xff));
+	assert_int_equal(ip_be16(fp.last_data), 0x86dd);
+	assert_int_equal(nd_parse(fp.last_data + 4, fp.last_len - 4, ND_LINK_IB, &m), ND_OK);
+	assert_int_equal(m.type, ND_NA);
+	addr("2001:db8:1::1", t);
+	assert_memory_equal(m.target, t, 16);
+	ipoib_link_hwaddr(l, &own);
+	ipoib_hwaddr_encode(&own, ob, sizeof(ob));
+	assert_non_null(m.tllao);
+	assert_memory_equal(m.tllao, ob, IPOIB_HWADDR_LEN);
+}
+
+/*
+ * With the link's subnets set, requests for its addresses from senders outside them are
+ * answered and not learned (counted learn_refused): an ARP request and an NS with a
+ * source link-layer option are answered at that address; an NS without one at the
+ * datagram's source (its QPN, and the GID its GRH gives), and not at all when there is
+ * no GRH to say where it came from: resolving the asker would create its entry all the
+ * same (issue 20). A sender inside them is learned, or resolved when it gave no address.
+ */
+static void off_link_requests_answered_not_learned(void **state)
+{
+	union ib_gid bcast;
+	struct ipoib_link *l = link_up(&bcast);
+	struct ip_prefix on[2];
+	uint8_t a[16], hb[IPOIB_HWADDR_LEN], p[ARP_MAX_LEN];
+	struct ipoib_hwaddr hw;
+	unsigned sends;
+	size_t n;
+	(void)state;
+
+	fsa.paths_at_once = true;
+	assert_int_equal(ip_prefix_parse("10.1.0.1/24", true, &on[0]), 0);
+	assert_int_equal(ip_prefix_parse("2001:db8:1::1/64", true, &on[1]), 0);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(ipoib_link_add_addr(l, on[i].addr.family, on[i].addr.bytes), 0);
+	assert_int_equal(ipoib_link_set_on_link(l, on, 2), 0);
+
+	/* ARP from 10.9.0.7: answered to its sender hardware address, not learned. */
+	peer_hw(0, &hw, hb);
+	addr("10.9.0.7", a);
+	n = arp_build(p, sizeof(p), ARP_HTYPE_IB, ARP_OP_REQUEST, hb, ip_be32(a), NULL,
+		      0x0a010001u);
+	sends = fp.sends;
+	assert_int_equal(input(l, IPOIB_RX_ARP, p, n, 0, true), 0);
+	assert_int_equal(fp.sends, sends + 1);
+	assert_int_equal(fp.last.remote_qpn, 0x49);
+	assert_int_equal(ip_be16(fp.last_data), 0x0806);
+	assert_false(known(l, AF_INET, "10.9.0.7"));
+	assert_int_equal(learn_refused(l), 1);
+
+	/* NS with the option: answered there. */
+	sends = fp.sends;
+	assert_int_equal(ns_from(l, "2001:db8:99::7", 1, true), 0);
+	na_sent_to(l, sends, 1);
+	assert_false(known(l, AF_INET6, "2001:db8:99::7"));
+	assert_int_equal(learn_refused(l), 2);
+
+	/* Without: answered to the datagram's source, which the GRH names. */
+	sends = fp.sends;
+	assert_int_equal(ns_from(l, "2001:db8:99::8", -1, true), 0);
+	na_sent_to(l, sends, 0);
+	assert_false(known(l, AF_INET6, "2001:db8:99::8"));
+
+	/* Without, and without a GRH (a unicast probe): nowhere to answer, nothing made. */
+	sends = fp.sends;
+	assert_int_equal(ns_from(l, "2001:db8:99::9", -1, false), 0);
+	assert_int_equal(fp.sends, sends);
+	assert_false(known(l, AF_INET6, "2001:db8:99::9"));
+	assert_int_equal(learn_refused(l), 3);
+
+	/* Inside the subnet: learned from the option and answered there. */
+	sends = fp.sends;
+	assert_int_equal(ns_from(l, "2001:db8:1::7", 1, true), 0);
+	na_sent_to(l, sends, 1);
+	assert_true(known(l, AF_INET6, "2001:db8:1::7"));
+	/* Inside without the option: resolved (the answer waits for it), as before. */
+	assert_int_equal(ns_from(l, "2001:db8:1::8", -1, false), 0);
+	assert_true(known(l, AF_INET6, "2001:db8:1::8"));
+	assert_int_equal(learn_refused(l), 3);
+
+	/* A neighbour the failover peer learned needs an address a neighbour can have:
+	 * not the multicast QPN (an NS naming it is refused by nd_parse already). */
+	peer_hw(0, &hw, hb);
+	addr("10.1.0.9", a);
+	hb[1] = hb[2] = hb[3] = 0xff;
+	assert_int_equal(ipoib_link_neigh_learn(l, AF_INET, a, hb), -EINVAL);
+	hb[1] = hb[2] = 0;
+	hb[3] = 0x49;
+	assert_int_equal(ipoib_link_neigh_learn(l, AF_INET, a, hb), 1);
+
+	ipoib_link_stop(l);
+	ipoib_link_free(l);
+	assert_int_equal(fp.ahs_live, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sm_change_and_reregister_keep_the_link_up),
 		cmocka_unit_test(rejoin_to_a_new_mlid_moves_the_ah_without_a_down),
 		cmocka_unit_test(port_down_takes_the_link_down_and_the_rejoin_brings_it_up),
+		cmocka_unit_test(off_link_requests_answered_not_learned),
 	};
 
 	return cmocka_run_group_tests_name("ipoib_link", tests, NULL, NULL);

@@ -131,6 +131,22 @@ static void test_na_ib(void **state)
 	p[68] = 0x81; /* reserved flag bit */
 	refix(p);
 	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_LLADDR_RESERVED);
+	/* Addresses no neighbour has (arp_parse refuses them in a sender): the multicast
+	 * QPN, a multicast GID, a zero GID. A unicast datagram to one reaches nobody. */
+	p[68] = 0x80;
+	memset(p + 69, 0xff, 3);
+	refix(p);
+	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_LLADDR_NOT_UNICAST);
+	memcpy(p + 68, ibaddr, 20);
+	p[72] = 0xff;
+	refix(p);
+	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_LLADDR_NOT_UNICAST);
+	memset(p + 72, 0, 16);
+	refix(p);
+	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_LLADDR_NOT_UNICAST);
+	memcpy(p + 68, ibaddr, 20);
+	refix(p);
+	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_OK);
 
 	/* reply to an NS, in place over the NS */
 	n = nd_build_ns(q, sizeof(q), ND_LINK_IB, ll2, NULL, tgt, ibaddr);
