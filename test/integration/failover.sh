@@ -361,6 +361,7 @@ for i in $(seq 30); do
 	sleep 0.1
 done
 echo "after gw2's restart, alive paths gw1/gw2 every 0.1 s:$paths_seen" | fold -w 100 | sed 's/^/# /'
+for n in gw1 gw2; do g $n show ha | grep '^transition' | tail -4 | sed "s/^/# $n: /"; done
 tap_is "active/active, gw2 restarted: it takes svc6 back and no group moves for 3 s" \
 	"${states_seen# }" "master_backup_backup_master"
 tap_is "... then both boxes hear each other on both paths" \
