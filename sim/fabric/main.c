@@ -557,7 +557,13 @@ static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
 
 /* ---- setup ----------------------------------------------------------------------- */
 
-static int listen_unix(const char *path, int type)
+/*
+ * A listening socket at path with the given mode. The port socket is 0666, as the
+ * kernel makes /dev/infiniband/uverbsN: any process may attach a port, ibgwd too once
+ * it runs as an unprivileged user (gateway.user). The control socket (links, loss) is
+ * the switch's management: its mode is what the umask leaves.
+ */
+static int listen_unix(const char *path, int type, mode_t mode)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, err;
@@ -569,7 +575,8 @@ static int listen_unix(const char *path, int type)
 	if (fd < 0)
 		return -errno;
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (mode && chmod(path, mode) < 0) ||
+	    listen(fd, 64) < 0) {
 		err = errno;
 		close(fd);
 		return -err;
@@ -713,12 +720,12 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	x->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	x->lfd = listen_unix(x->sock_path, SOCK_SEQPACKET);
+	x->lfd = listen_unix(x->sock_path, SOCK_SEQPACKET, 0666);
 	if (x->lfd < 0) {
 		log_errno(LOG_ERR, -x->lfd, "fabric: listen on %s", x->sock_path);
 		goto out;
 	}
-	x->cfd = listen_unix(x->ctl_path, SOCK_STREAM);
+	x->cfd = listen_unix(x->ctl_path, SOCK_STREAM, 0);
 	if (x->cfd < 0) {
 		log_errno(LOG_ERR, -x->cfd, "fabric: listen on %s", x->ctl_path);
 		goto out;

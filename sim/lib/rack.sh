@@ -20,6 +20,9 @@
 #   logs/LABEL.log      its stdout/stderr
 #   ibsim.console       fifo read by ibsim as its console (stdin)
 #   nodes/NODE/         per-node work dir (cwd of its daemons), env file
+#   nodes/NODE/ibgwd/   a gateway's cwd, its user's ($RACK_GW_USER): umad2sim makes
+#                       ./sys-PID there after ibgwd dropped root
+#   ha.key              a failover pair's shared key, its user's, 0600
 # Everything a rack made is found again by name ("<rack>-*" namespaces, the
 # state dir), so `down` works after a crash too.
 
@@ -28,6 +31,13 @@ RACK_MGMT_NET=198.18.0          # RFC 2544 benchmarking range, only inside the r
 RACK_IBSIM_IP=$RACK_MGMT_NET.1
 RACK_IBSIM_PORT=7070            # ibsim -l: ctl port; clients use 7071..7080
 RACK_WAIT_UP=${RACK_WAIT_UP:-30}
+# The user and group ibgwd runs as after its start (gateway.user / gateway.group in
+# etc/rack-*.yaml), as the package's ibgw on a production box: present on every Debian
+# system, so the rack creates no account on the host (docs/simulated-rack.md).
+# shellcheck disable=SC2034 # (used by roles.sh)
+RACK_GW_USER=nobody
+# shellcheck disable=SC2034
+RACK_GW_GROUP=nogroup
 
 rack_die() { echo "sim/rack: $*" >&2; exit 1; }
 rack_say() { [ -n "${RACK_QUIET:-}" ] || echo "$*"; }

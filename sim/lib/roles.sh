@@ -109,7 +109,9 @@ ibgwd_bin() {
 }
 # gw_config [NODE]: the config ibgwd runs with. A failover pair (sim/rack up --ha:
 # IBGW_GW_HA=1) runs etc/rack-ha-NODE.yaml, rendered into the node's folder with the
-# rack's name, next to the pair's shared key ($RACK_STATE/ha.key, made once, 0600).
+# rack's name, next to the pair's shared key ($RACK_STATE/ha.key, made once, 0600 and
+# $RACK_GW_USER's: ibgwd reads it after dropping root, at start and at every reload, as
+# the package's key is ibgw's).
 gw_config() {
 	local top node=${1:-gw1} out
 	top=$(cd "$RACK_SIM_DIR/.." && pwd)
@@ -119,6 +121,7 @@ gw_config() {
 		if [ ! -s "$RACK_STATE/ha.key" ]; then
 			(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RACK_STATE/ha.key")
 		fi
+		chown "$RACK_GW_USER:$RACK_GW_GROUP" "$RACK_STATE/ha.key"
 		sed "s/@RACK@/$RACK_NAME/g" "$top/etc/rack-ha-$node.yaml" >"$out"
 		echo "$out"
 		return
@@ -139,10 +142,20 @@ gw_mode() {
 	else case $(basename "$(gw_config)") in *proxy*) echo proxy;; *) echo routed;; esac
 	fi
 }
+# as_gw_user CMD...: CMD as the user ibgwd becomes (its group only), for checks.
+as_gw_user() { setpriv --reuid="$RACK_GW_USER" --regid="$RACK_GW_GROUP" --clear-groups "$@"; }
 # gateway_start NODE [CONFIG]: start ibgwd on NODE and wait for its control socket.
+# ibgwd starts as root and becomes $RACK_GW_USER (the config's gateway.user) before it
+# opens a port: its cwd, where umad2sim makes ./sys-PID, is nodes/NODE/ibgwd/, that
+# user's. A config that user cannot read starts (root reads it) but cannot be reloaded,
+# and a config without gateway.user runs as root: both are said on stderr.
 gateway_start() {
-	local node=$1 cfg=${2:-$(gw_config "$1")} dir=$RACK_STATE/nodes/$1 i ns
+	local node=$1 cfg=${2:-$(gw_config "$1")} dir=$RACK_STATE/nodes/$1 i ns uid
 	ns=$(rack_ns "$node")
+	mkdir -p "$dir/ibgwd"
+	chown "$RACK_GW_USER:$RACK_GW_GROUP" "$dir/ibgwd"
+	as_gw_user test -r "$cfg" ||
+		echo "sim/rack: $RACK_GW_USER cannot read $cfg: ibgwd on $node will not reload it" >&2
 	# The gateway speaks on eth0 itself (AF_PACKET); the node's kernel keeps out of
 	# IPv6 there (no link-local, no ND answers of its own).
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1 2>/dev/null
@@ -150,10 +163,20 @@ gateway_start() {
 	# An earlier ibgwd killed here (failover tests) still holds its ibsim slot.
 	rack_reap_clients >/dev/null 2>&1
 	rack_env_args "$node"
-	rack_spawn "ibgwd-$node" "$ns" "$dir" "${RACK_ENV[@]}" -- \
+	rack_spawn "ibgwd-$node" "$ns" "$dir/ibgwd" "${RACK_ENV[@]}" -- \
 		"$(ibgwd_bin)" -d -f "$cfg" -S "$dir/ibgwd.sock"
 	for i in $(seq 100); do
-		[ -S "$dir/ibgwd.sock" ] && return 0
+		if [ -S "$dir/ibgwd.sock" ]; then
+			# The socket is made just before the drop (its chown needs root).
+			for _ in $(seq 50); do
+				uid=$(awk '/^Uid:/ { print $3 }' "/proc/$(rack_pid "ibgwd-$node")/status" 2>/dev/null)
+				[ "$uid" = 0 ] || break
+				sleep 0.1
+			done
+			[ "$uid" = 0 ] &&
+				echo "sim/rack: ibgwd on $node runs as root, not $RACK_GW_USER (no gateway.user in $cfg)" >&2
+			return 0
+		fi
 		rack_pid_alive "ibgwd-$node" || break
 		sleep 0.1
 	done
@@ -219,7 +242,8 @@ role_status_gateways() {
 	local node sock
 	for node in $(gw_nodes); do
 		sock=$RACK_STATE/nodes/$node/ibgwd.sock
-		[ -S "$sock" ] || continue
+		# (a stopped ibgwd leaves its socket: it cannot unlink it from a root's folder)
+		[ -S "$sock" ] && rack_pid_alive "ibgwd-$node" || continue
 		printf '  gateway   %s: %s\n' "$node" "$(ip netns exec "$(rack_ns "$node")" \
 			"$(dirname "$(ibgwd_bin)")/gwctl" -S "$sock" show links 2>/dev/null |
 			awk '/^[a-z]/ { printf "%s%s %s", sep, $1, $5; sep = ", " }')"

@@ -27,7 +27,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 69
+tap_plan 72
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq
@@ -50,6 +50,20 @@ tap_like "show links: ib0 is UP with its IPoIB address" "$out" \
 tap_like "show links: eth0 is UP" "$out" "eth0: ether state UP mtu 1500 dev eth0"
 out=$("$top/sim/rack" exec gw1 --name "$rack" -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
 tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
+
+# --- least privilege, as the package runs it --------------------------------------------
+# sim/rack starts ibgwd as root; etc/rack-gw1.yaml has gateway.user nobody, as the
+# package's config has ibgw: it made its control socket, then became nobody with three
+# capabilities (bits 12-14: 0x7000) before it opened a port. Everything below runs so.
+gpid=$(rack_pid ibgwd-gw1)
+tap_like "ibgwd on gw1 runs as nobody:nogroup (gateway.user in etc/rack-gw1.yaml)" \
+	"$(grep -E '^(Uid|Gid):' "/proc/$gpid/status" | tr '\t\n' '  ')" \
+	"^Uid: 65534 65534 65534 65534 Gid: 65534 65534 65534 65534 $"
+tap_is "... keeping only CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK, in every thread" \
+	"$(cat /proc/"$gpid"/task/*/status | grep -E '^Cap(Inh|Prm|Eff|Amb):' | sort -u | tr '\t\n' '  ')" \
+	"CapAmb: 0000000000000000 CapEff: 0000000000007000 CapInh: 0000000000000000 CapPrm: 0000000000007000 "
+tap_is "... and opened its IB port as nobody (umad2sim's ./sys-PID is nobody's)" \
+	"$(stat -c %U "$RACK_STATE/nodes/gw1/ibgwd/sys-$gpid" 2>&1)" nobody
 
 # --- routed mode ---------------------------------------------------------------------
 tap_is "ping IPv4 Ethernet host -> IB host (datagram host)" "$(pings ethhost1 10.10.0.13)" 3

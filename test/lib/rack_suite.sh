@@ -2,7 +2,9 @@
 # test/lib/tap.sh (it needs $top), then:
 #
 #   suite_init sa            # rack "sa<pid>" (at most 10 characters), a temp work dir
-#                            # that is also the cwd (umad2sim writes ./sys-PID/ there),
+#                            # that is also the cwd (umad2sim writes ./sys-PID/ there)
+#                            # and others may enter (ibgwd on the rack runs as nobody and
+#                            # reads a config written here again at a reload),
 #                            # and an EXIT trap that stops background jobs, takes the
 #                            # rack down and removes the work dir
 #   suite_need_built "$build/tools/saclient" ...   # a failed check and exit if missing
@@ -17,6 +19,7 @@ suite_init() {
 	rack="$1$$"
 	rack=${rack:0:10}
 	work=$(mktemp -d "/tmp/ibgw-$1.XXXXXX")
+	chmod 0711 "$work"
 	trap suite_cleanup EXIT
 	cd "$work" || exit 1
 }
