@@ -4,20 +4,47 @@
 # fresh Debian root made by debootstrap from this machine's apt mirror (minbase plus
 # systemd, procps and man-db, as on a server) `apt-get install ./ibgw_*.deb` gives a
 # working ibgwd and gwctl, their man pages, the unit where systemd looks (disabled), the
-# system group "ibgw" owning the control socket, a modified config that survives
-# upgrades, and a purge that leaves nothing behind.
+# system group "ibgw" owning the control socket, the unit under systemd (the root
+# booted in a container: start, the process's user and capabilities, the journal,
+# reload, the watchdog, stop), a modified config that survives upgrades, and a purge
+# that leaves nothing behind.
 #
-# Needs root (debootstrap, chroot), the mirror (about 50 s of debootstrap, nothing is
-# cached between runs), and debhelper, lintian and debootstrap (packaging/deps.sh).
-# IBGW_DEB_MIRROR overrides the mirror. About 2-3 minutes in all.
+# Needs root (debootstrap, chroot, systemd-nspawn), the mirror (about 50 s of
+# debootstrap, nothing is cached between runs), and debhelper, lintian, debootstrap and
+# systemd-container (packaging/deps.sh). IBGW_DEB_MIRROR overrides the mirror. About
+# 3 minutes in all.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
 work=$(mktemp -d /tmp/ibgw-deb-test.XXXXXX)
 root=$work/root
 daemon_pid=
+nspawn_pid= # the container's systemd-nspawn, its PID 1, and its cgroups (see below)
+leader=
+cg_dirs=
+machine=
 cleanup() {
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+	if [ -n "$nspawn_pid" ]; then
+		kill -TERM "$nspawn_pid" 2>/dev/null # a clean poweroff, else everything killed
+		for _ in $(seq 150); do
+			kill -0 "$nspawn_pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		if kill -0 "$nspawn_pid" 2>/dev/null; then
+			[ -n "$leader" ] && kill -KILL "$leader" 2>/dev/null
+			kill -KILL "$nspawn_pid" 2>/dev/null
+		fi
+		wait "$nspawn_pid" 2>/dev/null
+	fi
+	for d in $cg_dirs; do # (empty once the container's last process is gone)
+		for _ in $(seq 25); do
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+			[ -d "$d" ] || break
+			sleep 0.2
+		done
+	done
+	[ -n "$machine" ] && rmdir "/run/systemd/nspawn/propagate/$machine" 2>/dev/null
 	# Nothing is mounted in the root; make sure of it before removing the tree.
 	if grep -q " $root[/ ]" /proc/self/mounts; then
 		echo "# deb.sh: something is mounted under $root; left in place" >&2
@@ -32,7 +59,7 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-plan=58
+plan=85
 tap_plan $plan
 # bail REASON: a step everything after it needs has failed; the checks not reached are
 # failures (none passes on a missing package or root), and the suite ends here.
@@ -178,6 +205,213 @@ kill "$daemon_pid" 2>/dev/null
 wait "$daemon_pid" 2>/dev/null
 daemon_pid=
 sed 's/^/# ibgwd: /' "$work/ibgwd.log"
+
+# --- the unit under systemd, in a booted container ---------------------------------
+# The root booted with systemd-nspawn: its own systemd as PID 1, journald, and a veth
+# pair whose container end is host0. The operator's commands (systemctl, journalctl,
+# gwctl) run in it through nsenter into its PID 1's namespaces: machinectl and
+# systemd-run -M would need systemd and machined on this machine, which the test does
+# not assume. The container gets CAP_IPC_LOCK, which nspawn leaves out of its default
+# set and a machine has: the daemon keeps it (memory the HCA pins) and refuses to start
+# when it cannot. The config is what an operator would write in /etc/ibgw/ibgwd.yaml:
+# the packaged one's user and control section and one Ethernet interface on host0 (the
+# example's IPoIB links need an HCA and its failover section needs those links; the
+# container has neither); the packaged file comes back before the upgrades below.
+machine=ibgwdeb$$
+cp -p "$root/etc/ibgw/ibgwd.yaml" "$work/ibgwd.yaml.packaged"
+{
+	cat "$root/tmp/control.yaml"
+	printf 'ethernet_interfaces:\n  - name: host0\n    addresses: [192.0.2.1/24]\n'
+} >"$root/etc/ibgw/ibgwd.yaml"
+sed 's/^/# ibgwd.yaml in the container: /' "$root/etc/ibgw/ibgwd.yaml"
+
+in_box() { timeout -k 5 30 nsenter -t "$leader" -m -u -i -n -p -C -r -w "$@" </dev/null; }
+# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
+# The unit's properties PROPS (A,B,...) as "A=x B=y", sorted by name.
+unit_props() { in_box systemctl show -p "$1" ibgwd.service 2>&1 | sort | paste -sd' ' -; }
+# unit_props_wait SECONDS PROPS EXPECTED: the properties once they are EXPECTED, or as
+# last seen after SECONDS (a reload or a restart settles a moment after its command).
+unit_props_wait() {
+	local end=$((SECONDS + $1)) v
+	while v=$(unit_props "$2") && [ "$v" != "$3" ] && [ "$SECONDS" -lt "$end" ]; do
+		sleep 0.2
+	done
+	printf '%s' "$v"
+}
+journal() { in_box journalctl -b -u ibgwd.service -o cat --no-pager 2>&1; }
+journal_has() { journal | grep -Eq -- "$1"; }
+booted() {
+	state=$(in_box systemctl is-system-running 2>/dev/null)
+	case $state in running | degraded) return 0 ;; esac
+	return 1
+}
+
+# nspawn without machined (--register=no --keep-unit) runs the container in the cgroup
+# it is started in, split into "supervisor" and "payload". Under a host systemd that is a
+# delegated scope of its own; else a cgroup of its own made here in each hierarchy
+# systemd uses (the unified one, and the v1 name=systemd one if mounted), removed at exit.
+nspawn_args=(-b -D "$root" --machine="$machine" --register=no --keep-unit --network-veth
+	--capability=CAP_IPC_LOCK --link-journal=no --resolv-conf=off --timezone=off)
+if [ -d /run/systemd/system ]; then
+	systemd-run --scope --quiet --collect -p Delegate=yes --unit="$machine" \
+		systemd-nspawn "${nspawn_args[@]}" </dev/null >"$work/boot.log" 2>&1 &
+	nspawn_pid=$!
+else
+	for m in $(awk '$3 == "cgroup2" || ($3 == "cgroup" && $4 ~ /(^|,)name=systemd(,|$)/) {
+		print $2 }' /proc/self/mounts); do
+		mkdir "$m/$machine" && cg_dirs="$cg_dirs $m/$machine"
+	done
+	(
+		for d in $cg_dirs; do echo "$BASHPID" >"$d/cgroup.procs"; done
+		exec systemd-nspawn "${nspawn_args[@]}"
+	) </dev/null >"$work/boot.log" 2>&1 &
+	nspawn_pid=$!
+fi
+leader=
+found_leader() { leader=$(pgrep -P "$nspawn_pid" | head -1) && [ -n "$leader" ]; }
+state=
+unit_checks_end=$((tap_n + 26))
+unit_checks() {
+	local rc out pid pid2 uid gid wd t1 t2
+	wait_for 10 found_leader && wait_for 90 booted
+	rc=$?
+	tap_like "systemd-nspawn -b boots the root within 90 s: systemctl is-system-running" \
+		"$state" '^(running|degraded)$'
+	if [ "$rc" -ne 0 ]; then
+		tail -20 "$work/boot.log" | sed 's/^/# boot: /'
+		return
+	fi
+	[ "$state" = degraded ] && in_box systemctl --failed --no-legend | sed 's/^/# failed: /'
+
+	out=$(in_box systemctl start ibgwd 2>&1)
+	rc=$?
+	tap_is "systemctl start ibgwd exits 0 (Type=notify: once the daemon says READY=1)" \
+		"$rc: $out" "0: "
+	tap_is "... the unit is active (running), StatusText 'running'" \
+		"$(unit_props ActiveState,SubState,StatusText)" \
+		"ActiveState=active StatusText=running SubState=running"
+	pid=$(in_box systemctl show -p MainPID --value ibgwd)
+	uid=$(in_box id -u ibgw)
+	gid=$(in_box id -g ibgw)
+	tap_is "its process runs as user ibgw, group ibgw (/proc/MAINPID/status Uid, Gid)" \
+		"$(in_box awk '/^(Uid|Gid):/ { print $1, $2, $3, $4, $5 }' "/proc/$pid/status" |
+			paste -sd' ' -)" "Uid: $uid $uid $uid $uid Gid: $gid $gid $gid $gid"
+	# ibgwd(8) PRIVILEGES: CAP_NET_ADMIN (12), CAP_NET_RAW (13), CAP_IPC_LOCK (14),
+	# permitted and effective, in every thread; none inheritable or ambient.
+	tap_is "every thread has CapPrm = CapEff = NET_ADMIN, NET_RAW, IPC_LOCK; CapInh, CapAmb none" \
+		"$(in_box sh -c "cat /proc/$pid/task/*/status" | grep -E '^Cap(Inh|Prm|Eff|Amb):' |
+			sort -u | paste -sd' ' -)" \
+		"$(printf 'CapAmb:\t%016x CapEff:\t%016x CapInh:\t%016x CapPrm:\t%016x' \
+			0 0x7000 0 0x7000)"
+	# The unit's CapabilityBoundingSet: those three, CHOWN (0), SETGID (6), SETUID (7).
+	tap_is "... the unit's bounding set (those, CHOWN, SETUID, SETGID), NoNewPrivs, a seccomp filter" \
+		"$(in_box grep -E '^(CapBnd|NoNewPrivs|Seccomp):' "/proc/$pid/status" | paste -sd' ' -)" \
+		"$(printf 'CapBnd:\t%016x NoNewPrivs:\t1 Seccomp:\t2' 0x70c1)"
+	tap_like "journalctl -u ibgwd has its start line" "$(journal)" \
+		"^ibgwd $version started \(/etc/ibgw/ibgwd\.yaml, 0 IPoIB links, 1 Ethernet interfaces\)$"
+	tap_like "... and the drop to user ibgw" "$(journal)" \
+		"^running as user ibgw \(uid $uid, gid $gid\) with capabilities cap_net_admin,cap_net_raw,cap_ipc_lock$"
+	tap_like "gwctl show routes (root, in the container) has host0's connected route" \
+		"$(in_box gwctl show routes 2>&1)" '^192\.0\.2\.0/24 dev host0 proto kernel'
+
+	# reload: a route added to the file, then a file with an error.
+	printf 'routes:\n  - prefix: 198.51.100.0/24\n    via: 192.0.2.254\n' \
+		>>"$root/etc/ibgw/ibgwd.yaml"
+	cp -p "$root/etc/ibgw/ibgwd.yaml" "$work/ibgwd.yaml.reloaded"
+	out=$(in_box systemctl reload ibgwd 2>&1)
+	rc=$?
+	tap_is "systemctl reload ibgwd exits 0 (a route added to the file)" "$rc: $out" "0: "
+	wait_for 10 journal_has '^reloaded /etc/ibgw/ibgwd\.yaml in'
+	tap_like "... the journal says it was applied" "$(journal)" \
+		'^reloaded /etc/ibgw/ibgwd\.yaml in [0-9]+ ms$'
+	tap_is "... the unit stays active (running), the same process, StatusText 'running'" \
+		"$(unit_props_wait 5 ActiveState,SubState,StatusText,MainPID \
+			"ActiveState=active MainPID=$pid StatusText=running SubState=running")" \
+		"ActiveState=active MainPID=$pid StatusText=running SubState=running"
+	tap_like "... gwctl show routes has the new route" "$(in_box gwctl show routes 2>&1)" \
+		'^198\.51\.100\.0/24 via 192\.0\.2\.254 dev host0 proto static'
+	echo "bogus_key: 1" >>"$root/etc/ibgw/ibgwd.yaml"
+	in_box systemctl reload ibgwd >/dev/null 2>&1
+	wait_for 10 journal_has 'running config is unchanged'
+	tap_like "reload of a file with an error: the journal says where (FILE:LINE:COLUMN)" \
+		"$(journal)" "^/etc/ibgw/ibgwd\.yaml:[0-9]+:1: unknown key 'bogus_key'"
+	tap_is "... the unit stays active, the same process, StatusText 'running; last reload failed'" \
+		"$(unit_props_wait 5 ActiveState,StatusText,MainPID \
+			"ActiveState=active MainPID=$pid StatusText=running; last reload failed")" \
+		"ActiveState=active MainPID=$pid StatusText=running; last reload failed"
+	tap_like "... and the running config stays (the route is there)" \
+		"$(in_box gwctl show routes 2>&1)" '^198\.51\.100\.0/24 via 192\.0\.2\.254 dev host0'
+	cp -p "$work/ibgwd.yaml.reloaded" "$root/etc/ibgw/ibgwd.yaml"
+
+	# The watchdog: the shipped WatchdogSec, petted every half of it; a stopped daemon
+	# is killed after it, and restarted (Restart=on-failure).
+	wd=$(sed -n 's/^WatchdogSec=\([0-9]\{1,2\}\)s$/\1/p' "$root/lib/systemd/system/ibgwd.service")
+	tap_is "the unit arms the watchdog: WatchdogUSec is the unit's WatchdogSec (${wd:-?}s)" \
+		"$(in_box systemctl show -p WatchdogUSec --value ibgwd)" "${wd:-?}s"
+	wd=${wd:-10}
+	t1=$(in_box systemctl show -p WatchdogTimestampMonotonic --value ibgwd)
+	advanced() {
+		t2=$(in_box systemctl show -p WatchdogTimestampMonotonic --value ibgwd)
+		[ "${t1:-0}" -gt 0 ] && [ "${t2:-0}" -gt "$t1" ]
+	}
+	wait_for $((wd * 3 / 4 + 1)) advanced
+	tap_is "ibgwd pets it: WatchdogTimestamp advances within ${wd}s*3/4" \
+		"$([ "${t1:-0}" -gt 0 ] && [ "${t2:-0}" -gt "$t1" ] && echo advanced || echo "$t1 -> $t2")" \
+		advanced
+	in_box kill -STOP "$pid"
+	wait_for $((wd + 5)) journal_has 'Watchdog timeout'
+	tap_like "SIGSTOP the daemon: the journal says 'Watchdog timeout' within ${wd}+5 s" "$(journal)" \
+		"^ibgwd\.service: Watchdog timeout \(limit ${wd}s\)!$"
+	tap_like "... and the unit failed with result 'watchdog'" "$(journal)" \
+		"^ibgwd\.service: Failed with result 'watchdog'\.$"
+	tap_is "... Restart=on-failure starts it again: active (running), NRestarts=1" \
+		"$(unit_props_wait 15 ActiveState,SubState,StatusText,NRestarts \
+			"ActiveState=active NRestarts=1 StatusText=running SubState=running")" \
+		"ActiveState=active NRestarts=1 StatusText=running SubState=running"
+	pid2=$(in_box systemctl show -p MainPID --value ibgwd)
+	tap_is "... in a new process" \
+		"$([ "${pid2:-0}" -gt 0 ] && [ "$pid2" != "$pid" ] && echo new || echo "$pid -> $pid2")" new
+
+	out=$(in_box systemctl stop ibgwd 2>&1)
+	rc=$?
+	tap_is "systemctl stop ibgwd exits 0" "$rc: $out" "0: "
+	tap_is "... inactive (dead), Result=success, ExecMainStatus=0" \
+		"$(unit_props ActiveState,SubState,Result,ExecMainStatus)" \
+		"ActiveState=inactive ExecMainStatus=0 Result=success SubState=dead"
+	# (journald may file the daemon's last message a moment after it exited)
+	last_words() {
+		in_box journalctl -b -o cat --no-pager _SYSTEMD_UNIT=ibgwd.service "_PID=$pid2" | tail -1
+	}
+	said_stopped() { [ "$(last_words)" = stopped ]; }
+	wait_for 5 said_stopped
+	tap_is "... the daemon's last journal line is 'stopped'" "$(last_words)" stopped
+	tap_is "... /run/ibgw is gone (RuntimeDirectory=)" \
+		"$(in_box sh -c 'test -e /run/ibgw && ls -A /run/ibgw || echo gone')" gone
+}
+unit_checks
+while [ "$tap_n" -lt "$unit_checks_end" ]; do tap_not_ok "not reached: the container did not boot"; done
+[ -n "$leader" ] && journal | sed 's/^/# journal: /'
+
+# poweroff: SIGTERM to systemd-nspawn shuts the container down in order.
+kill -TERM "$nspawn_pid" 2>/dev/null
+nspawn_gone() { ! kill -0 "$nspawn_pid" 2>/dev/null; }
+if wait_for 30 nspawn_gone; then
+	wait "$nspawn_pid"
+	rc=$?
+else
+	rc="still running after 30 s"
+fi
+tap_is "the container powers off (SIGTERM to systemd-nspawn) within 30 s, exit status 0" "$rc" 0
+[ "$rc" = 0 ] && nspawn_pid=
+cp -p "$work/ibgwd.yaml.packaged" "$root/etc/ibgw/ibgwd.yaml"
 
 # --- upgrades with a modified configuration ----------------------------------------
 # Two later versions made from this .deb: one with the same packaged config, one with a
