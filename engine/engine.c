@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "engine/engine_pvt.h"
@@ -194,15 +196,24 @@ static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
 	struct fwd_wk *k = &e->wk[w];
 	uint32_t rsz = pow2_at_least(2 * pool);
 
+	/* The heartbeat rings hold what can be in them at once: the worker's CONTROL share
+	 * (punts one way, their returns the other) and the heartbeat pool. */
+	uint32_t hsz = pow2_at_least(pool / 2 + FWD_HB_POOL);
+
 	k->to_ctl = ring_new(rsz);
 	k->to_wk = ring_new(rsz);
+	k->hb_rx = ring_new(hsz);
+	k->hb_tx = ring_new(hsz);
 	k->wmem = calloc(pool, sizeof(*k->wmem));
 	k->cmem = calloc(pool, sizeof(*k->cmem));
+	k->hmem = calloc(FWD_HB_POOL, sizeof(*k->hmem));
 	k->wp.free = calloc(pool, sizeof(*k->wp.free));
 	k->cp.free = calloc(pool, sizeof(*k->cp.free));
+	k->hp.free = calloc(FWD_HB_POOL, sizeof(*k->hp.free));
 	if (posix_memalign((void **)&k->st, 64, sizeof(*k->st)))
 		k->st = NULL;
-	if (!k->to_ctl || !k->to_wk || !k->wmem || !k->cmem || !k->wp.free || !k->cp.free || !k->st)
+	if (!k->to_ctl || !k->to_wk || !k->hb_rx || !k->hb_tx || !k->wmem || !k->cmem ||
+	    !k->hmem || !k->wp.free || !k->cp.free || !k->hp.free || !k->st)
 		return -ENOMEM;
 	memset(k->st, 0, sizeof(*k->st));
 	for (unsigned i = 0; i < pool; i++) {
@@ -211,8 +222,13 @@ static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
 		k->cmem[i].owner = FWD_OWNER_CONTROL;
 		k->cmem[i].worker = (uint16_t)w;
 	}
+	for (unsigned i = 0; i < FWD_HB_POOL; i++) {
+		k->hmem[i].owner = FWD_OWNER_HB;
+		k->hmem[i].worker = (uint16_t)w;
+	}
 	pool_init(&k->wp, k->wmem, pool, true);
 	pool_init(&k->cp, k->cmem, pool, false);
+	pool_init(&k->hp, k->hmem, FWD_HB_POOL, false);
 	k->parked = 0;
 	return 0;
 }
@@ -223,17 +239,28 @@ static void wk_fini(struct fwd_wk *k)
 		ring_free(k->to_ctl);
 	if (k->to_wk)
 		ring_free(k->to_wk);
+	if (k->hb_rx)
+		ring_free(k->hb_rx);
+	if (k->hb_tx)
+		ring_free(k->hb_tx);
 	free(k->wmem);
 	free(k->cmem);
+	free(k->hmem);
 	free(k->wp.free);
 	free(k->cp.free);
+	free(k->hp.free);
 	free(k->st);
+}
+
+static struct fwd_pool *pool_of(struct fwd_wk *k, enum fwd_msg_owner side)
+{
+	return side == FWD_OWNER_WORKER ? &k->wp : side == FWD_OWNER_CONTROL ? &k->cp : &k->hp;
 }
 
 struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side,
 			    enum fwd_pclass c)
 {
-	struct fwd_pool *p = side == FWD_OWNER_WORKER ? &e->wk[w].wp : &e->wk[w].cp;
+	struct fwd_pool *p = pool_of(&e->wk[w], side);
 	struct fwd_msg *m;
 
 	if ((unsigned)c >= FWD_PCLASS_COUNT || !p->n || p->in_use[c] >= p->cap[c])
@@ -250,13 +277,12 @@ struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner
 
 unsigned fwd_msg_pool_free(const struct fwd_engine *e, unsigned w, enum fwd_msg_owner side)
 {
-	return side == FWD_OWNER_WORKER ? e->wk[w].wp.n : e->wk[w].cp.n;
+	return pool_of((struct fwd_wk *)&e->wk[w], side)->n;
 }
 
 void fwd_msg_recycle(struct fwd_engine *e, struct fwd_msg *m)
 {
-	struct fwd_wk *k = &e->wk[m->worker];
-	struct fwd_pool *p = m->owner == FWD_OWNER_WORKER ? &k->wp : &k->cp;
+	struct fwd_pool *p = pool_of(&e->wk[m->worker], m->owner);
 
 	if (p->in_use[m->cls]-- <= p->reserve[m->cls])
 		p->unused_reserve++;
@@ -367,13 +393,14 @@ static uint32_t src_hash(uint32_t seed, uint32_t kind, const uint8_t *a, size_t 
 	return h ? h : 1;
 }
 
-/* Whether the IP packet p is UDP to the bound control port or an echo with the bound
- * identifier (no extension headers, first fragment: what the slow path takes): the
- * reply the tiebreaker receives, or (sent) the request it sends. */
+/* Whether the IP packet p is UDP to the bound control or heartbeat port or an echo with
+ * the bound identifier (no extension headers, first fragment: what the slow path takes):
+ * the reply the tiebreaker receives, or (sent) the request it sends. */
 static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t len, bool sent)
 {
 	uint32_t port =
 	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_udp_port, memory_order_relaxed);
+	uint32_t hb = atomic_load_explicit(&((struct fwd_engine *)e)->hb_port, memory_order_relaxed);
 	uint32_t echo =
 	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_echo_id, memory_order_relaxed);
 	size_t l4;
@@ -393,7 +420,7 @@ static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t l
 	if (len < l4 + 8)
 		return false;
 	if (proto == 17)
-		return port && ip_be16(p + l4 + 2) == port;
+		return (port && ip_be16(p + l4 + 2) == port) || (hb && ip_be16(p + l4 + 2) == hb);
 	if (proto == ((p[0] >> 4) == 4 ? 1 : 58))
 		return echo && p[l4] == ((p[0] >> 4) == 4 ? (sent ? 8 : 0) : (sent ? 128 : 129)) &&
 		       ip_be16(p + l4 + 4) == (echo & 0xffff);
@@ -440,6 +467,11 @@ struct ring *fwd_engine_ring_to_ctl(struct fwd_engine *e, unsigned w)
 struct ring *fwd_engine_ring_to_worker(struct fwd_engine *e, unsigned w)
 {
 	return e->wk[w].to_wk;
+}
+
+struct ring *fwd_engine_ring_hb(struct fwd_engine *e, unsigned w, bool to_worker)
+{
+	return to_worker ? e->wk[w].hb_tx : e->wk[w].hb_rx;
 }
 
 struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w)
@@ -513,7 +545,8 @@ int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
 	fwd_knobs_defaults(&s->knobs);
 	snap_fixup(s);
 	atomic_init(&e->snap, s);
-	ret = fwd_sp_new(e);
+	e->hb_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ret = e->hb_efd < 0 ? -errno : fwd_sp_new(e);
 	if (ret == 0)
 		ret = fwd_engine_slots_grow(e, e->n_workers);
 	if (ret < 0)
@@ -524,6 +557,8 @@ fail:
 	fwd_sp_free(e);
 	for (unsigned w = 0; w < FWD_WORKERS_MAX; w++)
 		wk_fini(&e->wk[w]);
+	if (e->hb_efd >= 0)
+		close(e->hb_efd);
 	free(s);
 	free(e);
 	return ret;
@@ -542,6 +577,7 @@ void fwd_engine_free(struct fwd_engine *e)
 	fwd_sp_free(e);
 	for (unsigned w = 0; w < e->n_slots; w++)
 		wk_fini(&e->wk[w]);
+	close(e->hb_efd);
 	free(s);
 	free(e);
 }
@@ -560,6 +596,7 @@ int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n)
 			return ret;
 		}
 		e->n_slots++;
+		atomic_store_explicit(&e->hb_slots, e->n_slots, memory_order_release);
 	}
 	return 0;
 }

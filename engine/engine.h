@@ -239,14 +239,15 @@ bool fwd_punt_rl_allow(struct fwd_punt_rl *rl, enum fwd_pclass c, uint32_t key, 
 /* The class of a punt, and the hash of its source for the limiter (*key, never 0):
  * Ethernet ARP/ND by the frame's source MAC, IPoIB ARP/ND by the sender's LID and QPN
  * (ib_src), IP (LOCAL, UNRESOLVED) by the source address. A LOCAL punt is CONTROL when
- * it is UDP to the port bound with fwd_sp_udp_bind or an echo reply with the identifier
- * bound with fwd_sp_echo_bind. data/len: the punt's (engine/forward.h). Any thread. */
+ * it is UDP to the port bound with fwd_sp_udp_bind or fwd_hb_bind, or an echo reply with
+ * the identifier bound with fwd_sp_echo_bind. data/len: the punt's (engine/forward.h). Any thread. */
 enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, bool ib,
 				  const uint8_t *data, size_t len, uint32_t ib_src, uint32_t *key);
 
 enum fwd_msg_owner {
 	FWD_OWNER_WORKER = 0,
 	FWD_OWNER_CONTROL = 1,
+	FWD_OWNER_HB = 2, /* the heartbeat thread (engine/heartbeat.h) */
 };
 
 /* One message. Owner: whoever holds the pointer; the pool it belongs to is ->owner's. */
@@ -443,6 +444,9 @@ uint32_t fwd_engine_flow_seed(const struct fwd_engine *e);
 /* The rings and pools of worker w (worker.c and slowpath.c). */
 struct ring *fwd_engine_ring_to_ctl(struct fwd_engine *e, unsigned w);
 struct ring *fwd_engine_ring_to_worker(struct fwd_engine *e, unsigned w);
+/* The heartbeat channel's rings of worker w (engine/heartbeat.h): to the worker (the
+ * heartbeat thread's sends and returns) or from it. */
+struct ring *fwd_engine_ring_hb(struct fwd_engine *e, unsigned w, bool to_worker);
 struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w);
 /* A free message of the given side's pool of worker w for class c (NULL: the pool is
  * empty or the class has used its share: see enum fwd_pclass). Worker side: only worker

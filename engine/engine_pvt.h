@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "engine/engine.h"
+#include "engine/heartbeat.h"
 
 /* Counters: one writer (the owning worker), readers anywhere. A relaxed load + store
  * is a plain add on the writer's side (no locked instruction) and race-free for TSan. */
@@ -38,6 +39,14 @@ struct fwd_wk {
 	struct fwd_msg *wmem, *cmem; /* the two pools' storage */
 	struct fwd_pool wp;          /* owner: the worker */
 	struct fwd_pool cp;          /* owner: control */
+	/* The heartbeat channel (engine/heartbeat.c): worker -> heartbeat thread (its
+	 * punts, and its returns of hp's messages) and back (hp's sends, and the returns of
+	 * the worker's punts); hp is the heartbeat thread's pool for sends through this
+	 * worker. */
+	struct ring *hb_rx;  /* producer: the worker; consumer: the heartbeat thread */
+	struct ring *hb_tx;  /* producer: the heartbeat thread; consumer: the worker */
+	struct fwd_msg *hmem;
+	struct fwd_pool hp; /* owner: the heartbeat thread */
 	unsigned parked;             /* owner: control; wp's messages parked in the Ethernet
 				      * neighbour queues (fwd_punt_config.park_max) */
 	struct fwd_stats *st;        /* owner: the worker (cache-line aligned) */
@@ -137,7 +146,34 @@ struct fwd_engine {
 	/* What fwd_punt_classify calls CONTROL: written by control (fwd_sp_udp_bind,
 	 * fwd_sp_echo_bind), read by the workers. 0: none bound; echo: 0x10000 | id. */
 	_Atomic uint32_t ctl_udp_port, ctl_echo_id;
+	/* The heartbeat channel: its UDP port (0: none; written by control, read by the
+	 * workers), the eventfd the workers write when they hand it something, and the
+	 * slots set up so far (n_slots, published for the heartbeat thread). */
+	_Atomic uint32_t hb_port;
+	int hb_efd;
+	_Atomic unsigned hb_slots;
+	uint64_t hb_delivered, hb_refused, hb_sent, hb_no_msg; /* the heartbeat thread's */
 };
+
+/* A UDP datagram inside an IP packet of either family, as the slow path and the
+ * heartbeat channel take one: the IP header valid, no fragment, no IPv6 extension header,
+ * UDP length and checksum right (mandatory in IPv6). */
+struct fwd_udp {
+	struct ip_addr src, dst;
+	uint16_t sport, dport;
+	uint8_t ttl; /* IPv4 TTL / IPv6 hop limit as received */
+	const uint8_t *payload;
+	size_t len;
+};
+/* true: p[0..len) is such a datagram (out filled); false: not UDP, or malformed. */
+bool fwd_udp_parse(const uint8_t *p, size_t len, struct fwd_udp *out);
+/* Build a UDP datagram with its IP header (TTL / hop limit 255, checksum) into p
+ * (room: cap octets). Returns its length, 0 if it does not fit or the families differ. */
+size_t fwd_udp_build(uint8_t *p, size_t cap, const struct ip_addr *src, const struct ip_addr *dst,
+		     uint16_t sport, uint16_t dport, const void *payload, size_t len);
+/* Whether the IP packet p is UDP to port (no fragment, header there): the workers'
+ * quick look, before fwd_udp_parse's checks. */
+bool fwd_ip_is_udp_to(const uint8_t *p, size_t len, uint32_t port);
 
 /* Set up slots up to n (their rings registered with the slow path). 0, -ENOMEM, or the
  * slow path's -errno (evloop_add_fd). */
@@ -148,6 +184,10 @@ int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
 int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
 		      void (*wait)(void));
 
+/* slowpath.c: whether f has a neighbour entry for a (4 or 16 octets) that a worker
+ * sends to (REACHABLE, STALE, DELAY, PROBE, PERMANENT). Any thread that may read the
+ * snapshot f came from (the tables are read lock-free, as the workers do). */
+bool fwd_neigh_usable(const struct fwd_if *f, int family, const uint8_t *a);
 /* slowpath.c: the Ethernet neighbour tables' ops (ctx: struct fwd_nctx). */
 extern const struct neigh_ops fwd_sp_neigh_ops;
 int fwd_sp_new(struct fwd_engine *e);

@@ -57,6 +57,11 @@ bool ring_sleep_prepare(struct ring *r)
 	return atomic_load(&r->head) == atomic_load_explicit(&r->tail, memory_order_relaxed);
 }
 
+bool ring_empty_after_prepare(struct ring *r)
+{
+	return atomic_load(&r->head) == atomic_load_explicit(&r->tail, memory_order_relaxed);
+}
+
 void ring_sleep_done(struct ring *r)
 {
 	uint64_t v;

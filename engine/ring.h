@@ -95,6 +95,10 @@ static inline unsigned ring_count(struct ring *r)
  * announcement stands either way, so the next enqueue writes the eventfd even if the
  * consumer drains and sleeps without asking again. */
 bool ring_sleep_prepare(struct ring *r);
+/* Consumer of r and of a second ring whose producer wakes it through the first ring's
+ * announcement (ring_wake_if_sleeping on the first): after ring_sleep_prepare on the
+ * first, whether r is empty, read in the same sequentially consistent order. */
+bool ring_empty_after_prepare(struct ring *r);
 /* Consumer, after waking: clear the announcement and the eventfd. */
 void ring_sleep_done(struct ring *r);
 /* Producer, after enqueuing: wake the consumer if it announced sleep. */

@@ -218,7 +218,7 @@ static const uint8_t *if_src(const struct fwd_if *f, int family, const uint8_t *
 	return first;
 }
 
-static bool neigh_known(const struct fwd_if *f, int family, const uint8_t *a)
+bool fwd_neigh_usable(const struct fwd_if *f, int family, const uint8_t *a)
 {
 	struct neigh_entry *n = f->neigh ? neigh_lookup(f->neigh, family, a) : NULL;
 	enum neigh_state s;
@@ -254,12 +254,12 @@ static enum proxy_where where_lookup(void *arg, int family, const uint8_t *addr)
 
 	if (is_own(s, family, addr, NULL))
 		return PROXY_WHERE_SELF;
-	if (neigh_known(w->in, family, addr))
+	if (fwd_neigh_usable(w->in, family, addr))
 		return PROXY_WHERE_ASKER_SIDE;
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
 
-		if (f->index && k != w->in->index && f->up && neigh_known(f, family, addr)) {
+		if (f->index && k != w->in->index && f->up && fwd_neigh_usable(f, family, addr)) {
 			w->other = k;
 			return PROXY_WHERE_OTHER_SIDE;
 		}
@@ -789,38 +789,16 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 
 /* ---- local delivery: UDP to the bound port, echo ----------------------------------- */
 
-/* The UDP pseudo-header's sum for the IP packet at ip (either family). */
-static uint64_t udp_pseudo_sum(int family, const uint8_t *ip, uint16_t ulen)
+/* A UDP datagram to us: to the bound handler when it is for its port and whole (see
+ * fwd_udp_parse). True when it was taken. */
+static bool udp_in(struct fwd_sp *sp, const struct fwd_msg *m)
 {
-	return family == AF_INET ? ip4_pseudo_sum(ip + 12, ip + 16, ulen, 17)
-				 : ip6_pseudo_sum(ip + 8, ip + 24, ulen, 17);
-}
+	struct fwd_udp u;
 
-/* A UDP datagram to us (l4: its header, l4_len: to the end of the IP payload): to the
- * bound handler when it is for its port and whole. True when it was UDP (taken). */
-static bool udp_in(struct fwd_sp *sp, uint32_t ifindex, int family, const uint8_t *ip,
-		   const uint8_t *l4, size_t l4_len, uint8_t ttl)
-{
-	struct ip_addr src = { .family = (uint8_t)family }, dst = { .family = (uint8_t)family };
-	size_t alen = family == AF_INET ? 4 : 16;
-	uint16_t ulen, csum;
-	uint64_t sum;
-
-	memcpy(src.bytes, ip + (family == AF_INET ? 12 : 8), alen);
-	memcpy(dst.bytes, ip + (family == AF_INET ? 16 : 24), alen);
-	if (l4_len < 8 || (ulen = ip_be16(l4 + 4)) < 8 || ulen > l4_len || !sp->udp_fn ||
-	    ip_be16(l4 + 2) != sp->udp_port)
+	if (!sp->udp_fn || !fwd_udp_parse(m->data, m->len, &u) || u.dport != sp->udp_port)
 		return false;
-	csum = ip_be16(l4 + 6);
-	if (family == AF_INET6 && csum == 0)
-		return false; /* mandatory in IPv6 */
-	if (csum) {
-		sum = udp_pseudo_sum(family, ip, ulen);
-		if (ip_csum_fold(ip_csum_add(sum, l4, ulen)) != 0xffff)
-			return false;
-	}
 	sp->st.r[FWD_SP_UDP_DELIVERED]++;
-	sp->udp_fn(sp->udp_ctx, ifindex, &src, &dst, ip_be16(l4), ttl, l4 + 8, ulen - 8u);
+	sp->udp_fn(sp->udp_ctx, m->ifindex, &u.src, &u.dst, u.sport, u.ttl, u.payload, u.len);
 	return true;
 }
 
@@ -847,39 +825,27 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 {
 	struct fwd_sp *sp = e->sp;
 	const struct fwd_if *out = sp_if(e, ifindex);
-	size_t hl = src->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, ulen = 8 + len;
+	size_t hl = src->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, n;
 	struct fwd_msg *m;
-	uint8_t *p, *u;
-	uint64_t sum;
-	uint16_t csum;
 
 	if (!sp || src->family != dst->family ||
 	    (src->family != AF_INET && src->family != AF_INET6))
 		return -EINVAL;
 	if (!out || !out->up)
 		return -ENODEV;
-	if (hl + ulen > FWD_MSG_DATA || hl + ulen > out->mtu)
+	if (hl + 8 + len > FWD_MSG_DATA || hl + 8 + len > out->mtu)
 		return -EMSGSIZE;
 	m = ctl_msg(sp, out, FWD_PCLASS_CONTROL);
 	if (!m)
 		return -ENOBUFS;
-	p = m->data;
-	u = p + ip_hdr_build(p, src->family, src->bytes, dst->bytes, 17, 255, ulen, true);
-	ip_put16(u, sport);
-	ip_put16(u + 2, dport);
-	ip_put16(u + 4, (uint16_t)ulen);
-	ip_put16(u + 6, 0);
-	memcpy(u + 8, payload, len);
-	sum = udp_pseudo_sum(src->family, p, (uint16_t)ulen);
-	csum = (uint16_t)~ip_csum_fold(ip_csum_add(sum, u, ulen));
-	ip_put16(u + 6, csum ? csum : 0xffff); /* 0 would mean "none" */
+	n = fwd_udp_build(m->data, FWD_MSG_DATA, src, dst, sport, dport, payload, len);
 	m->type = FWD_MSG_TX_IP;
 	m->own = true;
 	m->family = src->family;
 	memcpy(m->nh, dst->bytes, 16);
-	m->len = (uint32_t)(hl + ulen);
+	m->len = (uint32_t)n;
 	sp->st.r[FWD_SP_UDP_SENT]++;
-	if (!neigh_known(out, src->family, dst->bytes)) {
+	if (!fwd_neigh_usable(out, src->family, dst->bytes)) {
 		/* The worker sends our own packets only to known neighbours: resolve here
 		 * (ARP/ND, or the IPoIB link's ARP and PathRecord) with this one parked. */
 		m->punt = FWD_PUNT_UNRESOLVED;
@@ -970,10 +936,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 	if (len >= IP4_HDR_LEN && (p[0] >> 4) == 4) {
 		struct ip4_info ii;
 
-		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.frag_off &&
-		    !ii.mf &&
-		    udp_in(sp, m->ifindex, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len,
-			   ii.ttl))
+		if (udp_in(sp, m))
 			return;
 		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 1 && !ii.frag_off && !ii.mf &&
 		    echo_reply_in(sp, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len))
@@ -1002,9 +965,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		struct ip6_info ii;
 		size_t l4;
 
-		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 17 && !ii.n_ext &&
-		    udp_in(sp, m->ifindex, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off,
-			   ii.hop_limit))
+		if (udp_in(sp, m))
 			return;
 		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 58 && !ii.n_ext &&
 		    echo_reply_in(sp, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off))

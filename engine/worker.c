@@ -72,6 +72,7 @@ struct wstate {
 	struct fwd_punt_rl rl; /* punt limits per source and class (engine/engine.h) */
 	unsigned nret;         /* control messages to hand back after the flush */
 	void *rets[BURST_MAX];
+	bool hb_handed; /* something went to the heartbeat thread: write its eventfd */
 	struct ethp_rx erx[BURST_MAX];
 	struct ibp_wc wcs[BURST_MAX];
 	struct ipoib_link *wl[BURST_MAX]; /* the link of each receive completion */
@@ -223,22 +224,29 @@ static void flush_all(struct wstate *w)
 		flush_if(w, k);
 	fwd_ctx_scratch_reset(&w->ctx);
 	if (w->nret) {
-		/* Messages whose data went out: control's go back to it, ours (parked
-		 * punts released by control) to our pool. */
-		struct ring *r = w->e->wk[w->id].to_ctl;
+		/* Messages whose data went out: control's and the heartbeat thread's go
+		 * back to them, ours (parked punts released by control) to our pool. The
+		 * rings hold what can be in them: they cannot be full. */
+		struct fwd_wk *k = &w->e->wk[w->id];
 		unsigned nc = 0;
 
 		for (unsigned i = 0; i < w->nret; i++) {
 			struct fwd_msg *m = w->rets[i];
 
-			if (m->owner == FWD_OWNER_WORKER)
+			if (m->owner == FWD_OWNER_WORKER) {
 				fwd_msg_recycle(w->e, m);
-			else
+			} else if (m->owner == FWD_OWNER_HB) {
+				void *p = m;
+
+				(void)ring_enqueue_burst(k->hb_rx, &p, 1);
+				w->hb_handed = true;
+			} else {
 				w->rets[nc++] = m;
+			}
 		}
 		if (nc) {
-			(void)ring_enqueue_burst(r, w->rets, nc);
-			ring_wake_if_sleeping(r);
+			(void)ring_enqueue_burst(k->to_ctl, w->rets, nc);
+			ring_wake_if_sleeping(k->to_ctl);
 		}
 		w->nret = 0;
 	}
@@ -270,6 +278,14 @@ static void flush_punts(struct wstate *w)
 	struct ring *r = w->e->wk[w->id].to_ctl;
 	unsigned n;
 
+	if (w->hb_handed) {
+		uint64_t one = 1;
+
+		w->hb_handed = false;
+		if (write(w->e->hb_efd, &one, sizeof(one)) < 0) {
+			/* EAGAIN only when the counter is saturated: the reader wakes anyway */
+		}
+	}
 	if (!w->npunt)
 		return;
 	n = ring_enqueue_burst(r, w->punts, w->npunt);
@@ -296,6 +312,20 @@ static struct fwd_msg *punt_msg(struct wstate *w, enum fwd_pclass c)
 	}
 	FWD_INC(w->st->pclass_sent[c]);
 	return m;
+}
+
+/* A datagram to the heartbeat port: to the heartbeat thread, not the control thread
+ * (engine/heartbeat.h). Its ring holds our whole CONTROL share: never full. */
+static void hb_punt(struct wstate *w, struct fwd_msg *m)
+{
+	void *p = m;
+
+	if (ring_enqueue_burst(w->e->wk[w->id].hb_rx, &p, 1) != 1) {
+		fwd_msg_recycle(w->e, m);
+		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
+		return;
+	}
+	w->hb_handed = true;
 }
 
 /* Per punt only (not per forwarded packet): its class, the class's rate limits for its
@@ -339,6 +369,11 @@ static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 	memcpy(m->data, res->punt_data, res->punt_len);
 	m->len = res->punt_len;
 	FWD_INC(w->st->punts[res->punt]);
+	if (c == FWD_PCLASS_CONTROL && res->punt == FWD_PUNT_LOCAL &&
+	    fwd_hb_match(w->e, m->data, m->len)) {
+		hb_punt(w, m);
+		return;
+	}
 	w->punts[w->npunt++] = m;
 }
 
@@ -510,9 +545,10 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 
 /* ---- control -> worker --------------------------------------------------------------- */
 
-static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
+/* What the control thread (to_wk) or the heartbeat thread (hb_tx) hands over: their
+ * sends, and the returns of our punts. */
+static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s, struct ring *r)
 {
-	struct ring *r = w->e->wk[w->id].to_wk;
 	void *v[BURST_MAX];
 	unsigned n = ring_dequeue_burst(r, v, BURST_MAX - w->nret);
 
@@ -551,10 +587,8 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s)
 					      &w->res);
 			take(w, &w->res, false, NULL);
 		}
-		if (m->owner == FWD_OWNER_WORKER)
-			w->rets[w->nret++] = m; /* a parked punt, sent: recycled after the flush */
-		else
-			w->rets[w->nret++] = m;
+		w->rets[w->nret++] = m; /* to its pool or its owner after the flush (a parked
+					 * punt of ours, sent, is recycled) */
 	}
 	if (n)
 		flush_all(w);
@@ -658,7 +692,8 @@ static void *worker_main(void *arg)
 
 			work += p->ops->poll(w, p, s);
 		}
-		work += serve_ring(w, s);
+		work += serve_ring(w, s, k->to_wk);
+		work += serve_ring(w, s, k->hb_tx);
 		flush_punts(w);
 		FWD_INC(w->st->loops);
 		rcu_quiescent_state();
@@ -687,6 +722,7 @@ static void *worker_main(void *arg)
 			}
 			flush_punts(w);
 			if (again || !ring_sleep_prepare(k->to_wk) ||
+			    !ring_empty_after_prepare(k->hb_tx) ||
 			    atomic_load_explicit(&k->stop, memory_order_acquire)) {
 				ring_sleep_done(k->to_wk);
 				idle_since = mono_ns();
@@ -707,7 +743,8 @@ static void *worker_main(void *arg)
 	}
 	/* Hand back what is ours to hand back; flush what is queued. */
 	fwd_ctx_begin(&w->ctx, mono_ns());
-	serve_ring(w, w->ctx.snap);
+	serve_ring(w, w->ctx.snap, k->to_wk);
+	serve_ring(w, w->ctx.snap, k->hb_tx);
 	flush_punts(w);
 	rcu_unregister_thread();
 	return NULL;

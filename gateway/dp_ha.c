@@ -5,10 +5,14 @@
  * Transport: heartbeats are UDP datagrams (port HA_UDP_PORT) between the two boxes'
  * own addresses on every heartbeat path (failover.paths: links and interfaces, each
  * with the peer's address on it, failover.peer_addresses), sent and received through
- * the data plane's slow path (fwd_sp_send_udp / fwd_sp_udp_bind): the node's kernel
- * owns none of these addresses. Sent with TTL 255 and accepted only with TTL 255 from
- * the peer's address on the path it came in on (GTSM, RFC 5082: nothing routed it),
- * then authenticated by the FSM (HMAC-SHA256 with the shared key, anti-replay).
+ * the data plane (the node's kernel owns none of these addresses) by a thread of their
+ * own, the heartbeat thread, through the engine's heartbeat channel
+ * (engine/heartbeat.h): nothing the control thread is busy with delays them. State
+ * sync, bulky and not urgent, goes through the control thread's slow path
+ * (fwd_sp_send_udp / fwd_sp_udp_bind, port HA_SYNC_PORT). Both are sent with TTL 255
+ * and accepted only with TTL 255 from the peer's address on the path they came in on
+ * (GTSM, RFC 5082: nothing routed them), then authenticated (HMAC-SHA256 with the
+ * shared key, anti-replay).
  *
  * Hands: a group that becomes MASTER here gets its service addresses on their links
  * (engine addresses: local delivery, ARP/ND answers, connected routes; on IPoIB the
@@ -37,17 +41,33 @@
  * which addresses are claimed, announced, given up, which sync records are taken); this
  * file gives it the engine and the links.
  *
- * Threads: control thread only.
+ * Threads. The heartbeat thread (ha_thread) owns the clock of the FSM: it receives the
+ * heartbeats, ticks the FSM (sends, deadlines, stalls) and judges the tiebreaker's
+ * deadline. The control thread does the rest: the hands (addresses claimed, given up,
+ * announced), link states, the tiebreaker's echo, state sync, gwctl and metrics. The
+ * FSM and what both threads touch are under h->lock (held for microseconds: no hands,
+ * no allocation but show's); what the FSM decides on the heartbeat thread that needs
+ * the control thread (hands, a probe, a heartbeat to a peer not resolved yet) is left
+ * in h->due under the lock and the control thread woken through due_fd; the control
+ * thread wakes the heartbeat thread through kick_fd after changing the FSM, so that it
+ * re-arms its timer.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
+#include <urcu-qsbr.h>
 
 #include "table/route.h"
+#include "engine/heartbeat.h"
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
@@ -60,6 +80,8 @@
 #include "mgmt/metrics_http.h"
 
 #define HA_UDP_PORT   7789
+#define HA_SYNC_PORT  7790
+#define SYNC_CHECK_MS 100 /* how often the control thread looks for a new boot of the peer */
 #define ANNOUNCE_2_MS 100
 #define ANNOUNCE_3_MS 1000
 #define TB_ECHO_ID    0x6962 /* "ib" */
@@ -74,13 +96,39 @@ struct ha_path {
 	char link[GW_NAME_MAX];
 	struct ip_addr peer;
 	bool up; /* as last told to the FSM */
+	/* Its interface (0: none now) and our address on it: what the heartbeat thread
+	 * sends from and matches on (lock; written by the control thread: path_refresh). */
+	uint32_t ifindex;
+	struct ip_addr src;
+};
+
+/* What the heartbeat thread leaves for the control thread (under h->lock). */
+#define DUE_MASTER 0x1 /* the group became MASTER: claim and announce */
+#define DUE_BACKUP 0x2 /* it left MASTER: give its addresses up */
+struct ha_due {
+	uint8_t group[HA_MAX_GROUPS]; /* DUE_* */
+	bool probe;                   /* probe the tiebreaker */
+	/* The latest heartbeat to a peer not resolved on the path yet: the control thread
+	 * sends it through the slow path, which resolves (and parks it meanwhile). */
+	bool resolve[HA_MAX_PATHS];
+	size_t len[HA_MAX_PATHS];
+	uint8_t msg[HA_MAX_PATHS][HA_HB_MAX_LEN];
 };
 
 struct dp_ha {
 	struct gw_dp *dp;
-	struct ha_fsm *fsm;
+	pthread_mutex_t lock; /* the FSM and the fields marked (lock) */
+	struct ha_fsm *fsm;   /* (lock) */
 	struct ha_key key;
+	/* The heartbeat thread: its loop, its timer, the control thread's kick. */
+	struct evloop *hb_loop;
 	struct evtimer *timer;
+	int kick_fd, due_fd; /* eventfds: control -> heartbeat thread, and back */
+	pthread_t thr;
+	bool thr_started;
+	_Atomic bool stop;
+	struct ha_due due; /* (lock) */
+	struct evtimer *announce_timer, *sync_check_timer; /* control thread */
 	uint64_t timer_due;   /* when the timer should fire (a later tick is a stall) */
 	uint32_t interval_ms; /* heartbeat interval */
 	uint32_t dead_ms;     /* dead interval */
@@ -98,7 +146,8 @@ struct dp_ha {
 	struct ip_addr tiebreaker;
 	uint16_t tb_seq;
 	uint64_t tb_deadline; /* a probe awaits its reply until then; 0: none */
-	uint64_t rx_bad_ttl, rx_unknown_path, tx_failed;
+	uint64_t rx_bad_ttl, rx_unknown_path, tx_failed; /* (lock) */
+	uint64_t tx_resolving; /* heartbeats handed to the slow path to resolve (lock) */
 	/* State sync (docs/failover.md): a full dump to the peer every SYNC_EVERY_MS and
 	 * as soon as a new boot of the peer is heard. */
 	uint64_t sync_next_ms, sync_peer_boot;
@@ -151,25 +200,44 @@ static bool link_up(const struct gw_dp *dp, const struct dp_link *k)
 
 /* ---- the FSM's hands ------------------------------------------------------------------ */
 
-static void arm(struct dp_ha *h);
-
-/* 0, -ENOBUFS (no control message free now) or another -errno (the path is down). */
-static int path_send(struct dp_ha *h, unsigned p, const uint8_t *msg, size_t len)
+static void kick(int fd)
 {
-	struct dp_link *k = path_link(h, p);
-	const struct ip_addr *src = k ? own_addr(k, h->paths[p].peer.family) : NULL;
-
-	if (!src || !k->ifindex)
-		return -ENETDOWN;
-	return fwd_sp_send_udp(h->dp->e, k->ifindex, src, &h->paths[p].peer, HA_UDP_PORT,
-			       HA_UDP_PORT, msg, len);
+	if (write(fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+		/* EAGAIN only when the counter is saturated: the reader wakes anyway */
+	}
 }
 
+/* The interface and our address of path p (lock): 0, or -ENETDOWN. */
+static int path_ends(struct dp_ha *h, unsigned p, uint32_t *ifindex, const struct ip_addr **src)
+{
+	if (!h->paths[p].ifindex)
+		return -ENETDOWN;
+	*ifindex = h->paths[p].ifindex;
+	*src = &h->paths[p].src;
+	return 0;
+}
+
+/* A heartbeat (the FSM's send, under the lock, on either thread): through the
+ * heartbeat channel; to a peer not resolved there yet, through the control thread. */
 static void ha_send(void *arg, unsigned p, const uint8_t *msg, size_t len)
 {
 	struct dp_ha *h = arg;
+	const struct ip_addr *src;
+	uint32_t ifindex;
+	int ret = path_ends(h, p, &ifindex, &src);
 
-	if (path_send(h, p, msg, len) < 0)
+	if (ret == 0)
+		ret = fwd_hb_send_udp(h->dp->e, ifindex, src, &h->paths[p].peer, HA_UDP_PORT,
+				      HA_UDP_PORT, msg, len);
+	if (ret == -EAGAIN && len <= sizeof(h->due.msg[p])) {
+		memcpy(h->due.msg[p], msg, len);
+		h->due.len[p] = len;
+		h->due.resolve[p] = true;
+		h->tx_resolving++;
+		kick(h->due_fd);
+		return;
+	}
+	if (ret < 0)
 		h->tx_failed++; /* a path down: the FSM knows from its link state */
 }
 
@@ -236,6 +304,21 @@ static unsigned claim_group(struct dp_ha *h, unsigned g)
 	return gw_hands_claim(h->addrs, h->n_addrs, g, &hands_ops, h);
 }
 
+/* The announcement rounds still due: the timer for the earliest. Control thread. */
+static void arm_announce(struct dp_ha *h)
+{
+	uint64_t now = now_ms(), next = UINT64_MAX;
+
+	for (unsigned g = 0; g < h->n_groups; g++)
+		for (unsigned r = 0; r < 2; r++)
+			if (h->announce_at[g][r] && h->announce_at[g][r] < next)
+				next = h->announce_at[g][r];
+	if (next == UINT64_MAX)
+		evtimer_stop(h->announce_timer);
+	else
+		evtimer_start(h->announce_timer, next > now ? next - now : 0, 0);
+}
+
 /* Claimed: announce at once and twice more. */
 static void announce_soon(struct dp_ha *h, unsigned g)
 {
@@ -244,43 +327,86 @@ static void announce_soon(struct dp_ha *h, unsigned g)
 	announce_group(h, g);
 	h->announce_at[g][0] = now + ANNOUNCE_2_MS;
 	h->announce_at[g][1] = now + ANNOUNCE_3_MS;
+	arm_announce(h);
 }
 
+static void on_announce_timer(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint64_t now = now_ms();
+	(void)loop;
+	(void)t;
+
+	for (unsigned g = 0; g < h->n_groups; g++) {
+		bool due = false;
+		enum ha_state s;
+
+		for (unsigned r = 0; r < 2; r++)
+			if (h->announce_at[g][r] && h->announce_at[g][r] <= now) {
+				h->announce_at[g][r] = 0;
+				due = true;
+			}
+		if (!due)
+			continue;
+		pthread_mutex_lock(&h->lock);
+		s = ha_fsm_group_state(h->fsm, g);
+		pthread_mutex_unlock(&h->lock);
+		if (s == HA_STATE_MASTER)
+			announce_group(h, g);
+	}
+	arm_announce(h);
+}
+
+/* The FSM's transitions (under the lock, either thread): the hands are the control
+ * thread's (the engine's addresses have one writer), so they are left due for it. */
 static void ha_become_master(void *arg, unsigned g, const char *reason)
 {
 	struct dp_ha *h = arg;
 
-	claim_group(h, g);
-	announce_soon(h, g);
+	h->due.group[g] |= DUE_MASTER;
+	kick(h->due_fd);
 	log_notice("failover: group %s: MASTER (%s)", h->groups[g].name, reason);
 }
 
 static void ha_become_backup(void *arg, unsigned g, enum ha_state now, const char *reason)
 {
 	struct dp_ha *h = arg;
-	unsigned given = gw_hands_give_up(h->addrs, h->n_addrs, g, &hands_ops, h);
 
-	h->announce_at[g][0] = h->announce_at[g][1] = 0;
-	log_notice("failover: group %s: %s (%s)%s", h->groups[g].name, ha_state_name(now), reason,
-		   given ? "; service addresses given up" : "");
+	h->due.group[g] |= DUE_BACKUP;
+	kick(h->due_fd);
+	log_notice("failover: group %s: %s (%s)", h->groups[g].name, ha_state_name(now), reason);
 }
 
 /* The tiebreaker: one echo request per probe (the FSM repeats them while the peer
- * stays dead); a reply within TB_TIMEOUT_MS means reachable. */
+ * stays dead), sent by the control thread; a reply within TB_TIMEOUT_MS means
+ * reachable. */
 static void ha_probe_tiebreaker(void *arg)
 {
 	struct dp_ha *h = arg;
+
+	h->due.probe = true;
+	kick(h->due_fd);
+}
+
+static void probe_tiebreaker(struct dp_ha *h)
+{
+	uint16_t seq;
 	int ret;
 
-	h->tb_seq++;
-	ret = fwd_sp_send_echo(h->dp->e, &h->tiebreaker, TB_ECHO_ID, h->tb_seq);
+	pthread_mutex_lock(&h->lock);
+	seq = ++h->tb_seq;
+	pthread_mutex_unlock(&h->lock);
+	ret = fwd_sp_send_echo(h->dp->e, &h->tiebreaker, TB_ECHO_ID, seq);
+	pthread_mutex_lock(&h->lock);
 	if (ret < 0) {
 		/* No route to it: this box cannot reach it, which is the answer. */
 		h->tb_deadline = 0;
 		ha_fsm_tiebreaker_result(h->fsm, false, now_ms());
-		return;
+	} else {
+		h->tb_deadline = now_ms() + TB_TIMEOUT_MS;
 	}
-	h->tb_deadline = now_ms() + TB_TIMEOUT_MS;
+	pthread_mutex_unlock(&h->lock);
+	kick(h->kick_fd);
 }
 
 static void on_echo_reply(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq)
@@ -288,11 +414,78 @@ static void on_echo_reply(void *ctx, const struct ip_addr *from, uint16_t id, ui
 	struct dp_ha *h = ctx;
 	(void)id;
 
-	if (!h->tb_deadline || seq != h->tb_seq || !ip_addr_equal(from, &h->tiebreaker))
-		return;
-	h->tb_deadline = 0;
-	ha_fsm_tiebreaker_result(h->fsm, true, now_ms());
-	arm(h);
+	pthread_mutex_lock(&h->lock);
+	if (h->tb_deadline && seq == h->tb_seq && ip_addr_equal(from, &h->tiebreaker)) {
+		h->tb_deadline = 0;
+		ha_fsm_tiebreaker_result(h->fsm, true, now_ms());
+	}
+	pthread_mutex_unlock(&h->lock);
+	kick(h->kick_fd);
+}
+
+/* Control thread: what the heartbeat thread left due. The hands follow each group's
+ * state as it is now (a MASTER -> BACKUP -> MASTER that happened meanwhile claims and
+ * announces again: the peer may have claimed in between). */
+static void on_due(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint8_t group[HA_MAX_GROUPS];
+	enum ha_state state[HA_MAX_GROUPS];
+	bool probe;
+	uint64_t v;
+	(void)loop;
+	(void)events;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing more since the last read */
+	}
+	pthread_mutex_lock(&h->lock);
+	memcpy(group, h->due.group, sizeof(group));
+	memset(h->due.group, 0, sizeof(h->due.group));
+	for (unsigned g = 0; g < h->n_groups; g++)
+		state[g] = ha_fsm_group_state(h->fsm, g);
+	probe = h->due.probe;
+	h->due.probe = false;
+	for (unsigned p = 0; p < h->n_paths; p++) {
+		bool resolve = h->due.resolve[p];
+		uint8_t msg[HA_HB_MAX_LEN];
+		size_t len = h->due.len[p];
+		const struct ip_addr *src;
+		uint32_t ifindex;
+		int ret;
+
+		if (!resolve)
+			continue;
+		h->due.resolve[p] = false;
+		memcpy(msg, h->due.msg[p], len);
+		/* Sent without the lock: the slow path may call back into the links. Path
+		 * ends are the control thread's to change: still valid unlocked. */
+		pthread_mutex_unlock(&h->lock);
+		ret = path_ends(h, p, &ifindex, &src);
+		if (ret == 0)
+			ret = fwd_sp_send_udp(h->dp->e, ifindex, src, &h->paths[p].peer,
+					      HA_UDP_PORT, HA_UDP_PORT, msg, len);
+		pthread_mutex_lock(&h->lock);
+		if (ret < 0)
+			h->tx_failed++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	for (unsigned g = 0; g < h->n_groups; g++) {
+		if (!group[g])
+			continue;
+		if (state[g] == HA_STATE_MASTER) {
+			claim_group(h, g);
+			announce_soon(h, g);
+		} else if (gw_hands_give_up(h->addrs, h->n_addrs, g, &hands_ops, h)) {
+			h->announce_at[g][0] = h->announce_at[g][1] = 0;
+			log_notice("failover: group %s: service addresses given up",
+				   h->groups[g].name);
+		} else {
+			h->announce_at[g][0] = h->announce_at[g][1] = 0;
+		}
+	}
+	if (probe)
+		probe_tiebreaker(h);
 }
 
 static const struct ha_fsm_ops fsm_ops = {
@@ -392,8 +585,13 @@ static int collect_route(void *arg, const struct rt_route *rt)
 static int sync_send_one(void *arg, const uint8_t *msg, size_t len)
 {
 	struct dp_ha *h = arg;
+	const struct ip_addr *src;
+	uint32_t ifindex;
+	int ret = path_ends(h, h->sync_path, &ifindex, &src);
 
-	return path_send(h, h->sync_path, msg, len);
+	return ret < 0 ? ret
+		       : fwd_sp_send_udp(h->dp->e, ifindex, src, &h->paths[h->sync_path].peer,
+					 HA_SYNC_PORT, HA_SYNC_PORT, msg, len);
 }
 
 /* A burst of the dump; the rest SYNC_PACE_MS later (also when the pool ran dry). */
@@ -404,7 +602,9 @@ static void sync_drain(struct dp_ha *h)
 	if (ha_sync_queue_drain(&h->sync_q, SYNC_BURST, sync_send_one, h, &sent, &failed))
 		evtimer_start(h->sync_timer, SYNC_PACE_MS, 0);
 	h->sync_tx_msgs += sent;
+	pthread_mutex_lock(&h->lock);
 	h->tx_failed += failed;
+	pthread_mutex_unlock(&h->lock);
 }
 
 static void on_sync_timer(struct evloop *loop, struct evtimer *t, void *arg)
@@ -425,10 +625,12 @@ static void sync_send(struct dp_ha *h)
 	int ret;
 
 	h->sync_path = h->n_paths;
+	pthread_mutex_lock(&h->lock);
 	for (unsigned p = 0; p < h->n_paths && h->sync_path == h->n_paths; p++)
 		if (ha_fsm_path_status(h->fsm, p, now_ms(), &ps) == 0 && ps.local_up &&
 		    ps.rx_alive && ps.peer_hears)
 			h->sync_path = p;
+	pthread_mutex_unlock(&h->lock);
 	if (h->sync_path == h->n_paths || !(k = path_link(h, h->sync_path)))
 		return;
 	max_len = (fwd_snap_if(s, k->ifindex) ? fwd_snap_if(s, k->ifindex)->mtu : 1280) -
@@ -450,8 +652,11 @@ static void sync_send(struct dp_ha *h)
 	}
 	(void)rt_walk(h->dp->rt, 0, collect_route, &c);
 	ha_sync_queue_clear(&h->sync_q); /* what is left of the last dump: this one says it */
+	/* The FSM's sequence numbers are shared with the heartbeats (anti-replay). */
+	pthread_mutex_lock(&h->lock);
 	ret = ha_sync_encode(&h->self, ha_fsm_sync_seq(h->fsm), &h->key, ++h->sync_batch, true,
 			     h->recs, h->n_recs, max_len, ha_sync_queue_push, &h->sync_q);
+	pthread_mutex_unlock(&h->lock);
 	if (ret < 0) {
 		ha_sync_queue_clear(&h->sync_q);
 		log_errno(LOG_WARNING, -ret, "failover: state sync not sent");
@@ -612,7 +817,7 @@ static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 	}
 }
 
-/* A datagram from the peer's address on path p failed authentication. */
+/* A datagram from the peer's address on path p failed authentication (under the lock). */
 static void auth_failed(struct dp_ha *h, unsigned p)
 {
 	uint64_t now = now_ms();
@@ -639,10 +844,12 @@ static void sync_in(struct dp_ha *h, unsigned p, const uint8_t *buf, size_t len)
 	char why[160];
 	enum ha_wire_err err = ha_sync_decode(buf, len, &h->key, &m, why, sizeof(why));
 
+	pthread_mutex_lock(&h->lock);
 	if (err == HA_WIRE_BAD_MAC)
 		auth_failed(h, p);
 	if (err == HA_WIRE_OK)
 		err = ha_fsm_sync_accept(h->fsm, &m.hdr);
+	pthread_mutex_unlock(&h->lock);
 	if (err != HA_WIRE_OK) {
 		h->sync_rx_bad++;
 		return;
@@ -651,44 +858,24 @@ static void sync_in(struct dp_ha *h, unsigned p, const uint8_t *buf, size_t len)
 	sync_apply(h, &m);
 }
 
-/* ---- clock and input ---------------------------------------------------------------- */
+/* ---- the heartbeat thread: clock and input -------------------------------------------- */
 
+/* The timer for the FSM's next deadline or the tiebreaker's (heartbeat thread, lock). */
 static void arm(struct dp_ha *h)
 {
 	uint64_t now = now_ms(), next = ha_fsm_next_deadline(h->fsm);
 
-	for (unsigned g = 0; g < h->n_groups; g++)
-		for (unsigned r = 0; r < 2; r++)
-			if (h->announce_at[g][r] && h->announce_at[g][r] < next)
-				next = h->announce_at[g][r];
 	if (h->tb_deadline && h->tb_deadline < next)
 		next = h->tb_deadline;
-	if (h->sync_next_ms && h->sync_next_ms < next)
-		next = h->sync_next_ms;
 	h->timer_due = next > now ? next : now;
 	evtimer_start(h->timer, next > now ? next - now : 0, 0);
 }
 
-/* A dump when due, and at once for a peer heard from a new boot (it starts empty). */
-static void sync_tick(struct dp_ha *h, uint64_t now)
-{
-	struct ha_status st;
-
-	ha_fsm_status(h->fsm, &st);
-	if (!st.peer_alive)
-		return;
-	if (st.peer_boot_id != h->sync_peer_boot || now >= h->sync_next_ms) {
-		h->sync_peer_boot = st.peer_boot_id;
-		h->sync_next_ms = now + SYNC_EVERY_MS;
-		sync_send(h);
-	}
-}
-
 /* Now later than the timer's due time by over a heartbeat interval: this process could
- * not listen meanwhile (stopped, swapped out, or this thread busy), and the peer's
+ * not listen meanwhile (stopped, swapped out, or this thread starved), and the peer's
  * heartbeats of that time may still be on their way in. Judged before anything heard
  * re-arms the timer (which moves timer_due), else a stall ended by a heartbeat would go
- * unseen. */
+ * unseen. (lock) */
 static void note_stall(struct dp_ha *h, uint64_t now)
 {
 	if (!h->timer_due || now <= h->timer_due + h->interval_ms)
@@ -698,42 +885,11 @@ static void note_stall(struct dp_ha *h, uint64_t now)
 	h->timer_due = now; /* counted once */
 }
 
-static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
-{
-	struct dp_ha *h = arg;
-	uint64_t now;
-	(void)loop;
-	(void)t;
-
-	note_stall(h, now_ms());
-	/* The peer's heartbeats that wait in the workers' rings count before its deadline
-	 * is judged: after this thread was busy (a reload, a port move) they are queued
-	 * behind this timer, and judging first would take a live master for dead. */
-	fwd_sp_poll(h->dp->e);
-	now = now_ms();
-	if (h->tb_deadline && h->tb_deadline <= now) {
-		h->tb_deadline = 0;
-		ha_fsm_tiebreaker_result(h->fsm, false, now);
-	}
-	ha_fsm_tick(h->fsm, now);
-	for (unsigned g = 0; g < h->n_groups; g++) {
-		bool due = false;
-
-		for (unsigned r = 0; r < 2; r++)
-			if (h->announce_at[g][r] && h->announce_at[g][r] <= now) {
-				h->announce_at[g][r] = 0;
-				due = true;
-			}
-		if (due && ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER)
-			announce_group(h, g);
-	}
-	sync_tick(h, now);
-	arm(h);
-}
-
-static void on_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
-		   const struct ip_addr *dst, uint16_t sport, uint8_t ttl, const uint8_t *payload,
-		   size_t len)
+/* A heartbeat handed over by a worker (heartbeat thread, lock): only with TTL 255, from
+ * the peer's address on the path it came in on. */
+static void on_hb_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+		      const struct ip_addr *dst, uint16_t sport, uint8_t ttl,
+		      const uint8_t *payload, size_t len)
 {
 	struct dp_ha *h = ctx;
 	(void)dst;
@@ -744,50 +900,187 @@ static void on_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 		return;
 	}
 	for (unsigned p = 0; p < h->n_paths; p++) {
+		if (!h->paths[p].ifindex || h->paths[p].ifindex != ifindex ||
+		    !ip_addr_equal(src, &h->paths[p].peer))
+			continue;
+		note_stall(h, now_ms());
+		if (ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms()) == HA_WIRE_BAD_MAC)
+			auth_failed(h, p);
+		return;
+	}
+	h->rx_unknown_path++;
+}
+
+/* Heartbeats in: the workers handed some over. */
+static void on_hb_fd(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint64_t v;
+	(void)loop;
+	(void)events;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: another read took it; poll anyway */
+	}
+	rcu_thread_online();
+	pthread_mutex_lock(&h->lock);
+	if (fwd_hb_poll(h->dp->e, on_hb_udp, h))
+		arm(h);
+	pthread_mutex_unlock(&h->lock);
+	rcu_thread_offline();
+}
+
+static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint64_t now;
+	(void)loop;
+	(void)t;
+
+	rcu_thread_online();
+	pthread_mutex_lock(&h->lock);
+	note_stall(h, now_ms());
+	/* The peer's heartbeats that wait in the rings count before its deadline is
+	 * judged: after this thread was held up they are queued behind this timer, and
+	 * judging first would take a live master for dead. */
+	(void)fwd_hb_poll(h->dp->e, on_hb_udp, h);
+	now = now_ms();
+	if (h->tb_deadline && h->tb_deadline <= now) {
+		h->tb_deadline = 0;
+		ha_fsm_tiebreaker_result(h->fsm, false, now);
+	}
+	ha_fsm_tick(h->fsm, now);
+	arm(h);
+	pthread_mutex_unlock(&h->lock);
+	rcu_thread_offline();
+}
+
+/* The control thread changed the FSM (its deadlines may be earlier now), or stop. */
+static void on_kick(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint64_t v;
+	(void)events;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing more since the last read */
+	}
+	if (atomic_load(&h->stop)) {
+		evloop_stop(loop);
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	arm(h);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *ha_thread(void *arg)
+{
+	struct dp_ha *h = arg;
+
+	(void)pthread_setname_np(pthread_self(), "ibgw-ha");
+	rcu_register_thread();
+	rcu_thread_offline(); /* online only while it reads the engine (on_hb_fd, on_timer) */
+	(void)evloop_run(h->hb_loop);
+	rcu_thread_online();
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* ---- control thread: state sync in, links -------------------------------------------- */
+
+/* A dump when due, and at once for a peer heard from a new boot (it starts empty). */
+static void on_sync_check(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct dp_ha *h = arg;
+	uint64_t now = now_ms();
+	struct ha_status st;
+	(void)loop;
+	(void)t;
+
+	pthread_mutex_lock(&h->lock);
+	ha_fsm_status(h->fsm, &st);
+	pthread_mutex_unlock(&h->lock);
+	if (!st.peer_alive)
+		return;
+	if (st.peer_boot_id != h->sync_peer_boot || now >= h->sync_next_ms) {
+		h->sync_peer_boot = st.peer_boot_id;
+		h->sync_next_ms = now + SYNC_EVERY_MS;
+		sync_send(h);
+	}
+}
+
+/* State sync from the peer (control thread): as a heartbeat, TTL 255 from the peer's
+ * address on a path. */
+static void on_sync_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+			const struct ip_addr *dst, uint16_t sport, uint8_t ttl,
+			const uint8_t *payload, size_t len)
+{
+	struct dp_ha *h = ctx;
+	(void)dst;
+	(void)sport;
+
+	for (unsigned p = 0; ttl == 255 && p < h->n_paths; p++) {
 		struct dp_link *k = path_link(h, p);
 
 		if (k && k->ifindex == ifindex && ip_addr_equal(src, &h->paths[p].peer)) {
-			/* The type octet (ha_wire.h): the decoders check it again. */
-			note_stall(h, now_ms());
-			if (len > 5 && payload[5] == HA_MSG_SYNC)
-				sync_in(h, p, payload, len);
-			else if (ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms()) ==
-				 HA_WIRE_BAD_MAC)
-				auth_failed(h, p);
-			arm(h);
+			sync_in(h, p, payload, len);
 			return;
 		}
 	}
-	h->rx_unknown_path++;
+	pthread_mutex_lock(&h->lock);
+	if (ttl != 255)
+		h->rx_bad_ttl++;
+	else
+		h->rx_unknown_path++;
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Path p's interface and our address on it, as the heartbeat thread sends and matches
+ * them (control thread, lock). */
+static void path_refresh(struct dp_ha *h, unsigned p)
+{
+	struct dp_link *k = path_link(h, p);
+	const struct ip_addr *src = k ? own_addr(k, h->paths[p].peer.family) : NULL;
+
+	h->paths[p].ifindex = src ? k->ifindex : 0;
+	if (src)
+		h->paths[p].src = *src;
 }
 
 void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k)
 {
 	struct dp_ha *h = dp->ha;
+	bool master[HA_MAX_GROUPS];
 
 	if (!h)
 		return;
 	/* Taken out (a reload): its interface and every address on it are gone. */
 	if (!k->ifindex)
 		gw_hands_link_gone(h->addrs, h->n_addrs, k->name);
-	/* Up (again, or rebuilt): a MASTER group's addresses on it go there now. */
-	if (link_up(dp, k))
-		for (unsigned g = 0; g < h->n_groups; g++)
-			if (ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER && claim_group(h, g))
-				announce_soon(h, g);
+	pthread_mutex_lock(&h->lock);
+	for (unsigned g = 0; g < h->n_groups; g++)
+		master[g] = ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER;
 	for (unsigned p = 0; p < h->n_paths; p++) {
 		bool up;
 
 		if (strcmp(h->paths[p].link, k->name))
 			continue;
+		path_refresh(h, p);
 		up = link_up(dp, k) || dp_portfail_moving(dp, k); /* to its backup port */
 		if (up != h->paths[p].up) {
 			h->paths[p].up = up;
 			log_notice("failover: path %s %s", k->name, up ? "up" : "down");
 			ha_fsm_path_state(h->fsm, p, up, now_ms());
-			arm(h);
 		}
 	}
+	pthread_mutex_unlock(&h->lock);
+	kick(h->kick_fd);
+	/* Up (again, or rebuilt): a MASTER group's addresses on it go there now. */
+	if (link_up(dp, k))
+		for (unsigned g = 0; g < h->n_groups; g++)
+			if (master[g] && claim_group(h, g))
+				announce_soon(h, g);
 }
 
 /* ---- start / stop ------------------------------------------------------------------ */
@@ -811,8 +1104,17 @@ static int set_scopes(struct dp_ha *h, const struct gw_config *cfg)
 
 void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg)
 {
-	if (dp->ha && set_scopes(dp->ha, cfg) < 0)
+	struct dp_ha *h = dp->ha;
+
+	if (!h)
+		return;
+	if (set_scopes(h, cfg) < 0)
 		log_warning("failover: state sync keeps the links' prefixes of the last start");
+	/* A reload may have renumbered a path's link. */
+	pthread_mutex_lock(&h->lock);
+	for (unsigned p = 0; p < h->n_paths; p++)
+		path_refresh(h, p);
+	pthread_mutex_unlock(&h->lock);
 }
 
 static int configure(struct dp_ha *h, const struct gw_config *cfg)
@@ -870,6 +1172,41 @@ static int configure(struct dp_ha *h, const struct gw_config *cfg)
 	return 0;
 }
 
+static void ha_free(struct gw_dp *dp, struct dp_ha *h)
+{
+	if (h->thr_started) {
+		atomic_store(&h->stop, true);
+		kick(h->kick_fd);
+		pthread_join(h->thr, NULL);
+	}
+	(void)fwd_hb_bind(dp->e, 0);
+	(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
+	(void)fwd_sp_echo_bind(dp->e, 0, NULL, NULL);
+	if (h->due_fd >= 0) {
+		evloop_del_fd(dp->loop, h->due_fd);
+		close(h->due_fd);
+	}
+	if (h->hb_loop && h->kick_fd >= 0)
+		evloop_del_fd(h->hb_loop, h->kick_fd);
+	if (h->hb_loop)
+		evloop_del_fd(h->hb_loop, fwd_hb_fd(dp->e));
+	if (h->kick_fd >= 0)
+		close(h->kick_fd);
+	evtimer_free(h->timer);
+	evtimer_free(h->sync_timer);
+	evtimer_free(h->announce_timer);
+	evtimer_free(h->sync_check_timer);
+	if (h->hb_loop)
+		evloop_free(h->hb_loop);
+	ha_fsm_free(h->fsm);
+	ha_sync_queue_free(&h->sync_q);
+	ha_key_clear(&h->key);
+	pthread_mutex_destroy(&h->lock);
+	free(h->recs);
+	free(h->scopes);
+	free(h);
+}
+
 int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	const struct gw_failover_config *fo = &cfg->failover;
@@ -882,15 +1219,29 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 	if (!h)
 		return -ENOMEM;
 	h->dp = dp;
+	h->kick_fd = h->due_fd = -1;
+	pthread_mutex_init(&h->lock, NULL);
 	ret = configure(h, cfg);
 	if (ret < 0)
 		goto fail;
-	h->timer = evtimer_new(dp->loop, on_timer, h);
+	ret = evloop_new(&h->hb_loop);
+	if (ret < 0)
+		goto fail;
+	h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	h->due_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	h->timer = evtimer_new(h->hb_loop, on_timer, h);
 	h->sync_timer = evtimer_new(dp->loop, on_sync_timer, h);
-	if (!h->timer || !h->sync_timer) {
+	h->announce_timer = evtimer_new(dp->loop, on_announce_timer, h);
+	h->sync_check_timer = evtimer_new(dp->loop, on_sync_check, h);
+	if (h->kick_fd < 0 || h->due_fd < 0 || !h->timer || !h->sync_timer ||
+	    !h->announce_timer || !h->sync_check_timer) {
 		ret = -ENOMEM;
 		goto fail;
 	}
+	if ((ret = evloop_add_fd(h->hb_loop, h->kick_fd, EPOLLIN, on_kick, h)) < 0 ||
+	    (ret = evloop_add_fd(h->hb_loop, fwd_hb_fd(dp->e), EPOLLIN, on_hb_fd, h)) < 0 ||
+	    (ret = evloop_add_fd(dp->loop, h->due_fd, EPOLLIN, on_due, h)) < 0)
+		goto fail;
 	h->interval_ms = fo->heartbeat_interval_ms;
 	h->dead_ms = fo->dead_interval_ms;
 	struct ha_fsm_cfg fc = {
@@ -905,22 +1256,23 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		.n_groups = h->n_groups,
 		.key = &h->key,
 	};
-	ret = fwd_sp_udp_bind(dp->e, HA_UDP_PORT, on_udp, h);
+	ret = fwd_sp_udp_bind(dp->e, HA_SYNC_PORT, on_sync_udp, h);
+	if (ret == 0)
+		ret = fwd_hb_bind(dp->e, HA_UDP_PORT);
 	if (ret < 0) {
-		log_errno(LOG_ERR, -ret, "failover: UDP port %u", HA_UDP_PORT);
+		log_errno(LOG_ERR, -ret, "failover: UDP ports %u, %u", HA_UDP_PORT, HA_SYNC_PORT);
 		goto fail;
 	}
 	if (h->has_tiebreaker &&
-	    (ret = fwd_sp_echo_bind(dp->e, TB_ECHO_ID, on_echo_reply, h)) < 0) {
-		(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
+	    (ret = fwd_sp_echo_bind(dp->e, TB_ECHO_ID, on_echo_reply, h)) < 0)
 		goto fail;
-	}
+	for (unsigned p = 0; p < h->n_paths; p++)
+		path_refresh(h, p);
 	dp->ha = h;
+	/* No other thread yet: the FSM's first heartbeats go out from here. */
 	ret = ha_fsm_new(&fc, &fsm_ops, h, now_ms(), &h->fsm);
 	if (ret < 0) {
 		dp->ha = NULL;
-		(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
-		(void)fwd_sp_echo_bind(dp->e, 0, NULL, NULL);
 		goto fail;
 	}
 	for (unsigned p = 0; p < h->n_paths; p++) {
@@ -930,6 +1282,14 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		dp_ha_link_changed(dp, k);
 	}
 	arm(h);
+	evtimer_start(h->sync_check_timer, SYNC_CHECK_MS, SYNC_CHECK_MS);
+	ret = pthread_create(&h->thr, NULL, ha_thread, h);
+	if (ret) {
+		ret = -ret;
+		dp->ha = NULL;
+		goto fail;
+	}
+	h->thr_started = true;
 	log_notice("failover: %s, %u groups, %u paths, heartbeats every %u ms, dead after %u ms",
 		   cfg->name, h->n_groups, h->n_paths, fo->heartbeat_interval_ms,
 		   fo->dead_interval_ms);
@@ -937,11 +1297,7 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 fail:
 	log_error("failover: not started; ibgwd does not start without it (a box of a pair "
 		  "running alone would hold none of the service addresses)");
-	evtimer_free(h->timer);
-	evtimer_free(h->sync_timer);
-	ha_key_clear(&h->key);
-	free(h->scopes);
-	free(h);
+	ha_free(dp, h);
 	return ret;
 }
 
@@ -953,21 +1309,14 @@ void dp_ha_stop(struct gw_dp *dp)
 		return;
 	/* Hand every group over now: the peer takes it on this heartbeat instead of
 	 * waiting out the dead interval. */
+	pthread_mutex_lock(&h->lock);
 	for (unsigned g = 0; g < h->n_groups; g++)
 		if (ha_fsm_group_state(h->fsm, g) == HA_STATE_MASTER)
 			(void)ha_fsm_switchover(h->fsm, g, now_ms());
 	ha_fsm_tick(h->fsm, now_ms());
-	(void)fwd_sp_udp_bind(dp->e, 0, NULL, NULL);
-	(void)fwd_sp_echo_bind(dp->e, 0, NULL, NULL);
-	ha_fsm_free(h->fsm);
-	evtimer_free(h->timer);
-	evtimer_free(h->sync_timer);
-	ha_sync_queue_free(&h->sync_q);
-	ha_key_clear(&h->key);
-	free(h->recs);
-	free(h->scopes);
-	free(h);
+	pthread_mutex_unlock(&h->lock);
 	dp->ha = NULL;
+	ha_free(dp, h);
 }
 
 /* ---- gwctl: show ha, ha switchover ---------------------------------------------------- */
@@ -1100,19 +1449,29 @@ int gw_dp_show_ha(struct gw_dp *dp, struct ctl_reply *r)
 	uint64_t now = now_ms();
 	unsigned n;
 
+	struct json_object *node, *groups[HA_MAX_GROUPS], *paths[HA_MAX_PATHS];
+
 	if (!h)
 		return ctl_reply_error(r, CTL_EFAILED,
 				       "failover is not running (no failover section, or it failed "
 				       "to start: see the log)");
-	if (ctl_reply_record(r, node_json(h, now)) < 0)
+	/* One consistent picture under the lock; the reply is written after. */
+	pthread_mutex_lock(&h->lock);
+	node = node_json(h, now);
+	for (unsigned g = 0; g < h->n_groups; g++)
+		groups[g] = group_json(h, g, now);
+	for (unsigned p = 0; p < h->n_paths; p++)
+		paths[p] = path_json(h, p, now);
+	n = ha_fsm_transitions(h->fsm, tr, HA_TRANSITIONS_MAX);
+	pthread_mutex_unlock(&h->lock);
+	if (ctl_reply_record(r, node) < 0)
 		return CTL_EFAILED;
 	for (unsigned g = 0; g < h->n_groups; g++)
-		if (ctl_reply_record(r, group_json(h, g, now)) < 0)
+		if (ctl_reply_record(r, groups[g]) < 0)
 			return CTL_EFAILED;
 	for (unsigned p = 0; p < h->n_paths; p++)
-		if (ctl_reply_record(r, path_json(h, p, now)) < 0)
+		if (ctl_reply_record(r, paths[p]) < 0)
 			return CTL_EFAILED;
-	n = ha_fsm_transitions(h->fsm, tr, HA_TRANSITIONS_MAX);
 	for (unsigned i = 0; i < n; i++) {
 		struct json_object *o = json_object_new_object();
 
@@ -1140,7 +1499,10 @@ int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r
 
 		if (group && strcmp(group, h->groups[g].name))
 			continue;
+		pthread_mutex_lock(&h->lock);
 		ret = ha_fsm_switchover(h->fsm, g, now_ms());
+		pthread_mutex_unlock(&h->lock);
+		kick(h->kick_fd);
 		if (ret == -EAGAIN)
 			return ctl_reply_error(r, CTL_EFAILED,
 					       "group %s: the peer is not alive or cannot take it "
@@ -1158,7 +1520,6 @@ int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r
 	}
 	if (!started)
 		return ctl_reply_error(r, CTL_EBADREQ, "no failover group '%s'", group);
-	arm(h);
 	return CTL_OK;
 }
 
@@ -1173,6 +1534,7 @@ void dp_ha_metrics(struct gw_dp *dp, FILE *out)
 
 	if (!h)
 		return;
+	pthread_mutex_lock(&h->lock); /* the FSM and the counters; the output is in memory */
 	ha_fsm_status(h->fsm, &st);
 	metrics_single(out, "ibgw_failover_peer_alive", "gauge",
 		       "1 while the peer's heartbeats arrive on some path.", st.peer_alive);
@@ -1225,4 +1587,5 @@ void dp_ha_metrics(struct gw_dp *dp, FILE *out)
 		       "Neighbours, paths and routes created here from the peer's state sync.",
 		       h->sync_applied[HA_SYNC_NEIGH] + h->sync_applied[HA_SYNC_PATH] +
 			   h->sync_applied[HA_SYNC_ROUTE]);
+	pthread_mutex_unlock(&h->lock);
 }

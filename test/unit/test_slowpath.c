@@ -21,6 +21,7 @@
 #include "pkt/ip.h"
 #include "pkt/nd.h"
 #include "engine/engine.h"
+#include "engine/heartbeat.h"
 #include "engine/ring.h"
 #include "table/route.h"
 #include "engine/slowpath.h"
@@ -560,6 +561,109 @@ static void udp_both_ways(void **state)
 	assert_int_equal(fwd_sp_udp_bind(v->e, 0, NULL, NULL), 0);
 }
 
+/* The heartbeat channel (engine/heartbeat.h), this thread playing the worker's part
+ * and the heartbeat thread's: a UDP punt to the bound port is CONTROL and goes to the
+ * channel (fwd_ip_is_udp_to, as worker.c's do_punt asks), fwd_hb_poll hands it to fn
+ * with its addresses, port and TTL and gives the message back to the worker; a corrupted
+ * one is refused and given back too. A send to a peer not resolved says -EAGAIN (the
+ * slow path's job); resolved, the worker gets an own IP packet with TTL 255 from the
+ * channel's pool, whose messages come back and are all free at the end; the pool's
+ * size bounds the sends in flight (-ENOBUFS, counted). */
+static void heartbeat_channel(void **state)
+{
+	struct env *v = *state;
+	struct ring *rx = fwd_engine_ring_hb(v->e, 0, false), *tx = fwd_engine_ring_hb(v->e, 0, true);
+	struct udp_seen seen = { 0 };
+	struct ip_addr us, peer;
+	struct neigh_link ll = { .len = 6, .usable = true };
+	struct fwd_hb_stats st;
+	struct fwd_msg *m, *held[FWD_HB_POOL];
+	uint8_t pkt[128];
+	uint32_t key;
+	size_t len;
+	void *p;
+
+	assert_int_equal(ip_addr_parse("10.1.0.1", &us), 0);
+	assert_int_equal(ip_addr_parse("10.1.0.9", &peer), 0);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 7790, udp_cb, &seen), 0);
+	assert_false(fwd_hb_match(v->e, pkt, 0)); /* none bound */
+	assert_int_equal(fwd_hb_bind(v->e, 7790), -EINVAL); /* the slow path's port */
+	assert_int_equal(fwd_hb_bind(v->e, 7789), 0);
+	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4),
+			 -EAGAIN);
+	memcpy(ll.addr, hmac, 6);
+	assert_non_null(neigh_update(fwd_snap_if(fwd_engine_current(v->e), v->if1)->neigh,
+				     AF_INET, peer.bytes, &ll, NEIGH_F_CREATE));
+	assert_int_equal(fwd_msg_pool_free(v->e, 0, FWD_OWNER_HB), FWD_HB_POOL);
+	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4), 0);
+	assert_int_equal(ring_dequeue_burst(tx, &p, 1), 1);
+	m = p;
+	assert_int_equal(m->owner, FWD_OWNER_HB);
+	assert_int_equal(m->type, FWD_MSG_TX_IP);
+	assert_true(m->own);
+	assert_int_equal(m->ifindex, v->if1);
+	assert_memory_equal(m->nh, peer.bytes, 4);
+	assert_int_equal(m->data[8], 255);
+	len = m->len;
+	assert_int_equal(len, 20 + 8 + 4);
+	memcpy(pkt, m->data, len);
+	/* The worker sent it and gives it back; the poll takes it into the pool. */
+	assert_int_equal(ring_enqueue_burst(rx, &p, 1), 1);
+	assert_int_equal(fwd_hb_poll(v->e, udp_cb, &seen), 0);
+	assert_int_equal(fwd_msg_pool_free(v->e, 0, FWD_OWNER_HB), FWD_HB_POOL);
+
+	/* As the peer sends it to us: addresses swapped (the checksum holds). */
+	memcpy(pkt + 12, peer.bytes, 4);
+	memcpy(pkt + 16, us.bytes, 4);
+	assert_int_equal(fwd_punt_classify(v->e, FWD_PUNT_LOCAL, false, pkt, len, 0, &key),
+			 FWD_PCLASS_CONTROL);
+	assert_true(fwd_hb_match(v->e, pkt, len));
+	pkt[20 + 3] ^= 1; /* another port */
+	assert_false(fwd_hb_match(v->e, pkt, len));
+	pkt[20 + 3] ^= 1;
+	for (int bad = 0; bad < 2; bad++) {
+		m = punt_msg(v, FWD_PUNT_LOCAL, v->if1, pkt, len, 0, NULL);
+		assert_non_null(m);
+		if (bad)
+			m->data[20 + 8] ^= 1; /* the payload no longer matches the checksum */
+		p = m;
+		assert_int_equal(ring_enqueue_burst(rx, &p, 1), 1);
+		assert_int_equal(fwd_hb_poll(v->e, udp_cb, &seen), bad ? 0 : 1);
+		assert_int_equal(seen.n, 1);
+		/* Given back to the worker whatever became of it. */
+		assert_int_equal(ring_dequeue_burst(tx, &p, 1), 1);
+		assert_ptr_equal(p, m);
+		assert_int_equal(m->owner, FWD_OWNER_WORKER);
+		fwd_msg_recycle(v->e, m);
+	}
+	assert_int_equal(seen.ifindex, v->if1);
+	assert_true(ip_addr_equal(&seen.src, &peer));
+	assert_true(ip_addr_equal(&seen.dst, &us));
+	assert_int_equal(seen.sport, 7789);
+	assert_int_equal(seen.ttl, 255);
+	assert_string_equal(seen.payload, "beat");
+
+	/* No returns: the pool bounds the sends in flight. */
+	for (unsigned i = 0; i < FWD_HB_POOL; i++)
+		assert_int_equal(
+		    fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4), 0);
+	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4),
+			 -ENOBUFS);
+	assert_int_equal(ring_dequeue_burst(tx, (void **)held, FWD_HB_POOL),
+			 FWD_HB_POOL);
+	assert_int_equal(ring_enqueue_burst(rx, (void **)held, FWD_HB_POOL),
+			 FWD_HB_POOL);
+	assert_int_equal(fwd_hb_poll(v->e, udp_cb, &seen), 0);
+	assert_int_equal(fwd_msg_pool_free(v->e, 0, FWD_OWNER_HB), FWD_HB_POOL);
+	fwd_hb_stats(v->e, &st);
+	assert_int_equal(st.delivered, 1);
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(st.sent, 1 + FWD_HB_POOL);
+	assert_int_equal(st.no_msg, 1);
+	assert_int_equal(fwd_hb_bind(v->e, 0), 0);
+	assert_int_equal(fwd_sp_udp_bind(v->e, 0, NULL, NULL), 0);
+}
+
 struct echo_seen {
 	unsigned n;
 	struct ip_addr from;
@@ -958,6 +1062,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
+		cmocka_unit_test_setup_teardown(heartbeat_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(ib_post_hooks_without_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(punt_classes_and_sources, setup, teardown),
