@@ -212,8 +212,8 @@ static int wk_init(struct fwd_engine *e, unsigned w, unsigned pool)
 	k->hp.free = calloc(FWD_HB_POOL, sizeof(*k->hp.free));
 	if (posix_memalign((void **)&k->st, 64, sizeof(*k->st)))
 		k->st = NULL;
-	if (!k->to_ctl || !k->to_wk || !k->hb_rx || !k->hb_tx || !k->wmem || !k->cmem ||
-	    !k->hmem || !k->wp.free || !k->cp.free || !k->hp.free || !k->st)
+	if (!k->to_ctl || !k->to_wk || !k->hb_rx || !k->hb_tx || !k->wmem || !k->cmem || !k->hmem ||
+	    !k->wp.free || !k->cp.free || !k->hp.free || !k->st)
 		return -ENOMEM;
 	memset(k->st, 0, sizeof(*k->st));
 	for (unsigned i = 0; i < pool; i++) {
@@ -400,7 +400,8 @@ static bool ip_is_control(const struct fwd_engine *e, const uint8_t *p, size_t l
 {
 	uint32_t port =
 	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_udp_port, memory_order_relaxed);
-	uint32_t hb = atomic_load_explicit(&((struct fwd_engine *)e)->hb_port, memory_order_relaxed);
+	uint32_t hb =
+	    atomic_load_explicit(&((struct fwd_engine *)e)->hb_port, memory_order_relaxed);
 	uint32_t echo =
 	    atomic_load_explicit(&((struct fwd_engine *)e)->ctl_echo_id, memory_order_relaxed);
 	size_t l4;

@@ -43,13 +43,13 @@ struct fwd_wk {
 	 * punts, and its returns of hp's messages) and back (hp's sends, and the returns of
 	 * the worker's punts); hp is the heartbeat thread's pool for sends through this
 	 * worker. */
-	struct ring *hb_rx;  /* producer: the worker; consumer: the heartbeat thread */
-	struct ring *hb_tx;  /* producer: the heartbeat thread; consumer: the worker */
+	struct ring *hb_rx; /* producer: the worker; consumer: the heartbeat thread */
+	struct ring *hb_tx; /* producer: the heartbeat thread; consumer: the worker */
 	struct fwd_msg *hmem;
-	struct fwd_pool hp; /* owner: the heartbeat thread */
-	unsigned parked;             /* owner: control; wp's messages parked in the Ethernet
+	struct fwd_pool hp;   /* owner: the heartbeat thread */
+	unsigned parked;      /* owner: control; wp's messages parked in the Ethernet
 				      * neighbour queues (fwd_punt_config.park_max) */
-	struct fwd_stats *st;        /* owner: the worker (cache-line aligned) */
+	struct fwd_stats *st; /* owner: the worker (cache-line aligned) */
 	/* Thread (owner: control). */
 	pthread_t thr;
 	bool started;

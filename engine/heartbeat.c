@@ -66,12 +66,12 @@ unsigned fwd_hb_poll(struct fwd_engine *e, fwd_sp_udp_fn fn, void *ctx)
 					continue;
 				}
 				if (fwd_udp_parse(m->data, m->len, &u) &&
-				    u.dport == atomic_load_explicit(&e->hb_port,
-								    memory_order_relaxed)) {
+				    u.dport ==
+					atomic_load_explicit(&e->hb_port, memory_order_relaxed)) {
 					e->hb_delivered++;
 					got++;
-					fn(ctx, m->ifindex, &u.src, &u.dst, u.sport, u.ttl, u.payload,
-					   u.len);
+					fn(ctx, m->ifindex, &u.src, &u.dst, u.sport, u.ttl,
+					   u.payload, u.len);
 				} else {
 					e->hb_refused++;
 				}
@@ -95,8 +95,8 @@ int fwd_hb_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 
 	if (src->family != dst->family || (src->family != AF_INET && src->family != AF_INET6))
 		return -EINVAL;
-	if (!out || !out->up || out->worker >= atomic_load_explicit(&e->hb_slots,
-								     memory_order_acquire))
+	if (!out || !out->up ||
+	    out->worker >= atomic_load_explicit(&e->hb_slots, memory_order_acquire))
 		return -ENODEV;
 	if (hl + 8 + len > FWD_MSG_DATA || hl + 8 + len > out->mtu)
 		return -EMSGSIZE;
@@ -114,8 +114,8 @@ int fwd_hb_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	m->family = src->family;
 	memset(m->nh, 0, sizeof(m->nh));
 	memcpy(m->nh, dst->bytes, src->family == AF_INET ? 4 : 16);
-	m->len = (uint32_t)fwd_udp_build(m->data, FWD_MSG_DATA, src, dst, sport, dport, payload,
-					 len);
+	m->len =
+	    (uint32_t)fwd_udp_build(m->data, FWD_MSG_DATA, src, dst, sport, dport, payload, len);
 	p = m;
 	if (ring_enqueue_burst(k->hb_tx, &p, 1) != 1) {
 		fwd_msg_recycle(e, m);

@@ -83,7 +83,8 @@ size_t fwd_udp_build(uint8_t *p, size_t cap, const struct ip_addr *src, const st
 	ip_put16(u + 4, (uint16_t)ulen);
 	ip_put16(u + 6, 0);
 	memcpy(u + UDP_HDR_LEN, payload, len);
-	csum = (uint16_t)~ip_csum_fold(ip_csum_add(pseudo_sum(src->family, p, (uint16_t)ulen), u, ulen));
+	csum = (uint16_t)~ip_csum_fold(
+	    ip_csum_add(pseudo_sum(src->family, p, (uint16_t)ulen), u, ulen));
 	ip_put16(u + 6, csum ? csum : 0xffff); /* 0 would mean "none" */
 	return hl + ulen;
 }

@@ -127,7 +127,7 @@ struct dp_ha {
 	pthread_t thr;
 	bool thr_started;
 	_Atomic bool stop;
-	struct ha_due due; /* (lock) */
+	struct ha_due due;                                 /* (lock) */
 	struct evtimer *announce_timer, *sync_check_timer; /* control thread */
 	uint64_t timer_due;   /* when the timer should fire (a later tick is a stall) */
 	uint32_t interval_ms; /* heartbeat interval */
@@ -1233,8 +1233,8 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 	h->sync_timer = evtimer_new(dp->loop, on_sync_timer, h);
 	h->announce_timer = evtimer_new(dp->loop, on_announce_timer, h);
 	h->sync_check_timer = evtimer_new(dp->loop, on_sync_check, h);
-	if (h->kick_fd < 0 || h->due_fd < 0 || !h->timer || !h->sync_timer ||
-	    !h->announce_timer || !h->sync_check_timer) {
+	if (h->kick_fd < 0 || h->due_fd < 0 || !h->timer || !h->sync_timer || !h->announce_timer ||
+	    !h->sync_check_timer) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -1263,8 +1263,7 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		log_errno(LOG_ERR, -ret, "failover: UDP ports %u, %u", HA_UDP_PORT, HA_SYNC_PORT);
 		goto fail;
 	}
-	if (h->has_tiebreaker &&
-	    (ret = fwd_sp_echo_bind(dp->e, TB_ECHO_ID, on_echo_reply, h)) < 0)
+	if (h->has_tiebreaker && (ret = fwd_sp_echo_bind(dp->e, TB_ECHO_ID, on_echo_reply, h)) < 0)
 		goto fail;
 	for (unsigned p = 0; p < h->n_paths; p++)
 		path_refresh(h, p);

@@ -572,7 +572,8 @@ static void udp_both_ways(void **state)
 static void heartbeat_channel(void **state)
 {
 	struct env *v = *state;
-	struct ring *rx = fwd_engine_ring_hb(v->e, 0, false), *tx = fwd_engine_ring_hb(v->e, 0, true);
+	struct ring *rx = fwd_engine_ring_hb(v->e, 0, false),
+		    *tx = fwd_engine_ring_hb(v->e, 0, true);
 	struct udp_seen seen = { 0 };
 	struct ip_addr us, peer;
 	struct neigh_link ll = { .len = 6, .usable = true };
@@ -586,14 +587,13 @@ static void heartbeat_channel(void **state)
 	assert_int_equal(ip_addr_parse("10.1.0.1", &us), 0);
 	assert_int_equal(ip_addr_parse("10.1.0.9", &peer), 0);
 	assert_int_equal(fwd_sp_udp_bind(v->e, 7790, udp_cb, &seen), 0);
-	assert_false(fwd_hb_match(v->e, pkt, 0)); /* none bound */
+	assert_false(fwd_hb_match(v->e, pkt, 0));           /* none bound */
 	assert_int_equal(fwd_hb_bind(v->e, 7790), -EINVAL); /* the slow path's port */
 	assert_int_equal(fwd_hb_bind(v->e, 7789), 0);
-	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4),
-			 -EAGAIN);
+	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4), -EAGAIN);
 	memcpy(ll.addr, hmac, 6);
-	assert_non_null(neigh_update(fwd_snap_if(fwd_engine_current(v->e), v->if1)->neigh,
-				     AF_INET, peer.bytes, &ll, NEIGH_F_CREATE));
+	assert_non_null(neigh_update(fwd_snap_if(fwd_engine_current(v->e), v->if1)->neigh, AF_INET,
+				     peer.bytes, &ll, NEIGH_F_CREATE));
 	assert_int_equal(fwd_msg_pool_free(v->e, 0, FWD_OWNER_HB), FWD_HB_POOL);
 	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4), 0);
 	assert_int_equal(ring_dequeue_burst(tx, &p, 1), 1);
@@ -645,14 +645,12 @@ static void heartbeat_channel(void **state)
 
 	/* No returns: the pool bounds the sends in flight. */
 	for (unsigned i = 0; i < FWD_HB_POOL; i++)
-		assert_int_equal(
-		    fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4), 0);
+		assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4),
+				 0);
 	assert_int_equal(fwd_hb_send_udp(v->e, v->if1, &us, &peer, 7789, 7789, "beat", 4),
 			 -ENOBUFS);
-	assert_int_equal(ring_dequeue_burst(tx, (void **)held, FWD_HB_POOL),
-			 FWD_HB_POOL);
-	assert_int_equal(ring_enqueue_burst(rx, (void **)held, FWD_HB_POOL),
-			 FWD_HB_POOL);
+	assert_int_equal(ring_dequeue_burst(tx, (void **)held, FWD_HB_POOL), FWD_HB_POOL);
+	assert_int_equal(ring_enqueue_burst(rx, (void **)held, FWD_HB_POOL), FWD_HB_POOL);
 	assert_int_equal(fwd_hb_poll(v->e, udp_cb, &seen), 0);
 	assert_int_equal(fwd_msg_pool_free(v->e, 0, FWD_OWNER_HB), FWD_HB_POOL);
 	fwd_hb_stats(v->e, &st);
