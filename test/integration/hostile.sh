@@ -56,19 +56,9 @@ rss0=$(rss_kib)
 # flood_case NAME FLOOD-ARGS...: the flood from ethhost1 with the bystanders on
 # ethhost2 pinging ibhost3 through it; four checks.
 flood_case() {
-	local name=$1 r sent l4 l6
-	shift
-	r=$(flood_run "$name" "in_ns ethhost1" "in_ns ethhost2" 10.10.0.13 fd00:10::13 "$gw_mac" \
-		"$RATE" "$COUNT" "$@")
-	IFS='|' read -r sent l4 l6 <<<"$r"
-	tap_like "$name: the flood went out ($COUNT frames at $RATE/s)" "$sent" "^sent $COUNT in "
-	echo "# $name: $sent; bystander loss IPv4 $((l4 / 10)).$((l4 % 10))%, IPv6 $((l6 / 10)).$((l6 % 10))%"
-	tap_is "$name: the IPv4 bystander loses at most 1% ($l4 per mille)" \
-		"$([ "$l4" -le $MAX_LOSS_PERMILLE ] && echo yes || echo "$l4 per mille")" yes
-	tap_is "$name: the IPv6 bystander loses at most 1% ($l6 per mille)" \
-		"$([ "$l6" -le $MAX_LOSS_PERMILLE ] && echo yes || echo "$l6 per mille")" yes
+	flood_rack_checks "$@"
 	sleep 1
-	tap_is "$name: 1 s after the flood, the bystander's pings are all answered" \
+	tap_is "$1: 1 s after the flood, the bystander's pings are all answered" \
 		"$(in_ns ethhost2 ping -c 5 -i 0.1 -W 1 10.10.0.13 2>&1 | awk '/received/ { print $4 }')" 5
 }
 

@@ -53,20 +53,12 @@ stalls() { in_ns "$1" curl -s --max-time 5 http://127.0.0.1:9464/metrics |
 
 # flood_case NAME FLOOD-ARGS...: four checks.
 flood_case() {
-	local name=$1 r sent l4 l6 t1 t2
-	shift
+	local t1 t2
+
 	t1=$(transitions gw1)
 	t2=$(transitions gw2)
-	r=$(flood_run "$name" "in_ns ethhost1" "in_ns ethhost2" 10.10.0.13 fd00:10::13 "$gw_mac" \
-		"$RATE" "$COUNT" "$@")
-	IFS='|' read -r sent l4 l6 <<<"$r"
-	tap_like "$name: the flood went out ($COUNT frames at $RATE/s)" "$sent" "^sent $COUNT in "
-	echo "# $name: $sent; bystander loss IPv4 $((l4 / 10)).$((l4 % 10))%, IPv6 $((l6 / 10)).$((l6 % 10))%"
-	tap_is "$name: the IPv4 bystander loses at most 1% ($l4 per mille)" \
-		"$([ "$l4" -le $MAX_LOSS_PERMILLE ] && echo yes || echo "$l4 per mille")" yes
-	tap_is "$name: the IPv6 bystander loses at most 1% ($l6 per mille)" \
-		"$([ "$l6" -le $MAX_LOSS_PERMILLE ] && echo yes || echo "$l6 per mille")" yes
-	tap_is "$name: the pair did not move (gw1 master, gw2 backup, no transition on either)" \
+	flood_rack_checks "$@"
+	tap_is "$1: the pair did not move (gw1 master, gw2 backup, no transition on either)" \
 		"$(state gw1) $(($(transitions gw1) - t1)) $(state gw2) $(($(transitions gw2) - t2))" \
 		"master 0 backup 0"
 }

@@ -10,6 +10,25 @@
 #       bystander's lost share in thousandths.
 #   flood_loss_permille FILE   the lost share of a ping's requests, in thousandths
 
+# flood_rack_checks NAME FLOOD-ARGS... (on the simulated rack, test/lib/tap.sh loaded):
+#       the flood from ethhost1 to $gw_mac while the bystander ethhost2 pings ibhost3
+#       (10.10.0.13, fd00:10::13) through the gateway; three checks: the flood went out
+#       whole, and each family's bystander lost at most $MAX_LOSS_PERMILLE. Needs in_ns,
+#       $RATE, $COUNT, $gw_mac.
+flood_rack_checks() {
+	local name=$1 r sent l4 l6
+	shift
+	r=$(flood_run "$name" "in_ns ethhost1" "in_ns ethhost2" 10.10.0.13 fd00:10::13 "$gw_mac" \
+		"$RATE" "$COUNT" "$@")
+	IFS='|' read -r sent l4 l6 <<<"$r"
+	tap_like "$name: the flood went out ($COUNT frames at $RATE/s)" "$sent" "^sent $COUNT in "
+	echo "# $name: $sent; bystander loss IPv4 $((l4 / 10)).$((l4 % 10))%, IPv6 $((l6 / 10)).$((l6 % 10))%"
+	tap_is "$name: the IPv4 bystander loses at most 1% ($l4 per mille)" \
+		"$([ "$l4" -le "$MAX_LOSS_PERMILLE" ] && echo yes || echo "$l4 per mille")" yes
+	tap_is "$name: the IPv6 bystander loses at most 1% ($l6 per mille)" \
+		"$([ "$l6" -le "$MAX_LOSS_PERMILLE" ] && echo yes || echo "$l6 per mille")" yes
+}
+
 flood_loss_permille() {
 	awk '/transmitted/ { split($0, f, " "); s = f[1]; r = f[4] }
 		END { if (s == "" || s == 0) print 1000; else printf "%d\n", (s - r) * 1000 / s }' "$1"
