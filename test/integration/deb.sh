@@ -4,7 +4,9 @@
 # fresh Debian root made by debootstrap from this machine's apt mirror (minbase plus
 # systemd, procps and man-db, as on a server) `apt-get install ./ibgw_*.deb` gives a
 # working ibgwd and gwctl, their man pages, the unit where systemd looks (disabled), the
-# system group "ibgw" owning the control socket, the unit under systemd (the root
+# system group "ibgw" owning the control socket, the udev rule and group (ibgw-mad)
+# that let the daemon open the IB MAD devices after it drops root, the unit under
+# systemd (the root
 # booted in a container: start, the process's user and capabilities, the journal,
 # reload, the watchdog, stop), a modified config that survives upgrades, and a purge
 # that leaves nothing behind.
@@ -59,7 +61,7 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-plan=85
+plan=89
 tap_plan $plan
 # bail REASON: a step everything after it needs has failed; the checks not reached are
 # failures (none passes on a missing package or root), and the suite ends here.
@@ -108,11 +110,11 @@ tap_is "lintian prints no E: or W: tag" "$(printf '%s\n' "$lint" | grep -Ec '^[E
 contents=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\.\//, "", $6); print $6 }' | sort)
 printf '%s\n' "$contents" | sed 's/^/# /'
 for f in usr/sbin/ibgwd usr/bin/gwctl etc/ibgw/ibgwd.yaml lib/systemd/system/ibgwd.service \
-	usr/share/man/man8/ibgwd.8.gz usr/share/man/man8/gwctl.8.gz \
+	lib/udev/rules.d/60-ibgw.rules usr/share/man/man8/ibgwd.8.gz usr/share/man/man8/gwctl.8.gz \
 	usr/share/man/man5/ibgwd.yaml.5.gz usr/share/doc/ibgw/copyright; do
 	tap_like "the package holds /$f" "$contents" "^$f\$"
 done
-stray=$(printf '%s\n' "$contents" | grep -Ev '^(usr/sbin/ibgwd|usr/bin/gwctl|etc/ibgw/ibgwd\.yaml|lib/systemd/system/ibgwd\.service|usr/share/man/man[58]/[a-z.]+\.[58]\.gz|usr/share/doc/ibgw/[A-Za-z.]+|usr/share/lintian/overrides/ibgw)$')
+stray=$(printf '%s\n' "$contents" | grep -Ev '^(usr/sbin/ibgwd|usr/bin/gwctl|etc/ibgw/ibgwd\.yaml|lib/systemd/system/ibgwd\.service|lib/udev/rules\.d/60-ibgw\.rules|usr/share/man/man[58]/[a-z.]+\.[58]\.gz|usr/share/doc/ibgw/[A-Za-z.]+|usr/share/lintian/overrides/ibgw)$')
 tap_is "nothing else: no build paths, objects, test programs or simulator" "$stray" ""
 x=$work/x
 dpkg-deb -x "$deb" "$x"
@@ -164,6 +166,13 @@ tap_like "the group ibgw exists, as a system group" \
 tap_like "the user ibgw exists, a system user in group ibgw, no home, no shell" \
 	"$(in_root getent passwd ibgw)" \
 	"^ibgw:x:[1-9][0-9]?[0-9]?:$(in_root getent group ibgw | cut -d: -f3):[^:]*:/nonexistent:/usr/sbin/nologin$"
+# The SA client opens the MAD devices after the drop: the udev rule gives them to
+# ibgw-mad, whose only member is ibgw (not the gwctl operators' group ibgw).
+tap_is "the udev rule gives umad* to group ibgw-mad, mode 0660" \
+	"$(grep -v '^#' "$root/lib/udev/rules.d/60-ibgw.rules")" \
+	'SUBSYSTEM=="infiniband_mad", KERNEL=="umad*", GROUP="ibgw-mad", MODE="0660"'
+tap_like "the group ibgw-mad exists, a system group, ibgw its only member" \
+	"$(in_root getent group ibgw-mad)" '^ibgw-mad:x:[1-9][0-9]?[0-9]?:ibgw$'
 tap_is "the failover key is ibgw's, mode 0600" \
 	"$(in_root stat -c '%U %G %a' /etc/ibgw/failover.key 2>&1)" "ibgw ibgw 600"
 # The host's systemctl reads the root's unit paths: the unit is found, and is disabled.
@@ -460,6 +469,7 @@ tap_is "purge removes /etc/ibgw (with the .dpkg-dist)" \
 	"$(test -e "$root/etc/ibgw" && ls -A "$root/etc/ibgw" || echo gone)" gone
 tap_is "purge removes the user ibgw" "$(in_root getent passwd ibgw)" ""
 tap_is "purge removes the group ibgw" "$(in_root getent group ibgw)" ""
+tap_is "purge removes the group ibgw-mad" "$(in_root getent group ibgw-mad)" ""
 tap_is "purge leaves no systemd enablement state" \
 	"$(ls "$root/var/lib/systemd/deb-systemd-helper-enabled" 2>/dev/null | grep -c ibgwd)" 0
 tap_is "dpkg no longer lists ibgw as installed or with config files" \
