@@ -1367,6 +1367,7 @@ static struct json_object *node_json(const struct dp_ha *h, uint64_t now)
 		add_int(errs, "not_from_the_peer", (int64_t)h->rx_unknown_path);
 	json_object_object_add(o, "rx_ignored", errs);
 	add_int(o, "tx_failed", (int64_t)h->tx_failed);
+	add_int(o, "tx_resolving", (int64_t)h->tx_resolving); /* through the slow path */
 	add_int(o, "auth_failures", (int64_t)h->auth_failed);
 	add_bool(o, "auth_failing", failing);
 	if (failing)
