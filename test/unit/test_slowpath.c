@@ -579,10 +579,10 @@ static void heartbeat_channel(void **state)
 	struct neigh_link ll = { .len = 6, .usable = true };
 	struct fwd_hb_stats st;
 	struct fwd_msg *m, *held[FWD_HB_POOL];
-	uint8_t pkt[128];
+	uint8_t pkt[128] = { 0 };
 	uint32_t key;
 	size_t len;
-	void *p;
+	void *p = NULL;
 
 	assert_int_equal(ip_addr_parse("10.1.0.1", &us), 0);
 	assert_int_equal(ip_addr_parse("10.1.0.9", &peer), 0);
