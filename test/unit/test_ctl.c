@@ -154,10 +154,8 @@ static int h_stream(void *ctx, struct json_object *args, struct ctl_reply *r)
 }
 
 static const struct ctl_command cmds[] = {
-	{ CTL_SHOW_ROUTES, true, h_stream },
-	{ CTL_SHOW_VERSION, true, h_records },
-	{ CTL_RELOAD, false, h_fail },
-	{ CTL_SHOW_STATS, true, h_mark },
+	{ CTL_SHOW_ROUTES, true, h_stream }, { CTL_SHOW_VERSION, true, h_records },
+	{ CTL_RELOAD, false, h_fail },       { CTL_SHOW_STATS, true, h_mark },
 	{ CTL_SHOW_CONFIG, true, h_gate },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
