@@ -628,6 +628,7 @@ static bool conn_settle(struct ctl_conn *c)
 	if (c->gone && c->stream.next) { /* nobody reads the rest: stop walking */
 		c->srv->stats.streams_dropped++;
 		stream_clear(c);
+		conn_kick(c); /* the requests behind it are still served */
 	}
 	if ((c->closing && drained) ||
 	    ((c->eof || c->gone) && !c->queued && !c->stream.next && drained)) {
