@@ -61,7 +61,7 @@ static int h_records(void *ctx, struct json_object *args, struct ctl_reply *r)
 	struct fixture *f = ctx;
 	(void)args;
 
-	f->handled++;
+	__atomic_add_fetch(&f->handled, 1, __ATOMIC_RELEASE); /* read by the stream tests */
 	for (int i = 0; i < 3; i++) {
 		struct json_object *o = json_object_new_object();
 
@@ -752,7 +752,9 @@ static void streamed_reply_is_bounded_and_interleaved(void **state)
 }
 
 /* A client that hangs up in the middle of a stream: the walk stops, its cursor is freed,
- * and the server goes on serving. Also a small stream read with ctl_client. */
+ * the request it pipelined behind the stream is still carried out (as any request of a
+ * client gone), and the server goes on serving. Also a small stream read with
+ * ctl_client. */
 static void client_gone_mid_stream_frees_the_cursor(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -767,10 +769,13 @@ static void client_gone_mid_stream_frees_the_cursor(void **state)
 	start(f, 0600, 0, 0666, 0);
 	assert_int_equal(ctl_client_connect(&a, f->ro_path, 5000), 0);
 	send_request(a.fd, CTL_SHOW_ROUTES, 1, "");
+	send_request(a.fd, CTL_SHOW_VERSION, 2, "");
 	for (int i = 0; i < 1000; i++)
 		assert_int_equal(read_frame(a.fd, &h, body, sizeof(body)), 0);
+	assert_int_equal(__atomic_load_n(&f->handled, __ATOMIC_ACQUIRE), 0); /* behind it */
 	ctl_client_close(&a);
 	wait_for(&f->freed, 1);
+	wait_for(&f->handled, 1);
 
 	assert_int_equal(ctl_client_connect(&b, f->path, 5000), 0);
 	struct json_object *args = json_object_new_object();
