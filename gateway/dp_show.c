@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -203,9 +204,17 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 
 /* ---- routes ---------------------------------------------------------------------------- */
 
+/* Where a streamed `show routes` stopped: the last prefix whose routes were all sent. */
+struct route_cursor {
+	struct gw_dp *dp;
+	struct ip_prefix last;
+	bool started;
+};
+
 struct route_walk {
 	struct gw_dp *dp;
 	const struct ip_prefix *match;
+	struct route_cursor *cur; /* streamed: stop at a prefix once the piece is full */
 	struct ctl_reply *r;
 	int status;
 };
@@ -268,6 +277,10 @@ static int route_cb(void *ctx, const struct rt_route *rt)
 	if (w->match &&
 	    (w->match->len != rt->prefix.len || !ip_addr_equal(&w->match->addr, &rt->prefix.addr)))
 		return 0;
+	if (w->cur && w->cur->started && ctl_reply_full(w->r) &&
+	    (w->cur->last.len != rt->prefix.len ||
+	     !ip_addr_equal(&w->cur->last.addr, &rt->prefix.addr)))
+		return 1; /* the piece is full: this prefix starts the next one */
 	o = json_object_new_object();
 	fl = json_object_new_array();
 	switch (rt->nh[0].type) {
@@ -314,15 +327,48 @@ static int route_cb(void *ctx, const struct rt_route *rt)
 	if (!(rt->flags & RT_F_SELECTED))
 		json_object_array_add(fl, json_object_new_string("inactive"));
 	json_object_object_add(o, "flags", fl);
+	if (w->cur) {
+		w->cur->last = rt->prefix;
+		w->cur->started = true;
+	}
 	return emit(w->r, &w->status, o);
 }
 
+/* One piece of the streamed table: the prefixes after the cursor, until the piece is
+ * full (ctl_reply_full) at a prefix boundary. */
+static int routes_next(void *ctx, void *cursor, struct ctl_reply *r)
+{
+	struct route_cursor *cur = cursor;
+	struct route_walk w = { .dp = cur->dp, .cur = cur, .r = r, .status = CTL_OK };
+	int rc;
+	(void)ctx;
+
+	rc = rt_walk_after(cur->dp->rt, 0, cur->started ? &cur->last : NULL, route_cb, &w);
+	if (w.status != CTL_OK)
+		return w.status;
+	return rc ? CTL_MORE : CTL_OK;
+}
+
+/*
+ * The whole table is streamed (a full Internet table is a million routes: built whole
+ * it would take the control thread and hundreds of MB for the walk); one prefix is one
+ * walk, answered at once.
+ */
 int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ctl_reply *r)
 {
 	struct route_walk w = { .dp = dp, .match = match, .r = r, .status = CTL_OK };
+	struct route_cursor *cur;
 
-	rt_walk(dp->rt, match ? match->addr.family : 0, route_cb, &w);
-	return w.status;
+	if (match) {
+		rt_walk(dp->rt, match->addr.family, route_cb, &w);
+		return w.status;
+	}
+	cur = calloc(1, sizeof(*cur));
+	if (!cur)
+		return ctl_reply_error(r, CTL_EFAILED, "out of memory");
+	cur->dp = dp;
+	ctl_reply_stream(r, routes_next, cur, free);
+	return CTL_OK;
 }
 
 /* ---- neighbours ------------------------------------------------------------------------ */

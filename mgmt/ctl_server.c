@@ -15,6 +15,13 @@
  * turn stops once CTL_TURN_BUDGET_US has passed (the next turn goes on where it
  * stopped). The eventfd stays readable while anything is queued, so the loop comes
  * back at once, after its timers and the other descriptors' events have had their go.
+ *
+ * Streamed replies (ctl_reply_stream): the connection keeps the stream (function,
+ * cursor, seq) instead of an END. It is on a run queue while its unsent output is below
+ * CTL_STREAM_LOW_WATER; a turn that reaches it serves one piece instead of requests, and
+ * the END once next says done. A connection above the mark is put back on its queue by
+ * the write event that drains it (conn_kick). Its input is not served meanwhile: replies
+ * go out in request order.
  */
 #include "mgmt/ctl_server.h"
 
@@ -70,6 +77,12 @@ struct ctl_conn {
 	bool eof;     /* the peer sent all it will: serve what is buffered, then close */
 	bool gone;    /* the peer cannot read any more: replies are dropped */
 	bool queued;  /* on a run queue */
+	struct {      /* the streamed reply in progress; next NULL: none */
+		ctl_stream_fn next;
+		void *cursor;
+		void (*free_cursor)(void *cursor);
+		uint32_t seq;
+	} stream;
 	uint8_t *in;
 	size_t in_len;
 	uint8_t *out;
@@ -97,6 +110,10 @@ struct ctl_reply {
 	int status;
 	char error[512];
 	int alloc_err;
+	size_t mark;        /* unsent bytes when the call began: what it queued is past this */
+	ctl_stream_fn next; /* set by ctl_reply_stream */
+	void *cursor;
+	void (*free_cursor)(void *cursor);
 };
 
 struct ctl_server {
@@ -199,10 +216,33 @@ static void runq_remove(struct ctl_conn *c)
 	c->queued = false;
 }
 
+static size_t unsent(const struct ctl_conn *c)
+{
+	return c->out_len - c->out_off;
+}
+
+static void note_out_peak(struct ctl_conn *c)
+{
+	if (unsent(c) > c->srv->stats.out_peak)
+		c->srv->stats.out_peak = unsent(c);
+}
+
+/* The stream is over (its END queued) or abandoned: free the handler's cursor. */
+static void stream_clear(struct ctl_conn *c)
+{
+	if (c->stream.next && c->stream.free_cursor)
+		c->stream.free_cursor(c->stream.cursor);
+	memset(&c->stream, 0, sizeof(c->stream));
+}
+
 static void conn_close(struct ctl_conn *c)
 {
 	struct ctl_server *srv = c->srv;
 
+	if (c->stream.next) {
+		srv->stats.streams_dropped++;
+		stream_clear(c);
+	}
 	if (c->queued)
 		runq_remove(c);
 	for (struct ctl_conn **pp = &srv->conns; *pp; pp = &(*pp)->next) {
@@ -287,6 +327,21 @@ int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec)
 	return err;
 }
 
+void ctl_reply_stream(struct ctl_reply *reply, ctl_stream_fn next, void *cursor,
+		      void (*free_cursor)(void *cursor))
+{
+	if (reply->next && reply->free_cursor) /* called twice: the first one is dropped */
+		reply->free_cursor(reply->cursor);
+	reply->next = next;
+	reply->cursor = cursor;
+	reply->free_cursor = free_cursor;
+}
+
+bool ctl_reply_full(const struct ctl_reply *reply)
+{
+	return unsent(reply->conn) >= reply->mark + CTL_STREAM_PIECE;
+}
+
 int ctl_reply_error(struct ctl_reply *reply, int status, const char *fmt, ...)
 {
 	va_list ap;
@@ -369,11 +424,11 @@ static void refuse_peer(struct ctl_conn *c, uint32_t seq)
 static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t *body)
 {
 	struct ctl_server *srv = c->srv;
-	struct ctl_reply reply = { .conn = c, .seq = h->seq, .status = CTL_OK };
+	/* mark: out_reserve may compact, so keep it relative */
+	struct ctl_reply reply = { .conn = c, .seq = h->seq, .status = CTL_OK, .mark = unsent(c) };
 	const struct ctl_command *cmd = NULL;
 	struct json_object *args = NULL;
 	char why[CTL_WHY_LEN];
-	size_t mark = c->out_len - c->out_off; /* out_reserve may compact: keep it relative */
 
 	srv->stats.requests++;
 	if (c->denied) {
@@ -408,13 +463,59 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 	int status = cmd->fn(srv->ctx, args, &reply);
 	json_object_put(args);
 	if (reply.alloc_err) {
-		c->out_len = c->out_off + mark; /* drop the partial answer */
+		c->out_len = c->out_off + reply.mark; /* drop the partial answer */
+		if (reply.next && reply.free_cursor)
+			reply.free_cursor(reply.cursor);
 		queue_end(c, h->seq, CTL_EFAILED,
 			  reply.alloc_err == -EMSGSIZE ? "reply record too large"
 						       : "out of memory building the reply");
 		return;
 	}
+	if (reply.next && status == CTL_OK) {
+		srv->stats.streams++;
+		c->stream.next = reply.next;
+		c->stream.cursor = reply.cursor;
+		c->stream.free_cursor = reply.free_cursor;
+		c->stream.seq = h->seq;
+		note_out_peak(c);
+		return; /* the pieces and the END follow on later turns */
+	}
+	if (reply.next && reply.free_cursor)
+		reply.free_cursor(reply.cursor);
 	queue_end(c, h->seq, status, reply.error[0] ? reply.error : "failed");
+	note_out_peak(c);
+}
+
+/*
+ * One piece of the connection's streamed reply; the END and the cursor's release when
+ * next says it is done. A piece that cannot be queued ends the reply with an error END
+ * after the records already queued (they are whole frames: the client sees a complete
+ * prefix of the table, then why it stopped).
+ */
+static void stream_piece(struct ctl_conn *c)
+{
+	struct ctl_server *srv = c->srv;
+	struct ctl_reply reply = {
+		.conn = c, .seq = c->stream.seq, .status = CTL_OK, .mark = unsent(c)
+	};
+	int status;
+
+	srv->stats.pieces++;
+	evtimer_start(c->idle, CTL_IDLE_TIMEOUT_MS, 0); /* a client reading is not idle */
+	status = c->stream.next(srv->ctx, c->stream.cursor, &reply);
+	if (reply.next && reply.free_cursor) /* not meant for a piece: ignored */
+		reply.free_cursor(reply.cursor);
+	if (reply.alloc_err) {
+		c->out_len = c->out_off + reply.mark;
+		queue_end(c, reply.seq, CTL_EFAILED,
+			  reply.alloc_err == -EMSGSIZE ? "reply record too large"
+						       : "out of memory building the reply");
+		stream_clear(c);
+	} else if (status != CTL_MORE) {
+		queue_end(c, reply.seq, status, reply.error[0] ? reply.error : "failed");
+		stream_clear(c);
+	}
+	note_out_peak(c);
 }
 
 /*
@@ -427,7 +528,7 @@ static bool process_input(struct ctl_conn *c, unsigned budget, uint64_t deadline
 	size_t off = 0;
 	bool more = false;
 
-	while (!c->closing && c->in_len - off >= CTL_HDR_LEN &&
+	while (!c->closing && !c->stream.next && c->in_len - off >= CTL_HDR_LEN &&
 	       c->out_len - c->out_off < OUT_HIGH_WATER) {
 		struct ctl_hdr h;
 		int err;
@@ -477,11 +578,19 @@ static bool process_input(struct ctl_conn *c, unsigned budget, uint64_t deadline
 	return more;
 }
 
-/* Queue the connection for the next turn if it has a request to serve. */
+/* May the next piece of its stream be served now? */
+static bool stream_ready(const struct ctl_conn *c)
+{
+	return c->stream.next && !c->closing && !c->gone && unsent(c) < CTL_STREAM_LOW_WATER;
+}
+
+/* Queue the connection for the next turn if it has a request or a piece to serve. */
 static void conn_kick(struct ctl_conn *c)
 {
-	if (!c->queued && !c->closing && c->in_len >= CTL_HDR_LEN &&
-	    c->out_len - c->out_off < OUT_HIGH_WATER)
+	if (c->queued || c->closing)
+		return;
+	if (c->stream.next ? stream_ready(c)
+			   : c->in_len >= CTL_HDR_LEN && unsent(c) < OUT_HIGH_WATER)
 		runq_push(c);
 }
 
@@ -516,7 +625,13 @@ static bool conn_settle(struct ctl_conn *c)
 {
 	bool drained = c->out_len == c->out_off;
 
-	if ((c->closing && drained) || ((c->eof || c->gone) && !c->queued && drained)) {
+	if (c->gone && c->stream.next) { /* nobody reads the rest: stop walking */
+		c->srv->stats.streams_dropped++;
+		stream_clear(c);
+		conn_kick(c); /* the requests behind it are still served */
+	}
+	if ((c->closing && drained) ||
+	    ((c->eof || c->gone) && !c->queued && !c->stream.next && drained)) {
 		conn_close(c);
 		return true;
 	}
@@ -544,16 +659,27 @@ static void serve_turn(struct evloop *loop, int fd, uint32_t events, void *arg)
 		/* each client queued when the turn reached this queue, once */
 		for (unsigned n = q->len; n > 0 && q->head; n--) {
 			struct ctl_conn *c;
+			bool was_stream;
 
 			if (!first && evloop_now_ns() >= deadline)
 				goto out;
 			c = runq_pop(q);
-			if (process_input(c, CTL_REQUESTS_PER_TURN, deadline, &first)) {
+			was_stream = c->stream.next;
+			if (c->stream.next) {
+				if (stream_ready(c))
+					stream_piece(c);
+				first = false;
+			} else if (process_input(c, CTL_REQUESTS_PER_TURN, deadline, &first)) {
 				srv->stats.deferred++;
 				runq_push(c);
 			}
 			if (conn_flush(c) < 0)
 				c->gone = true;
+			/* a stream begun or going on, or requests behind one that ended (not
+			 * a request still incomplete: that waits for its bytes) */
+			if (!c->queued && (c->stream.next ? stream_ready(c)
+							  : was_stream && c->in_len >= CTL_HDR_LEN))
+				conn_kick(c);
 			conn_settle(c);
 		}
 	}

@@ -72,6 +72,31 @@ int ctl_server_listen(struct ctl_server *srv, const struct ctl_listen_cfg *cfg);
 /* Close every socket and connection and unlink the socket files. */
 void ctl_server_free(struct ctl_server *srv);
 
+/*
+ * Streamed replies, for tables too large to build whole (a million routes): the
+ * handler calls ctl_reply_stream with a function producing the next piece of records
+ * and a cursor it owns (where the walk stopped: the last key emitted, say), and returns
+ * CTL_OK (a handler that returns an error instead has its cursor freed at once). The
+ * server calls next on later turns, one piece per turn for this client, and only while
+ * the client's unsent output is below CTL_STREAM_LOW_WATER: the daemon holds at most that
+ * plus one piece for it, and the other clients and the loop's timers get their turns
+ * between pieces. next appends records (stopping once ctl_reply_full says so) and returns
+ * CTL_MORE to be called again, or a final status (after ctl_reply_error for an error):
+ * then the END frame goes last. free_cursor (may be NULL) runs once, when the reply ends
+ * or when the client goes away in the middle of it. Requests the client pipelined behind
+ * a streamed one wait until its END. Records already sent stay sent: a piece that fails
+ * ends the reply with an error END after them.
+ */
+#define CTL_MORE             (-1)
+#define CTL_STREAM_LOW_WATER (256u * 1024) /* next piece only below this unsent */
+#define CTL_STREAM_PIECE     (64u * 1024)  /* ctl_reply_full after this much */
+typedef int (*ctl_stream_fn)(void *ctx, void *cursor, struct ctl_reply *reply);
+void ctl_reply_stream(struct ctl_reply *reply, ctl_stream_fn next, void *cursor,
+		      void (*free_cursor)(void *cursor));
+/* True once this call of a handler or of a stream's next has queued CTL_STREAM_PIECE
+ * bytes: time to stop and return CTL_MORE. */
+bool ctl_reply_full(const struct ctl_reply *reply);
+
 /* Append one record (takes ownership of rec). Returns 0 or -ENOMEM / -EMSGSIZE. */
 int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec);
 /* Set the END frame's error text; returns status for "return ctl_reply_error(...)". */
@@ -91,9 +116,13 @@ bool ctl_peer_allowed(const struct ctl_peer *p, uid_t self, gid_t group);
 
 /* Counters, for gwctl show stats later and for tests. denied: requests refused for
  * the socket (read-only) or the peer (privileged socket); deferred: turns a client
- * ended with requests still waiting (its budget or the turn's time ran out). */
+ * ended with requests still waiting (its budget or the turn's time ran out); streams:
+ * streamed replies begun, pieces: their pieces served, streams_dropped: those whose
+ * client went away before the END; out_peak: the most unsent output bytes any
+ * connection has held (after a reply or a piece was queued). */
 struct ctl_server_stats {
 	uint64_t accepted, rejected_busy, requests, bad_requests, denied, deferred;
+	uint64_t streams, pieces, streams_dropped, out_peak;
 };
 void ctl_server_get_stats(const struct ctl_server *srv, struct ctl_server_stats *out);
 

@@ -684,6 +684,60 @@ int rt_walk(const struct rt_table *rt, int family, int (*cb)(void *ctx, const st
 	return w.rc;
 }
 
+/*
+ * The first prefix after a key, through tfind: the comparator never reports a match,
+ * so tfind goes down to a leaf as any search of a binary search tree does (POSIX
+ * tsearch trees are such trees; tfind compares the key with each node on its way), and
+ * the last node where the descent turned left is the first prefix after the key
+ * (inclusive: the key's own prefix when it is in the tree).
+ */
+struct after_key {
+	struct ip_prefix prefix; /* first: pentry_cmp reads the key as a prefix */
+	bool inclusive;
+	const struct pentry *next;
+};
+
+static int after_cmp(const void *key, const void *node)
+{
+	struct after_key *k = (struct after_key *)key; /* ours, passed to tfind below */
+	int c = pentry_cmp(&k->prefix, node);
+
+	if (c < 0 || (c == 0 && k->inclusive)) {
+		k->next = node;
+		return -1;
+	}
+	return 1;
+}
+
+static const struct pentry *pentry_after(const struct rt_table *rt, const struct ip_prefix *p,
+					 bool inclusive)
+{
+	struct after_key k = { .prefix = *p, .inclusive = inclusive };
+
+	(void)tfind(&k, &rt->tree, after_cmp);
+	return k.next;
+}
+
+int rt_walk_after(const struct rt_table *rt, int family, const struct ip_prefix *after,
+		  int (*cb)(void *ctx, const struct rt_route *r), void *ctx)
+{
+	struct ip_prefix first = { .addr.family = family == AF_INET6 ? AF_INET6 : AF_INET };
+	const struct pentry *pe;
+
+	pe = after ? pentry_after(rt, after, false) : pentry_after(rt, &first, true);
+	for (; pe; pe = pentry_after(rt, &pe->prefix, false)) {
+		if (family && pe->prefix.addr.family != family)
+			break; /* IPv4 sorts first: no more of family */
+		for (const struct rentry *e = pe->routes; e; e = e->next) {
+			int rc = cb(ctx, &e->r);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 const struct rt_fib_nh *rt_lookup(const struct rt_table *rt, const struct ip_addr *dst,
 				  uint32_t flow_hash)
 {

@@ -217,6 +217,18 @@ int rt_del_connected(struct rt_table *rt, const struct ip_prefix *ifaddr, uint32
 int rt_walk(const struct rt_table *rt, int family, int (*cb)(void *ctx, const struct rt_route *r),
 	    void *ctx);
 
+/*
+ * rt_walk resumed: the routes of the prefixes strictly after *after in that order (from
+ * the first prefix of family when after is NULL), for replies streamed in pieces (the
+ * caller keeps the last prefix it finished as its cursor; stopping inside a prefix
+ * would show its first routes again). Finding each prefix costs a search of the tree
+ * (O(log n)), not a walk from the start. The RIB may change between two calls: a
+ * prefix added or removed before the cursor is not seen, one after it is; nothing seen
+ * is shown twice. Stops at and returns the first non-zero cb result.
+ */
+int rt_walk_after(const struct rt_table *rt, int family, const struct ip_prefix *after,
+		  int (*cb)(void *ctx, const struct rt_route *r), void *ctx);
+
 /* The FIB's answer for dst from the control thread (for `gwctl route get`, tests). */
 const struct rt_fib_nh *rt_lookup(const struct rt_table *rt, const struct ip_addr *dst,
 				  uint32_t flow_hash);

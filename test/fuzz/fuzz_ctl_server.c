@@ -9,7 +9,8 @@
  *
  * The handlers answer from stubs (records counted, statuses chosen by the arguments;
  * route and neighbour adds through the real ctl_args decoders) and log what they
- * returned. Input: octet 0 (bit 0 the read-only socket, bit 1 the client goes away
+ * returned; `show neighbours` is a streamed one (ctl_reply_stream), its records in
+ * pieces on later turns. Input: octet 0 (bit 0 the read-only socket, bit 1 the client goes away
  * after writing without reading a reply, bit 2 a second client connects meanwhile and
  * is refused: one client per socket; bit 3 the last chunk arrives with the client's
  * end, bit 4 no chunk is served before the next arrives); then chunks, each a length
@@ -27,7 +28,10 @@
  *   END has "status", and "error" when not 0);
  * - the server closes the connection after the client's end once all is answered;
  *   a client that went away has its requests served all the same;
- * - a client over the limit is told CTL_EBUSY and closed.
+ * - a client over the limit is told CTL_EBUSY and closed;
+ * - every streamed reply's cursor is freed (its END sent, or its client gone), and the
+ *   output the server holds for the client stays below the high-water mark plus what
+ *   one reply or piece adds (the largest reply here, 300000 octets, and a piece's).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -151,6 +155,65 @@ static int h_record_then_fail(void *ctx, struct json_object *args, struct ctl_re
 	return logged(CTL_OK, done);
 }
 
+/* show neighbours, streamed: {"n": k} records (0..5000, default 10) of {"size": m}
+ * octets each (0..1000, default 10), in pieces; {"fail": true} ends it with an error
+ * after them, {"refuse": true} refuses it at once (the cursor freed unused). Its log
+ * entry is taken at dispatch and filled in as the pieces go. */
+struct stream_cursor {
+	unsigned log, next, n, size;
+	bool fail;
+};
+static unsigned live_cursors;
+
+static void stream_cursor_free(void *cursor)
+{
+	check(live_cursors > 0);
+	live_cursors--;
+	free(cursor);
+}
+
+static int stream_next(void *ctx, void *cursor, struct ctl_reply *r)
+{
+	struct stream_cursor *c = cursor;
+	char pad[1001];
+	(void)ctx;
+
+	memset(pad, 'n', c->size);
+	pad[c->size] = '\0';
+	while (c->next < c->n && !ctl_reply_full(r)) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "i", json_object_new_int((int)c->next++));
+		json_object_object_add(o, "pad", json_object_new_string(pad));
+		check(ctl_reply_record(r, o) == 0);
+		hlog[c->log].records++;
+	}
+	if (c->next < c->n)
+		return CTL_MORE;
+	hlog[c->log].status =
+	    c->fail ? ctl_reply_error(r, CTL_EFAILED, "stream failed as asked") : CTL_OK;
+	return hlog[c->log].status;
+}
+
+static int h_stream(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct stream_cursor *c = calloc(1, sizeof(*c));
+	int64_t n = int_arg(args, "n", 10), size = int_arg(args, "size", 10);
+	struct json_object *v;
+	(void)ctx;
+
+	check(c != NULL);
+	live_cursors++;
+	c->n = n < 0 || n > 5000 ? 5000 : (unsigned)n;
+	c->size = size < 0 || size > 1000 ? 1000 : (unsigned)size;
+	c->fail = args && json_object_object_get_ex(args, "fail", &v) && json_object_get_boolean(v);
+	c->log = n_hlog;
+	ctl_reply_stream(r, stream_next, c, stream_cursor_free);
+	if (args && json_object_object_get_ex(args, "refuse", &v) && json_object_get_boolean(v))
+		return logged(ctl_reply_error(r, CTL_EFAILED, "refused as asked"), 0);
+	return logged(CTL_OK, 0); /* the status is set again when the stream ends */
+}
+
 /* reload: {"why": text} fails with it. */
 static int h_fail(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
@@ -190,7 +253,7 @@ static const struct ctl_command cmds[] = {
 	{ CTL_SHOW_VERSION, true, h_records }, { CTL_SHOW_LINKS, true, h_echo },
 	{ CTL_SHOW_STATS, true, h_big },       { CTL_SHOW_ROUTES, true, h_record_then_fail },
 	{ CTL_RELOAD, false, h_fail },         { CTL_ROUTE_ADD, false, h_route_add },
-	{ CTL_NEIGH_ADD, false, h_neigh_add },
+	{ CTL_NEIGH_ADD, false, h_neigh_add }, { CTL_SHOW_NEIGHBOURS, true, h_stream },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -257,12 +320,12 @@ enum goal {
 };
 static enum goal goal;
 static unsigned want_handled, idle, rounds;
-static uint64_t last_sig[8];
+static uint64_t last_sig[9];
 
 static void sentinel_cb(struct evloop *l, int fd, uint32_t events, void *arg)
 {
 	struct ctl_server_stats st;
-	uint64_t sig[8];
+	uint64_t sig[9];
 	int outq = 0;
 	bool done = false;
 	(void)fd, (void)events, (void)arg;
@@ -280,6 +343,7 @@ static void sentinel_cb(struct evloop *l, int fd, uint32_t events, void *arg)
 	sig[5] = (uint64_t)outq;
 	sig[6] = n_hlog;
 	sig[7] = st.bad_requests + st.denied;
+	sig[8] = st.pieces;
 	if (rounds && !memcmp(sig, last_sig, sizeof(sig)))
 		idle++;
 	else
@@ -570,5 +634,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_replies(&cl[0], exp_, k, h0);
 		client_close(&cl[0]);
 	}
+	check(live_cursors == 0);
+	ctl_server_get_stats(srv, &st);
+	check(st.out_peak <= (4u << 20) + 300000 + 64 + CTL_STREAM_PIECE + 1100);
 	return 0;
 }

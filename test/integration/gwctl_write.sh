@@ -39,7 +39,7 @@ wait_up() {
 	return 1
 }
 
-tap_plan 18
+tap_plan 20
 ip netns exec "$ns" "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
 pid=$!
 tap_check "the daemon runs with eth0 UP" wait_up
@@ -93,6 +93,24 @@ tap_like "neigh flush says how many went and keeps PERMANENT entries" "$out" \
 	$'^eth0: [0-9]+ neighbours flushed\n1$'
 out=$("$gwctl" -t 5 -S "$work/ro.sock" route del 10.1.0.0/16 metric 10 2>&1); rc=$?
 tap_like "the read-only socket refuses changes" "$rc $out" "^1 gwctl: this socket is read-only"
+
+# A table larger than one streamed piece (about 64 KiB of records; 4,000 routes are some
+# 500 KB on the wire): every route arrives once, in prefix order, in text and in JSON.
+{
+	cat "$work/ibgwd.yaml"
+	for i in $(seq 0 3999); do
+		printf '  - prefix: 10.%d.%d.0/24\n    via: 192.168.77.9\n' $((64 + i / 256)) $((i % 256))
+	done
+} >"$work/big.yaml"
+cp "$work/big.yaml" "$work/ibgwd.yaml"
+g reload
+many=$(g show routes | grep -E '^10\.(6[4-9]|7[0-9])\.[0-9]+\.0/24 via 192\.168\.77\.9 ')
+tap_is "show routes streams 4,000 config routes once each, in prefix order" \
+	"$(printf '%s\n' "$many" | wc -l) $(printf '%s\n' "$many" | sort -u -t. -k2,2n -k3,3n | cmp -s - <(printf '%s\n' "$many") && echo sorted)" \
+	"4000 sorted"
+tap_is "show routes -j gives the same routes" \
+	"$(g -j show routes | jq length)" \
+	"$(g show routes | grep -vc '^[[:space:]]')"
 
 kill -TERM "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done

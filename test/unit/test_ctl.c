@@ -51,6 +51,8 @@ struct fixture {
 	 * the test reads after the replies: atomics, for TSan), and the gate */
 	int mark_at[2];
 	sem_t gate_entered, gate_release;
+	/* the streamed "show routes": pieces served, cursors freed (loop thread writes) */
+	int pieces, freed;
 };
 
 /* Test handlers: "show version" returns 3 records, "reload" fails on request. */
@@ -59,7 +61,7 @@ static int h_records(void *ctx, struct json_object *args, struct ctl_reply *r)
 	struct fixture *f = ctx;
 	(void)args;
 
-	f->handled++;
+	__atomic_add_fetch(&f->handled, 1, __ATOMIC_RELEASE); /* read by the stream tests */
 	for (int i = 0; i < 3; i++) {
 		struct json_object *o = json_object_new_object();
 
@@ -104,10 +106,56 @@ static int h_gate(void *ctx, struct json_object *args, struct ctl_reply *r)
 	return CTL_OK;
 }
 
+/* "show routes" {"n": N}: N records {"index": i}, streamed (STREAM_N by default). */
+#define STREAM_N 200000
+
+struct count_cursor {
+	struct fixture *f;
+	int next, n;
+};
+
+static int stream_next(void *ctx, void *cursor, struct ctl_reply *r)
+{
+	struct count_cursor *cur = cursor;
+	(void)ctx;
+
+	__atomic_add_fetch(&cur->f->pieces, 1, __ATOMIC_RELEASE);
+	while (cur->next < cur->n && !ctl_reply_full(r)) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "index", json_object_new_int(cur->next++));
+		if (ctl_reply_record(r, o) < 0)
+			return CTL_EFAILED;
+	}
+	return cur->next < cur->n ? CTL_MORE : CTL_OK;
+}
+
+static void stream_free(void *cursor)
+{
+	struct count_cursor *cur = cursor;
+
+	__atomic_add_fetch(&cur->f->freed, 1, __ATOMIC_RELEASE);
+	free(cur);
+}
+
+static int h_stream(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct count_cursor *cur = calloc(1, sizeof(*cur));
+	struct json_object *n;
+
+	if (!cur)
+		return ctl_reply_error(r, CTL_EFAILED, "out of memory");
+	cur->f = ctx;
+	cur->n = STREAM_N;
+	if (args && json_object_object_get_ex(args, "n", &n))
+		cur->n = json_object_get_int(n);
+	ctl_reply_stream(r, stream_next, cur, stream_free);
+	return CTL_OK;
+}
+
 static const struct ctl_command cmds[] = {
-	{ CTL_SHOW_VERSION, true, h_records },
-	{ CTL_RELOAD, false, h_fail },
-	{ CTL_SHOW_STATS, true, h_mark },
+	{ CTL_SHOW_ROUTES, true, h_stream }, { CTL_SHOW_VERSION, true, h_records },
+	{ CTL_RELOAD, false, h_fail },       { CTL_SHOW_STATS, true, h_mark },
 	{ CTL_SHOW_CONFIG, true, h_gate },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -604,6 +652,143 @@ static void requests_of_a_closed_client_are_served(void **state)
 	ctl_client_close(&c);
 	free(buf);
 	stop(f);
+}
+
+/* ---- streamed replies ------------------------------------------------------------------ */
+
+/* Stop the loop, read the server's counters (no race: the loop is done), free it all. */
+static void stop_with_stats(struct fixture *f, struct ctl_server_stats *st)
+{
+	assert_int_equal(write(f->stop_pipe[1], "x", 1), 1);
+	pthread_join(f->thread, NULL);
+	ctl_server_get_stats(f->srv, st);
+	ctl_server_free(f->srv);
+	evloop_del_fd(f->loop, f->stop_pipe[0]);
+	close(f->stop_pipe[0]);
+	close(f->stop_pipe[1]);
+	evloop_free(f->loop);
+	free(f);
+}
+
+static void wait_for(int *v, int want)
+{
+	for (int tries = 0; tries < 1000 && __atomic_load_n(v, __ATOMIC_ACQUIRE) != want; tries++)
+		nanosleep(&(struct timespec){ 0, 2 * 1000 * 1000 }, NULL);
+	assert_int_equal(__atomic_load_n(v, __ATOMIC_ACQUIRE), want);
+}
+
+/*
+ * 200,000 records (some 6 MB) to a client that does not read at first: the server
+ * stops producing once the unsent output reaches the low-water mark, so it never holds
+ * more than that plus one piece; meanwhile another client is answered (the stream is
+ * still under way: its cursor not freed). Then the client reads everything: every
+ * record in order, the END last, the cursor freed once.
+ */
+static void streamed_reply_is_bounded_and_interleaved(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct ctl_client a, b;
+	struct ctl_server_stats st;
+	struct ctl_hdr h;
+	char body[4096];
+	const char *err;
+	int n = 0, pieces;
+	(void)state;
+
+	start(f, 0600, 0, 0666, 0);
+	assert_int_equal(ctl_client_connect(&a, f->ro_path, 5000), 0);
+	assert_int_equal(ctl_client_connect(&b, f->ro_path, 5000), 0);
+	send_request(a.fd, CTL_SHOW_ROUTES, 7, "");
+	/* the stream fills A's socket and the low-water mark, then waits for A */
+	for (int tries = 0; tries < 1000; tries++) {
+		pieces = __atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE);
+		nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+		if (pieces > 0 && pieces == __atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE))
+			break;
+	}
+	assert_true(pieces > 0);
+	assert_int_equal(ctl_client_request(&b, CTL_SHOW_VERSION, NULL, count_record, &n, &err),
+			 CTL_OK);
+	assert_int_equal(n, 3);
+	assert_int_equal(__atomic_load_n(&f->freed, __ATOMIC_ACQUIRE), 0); /* still streaming */
+	assert_int_equal(__atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE), pieces); /* A waits */
+
+	for (int i = 0; i < STREAM_N; i++) {
+		struct json_object *rec, *idx;
+
+		assert_int_equal(read_frame(a.fd, &h, body, sizeof(body)), 0);
+		assert_int_equal(h.type, CTL_MSG_RECORD);
+		assert_int_equal(h.seq, 7);
+		rec = json_tokener_parse(body);
+		assert_true(json_object_object_get_ex(rec, "index", &idx));
+		assert_int_equal(json_object_get_int(idx), i);
+		json_object_put(rec);
+	}
+	assert_int_equal(read_frame(a.fd, &h, body, sizeof(body)), 0);
+	assert_int_equal(h.type, CTL_MSG_END);
+	assert_non_null(strstr(body, "\"status\":0"));
+	/* the same connection serves the next request (pipelining after a stream works) */
+	n = 0;
+	assert_int_equal(ctl_client_request(&a, CTL_SHOW_VERSION, NULL, count_record, &n, &err),
+			 CTL_OK);
+	assert_int_equal(n, 3);
+	wait_for(&f->freed, 1);
+	pieces = __atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE);
+	ctl_client_close(&a);
+	ctl_client_close(&b);
+	stop_with_stats(f, &st);
+	print_message("%d records in %d pieces; the most output held for a client: %llu bytes "
+		      "(low water %u, piece %u)\n",
+		      STREAM_N, pieces, (unsigned long long)st.out_peak, CTL_STREAM_LOW_WATER,
+		      CTL_STREAM_PIECE);
+	assert_true(pieces > 10);
+	assert_int_equal(st.streams, 1);
+	assert_int_equal(st.pieces, (uint64_t)pieces);
+	assert_int_equal(st.streams_dropped, 0);
+	/* below the low-water mark before each piece, a piece ends past CTL_STREAM_PIECE by
+	 * one record at most */
+	assert_true(st.out_peak >= CTL_STREAM_PIECE);
+	assert_true(st.out_peak < CTL_STREAM_LOW_WATER + CTL_STREAM_PIECE + 64);
+}
+
+/* A client that hangs up in the middle of a stream: the walk stops, its cursor is freed,
+ * the request it pipelined behind the stream is still carried out (as any request of a
+ * client gone), and the server goes on serving. Also a small stream read with
+ * ctl_client. */
+static void client_gone_mid_stream_frees_the_cursor(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct ctl_client a, b;
+	struct ctl_server_stats st;
+	struct ctl_hdr h;
+	char body[4096];
+	const char *err;
+	int n = 0;
+	(void)state;
+
+	start(f, 0600, 0, 0666, 0);
+	assert_int_equal(ctl_client_connect(&a, f->ro_path, 5000), 0);
+	send_request(a.fd, CTL_SHOW_ROUTES, 1, "");
+	send_request(a.fd, CTL_SHOW_VERSION, 2, "");
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(read_frame(a.fd, &h, body, sizeof(body)), 0);
+	assert_int_equal(__atomic_load_n(&f->handled, __ATOMIC_ACQUIRE), 0); /* behind it */
+	ctl_client_close(&a);
+	wait_for(&f->freed, 1);
+	wait_for(&f->handled, 1);
+
+	assert_int_equal(ctl_client_connect(&b, f->path, 5000), 0);
+	struct json_object *args = json_object_new_object();
+	json_object_object_add(args, "n", json_object_new_int(5000));
+	assert_int_equal(ctl_client_request(&b, CTL_SHOW_ROUTES, args, count_record, &n, &err),
+			 CTL_OK);
+	json_object_put(args);
+	assert_int_equal(n, 5000);
+	wait_for(&f->freed, 2);
+	ctl_client_close(&b);
+	stop_with_stats(f, &st);
+	assert_int_equal(st.streams, 2);
+	assert_int_equal(st.streams_dropped, 1);
 }
 
 /* ---- the privileged socket's peer check ------------------------------------------------ */
@@ -1118,6 +1303,8 @@ int main(void)
 		cmocka_unit_test(sockets_have_their_own_mode_and_limit),
 		cmocka_unit_test(flood_is_served_in_turns),
 		cmocka_unit_test(requests_of_a_closed_client_are_served),
+		cmocka_unit_test(streamed_reply_is_bounded_and_interleaved),
+		cmocka_unit_test(client_gone_mid_stream_frees_the_cursor),
 		cmocka_unit_test(peer_rule),
 		cmocka_unit_test(privileged_socket_checks_the_peer),
 		cmocka_unit_test(route_words_parse),

@@ -3,7 +3,7 @@
  * routes resolved through them (and not through other statics), best-route selection
  * (metric, then source), replace and delete falling back to the next best, ECMP groups
  * (shared between prefixes, hashed per flow, every member used, a flow stays put),
- * walking in prefix order, slot reuse, and IPv6.
+ * walking in prefix order (whole, or in pieces resumed after a prefix), slot reuse, and IPv6.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -447,6 +447,108 @@ static void test_del_source(void **state)
 	rt_destroy(rt);
 }
 
+/* One line per route, up to 64, as rt_walk_after gives them. */
+struct pieces {
+	char lines[64][96];
+	int n, limit; /* stop at the first route of a new prefix once limit lines are in */
+	struct ip_prefix last;
+	bool have_last;
+};
+
+static int piece_cb(void *ctx, const struct rt_route *r)
+{
+	struct pieces *w = ctx;
+	char p[IP_PREFIX_STRLEN];
+
+	if (w->limit && w->n >= w->limit && w->have_last &&
+	    (w->last.len != r->prefix.len || !ip_addr_equal(&w->last.addr, &r->prefix.addr)))
+		return 1; /* a whole prefix at a time: the cursor is the last one finished */
+	assert_true(w->n < 64);
+	snprintf(w->lines[w->n++], sizeof(w->lines[0]), "%s src %u metric %u",
+		 ip_prefix_format(&r->prefix, p, sizeof(p)), r->source, r->metric);
+	w->last = r->prefix;
+	w->have_last = true;
+	return 0;
+}
+
+/* Walk family in pieces of about limit routes, each resumed after the last prefix of
+ * the one before; the lines of all pieces in out. */
+static void walk_in_pieces(const struct rt_table *rt, int family, int limit, struct pieces *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->limit = limit;
+	for (int calls = 0;; calls++) {
+		int before = out->n;
+
+		assert_true(calls < 64);
+		out->limit = out->n + limit;
+		if (rt_walk_after(rt, family, out->have_last ? &out->last : NULL, piece_cb, out) ==
+		    0)
+			break;
+		assert_true(out->n > before); /* every piece makes progress */
+	}
+}
+
+/* Walking in pieces (rt_walk_after from the last prefix done) gives what one rt_walk
+ * gives, for both families and each alone, a prefix's routes never split; a walk
+ * resumed after its cursor prefix went away goes on with the next one. */
+static void test_walk_after(void **state)
+{
+	static const char *const pfx[] = { "0.0.0.0/0",      "10.0.0.0/8",  "10.0.0.0/16",
+					   "10.1.0.0/16",    "10.1.2.0/24", "192.168.0.0/16",
+					   "::/0",           "fd00::/8",    "fd00:1::/64",
+					   "fd00:1:0:1::/64" };
+	struct rt_table *rt;
+	struct pieces all, cut;
+	struct walked w = { .n = 0 };
+	(void)state;
+
+	assert_int_equal(rt_create(&rt, NULL), 0);
+	for (unsigned i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++) {
+		struct rt_route r =
+		    via(pfx[i], RT_SRC_STATIC, 1, strchr(pfx[i], ':') ? "fd00::1" : "10.0.0.1", 0);
+
+		memset(&r.nh[0], 0, sizeof(r.nh[0]));
+		r.nh[0].type = RT_NH_BLACKHOLE;
+		assert_int_equal(rt_add(rt, &r), 0);
+		r.metric = 2; /* two routes on every prefix */
+		assert_int_equal(rt_add(rt, &r), 0);
+	}
+	walk_in_pieces(rt, 0, 0, &all); /* no limit: one call */
+	assert_int_equal(all.n, 20);
+	assert_string_equal(all.lines[0], "0.0.0.0/0 src 1 metric 1");
+	assert_string_equal(all.lines[19], "fd00:1:0:1::/64 src 1 metric 2");
+	for (int limit = 1; limit <= 5; limit++) {
+		walk_in_pieces(rt, 0, limit, &cut);
+		assert_int_equal(cut.n, all.n);
+		for (int i = 0; i < all.n; i++)
+			assert_string_equal(cut.lines[i], all.lines[i]);
+	}
+	/* the same as rt_walk, family by family */
+	walk_in_pieces(rt, AF_INET6, 3, &cut);
+	assert_int_equal(rt_walk(rt, AF_INET6, walk_cb, &w), 0);
+	assert_int_equal(cut.n, w.n);
+	assert_int_equal(cut.n, 8);
+	assert_string_equal(cut.lines[0], "::/0 src 1 metric 1");
+	walk_in_pieces(rt, AF_INET, 3, &cut);
+	assert_int_equal(cut.n, 12);
+	assert_string_equal(cut.lines[11], "192.168.0.0/16 src 1 metric 2");
+	/* the cursor's prefix deleted between two pieces: the next one goes on after it */
+	struct ip_prefix cur = P("10.0.0.0/16");
+	assert_int_equal(rt_del(rt, &cur, RT_SRC_STATIC, 1), 0);
+	assert_int_equal(rt_del(rt, &cur, RT_SRC_STATIC, 2), 0);
+	memset(&cut, 0, sizeof(cut));
+	assert_int_equal(rt_walk_after(rt, AF_INET, &cur, piece_cb, &cut), 0);
+	assert_int_equal(cut.n, 6);
+	assert_string_equal(cut.lines[0], "10.1.0.0/16 src 1 metric 1");
+	/* after the last prefix: nothing */
+	cur = P("fd00:1:0:1::/64");
+	memset(&cut, 0, sizeof(cut));
+	assert_int_equal(rt_walk_after(rt, 0, &cur, piece_cb, &cut), 0);
+	assert_int_equal(cut.n, 0);
+	rt_destroy(rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_selection),
 		cmocka_unit_test(test_ecmp),
 		cmocka_unit_test(test_walk_and_ipv6),
+		cmocka_unit_test(test_walk_after),
 		cmocka_unit_test(test_slots_full_and_deferred),
 		cmocka_unit_test(test_change_hook),
 		cmocka_unit_test(test_del_source),
