@@ -67,6 +67,7 @@ static const char *const sp_names[FWD_SP_REASON_COUNT] = {
 	[FWD_SP_UNRES_DISCARDED] = "unresolved_discarded",
 	[FWD_SP_IF_GONE] = "interface_gone",
 	[FWD_SP_RESEND_FAILED] = "resend_failed",
+	[FWD_SP_OWN_CLAIMED] = "own_address_claimed",
 	[FWD_SP_PARK_LIMITED] = "park_limited",
 };
 
@@ -525,6 +526,14 @@ static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *f
 	ip_put32(spa, a.spa);
 	ip_put32(tpa, a.tpa);
 	memcpy(ll.addr, a.sha, 6);
+	if (!memcmp(a.sha, in->mac, 6))
+		return; /* our own, looped back */
+	if (a.spa && is_own(s, AF_INET, spa, NULL)) {
+		/* Another host claims one of our addresses: a conflict or a spoof. Learning
+		 * it would make a neighbour entry for our own address. */
+		sp->st.r[FWD_SP_OWN_CLAIMED]++;
+		return;
+	}
 	for_us = if_src(in, AF_INET, NULL) && is_own(s, AF_INET, tpa, NULL);
 	/* Only addresses of this interface are answered here; others are proxy matters. */
 	if (for_us) {
@@ -608,6 +617,11 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 	}
 	if (m.type != ND_NS)
 		return; /* RS, RA, Redirect: not taken by a gateway */
+	if (!m.dad && is_own(s, AF_INET6, m.src, NULL)) {
+		/* Another host gives one of our addresses as its source (as in eth_arp). */
+		sp->st.r[FWD_SP_OWN_CLAIMED]++;
+		return;
+	}
 	if (!m.dad && m.sllao) {
 		memcpy(ll.addr, m.sllao, 6);
 		if (neigh_update(in->neigh, AF_INET6, m.src, &ll,

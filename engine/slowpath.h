@@ -62,6 +62,8 @@ enum fwd_sp_reason {
 	FWD_SP_UDP_SENT,        /* UDP datagrams of the control thread sent */
 	FWD_SP_RESEND_FAILED,   /* left to a worker that stopped (fwd_worker_set_count),
 				  * and no message of a running one to carry it on */
+	FWD_SP_OWN_CLAIMED,     /* ARP / ND from another host giving one of our own
+				  * addresses as its source: not learned, not answered */
 	FWD_SP_PARK_LIMITED,    /* unresolved packet not parked: its worker has park_max
 				  * parked already (fwd_punt_config; also counted in
 				  * unresolved_discarded); resolution started without it */

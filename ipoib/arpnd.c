@@ -414,6 +414,14 @@ static int input_nd(struct ipoib_link *l, const struct ipoib_rx *rx)
 		l->st.drops[IPOIB_DROP_RX_BAD_ND]++;
 		return -EINVAL;
 	}
+	/* Another port giving one of our addresses as its source (the NS of a DAD has
+	 * none): a conflict or a spoof, as ARP's (input_arp); learning it would make a
+	 * neighbour entry for our own address. */
+	if ((m.type == ND_NS || m.type == ND_RS || m.type == ND_RA) && !ip6_is_unspecified(m.src) &&
+	    is_own_v6(l, m.src) && (!m.sllao || memcmp(m.sllao, l->hw_bytes, IPOIB_HWADDR_LEN))) {
+		l->st.drops[IPOIB_DROP_ND_SPOOF]++;
+		return -EPERM;
+	}
 	switch (m.type) {
 	case ND_NS: {
 		bool have_hw = false;

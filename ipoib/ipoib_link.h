@@ -154,6 +154,7 @@ enum ipoib_drop {
 	IPOIB_DROP_RX_BAD_ARP,    /* ARP refused by arp_parse */
 	IPOIB_DROP_RX_BAD_ND,     /* ND refused by nd_parse */
 	IPOIB_DROP_ARP_SPOOF,     /* claims one of our addresses */
+	IPOIB_DROP_ND_SPOOF,      /* NS, RS or RA from one of our addresses: not learned */
 	IPOIB_DROP_TX_DOWN,       /* link not up */
 	IPOIB_DROP_TX_TOO_BIG,    /* above the destination's MTU */
 	IPOIB_DROP_TX_NO_PATH,    /* PathRecord failed */

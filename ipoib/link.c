@@ -26,23 +26,15 @@
 #define TICK_MS 250
 
 static const char *const drop_names[IPOIB_DROP_COUNT] = {
-	[IPOIB_DROP_RX_ERROR] = "rx_error",
-	[IPOIB_DROP_RX_SHORT] = "rx_short",
-	[IPOIB_DROP_RX_ETHERTYPE] = "rx_ethertype",
-	[IPOIB_DROP_RX_LOOP] = "rx_loop",
-	[IPOIB_DROP_RX_BAD_IP] = "rx_bad_ip",
-	[IPOIB_DROP_RX_BAD_ARP] = "rx_bad_arp",
-	[IPOIB_DROP_RX_BAD_ND] = "rx_bad_nd",
-	[IPOIB_DROP_ARP_SPOOF] = "arp_spoof",
-	[IPOIB_DROP_TX_DOWN] = "tx_down",
-	[IPOIB_DROP_TX_TOO_BIG] = "tx_too_big",
-	[IPOIB_DROP_TX_NO_PATH] = "tx_no_path",
-	[IPOIB_DROP_TX_PATH_QUEUE] = "tx_path_queue",
-	[IPOIB_DROP_TX_MCAST_JOIN] = "tx_mcast_join",
-	[IPOIB_DROP_TX_NEIGH] = "tx_neigh",
-	[IPOIB_DROP_TX_POST] = "tx_post",
-	[IPOIB_DROP_TX_NOBUF] = "tx_nobuf",
-	[IPOIB_DROP_TX_CONN] = "tx_conn",
+	[IPOIB_DROP_RX_ERROR] = "rx_error",           [IPOIB_DROP_RX_SHORT] = "rx_short",
+	[IPOIB_DROP_RX_ETHERTYPE] = "rx_ethertype",   [IPOIB_DROP_RX_LOOP] = "rx_loop",
+	[IPOIB_DROP_RX_BAD_IP] = "rx_bad_ip",         [IPOIB_DROP_RX_BAD_ARP] = "rx_bad_arp",
+	[IPOIB_DROP_RX_BAD_ND] = "rx_bad_nd",         [IPOIB_DROP_ARP_SPOOF] = "arp_spoof",
+	[IPOIB_DROP_ND_SPOOF] = "nd_spoof",           [IPOIB_DROP_TX_DOWN] = "tx_down",
+	[IPOIB_DROP_TX_TOO_BIG] = "tx_too_big",       [IPOIB_DROP_TX_NO_PATH] = "tx_no_path",
+	[IPOIB_DROP_TX_PATH_QUEUE] = "tx_path_queue", [IPOIB_DROP_TX_MCAST_JOIN] = "tx_mcast_join",
+	[IPOIB_DROP_TX_NEIGH] = "tx_neigh",           [IPOIB_DROP_TX_POST] = "tx_post",
+	[IPOIB_DROP_TX_NOBUF] = "tx_nobuf",           [IPOIB_DROP_TX_CONN] = "tx_conn",
 };
 
 const char *ipoib_drop_name(enum ipoib_drop d)

@@ -545,6 +545,19 @@ static void off_link_requests_answered_not_learned(void **state)
 	assert_true(known(l, AF_INET6, "2001:db8:1::8"));
 	assert_int_equal(learn_refused(l), 3);
 
+	/* An NS from another port giving one of our own addresses as its source: a
+	 * conflict or a spoof, as ARP's: neither learned nor answered, counted nd_spoof. */
+	{
+		struct ipoib_link_stats st;
+
+		sends = fp.sends;
+		assert_int_equal(ns_from(l, "2001:db8:1::1", 1, true), -EPERM);
+		assert_int_equal(fp.sends, sends);
+		assert_false(known(l, AF_INET6, "2001:db8:1::1"));
+		ipoib_link_stats(l, &st);
+		assert_int_equal(st.drops[IPOIB_DROP_ND_SPOOF], 1);
+	}
+
 	/* A neighbour the failover peer learned needs an address a neighbour can have:
 	 * not the multicast QPN (an NS naming it is refused by nd_parse already). */
 	peer_hw(0, &hw, hb);

@@ -310,6 +310,26 @@ static void learning_refused_off_link(void **state)
 	answered_to_asker(v, AF_INET6);
 	assert_true(known(v, AF_INET6, "fe80::7"));
 	assert_int_equal(learn_refused(v, v->if1), 3);
+
+	/* Another host giving one of our own addresses as its source (a conflict or a
+	 * spoof): neither learned nor answered, counted. */
+	{
+		struct fwd_sp_stats st;
+		uint64_t before;
+
+		fwd_sp_stats(v->e, &st);
+		before = st.r[FWD_SP_OWN_CLAIMED];
+		punt(v, FWD_PUNT_ARP, v->if1, f,
+		     arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.1", "10.1.0.7", NULL), 0, NULL);
+		assert_null(next_out(v));
+		assert_false(known(v, AF_INET, "10.1.0.1"));
+		punt(v, FWD_PUNT_ND, v->if1, f, ns_frame(f, sizeof(f), "fd00:1::1", "fd00:1::1"), 0,
+		     NULL);
+		assert_null(next_out(v));
+		assert_false(known(v, AF_INET6, "fd00:1::1"));
+		fwd_sp_stats(v->e, &st);
+		assert_int_equal(st.r[FWD_SP_OWN_CLAIMED], before + 2);
+	}
 }
 
 static void proxy_arp_for_the_other_side_only(void **state)
