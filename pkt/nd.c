@@ -83,8 +83,14 @@ static enum nd_reason lladdr_opt(const uint8_t *o, size_t olen, enum nd_link lin
 				 const uint8_t **addr)
 {
 	if (link == ND_LINK_ETHER) {
+		static const uint8_t zero[6];
+
 		if (olen != 8)
 			return ND_BAD_LLADDR_LEN;
+		/* A group or no address at all: nobody's port (arp_parse refuses the same
+		 * as a sender hardware address). */
+		if ((o[2] & 1) || !memcmp(o + 2, zero, 6))
+			return ND_LLADDR_NOT_UNICAST;
 		*addr = o + 2;
 		return ND_OK;
 	}

@@ -79,8 +79,9 @@ enum nd_reason {
 	ND_RS_UNSPEC_WITH_SLLAO, /* RS from :: with a source link-layer option */
 	ND_SRC_NOT_LINK_LOCAL,   /* RA or Redirect not from a link-local address */
 	ND_SRC_MULTICAST,        /* any ND message from a multicast source */
-	ND_LLADDR_NOT_UNICAST,   /* IPoIB address with the multicast QPN 0xffffff, a
-				  * multicast or a zero GID (arp_parse refuses the same) */
+	ND_LLADDR_NOT_UNICAST,   /* a multicast or zero MAC; an IPoIB address with the
+				  * multicast QPN 0xffffff, a multicast or a zero GID
+				  * (arp_parse refuses the same) */
 	ND_REASON_COUNT
 };
 

@@ -88,6 +88,17 @@ static void test_ns_ether(void **state)
 	assert_false(m.dad);
 	/* the same packet on an IPoIB link: wrong option size for the link */
 	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_BAD_LLADDR_LEN);
+	/* a multicast or a zero MAC in the option: nobody's port (as in arp_parse) */
+	{
+		static const uint8_t group[6] = { 0x33, 0x33, 0, 0, 0, 1 }, zero[6];
+
+		n = nd_build_ns(p, sizeof(p), ND_LINK_ETHER, ll1, NULL, tgt, group);
+		assert_int_equal(nd_parse(p, n, ND_LINK_ETHER, &m), ND_LLADDR_NOT_UNICAST);
+		n = nd_build_ns(p, sizeof(p), ND_LINK_ETHER, ll1, NULL, tgt, zero);
+		assert_int_equal(nd_parse(p, n, ND_LINK_ETHER, &m), ND_LLADDR_NOT_UNICAST);
+		n = nd_build_ns(p, sizeof(p), ND_LINK_ETHER, ll1, NULL, tgt, mac);
+		assert_int_equal(nd_parse(p, n, ND_LINK_ETHER, &m), ND_OK);
+	}
 
 	/* unicast NS (reachability) */
 	n = nd_build_ns(p, sizeof(p), ND_LINK_ETHER, ll1, ll2, tgt, mac);
