@@ -885,30 +885,37 @@ static void note_stall(struct dp_ha *h, uint64_t now)
 	h->timer_due = now; /* counted once */
 }
 
-/* A heartbeat handed over by a worker (heartbeat thread, lock): only with TTL 255, from
- * the peer's address on the path it came in on. */
+/* The heartbeat path a datagram came in on: only with TTL 255 (nothing routed it), from
+ * the peer's address on that path's interface. -1 otherwise, counted. (lock) */
+static int path_of(struct dp_ha *h, uint32_t ifindex, const struct ip_addr *src, uint8_t ttl)
+{
+	if (ttl != 255) {
+		h->rx_bad_ttl++; /* routed from elsewhere: never the peer on a path */
+		return -1;
+	}
+	for (unsigned p = 0; p < h->n_paths; p++)
+		if (h->paths[p].ifindex && h->paths[p].ifindex == ifindex &&
+		    ip_addr_equal(src, &h->paths[p].peer))
+			return (int)p;
+	h->rx_unknown_path++;
+	return -1;
+}
+
+/* A heartbeat handed over by a worker (heartbeat thread, lock). */
 static void on_hb_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 		      const struct ip_addr *dst, uint16_t sport, uint8_t ttl,
 		      const uint8_t *payload, size_t len)
 {
 	struct dp_ha *h = ctx;
+	int p = path_of(h, ifindex, src, ttl);
 	(void)dst;
 	(void)sport;
 
-	if (ttl != 255) {
-		h->rx_bad_ttl++; /* routed from elsewhere: never the peer on a path */
+	if (p < 0)
 		return;
-	}
-	for (unsigned p = 0; p < h->n_paths; p++) {
-		if (!h->paths[p].ifindex || h->paths[p].ifindex != ifindex ||
-		    !ip_addr_equal(src, &h->paths[p].peer))
-			continue;
-		note_stall(h, now_ms());
-		if (ha_fsm_heartbeat(h->fsm, p, payload, len, now_ms()) == HA_WIRE_BAD_MAC)
-			auth_failed(h, p);
-		return;
-	}
-	h->rx_unknown_path++;
+	note_stall(h, now_ms());
+	if (ha_fsm_heartbeat(h->fsm, (unsigned)p, payload, len, now_ms()) == HA_WIRE_BAD_MAC)
+		auth_failed(h, (unsigned)p);
 }
 
 /* Heartbeats in: the workers handed some over. */
@@ -1017,23 +1024,15 @@ static void on_sync_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 			const uint8_t *payload, size_t len)
 {
 	struct dp_ha *h = ctx;
+	int p;
 	(void)dst;
 	(void)sport;
 
-	for (unsigned p = 0; ttl == 255 && p < h->n_paths; p++) {
-		struct dp_link *k = path_link(h, p);
-
-		if (k && k->ifindex == ifindex && ip_addr_equal(src, &h->paths[p].peer)) {
-			sync_in(h, p, payload, len);
-			return;
-		}
-	}
 	pthread_mutex_lock(&h->lock);
-	if (ttl != 255)
-		h->rx_bad_ttl++;
-	else
-		h->rx_unknown_path++;
+	p = path_of(h, ifindex, src, ttl);
 	pthread_mutex_unlock(&h->lock);
+	if (p >= 0)
+		sync_in(h, (unsigned)p, payload, len);
 }
 
 /* Path p's interface and our address on it, as the heartbeat thread sends and matches
