@@ -428,24 +428,73 @@ static int neigh_cb(void *arg, const struct neigh_info *ni)
 	return emit(w->r, &w->status, o);
 }
 
+/* Where a streamed `show neighbours` stopped: the interface and the next bucket of its
+ * table. */
+struct neigh_cursor {
+	struct gw_dp *dp;
+	char dev[FWD_IF_NAME_MAX]; /* "": every interface */
+	uint32_t ifindex;
+	unsigned bucket;
+};
+
+static bool neigh_piece_full(void *arg)
+{
+	const struct neigh_walk *w = arg;
+
+	return ctl_reply_full(w->r);
+}
+
+static bool neigh_dev_match(const struct fwd_if *f, const char *dev)
+{
+	return f && f->neigh && (!dev[0] || !strcmp(dev, f->name));
+}
+
+/* One piece: whole hash buckets of the interfaces' tables from the cursor on, until the
+ * piece is full. An interface replaced by a reload between pieces is walked in its new
+ * table from the same bucket (a dump during a reload may miss or repeat an entry). */
+static int neighbours_next(void *ctx, void *cursor, struct ctl_reply *r)
+{
+	struct neigh_cursor *cur = cursor;
+	const struct fwd_snap *s = fwd_engine_current(cur->dp->e);
+	struct neigh_walk w = { .dp = cur->dp, .r = r, .status = CTL_OK };
+	(void)ctx;
+
+	for (; cur->ifindex < FWD_IF_MAX; cur->ifindex++, cur->bucket = 0) {
+		const struct fwd_if *f = fwd_snap_if(s, cur->ifindex);
+		bool more;
+
+		if (!neigh_dev_match(f, cur->dev))
+			continue;
+		w.f = f;
+		more = neigh_walk_from(f->neigh, &cur->bucket, neigh_piece_full, neigh_cb, &w);
+		if (w.status != CTL_OK)
+			return w.status;
+		if (more)
+			return CTL_MORE;
+	}
+	return CTL_OK;
+}
+
+/* Streamed: a table holds up to gc_thresh3 (4 Mi) entries per interface. */
 int gw_dp_show_neighbours(struct gw_dp *dp, const char *dev, struct ctl_reply *r)
 {
 	const struct fwd_snap *s = fwd_engine_current(dp->e);
-	struct neigh_walk w = { .dp = dp, .r = r, .status = CTL_OK };
+	struct neigh_cursor *cur;
 	bool found = !dev;
 
-	for (uint32_t k = 1; k < FWD_IF_MAX && w.status == CTL_OK; k++) {
-		const struct fwd_if *f = fwd_snap_if(s, k);
-
-		if (!f || !f->neigh || (dev && strcmp(dev, f->name)))
-			continue;
-		found = true;
-		w.f = f;
-		neigh_foreach(f->neigh, neigh_cb, &w);
-	}
+	for (uint32_t k = 1; k < FWD_IF_MAX && !found; k++)
+		found = neigh_dev_match(fwd_snap_if(s, k), dev);
 	if (!found)
 		return ctl_reply_error(r, CTL_EBADREQ, "no interface '%s' in the data plane", dev);
-	return w.status;
+	cur = calloc(1, sizeof(*cur));
+	if (!cur)
+		return ctl_reply_error(r, CTL_EFAILED, "out of memory");
+	cur->dp = dp;
+	cur->ifindex = 1;
+	if (dev)
+		snprintf(cur->dev, sizeof(cur->dev), "%s", dev);
+	ctl_reply_stream(r, neighbours_next, cur, free);
+	return CTL_OK;
 }
 
 /* ---- paths, groups, connections -------------------------------------------------------- */
@@ -488,17 +537,53 @@ static int path_cb(void *arg, const struct sa_path_info *pi)
 	return emit(w->r, &w->status, o);
 }
 
+/* Where a streamed `show paths` stopped: the port and the next bucket of its cache. */
+struct path_cursor {
+	struct gw_dp *dp;
+	unsigned port, bucket;
+};
+
+static bool path_piece_full(void *arg)
+{
+	const struct port_walk *w = arg;
+
+	return ctl_reply_full(w->r);
+}
+
+/* One piece: whole hash buckets of the ports' PathRecord caches from the cursor on. A
+ * reload between pieces that changes the ports may make the dump miss or repeat
+ * entries, as for neighbours. */
+static int paths_next(void *ctx, void *cursor, struct ctl_reply *r)
+{
+	struct path_cursor *cur = cursor;
+	struct port_walk w = { .r = r, .status = CTL_OK };
+	(void)ctx;
+
+	for (; cur->port < cur->dp->n_ports; cur->port++, cur->bucket = 0) {
+		bool more;
+
+		if (!cur->dp->ports[cur->port].sa)
+			continue;
+		w.p = &cur->dp->ports[cur->port];
+		more = sa_path_walk_from(w.p->sa, &cur->bucket, path_piece_full, path_cb, &w);
+		if (w.status != CTL_OK)
+			return w.status;
+		if (more)
+			return CTL_MORE;
+	}
+	return CTL_OK;
+}
+
+/* Streamed: a port caches up to max_paths (65,536 by default) PathRecords. */
 int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r)
 {
-	struct port_walk w = { .r = r, .status = CTL_OK };
+	struct path_cursor *cur = calloc(1, sizeof(*cur));
 
-	for (unsigned i = 0; i < dp->n_ports && w.status == CTL_OK; i++) {
-		if (!dp->ports[i].sa)
-			continue;
-		w.p = &dp->ports[i];
-		sa_path_foreach(dp->ports[i].sa, path_cb, &w);
-	}
-	return w.status;
+	if (!cur)
+		return ctl_reply_error(r, CTL_EFAILED, "out of memory");
+	cur->dp = dp;
+	ctl_reply_stream(r, paths_next, cur, free);
+	return CTL_OK;
 }
 
 /* One GID route of a port: its routers as the lookup sees them (a router marked down by

@@ -766,32 +766,62 @@ const char *sa_path_state_name(enum sa_path_state s)
 	return "?";
 }
 
+static void path_info_of(const struct path_entry *e, uint64_t n, struct sa_path_info *pi)
+{
+	memset(pi, 0, sizeof(*pi));
+	pi->path = e->path;
+	pi->path.dgid = e->dgid;
+	pi->path.sgid = e->sgid;
+	if (!e->has_path) {
+		pi->path.pkey = e->pkey;
+		pi->path.tclass = e->tclass;
+	}
+	if (e->has_path)
+		pi->state = e->stale || e->expires <= n ? SA_PATH_STALE : SA_PATH_VALID;
+	else
+		pi->state = e->negative ? SA_PATH_NEGATIVE : SA_PATH_PENDING;
+	pi->last_error = e->last_error;
+	pi->age_ms = n - e->created;
+	pi->expires_in_ms = e->expires > n ? e->expires - n : 0;
+	pi->waiters = e->nwait;
+}
+
 void sa_path_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_path_info *pi),
 		     void *arg)
 {
 	uint64_t n = now(c);
 
 	for (const struct path_entry *e = c->fifo_head; e; e = e->fnext) {
-		struct sa_path_info pi = { 0 };
+		struct sa_path_info pi;
 
-		pi.path = e->path;
-		pi.path.dgid = e->dgid;
-		pi.path.sgid = e->sgid;
-		if (!e->has_path) {
-			pi.path.pkey = e->pkey;
-			pi.path.tclass = e->tclass;
-		}
-		if (e->has_path)
-			pi.state = e->stale || e->expires <= n ? SA_PATH_STALE : SA_PATH_VALID;
-		else
-			pi.state = e->negative ? SA_PATH_NEGATIVE : SA_PATH_PENDING;
-		pi.last_error = e->last_error;
-		pi.age_ms = n - e->created;
-		pi.expires_in_ms = e->expires > n ? e->expires - n : 0;
-		pi.waiters = e->nwait;
+		path_info_of(e, n, &pi);
 		if (fn(arg, &pi))
 			break;
 	}
+}
+
+bool sa_path_walk_from(const struct sa_client *c, unsigned *bucket, bool (*stop)(void *arg),
+		       int (*fn)(void *arg, const struct sa_path_info *pi), void *arg)
+{
+	uint64_t n = now(c);
+
+	for (unsigned b = *bucket; b < c->nbuckets; b++) {
+		if (stop && b != *bucket && stop(arg)) {
+			*bucket = b;
+			return true;
+		}
+		for (const struct path_entry *e = c->buckets[b]; e; e = e->hnext) {
+			struct sa_path_info pi;
+
+			path_info_of(e, n, &pi);
+			if (fn(arg, &pi)) {
+				*bucket = b + 1;
+				return true;
+			}
+		}
+	}
+	*bucket = c->nbuckets;
+	return false;
 }
 
 /* ---------------------------------------------------------------------------------- */

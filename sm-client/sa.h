@@ -195,6 +195,13 @@ struct sa_path_info {
 /* Calls fn for every cache entry (in no particular order); fn returns non-zero to stop. */
 void sa_path_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct sa_path_info *pi),
 		     void *arg);
+/* The same in pieces, for a reply streamed across calls (as neigh_walk_from): the hash
+ * buckets from *bucket on, each whole; before each bucket after the first, stop(arg) may
+ * end the piece. Returns true when the walk ended early, with *bucket where the next
+ * piece starts; false at the end. The buckets are sized once (max_paths), so an entry
+ * present for the whole walk is seen exactly once. */
+bool sa_path_walk_from(const struct sa_client *c, unsigned *bucket, bool (*stop)(void *arg),
+		       int (*fn)(void *arg, const struct sa_path_info *pi), void *arg);
 const char *sa_path_state_name(enum sa_path_state s);
 
 /* --- Multicast -------------------------------------------------------------------- */

@@ -882,18 +882,34 @@ void neigh_info_of(const struct neigh_table *t, const struct neigh_entry *e, str
 	ni->queue_drops = e->q_drops;
 }
 
-void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struct neigh_info *ni),
-		   void *arg)
+bool neigh_walk_from(const struct neigh_table *t, unsigned *bucket, bool (*stop)(void *arg),
+		     int (*fn)(void *arg, const struct neigh_info *ni), void *arg)
 {
-	for (unsigned b = 0; b <= t->mask; b++) {
+	for (unsigned b = *bucket; b <= t->mask; b++) {
+		if (stop && b != *bucket && stop(arg)) {
+			*bucket = b;
+			return true;
+		}
 		for (const struct neigh_entry *e = t->buckets[b]; e; e = e->next) {
 			struct neigh_info ni;
 
 			neigh_info_of(t, e, &ni);
-			if (fn(arg, &ni))
-				return;
+			if (fn(arg, &ni)) {
+				*bucket = b + 1;
+				return true;
+			}
 		}
 	}
+	*bucket = t->mask + 1;
+	return false;
+}
+
+void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struct neigh_info *ni),
+		   void *arg)
+{
+	unsigned b = 0;
+
+	(void)neigh_walk_from(t, &b, NULL, fn, arg);
 }
 
 void neigh_foreach_entry(struct neigh_table *t,

@@ -240,6 +240,15 @@ bool neigh_on_link(const struct ip_prefix *p, unsigned n, int family, const uint
 /* Control-thread iteration; fn returns non-zero to stop. */
 void neigh_foreach(const struct neigh_table *t, int (*fn)(void *arg, const struct neigh_info *ni),
 		   void *arg);
+/* The same in pieces, for a reply streamed across calls: the buckets from *bucket on,
+ * each bucket whole; before each bucket after the first, stop(arg) may end the piece.
+ * Returns true when the walk ended early (stop, or fn non-zero: its bucket counts as
+ * walked), with *bucket where the next piece starts; false at the table's end. The
+ * buckets never move (the table is sized once, at gc_thresh3), so an entry present for
+ * the whole walk is seen exactly once; one added or deleted between pieces may or may
+ * not be. */
+bool neigh_walk_from(const struct neigh_table *t, unsigned *bucket, bool (*stop)(void *arg),
+		     int (*fn)(void *arg, const struct neigh_info *ni), void *arg);
 /* For control code that walks entries to act on them (rebuild AHs): fn may call
  * neigh_set_link on the entry, nothing that adds or deletes. */
 void neigh_foreach_entry(struct neigh_table *t,

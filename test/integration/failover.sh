@@ -24,7 +24,7 @@
 #                  on gw2): both forward at once, the IB host's next hops are each box;
 #                  gw2 SIGKILLed: gw1 MASTER of both (show ha says why), the IPv6 gaps
 #                  bounded as a SIGKILL's, IPv4 through gw1 not interrupted (its gap
-#                  under the 80 ms dead interval, no svc4 transition); gw2 restarted:
+#                  under the 40 ms dead interval, no svc4 transition); gw2 restarted:
 #                  it preempts svc6 back, svc4 not interrupted, and for 3 s after both
 #                  boxes hear each other on both paths and no group moves
 # Needs root, ibsim, opensm, jq, iperf3, nft, curl.
@@ -47,8 +47,13 @@ pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/rece
 # Gap bounds: the largest gap docs/failover.md reports for each case ("Measured on the
 # simulated rack"), plus a margin of 60 ms (three heartbeat intervals) for a loaded
 # two-core machine. A bound is a promise the docs make, not a generous timeout.
+# A SIGKILL's gap is bounded by what the timers promise, D + I (50 ms with the defaults:
+# heartbeats every 10 ms, dead after 40 ms), plus 20 ms for a loaded machine: measured
+# 41-42 ms alone, 51-54 ms with two compilers running beside the rack (docs/failover.md,
+# "Timers and bounds").
 margin=60
 bound() { echo $(($1 + margin)); }
+kill_bound=70
 gap_ok() { # NAME LIMIT_MS: the gap line, and whether it is under the limit
 	local r
 	r=$(gap_stop "$1")
@@ -156,10 +161,10 @@ wait_state gw2 master 5
 tap_like "SIGKILL of the master: gw2 takes over, and says why" "$(g gw2 show ha | grep '^group')" \
 	"MASTER priority 100 .*: peer dead on all paths"
 sleep 2
-tap_is "SIGKILL: the gap Ethernet -> IB is under $(bound 89) ms (89 measured + margin)" \
-	"$(gap_ok e2i "$(bound 89)")" ok
-tap_is "SIGKILL: the gap IB -> Ethernet is under $(bound 89) ms (89 measured + margin)" \
-	"$(gap_ok i2e "$(bound 89)")" ok
+tap_is "SIGKILL: the gap Ethernet -> IB is under $kill_bound ms (D + I + 20)" \
+	"$(gap_ok e2i "$kill_bound")" ok
+tap_is "SIGKILL: the gap IB -> Ethernet is under $kill_bound ms (D + I + 20)" \
+	"$(gap_ok i2e "$kill_bound")" ok
 wait "$iperf" "$iperf_r"
 tap_is "state sync: taking over, gw2 asked the SA for no path (it had gw1's)" \
 	"$(g gw2 -j show stats | jq '.[0].paths.queries')" "$q0"
@@ -317,12 +322,12 @@ aa_gaps_start() { # PHASE: 1 ms pings both ways, IPv4 (through gw1 all along) an
 	gap_start "$1-e2i6" "$rack-ethhost1" fd00:10::13 -6
 	gap_start "$1-i2e6" "$rack-ibhost3" fd00:20::11 -6
 }
-aa_gap_checks() { # PHASE MEASURED_MS: four checks, the IPv6 gaps bounded by what
-	# docs/failover.md reports for the phase plus the margin, IPv4 through gw1 by $keep
-	tap_is "... IPv6 Ethernet -> IB resumes: gap under $(bound "$2") ms ($2 measured + margin)" \
-		"$(gap_ok "$1-e2i6" "$(bound "$2")")" ok
-	tap_is "... IPv6 IB -> Ethernet resumes: gap under $(bound "$2") ms ($2 measured + margin)" \
-		"$(gap_ok "$1-i2e6" "$(bound "$2")")" ok
+aa_gap_checks() { # PHASE LIMIT_MS WHY: four checks, the IPv6 gaps bounded by LIMIT_MS
+	# (WHY says where it comes from), IPv4 through gw1 by $keep
+	tap_is "... IPv6 Ethernet -> IB resumes: gap under $2 ms ($3)" \
+		"$(gap_ok "$1-e2i6" "$2")" ok
+	tap_is "... IPv6 IB -> Ethernet resumes: gap under $2 ms ($3)" \
+		"$(gap_ok "$1-i2e6" "$2")" ok
 	tap_is "... IPv4 Ethernet -> IB through gw1 not interrupted: gap under $keep ms" \
 		"$(gap_ok "$1-e2i4" "$keep")" ok
 	tap_is "... IPv4 IB -> Ethernet through gw1 not interrupted: gap under $keep ms" \
@@ -330,8 +335,8 @@ aa_gap_checks() { # PHASE MEASURED_MS: four checks, the IPv6 gaps bounded by wha
 }
 # IPv4 through gw1 while svc6 moves: docs/failover.md reports 6-23 ms (23 under load);
 # 23 + the margin would pass an interruption as long as a failover's, so the bound is
-# the 80 ms dead interval, which any wait for a failover exceeds.
-keep=80
+# the 40 ms dead interval, which any wait for a failover exceeds.
+keep=40
 m4=$(svc4_mark gw1)
 aa_gaps_start aak
 sleep 1
@@ -342,7 +347,7 @@ tap_like "active/active, gw2 killed: gw1 takes svc6 over, and says why" "$(group
 sleep 2
 tap_is "... svc4 stays MASTER on gw1: same reason, no transition (show ha)" \
 	"$(svc4_mark gw1)" "$m4"
-aa_gap_checks aak 89
+aa_gap_checks aak "$kill_bound" "a SIGKILL's bound"
 tap_is "... the IB host's IPv4 and IPv6 next hops are both gw1" \
 	"$(nmac40 -4 10.10.0.1) $(nmac40 -6 fd00:10::1)" "$(guid40 gw1) $(guid40 gw1)"
 
@@ -372,7 +377,7 @@ tap_is "active/active, gw2 restarted: it takes svc6 back and then no group moves
 	"${states_seen# }" "master_backup_backup_master"
 tap_is "... then both boxes hear each other on both paths" \
 	"$(alive_paths gw1) $(alive_paths gw2)" "ib0,eth0 ib0,eth0"
-aa_gap_checks aab 33
+aa_gap_checks aab "$(bound 33)" "33 measured + margin"
 tap_is "... the IB host's IPv4 next hop is gw1, its IPv6 next hop gw2 again" \
 	"$(nmac40 -4 10.10.0.1) $(nmac40 -6 fd00:10::1)" "$(guid40 gw1) $(guid40 gw2)"
 

@@ -26,6 +26,8 @@ ethernet_interfaces:
   - name: eth0
     device: veth0
     addresses: [192.168.77.1/24, "fd00:77::1/64"]
+neighbours:
+  gc_thresh3: 4096
 routes:
   - prefix: 10.9.0.0/16
     via: 192.168.77.9
@@ -39,7 +41,7 @@ wait_up() {
 	return 1
 }
 
-tap_plan 20
+tap_plan 22
 ip netns exec "$ns" "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
 pid=$!
 tap_check "the daemon runs with eth0 UP" wait_up
@@ -111,6 +113,18 @@ tap_is "show routes streams 4,000 config routes once each, in prefix order" \
 tap_is "show routes -j gives the same routes" \
 	"$(g -j show routes | jq length)" \
 	"$(g show routes | grep -vc '^[[:space:]]')"
+
+# Neighbours too: 1,500 PERMANENT entries are some 150 KB of JSON, three pieces.
+for i in $(seq 1 1500); do
+	g neigh add "fd00:77::1:$(printf %x "$i")" dev eth0 \
+		lladdr "02:00:00:00:$(printf '%02x:%02x' $((i / 256)) $((i % 256)))" || break
+done
+many=$(g show neighbours dev eth0 | grep -E '^fd00:77::1:[0-9a-f]+ dev eth0 lladdr 02:00:00:00:[0-9a-f:]+ PERMANENT$')
+tap_is "show neighbours streams 1,500 of them once each" \
+	"$(printf '%s\n' "$many" | wc -l) $(printf '%s\n' "$many" | sort -u | wc -l)" "1500 1500"
+tap_is "show neighbours -j gives the same entries" \
+	"$(g -j show neighbours | jq '([.[] | select(.dst | startswith("fd00:77::1:"))] | length), ([.[].dst] | unique | length)' | paste -sd' ')" \
+	"1500 $(g show neighbours | wc -l)"
 
 kill -TERM "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done

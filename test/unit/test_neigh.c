@@ -362,6 +362,87 @@ static void test_many(void **s)
 	neigh_table_free(t);
 }
 
+/* The walk in pieces (a streamed `show neighbours`): each piece ends at a bucket boundary
+ * when stop says so, and the pieces together see every entry exactly once, also when
+ * entries are added and deleted between pieces (those may or may not be seen). */
+struct piece_walk {
+	uint8_t seen[4000];
+	unsigned in_piece, limit;
+};
+
+static int piece_fn(void *arg, const struct neigh_info *ni)
+{
+	struct piece_walk *w = arg;
+	unsigned i = (unsigned)ni->addr[14] << 8 | ni->addr[15];
+
+	assert_true(i < 4000);
+	w->seen[i]++;
+	w->in_piece++;
+	return 0;
+}
+
+static bool piece_full(void *arg)
+{
+	const struct piece_walk *w = arg;
+
+	return w->in_piece >= w->limit;
+}
+
+static void test_walk_pieces(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 1000, .gc_thresh2 = 2000, .gc_thresh3 = 4000 };
+	struct neigh_table *t = mk(&p);
+	struct neigh_link l = mac_link(1);
+	struct piece_walk w = { .limit = 50 };
+	uint8_t a[16] = { 0xfd };
+	unsigned b = 0, pieces = 0;
+
+	(void)s;
+	for (unsigned i = 0; i < 3000; i++) {
+		a[14] = (uint8_t)(i >> 8);
+		a[15] = (uint8_t)i;
+		assert_non_null(neigh_update(t, AF_INET6, a, &l, NEIGH_F_CREATE));
+	}
+	for (;;) {
+		w.in_piece = 0;
+		bool more = neigh_walk_from(t, &b, piece_full, piece_fn, &w);
+
+		pieces++;
+		/* A piece stops at the first bucket boundary past the limit: buckets are
+		 * short, so it overshoots by a few entries at most. */
+		assert_true(w.in_piece >= 1 && w.in_piece < w.limit + 8);
+		if (!more)
+			break;
+		/* Between pieces: 1000..1009 deleted, 3000..3009 added. */
+		if (pieces == 10) {
+			for (unsigned i = 1000; i < 1010; i++) {
+				a[14] = (uint8_t)(i >> 8);
+				a[15] = (uint8_t)i;
+				neigh_delete(t, neigh_lookup(t, AF_INET6, a));
+			}
+			for (unsigned i = 3000; i < 3010; i++) {
+				a[14] = (uint8_t)(i >> 8);
+				a[15] = (uint8_t)i;
+				assert_non_null(neigh_update(t, AF_INET6, a, &l, NEIGH_F_CREATE));
+			}
+		}
+	}
+	assert_true(pieces > 3000 / 58);
+	for (unsigned i = 0; i < 3010; i++) {
+		if (i >= 1000 && i < 1010)
+			assert_true(w.seen[i] <= 1);
+		else if (i >= 3000)
+			assert_true(w.seen[i] <= 1);
+		else
+			assert_int_equal(w.seen[i], 1);
+	}
+	/* Past the end: nothing more, and the cursor stays there. */
+	w.in_piece = 0;
+	assert_false(neigh_walk_from(t, &b, piece_full, piece_fn, &w));
+	assert_int_equal(w.in_piece, 0);
+	neigh_table_free(t);
+}
+
 /* The defaults of the limits, and the table refusing a cap above gc_thresh3. */
 static void test_limit_params(void **s)
 {
@@ -636,9 +717,9 @@ int main(void)
 		cmocka_unit_test(test_lifecycle),      cmocka_unit_test(test_confirmations),
 		cmocka_unit_test(test_update_rules),   cmocka_unit_test(test_usable_later),
 		cmocka_unit_test(test_gc_thresholds),  cmocka_unit_test(test_many),
-		cmocka_unit_test(test_limit_params),   cmocka_unit_test(test_scan),
-		cmocka_unit_test(test_eviction_order), cmocka_unit_test(test_unresolved_cap),
-		cmocka_unit_test(test_on_link),
+		cmocka_unit_test(test_walk_pieces),    cmocka_unit_test(test_limit_params),
+		cmocka_unit_test(test_scan),           cmocka_unit_test(test_eviction_order),
+		cmocka_unit_test(test_unresolved_cap), cmocka_unit_test(test_on_link),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

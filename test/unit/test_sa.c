@@ -288,6 +288,60 @@ static void test_path_seed(void **state)
 	fake_free(f);
 }
 
+/* The cache walked in pieces (a streamed `show paths`): pieces end at bucket
+ * boundaries and together see every entry once. */
+struct path_pieces {
+	uint8_t seen[2000];
+	unsigned in_piece;
+};
+
+static int path_piece_fn(void *arg, const struct sa_path_info *pi)
+{
+	struct path_pieces *w = arg;
+	uint64_t g = ib_gid_guid(&pi->path.dgid) - 0x5000;
+
+	assert_true(g < 2000);
+	assert_int_equal(pi->state, SA_PATH_VALID);
+	w->seen[g]++;
+	w->in_piece++;
+	return 0;
+}
+
+static bool path_piece_full(void *arg)
+{
+	return ((const struct path_pieces *)arg)->in_piece >= 40;
+}
+
+static void test_path_walk_pieces(void **state)
+{
+	struct fake *f = fake_new();
+	struct sa_client *c = client(f, NULL);
+	struct path_pieces *w = calloc(1, sizeof(*w));
+	unsigned b = 0, pieces = 0;
+	bool more;
+
+	(void)state;
+	answer_probe(c, f, 0);
+	for (unsigned i = 0; i < 2000; i++) {
+		struct sa_path seed = { .dlid = (uint16_t)(10 + i), .mtu = 4, .rate = 3 };
+
+		gid(&seed.dgid, 0x5000 + i);
+		assert_int_equal(sa_path_seed(c, &seed), 1);
+	}
+	do {
+		w->in_piece = 0;
+		more = sa_path_walk_from(c, &b, path_piece_full, path_piece_fn, w);
+		pieces++;
+		assert_true(w->in_piece < 40 + 8); /* at most one bucket past the limit */
+	} while (more);
+	assert_true(pieces >= 2000 / 48);
+	for (unsigned i = 0; i < 2000; i++)
+		assert_int_equal(w->seen[i], 1);
+	free(w);
+	sa_client_free(c);
+	fake_free(f);
+}
+
 /* A path's lifetime to the millisecond: fresh until path_ttl (300 s) has passed, asked
  * again at that instant; a revalidation the SA never answers keeps the old path
  * serving (stale), and a query for another partition is its own entry. */
@@ -970,6 +1024,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_resolve_and_cache),
 		cmocka_unit_test(test_path_seed),
+		cmocka_unit_test(test_path_walk_pieces),
 		cmocka_unit_test(test_path_lifetime),
 		cmocka_unit_test(test_negative_and_status),
 		cmocka_unit_test(test_timeout_backoff),
