@@ -43,10 +43,10 @@
 #define MAXQ     8
 
 static struct {
-	int efd;                /* the "umad fd": readable while rx is not empty */
-	int open_ret;           /* umad_open_port's answer when not >= 0 (-EIO ...) */
+	int efd;      /* the "umad fd": readable while rx is not empty */
+	int open_ret; /* umad_open_port's answer when not >= 0 (-EIO ...) */
 	int open_errno;
-	int reg_errno;          /* umad_register fails with this errno when non-zero */
+	int reg_errno; /* umad_register fails with this errno when non-zero */
 	char open_ca[64];
 	int open_port;
 	int reg_class, reg_version, reg_rmpp;
@@ -523,9 +523,15 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_registers_cm_agent), T(test_send_lid_routed),	  T(test_send_grh),
-		T(test_receive_addresses),  T(test_receive_refused),	  T(test_refused_ib_cm_loaded),
-		T(test_refused_other_holder), T(test_refused_other_errno), T(test_open_port_denied),
+		T(test_registers_cm_agent),
+		T(test_send_lid_routed),
+		T(test_send_grh),
+		T(test_receive_addresses),
+		T(test_receive_refused),
+		T(test_refused_ib_cm_loaded),
+		T(test_refused_other_holder),
+		T(test_refused_other_errno),
+		T(test_open_port_denied),
 		T(test_sysfs_checks),
 	};
 
