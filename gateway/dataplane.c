@@ -769,7 +769,30 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
-	if (lc.connected && !p->cmp) {
+	if (lc.connected && !p->cmp && strcmp(p->backend, "sim")) {
+		/* Hardware: the CM's MADs through libibumad. No datagram fallback: a link
+		 * configured connected does not come up without its CM (the reason says
+		 * why, e.g. the kernel's ib_cm holding the CM class, and the fix). */
+		char why[512];
+
+		ret =
+		    ipoib_cm_port_open_umad(p->device, p->num, dp->loop, &p->cmp, why, sizeof(why));
+		if (ret < 0) {
+			p->cmp = NULL;
+			log_error("%s: connected mode refused: %s", k->name, why);
+			if (ret == -EBUSY)
+				set_reason(
+				    k->reason,
+				    "connected mode refused: the kernel's ib_cm holds the CM "
+				    "class on %s/%u (see the log)",
+				    p->device, p->num);
+			else
+				set_reason(k->reason, "connected mode refused: %s", why);
+			return k;
+		}
+	} else if (lc.connected && !p->cmp) {
+		/* The simulated fabric: its GSI QP (ibsim cannot carry CM MADs to a umad
+		 * agent; docs/connected-mode.md, "On the rack"). */
 		ret = ipoib_cm_port_open(p->ops, p->port, &p->cmp);
 		if (ret < 0) {
 			p->cmp = NULL;

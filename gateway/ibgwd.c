@@ -17,6 +17,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "cm/cm_umad.h"
 #include "gateway/config.h"
 #include "gateway/daemon.h"
 #include "ha/ha_wire.h"
@@ -75,6 +76,28 @@ static int check_failover_key(const struct gw_config *cfg)
 	return ret;
 }
 
+/* Connected mode on hardware needs the kernel's ib_cm unloaded (cm/cm_umad.h): judged
+ * from sysfs, without side effects, for the HCAs present on this host only (a config
+ * checked on another machine names devices this one lacks: nothing to judge there). */
+static int check_connected_mode_host(const struct gw_config *cfg)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
+		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
+
+		if (l->mode != GW_IPOIB_CONNECTED || l->backend != GW_IB_BACKEND_VERBS ||
+		    !cm_umad_device_present(NULL, l->device) || !cm_umad_kernel_cm_loaded(NULL))
+			continue;
+		fprintf(stderr,
+			"%s:%u:%u: ipoib link %s: mode connected needs the CM class (0x07) of "
+			"%s, which the kernel's ib_cm module holds while loaded: %s\n",
+			cfg->source, l->pos.line, l->pos.column, l->name, l->device, CM_UMAD_FIX);
+		ret = -1;
+	}
+	return ret;
+}
+
 /* -n: every error to stderr as FILE:LINE:COLUMN: message; -v prints the config. */
 static int check_config(const char *path, bool verbose)
 {
@@ -87,7 +110,10 @@ static int check_config(const char *path, bool verbose)
 	gw_config_errors_free(&errs);
 	if (ret < 0)
 		return EX_CONFIG;
-	if (check_failover_key(cfg) < 0) {
+	ret = check_failover_key(cfg);
+	if (check_connected_mode_host(cfg) < 0)
+		ret = -1;
+	if (ret < 0) {
 		gw_config_free(cfg);
 		return EX_CONFIG;
 	}

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cm/cm_gsi.h"
+#include "cm/cm_umad.h"
 #include "ipoib/ipoib_pvt.h"
 #include "lib/evloop.h"
 #include "lib/ib_types.h"
@@ -286,11 +287,41 @@ int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port, struct 
 	return 0;
 }
 
+static void cmp_deliver(void *arg, const uint8_t *mad, size_t len, const struct cm_addr *from);
+
+int ipoib_cm_port_open_umad(const char *ca_name, int port, struct evloop *loop,
+			    struct ipoib_cm_port **out, char *why, size_t why_len)
+{
+	struct ipoib_cm_port *cp = calloc(1, sizeof(*cp));
+	struct cm_umad_config uc = {
+		.ca_name = ca_name,
+		.port = port,
+		.loop = loop,
+		.deliver = cmp_deliver,
+		.arg = cp,
+	};
+	int r;
+
+	if (!cp)
+		return -ENOMEM;
+	cp->next_tag = 1;
+	r = cm_umad_open(&uc, &cp->umad, why, why_len);
+	if (r < 0) {
+		free(cp);
+		return r;
+	}
+	*out = cp;
+	return 0;
+}
+
 void ipoib_cm_port_close(struct ipoib_cm_port *cp)
 {
 	if (!cp)
 		return;
-	cm_gsi_close(cp->gsi);
+	if (cp->gsi)
+		cm_gsi_close(cp->gsi);
+	if (cp->umad)
+		cm_umad_close(cp->umad);
 	free(cp);
 }
 
@@ -324,7 +355,7 @@ static void cmp_deliver(void *arg, const uint8_t *mad, size_t len, const struct 
 
 bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc)
 {
-	if (!cp || wc->qp != cm_gsi_qp(cp->gsi))
+	if (!cp || !cp->gsi || wc->qp != cm_gsi_qp(cp->gsi))
 		return false;
 	cm_gsi_completion(cp->gsi, wc, cmp_deliver, cp);
 	return true;
@@ -418,8 +449,13 @@ int ipoib_cm_start(struct ipoib_link *l)
 			     : l->cfg.conn_idle_ms             ? l->cfg.conn_idle_ms
 							       : CONN_IDLE_MS;
 	cc.comm_id_tag = l->cm_tag;
-	cc.transport = &cm_gsi_transport;
-	cc.transport_ctx = l->cmp->gsi;
+	if (l->cmp->gsi) {
+		cc.transport = &cm_gsi_transport;
+		cc.transport_ctx = l->cmp->gsi;
+	} else {
+		cc.transport = &cm_umad_transport;
+		cc.transport_ctx = l->cmp->umad;
+	}
 	cc.cb = &link_cm_cb;
 	cc.cb_ctx = l;
 	cc.loop = l->cfg.loop;

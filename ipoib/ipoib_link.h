@@ -279,18 +279,26 @@ void ipoib_link_mcast_foreach(const struct ipoib_link *l,
 			      int (*fn)(void *arg, const struct ipoib_mcast_info *mi), void *arg);
 
 /* ---- connected mode (control thread) ---------------------------------------------- */
-/* The port's GSI QP (QP1) for the CM MADs of every connected link on the port (control
- * thread; its completions must reach ipoib_cm_port_completion on the control thread:
- * the host role polls the port there; the gateway's worker passes them on as messages
- * to ipoib_link_gsi_completion; see docs/connected-mode.md). */
+/* The CM MAD transport of every connected link on a port, one per port
+ * (docs/connected-mode.md, "Transports"):
+ * - ipoib_cm_port_open: the port's GSI QP (QP1) of the simulated fabric (the sim
+ *   backend; control thread; its completions must reach ipoib_cm_port_completion on the
+ *   control thread: the host role polls the port there; the gateway's worker passes
+ *   them on as messages to ipoib_link_gsi_completion);
+ * - ipoib_cm_port_open_umad: libibumad with a CM class agent (hardware: the kernel owns
+ *   QP1); loop watches the umad fd. Fails with -EBUSY and a reason in why naming the
+ *   fix when the kernel's ib_cm holds the CM class (cm/cm_umad.h). */
 int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port,
 		       struct ipoib_cm_port **out);
+int ipoib_cm_port_open_umad(const char *ca_name, int port, struct evloop *loop,
+			    struct ipoib_cm_port **out, char *why, size_t why_len);
 /* After every link using it is stopped. */
 void ipoib_cm_port_close(struct ipoib_cm_port *cp);
 /* A completion of the port: true if it was the GSI QP's (consumed: buffer reposted or
  * returned), false if it is someone else's. */
 bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc);
 struct cm_gsi;
+/* The GSI transport of the port (NULL for a umad one). */
 const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp);
 /* The link's own cm_port when it opened one (cfg.cm_port NULL), else NULL. */
 struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l);

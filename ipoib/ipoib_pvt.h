@@ -104,11 +104,15 @@ struct ipoib_conn {
 	atomic_uint_fast64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
 };
 
-/* The port's GSI QP, shared by its connected links (conn.c). Control thread. */
+struct cm_umad;
+
+/* The port's CM MAD transport, shared by its connected links (conn.c): the sim
+ * fabric's GSI QP (gsi) or a libibumad agent (umad), one of the two. Control thread. */
 struct ipoib_cm_port {
 	const struct ibp_ops *ops;
 	struct ibp_port *port;
 	struct cm_gsi *gsi;
+	struct cm_umad *umad;
 	struct ipoib_link *links[CM_PORT_LINKS];
 	unsigned n_links;
 	uint8_t next_tag;
