@@ -25,7 +25,7 @@ FUZZ_SECONDS ?= 20
 VERSION  := $(shell cat VERSION)
 
 PKGS     := yaml-0.1 json-c libsystemd libibumad libibverbs liburing \
-            libnl-3.0 libnl-route-3.0 liburcu-qsbr libmicrohttpd libsodium
+            libnl-3.0 libnl-route-3.0 liburcu-qsbr libmicrohttpd libsodium libpcap
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -812,6 +812,9 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 	port = if_port(f);
 	memset(f, 0, sizeof(*f));
 	port_lock_release(e, n, port);
+	/* A capture of it ends (its owner sees the interface gone and stops it): a later
+	 * interface given this index is not captured into it. */
+	atomic_store_explicit(&e->cap[index], NULL, memory_order_release);
 	snap_publish(e, n);
 	if (t) {
 		/* Parked packets are dropped now (on this thread); the table goes later. */

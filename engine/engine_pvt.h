@@ -153,7 +153,15 @@ struct fwd_engine {
 	int hb_efd;
 	_Atomic unsigned hb_slots;
 	uint64_t hb_delivered, hb_refused, hb_sent, hb_no_msg; /* the heartbeat thread's */
+	/* The capture running on each interface (engine/capture.h), NULL: none. Written by
+	 * control, read by the workers once per interface and burst. */
+	_Atomic(struct fwd_capture *) cap[FWD_IF_MAX];
 };
+
+static inline struct fwd_capture *fwd_capture_of(struct fwd_engine *e, uint32_t ifindex)
+{
+	return atomic_load_explicit(&e->cap[ifindex], memory_order_acquire);
+}
 
 /* A UDP datagram inside an IP packet of either family, as the slow path and the
  * heartbeat channel take one: the IP header valid, no fragment, no IPv6 extension header,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <urcu-qsbr.h>
 
+#include "engine/capture.h"
 #include "engine/engine_pvt.h"
 #include "engine/forward.h"
 #include "ipoib/ipoib_link.h"
@@ -160,9 +161,13 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 static void flush_eth(struct wstate *w, struct txq *q)
 {
 	const struct fwd_if *f = q->ifp;
+	struct fwd_capture *cap = fwd_capture_of(w->e, f->index);
 	uint64_t bytes = 0;
 	int n;
 
+	for (unsigned i = 0; cap && i < q->n; i++)
+		fwd_capture_packet(cap, w->id, FWD_CAPTURE_TX, NULL, 0, q->eth[i].hdr,
+				   q->eth[i].hdr_len, q->eth[i].data, q->eth[i].len);
 	fwd_port_lock(f->port_lock);
 	n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
 	fwd_port_unlock(f->port_lock);
@@ -176,16 +181,33 @@ static void flush_eth(struct wstate *w, struct txq *q)
 		FWD_ADD(w->st->drops[FWD_DROP_TX_FULL], q->n - (unsigned)n);
 }
 
+/* A send as the capture shows it (engine/capture.h): what the send knows of the
+ * destination's hardware address, its QPN. */
+static void capture_ib_tx(struct fwd_capture *cap, unsigned wid, const struct ibp_send *s)
+{
+	uint8_t pre[FWD_CAPTURE_IPOIB_ADDR_LEN] = { 0 };
+
+	pre[21] = (uint8_t)(s->remote_qpn >> 16);
+	pre[22] = (uint8_t)(s->remote_qpn >> 8);
+	pre[23] = (uint8_t)s->remote_qpn;
+	fwd_capture_packet(cap, wid, FWD_CAPTURE_TX, pre, sizeof(pre), s->buf->data, s->buf->len,
+			   NULL, 0);
+}
+
 /* One TX burst of an IPoIB interface: post_send of the prepared sends. */
 static void flush_ib(struct wstate *w, struct txq *q)
 {
 	const struct fwd_if *f = q->ifp;
+	struct fwd_capture *cap = fwd_capture_of(w->e, f->index);
 	uint32_t len[TXQ]; /* read before the post: a posted buffer is the port's */
 	uint64_t link_packets = 0, link_bytes = 0, bytes = 0;
 	int n;
 
-	for (unsigned i = 0; i < q->n; i++)
+	for (unsigned i = 0; i < q->n; i++) {
 		len[i] = q->ib[i].buf->len;
+		if (cap)
+			capture_ib_tx(cap, w->id, &q->ib[i]);
+	}
 	fwd_port_lock(f->port_lock);
 	n = f->ib_ops->post_send(q->ib, q->n);
 	fwd_port_unlock(f->port_lock);
@@ -394,6 +416,7 @@ static void take(struct wstate *w, struct fwd_result *res, bool ib, const struct
 static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
 	const struct fwd_if *in = fwd_snap_if(s, p->eth_if);
+	struct fwd_capture *cap;
 	int n;
 
 	fwd_port_lock(p->lk);
@@ -403,6 +426,10 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	if (n <= 0)
 		return 0;
 	FWD_ADD(w->st->rx_packets, (unsigned)n);
+	cap = fwd_capture_of(w->e, p->eth_if);
+	for (int i = 0; cap && i < n; i++)
+		fwd_capture_packet(cap, w->id, FWD_CAPTURE_RX, NULL, 0, w->erx[i].data,
+				   w->erx[i].len, NULL, 0);
 	for (int i = 0; i < n; i++)
 		w->ip[i] = fwd_eth_ip(w->erx[i].data, w->erx[i].len, &w->ip_len[i]);
 	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, (unsigned)n);
@@ -424,6 +451,36 @@ static const struct fwd_if *if_of_link(const struct fwd_snap *s, const void *lin
 		if (s->ifs[k].index && s->ifs[k].kind == FWD_IF_IPOIB && s->ifs[k].link == link)
 			return &s->ifs[k];
 	return NULL;
+}
+
+/* A receive as the capture shows it (engine/capture.h): a GRH-shaped address block with
+ * the source QPN. Not our own multicast looped back (the link drops it unseen). */
+static void capture_ib_rx(struct fwd_capture *cap, unsigned wid, const struct fwd_if *in,
+			  const struct ibp_wc *wc, const struct ipoib_rx *rx)
+{
+	uint8_t pre[FWD_CAPTURE_IPOIB_ADDR_LEN] = { 0x60 };
+	const uint8_t *p;
+	size_t len;
+
+	if (wc->status != IBP_WC_OK || !wc->buf ||
+	    (rx->kind == IPOIB_RX_DROP && rx->why == IPOIB_DROP_RX_LOOP))
+		return;
+	if (rx->rc) {
+		p = wc->buf->data;
+		len = wc->byte_len;
+	} else {
+		if (wc->byte_len < IBP_GRH_AREA)
+			return;
+		p = wc->buf->data + IBP_GRH_AREA;
+		len = wc->byte_len - IBP_GRH_AREA;
+	}
+	pre[5] = (uint8_t)(wc->src_qp >> 16);
+	pre[6] = (uint8_t)(wc->src_qp >> 8);
+	pre[7] = (uint8_t)wc->src_qp;
+	if (rx->has_grh || rx->rc)
+		memcpy(pre + 8, rx->sgid.raw, IB_GID_LEN);
+	memcpy(pre + 24, rx->has_grh ? rx->dgid.raw : in->hwaddr + 4, IB_GID_LEN);
+	fwd_capture_packet(cap, wid, FWD_CAPTURE_RX, pre, sizeof(pre), p, len, NULL, 0);
 }
 
 /* Which link a completion of port p belongs to: its UD QP's, or (connected mode) the
@@ -478,6 +535,7 @@ static void gsi_to_ctl(struct wstate *w, struct wport *p, const struct ibp_wc *w
 
 static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
+	struct fwd_capture *cap;
 	unsigned nrx = 0;
 	int n;
 
@@ -518,6 +576,9 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		}
 		/* UD through the link's QP, RC through its SRQ: ipoib_link_rx tells. */
 		ipoib_link_rx(l, wc, rx);
+		cap = fwd_capture_of(w->e, in->index);
+		if (cap)
+			capture_ib_rx(cap, w->id, in, wc, rx);
 		w->rx_if[nrx] = in;
 		w->ip[nrx] = rx->kind == IPOIB_RX_IP4 || rx->kind == IPOIB_RX_IP6 ? rx->data : NULL;
 		w->ip_len[nrx++] = rx->len;

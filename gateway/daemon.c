@@ -262,6 +262,17 @@ static int cmd_path_flush(void *ctx, struct json_object *args, struct ctl_reply 
 	return gw_dp_path_flush(d->dp, &f, r);
 }
 
+static int cmd_capture(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	struct gw_daemon *d = ctx;
+	struct ctl_capture c;
+	char why[CTL_ARGS_WHY_LEN];
+
+	if (ctl_capture_from_json(args, &c, why) < 0)
+		return ctl_reply_error(r, CTL_EBADREQ, "%s", why);
+	return gw_dp_capture(d->dp, &c, r);
+}
+
 static int cmd_show_ha(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	(void)args;
@@ -299,6 +310,8 @@ static const struct ctl_command commands[] = {
 	{ CTL_PATH_FLUSH, false, cmd_path_flush },
 	{ CTL_SHOW_HA, true, cmd_show_ha },
 	{ CTL_HA_SWITCHOVER, false, cmd_ha_switchover },
+	/* The privileged socket only: a capture shows every host's traffic. */
+	{ CTL_CAPTURE, false, cmd_capture },
 };
 
 /* --- config --- */

@@ -66,6 +66,9 @@ int gw_dp_neigh_add(struct gw_dp *dp, const struct ctl_neigh *n, struct ctl_repl
 int gw_dp_neigh_del(struct gw_dp *dp, const struct ctl_neigh *n, struct ctl_reply *r);
 int gw_dp_neigh_flush(struct gw_dp *dp, const struct ctl_neigh_flush *f, struct ctl_reply *r);
 int gw_dp_path_flush(struct gw_dp *dp, const struct ctl_path_flush *f, struct ctl_reply *r);
+/* gwctl capture (gateway/dp_capture.c): a streamed reply of pcap records. */
+struct ctl_capture;
+int gw_dp_capture(struct gw_dp *dp, const struct ctl_capture *a, struct ctl_reply *r);
 
 /* Failover (gateway/dp_ha.c): gwctl show ha (records of kind node, group, path,
  * transition) and gwctl ha switchover [GROUP] (every group when NULL). */

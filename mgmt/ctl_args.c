@@ -907,3 +907,204 @@ char *ctl_route_format(const struct ctl_route *r, char *buf, size_t len)
 #undef PUT
 	return buf;
 }
+
+/* ---- capture --------------------------------------------------------------------- */
+
+static int capture_check(const struct ctl_capture *c, char why[CTL_ARGS_WHY_LEN])
+{
+	if (!c->dev[0])
+		return fail(why, "capture needs an interface (DEV)");
+	if (c->dirs & ~(CTL_CAPTURE_DIR_IN | CTL_CAPTURE_DIR_OUT))
+		return fail(why, "direction must be in, out or both");
+	for (const char *p = c->filter; *p; p++)
+		if (iscntrl((unsigned char)*p))
+			return fail(why, "the filter contains a control character");
+	return 0;
+}
+
+/* A non-negative integer member up to max, absent: 0. */
+static int get_count(struct json_object *o, const char *key, uint64_t max, uint64_t *out,
+		     char why[CTL_ARGS_WHY_LEN])
+{
+	struct json_object *v;
+	int64_t n;
+
+	*out = 0;
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	errno = 0;
+	n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+	if (errno || n < 0 || (uint64_t)n > max)
+		return fail(why, "\"%s\" must be an integer 0..%llu", key, (unsigned long long)max);
+	*out = (uint64_t)n;
+	return 0;
+}
+
+int ctl_capture_from_json(struct json_object *args, struct ctl_capture *out,
+			  char why[CTL_ARGS_WHY_LEN])
+{
+	static const char *const keys[] = { "dev",     "filter",    "count",
+					    "duration_ms", "snaplen", "direction", NULL };
+	const char *dev, *filter, *dir;
+	uint64_t dur, snap;
+
+	memset(out, 0, sizeof(*out));
+	if (!args)
+		return fail(why, "capture needs \"dev\"");
+	if (check_keys(args, keys, "capture",
+		       "\"dev\", \"filter\", \"count\", \"duration_ms\", \"snaplen\" and "
+		       "\"direction\"",
+		       why) < 0 ||
+	    get_string(args, "dev", true, "capture", &dev, why) < 0 ||
+	    get_string(args, "filter", false, "capture", &filter, why) < 0 ||
+	    get_string(args, "direction", false, "capture", &dir, why) < 0 ||
+	    parse_dev(dev, out->dev, why) < 0 ||
+	    get_count(args, "count", UINT64_MAX >> 1, &out->count, why) < 0 ||
+	    get_count(args, "duration_ms", UINT32_MAX, &dur, why) < 0 ||
+	    get_count(args, "snaplen", UINT32_MAX, &snap, why) < 0)
+		return -EINVAL;
+	out->duration_ms = (uint32_t)dur;
+	out->snaplen = (uint32_t)snap;
+	if (filter) {
+		if (strlen(filter) >= sizeof(out->filter))
+			return fail(why, "the filter is longer than %d characters",
+				    CTL_CAPTURE_FILTER_MAX - 1);
+		strcpy(out->filter, filter);
+	}
+	if (!dir || !strcmp(dir, "both"))
+		out->dirs = CTL_CAPTURE_DIR_IN | CTL_CAPTURE_DIR_OUT;
+	else if (!strcmp(dir, "in"))
+		out->dirs = CTL_CAPTURE_DIR_IN;
+	else if (!strcmp(dir, "out"))
+		out->dirs = CTL_CAPTURE_DIR_OUT;
+	else
+		return fail(why, "\"direction\" must be \"in\", \"out\" or \"both\"");
+	return capture_check(out, why);
+}
+
+struct json_object *ctl_capture_to_json(const struct ctl_capture *c)
+{
+	struct json_object *o = json_object_new_object();
+	unsigned both = CTL_CAPTURE_DIR_IN | CTL_CAPTURE_DIR_OUT;
+
+	if (!o)
+		return NULL;
+	add_str(o, "dev", c->dev);
+	if (c->filter[0])
+		add_str(o, "filter", c->filter);
+	if (c->count)
+		json_object_object_add(o, "count", json_object_new_int64((int64_t)c->count));
+	if (c->duration_ms)
+		json_object_object_add(o, "duration_ms", json_object_new_int64(c->duration_ms));
+	if (c->snaplen)
+		json_object_object_add(o, "snaplen", json_object_new_int64(c->snaplen));
+	if (c->dirs && (c->dirs & both) != both)
+		add_str(o, "direction", c->dirs == CTL_CAPTURE_DIR_IN ? "in" : "out");
+	return o;
+}
+
+/* A decimal number 0..max (count and snaplen). */
+static int parse_count(const char *text, const char *kw, uint64_t max, uint64_t *out,
+		       char why[CTL_ARGS_WHY_LEN])
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(text, &end, 10);
+	if (!isdigit((unsigned char)text[0]) || *end || errno || *out > max)
+		return fail(why, "%s needs a number 0..%llu, not '%.32s'", kw,
+			    (unsigned long long)max, text);
+	return 0;
+}
+
+/* Appends a word of the filter expression (blank-separated). */
+static int filter_word(struct ctl_capture *c, size_t *flen, const char *w,
+		       char why[CTL_ARGS_WHY_LEN])
+{
+	size_t wl = strlen(w);
+
+	if (*flen + wl + 1 >= sizeof(c->filter))
+		return fail(why, "the filter is longer than %d characters",
+			    CTL_CAPTURE_FILTER_MAX - 1);
+	if (*flen)
+		c->filter[(*flen)++] = ' ';
+	memcpy(c->filter + *flen, w, wl + 1);
+	*flen += wl;
+	return 0;
+}
+
+int ctl_capture_parse_argv(int argc, char **argv, struct ctl_capture *out, const char **file,
+			   char why[CTL_ARGS_WHY_LEN])
+{
+	/* Whole words only: a prefix ("d", "s") may well be the filter's first word. */
+	static const char *const kw[] = { "count", "duration", "snaplen", "direction", "filter",
+					  NULL };
+	bool in_filter = false;
+	size_t flen = 0;
+	const char *v;
+	uint64_t n;
+
+	memset(out, 0, sizeof(*out));
+	*file = NULL;
+	out->dirs = CTL_CAPTURE_DIR_IN | CTL_CAPTURE_DIR_OUT;
+	if (argc < 1)
+		return fail(why, "capture needs an interface (DEV)");
+	if (parse_dev(argv[0], out->dev, why) < 0)
+		return -EINVAL;
+	for (int i = 1; i < argc; i++) {
+		int k = -1;
+
+		if (!strcmp(argv[i], "-w")) {
+			if (*file)
+				return fail(why, "-w is given twice");
+			if (value(argc, argv, &i, "-w", file, why) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (in_filter) {
+			if (filter_word(out, &flen, argv[i], why) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (argv[i][0] == '-')
+			return fail(why, "unknown option '%.32s' (only -w FILE)", argv[i]);
+		for (int j = 0; kw[j] && k < 0; j++)
+			if (!strcmp(argv[i], kw[j]))
+				k = j;
+		if (k < 0 || k == 4) { /* the filter begins (tcpdump's way, or after "filter") */
+			in_filter = true;
+			if (k < 0 && filter_word(out, &flen, argv[i], why) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (value(argc, argv, &i, kw[k], &v, why) < 0)
+			return -EINVAL;
+		if (k == 0 && parse_count(v, "count", UINT64_MAX >> 1, &out->count, why) < 0)
+			return -EINVAL;
+		if (k == 1) {
+			char *end;
+			double sec = strtod(v, &end);
+
+			if (*end || !(sec >= 0.001) || sec > 4294967.0)
+				return fail(why, "duration needs seconds (0.001..4294967), not '%.32s'",
+					    v);
+			out->duration_ms = (uint32_t)(sec * 1000.0 + 0.5);
+		}
+		if (k == 2) {
+			if (parse_count(v, "snaplen", UINT32_MAX, &n, why) < 0)
+				return -EINVAL;
+			out->snaplen = (uint32_t)n;
+		}
+		if (k == 3) {
+			if (!strcmp(v, "in"))
+				out->dirs = CTL_CAPTURE_DIR_IN;
+			else if (!strcmp(v, "out"))
+				out->dirs = CTL_CAPTURE_DIR_OUT;
+			else if (!strcmp(v, "both"))
+				out->dirs = CTL_CAPTURE_DIR_IN | CTL_CAPTURE_DIR_OUT;
+			else
+				return fail(why, "direction is in, out or both, not '%.32s'", v);
+		}
+	}
+	return capture_check(out, why);
+}

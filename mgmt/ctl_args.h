@@ -64,6 +64,19 @@ struct ctl_path_flush {
 	union ib_gid gid;
 };
 
+/* A packet capture (gwctl capture): 0 in count, duration_ms: no such limit. */
+#define CTL_CAPTURE_FILTER_MAX 1024 /* a filter expression's octets, with the NUL */
+#define CTL_CAPTURE_DIR_IN     1u
+#define CTL_CAPTURE_DIR_OUT    2u
+struct ctl_capture {
+	char dev[CTL_NAME_MAX];
+	char filter[CTL_CAPTURE_FILTER_MAX]; /* libpcap syntax; "": every packet */
+	uint64_t count;                      /* stop after this many packets */
+	uint32_t duration_ms;                /* stop after this long */
+	uint32_t snaplen;                    /* octets kept per packet; 0: all */
+	unsigned dirs;                       /* CTL_CAPTURE_DIR_*; 0 read as both */
+};
+
 /*
  * A link-layer address as `show neighbours` prints it: octets as two hex digits
  * separated by colons, 6 (a MAC) or 20 (an IPoIB hardware address). Returns the number
@@ -86,12 +99,15 @@ int ctl_neigh_flush_from_json(struct json_object *args, struct ctl_neigh_flush *
 			      char why[CTL_ARGS_WHY_LEN]);
 int ctl_path_flush_from_json(struct json_object *args, struct ctl_path_flush *out,
 			     char why[CTL_ARGS_WHY_LEN]);
+int ctl_capture_from_json(struct json_object *args, struct ctl_capture *out,
+			  char why[CTL_ARGS_WHY_LEN]);
 
 /* C -> JSON (a new object; NULL when out of memory). */
 struct json_object *ctl_route_to_json(const struct ctl_route *r);
 struct json_object *ctl_neigh_to_json(const struct ctl_neigh *n);
 struct json_object *ctl_neigh_flush_to_json(const struct ctl_neigh_flush *f);
 struct json_object *ctl_path_flush_to_json(const struct ctl_path_flush *p);
+struct json_object *ctl_capture_to_json(const struct ctl_capture *c);
 
 /*
  * gwctl's words -> C, each keyword by unique prefix. Routes:
@@ -113,6 +129,14 @@ int ctl_neigh_flush_parse_argv(int argc, char **argv, struct ctl_neigh_flush *ou
 			       char why[CTL_ARGS_WHY_LEN]);
 int ctl_path_flush_parse_argv(int argc, char **argv, struct ctl_path_flush *out,
 			      char why[CTL_ARGS_WHY_LEN]);
+/*
+ * Capture: DEV [count N] [duration SECONDS] [snaplen N] [direction in|out|both]
+ * [-w FILE|-] [filter] EXPRESSION... : the words after "filter" (or after the last
+ * option, tcpdump's way) are the filter, joined by blanks. *file gets -w's FILE (NULL
+ * when absent; gwctl refuses that rather than write binary to a terminal).
+ */
+int ctl_capture_parse_argv(int argc, char **argv, struct ctl_capture *out, const char **file,
+			   char why[CTL_ARGS_WHY_LEN]);
 
 /* The text form ("10.1.0.0/16 via 10.0.0.1 dev eth0 metric 10"), for logs; it parses
  * back with ctl_route_parse_argv. buf: CTL_ROUTE_STRLEN. */

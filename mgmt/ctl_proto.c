@@ -148,6 +148,8 @@ const char *ctl_msg_name(uint16_t type)
 		return "ha switchover";
 	case CTL_SHOW_GID_ROUTES:
 		return "show gid-routes";
+	case CTL_CAPTURE:
+		return "capture";
 	default:
 		return NULL;
 	}

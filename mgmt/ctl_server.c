@@ -82,12 +82,14 @@ struct ctl_conn {
 		void *cursor;
 		void (*free_cursor)(void *cursor);
 		uint32_t seq;
+		bool waiting; /* next said CTL_WAIT: asked again when retry fires */
 	} stream;
 	uint8_t *in;
 	size_t in_len;
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
 	struct evtimer *idle;
+	struct evtimer *retry; /* a waiting stream's next call */
 	struct ctl_conn *next;
 	struct ctl_conn *run_next; /* on its run queue */
 };
@@ -233,6 +235,7 @@ static void stream_clear(struct ctl_conn *c)
 	if (c->stream.next && c->stream.free_cursor)
 		c->stream.free_cursor(c->stream.cursor);
 	memset(&c->stream, 0, sizeof(c->stream));
+	evtimer_stop(c->retry);
 }
 
 static void conn_close(struct ctl_conn *c)
@@ -255,6 +258,7 @@ static void conn_close(struct ctl_conn *c)
 	evloop_del_fd(srv->loop, c->fd);
 	close(c->fd);
 	evtimer_free(c->idle);
+	evtimer_free(c->retry);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -511,6 +515,9 @@ static void stream_piece(struct ctl_conn *c)
 			  reply.alloc_err == -EMSGSIZE ? "reply record too large"
 						       : "out of memory building the reply");
 		stream_clear(c);
+	} else if (status == CTL_WAIT) {
+		c->stream.waiting = true;
+		evtimer_start(c->retry, CTL_STREAM_WAIT_MS, 0);
 	} else if (status != CTL_MORE) {
 		queue_end(c, reply.seq, status, reply.error[0] ? reply.error : "failed");
 		stream_clear(c);
@@ -581,7 +588,8 @@ static bool process_input(struct ctl_conn *c, unsigned budget, uint64_t deadline
 /* May the next piece of its stream be served now? */
 static bool stream_ready(const struct ctl_conn *c)
 {
-	return c->stream.next && !c->closing && !c->gone && unsent(c) < CTL_STREAM_LOW_WATER;
+	return c->stream.next && !c->stream.waiting && !c->closing && !c->gone &&
+	       unsent(c) < CTL_STREAM_LOW_WATER;
 }
 
 /* Queue the connection for the next turn if it has a request or a piece to serve. */
@@ -715,6 +723,17 @@ static void conn_event(struct evloop *loop, int fd, uint32_t events, void *arg)
 	conn_settle(c);
 }
 
+/* A waiting stream's time to be asked again. */
+static void conn_retry(struct evloop *loop, struct evtimer *t, void *arg)
+{
+	struct ctl_conn *c = arg;
+	(void)loop;
+	(void)t;
+
+	c->stream.waiting = false;
+	conn_kick(c);
+}
+
 static void conn_idle(struct evloop *loop, struct evtimer *t, void *arg)
 {
 	(void)loop;
@@ -822,12 +841,15 @@ static void listener_event(struct evloop *loop, int fd, uint32_t events, void *a
 	c = calloc(1, sizeof(*c));
 	if (c)
 		c->in = malloc(IN_CAP);
-	if (c)
+	if (c) {
 		c->idle = evtimer_new(loop, conn_idle, c);
-	if (!c || !c->in || !c->idle ||
+		c->retry = evtimer_new(loop, conn_retry, c);
+	}
+	if (!c || !c->in || !c->idle || !c->retry ||
 	    evloop_add_fd(loop, cfd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0) {
 		if (c) {
 			evtimer_free(c->idle);
+			evtimer_free(c->retry);
 			free(c->in);
 		}
 		free(c);

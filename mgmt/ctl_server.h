@@ -81,13 +81,17 @@ void ctl_server_free(struct ctl_server *srv);
  * the client's unsent output is below CTL_STREAM_LOW_WATER: the daemon holds at most that
  * plus one piece for it, and the other clients and the loop's timers get their turns
  * between pieces. next appends records (stopping once ctl_reply_full says so) and returns
- * CTL_MORE to be called again, or a final status (after ctl_reply_error for an error):
- * then the END frame goes last. free_cursor (may be NULL) runs once, when the reply ends
+ * CTL_MORE to be called again, CTL_WAIT when it has nothing yet (a live capture between
+ * packets: it is called again CTL_STREAM_WAIT_MS later, the records it appended going
+ * out meanwhile), or a final status (after ctl_reply_error for an error): then the END
+ * frame goes last. free_cursor (may be NULL) runs once, when the reply ends
  * or when the client goes away in the middle of it. Requests the client pipelined behind
  * a streamed one wait until its END. Records already sent stay sent: a piece that fails
  * ends the reply with an error END after them.
  */
 #define CTL_MORE             (-1)
+#define CTL_WAIT             (-2)
+#define CTL_STREAM_WAIT_MS   20 /* a stream that said CTL_WAIT is asked again after this */
 #define CTL_STREAM_LOW_WATER (256u * 1024) /* next piece only below this unsent */
 #define CTL_STREAM_PIECE     (64u * 1024)  /* ctl_reply_full after this much */
 typedef int (*ctl_stream_fn)(void *ctx, void *cursor, struct ctl_reply *reply);

@@ -10,15 +10,18 @@
  * Exit status: 0 success, 1 the daemon refused or failed (or is not running), 2 usage.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "mgmt/ctl_args.h"
+#include "mgmt/ctl_capture.h"
 #include "mgmt/ctl_client.h"
 
 #define DEFAULT_SOCKET "/run/ibgw/ibgwd.sock"
@@ -805,7 +808,11 @@ static void usage(FILE *f)
 	    ")\n"
 	    "  -t SECONDS  reply timeout (default 10)\n"
 	    "  -V          print gwctl's version\n"
-	    "commands (any unique prefix of each word):\n");
+	    "commands (any unique prefix of each word):\n"
+	    "  capture DEV [count N] [duration SECONDS] [snaplen N] [direction in|out|both]\n"
+	    "          [filter] [EXPRESSION] -w FILE|-\n"
+	    "  %-36s packets DEV sends and receives, as pcap (privileged)\n",
+	    "");
 	for (size_t i = 0; i < N_COMMANDS; i++) {
 		char line[160] = "";
 
@@ -820,6 +827,55 @@ static void usage(FILE *f)
 		else
 			fprintf(f, "  %-36s %s\n", line, commands[i].help);
 	}
+}
+
+/*
+ * gwctl capture: the pcap stream to FILE or standard output (never a terminal); no
+ * reply timeout, the capture ends at its count or duration, or with Ctrl-C.
+ */
+static int capture(int argc, char **argv, const char *socket_path)
+{
+	struct ctl_capture a;
+	struct ctl_client client;
+	char why[CTL_ARGS_WHY_LEN] = "";
+	const char *file;
+	int fd, err, ret;
+
+	if (ctl_capture_parse_argv(argc, argv, &a, &file, why) < 0 || !file) {
+		fprintf(stderr,
+			"gwctl: capture: %s\nusage: gwctl capture DEV [count N] [duration SECONDS] "
+			"[snaplen N] [direction in|out|both] [filter] [EXPRESSION] -w FILE|-\n",
+			why[0] ? why : "needs -w FILE (or -w - for standard output)");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(file, "-")) {
+		fd = STDOUT_FILENO;
+		if (isatty(fd)) {
+			fprintf(stderr, "gwctl: capture: standard output is a terminal; pipe it "
+					"(| tshark -r -) or give -w FILE\n");
+			return EXIT_USAGE;
+		}
+	} else {
+		fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "gwctl: capture: %s: %s\n", file, strerror(errno));
+			return EXIT_USAGE;
+		}
+	}
+	err = ctl_client_connect(&client, socket_path, -1);
+	if (err < 0) {
+		fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s\n", socket_path,
+			strerror(-err));
+		ret = EXIT_DAEMON;
+	} else {
+		ret = ctl_capture_run(&client, &a, fd, stderr) < 0 ? EXIT_DAEMON : 0;
+		ctl_client_close(&client);
+	}
+	if (fd != STDOUT_FILENO && close(fd) < 0 && !ret) {
+		fprintf(stderr, "gwctl: capture: %s: %s\n", file, strerror(errno));
+		ret = EXIT_DAEMON;
+	}
+	return ret;
 }
 
 /*
@@ -973,6 +1029,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(argv[0], "capture") == 0)
+		return capture(argc - 1, argv + 1, socket_path);
 	cmd = match_command(argc, argv, &used);
 	if (!cmd)
 		return EXIT_USAGE;
