@@ -152,7 +152,8 @@ $(O)/sim/verbs/libibverbs2sim.so: $(VSIM_OBJS) sim/verbs/vsim.map
 		-Wl,-soname,libibverbs2sim.so -o $@ $(VSIM_OBJS) $(LDLIBS)
 
 # The shim's unit tests link its objects (not the .so): their ibv_* calls reach it.
-$(O)/test/test_verbs_sim%: $(O)/test/unit/test_verbs_sim%.o $(VSIM_OBJS) $(ARCHIVES)
+VSIM_TESTS := $(filter $(O)/test/test_verbs_sim%,$(UNIT_BINS))
+$(VSIM_TESTS): $(O)/test/%: $(O)/test/unit/%.o $(VSIM_OBJS) $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--start-group $(ARCHIVES) -Wl,--end-group \
 		$(LDLIBS) -lcmocka

@@ -18,7 +18,7 @@
 
 #include "sim/verbs/sim_node.h"
 
-#define VSIM_MAX_PORTS 2
+#define VSIM_MAX_PORTS  2
 #define VSIM_TEST_NODES 4
 
 /* A node as the tests describe it: its name (the device's) and its ports. */

@@ -339,7 +339,8 @@ static void port_connect(struct vsim_ctx *ctx, struct vsim_port *p)
 	}
 	ret = simfab_client_connect(path, &p->fab);
 	if (ret < 0) {
-		log_errno(LOG_ERR, -ret, "libibverbs2sim: %s port %u: cannot reach the fabric at %s",
+		log_errno(LOG_ERR, -ret,
+			  "libibverbs2sim: %s port %u: cannot reach the fabric at %s",
 			  p->sp.info.name, p->num, path);
 		return;
 	}
@@ -353,7 +354,8 @@ static void port_connect(struct vsim_ctx *ctx, struct vsim_port *p)
 	}
 	p->link_up = true;
 	ev.data.u32 = p->num;
-	if (ctx->epfd >= 0 && epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, simfab_client_fd(p->fab), &ev) < 0)
+	if (ctx->epfd >= 0 &&
+	    epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, simfab_client_fd(p->fab), &ev) < 0)
 		log_errno(LOG_ERR, errno, "libibverbs2sim: epoll_ctl");
 }
 
@@ -399,7 +401,8 @@ static void port_update(struct vsim_ctx *ctx, struct vsim_port *p, const struct 
 		vsim_event(ctx, IBV_EVENT_CLIENT_REREGISTER, NULL, p->num);
 	if (port_is_active(p) != p->active) {
 		p->active = !p->active;
-		vsim_event(ctx, p->active ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL, p->num);
+		vsim_event(ctx, p->active ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL,
+			   p->num);
 	}
 }
 
@@ -507,10 +510,9 @@ static void *progress(void *arg)
 			struct vsim_port *p = &ctx->port[i];
 
 			if (p->fab && p->tx_blocked != p->out_armed) {
-				struct epoll_event ev = {
-					.events = EPOLLIN | (p->tx_blocked ? EPOLLOUT : 0u),
-					.data.u32 = p->num
-				};
+				struct epoll_event ev = { .events = EPOLLIN |
+								    (p->tx_blocked ? EPOLLOUT : 0u),
+							  .data.u32 = p->num };
 
 				if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, simfab_client_fd(p->fab),
 					      &ev) == 0)
@@ -677,8 +679,8 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = UINT64_MAX;
 	a->page_size_cap = 0xfffff000;
-	a->vendor_id = 0x02c9;      /* Mellanox */
-	a->vendor_part_id = 4119;   /* ConnectX-5 */
+	a->vendor_id = 0x02c9;    /* Mellanox */
+	a->vendor_part_id = 4119; /* ConnectX-5 */
 	a->max_qp = 262144;
 	a->max_qp_wr = VSIM_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
@@ -716,8 +718,8 @@ static void port_attr(const struct vsim_port *p, struct ibv_port_attr *a)
 	if (a->state < IBV_PORT_DOWN || a->state > IBV_PORT_ACTIVE_DEFER)
 		a->state = IBV_PORT_DOWN;
 	a->max_mtu = IBV_MTU_4096;
-	a->active_mtu = p->sp.info.mtu >= 1 && p->sp.info.mtu <= 5 ? (enum ibv_mtu)p->sp.info.mtu
-								       : IBV_MTU_256;
+	a->active_mtu =
+	    p->sp.info.mtu >= 1 && p->sp.info.mtu <= 5 ? (enum ibv_mtu)p->sp.info.mtu : IBV_MTU_256;
 	a->gid_tbl_len = VSIM_GID_TBL;
 	a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_CLIENT_REG_SUP | IBV_PORT_SYS_IMAGE_GUID_SUP;
 	a->max_msg_sz = 1u << 30;
@@ -737,8 +739,7 @@ static void port_attr(const struct vsim_port *p, struct ibv_port_attr *a)
 /* ibv_query_port reads the port afresh (an SMP, as the HCA's firmware answers from
  * its own PortInfo), so a program that queries sees a change at once and its event
  * follows. The port queried becomes where the context's new QPs get their QPN. */
-static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_attr *attr,
-			 size_t len)
+static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_attr *attr, size_t len)
 {
 	struct vsim_ctx *ctx = vsim_ctx_of(c);
 	struct ibv_port_attr a;
@@ -867,8 +868,8 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 	return &m->mr;
 }
 
-struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey,
-			     uint64_t addr, uint64_t len, int access)
+struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey, uint64_t addr,
+			     uint64_t len, int access)
 {
 	for (struct vsim_mr *m = ctx->mrs; m; m = m->next) {
 		uint64_t start = (uintptr_t)m->mr.addr;

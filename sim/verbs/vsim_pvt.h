@@ -32,18 +32,18 @@
 #include "lib/ib_simfab.h"
 
 /* What ibv_query_device reports: a ConnectX-5 (mlx5) as `ibv_devinfo -v` shows one. */
-#define VSIM_MAX_QP_WR      32768
-#define VSIM_MAX_SGE        30
-#define VSIM_MAX_CQE        4194303
-#define VSIM_MAX_SRQ_WR     32767
-#define VSIM_MAX_INLINE     512 /* granted up to this; mlx5's limit depends on the WQE size */
-#define VSIM_PKEY_TBL       128
-#define VSIM_GID_TBL        1 /* only GID 0 (prefix:GUID) exists on the fabric */
-#define VSIM_MAX_RD_ATOM    16
+#define VSIM_MAX_QP_WR       32768
+#define VSIM_MAX_SGE         30
+#define VSIM_MAX_CQE         4194303
+#define VSIM_MAX_SRQ_WR      32767
+#define VSIM_MAX_INLINE      512 /* granted up to this; mlx5's limit depends on the WQE size */
+#define VSIM_PKEY_TBL        128
+#define VSIM_GID_TBL         1 /* only GID 0 (prefix:GUID) exists on the fabric */
+#define VSIM_MAX_RD_ATOM     16
 #define VSIM_MCAST_QP_ATTACH 240
-#define VSIM_GRH            40 /* UD receive buffers start with the GRH area */
-#define VSIM_QP_BUCKETS     256
-#define VSIM_EVQ            256 /* async events kept until read */
+#define VSIM_GRH             40 /* UD receive buffers start with the GRH area */
+#define VSIM_QP_BUCKETS      256
+#define VSIM_EVQ             256 /* async events kept until read */
 
 struct vsim_ctx;
 struct vsim_qp;
@@ -183,7 +183,8 @@ struct vsim_ctx {
 
 static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)
 {
-	return (struct vsim_ctx *)((uint8_t *)c - __builtin_offsetof(struct vsim_ctx, vctx.context));
+	return (struct vsim_ctx *)((uint8_t *)c -
+				   __builtin_offsetof(struct vsim_ctx, vctx.context));
 }
 
 /* vsim_dev.c */
@@ -199,8 +200,8 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 /* Remove qp's completions from its CQs (mlx5 does so at destroy and at RESET). */
 void vsim_cq_clean(struct vsim_ctx *ctx, struct vsim_qp *qp);
 /* The MR that holds [addr, addr + len) with lkey in pd and grants access, or NULL. */
-struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey,
-			     uint64_t addr, uint64_t len, int access);
+struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey, uint64_t addr,
+			     uint64_t len, int access);
 /* A fabric request failed because the socket was full: wait for room, try again. */
 bool vsim_ctl_again(struct vsim_port *port, int ret, int *tries);
 int vsim_pkey_index_valid(const struct vsim_port *port, uint16_t index);

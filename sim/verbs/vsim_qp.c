@@ -367,8 +367,8 @@ uint64_t vsim_rc_deadline(struct vsim_ctx *ctx, bool *work)
 		d = ibrc_next_deadline(&qp->rc);
 		if (d && (!dl || d < dl))
 			dl = d;
-		if (!qp->port->tx_blocked && (qp->rc.ack_due || (qp->qp.state == IBV_QPS_RTS &&
-								  ibrc_can_send(&qp->rc))))
+		if (!qp->port->tx_blocked &&
+		    (qp->rc.ack_due || (qp->qp.state == IBV_QPS_RTS && ibrc_can_send(&qp->rc))))
 			*work = true;
 	}
 	return dl;
@@ -411,8 +411,8 @@ static void rx_ud(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *
 		return; /* no receive WQE: UD drops silently */
 	wc.wr_id = w.wr_id;
 	for (int i = 0; i < w.num_sge; i++) {
-		if (!vsim_mr_find(qp->ctx, qp->qp.pd, w.sge[i].lkey, w.sge[i].addr,
-				  w.sge[i].length, IBV_ACCESS_LOCAL_WRITE)) {
+		if (!vsim_mr_find(qp->ctx, qp->qp.pd, w.sge[i].lkey, w.sge[i].addr, w.sge[i].length,
+				  IBV_ACCESS_LOCAL_WRITE)) {
 			wc.status = IBV_WC_LOC_PROT_ERR;
 			goto fail;
 		}
@@ -456,14 +456,15 @@ void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, cons
 	if (!qp->rc_init || qp->rc.state != IBRC_RTS || p.lrh.slid != qp->av.dlid ||
 	    (p.bth.opcode >> 5) != 0)
 		return;
-	ibrc_rx(&qp->rc, &(struct ibrc_pkt){ .opcode = p.bth.opcode,
-					     .psn = p.bth.psn,
-					     .ack_req = p.bth.ack_req,
-					     .syndrome = p.aeth.syndrome,
-					     .msn = p.aeth.msn,
-					     .payload = p.payload,
-					     .len = (uint32_t)p.payload_len },
-		 now);
+	ibrc_rx(&qp->rc,
+		&(struct ibrc_pkt){ .opcode = p.bth.opcode,
+				    .psn = p.bth.psn,
+				    .ack_req = p.bth.ack_req,
+				    .syndrome = p.aeth.syndrome,
+				    .msn = p.aeth.msn,
+				    .payload = p.payload,
+				    .len = (uint32_t)p.payload_len },
+		now);
 	rc_check(qp);
 }
 
@@ -557,8 +558,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 		/* A simulation limit: the fabric numbers QPs per port connection, and this
 		 * port has none (no LID yet, or the fabric is not there). */
 		pthread_mutex_unlock(&ctx->lock);
-		log_error("libibverbs2sim: ibv_create_qp: port %u is not on the fabric",
-			  port->num);
+		log_error("libibverbs2sim: ibv_create_qp: port %u is not on the fabric", port->num);
 		qp_free(qp);
 		errno = ENETDOWN;
 		return NULL;
@@ -871,7 +871,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 		while (vsim_ctl_again(qp->port, ret, &tries));
 		vsim_wake(ctx);
 		if (ret < 0) {
-			log_errno(LOG_ERR, -ret, "libibverbs2sim: QP %u: P_Key index %u, Q_Key 0x%x: %s",
+			log_errno(LOG_ERR, -ret,
+				  "libibverbs2sim: QP %u: P_Key index %u, Q_Key 0x%x: %s",
 				  ibqp->qp_num, pk, qk, simfab_client_errmsg(qp->port->fab));
 			ret = ret == -EPERM ? EPERM : EINVAL;
 			goto out;
@@ -1093,8 +1094,9 @@ static int send_rc(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signal
 		w->copy_alloc = true;
 		gather(qp, wr, false, w->copy, len, &len);
 	}
-	data = w->copy ? w->copy
-		       : wr->num_sge ? (const uint8_t *)(uintptr_t)wr->sg_list[0].addr : NULL;
+	data = w->copy       ? w->copy
+	       : wr->num_sge ? (const uint8_t *)(uintptr_t)wr->sg_list[0].addr
+			     : NULL;
 	qp->sq_len++;
 	if (ibrc_post(&qp->rc, data, len, slot) < 0) {
 		qp->sq_len--;
@@ -1126,8 +1128,8 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		if (wr->opcode != IBV_WR_SEND ||
 		    (!rc && (!wr->wr.ud.ah || wr->wr.ud.ah->context != ibqp->context))) {
 			/* Only SEND is emulated (no RDMA, atomics, immediate data). */
-			log_error("libibverbs2sim: QP %u: work request opcode %d %s",
-				  ibqp->qp_num, (int)wr->opcode,
+			log_error("libibverbs2sim: QP %u: work request opcode %d %s", ibqp->qp_num,
+				  (int)wr->opcode,
 				  wr->opcode != IBV_WR_SEND ? "is not emulated" : "without an AH");
 			ret = EINVAL;
 			break;
