@@ -59,9 +59,16 @@ endif
 # sim/fabric (the simulated fabric's core) uses lib/ only; sim/host (the IB-host
 # program's parts) uses the data plane. Their archives let unit tests and fuzzers link
 # them without the programs' mains.
-MODULES  := gateway mgmt ha sim/host kernel engine ipoib cm sm-client port table pkt sim/fabric lib
+# sim/verbs (the simulated HCA: its RC transport and node reader, in the archive, used by
+# the sim backend too; and the verbs shim, sim/verbs/vsim_*.c, built only into
+# libibverbs2sim.so) uses lib/ only.
+MODULES  := gateway mgmt ha sim/host kernel engine ipoib cm sm-client port table pkt sim/verbs sim/fabric lib
 MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c sim/host/main.c
-mod_srcs  = $(filter-out $(MAINS),$(wildcard $(1)/*.c))
+# The verbs shim defines libibverbs' entry points: it must never be linked into the
+# programs (an archive member would satisfy ib_port_verbs.o before libibverbs does), so
+# its sources stay out of the module archive.
+VSIM_SRCS := $(wildcard sim/verbs/vsim_*.c)
+mod_srcs  = $(filter-out $(MAINS) $(VSIM_SRCS),$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(O)/%.o,$(call mod_srcs,$(1)))
 mod_ar    = $(O)/$(1)/lib$(subst -,_,$(notdir $(1))).a
 ARCHIVES := $(foreach m,$(MODULES),$(if $(call mod_srcs,$(m)),$(call mod_ar,$(m))))
@@ -91,7 +98,16 @@ ifneq ($(DPDK_LIBS),)
 BENCH_CPPFLAGS := -DIBGW_HAVE_DPDK $(DPDK_CFLAGS)
 endif
 
-BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN)
+# The verbs shim (docs/verbs-sim.md): LD_PRELOADed with libumad2sim into processes on the
+# simulated rack. Position-independent copies of the shim and of what it uses from
+# sim/verbs and lib/, linked -Bsymbolic and exporting only the ibv_* entry points, so its
+# copies of lib/ stay private when a program that has its own is the host.
+VSIM_LIB  := $(if $(VSIM_SRCS),$(O)/sim/verbs/libibverbs2sim.so)
+VSIM_DEPS := sim/verbs/ib_rc.c sim/verbs/sim_node.c lib/ib_simfab.c lib/ib_packet.c \
+             lib/ib_hdr.c lib/ib_crc.c lib/ib_gid.c lib/log.c
+VSIM_OBJS := $(patsubst %.c,$(O)/pic/%.o,$(VSIM_SRCS) $(VSIM_DEPS))
+
+BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN) $(VSIM_LIB)
 
 .PHONY: all deps bench-deps check unit-tests unit-check check-tsan fuzz fuzzers bench \
         format format-check demo install deb clean mutants
@@ -125,6 +141,22 @@ $(O)/bin/ibgw-fabric: $(O)/sim/fabric/main.o $(ARCHIVES)
 $(O)/bin/ibgw-host: $(O)/sim/host/main.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
+
+$(O)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+
+$(O)/sim/verbs/libibverbs2sim.so: $(VSIM_OBJS) sim/verbs/vsim.map
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -fPIC -Wl,-Bsymbolic -Wl,--version-script=sim/verbs/vsim.map \
+		-Wl,-soname,libibverbs2sim.so -o $@ $(VSIM_OBJS) $(LDLIBS)
+
+# The shim's unit tests link its objects (not the .so): their ibv_* calls reach it.
+VSIM_TESTS := $(filter $(O)/test/test_verbs_sim%,$(UNIT_BINS))
+$(VSIM_TESTS): $(O)/test/%: $(O)/test/unit/%.o $(VSIM_OBJS) $(ARCHIVES)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -Wl,--start-group $(ARCHIVES) -Wl,--end-group \
+		$(LDLIBS) -lcmocka
 
 $(O)/tools/%: $(O)/test/tools/%.o $(ARCHIVES)
 	@mkdir -p $(@D)

@@ -109,8 +109,10 @@ static int body_len_ok(uint8_t type, size_t blen, const uint8_t *body, const cha
 				    -EMSGSIZE);
 		return 0;
 	case SIMFAB_QP_CREATE:
-	case SIMFAB_QP_MODIFY:
 		want = 8;
+		break;
+	case SIMFAB_QP_MODIFY:
+		want = blen == 12 ? 12 : 8;
 		break;
 	case SIMFAB_QP_DESTROY:
 	case SIMFAB_PORT_STATE:
@@ -220,6 +222,12 @@ int simfab_decode(const uint8_t *buf, size_t len, struct simfab_msg *m, const ch
 	case SIMFAB_QP_MODIFY:
 		m->u.qp_modify.qpn = ib_get_be32(b);
 		m->u.qp_modify.qkey = ib_get_be32(b + 4);
+		m->u.qp_modify.set_pkey = blen == 12;
+		if (m->u.qp_modify.set_pkey) {
+			m->u.qp_modify.pkey_index = ib_get_be16(b + 8);
+			if (m->u.qp_modify.pkey_index >= SIMFAB_PKEYS_MAX)
+				return fail(why, "P_Key index above 127", -EINVAL);
+		}
 		return qpn_ok(m->u.qp_modify.qpn, why);
 	case SIMFAB_QP_DESTROY:
 		m->u.qp_destroy.qpn = ib_get_be32(b);
@@ -311,9 +319,10 @@ int simfab_encode(const struct simfab_msg *m, uint8_t *buf, size_t len)
 		blen = 8;
 		break;
 	case SIMFAB_QP_MODIFY:
-		if (m->u.qp_modify.qpn > IB_QPN_MAX)
+		if (m->u.qp_modify.qpn > IB_QPN_MAX ||
+		    (m->u.qp_modify.set_pkey && m->u.qp_modify.pkey_index >= SIMFAB_PKEYS_MAX))
 			return -EINVAL;
-		blen = 8;
+		blen = m->u.qp_modify.set_pkey ? 12 : 8;
 		break;
 	case SIMFAB_QP_DESTROY:
 		if (m->u.qp_destroy.qpn > IB_QPN_MAX)
@@ -387,6 +396,10 @@ int simfab_encode(const struct simfab_msg *m, uint8_t *buf, size_t len)
 	case SIMFAB_QP_MODIFY:
 		ib_put_be32(b, m->u.qp_modify.qpn);
 		ib_put_be32(b + 4, m->u.qp_modify.qkey);
+		if (m->u.qp_modify.set_pkey) {
+			ib_put_be16(b + 8, m->u.qp_modify.pkey_index);
+			ib_put_be16(b + 10, 0);
+		}
 		break;
 	case SIMFAB_QP_DESTROY:
 		ib_put_be32(b, m->u.qp_destroy.qpn);
@@ -669,6 +682,18 @@ int simfab_client_qp_modify(struct simfab_client *c, uint32_t qpn, uint32_t qkey
 
 	m.u.qp_modify.qpn = qpn;
 	m.u.qp_modify.qkey = qkey;
+	return send_req(c, &m, NULL);
+}
+
+int simfab_client_qp_modify_pkey(struct simfab_client *c, uint32_t qpn, uint16_t pkey_index,
+				 uint32_t qkey)
+{
+	struct simfab_msg m = { .type = SIMFAB_QP_MODIFY };
+
+	m.u.qp_modify.qpn = qpn;
+	m.u.qp_modify.qkey = qkey;
+	m.u.qp_modify.set_pkey = true;
+	m.u.qp_modify.pkey_index = pkey_index;
 	return send_req(c, &m, NULL);
 }
 

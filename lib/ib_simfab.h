@@ -29,7 +29,9 @@
  *      A controlled Q_Key (high bit set) needs a privileged port (ERROR -EPERM).
  *      As on hardware, a QP sends with the P_Key at its index and accepts only
  *      packets whose P_Key matches that one; QP1 accepts any P_Key of the table.
- *   QP_MODIFY   body 8:  0-3: QPN  4-7: Q_Key                         Answer: OK 0
+ *   QP_MODIFY   body 8 or 12:  0-3: QPN  4-7: Q_Key  8-9: P_Key index  10-11: reserved (0)
+ *      The 12-octet form also moves the QP to another P_Key index (the verbs shim's
+ *      RESET->INIT, which names the index after the QP exists).   Answer: OK 0
  *   QP_DESTROY  body 4:  0-3: QPN                                     Answer: OK 0
  *   MCAST_ATTACH, MCAST_DETACH  body 24:  0-3: QPN (UD)  4-5: MLID  6-7: reserved
  *        8-23: MGID                                                   Answer: OK 0
@@ -130,6 +132,8 @@ struct simfab_msg {
 		} qp_create;
 		struct {
 			uint32_t qpn, qkey;
+			bool set_pkey; /* the 12-octet form */
+			uint16_t pkey_index;
 		} qp_modify;
 		struct {
 			uint32_t qpn;
@@ -224,6 +228,9 @@ int simfab_client_qp_create(struct simfab_client *c, enum simfab_qp_type type, u
 int simfab_client_qp_create_pkey(struct simfab_client *c, enum simfab_qp_type type,
 				 uint16_t pkey_index, uint32_t qkey, uint32_t *qpn);
 int simfab_client_qp_modify(struct simfab_client *c, uint32_t qpn, uint32_t qkey);
+/* The same, also moving the QP to P_Key index pkey_index. */
+int simfab_client_qp_modify_pkey(struct simfab_client *c, uint32_t qpn, uint16_t pkey_index,
+				 uint32_t qkey);
 int simfab_client_qp_destroy(struct simfab_client *c, uint32_t qpn);
 int simfab_client_mcast_attach(struct simfab_client *c, uint32_t qpn, const union ib_gid *mgid,
 			       uint16_t mlid);

@@ -7,7 +7,7 @@
  * directed-route SMP to the local port gives NodeDescription, PortInfo), says HELLO,
  * builds every packet (LRH, GRH, BTH, DETH/AETH, ICRC, VCRC through lib/ib_packet),
  * fills UD receive buffers as verbs does (40-octet GRH area first), and runs the RC
- * transport in software (port/ib_rc: segmentation, PSNs, ACK/NAK, go-back-N, RNR).
+ * transport in software (sim/verbs/ib_rc, shared with the verbs shim: segmentation, PSNs, ACK/NAK, go-back-N, RNR).
  *
  * Threads. One mutex per port, port_lock, guards everything that moves: the fabric
  * client (control requests and packets share its socket), the QP table, queues,
@@ -41,10 +41,8 @@
 
 #include <endian.h>
 #include <errno.h>
-#include <infiniband/umad.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,17 +54,16 @@
 
 #include "port/ib_bufpool.h"
 #include "port/ib_port.h"
-#include "port/ib_rc.h"
+#include "sim/verbs/ib_rc.h"
+#include "sim/verbs/sim_node.h"
 #include "lib/ib_bytes.h"
 #include "lib/ib_packet.h"
 #include "lib/ib_simfab.h"
 #include "lib/log.h"
 
-#define SIM_RX_BUDGET  64 /* fabric messages handled per poll */
-#define IB_MAD_LEN     256
-#define SIM_QP_BUCKETS 256  /* QPN hash chains */
-#define SIM_EVENTS     32   /* port events kept for next_event */
-#define SIM_SMP_MS     1000 /* a local SMP's timeout (umad) */
+#define SIM_RX_BUDGET  64  /* fabric messages handled per poll */
+#define SIM_QP_BUCKETS 256 /* QPN hash chains */
+#define SIM_EVENTS     32  /* port events kept for next_event */
 
 enum sbuf_state {
 	SB_FREE = IBP_POOL_FREE,
@@ -129,8 +126,8 @@ struct ibp_qp {
 struct ibp_port {
 	char name[SIMFAB_NAME_MAX];
 	uint8_t port_num;
-	uint8_t umad_port; /* the port umad2sim serves this process (its node's first) */
-	int umad_fd, umad_agent;
+	struct simnode node; /* the local HCA through libibumad (sim/verbs/sim_node.h) */
+	bool node_open;
 	int epfd, evfd, tfd; /* cq_fd: epoll over the socket, evfd, tfd */
 	int afd;             /* async_fd: an eventfd, readable while events wait */
 
@@ -460,21 +457,39 @@ static void *rc_rx_buf(void *ctx, uint8_t **data, uint32_t *cap)
 	return b;
 }
 
-static void rc_send_done(void *ctx, uint64_t cookie, enum ibp_wc_status status)
+static enum ibp_wc_status rc_status(enum ibrc_status s)
+{
+	switch (s) {
+	case IBRC_WC_OK:
+		return IBP_WC_OK;
+	case IBRC_WC_FLUSHED:
+		return IBP_WC_FLUSHED;
+	case IBRC_WC_RETRY_EXCEEDED:
+		return IBP_WC_RETRY_EXCEEDED;
+	case IBRC_WC_RNR_EXCEEDED:
+		return IBP_WC_RNR_EXCEEDED;
+	case IBRC_WC_REMOTE_ERROR:
+		return IBP_WC_REMOTE_ERROR;
+	default:
+		return IBP_WC_LOCAL_ERROR;
+	}
+}
+
+static void rc_send_done(void *ctx, uint64_t cookie, enum ibrc_status status)
 {
 	struct ibp_qp *qp = ctx;
 	struct sbuf *b = &qp->port->bufs[cookie];
 
-	cq_push(qp->port, b, IBP_WC_SEND, status);
+	cq_push(qp->port, b, IBP_WC_SEND, rc_status(status));
 }
 
-static void rc_recv_done(void *ctx, void *rbuf, uint32_t len, enum ibp_wc_status status)
+static void rc_recv_done(void *ctx, void *rbuf, uint32_t len, enum ibrc_status status)
 {
 	struct ibp_qp *qp = ctx;
 	struct sbuf *b = rbuf;
-	struct ibp_wc *wc = cq_push(qp->port, b, IBP_WC_RECV, status);
+	struct ibp_wc *wc = cq_push(qp->port, b, IBP_WC_RECV, rc_status(status));
 
-	b->pb.pub.len = status == IBP_WC_OK ? len : 0;
+	b->pb.pub.len = status == IBRC_WC_OK ? len : 0;
 	wc->byte_len = b->pb.pub.len;
 	wc->slid = qp->path.dlid;
 	wc->src_qp = qp->remote_qpn;
@@ -664,108 +679,20 @@ static void rx_batch(struct ibp_port *port, uint64_t now)
 	port->n_touched = 0;
 }
 
-/* --- local SMPs through libibumad -------------------------------------------------------- */
+/* --- the port's identity (sim/verbs/sim_node) ------------------------------------------- */
 
-#define SMP_ATTR_NODE_DESC 0x0010
-#define SMP_ATTR_PORT_INFO 0x0015
-#define SMP_DATA           64
-
-/* A directed-route SubnGet to the local port (hop count 0); data gets the 64-octet
- * attribute. Returns 0 or -errno. */
-static int smp_get(struct ibp_port *port, uint16_t attr, uint32_t mod, uint8_t *data)
-{
-	static atomic_uint tid_lo = 1;
-	uint8_t umad[512];
-	uint8_t *mad;
-	uint32_t tid = atomic_fetch_add(&tid_lo, 1);
-
-	if (umad_size() + IB_MAD_LEN > sizeof(umad))
-		return -ENOBUFS;
-	memset(umad, 0, sizeof(umad));
-	mad = umad_get_mad(umad);
-	mad[0] = 1;    /* base version */
-	mad[1] = 0x81; /* SMI directed route */
-	mad[2] = 1;
-	mad[3] = 0x01; /* Get */
-	ib_put_be32(mad + 12, tid);
-	ib_put_be16(mad + 16, attr);
-	ib_put_be32(mad + 20, mod);
-	ib_put_be16(mad + 32, 0xffff); /* DrSLID */
-	ib_put_be16(mad + 34, 0xffff); /* DrDLID */
-	umad_set_addr(umad, 0xffff, 0, 0, 0);
-	if (umad_send(port->umad_fd, port->umad_agent, umad, IB_MAD_LEN, SIM_SMP_MS, 2) < 0)
-		return -EIO;
-	for (int tries = 0; tries < 8; tries++) {
-		int len = IB_MAD_LEN;
-		int ret = umad_recv(port->umad_fd, umad, &len, SIM_SMP_MS * 3);
-
-		if (ret < 0)
-			return ret == -ETIMEDOUT ? -ETIMEDOUT : -EIO;
-		/* umad2sim hands this fd every SMI MAD of the process (the last agent of a
-		 * class gets them all), also another port's answers and timeouts: only
-		 * ours, status included, count. */
-		if (ib_get_be32(mad + 12) != tid)
-			continue;
-		if (umad_status(umad))
-			return -ETIMEDOUT;
-		if (!(mad[3] & 0x80))
-			continue;
-		if ((ib_get_be16(mad + 4) & 0x7fff) != 0)
-			return -EPROTO;
-		memcpy(data, mad + 64, SMP_DATA);
-		return 0;
-	}
-	return -ETIMEDOUT;
-}
-
-/* Read the identity: umad_get_port (GUID, P_Keys) and PortInfo by SMP (LID, LMC, SM,
- * MTU, timeout, state). Control thread; no lock needed for info (caller handles). */
+/* Read the identity and state; keeps PortInfo's state, SM SL and subnet timeout. */
 static int read_identity(struct ibp_port *port, struct simfab_port_info *info)
 {
-	umad_port_t up;
-	uint8_t pi[SMP_DATA];
-	int ret;
+	struct simnode_port sp;
+	int ret = simnode_read_port(&port->node, port->port_num, &sp);
 
-	memset(info, 0, sizeof(*info));
-	ret = umad_get_port(NULL, port->umad_port, &up);
-	if (ret < 0) {
-		log_errno(LOG_ERR, -ret, "sim: %s: umad_get_port %u", port->name, port->umad_port);
+	if (ret < 0)
 		return ret;
-	}
-	snprintf(info->name, sizeof(info->name), "%s", port->name);
-	info->port_num = port->port_num;
-	/* Another port of the node than umad2sim's: ibsim numbers a CA's port GUIDs node
-	 * GUID + port number, and answers a CA's P_KeyTable for the port an SMP arrives
-	 * on (so the table is umad's port's; OpenSM programs the same on every port). */
-	info->port_guid = be64toh(up.port_guid) - port->umad_port + port->port_num;
-	/* Keep table positions (a QP names its P_Key by index); drop invalid entries at
-	 * the end only. */
-	for (unsigned i = 0; i < up.pkeys_size && i < SIMFAB_PKEYS_MAX; i++) {
-		info->pkeys[i] = up.pkeys[i];
-		if (ib_pkey_is_valid(up.pkeys[i]))
-			info->n_pkeys = (uint16_t)(i + 1);
-	}
-	umad_release_port(&up);
-	/* A CA answers PortInfo for the port named in the attribute modifier (0: the
-	 * port the SMP arrives on). */
-	ret = smp_get(port, SMP_ATTR_PORT_INFO,
-		      port->port_num == port->umad_port ? 0 : port->port_num, pi);
-	if (ret < 0) {
-		log_errno(LOG_ERR, -ret, "sim: %s: PortInfo SMP to the local port", port->name);
-		return ret;
-	}
-	info->gid_prefix = ib_get_be64(pi + 8);
-	info->lid = ib_get_be16(pi + 16);
-	info->sm_lid = ib_get_be16(pi + 18);
-	port->port_state = pi[32] & 0xf;
-	info->lmc = pi[34] & 0x7;
-	info->mtu = pi[36] >> 4;
-	port->sm_sl = pi[36] & 0xf;
-	port->subnet_timeout = pi[51] & 0x1f;
-	if (!info->n_pkeys) {
-		info->n_pkeys = 1; /* no P_Key yet (no SM): the default, as a port starts */
-		info->pkeys[0] = IB_PKEY_DEFAULT;
-	}
+	*info = sp.info;
+	port->port_state = sp.state;
+	port->sm_sl = sp.sm_sl;
+	port->subnet_timeout = sp.subnet_timeout;
 	return 0;
 }
 
@@ -775,53 +702,17 @@ static void sim_close(struct ibp_port *port);
 
 static int open_umad(struct ibp_port *port, const char *device)
 {
-	uint8_t nd[SMP_DATA + 1];
-	size_t n;
-	int ret;
+	int ret = simnode_open(&port->node, port->port_num);
 
-	if (umad_init() < 0)
-		return -EIO;
-	/*
-	 * umad2sim gives a process one device with one port, its node's first (ibsim
-	 * attaches every client there): a node's other ports (port 2 of a two-port HCA)
-	 * are read by local SMPs through it (docs/simulated-rack.md, "Two-port HCAs").
-	 */
-	port->umad_port = port->port_num;
-	if (port->port_num != 1) {
-		umad_port_t up;
-
-		if (umad_get_port(NULL, 0, &up) == 0) {
-			if (up.portnum > 0 && up.portnum != port->port_num)
-				port->umad_port = (uint8_t)up.portnum;
-			umad_release_port(&up);
-		}
-	}
-	port->umad_fd = umad_open_port(NULL, port->umad_port);
-	if (port->umad_fd < 0) {
-		log_errno(LOG_ERR, -port->umad_fd,
-			  "sim: %s: umad_open_port (no IB port %u: is this process on a rack "
-			  "node, under libumad2sim?)",
-			  device, port->umad_port);
-		return port->umad_fd;
-	}
-	port->umad_agent = umad_register(port->umad_fd, 0x81, 1, 0, NULL);
-	if (port->umad_agent < 0) {
-		log_errno(LOG_ERR, -port->umad_agent, "sim: %s: umad_register (SMI)", device);
-		return port->umad_agent;
-	}
-	ret = smp_get(port, SMP_ATTR_NODE_DESC, 0, nd);
+	port->node_open = true;
 	if (ret < 0) {
-		log_errno(LOG_ERR, -ret, "sim: %s: NodeDescription SMP to the local port", device);
+		log_error("sim: %s: cannot read the local IB port", device);
 		return ret;
 	}
-	nd[SMP_DATA] = 0;
-	n = strlen((char *)nd);
-	while (n && (nd[n - 1] == ' ' || nd[n - 1] == '\n'))
-		nd[--n] = 0;
-	if (strcmp((char *)nd, device) != 0) {
+	if (strcmp(port->node.name, device) != 0) {
 		log_error("sim: device \"%s\" is not this process's node: its port belongs to "
 			  "node \"%s\" (under umad2sim, SIM_HOST picks the node)",
-			  device, (char *)nd);
+			  device, port->node.name);
 		return -ENODEV;
 	}
 	return 0;
@@ -865,7 +756,6 @@ static int sim_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
-	port->umad_fd = port->umad_agent = -1;
 	port->epfd = port->evfd = port->afd = port->tfd = -1;
 	port->port_num = cfg->port;
 	port->link_up = true;
@@ -955,10 +845,8 @@ static void sim_close(struct ibp_port *port)
 		close(port->tfd);
 	if (port->afd >= 0)
 		close(port->afd);
-	if (port->umad_agent >= 0)
-		umad_unregister(port->umad_fd, port->umad_agent);
-	if (port->umad_fd >= 0)
-		umad_close_port(port->umad_fd);
+	if (port->node_open)
+		simnode_close(&port->node);
 	ibp_pool_fini(&port->pool);
 	free(port->cq);
 	pthread_mutex_destroy(&port->port_lock);

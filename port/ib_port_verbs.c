@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/ib_hdr.h"
 #include "lib/log.h"
 
 #define IBP_VERBS_BATCH    32   /* WRs chained per post, WCs per ibv_poll_cq */
@@ -571,6 +572,11 @@ static int verbs_query(struct ibp_port *port, struct ibp_port_attr *attr)
 		}
 		attr->pkeys[i] = be16toh(pkey);
 	}
+	/* The HCA reports its whole table (128 entries on ConnectX), unused ones 0: keep
+	 * the positions (a QP names its P_Key by index) but not the unused tail, as the sim
+	 * backend reports it (found on the rack under libibverbs2sim). */
+	while (n > 0 && !ib_pkey_is_valid(attr->pkeys[n - 1]))
+		n--;
 	attr->n_pkeys = n;
 	return 0;
 }

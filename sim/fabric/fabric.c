@@ -461,6 +461,11 @@ int fabric_qp_create_pkey(struct fabric *f, int port, enum simfab_qp_type type, 
 
 int fabric_qp_modify(struct fabric *f, int port, uint32_t qpn, uint32_t qkey)
 {
+	return fabric_qp_modify_pkey(f, port, qpn, -1, qkey);
+}
+
+int fabric_qp_modify_pkey(struct fabric *f, int port, uint32_t qpn, int pkey_index, uint32_t qkey)
+{
 	struct port *p = port_get(f, port);
 	struct qp *q;
 
@@ -468,7 +473,11 @@ int fabric_qp_modify(struct fabric *f, int port, uint32_t qpn, uint32_t qkey)
 		return -ENOENT;
 	if ((qkey & IB_QKEY_PRIVILEGED) && !(p->info.flags & SIMFAB_HELLO_PRIVILEGED))
 		return -EPERM;
+	if (pkey_index >= (int)p->info.n_pkeys)
+		return -EINVAL;
 	q->qkey = qkey;
+	if (pkey_index >= 0)
+		q->pkey_index = (uint16_t)pkey_index;
 	return 0;
 }
 

@@ -122,6 +122,9 @@ int fabric_qp_create(struct fabric *f, int port, enum simfab_qp_type type, uint3
 int fabric_qp_create_pkey(struct fabric *f, int port, enum simfab_qp_type type, uint16_t pkey_index,
 			  uint32_t qkey, uint32_t *qpn);
 int fabric_qp_modify(struct fabric *f, int port, uint32_t qpn, uint32_t qkey);
+/* The same, also moving the QP to P_Key index pkey_index (-1: unchanged; -EINVAL
+ * beyond the port's table). */
+int fabric_qp_modify_pkey(struct fabric *f, int port, uint32_t qpn, int pkey_index, uint32_t qkey);
 int fabric_qp_destroy(struct fabric *f, int port, uint32_t qpn);
 /* -EINVAL: not a UD QP; -EEXIST / -ENOENT: (not) attached already. */
 int fabric_mcast_attach(struct fabric *f, int port, uint32_t qpn, const union ib_gid *mgid,

@@ -317,8 +317,12 @@ static void handle_msg(struct fab *x, struct conn *c, const uint8_t *buf, size_t
 				      : NULL;
 		break;
 	case SIMFAB_QP_MODIFY:
-		rc = fabric_qp_modify(x->f, c->port, m.u.qp_modify.qpn, m.u.qp_modify.qkey);
-		why = rc == -EPERM ? "a controlled Q_Key needs a privileged port" : NULL;
+		rc = fabric_qp_modify_pkey(x->f, c->port, m.u.qp_modify.qpn,
+					   m.u.qp_modify.set_pkey ? m.u.qp_modify.pkey_index : -1,
+					   m.u.qp_modify.qkey);
+		why = rc == -EPERM    ? "a controlled Q_Key needs a privileged port"
+		      : rc == -EINVAL ? "P_Key index beyond the port's table"
+				      : NULL;
 		break;
 	case SIMFAB_QP_DESTROY:
 		rc = fabric_qp_destroy(x->f, c->port, m.u.qp_destroy.qpn);

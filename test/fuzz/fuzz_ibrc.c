@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the software RC transport (port/ib_rc: ibrc_rx and the timers
+ * libFuzzer harness for the software RC transport (sim/verbs/ib_rc: ibrc_rx and the timers
  * around it), the receive side of connected mode on the simulated fabric. The input is
  * a script, one operation per step: a request packet or an ACK/NAK from the peer with
  * arbitrary opcode, PSN, AckReq, syndrome, MSN and payload; a post of a message; a push;
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "lib/ib_hdr.h"
-#include "port/ib_rc.h"
+#include "sim/verbs/ib_rc.h"
 
 #define N_RBUF     8
 #define RBUF_CAP   4096
@@ -83,7 +83,7 @@ static void *rx_buf(void *ctx, uint8_t **data, uint32_t *cap)
 	return NULL;
 }
 
-static void send_done(void *ctx, uint64_t cookie, enum ibp_wc_status status)
+static void send_done(void *ctx, uint64_t cookie, enum ibrc_status status)
 {
 	struct harness *h = ctx;
 
@@ -93,14 +93,14 @@ static void send_done(void *ctx, uint64_t cookie, enum ibp_wc_status status)
 	h->posted[cookie] = false;
 }
 
-static void recv_done(void *ctx, void *rbuf, uint32_t len, enum ibp_wc_status status)
+static void recv_done(void *ctx, void *rbuf, uint32_t len, enum ibrc_status status)
 {
 	struct harness *h = ctx;
 	unsigned i = (unsigned)(((uint8_t(*)[RBUF_CAP])rbuf) - h->rbuf);
 
 	if (i >= N_RBUF || rbuf != h->rbuf[i] || !h->rbuf_out[i])
 		abort(); /* not ours, or completed twice */
-	if (status == IBP_WC_OK && len > RBUF_CAP)
+	if (status == IBRC_WC_OK && len > RBUF_CAP)
 		abort();
 	h->rbuf_out[i] = false;
 }
@@ -197,11 +197,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 7:
 			if (op == 0xff)
-				ibrc_fail(&qp, IBP_WC_RETRY_EXCEEDED);
+				ibrc_fail(&qp, IBRC_WC_RETRY_EXCEEDED);
 			break;
 		}
 	}
-	ibrc_fail(&qp, IBP_WC_FLUSHED);
+	ibrc_fail(&qp, IBRC_WC_FLUSHED);
 	ibrc_fini(&qp);
 	for (unsigned i = 0; i < N_POSTS; i++)
 		if (h.posted[i])

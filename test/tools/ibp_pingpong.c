@@ -1,6 +1,8 @@
 /*
  * ibp_pingpong: UD and RC traffic between two simulated ports, through the ibp_ops API
- * only (the sim backend's counters are read with ibp_sim_stats for the report). Run
+ * only (the sim backend's counters are read with ibp_sim_stats for the report; with
+ * --backend verbs, the verbs backend, on the rack under libibverbs2sim.so, which has no
+ * counters: they print as "-"). Run
  * inside a rack node (`sim/rack exec ibhost1 -- ibp_pingpong ...`) with the fabric up.
  *
  *   ibp_pingpong [OPTIONS] info
@@ -20,7 +22,7 @@
  *       seq_naks Q rnr_naks Z dups D bad 0`, or `rc error STATUS after MS ms` when a
  *       send completes with an error (status 2).
  *
- * Options: --socket PATH (default $IBGW_RACK_STATE/fabric.sock), --node NAME (default
+ * Options: --backend sim|verbs (default sim), --socket PATH (default $IBGW_RACK_STATE/fabric.sock), --node NAME (default
  * $IBGW_NODE, else $SIM_HOST), --dir DIR (rc exchange files, default .), --count N,
  * --size N, --max N, --timeout SEC (default 60), --attach MGID/MLID (ud-recv),
  * --dgid GID (ud-send: GRH; multicast: `ud-send 0xc000 0xffffff --dgid MGID`),
@@ -57,9 +59,26 @@
 #define MSG_MAX  65520
 
 static const struct ibp_ops *ops;
+static bool have_stats; /* the sim backend's counters (ibp_sim_stats) */
+
+/* A counter for the report, or "-" when the backend has none. buf: 24 octets. */
+static const char *cnt(char *buf, uint64_t v)
+{
+	if (!have_stats)
+		return "-";
+	snprintf(buf, 24, "%" PRIu64, v);
+	return buf;
+}
+
+static void stats(struct ibp_port *port, struct ibp_sim_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (have_stats)
+		ibp_sim_stats(port, st);
+}
 
 struct opts {
-	const char *socket, *node, *dir;
+	const char *socket, *node, *dir, *backend;
 	unsigned count, size, max, timeout, stop_after;
 	const char *attach, *dgid;
 	uint32_t qkey;
@@ -150,7 +169,7 @@ static int cq_epoll(struct ibp_port *port)
 
 static struct ibp_port *open_port(const struct opts *o)
 {
-	struct ibp_port_config cfg = { .backend = "sim",
+	struct ibp_port_config cfg = { .backend = o->backend,
 				       .device = o->node,
 				       .port = 1,
 				       .sim_socket = o->socket,
@@ -344,12 +363,12 @@ static int cmd_ud_recv(const struct opts *o)
 	}
 	{
 		struct ibp_sim_stats st;
+		char b1[24];
 
-		ibp_sim_stats(port, &st);
-		printf("ud-recv got %u bad %u bytes %" PRIu64 " secs %.3f mbps %.1f no_wqe %" PRIu64
-		       "\n",
+		stats(port, &st);
+		printf("ud-recv got %u bad %u bytes %" PRIu64 " secs %.3f mbps %.1f no_wqe %s\n",
 		       got, bad, bytes, t1 - t0, t1 > t0 ? (double)bytes / (t1 - t0) / 1e6 : 0.0,
-		       st.ud_rx_no_wqe);
+		       cnt(b1, st.ud_rx_no_wqe));
 	}
 	ops->destroy_qp(qp);
 	ops->close(port);
@@ -416,12 +435,12 @@ static int cmd_ud_send(const struct opts *o, uint16_t dlid, uint32_t dqpn)
 	t1 = now_s();
 	{
 		struct ibp_sim_stats st;
+		char b1[24], b2[24];
 
-		ibp_sim_stats(port, &st);
-		printf("sent %u qpn 0x%x secs %.3f mbps %.1f full %" PRIu64 " link_down %" PRIu64
-		       "\n",
-		       sent, ops->qp_num(qp), t1 - t0, (double)sent * o->size / (t1 - t0) / 1e6,
-		       st.ud_tx_full, st.ud_tx_link_down);
+		stats(port, &st);
+		printf("sent %u qpn 0x%x secs %.3f mbps %.1f full %s link_down %s\n", sent,
+		       ops->qp_num(qp), t1 - t0, (double)sent * o->size / (t1 - t0) / 1e6,
+		       cnt(b1, st.ud_tx_full), cnt(b2, st.ud_tx_link_down));
 	}
 	ops->destroy_ah(ah);
 	ops->destroy_qp(qp);
@@ -633,18 +652,19 @@ static int cmd_rc(const struct opts *o, const char *peer)
 	}
 	{
 		struct ibp_sim_stats st;
+		char b1[24], b2[24], b3[24], b4[24], b5[24];
 
-		ibp_sim_stats(port, &st);
+		stats(port, &st);
 		if (!status)
 			printf("rc done sent %u rcvd %u bytes %" PRIu64 " secs %.3f mbps %.1f "
-			       "retrans %" PRIu64 " timeouts %" PRIu64 " seq_naks %" PRIu64
-			       " rnr_naks %" PRIu64 " dups %" PRIu64 " bad %u\n",
+			       "retrans %s timeouts %s seq_naks %s rnr_naks %s dups %s bad %u\n",
 			       acked, rcvd, bytes, t1 - t0, (double)bytes / (t1 - t0) / 1e6,
-			       st.rc_retrans_pkts, st.rc_timeouts, st.rc_seq_naks_rcvd,
-			       st.rc_rnr_naks_rcvd, st.rc_dup_pkts, bad);
+			       cnt(b1, st.rc_retrans_pkts), cnt(b2, st.rc_timeouts),
+			       cnt(b3, st.rc_seq_naks_rcvd), cnt(b4, st.rc_rnr_naks_rcvd),
+			       cnt(b5, st.rc_dup_pkts), bad);
 		else
-			printf("rc stats retrans %" PRIu64 " timeouts %" PRIu64 "\n",
-			       st.rc_retrans_pkts, st.rc_timeouts);
+			printf("rc stats retrans %s timeouts %s\n", cnt(b1, st.rc_retrans_pkts),
+			       cnt(b2, st.rc_timeouts));
 	}
 	ops->destroy_qp(qp);
 	ops->destroy_srq(srq);
@@ -665,9 +685,10 @@ int main(int argc, char **argv)
 		{ "rc-timeout", 1, NULL, 'T' }, { "retry", 1, NULL, 'r' },
 		{ "rnr-retry", 1, NULL, 'R' },  { "stop-after", 1, NULL, 'S' },
 		{ "quiet", 0, NULL, 'Q' },      { "churn", 0, NULL, 'C' },
-		{ NULL, 0, NULL, 0 },
+		{ "backend", 1, NULL, 'B' },    { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .dir = ".",
+			  .backend = "sim",
 			  .count = 0,
 			  .size = 256,
 			  .max = MSG_MAX,
@@ -736,6 +757,9 @@ int main(int argc, char **argv)
 		case 'C':
 			o.churn = 1;
 			break;
+		case 'B':
+			o.backend = optarg;
+			break;
 		default:
 			return 1;
 		}
@@ -745,7 +769,12 @@ int main(int argc, char **argv)
 				"PEER (needs --node/--socket or a rack node's environment)\n");
 		return 1;
 	}
-	ops = ibp_backend("sim");
+	ops = ibp_backend(o.backend);
+	if (!ops) {
+		fprintf(stderr, "ibp_pingpong: no backend %s\n", o.backend);
+		return 1;
+	}
+	have_stats = ops == &ibp_sim_ops;
 	if (!strcmp(argv[optind], "info"))
 		return cmd_info(&o);
 	if (!strcmp(argv[optind], "ud-recv"))

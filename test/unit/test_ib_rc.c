@@ -1,5 +1,5 @@
 /*
- * Unit tests of the sim backend's RC engine (port/ib_rc.c), driven with synthetic
+ * Unit tests of the sim backend's RC engine (sim/verbs/ib_rc.c), driven with synthetic
  * packets: PSN arithmetic with the 24-bit wrap, timer values, segmentation by MTU,
  * ACK coalescing, NAK decisions (gap, duplicate, RNR), go-back-N retransmission,
  * RNR waits, retry exhaustion (error + flush), the send window, and a lossy link
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "port/ib_rc.h"
+#include "sim/verbs/ib_rc.h"
 #include "lib/ib_hdr.h"
 
 #define WIRE_MAX 8192
@@ -42,11 +42,11 @@ struct side {
 	unsigned rfree[NRBUF], n_rfree;
 	/* completions */
 	uint64_t s_cookie[NDONE];
-	enum ibp_wc_status s_status[NDONE];
+	enum ibrc_status s_status[NDONE];
 	unsigned n_sdone;
 	uint32_t r_len[NDONE];
 	int r_idx[NDONE];
-	enum ibp_wc_status r_status[NDONE];
+	enum ibrc_status r_status[NDONE];
 	unsigned n_rdone;
 };
 
@@ -111,7 +111,7 @@ static void *rx_buf(void *ctx, uint8_t **data, uint32_t *cap)
 	return (void *)(uintptr_t)(i + 1);
 }
 
-static void send_done(void *ctx, uint64_t cookie, enum ibp_wc_status st)
+static void send_done(void *ctx, uint64_t cookie, enum ibrc_status st)
 {
 	struct side *s = ctx;
 
@@ -120,7 +120,7 @@ static void send_done(void *ctx, uint64_t cookie, enum ibp_wc_status st)
 	s->s_status[s->n_sdone++] = st;
 }
 
-static void recv_done(void *ctx, void *rbuf, uint32_t len, enum ibp_wc_status st)
+static void recv_done(void *ctx, void *rbuf, uint32_t len, enum ibrc_status st)
 {
 	struct side *s = ctx;
 
@@ -307,14 +307,14 @@ static void delivery_and_coalesced_acks(void **state)
 	run_wire(0);
 	assert_int_equal(S[1].n_rdone, 8);
 	for (int i = 0; i < 8; i++) {
-		assert_int_equal(S[1].r_status[i], IBP_WC_OK);
+		assert_int_equal(S[1].r_status[i], IBRC_WC_OK);
 		assert_int_equal(S[1].r_len[i], sizes[i]);
 		assert_true(msg_ok(S[1].rbuf[S[1].r_idx[i]], sizes[i], (uint32_t)i));
 	}
 	assert_int_equal(S[0].n_sdone, 8);
 	for (int i = 0; i < 8; i++) {
 		assert_int_equal(S[0].s_cookie[i], i);
-		assert_int_equal(S[0].s_status[i], IBP_WC_OK);
+		assert_int_equal(S[0].s_status[i], IBRC_WC_OK);
 	}
 	/* 64 + 1 + 1 + 1 + 1 + 2 + 40 + 1 = 111 packets; ACKs at most one per batch of
 	 * 16 (coalesced), at least one (the last message end). */
@@ -438,14 +438,14 @@ static void timeout_goes_back_then_retry_exceeded(void **state)
 	ibrc_tick(&S[0].qp, now); /* the 4th timeout: retry_count 3 is spent */
 	assert_int_equal(S[0].qp.state, IBRC_ERROR);
 	assert_int_equal(S[0].n_sdone, 3);
-	assert_int_equal(S[0].s_status[0], IBP_WC_RETRY_EXCEEDED);
-	assert_int_equal(S[0].s_status[1], IBP_WC_FLUSHED);
-	assert_int_equal(S[0].s_status[2], IBP_WC_FLUSHED);
+	assert_int_equal(S[0].s_status[0], IBRC_WC_RETRY_EXCEEDED);
+	assert_int_equal(S[0].s_status[1], IBRC_WC_FLUSHED);
+	assert_int_equal(S[0].s_status[2], IBRC_WC_FLUSHED);
 	assert_int_equal(S[0].qp.stats.timeouts, 4);
 	/* Later posts flush at once; the QP sends nothing more. */
 	assert_int_equal(ibrc_post(&S[0].qp, m, 10, 4), 0);
 	assert_int_equal(S[0].n_sdone, 4);
-	assert_int_equal(S[0].s_status[3], IBP_WC_FLUSHED);
+	assert_int_equal(S[0].s_status[3], IBRC_WC_FLUSHED);
 	ibrc_push(&S[0].qp, now);
 	assert_int_equal(S[0].n_tx, 20);
 	assert_true(ibrc_next_deadline(&S[0].qp) == 0);
@@ -476,8 +476,8 @@ static void progress_reloads_retries(void **state)
 	now += t;
 	ibrc_tick(&S[0].qp, now);
 	assert_int_equal(S[0].qp.state, IBRC_ERROR);
-	assert_int_equal(S[0].s_status[0], IBP_WC_OK);
-	assert_int_equal(S[0].s_status[1], IBP_WC_RETRY_EXCEEDED);
+	assert_int_equal(S[0].s_status[0], IBRC_WC_OK);
+	assert_int_equal(S[0].s_status[1], IBRC_WC_RETRY_EXCEEDED);
 }
 
 static void rnr_wait_and_exhaustion(void **state)
@@ -518,7 +518,7 @@ static void rnr_wait_and_exhaustion(void **state)
 		assert_int_equal(wire[w_head].p.psn, 0);
 	}
 	assert_int_equal(S[0].qp.state, IBRC_ERROR);
-	assert_int_equal(S[0].s_status[0], IBP_WC_RNR_EXCEEDED);
+	assert_int_equal(S[0].s_status[0], IBRC_WC_RNR_EXCEEDED);
 	assert_int_equal(S[0].qp.stats.rnr_naks_rcvd, 3);
 	assert_int_equal(S[1].qp.stats.rnr_naks_sent, 3);
 
@@ -538,7 +538,7 @@ static void rnr_wait_and_exhaustion(void **state)
 	run_wire(0);
 	assert_int_equal(S[1].n_rdone, 1);
 	assert_int_equal(S[0].n_sdone, 1);
-	assert_int_equal(S[0].s_status[0], IBP_WC_OK);
+	assert_int_equal(S[0].s_status[0], IBRC_WC_OK);
 }
 
 static void window_bounds_outstanding(void **state)
@@ -600,7 +600,7 @@ static void invalid_requests(void **state)
 	ibrc_post(&S[0].qp, pay, 10, 9);
 	ibrc_rx(&S[0].qp, &wire[0].p, now);
 	assert_int_equal(S[0].qp.state, IBRC_ERROR);
-	assert_int_equal(S[0].s_status[0], IBP_WC_REMOTE_ERROR);
+	assert_int_equal(S[0].s_status[0], IBRC_WC_REMOTE_ERROR);
 }
 
 static void lossy_link_delivers_once_in_order(void **state)
@@ -645,7 +645,7 @@ static void lossy_link_delivers_once_in_order(void **state)
 				uint32_t seq = s ? i : i + 1000;
 				uint32_t len = s ? (i * 7919u) % 9000u : (i * 104729u) % 9000u;
 
-				assert_int_equal(x->r_status[i], IBP_WC_OK);
+				assert_int_equal(x->r_status[i], IBRC_WC_OK);
 				assert_int_equal(x->r_len[i], len);
 				assert_true(msg_ok(x->rbuf[x->r_idx[i]], len, seq));
 				repost(x, x->r_idx[i]);
@@ -657,7 +657,7 @@ static void lossy_link_delivers_once_in_order(void **state)
 	assert_int_equal(S[1].n_rdone, NMSG); /* exactly once */
 	assert_int_equal(S[0].n_rdone, NMSG);
 	for (unsigned i = 0; i < NMSG; i++) {
-		assert_int_equal(S[0].s_status[i], IBP_WC_OK);
+		assert_int_equal(S[0].s_status[i], IBRC_WC_OK);
 		assert_int_equal(S[0].s_cookie[i], i); /* completions in order */
 	}
 	assert_true(S[0].qp.stats.retrans_pkts > 0);

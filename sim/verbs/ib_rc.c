@@ -3,7 +3,7 @@
  * segmentation, cumulative ACKs, go-back-N retransmission with the retry and RNR
  * counters; responder PSN checks, reassembly, coalesced ACKs and NAKs.
  */
-#include "port/ib_rc.h"
+#include "sim/verbs/ib_rc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -85,6 +85,20 @@ int ibrc_connect(struct ibrc_qp *qp, const struct ibrc_conn *c)
 	return 0;
 }
 
+int ibrc_set_requester(struct ibrc_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry_count,
+		       uint8_t rnr_retry)
+{
+	if (qp->state != IBRC_RTS || qp->sq_len || retry_count > 7 || rnr_retry > 7 || timeout > 31)
+		return -EINVAL;
+	qp->timeout_ns = ibrc_timeout_ns(timeout);
+	qp->retry_count = retry_count;
+	qp->rnr_retry = rnr_retry;
+	qp->psn_alloc = qp->psn_next = qp->psn_una = qp->psn_max = sq_psn & IB_PSN_MAX;
+	qp->retries_left = qp->retry_count;
+	qp->rnr_left = qp->rnr_retry;
+	return 0;
+}
+
 static struct ibrc_wqe *wqe_at(struct ibrc_qp *qp, uint32_t i)
 {
 	return &qp->sq[(qp->sq_head + i) % qp->sq_cap];
@@ -97,7 +111,7 @@ int ibrc_post(struct ibrc_qp *qp, const uint8_t *data, uint32_t len, uint64_t co
 	if (len > IBRC_MSG_MAX)
 		return -EMSGSIZE;
 	if (qp->state == IBRC_ERROR) {
-		qp->ops->send_done(qp->ctx, cookie, IBP_WC_FLUSHED);
+		qp->ops->send_done(qp->ctx, cookie, IBRC_WC_FLUSHED);
 		return 0;
 	}
 	if (qp->state != IBRC_RTS)
@@ -187,7 +201,7 @@ static bool ack_through(struct ibrc_qp *qp, uint32_t psn, uint64_t now_ns)
 
 		if (ibrc_psn_diff(last, psn) > 0)
 			break;
-		qp->ops->send_done(qp->ctx, w->cookie, IBP_WC_OK);
+		qp->ops->send_done(qp->ctx, w->cookie, IBRC_WC_OK);
 		qp->stats.msgs_sent++;
 		qp->sq_head = (qp->sq_head + 1) % qp->sq_cap;
 		qp->sq_len--;
@@ -205,20 +219,20 @@ static bool ack_through(struct ibrc_qp *qp, uint32_t psn, uint64_t now_ns)
 	return true;
 }
 
-void ibrc_fail(struct ibrc_qp *qp, enum ibp_wc_status status)
+void ibrc_fail(struct ibrc_qp *qp, enum ibrc_status status)
 {
 	if (qp->state == IBRC_ERROR)
 		return;
 	qp->state = IBRC_ERROR;
 	for (uint32_t i = 0; i < qp->sq_len; i++)
 		qp->ops->send_done(qp->ctx, wqe_at(qp, i)->cookie,
-				   i == 0 ? status : IBP_WC_FLUSHED);
+				   i == 0 ? status : IBRC_WC_FLUSHED);
 	qp->sq_len = 0;
 	qp->cur = qp->cur_pkt = 0;
 	qp->deadline_ns = qp->rnr_until_ns = 0;
 	qp->ack_due = false;
 	if (qp->rbuf) {
-		qp->ops->recv_done(qp->ctx, qp->rbuf, 0, IBP_WC_FLUSHED);
+		qp->ops->recv_done(qp->ctx, qp->rbuf, 0, IBRC_WC_FLUSHED);
 		qp->rbuf = NULL;
 		qp->in_msg = false;
 	}
@@ -250,7 +264,7 @@ static void rx_ack(struct ibrc_qp *qp, const struct ibrc_pkt *p, uint64_t now_ns
 		qp->stats.rnr_naks_rcvd++;
 		if (qp->rnr_retry != 7) {
 			if (qp->rnr_left == 0) {
-				ibrc_fail(qp, IBP_WC_RNR_EXCEEDED);
+				ibrc_fail(qp, IBRC_WC_RNR_EXCEEDED);
 				return;
 			}
 			qp->rnr_left--;
@@ -265,12 +279,12 @@ static void rx_ack(struct ibrc_qp *qp, const struct ibrc_pkt *p, uint64_t now_ns
 	if (kind != IBRC_AETH_NAK)
 		return; /* reserved kind */
 	if (value != IBRC_NAK_PSN_SEQ) {
-		ibrc_fail(qp, IBP_WC_REMOTE_ERROR);
+		ibrc_fail(qp, IBRC_WC_REMOTE_ERROR);
 		return;
 	}
 	qp->stats.seq_naks_rcvd++;
 	if (qp->retries_left == 0) {
-		ibrc_fail(qp, IBP_WC_RETRY_EXCEEDED);
+		ibrc_fail(qp, IBRC_WC_RETRY_EXCEEDED);
 		return;
 	}
 	qp->retries_left--;
@@ -290,11 +304,11 @@ static void rx_invalid(struct ibrc_qp *qp)
 {
 	send_nak(qp, IBRC_AETH_NAK | IBRC_NAK_INVALID_REQ);
 	if (qp->rbuf) {
-		qp->ops->recv_done(qp->ctx, qp->rbuf, qp->roff, IBP_WC_LOCAL_ERROR);
+		qp->ops->recv_done(qp->ctx, qp->rbuf, qp->roff, IBRC_WC_LOCAL_ERROR);
 		qp->rbuf = NULL;
 		qp->in_msg = false;
 	}
-	ibrc_fail(qp, IBP_WC_FLUSHED);
+	ibrc_fail(qp, IBRC_WC_FLUSHED);
 }
 
 static void rx_req(struct ibrc_qp *qp, const struct ibrc_pkt *p)
@@ -343,7 +357,7 @@ static void rx_req(struct ibrc_qp *qp, const struct ibrc_pkt *p)
 	qp->epsn = ibrc_psn_add(qp->epsn, 1);
 	if (last) {
 		qp->msn = (qp->msn + 1) & 0xffffff;
-		qp->ops->recv_done(qp->ctx, qp->rbuf, qp->roff, IBP_WC_OK);
+		qp->ops->recv_done(qp->ctx, qp->rbuf, qp->roff, IBRC_WC_OK);
 		qp->stats.msgs_rcvd++;
 		qp->rbuf = NULL;
 		qp->in_msg = false;
@@ -401,7 +415,7 @@ void ibrc_tick(struct ibrc_qp *qp, uint64_t now_ns)
 		}
 		qp->stats.timeouts++;
 		if (qp->retries_left == 0) {
-			ibrc_fail(qp, IBP_WC_RETRY_EXCEEDED);
+			ibrc_fail(qp, IBRC_WC_RETRY_EXCEEDED);
 			return;
 		}
 		qp->retries_left--;

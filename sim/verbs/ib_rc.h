@@ -1,7 +1,9 @@
 /*
- * The RC transport engine of the sim backend (port/ib_port_sim.c): what an HCA does for
- * a reliable-connected QP, without sockets, clocks or wire encoding, so unit tests can
- * drive it with synthetic packets (prefix ibrc_).
+ * The software RC transport of the simulated HCA: what an HCA does for a
+ * reliable-connected QP, without sockets, clocks or wire encoding, so unit tests can
+ * drive it with synthetic packets (prefix ibrc_). Its users: the verbs shim
+ * (sim/verbs/vsim_*.c, libibverbs2sim.so) and, until it is retired, the sim backend of
+ * the IB port (port/ib_port_sim.c), which includes it from here.
  *
  * Requester: a ring of send WQEs (one per posted message, sized by the QP's send depth;
  * nothing is allocated after ibrc_init). Each message takes consecutive PSNs, one per
@@ -16,12 +18,12 @@
  *   retransmit timer   4.096 us * 2^timeout (timeout 0: none), restarted whenever an
  *                      ACK makes progress, stopped when nothing is outstanding
  *   retry_count        timeouts and sequence-error NAKs without progress in between;
- *                      one more -> IBP_WC_RETRY_EXCEEDED
+ *                      one more -> IBRC_WC_RETRY_EXCEEDED
  *   rnr_retry          RNR NAKs without progress (7 = retry forever); one more ->
- *                      IBP_WC_RNR_EXCEEDED. The wait is the RNR NAK's timer field.
+ *                      IBRC_WC_RNR_EXCEEDED. The wait is the RNR NAK's timer field.
  * Both counters are reloaded whenever an ACK (or NAK) acknowledges something new.
  * On a fatal error the QP goes to ERROR: the failing WQE completes with the error,
- * the others with IBP_WC_FLUSHED, and later posts flush at once.
+ * the others with IBRC_WC_FLUSHED, and later posts flush at once.
  *
  * Responder: the expected PSN (ePSN) and the MSN. The packet with the ePSN is taken:
  * FIRST/ONLY take a receive buffer (ops->rx_buf; none -> RNR NAK with min_rnr_timer,
@@ -44,7 +46,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "port/ib_port.h"
+/* How a WQE ends; each user maps it to its own status (ibv_wc_status, ibp_wc_status). */
+enum ibrc_status {
+	IBRC_WC_OK = 0,
+	IBRC_WC_FLUSHED,
+	IBRC_WC_RETRY_EXCEEDED,
+	IBRC_WC_RNR_EXCEEDED,
+	IBRC_WC_REMOTE_ERROR, /* NAK remote access/operational error, invalid request */
+	IBRC_WC_LOCAL_ERROR   /* responder: the message does not fit the receive buffer */
+};
 
 #define IBRC_WINDOW_DEFAULT 128 /* outstanding PSNs of a requester */
 #define IBRC_ACKREQ_EVERY   16  /* AckReq at least every this many packets of a message */
@@ -72,8 +82,8 @@ struct ibrc_ops {
 	bool (*tx_ack)(void *ctx, uint8_t syndrome, uint32_t msn, uint32_t psn);
 	/* A receive buffer for a new message (its handle; data/cap filled), or NULL. */
 	void *(*rx_buf)(void *ctx, uint8_t **data, uint32_t *cap);
-	void (*send_done)(void *ctx, uint64_t cookie, enum ibp_wc_status status);
-	void (*recv_done)(void *ctx, void *rbuf, uint32_t len, enum ibp_wc_status status);
+	void (*send_done)(void *ctx, uint64_t cookie, enum ibrc_status status);
+	void (*recv_done)(void *ctx, void *rbuf, uint32_t len, enum ibrc_status status);
 };
 
 /* A packet as the engine sees it (the caller parsed the wire form). */
@@ -168,6 +178,10 @@ struct ibrc_conn {
 	uint32_t window; /* 0: IBRC_WINDOW_DEFAULT */
 };
 int ibrc_connect(struct ibrc_qp *qp, const struct ibrc_conn *c);
+/* The requester's half alone, for verbs' RTR -> RTS after ibrc_connect at RTR: the send
+ * PSN, timeout, retry counts. The responder's state is kept. 0 or -EINVAL. */
+int ibrc_set_requester(struct ibrc_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry_count,
+		       uint8_t rnr_retry);
 
 /* Queue a message (data stays the caller's until send_done). -ENOMEM: send queue full;
  * -EMSGSIZE: longer than IBRC_MSG_MAX. In ERROR it completes at once as FLUSHED (0).
@@ -186,8 +200,8 @@ void ibrc_tick(struct ibrc_qp *qp, uint64_t now_ns);
 uint64_t ibrc_next_deadline(const struct ibrc_qp *qp);
 /* True when ibrc_push would send something now (window open, work queued). */
 bool ibrc_can_send(const struct ibrc_qp *qp);
-/* Move to ERROR: the head WQE completes with status (if not IBP_WC_FLUSHED), the rest
+/* Move to ERROR: the head WQE completes with status (if not IBRC_WC_FLUSHED), the rest
  * and the message being received are flushed. */
-void ibrc_fail(struct ibrc_qp *qp, enum ibp_wc_status status);
+void ibrc_fail(struct ibrc_qp *qp, enum ibrc_status status);
 
 #endif

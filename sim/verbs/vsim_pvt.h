@@ -1,0 +1,220 @@
+/*
+ * Private header of the verbs shim (libibverbs2sim.so, sim/verbs/vsim_*.c): the
+ * simulated HCA's objects behind the ibv_* handles the program holds, and what the
+ * shim's two halves call in each other.
+ *
+ *   vsim_dev.c  devices, contexts, the HCA's progress thread and its fabric
+ *               connections, port identity and port events, PD, MR, CQ, completion
+ *               channel, async events
+ *   vsim_qp.c   QPs and their ibv_modify_qp state machine, SRQ, AH, multicast,
+ *               post/poll, UD packets in and out, the RC transport's glue (ib_rc)
+ *
+ * Threads. Each context has one mutex, ctx->lock, over everything of that context:
+ * its fabric connections, QPs, SRQs, CQs and their rings, channels' event queues and
+ * the async event queue. The program's threads take it in each verb; the context's
+ * progress thread (the HCA's "firmware": receives packets, runs RC timers, re-reads the
+ * ports) takes it for each batch. Nothing in the shim calls back into the program, so
+ * a program's own locks held across a verb (ibgwd's port_lock) cannot deadlock with
+ * it. The SMPs that read a port (simnode) are sent without ctx->lock.
+ */
+#ifndef IBGW_SIM_VERBS_VSIM_PVT_H
+#define IBGW_SIM_VERBS_VSIM_PVT_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/verbs/ib_rc.h"
+#include "sim/verbs/sim_node.h"
+#include "sim/verbs/vsim.h"
+#include "lib/ib_packet.h"
+#include "lib/ib_simfab.h"
+
+/* What ibv_query_device reports: a ConnectX-5 (mlx5) as `ibv_devinfo -v` shows one. */
+#define VSIM_MAX_QP_WR       32768
+#define VSIM_MAX_SGE         30
+#define VSIM_MAX_CQE         4194303
+#define VSIM_MAX_SRQ_WR      32767
+#define VSIM_MAX_INLINE      512 /* granted up to this; mlx5's limit depends on the WQE size */
+#define VSIM_PKEY_TBL        128
+#define VSIM_GID_TBL         1 /* only GID 0 (prefix:GUID) exists on the fabric */
+#define VSIM_MAX_RD_ATOM     16
+#define VSIM_MCAST_QP_ATTACH 240
+#define VSIM_GRH             40 /* UD receive buffers start with the GRH area */
+#define VSIM_QP_BUCKETS      256
+#define VSIM_EVQ             256 /* async events kept until read */
+
+struct vsim_ctx;
+struct vsim_qp;
+
+struct vsim_port {
+	uint8_t num;
+	struct simfab_client *fab; /* NULL until HELLO is accepted (a LID is needed) */
+	struct simnode_port sp;    /* identity and state as last read */
+	bool have_sp;
+	bool link_up;    /* the fabric's PORT_STATE (up until it says otherwise) */
+	bool active;     /* what the last PORT_ACTIVE/PORT_ERR said */
+	bool rereg;      /* PortInfo ClientReregister as last read */
+	bool tx_blocked; /* the socket was full: wait for EPOLLOUT */
+	bool out_armed;
+	uint8_t tx[IB_PACKET_MAX_LEN];
+};
+
+struct vsim_pd {
+	struct ibv_pd pd;
+	unsigned users; /* MRs, QPs, SRQs, AHs: dealloc_pd refuses (EBUSY) while any */
+};
+
+struct vsim_mr {
+	struct ibv_mr mr;
+	int access;
+	struct vsim_mr *next;
+};
+
+struct vsim_chan {
+	struct ibv_comp_channel ch; /* ch.fd: an eventfd in semaphore mode, one count per
+				     * queued event, so read(2) keeps the fd's blocking mode */
+	struct ibv_cq **q;
+	unsigned cap, head, len;
+	unsigned cqs; /* CQs using it: destroy refuses (EBUSY) while any */
+};
+
+struct vsim_cq {
+	struct ibv_cq cq;
+	struct ibv_wc *ring;
+	unsigned cap, head, len;
+	bool armed, solicited_only, overrun;
+	unsigned events_got, events_acked;
+	unsigned users; /* QPs */
+	struct vsim_cq *next;
+};
+
+/* A receive WQE (QP receive queue or SRQ). */
+struct vsim_rwqe {
+	uint64_t wr_id;
+	int num_sge;
+	struct ibv_sge *sge; /* the queue's max_sge entries */
+};
+
+struct vsim_rq {
+	struct vsim_rwqe *ring;
+	struct ibv_sge *sges;
+	unsigned cap, head, len, max_sge;
+};
+
+struct vsim_srq {
+	struct ibv_srq srq;
+	struct vsim_rq rq;
+	unsigned users;
+};
+
+struct vsim_ah {
+	struct ibv_ah ah;
+	struct ibv_ah_attr attr;
+};
+
+/* An RC send WQE, in posting order (the engine's ring holds the same order). */
+struct vsim_swqe {
+	uint64_t wr_id;
+	bool signaled;
+	uint32_t len;
+	uint8_t *copy; /* inline data or a gathered multi-SGE message; else NULL */
+	bool copy_alloc;
+};
+
+struct vsim_qp {
+	struct ibv_qp qp;
+	struct vsim_ctx *ctx;
+	struct vsim_port *port; /* the fabric connection its QPN belongs to */
+	enum ibv_qp_type type;
+	bool sq_sig_all;
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	/* attributes (ibv_modify_qp) */
+	uint16_t pkey_index;
+	uint32_t qkey;
+	int access;
+	struct ibv_ah_attr av;
+	enum ibv_mtu path_mtu;
+	uint32_t dest_qpn, rq_psn, sq_psn;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, max_dest_rd_atomic;
+	/* queues */
+	struct vsim_rq rq; /* not used with an SRQ */
+	struct vsim_srq *srq;
+	unsigned sq_out; /* UD: 0 (sends complete at once); RC: WQEs in the engine */
+	struct vsim_swqe *sq;
+	uint32_t sq_cap, sq_head, sq_len;
+	uint8_t *inline_area; /* sq_cap * max_inline */
+	struct ibrc_qp rc;
+	bool rc_init;
+	uint32_t ud_psn;
+	uint64_t rc_rx_wr_id; /* RC: the receive WQE the message being received fills */
+	bool rbad;            /* RC: the receive WQE taken had a bad SGE */
+	bool fatal;           /* lost a completion (CQ overrun): to ERR */
+	bool last_wqe_told;   /* SRQ QP in ERR: QP_LAST_WQE_REACHED raised */
+	bool touched;
+	unsigned events_got, events_acked;
+	unsigned mcast;
+	struct vsim_qp *hnext, *next, *prev;
+};
+
+struct vsim_ctx {
+	struct verbs_context vctx; /* vctx.context is the program's handle */
+	pthread_mutex_t lock;
+	unsigned node; /* index in the device list */
+	unsigned n_ports;
+	struct vsim_port port[VSIM_MAX_PORTS];
+	uint8_t home_port; /* where new QPs get their QPN: the last port queried */
+	struct vsim_qp *qpt[VSIM_QP_BUCKETS];
+	struct vsim_qp *qps;
+	struct vsim_mr *mrs;
+	struct vsim_cq *cqs;
+	unsigned n_objs; /* PDs, CQs, channels, SRQs, QPs, AHs alive (close warns) */
+	uint32_t next_key;
+	struct ibv_async_event evq[VSIM_EVQ];
+	unsigned ev_head, ev_len;
+	bool fatal_pending;
+	/* progress thread */
+	pthread_t thread;
+	bool thread_on, stop;
+	int wake_fd, epfd;
+	uint64_t port_check_ns;
+};
+
+static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)
+{
+	return (struct vsim_ctx *)((uint8_t *)c -
+				   __builtin_offsetof(struct vsim_ctx, vctx.context));
+}
+
+/* vsim_dev.c */
+uint64_t vsim_now_ns(void);
+void vsim_wake(struct vsim_ctx *ctx);
+void vsim_event(struct vsim_ctx *ctx, enum ibv_event_type type, void *elem, uint8_t port_num);
+/* Drop queued events about a QP or CQ being destroyed (it cannot ack them any more). */
+void vsim_event_forget(struct vsim_ctx *ctx, const struct ibv_qp *qp, const struct ibv_cq *cq);
+/* Add a completion to cq (ctx->lock). false: the CQ overran (CQ_ERR raised, the QP is
+ * marked fatal and goes to ERR in the progress thread). */
+bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *wc,
+		 struct vsim_qp *qp);
+/* Remove qp's completions from its CQs (mlx5 does so at destroy and at RESET). */
+void vsim_cq_clean(struct vsim_ctx *ctx, struct vsim_qp *qp);
+/* The MR that holds [addr, addr + len) with lkey in pd and grants access, or NULL. */
+struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey, uint64_t addr,
+			     uint64_t len, int access);
+/* A fabric request failed because the socket was full: wait for room, try again. */
+bool vsim_ctl_again(struct vsim_port *port, int ret, int *tries);
+int vsim_pkey_index_valid(const struct vsim_port *port, uint16_t index);
+
+/* vsim_qp.c */
+void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, const uint8_t *wire,
+		size_t len, uint64_t now);
+void vsim_rc_service(struct vsim_ctx *ctx, uint64_t now);
+uint64_t vsim_rc_deadline(struct vsim_ctx *ctx, bool *work);
+void vsim_qp_fatal_all(struct vsim_ctx *ctx);
+int vsim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int vsim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int vsim_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+void vsim_qp_destroy_all(struct vsim_ctx *ctx);
+
+#endif
