@@ -3,8 +3,11 @@
  * octet picks the parser, the rest is split into words at blanks. Any input must be
  * accepted or refused with a reason; what is accepted must survive the trip through
  * the wire's JSON and back to the same arguments, and a route's text form must parse
- * back to the same text (what the daemon logs is what an operator can type).
+ * back to the same text (what the daemon logs is what an operator can type). Also
+ * gwctl capture's words, and base64 (how a capture's records cross the wire): what
+ * decodes must encode back to the same text.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 
 #include <json-c/json.h>
 
+#include "lib/base64.h"
 #include "mgmt/ctl_args.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -90,6 +94,36 @@ static void flushes(int argc, char **argv)
 	}
 }
 
+static void capture(int argc, char **argv)
+{
+	struct ctl_capture c, back;
+	char why[CTL_ARGS_WHY_LEN] = "";
+	const char *file;
+	struct json_object *j;
+
+	if (ctl_capture_parse_argv(argc, argv, &c, &file, why) < 0) {
+		if (!why[0])
+			abort();
+		return;
+	}
+	j = ctl_capture_to_json(&c);
+	if (ctl_capture_from_json(j, &back, why) < 0 || memcmp(&c, &back, sizeof(c)))
+		abort();
+	json_object_put(j);
+}
+
+static void base64(const char *text, size_t len)
+{
+	static uint8_t out[4096];
+	static char again[4096 / 3 * 4 + 8];
+	long n = base64_decode(text, len, out, sizeof(out));
+
+	if (n == -ENOSPC || n == -EINVAL)
+		return;
+	if (n < 0 || base64_encode(out, (size_t)n, again) != len || memcmp(again, text, len))
+		abort();
+}
+
 static void lladdr(const char *text)
 {
 	uint8_t a[CTL_LLADDR_MAX], b[CTL_LLADDR_MAX];
@@ -119,7 +153,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size - 1] = '\0';
 	if (strlen(text) != size - 1)
 		return 0; /* words come from argv: no NUL inside */
-	switch (data[0] % 6) {
+	switch (data[0] % 8) {
+	case 6:
+		argc = split(text, argv);
+		capture(argc, argv);
+		return 0;
+	case 7:
+		base64(text, size - 1);
+		return 0;
 	case 0:
 		lladdr(text);
 		return 0;

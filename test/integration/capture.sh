@@ -9,9 +9,10 @@
 #   eth0    `-w -` into `tshark -r -` (live, through a pipe): Ethernet frames, the MACs
 #   limits  snaplen cuts packets but keeps their length; a filter that matches nothing
 #           with a duration: an empty capture that ends on time; a filter libpcap cannot
-#           compile, an unknown interface, a second capture of the same interface, the
-#           read-only socket: refused with the reason; a client killed mid-capture ends
-#           it in the daemon (the interface can be captured again)
+#           compile, an unknown interface, a second capture of the same interface, a
+#           terminal as the output: refused with the reason; a client killed mid-capture
+#           ends it in the daemon (the interface can be captured again). (The read-only
+#           socket's refusal: ctl_flood.sh.)
 # Needs root, ibsim, opensm, jq, tshark.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +21,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/rack_suite.sh"
 suite_init cap
 
-tap_plan 20
+tap_plan 19
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq tshark
@@ -28,6 +29,8 @@ suite_ibhost_helpers
 sock=$RACK_STATE/nodes/gw1/ibgwd.sock
 cap() { in_ns gw1 "$build/bin/gwctl" -S "$sock" capture "$@"; }
 ts() { tshark -r "$@" 2>/dev/null; }
+# gwctl capture in the background: its PID is gwctl's (ip netns exec execs it).
+cap_bg() { ip netns exec "$rack-gw1" "$build/bin/gwctl" -S "$sock" capture "$@" & }
 # finish PID: its exit status once it ends by itself within 10 s (killed after that).
 finish() {
 	for _ in $(seq 100); do
@@ -36,7 +39,6 @@ finish() {
 	done
 	kill "$1" 2>/dev/null
 	wait "$1"
-	echo $?
 }
 wait_up() {
 	for _ in $(seq 200); do
@@ -54,11 +56,12 @@ wait_up
 in_ns ethhost1 ping -c 2 -i 0.2 -W 2 10.10.0.13 >/dev/null 2>&1 # neighbours resolved
 
 # --- ib0 --------------------------------------------------------------------------------
-cap ib0 count 4 filter icmp -w "$work/ib0.pcap" 2>"$work/ib0.err" &
+cap_bg ib0 count 4 filter icmp -w "$work/ib0.pcap" 2>"$work/ib0.err"
 cpid=$!
 sleep 0.5
 in_ns ethhost1 ping -c 2 -i 0.2 -W 2 10.10.0.13 >/dev/null 2>&1
-rc=$(finish "$cpid")
+finish "$cpid"
+rc=$?
 tap_is "ib0: the capture ends at its count (exit 0) and says so" "$rc $(cat "$work/ib0.err")" \
 	"0 4 packets captured on ib0 (count), 0 filtered out, 0 dropped by ibgwd"
 tap_is "ib0: tshark reads link type IPoIB, two echo requests out and two replies in" \
@@ -67,12 +70,13 @@ tap_is "ib0: tshark reads link type IPoIB, two echo requests out and two replies
 2 ipoib:ip:icmp:data	10.20.0.11	10.10.0.13	8"
 ibhost3_qpn=$(gwctl -j show neighbours dev ib0 | jq -r '.[] | select(.dst == "10.10.0.13") | .qpn')
 gw_gid=$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .gid')
+hex() { while read -r v g; do printf '%d %s\n' "$v" "$g"; done; }
 tap_is "ib0: a received reply names its source QPN (the IB host's) and the gateway's GID" \
-	"$(ts "$work/ib0.pcap" -Y 'icmp.type == 0' -T fields -e ipoib.grh.sqpn -e ipoib.dgid | sort -u)" \
-	"$ibhost3_qpn	$gw_gid"
+	"$(ts "$work/ib0.pcap" -Y 'icmp.type == 0' -T fields -e ipoib.grh.sqpn -e ipoib.dgid | sort -u | hex)" \
+	"$(printf '%d' "$ibhost3_qpn") $gw_gid"
 tap_is "ib0: a sent request names its destination QPN (the IB host's)" \
-	"$(ts "$work/ib0.pcap" -Y 'icmp.type == 8' -T fields -e ipoib.daddr.qpn | sort -u)" \
-	"$ibhost3_qpn"
+	"$(ts "$work/ib0.pcap" -Y 'icmp.type == 8' -T fields -e ipoib.daddr.qpn | sort -u | hex)" \
+	"$(printf '%d' "$ibhost3_qpn") "
 
 # --- eth0, through a pipe ---------------------------------------------------------------
 in_ns gw1 "$build/bin/gwctl" -S "$sock" capture eth0 count 4 icmp -w - 2>"$work/eth0.err" |
@@ -92,7 +96,7 @@ tap_like "eth0: and gwctl's summary on stderr" "$(cat "$work/eth0.err")" \
 	"^4 packets captured on eth0 \(count\)"
 
 # --- limits and refusals ----------------------------------------------------------------
-cap eth0 count 2 snaplen 60 icmp -w "$work/snap.pcap" 2>/dev/null &
+cap_bg eth0 count 2 snaplen 60 icmp -w "$work/snap.pcap" 2>/dev/null
 cpid=$!
 sleep 0.5
 in_ns ethhost1 ping -c 1 -s 500 -W 2 10.10.0.13 >/dev/null 2>&1
@@ -103,40 +107,33 @@ t0=$(date +%s%N)
 out=$(cap ib0 duration 1 udp port 9 -w "$work/none.pcap" 2>&1)
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-tap_is "a filter that matches nothing, duration 1: ends on time with nothing captured" \
+tap_like "a filter that matches nothing, duration 1: ends on time with nothing captured" \
 	"$rc $out $([ "$ms" -ge 1000 ] && [ "$ms" -lt 3000 ] && echo in-time || echo "after $ms ms")" \
-	"0 0 packets captured on ib0 (duration), 0 filtered out, 0 dropped by ibgwd in-time"
+	"^0 0 packets captured on ib0 \(duration\), [0-9]+ filtered out, 0 dropped by ibgwd in-time$"
 tap_is "... and tshark reads its file as empty (the header alone)" \
 	"$(ts "$work/none.pcap" | wc -l) $(stat -c %s "$work/none.pcap")" "0 24"
 out=$(cap ib0 'icmp and port' -w "$work/bad.pcap" 2>&1)
 tap_is "a filter libpcap cannot compile: refused with libpcap's reason (exit 1)" \
-	"$? $out" "1 gwctl: filter: syntax error"
+	"$? $out" "1 gwctl: filter: can't parse filter expression: syntax error"
 out=$(cap ib9 -w "$work/bad.pcap" 2>&1)
 tap_is "an unknown interface: refused" "$? $out" "1 gwctl: no interface 'ib9' in the data plane"
 out=$(cap ib0 count 1 2>&1)
 tap_like "no -w: a usage error before anything is sent (exit 2)" "$? $out" \
 	"^2 gwctl: capture: needs -w FILE"
-cap ib0 -w "$work/long.pcap" 2>/dev/null &
+cap_bg ib0 -w "$work/long.pcap" 2>/dev/null
 cpid=$!
 sleep 0.5
 out=$(cap ib0 -w "$work/second.pcap" 2>&1)
 tap_is "a second capture of ib0 while one runs: refused (exit 1)" "$? $out" \
 	"1 gwctl: a capture runs on ib0 already (one at a time)"
+n_ended=$(grep -c 'capture on ib0 ended' "$RACK_STATE/logs/ibgwd-gw1.log")
 kill "$cpid"
 wait "$cpid" 2>/dev/null
 sleep 0.3
-tap_like "the client killed: the daemon ends the capture" \
-	"$(grep 'capture on ib0 ended' "$RACK_STATE/logs/ibgwd-gw1.log" | tail -1)" "capture on ib0 ended"
+tap_is "the client killed: the daemon ends the capture (logged once more)" \
+	"$(grep -c 'capture on ib0 ended' "$RACK_STATE/logs/ibgwd-gw1.log")" "$((n_ended + 1))"
 out=$(cap ib0 duration 0.2 -w "$work/again.pcap" 2>&1)
 tap_like "... and ib0 can be captured again" "$? $out" "^0 0 packets captured on ib0 \(duration\)"
-ro=$(in_ns gw1 find "$RACK_STATE/nodes/gw1" -maxdepth 2 -name '*ro*.sock' | head -1)
-if [ -n "$ro" ]; then
-	out=$(in_ns gw1 "$build/bin/gwctl" -S "$ro" capture ib0 duration 1 -w "$work/ro.pcap" 2>&1)
-	tap_is "the read-only socket refuses a capture (exit 1)" "$? $out" \
-		"1 gwctl: this socket is read-only: only show requests are accepted"
-else
-	tap_not_ok "the read-only socket refuses a capture" "no read-only socket found on gw1"
-fi
 out=$(in_ns gw1 script -qc "$build/bin/gwctl -S $sock capture ib0 duration 1 -w -" /dev/null 2>&1 |
 	tr -d '\r')
 tap_like "-w - to a terminal: refused (binary data is not for a terminal)" "$out" \

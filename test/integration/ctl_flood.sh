@@ -43,7 +43,7 @@ answer_ms() {
 	echo $(((t1 - t0) / 1000000))
 }
 
-tap_plan 22
+tap_plan 23
 "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
 pid=$!
 tap_check "the daemon answers on its control socket" wait_socket
@@ -149,6 +149,9 @@ tap_like "a write request too, before its arguments are even looked at" "$rc $ou
 	"^1 gwctl: uid 65534 is not allowed on the privileged socket"
 out=$(as_nobody "$gwctl" -t 5 -S "$ro" show version 2>&1); rc=$?
 tap_like "the read-only socket serves nobody" "$rc $out" "^0 ibgwd "
+out=$(as_nobody "$gwctl" -S "$ro" capture eth0 duration 1 -w /dev/null 2>&1); rc=$?
+tap_is "but not a capture: it shows every host's traffic (exit 1)" "$rc $out" \
+	"1 gwctl: this socket is read-only: only show requests are accepted"
 
 kill -TERM "$pid"
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
