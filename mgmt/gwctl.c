@@ -913,7 +913,9 @@ static int run_command(int argc, char **argv, struct output *out, struct session
 			    (out->pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
 					 : JSON_C_TO_STRING_PLAIN);
 
-		if (status == CTL_OK)
+		/* A failed request's records too (a reload's outcome comes before why it
+		 * failed); nothing when it failed before any. */
+		if (status == CTL_OK || t.records)
 			printf("%s\n", json_object_to_json_string_ext(out->array, flags));
 		json_object_put(out->array);
 		out->array = NULL;
