@@ -243,6 +243,14 @@ install: $(O)/bin/ibgwd $(O)/bin/gwctl
 	install -D -m 0644 docs/man/ibgwd.8 $(DESTDIR)$(PREFIX)/share/man/man8/ibgwd.8
 	install -D -m 0644 docs/man/gwctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/gwctl.8
 	install -D -m 0644 docs/man/ibgwd.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/ibgwd.yaml.5
+	install -D -m 0644 etc/examples/ibgwd-annotated.yaml \
+		$(DESTDIR)$(PREFIX)/share/doc/ibgw/examples/ibgwd-annotated.yaml
+	install -D -m 0644 packaging/bash-completion/gwctl \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gwctl
+	install -D -m 0644 packaging/iproute2/ibgw.conf \
+		$(DESTDIR)$(SYSCONFDIR)/iproute2/rt_protos.d/ibgw.conf
+	install -D -m 0644 packaging/systemd/ibgw.catalog \
+		$(DESTDIR)$(PREFIX)/lib/systemd/catalog/ibgw.catalog
 
 # The Debian package (docs/packaging.md). dpkg-buildpackage wants debian/ at the top of
 # the tree it builds, so the source files (git's tracked and untracked-but-not-ignored

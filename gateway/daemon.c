@@ -54,6 +54,7 @@ struct gw_daemon {
 };
 
 static void start_metrics(struct gw_daemon *d);
+static int reload(struct gw_daemon *d, struct gw_reload_outcome *out, uint64_t *took_ms);
 
 /* --- control commands --- */
 
@@ -166,14 +167,36 @@ static int cmd_show_stats(void *ctx, struct json_object *args, struct ctl_reply 
 	return gw_dp_show_stats(((struct gw_daemon *)ctx)->dp, r);
 }
 
+/* reload: one record, {"config", "duration_ms", "changes": [...], "errors": [...]}, then
+ * an error END when the file was refused (nothing changed) or when what it asks could
+ * not all be applied (the rest was: errors says what was not). */
 static int cmd_reload(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
+	struct gw_reload_outcome out = { json_object_new_array(), json_object_new_array() };
+	struct json_object *o;
+	uint64_t ms = 0;
+	int ret;
 	(void)args;
 
-	if (gw_daemon_reload(d) < 0)
+	ret = reload(d, &out, &ms);
+	if (ret == -1) {
+		json_object_put(out.changes);
+		json_object_put(out.errors);
 		return ctl_reply_error(r, CTL_EFAILED,
 				       "reload failed, the running config is unchanged:\n%s",
+				       d->reload_errors ? d->reload_errors : "");
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "config", json_object_new_string(d->opts.config_path));
+	json_object_object_add(o, "duration_ms", json_object_new_int64((int64_t)ms));
+	json_object_object_add(o, "changes", out.changes);
+	json_object_object_add(o, "errors", out.errors);
+	if (ctl_reply_record(r, o) < 0)
+		return CTL_EFAILED;
+	if (ret < 0)
+		return ctl_reply_error(r, CTL_EFAILED,
+				       "reload applied, but not as written (the rest runs):\n%s",
 				       d->reload_errors ? d->reload_errors : "");
 	return CTL_OK;
 }
@@ -348,38 +371,99 @@ static bool control_changed(const struct gw_config *a, const struct gw_config *b
 	       a->readonly_max_clients != b->readonly_max_clients;
 }
 
-int gw_daemon_reload(struct gw_daemon *d)
+/* The errors of out as the last reload's messages, one a line (NULL: none). */
+static char *join_errors(struct json_object *errors)
+{
+	size_t n = errors ? json_object_array_length(errors) : 0, len = 0;
+	char *text = NULL;
+	FILE *f;
+
+	if (!n)
+		return NULL;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? "\n" : "",
+			json_object_get_string(json_object_array_get_idx(errors, i)));
+	fclose(f);
+	return text;
+}
+
+/*
+ * Parse, check, apply. Returns 0 (applied as written), -1 (the file is refused: the
+ * running config stays) or -2 (applied, but some of it could not be: out->errors, also
+ * in d->reload_errors). out (its arrays may be NULL) hears what changed; *took_ms how
+ * long the control thread was at it.
+ */
+static int reload(struct gw_daemon *d, struct gw_reload_outcome *out, uint64_t *took_ms)
 {
 	struct gw_config *cfg = NULL;
 	uint64_t t0 = evloop_now_ns();
+	struct json_object *errors = out->errors;
+	bool own_errors = !errors;
 
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(t0 / 1000));
 	free(d->reload_errors);
 	d->reload_errors = NULL;
 	if (load_config(d->opts.config_path, &cfg, &d->reload_errors) < 0) {
 		d->reload_failures++;
-		log_error("reload of %s failed; the running config is unchanged",
+		*took_ms = (evloop_now_ns() - t0) / 1000000;
+		log_event(LOG_ERR, IBGW_MSGID_RELOAD,
+			  "reload of %s failed; the running config is unchanged",
 			  d->opts.config_path);
 		sd_notify(0, "READY=1\nSTATUS=running; last reload failed");
 		return -1;
 	}
-	if (control_changed(cfg, d->cfg))
+	if (own_errors) /* SIGHUP: nobody asked, but the errors still count */
+		out->errors = json_object_new_array();
+	if (control_changed(cfg, d->cfg)) {
 		log_notice("control socket changes take effect at the next start");
-	if (strcmp(cfg->user, d->cfg->user) || strcmp(cfg->group, d->cfg->group))
+		gw_reload_note(out, false, "control sockets: take effect at the next start");
+	}
+	if (strcmp(cfg->user, d->cfg->user) || strcmp(cfg->group, d->cfg->group)) {
 		log_notice("gateway.user and gateway.group changes take effect at the next start");
+		gw_reload_note(out, false,
+			       "gateway.user, gateway.group: take effect at the next start");
+	}
+	if (strcmp(cfg->name, d->cfg->name))
+		gw_reload_note(out, false, "gateway name %s (was %s)", cfg->name, d->cfg->name);
+	if (cfg->log_level != d->cfg->log_level)
+		gw_reload_note(out, false, "log level %s", log_level_name(cfg->log_level));
 	log_set_level(cfg->log_level);
 	if (d->dp)
-		gw_dp_reconfigure(d->dp, cfg);
+		gw_dp_reconfigure(d->dp, cfg, out);
 	gw_config_free(d->cfg);
 	d->cfg = cfg;
 	d->reloads++;
 	start_metrics(d);
+	d->reload_errors = join_errors(out->errors);
+	if (own_errors) {
+		json_object_put(out->errors);
+		out->errors = NULL;
+	}
+	*took_ms = (evloop_now_ns() - t0) / 1000000;
 	/* The control thread did nothing else meanwhile (heartbeats included): worth
 	 * knowing next to the failover pair's dead interval. */
-	log_notice("reloaded %s in %llu ms", d->opts.config_path,
-		   (unsigned long long)((evloop_now_ns() - t0) / 1000000));
+	if (d->reload_errors) {
+		log_event(LOG_ERR, IBGW_MSGID_RELOAD,
+			  "reloaded %s in %llu ms, but not as written: %s", d->opts.config_path,
+			  (unsigned long long)*took_ms, d->reload_errors);
+		sd_notify(0, "READY=1\nSTATUS=running; last reload not applied as written");
+		return -2;
+	}
+	log_event(LOG_NOTICE, IBGW_MSGID_RELOAD, "reloaded %s in %llu ms", d->opts.config_path,
+		  (unsigned long long)*took_ms);
 	sd_notify(0, "READY=1\nSTATUS=running");
 	return 0;
+}
+
+int gw_daemon_reload(struct gw_daemon *d)
+{
+	struct gw_reload_outcome out = { NULL, NULL };
+	uint64_t ms;
+
+	return reload(d, &out, &ms) == 0 ? 0 : -1;
 }
 
 /* --- signals, watchdog --- */

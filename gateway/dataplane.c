@@ -42,6 +42,8 @@
 #include <sys/epoll.h>
 #include <urcu-qsbr.h>
 
+#include <json-c/json.h>
+
 #include "kernel/kroute.h"
 #include "pkt/nd.h"
 #include "kernel/linkwatch.h"
@@ -301,6 +303,9 @@ static void on_port_info(void *arg, const struct sa_port_info *pi)
 	if (pi->lid == p->pi.lid && pi->sm_lid == p->pi.sm_lid && pi->state == p->pi.state &&
 	    pi->subnet_timeout == p->pi.subnet_timeout)
 		return;
+	if (pi->sm_lid != p->pi.sm_lid && p->pi.sm_lid)
+		log_event(LOG_NOTICE, IBGW_MSGID_SM_CHANGE, "IB port %s/%u: SM LID 0x%x -> 0x%x",
+			  p->device, p->num, p->pi.sm_lid, pi->sm_lid);
 	if (pi->state != p->pi.state)
 		log_notice("IB port %s/%u: state %u -> %u, LID 0x%x, SM LID 0x%x", p->device,
 			   p->num, p->pi.state, pi->state, pi->lid, pi->sm_lid);
@@ -878,6 +883,7 @@ static void eth_apply_state(struct gw_dp *dp, struct dp_link *k, const struct li
 	uint32_t mtu;
 
 	k->carrier = up;
+	k->absent = !st->present;
 	if (k->eth)
 		k->eops->set_link(k->eth, up);
 	if (!k->ifindex)
@@ -910,13 +916,13 @@ static void on_link_change(const struct linkwatch_state *st, unsigned changes, v
 		if (k->kind != DP_ETH || strcmp(k->device, st->name))
 			continue;
 		if (changes & (LINKWATCH_CHG_UP | LINKWATCH_CHG_PRESENT))
-			log_notice("%s: %s link %s", k->name, k->device,
-				   st->present && st->up ? "up" : "down");
+			log_event(LOG_NOTICE, IBGW_MSGID_LINK_STATE, "%s: %s link %s", k->name,
+				  k->device, st->present && st->up ? "up" : "down");
 		eth_apply_state(dp, k, st);
 	}
 }
 
-static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned n)
+static struct dp_link *eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned n)
 {
 	struct dp_link *k = link_alloc(dp);
 	struct linkwatch_state st;
@@ -924,7 +930,7 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 
 	if (!k) {
 		log_error("%s: too many links and interfaces (at most %d)", c->name, DP_MAX_LINKS);
-		return;
+		return NULL;
 	}
 	k->kind = DP_ETH;
 	snprintf(k->name, sizeof(k->name), "%s", c->name);
@@ -938,7 +944,7 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 	k->eops = ethp_backend(k->backend);
 	if (!k->eops) {
 		set_reason(k->reason, "Ethernet backend %s not built", k->backend);
-		return;
+		return k;
 	}
 	struct ethp_port_config pc = {
 		.backend = k->backend,
@@ -955,14 +961,14 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 		set_reason(k->reason, "cannot open %s (%s): %s", k->device, k->backend,
 			   strerror(-ret));
 		log_error("%s: %s", k->name, k->reason);
-		return;
+		return k;
 	}
 	ret = k->eops->query(k->eth, &k->eattr);
 	if (ret < 0) {
 		set_reason(k->reason, "cannot query %s: %s", k->device, strerror(-ret));
 		k->eops->close(k->eth);
 		k->eth = NULL;
-		return;
+		return k;
 	}
 	struct fwd_if_config fc = {
 		.name = k->name,
@@ -979,7 +985,7 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 		k->ifindex = 0;
 		set_reason(k->reason, "engine refused the interface: %s", strerror(-ret));
 		log_error("%s: %s", k->name, k->reason);
-		return;
+		return k;
 	}
 	if_add_addrs(dp, k);
 	memset(&st, 0, sizeof(st));
@@ -1002,6 +1008,7 @@ static void eth_add(struct gw_dp *dp, const struct gw_eth_if_config *c, unsigned
 		   k->eattr.io ? k->eattr.io : "?", k->eattr.mac[0], k->eattr.mac[1],
 		   k->eattr.mac[2], k->eattr.mac[3], k->eattr.mac[4], k->eattr.mac[5], fc.mtu,
 		   k->carrier ? "up" : "down");
+	return k;
 }
 
 /* ---- static routes ------------------------------------------------------------------------ */
@@ -1040,38 +1047,60 @@ static int route_from_config(struct gw_dp *dp, const struct gw_route_config *c, 
 	return 0;
 }
 
+static bool same_route_key(const struct rt_route *a, const struct rt_route *b)
+{
+	return a->metric == b->metric && a->prefix.len == b->prefix.len &&
+	       ip_addr_equal(&a->prefix.addr, &b->prefix.addr);
+}
+
 static void routes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 {
 	struct rt_route *nr = calloc(cfg->n_routes ? cfg->n_routes : 1, sizeof(*nr));
-	unsigned n = 0;
+	unsigned n = 0, new_ = 0, gone = 0;
 	char buf[IP_PREFIX_STRLEN];
 
 	if (!nr) {
 		log_error("static routes: out of memory");
 		return;
 	}
-	for (unsigned i = 0; i < cfg->n_routes; i++)
-		if (route_from_config(dp, &cfg->routes[i], &nr[n]) == 0)
+	for (unsigned i = 0; i < cfg->n_routes; i++) {
+		int ret = route_from_config(dp, &cfg->routes[i], &nr[n]);
+
+		if (ret == 0)
 			n++;
+		else
+			gw_reload_note(dp->outcome, true,
+				       "route %s: dev %s is not running: not installed",
+				       ip_prefix_format(&cfg->routes[i].prefix, buf, sizeof(buf)),
+				       cfg->routes[i].dev);
+	}
 	/* Remove what is gone, then add or replace the rest. */
 	for (unsigned i = 0; i < dp->n_routes; i++) {
 		bool keep = false;
 
 		for (unsigned j = 0; j < n && !keep; j++)
-			keep = dp->routes[i].metric == nr[j].metric &&
-			       dp->routes[i].prefix.len == nr[j].prefix.len &&
-			       ip_addr_equal(&dp->routes[i].prefix.addr, &nr[j].prefix.addr);
-		if (!keep)
+			keep = same_route_key(&dp->routes[i], &nr[j]);
+		if (!keep) {
 			(void)rt_del(dp->rt, &dp->routes[i].prefix, RT_SRC_STATIC,
 				     dp->routes[i].metric);
+			gone++;
+		}
 	}
 	for (unsigned j = 0; j < n; j++) {
 		int ret = rt_replace(dp->rt, &nr[j]);
 
-		if (ret < 0)
+		if (ret < 0) {
 			log_errno(LOG_ERR, -ret, "route %s metric %u not installed",
 				  ip_prefix_format(&nr[j].prefix, buf, sizeof(buf)), nr[j].metric);
+			gw_reload_note(dp->outcome, true, "route %s metric %u not installed: %s",
+				       buf, nr[j].metric, strerror(-ret));
+		}
 	}
+	/* Keys are unique in a config (and so in dp->routes): what was not kept is new. */
+	new_ = n - (dp->n_routes - gone);
+	if (new_ || gone)
+		gw_reload_note(dp->outcome, false, "static routes: %u added, %u removed", new_,
+			       gone);
 	free(dp->routes);
 	dp->routes = nr;
 	dp->n_routes = n;
@@ -1240,6 +1269,7 @@ static void kroute_reconfigure(struct gw_dp *dp, const struct gw_kernel_routes_c
 	    old_import != new_import);
 	kroute_start(dp, c);
 	log_notice("reload: kernel routes reconfigured");
+	gw_reload_note(dp->outcome, false, "kernel routes: reconfigured");
 }
 
 /* ---- start / stop --------------------------------------------------------------------------- */
@@ -1448,6 +1478,20 @@ void gw_dp_stop(struct gw_dp *dp)
  * packets of the links that did not change keep flowing through the reload.
  */
 
+void gw_reload_note(struct gw_reload_outcome *out, bool error, const char *fmt, ...)
+{
+	struct json_object *a = out ? (error ? out->errors : out->changes) : NULL;
+	char line[512];
+	va_list ap;
+
+	if (!a)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	json_object_array_add(a, json_object_new_string(line));
+}
+
 /* What the running link was built from and last updated with, for gateway/reconf.c. */
 static void reconf_link_of(const struct dp_link *k, struct gw_reconf_link *r)
 {
@@ -1497,6 +1541,7 @@ static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
 	int ret;
 
 	log_notice("%s: taken down: %s", k->name, why);
+	gw_reload_note(dp->outcome, false, "%s: taken down: %s", k->name, why);
 	if (ifindex) {
 		ret = fwd_engine_if_del(dp->e, ifindex);
 		if (ret < 0)
@@ -1541,6 +1586,8 @@ static void addrs_apply(struct gw_dp *dp, struct dp_link *k, const struct ip_pre
 			if (ret < 0) {
 				log_errno(LOG_ERR, -ret, "%s: address %s not added", k->name,
 					  ip_prefix_format(&want[i], buf, sizeof(buf)));
+				gw_reload_note(dp->outcome, true, "%s: address %s not added: %s",
+					       k->name, buf, strerror(-ret));
 				continue;
 			}
 			if (k->link)
@@ -1548,6 +1595,7 @@ static void addrs_apply(struct gw_dp *dp, struct dp_link *k, const struct ip_pre
 							  want[i].addr.bytes);
 			log_notice("%s: address %s added", k->name,
 				   ip_prefix_format(&want[i], buf, sizeof(buf)));
+			gw_reload_note(dp->outcome, false, "%s: address %s added", k->name, buf);
 		}
 		keep[n_keep++] = want[i];
 	}
@@ -1562,9 +1610,11 @@ static void addrs_apply(struct gw_dp *dp, struct dp_link *k, const struct ip_pre
 		if (k->link)
 			(void)ipoib_link_del_addr(k->link, k->addrs[j].addr.family,
 						  k->addrs[j].addr.bytes);
-		if (fwd_engine_if_del_addr(dp->e, k->ifindex, &k->addrs[j]) == 0)
+		if (fwd_engine_if_del_addr(dp->e, k->ifindex, &k->addrs[j]) == 0) {
 			log_notice("%s: address %s removed", k->name,
 				   ip_prefix_format(&k->addrs[j], buf, sizeof(buf)));
+			gw_reload_note(dp->outcome, false, "%s: address %s removed", k->name, buf);
+		}
 	}
 	memcpy(k->addrs, keep, n_keep * sizeof(keep[0]));
 	k->n_addrs = n_keep;
@@ -1617,7 +1667,10 @@ static void link_update(struct gw_dp *dp, struct dp_link *k, const struct gw_con
 			on_link_state(k, k->link, true); /* recomputes the link's MTU */
 		}
 		log_notice("%s: MTU %u", k->name, mtu);
+		gw_reload_note(dp->outcome, false, "%s: MTU %u", k->name, mtu);
 	}
+	if (changes & GW_RECONF_PROXY)
+		gw_reload_note(dp->outcome, false, "%s: proxy-ND settings changed", k->name);
 	if (k->kind == DP_IPOIB && k->proxy_nd && k->link && !k->reason[0])
 		proxy_groups_configured(k);
 }
@@ -1655,6 +1708,8 @@ static void workers_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	ret = fwd_worker_set_count(dp->e, n, worker_of, wc);
 	if (ret < 0) {
 		log_errno(LOG_ERR, -ret, "reload: workers stay %u (not %u)", dp->n_workers, n);
+		gw_reload_note(dp->outcome, true, "workers stay %u (not %u): %s", dp->n_workers, n,
+			       strerror(-ret));
 		return;
 	}
 	for (unsigned i = 0; i < dp->n_ports; i++)
@@ -1662,15 +1717,36 @@ static void workers_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	for (unsigned w = dp->n_workers; w < n; w++)
 		dp->worker_cpu[w] = wc[w].cpu;
 	log_notice("reload: %u workers (were %u)", n, dp->n_workers);
+	gw_reload_note(dp->outcome, false, "workers: %u (were %u)", n, dp->n_workers);
 	dp->n_workers = n;
 }
 
-void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
+/* Whether link k runs as configured: it reached the engine (its port, device and P_Key
+ * could be had) and, for Ethernet, its device exists. Waiting for a carrier or for the
+ * broadcast group's join is the ordinary state of a link coming up, not an error. */
+static bool link_runs(const struct dp_link *k)
+{
+	return k->ifindex && !(k->kind == DP_ETH && k->absent);
+}
+
+/* A link or interface this reload added (new, or rebuilt), as the operator is told. */
+static void note_added(struct gw_dp *dp, const char *name, const struct dp_link *k)
+{
+	if (!k)
+		gw_reload_note(dp->outcome, true, "%s: not brought up: too many links (at most %d)",
+			       name, DP_MAX_LINKS);
+	else if (link_runs(k))
+		gw_reload_note(dp->outcome, false, "%s: brought up%s%s", name,
+			       k->reason[0] ? ", " : "", k->reason);
+}
+
+void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_reload_outcome *out)
 {
 	struct gw_reconf_link run[DP_MAX_LINKS];
 	struct gw_reconf_verdict v[DP_MAX_LINKS];
 	unsigned removed = 0, added = 0, n = dp->n_links;
 
+	dp->outcome = out;
 	dp_portfail_config(dp, cfg); /* a reload puts moved links back on their port */
 	dp_routers_config(dp, cfg);
 	/* Decided for all first (gateway/reconf.c), from the links as they run now. */
@@ -1698,30 +1774,47 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 		added++;
 		if (k && k->link && k->ifindex && ipoib_link_start(k->link) < 0)
 			set_reason(k->reason, "cannot start (broadcast join)");
+		note_added(dp, cfg->ipoib_links[i].name, k);
 	}
 	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
 		if (!gw_reconf_to_add(run, v, n, cfg->eth_ifs[i].name))
 			continue;
-		eth_add(dp, &cfg->eth_ifs[i], i);
+		note_added(dp, cfg->eth_ifs[i].name, eth_add(dp, &cfg->eth_ifs[i], i));
 		added++;
 	}
 	if (removed || added)
 		log_notice("reload: %u links/interfaces taken down, %u brought up", removed, added);
+	/* The config as written names every link: one that does not run (added now or
+	 * earlier) makes the reload's outcome an error, with why. */
+	for (unsigned i = 0; i < dp->n_links; i++) {
+		const struct dp_link *k = &dp->links[i];
+
+		if (k->kind != DP_NONE && !link_runs(k))
+			gw_reload_note(out, true, "%s: not running: %s", k->name,
+				       k->reason[0] ? k->reason : "it cannot be opened");
+	}
 	gidroutes_apply(dp, cfg);
 	proxy_apply(dp, cfg);
 	routes_apply(dp, cfg);
 	kroute_reconfigure(dp, &cfg->kernel_routes);
-	if (cfg->failover.enabled != (dp->ha != NULL))
+	if (cfg->failover.enabled != (dp->ha != NULL)) {
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");
+		gw_reload_note(out, false, "failover %s: takes effect at the next start",
+			       cfg->failover.enabled ? "added" : "removed");
+	}
 	dp_ha_config(dp, cfg);
 	struct neigh_params np = neigh_params_of(&cfg->neighbours);
-	if (memcmp(&np, &dp->neigh, sizeof(np)))
+	if (memcmp(&np, &dp->neigh, sizeof(np))) {
 		log_warning("reload: neighbours limits take effect at the next start");
+		gw_reload_note(out, false, "neighbours limits: take effect at the next start");
+	}
 	/* The workers read their limits without a lock, their buckets are theirs, the pools
 	 * are sized once: punt: is read at start only (new workers get the running one). */
-	if (memcmp(&cfg->punt, &dp->punt, sizeof(dp->punt)))
+	if (memcmp(&cfg->punt, &dp->punt, sizeof(dp->punt))) {
 		log_warning("reload: punt limits take effect at the next start");
+		gw_reload_note(out, false, "punt limits: take effect at the next start");
+	}
 	workers_apply(dp, cfg);
 	for (unsigned w = 0; w < dp->n_workers && dp->workers_started; w++) {
 		int cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1, ret;
@@ -1738,6 +1831,9 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg)
 			log_notice("reload: worker %u pinned to CPU %d", w, cpu);
 		else
 			log_notice("reload: worker %u no longer pinned", w);
+		gw_reload_note(out, false, "worker %u: %s%.0d", w,
+			       cpu >= 0 ? "pinned to CPU " : "no longer pinned", cpu);
 	}
 	log_info("reload: applied");
+	dp->outcome = NULL;
 }

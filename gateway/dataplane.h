@@ -34,9 +34,24 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 /* Stop the workers, leave the groups, close the ports. */
 void gw_dp_stop(struct gw_dp *dp);
 
-/* A reload parsed cfg: log what differs from the running data plane ("takes effect at
- * restart"); static routes are applied live. */
-void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg);
+/*
+ * What a reload did, for whoever asked (gwctl reload): arrays of JSON strings, one line
+ * each, "eth1: brought up", "ib0: address 10.1.0.1/24 added", "failover added: takes
+ * effect at the next start"; errors: what the reload could not apply as written ("eth1:
+ * device veth9 does not exist"), each also logged. An array left NULL is not collected.
+ */
+struct json_object;
+struct gw_reload_outcome {
+	struct json_object *changes, *errors;
+};
+/* Add one line to out->changes (error false) or out->errors; NULL out or array: nothing. */
+void gw_reload_note(struct gw_reload_outcome *out, bool error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A reload parsed cfg: apply what differs from the running data plane live, log what
+ * takes effect at restart only; out (may be NULL) is told both and every error. */
+void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg,
+		       struct gw_reload_outcome *out);
 
 /* gwctl requests: each adds one JSON record per object to r and returns a ctl_status. */
 int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r);

@@ -92,6 +92,7 @@ struct dp_link {
 	struct ethp_port_attr eattr;
 	uint16_t vlan;
 	bool carrier;
+	bool absent; /* Ethernet: the kernel has no such device (a reload reports it) */
 };
 
 struct gw_dp {
@@ -123,6 +124,9 @@ struct gw_dp {
 	/* The neighbour tables' limits (config neighbours:), fixed at start: links added
 	 * by a reload get them too. */
 	struct neigh_params neigh;
+	/* During gw_dp_reconfigure: where its changes and errors are told (NULL: only
+	 * logged). */
+	struct gw_reload_outcome *outcome;
 	/* The punt pools and limits (config punt:) the engine runs with, fixed at start. */
 	struct gw_punt_config punt;
 };

@@ -365,7 +365,8 @@ static void ha_become_master(void *arg, unsigned g, const char *reason)
 
 	h->due.group[g] |= DUE_MASTER;
 	kick(h->due_fd);
-	log_notice("failover: group %s: MASTER (%s)", h->groups[g].name, reason);
+	log_event(LOG_NOTICE, IBGW_MSGID_FAILOVER, "failover: group %s: MASTER (%s)",
+		  h->groups[g].name, reason);
 }
 
 static void ha_become_backup(void *arg, unsigned g, enum ha_state now, const char *reason)
@@ -374,7 +375,8 @@ static void ha_become_backup(void *arg, unsigned g, enum ha_state now, const cha
 
 	h->due.group[g] |= DUE_BACKUP;
 	kick(h->due_fd);
-	log_notice("failover: group %s: %s (%s)", h->groups[g].name, ha_state_name(now), reason);
+	log_event(LOG_NOTICE, IBGW_MSGID_FAILOVER, "failover: group %s: %s (%s)", h->groups[g].name,
+		  ha_state_name(now), reason);
 }
 
 /* The tiebreaker: one echo request per probe (the FSM repeats them while the peer
@@ -1516,6 +1518,16 @@ int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r
 					       strerror(-ret));
 		log_notice("failover: group %s: switchover asked by gwctl", h->groups[g].name);
 		started++;
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "group", json_object_new_string(h->groups[g].name));
+		pthread_mutex_lock(&h->lock);
+		json_object_object_add(
+		    o, "state",
+		    json_object_new_string(ha_state_name(ha_fsm_group_state(h->fsm, g))));
+		pthread_mutex_unlock(&h->lock);
+		if (ctl_reply_record(r, o) < 0)
+			return CTL_EFAILED;
 	}
 	if (!started)
 		return ctl_reply_error(r, CTL_EBADREQ, "no failover group '%s'", group);

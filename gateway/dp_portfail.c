@@ -169,7 +169,7 @@ static void on_move(struct evloop *loop, struct evtimer *t, void *arg)
 	pf->have_eff = true;
 	pf->moving = true;
 	uint64_t t0 = now_ms();
-	gw_dp_reconfigure(pf->dp, &pf->eff);
+	gw_dp_reconfigure(pf->dp, &pf->eff, NULL);
 	log_info("port failover: %u link%s rebuilt in %llu ms", moved, moved == 1 ? "" : "s",
 		 (unsigned long long)(now_ms() - t0));
 	pf->moving = false;

@@ -205,13 +205,14 @@ void ipoib_set_up(struct ipoib_link *l, bool up)
 	if (up) {
 		l->st.up_count++;
 		ipoib_hwaddr_format(&l->hw, hs, sizeof(hs));
-		log_notice("%s: up: P_Key 0x%04x qpn 0x%x mtu %u qkey 0x%x sl %u hwaddr %s",
-			   l->name, l->pkey, l->qpn, l->mtu, l->qkey, l->sl, hs);
+		log_event(LOG_NOTICE, IBGW_MSGID_LINK_STATE,
+			  "%s: up: P_Key 0x%04x qpn 0x%x mtu %u qkey 0x%x sl %u hwaddr %s", l->name,
+			  l->pkey, l->qpn, l->mtu, l->qkey, l->sl, hs);
 		if (l->tick)
 			evtimer_start(l->tick, TICK_MS, TICK_MS);
 	} else {
 		l->st.down_count++;
-		log_notice("%s: down", l->name);
+		log_event(LOG_NOTICE, IBGW_MSGID_LINK_STATE, "%s: down", l->name);
 		ipoib_conn_disconnect_all(l);
 		neigh_flush(l->neigh);
 		for (struct ipoib_path *p = l->paths; p; p = p->next)

@@ -88,11 +88,12 @@ const char *log_level_name(int priority)
 }
 
 /* A structured journal entry; -errno when the journal cannot be reached. */
-static int journal_send(int priority, int err, const char *file, int line, const char *func,
-			const char *msg)
+static int journal_send(int priority, int err, const char *msgid, const char *file, int line,
+			const char *func, const char *msg)
 {
 	char f_msg[1100], f_prio[16], f_ident[64], f_file[160], f_line[24], f_func[96], f_errno[24];
-	struct iovec iov[7];
+	char f_id[48];
+	struct iovec iov[8];
 	int n = 0;
 
 #define FIELD(buf, ...)                                                                            \
@@ -109,23 +110,46 @@ static int journal_send(int priority, int err, const char *file, int line, const
 	FIELD(f_func, "CODE_FUNC=%s", func);
 	if (err > 0)
 		FIELD(f_errno, "ERRNO=%d", err);
+	if (msgid)
+		FIELD(f_id, "MESSAGE_ID=%s", msgid);
 #undef FIELD
 	return sd_journal_sendv(iov, n);
 }
 
+static void vlog(int priority, int err, const char *msgid, const char *file, int line,
+		 const char *func, const char *fmt, va_list ap)
+    __attribute__((format(printf, 7, 0)));
+
 void log_at(int priority, int err, const char *file, int line, const char *func, const char *fmt,
 	    ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(priority, err, NULL, file, line, func, fmt, ap);
+	va_end(ap);
+}
+
+void log_at_id(int priority, int err, const char *msgid, const char *file, int line,
+	       const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(priority, err, msgid, file, line, func, fmt, ap);
+	va_end(ap);
+}
+
+static void vlog(int priority, int err, const char *msgid, const char *file, int line,
+		 const char *func, const char *fmt, va_list ap)
+{
 	char msg[1024];
 	int sink = atomic_load(&log_sink);
-	va_list ap;
 	int len;
 
 	if (priority > atomic_load(&log_level))
 		return;
-	va_start(ap, fmt);
 	len = vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (err > 0 && len >= 0 && (size_t)len < sizeof(msg))
 		snprintf(msg + len, sizeof(msg) - (size_t)len, ": %s", strerror(err));
 
@@ -135,7 +159,7 @@ void log_at(int priority, int err, const char *file, int line, const char *func,
 		break;
 	case LOG_TARGET_JOURNAL:
 		if (!atomic_load(&journal_native) ||
-		    journal_send(priority, err, file, line, func, msg) < 0)
+		    journal_send(priority, err, msgid, file, line, func, msg) < 0)
 			fprintf(stderr, "<%d>%s\n", priority, msg);
 		break;
 	default: {

@@ -41,6 +41,23 @@ void log_at(int priority, int err, const char *file, int line, const char *func,
 #define log_errno(priority, err, ...)                                                              \
 	log_at(priority, err, __FILE__, __LINE__, __func__, __VA_ARGS__)
 
+/*
+ * The events an operator alerts on carry a journal MESSAGE_ID (an sd-id128, generated
+ * once with `systemd-id128 new` and fixed: docs/operations.md "Journal" and the catalog
+ * packaging/ibgw.catalog list them), so `journalctl MESSAGE_ID=...` finds every one of a
+ * kind whatever its text. Other sinks print the message alone.
+ */
+#define IBGW_MSGID_FAILOVER   "52af46611684416ebd1b5879fbacc327" /* a group changed state */
+#define IBGW_MSGID_LINK_STATE "fe25a6c973c747a28743b5fe6bd54e8f" /* a link went up or down */
+#define IBGW_MSGID_SM_CHANGE  "d84055f00b1d48929df62620c106e464" /* an IB port's SM moved */
+#define IBGW_MSGID_RELOAD     "82bc78d6df8444bfbde807091df0d439" /* a config reload's end */
+
+void log_at_id(int priority, int err, const char *msgid, const char *file, int line,
+	       const char *func, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* log_msg with a MESSAGE_ID (one of IBGW_MSGID_*). */
+#define log_event(priority, msgid, ...)                                                            \
+	log_at_id(priority, 0, msgid, __FILE__, __LINE__, __func__, __VA_ARGS__)
+
 #define log_error(...)   log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...)  log_msg(LOG_NOTICE, __VA_ARGS__)

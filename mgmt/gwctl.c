@@ -23,6 +23,7 @@
 #include "mgmt/ctl_args.h"
 #include "mgmt/ctl_capture.h"
 #include "mgmt/ctl_client.h"
+#include "mgmt/ctl_cmd.h"
 
 #define DEFAULT_SOCKET "/run/ibgw/ibgwd.sock"
 #define EXIT_DAEMON    1
@@ -38,15 +39,6 @@ typedef void (*print_fn)(struct json_object *rec, struct output *out);
  * (a usage error). */
 typedef struct json_object *(*args_fn)(int argc, char **argv, const struct output *out,
 				       char why[CTL_ARGS_WHY_LEN]);
-
-struct command {
-	const char *words[3]; /* NULL-terminated */
-	uint16_t type;
-	const char *arg_usage; /* NULL: takes no arguments */
-	args_fn make_args;
-	print_fn print;
-	const char *help;
-};
 
 /* --- helpers for text output --- */
 
@@ -671,167 +663,208 @@ static struct json_object *args_path_flush(int argc, char **argv, const struct o
 								  : ctl_path_flush_to_json(&p);
 }
 
-static const struct command commands[] = {
-	{ { "show", "version" },
-	  CTL_SHOW_VERSION,
-	  NULL,
-	  NULL,
-	  print_version,
-	  "daemon and client versions, uptime" },
-	{ { "show", "config" },
-	  CTL_SHOW_CONFIG,
-	  NULL,
-	  NULL,
-	  print_config,
-	  "the running configuration" },
-	{ { "show", "links" },
-	  CTL_SHOW_LINKS,
-	  "",
-	  args_links,
-	  print_link,
-	  "IPoIB links and Ethernet interfaces (-s: counters)" },
-	{ { "show", "routes" },
-	  CTL_SHOW_ROUTES,
-	  "[PREFIX]",
-	  args_routes,
-	  print_route,
-	  "the routing table, like ip route" },
-	{ { "show", "neighbours" },
-	  CTL_SHOW_NEIGHBOURS,
-	  "[dev NAME]",
-	  args_neigh,
-	  print_neigh,
-	  "neighbours of every interface, like ip neigh" },
-	{ { "show", "paths" },
-	  CTL_SHOW_PATHS,
-	  NULL,
-	  NULL,
-	  print_path,
-	  "the SA client's path cache" },
-	{ { "show", "gid-routes" },
-	  CTL_SHOW_GID_ROUTES,
-	  NULL,
-	  NULL,
-	  print_gid_route,
-	  "routes to other IB subnets, per IB port, with each router's state" },
-	{ { "show", "mcast" },
-	  CTL_SHOW_MCAST,
-	  NULL,
-	  NULL,
-	  print_mcast,
-	  "multicast groups of the IPoIB links" },
-	{ { "show", "connections" },
-	  CTL_SHOW_CONNECTIONS,
-	  NULL,
-	  NULL,
-	  print_conn,
-	  "IPoIB connected-mode connections" },
-	{ { "show", "stats" },
-	  CTL_SHOW_STATS,
-	  NULL,
-	  NULL,
-	  print_stats,
-	  "forwarding counters: packets, drops by reason, slow path" },
-	{ { "show", "ha" },
-	  CTL_SHOW_HA,
-	  NULL,
-	  NULL,
-	  print_ha,
-	  "failover: roles, peer, heartbeat paths, last transitions and why" },
-	{ { "ha", "switchover" },
-	  CTL_HA_SWITCHOVER,
-	  "[GROUP]",
-	  args_switchover,
-	  NULL,
-	  "hand failover groups (default: all) to the peer, or take them from it" },
-	{ { "reload" },
-	  CTL_RELOAD,
-	  NULL,
-	  NULL,
-	  NULL,
-	  "reload the configuration file (kept unchanged on error)" },
-	{ { "log", "level" },
-	  CTL_LOG_LEVEL,
-	  "error|warning|notice|info|debug",
-	  args_log_level,
-	  NULL,
-	  "set the daemon's log level" },
-	{ { "route", "add" },
-	  CTL_ROUTE_ADD,
-	  "[blackhole] PREFIX [via ADDR ...] [dev NAME] [metric N] [nexthop via ADDR [dev NAME]]...",
-	  args_route_add,
-	  NULL,
-	  "add a static route (kept until deleted or restart; a reload leaves it)" },
-	{ { "route", "del" },
-	  CTL_ROUTE_DEL,
-	  "PREFIX [metric N] [via ADDR ...] [dev NAME]",
-	  args_route_del,
-	  NULL,
-	  "delete a static route" },
-	{ { "neigh", "add" },
-	  CTL_NEIGH_ADD,
-	  "ADDR lladdr LLADDR dev NAME",
-	  args_neigh_add,
-	  NULL,
-	  "add a PERMANENT neighbour (MAC, or 20-octet IPoIB address)" },
-	{ { "neigh", "del" },
-	  CTL_NEIGH_DEL,
-	  "ADDR dev NAME [lladdr LLADDR]",
-	  args_neigh_del,
-	  NULL,
-	  "delete a neighbour" },
-	{ { "neigh", "flush" },
-	  CTL_NEIGH_FLUSH,
-	  "dev NAME [to PREFIX]",
-	  args_neigh_flush,
-	  print_flushed,
-	  "delete the neighbours of an interface, but PERMANENT ones" },
-	{ { "path", "flush" },
-	  CTL_PATH_FLUSH,
-	  "[GID]",
-	  args_path_flush,
-	  print_flushed,
-	  "drop the SA client's cached paths (every port), or those to GID" },
-};
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+/* --- what a write command says it did --- */
 
-static void usage(FILE *f)
+/* The request's arguments back in gwctl's words ("10.1.0.0/16 via 10.0.0.1 dev eth0"). */
+static void route_words(struct json_object *args, char *buf, size_t len)
 {
-	fprintf(
-	    f,
-	    "usage: gwctl [-j] [-p] [-s] [-d] [-S SOCKET] [-t SECONDS] OBJECT COMMAND [ARGS]\n"
-	    "  -j          JSON output (one array)\n"
-	    "  -p          pretty-print JSON\n"
-	    "  -s          statistics (show links)\n"
-	    "  -d          details: every field of each record under its line\n"
-	    "  -S SOCKET   control socket (default $IBGW_SOCKET, $IBGW_CTL_SOCKET or " DEFAULT_SOCKET
-	    ")\n"
-	    "  -t SECONDS  reply timeout (default 10)\n"
-	    "  -V          print gwctl's version\n"
-	    "commands (any unique prefix of each word):\n"
-	    "  capture DEV [count N] [duration SECONDS] [snaplen N] [direction in|out|both]\n"
-	    "          [filter] [EXPRESSION] -w FILE|-\n"
-	    "  %-36s packets DEV sends and receives, as pcap (privileged)\n",
-	    "");
-	for (size_t i = 0; i < N_COMMANDS; i++) {
-		char line[160] = "";
+	struct ctl_route r;
+	char why[CTL_ARGS_WHY_LEN];
 
-		for (int w = 0; commands[i].words[w]; w++)
-			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s",
-				 w ? " " : "", commands[i].words[w]);
-		if (commands[i].arg_usage && commands[i].arg_usage[0])
-			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s",
-				 commands[i].arg_usage);
-		if (strlen(line) > 36) /* a long synopsis: the help on its own line */
-			fprintf(f, "  %s\n  %-36s %s\n", line, "", commands[i].help);
-		else
-			fprintf(f, "  %-36s %s\n", line, commands[i].help);
+	if (ctl_route_from_json(args, false, &r, why) < 0)
+		snprintf(buf, len, "%s", str(args, "dst"));
+	else
+		ctl_route_format(&r, buf, len);
+}
+
+static void done_route_add(struct json_object *args, unsigned records)
+{
+	char text[CTL_ROUTE_STRLEN];
+
+	(void)records;
+	route_words(args, text, sizeof(text));
+	printf("route added: %s\n", text);
+}
+
+static void done_route_del(struct json_object *args, unsigned records)
+{
+	char text[CTL_ROUTE_STRLEN];
+
+	(void)records;
+	route_words(args, text, sizeof(text));
+	printf("route deleted: %s\n", text);
+}
+
+static void neigh_words(const char *what, struct json_object *args)
+{
+	printf("neighbour %s: %s dev %s", what, str(args, "dst"), str(args, "dev"));
+	opt(args, "lladdr", "lladdr");
+	printf("%s\n", strcmp(what, "added") ? "" : " PERMANENT");
+}
+
+static void done_neigh_add(struct json_object *args, unsigned records)
+{
+	(void)records;
+	neigh_words("added", args);
+}
+
+static void done_neigh_del(struct json_object *args, unsigned records)
+{
+	(void)records;
+	neigh_words("deleted", args);
+}
+
+static void done_log_level(struct json_object *args, unsigned records)
+{
+	(void)records;
+	printf("log level set to %s\n", str(args, "level"));
+}
+
+/* Daemons that predate the per-group records still say nothing: say it here. */
+static void done_switchover(struct json_object *args, unsigned records)
+{
+	if (records)
+		return;
+	if (has(args, "group"))
+		printf("group %s: switchover started (gwctl show ha follows it)\n",
+		       str(args, "group"));
+	else
+		printf("switchover started (gwctl show ha follows it)\n");
+}
+
+static void print_switchover(struct json_object *o, struct output *out)
+{
+	char from[16];
+
+	(void)out;
+	upper(from, str(o, "state"), sizeof(from));
+	printf("group %s: switchover started from %s (gwctl show ha follows it)\n", str(o, "group"),
+	       from);
+}
+
+/* reload: "reloaded FILE in N ms", then what changed, one line each. Errors come in the
+ * END frame (stderr, exit 1). */
+static void print_reload(struct json_object *o, struct output *out)
+{
+	struct json_object *a;
+	size_t n = 0;
+
+	(void)out;
+	if (json_object_object_get_ex(o, "changes", &a) && json_object_is_type(a, json_type_array))
+		n = json_object_array_length(a);
+	printf("reloaded %s in %lld ms: %s\n", str(o, "config"), (long long)num(o, "duration_ms"),
+	       n ? "changed" : "nothing changed");
+	for (size_t i = 0; i < n; i++)
+		printf("    %s\n", json_object_get_string(json_object_array_get_idx(a, i)));
+}
+
+static void done_reload(struct json_object *args, unsigned records)
+{
+	(void)args;
+	if (!records) /* a daemon that predates the outcome record */
+		printf("reloaded\n");
+}
+
+/* --- requests: the grammar (mgmt/ctl_cmd.c) names them, these build and print --- */
+
+typedef void (*done_fn)(struct json_object *args, unsigned records);
+
+struct handler {
+	uint16_t type;
+	args_fn make_args; /* NULL: takes no words */
+	print_fn print;    /* each record */
+	done_fn done;      /* text output, on success: what a write did */
+};
+
+static const struct handler handlers[] = {
+	{ CTL_SHOW_VERSION, NULL, print_version, NULL },
+	{ CTL_SHOW_CONFIG, NULL, print_config, NULL },
+	{ CTL_SHOW_LINKS, args_links, print_link, NULL },
+	{ CTL_SHOW_ROUTES, args_routes, print_route, NULL },
+	{ CTL_SHOW_NEIGHBOURS, args_neigh, print_neigh, NULL },
+	{ CTL_SHOW_PATHS, NULL, print_path, NULL },
+	{ CTL_SHOW_GID_ROUTES, NULL, print_gid_route, NULL },
+	{ CTL_SHOW_MCAST, NULL, print_mcast, NULL },
+	{ CTL_SHOW_CONNECTIONS, NULL, print_conn, NULL },
+	{ CTL_SHOW_STATS, NULL, print_stats, NULL },
+	{ CTL_SHOW_HA, NULL, print_ha, NULL },
+	{ CTL_HA_SWITCHOVER, args_switchover, print_switchover, done_switchover },
+	{ CTL_RELOAD, NULL, print_reload, done_reload },
+	{ CTL_LOG_LEVEL, args_log_level, NULL, done_log_level },
+	{ CTL_ROUTE_ADD, args_route_add, NULL, done_route_add },
+	{ CTL_ROUTE_DEL, args_route_del, NULL, done_route_del },
+	{ CTL_NEIGH_ADD, args_neigh_add, NULL, done_neigh_add },
+	{ CTL_NEIGH_DEL, args_neigh_del, NULL, done_neigh_del },
+	{ CTL_NEIGH_FLUSH, args_neigh_flush, print_flushed, NULL },
+	{ CTL_PATH_FLUSH, args_path_flush, print_flushed, NULL },
+};
+
+static const struct handler *handler_of(uint16_t type)
+{
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i].type == type)
+			return &handlers[i];
+	return NULL;
+}
+
+struct text_ctx {
+	struct output *out;
+	print_fn print;
+	unsigned records;
+};
+
+static void on_text_record(struct json_object *rec, void *arg)
+{
+	struct text_ctx *t = arg;
+
+	t->records++;
+	if (t->out->json) {
+		json_object_array_add(t->out->array, json_object_get(rec));
+		return;
 	}
+	if (t->print)
+		t->print(rec, t->out);
+	if (t->out->details) /* -d: every field the daemon gave, under the record's line */
+		print_details(rec, 4);
+}
+
+/* The connection to the daemon: opened at the first request, kept for the next ones of a
+ * -batch, closed after a transport failure (the next request opens it again). */
+struct session {
+	const char *socket_path;
+	int timeout_ms;
+	bool open;
+	struct ctl_client client;
+};
+
+static int session_request(struct session *s, uint16_t type, struct json_object *args,
+			   struct text_ctx *t, const char **error)
+{
+	int err, status;
+
+	if (!s->open) {
+		err = ctl_client_connect(&s->client, s->socket_path, s->timeout_ms);
+		if (err < 0) {
+			fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s%s\n", s->socket_path,
+				strerror(-err),
+				err == -ENOENT || err == -ECONNREFUSED ? " (is ibgwd running?)"
+								       : "");
+			return -1;
+		}
+		s->open = true;
+	}
+	status = ctl_client_request(&s->client, type, args, on_text_record, t, error);
+	if (status < 0) {
+		ctl_client_close(&s->client);
+		s->open = false;
+	}
+	return status;
 }
 
 /*
- * gwctl capture: the pcap stream to FILE or standard output (never a terminal); no
- * reply timeout, the capture ends at its count or duration, or with Ctrl-C.
+ * gwctl capture: the pcap stream to FILE or standard output (never a terminal), on a
+ * connection of its own with no reply timeout: the capture ends at its count or
+ * duration, or with Ctrl-C.
  */
 static int capture(int argc, char **argv, const char *socket_path)
 {
@@ -878,205 +911,177 @@ static int capture(int argc, char **argv, const char *socket_path)
 	return ret;
 }
 
-/*
- * Match argv against the command words, each word by unique prefix among the commands
- * still possible. Returns the command and sets *used to the words consumed, or NULL
- * after printing why.
- */
-static const struct command *match_command(int argc, char **argv, int *used)
+static void usage_hint(const struct ctl_cmd *c)
 {
-	bool alive[N_COMMANDS];
-	int depth = 0;
-
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		alive[i] = true;
-	for (;;) {
-		const char *word = depth < argc ? argv[depth] : NULL;
-		const char *full = NULL;
-		int candidates = 0;
-		char options[256] = "";
-
-		/* Commands that end here win when no word (or an argument) follows. */
-		for (size_t i = 0; i < N_COMMANDS; i++) {
-			if (alive[i] && !commands[i].words[depth]) {
-				*used = depth;
-				return &commands[i];
-			}
-		}
-		for (size_t i = 0; i < N_COMMANDS; i++) {
-			const char *w;
-
-			if (!alive[i])
-				continue;
-			w = commands[i].words[depth];
-			if (!strstr(options, w))
-				snprintf(options + strlen(options),
-					 sizeof(options) - strlen(options), "%s%s",
-					 options[0] ? ", " : "", w);
-			if (!word || strncmp(w, word, strlen(word)) != 0) {
-				alive[i] = false;
-				continue;
-			}
-			if (strcmp(w, word) == 0 || !full)
-				full = w;
-			else if (strcmp(full, w) != 0 && strcmp(full, word) != 0)
-				candidates = -1; /* two different words share the prefix */
-			if (candidates >= 0)
-				candidates++;
-		}
-		if (!word) {
-			fprintf(stderr, "gwctl: incomplete command; expected one of: %s\n",
-				options);
-			return NULL;
-		}
-		if (candidates == 0) {
-			fprintf(stderr, "gwctl: unknown word '%s'; expected one of: %s\n", word,
-				options);
-			return NULL;
-		}
-		if (candidates < 0) {
-			fprintf(stderr, "gwctl: '%s' is ambiguous; expected one of: %s\n", word,
-				options);
-			return NULL;
-		}
-		/* Keep only commands whose word is the one matched (exact beats prefix). */
-		for (size_t i = 0; i < N_COMMANDS; i++)
-			if (alive[i] && strcmp(commands[i].words[depth], full) != 0)
-				alive[i] = false;
-		depth++;
-	}
+	fprintf(stderr, "usage: gwctl %s%s%s%s%s\n", c->object, c->verb ? " " : "",
+		c->verb ? c->verb : "", c->arg_usage && c->arg_usage[0] ? " " : "",
+		c->arg_usage ? c->arg_usage : "");
 }
 
-struct text_ctx {
-	struct output *out;
-	print_fn print;
-};
-
-static void on_text_record(struct json_object *rec, void *arg)
+/* One command's words (after the options): 0 done, EXIT_DAEMON, EXIT_USAGE. */
+static int run_command(int argc, char **argv, struct output *out, struct session *s)
 {
-	struct text_ctx *t = arg;
-
-	if (t->out->json) {
-		json_object_array_add(t->out->array, json_object_get(rec));
-		return;
-	}
-	if (t->print)
-		t->print(rec, t->out);
-	if (t->out->details) /* -d: every field the daemon gave, under the record's line */
-		print_details(rec, 4);
-}
-
-int main(int argc, char **argv)
-{
-	struct output out = { 0 };
-	const char *socket_path = getenv("IBGW_SOCKET");
-	double timeout_s = 10;
-	const struct command *cmd;
+	struct ctl_parsed p;
+	const struct handler *h;
 	struct json_object *args = NULL;
-	struct ctl_client client;
-	const char *error;
-	int c, used, status, err;
+	char why[CTL_CMD_WHY_LEN > CTL_ARGS_WHY_LEN ? CTL_CMD_WHY_LEN : CTL_ARGS_WHY_LEN] = "";
+	const char *error = "";
+	int status;
 
-	if (!socket_path || !socket_path[0])
-		socket_path = getenv("IBGW_CTL_SOCKET"); /* what sim/rack sets on a gateway node */
-	if (!socket_path || !socket_path[0])
-		socket_path = DEFAULT_SOCKET;
-	while ((c = getopt(argc, argv, "+jpsdS:t:Vh")) != -1) {
-		switch (c) {
-		case 'j':
-			out.json = true;
-			break;
-		case 'd':
-			out.details = true;
-			break;
-		case 'p':
-			out.pretty = true;
-			break;
-		case 's':
-			out.stats = true;
-			break;
-		case 'S':
-			socket_path = optarg;
-			break;
-		case 't': {
-			char *end;
-
-			timeout_s = strtod(optarg, &end);
-			if (*end || timeout_s <= 0 || timeout_s > 3600) {
-				fprintf(stderr, "gwctl: -t needs seconds between 0 and 3600\n");
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case 'V':
-			printf("gwctl %s\n", IBGW_VERSION);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc == 0) {
-		usage(stderr);
+	if (ctl_cmd_parse(argc, argv, &p, why) < 0) {
+		fprintf(stderr, "gwctl: %s\n", why);
 		return EXIT_USAGE;
 	}
-	if (strcmp(argv[0], "help") == 0) {
-		usage(stdout);
+	if (p.help) {
+		ctl_cmd_help(stdout, p.object);
 		return 0;
 	}
-	if (strcmp(argv[0], "capture") == 0)
-		return capture(argc - 1, argv + 1, socket_path);
-	cmd = match_command(argc, argv, &used);
-	if (!cmd)
+	if (p.cmd->type == CTL_CAPTURE)
+		return capture(argc - p.argi, argv + p.argi, s->socket_path);
+	h = handler_of(p.cmd->type);
+	if (!h) { /* the grammar names a request this gwctl cannot build: a bug */
+		fprintf(stderr, "gwctl: %s: not built into this gwctl\n", p.cmd->object);
 		return EXIT_USAGE;
-	if (cmd->make_args) {
-		char why[CTL_ARGS_WHY_LEN] = "";
-
-		args = cmd->make_args(argc - used, argv + used, &out, why);
+	}
+	if (h->make_args) {
+		args = h->make_args(argc - p.argi, argv + p.argi, out, why);
 		if (!args) {
-			const char *w1 = cmd->words[1] ? cmd->words[1] : "";
-
-			fprintf(stderr, "gwctl: %s %s: %s\nusage: gwctl %s %s %s\n", cmd->words[0],
-				w1, why[0] ? why : "bad arguments", cmd->words[0], w1,
-				cmd->arg_usage);
+			fprintf(stderr, "gwctl: %s%s%s: %s\n", p.cmd->object,
+				p.cmd->verb ? " " : "", p.cmd->verb ? p.cmd->verb : "",
+				why[0] ? why : "bad arguments");
+			usage_hint(p.cmd);
 			return EXIT_USAGE;
 		}
-	} else if (used < argc) {
-		fprintf(stderr, "gwctl: unexpected argument '%s'\n", argv[used]);
+	} else if (p.argi < argc) {
+		fprintf(stderr, "gwctl: unexpected argument '%s'\n", argv[p.argi]);
+		usage_hint(p.cmd);
 		return EXIT_USAGE;
 	}
 
-	err = ctl_client_connect(&client, socket_path, (int)(timeout_s * 1000));
-	if (err < 0) {
-		fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s%s\n", socket_path,
-			strerror(-err),
-			err == -ENOENT || err == -ECONNREFUSED ? " (is ibgwd running?)" : "");
-		json_object_put(args);
-		return EXIT_DAEMON;
-	}
-	if (out.json)
-		out.array = json_object_new_array();
-	struct text_ctx tctx = { &out, cmd->print };
-	status = ctl_client_request(&client, cmd->type, args, on_text_record, &tctx, &error);
-	ctl_client_close(&client);
-	json_object_put(args);
-	if (out.json) {
-		int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
-			    (out.pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
-					: JSON_C_TO_STRING_PLAIN);
+	struct text_ctx t = { out, h->print, 0 };
 
-		if (status == CTL_OK)
-			printf("%s\n", json_object_to_json_string_ext(out.array, flags));
-		json_object_put(out.array);
+	if (out->json)
+		out->array = json_object_new_array();
+	status = session_request(s, p.cmd->type, args, &t, &error);
+	if (out->json) {
+		int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
+			    (out->pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+					 : JSON_C_TO_STRING_PLAIN);
+
+		/* A failed request's records too (a reload's outcome comes before why it
+		 * failed); nothing when it failed before any. */
+		if (status == CTL_OK || t.records)
+			printf("%s\n", json_object_to_json_string_ext(out->array, flags));
+		json_object_put(out->array);
+		out->array = NULL;
+	} else if (status == CTL_OK && h->done) {
+		h->done(args, t.records);
 	}
+	json_object_put(args);
+	fflush(stdout); /* what was done before why the rest was not, in a shared 2>&1 */
+	if (status == -1 && !error[0])
+		return EXIT_DAEMON; /* could not connect: said already */
 	if (status != CTL_OK) {
 		fprintf(stderr, "gwctl: %s\n", error[0] ? error : "request failed");
 		return EXIT_DAEMON;
 	}
+	fflush(stdout);
 	return 0;
+}
+
+/*
+ * -batch FILE: one command a line, as ip -batch reads them. Blank lines and comments are
+ * skipped; the first command that fails stops the batch ("FILE:LINE" said on stderr)
+ * unless -force, which goes on. Returns the first failure's exit status, else 0.
+ */
+static int run_batch(const char *path, bool force, struct output *out, struct session *s)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *line = NULL, *words[CTL_BATCH_MAX_ARGS], why[CTL_CMD_WHY_LEN];
+	size_t cap = 0;
+	unsigned lineno = 0;
+	int first = 0;
+
+	if (!f) {
+		fprintf(stderr, "gwctl: -batch %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		int n, ret;
+
+		lineno++;
+		n = ctl_batch_split(line, words, CTL_BATCH_MAX_ARGS, why);
+		if (n == 0)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "gwctl: %s\n", why);
+			ret = EXIT_USAGE;
+		} else {
+			ret = run_command(n, words, out, s);
+		}
+		if (ret == 0)
+			continue;
+		fprintf(stderr, "gwctl: -batch %s:%u: command failed%s\n",
+			strcmp(path, "-") ? path : "(stdin)", lineno, force ? "" : ", stopping");
+		if (!first)
+			first = ret;
+		if (!force)
+			break;
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return first;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl_opts o;
+	struct output out = { 0 };
+	struct session s = { 0 };
+	char why[CTL_CMD_WHY_LEN];
+	int first, ret;
+
+	first = ctl_opts_parse(argc - 1, argv + 1, &o, why);
+	if (first < 0) {
+		fprintf(stderr, "gwctl: %s\n", why);
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		ctl_cmd_help(stdout, NULL);
+		return 0;
+	}
+	if (o.version) {
+		printf("gwctl %s\n", IBGW_VERSION);
+		return 0;
+	}
+	out.json = o.json;
+	out.pretty = o.pretty;
+	out.stats = o.stats;
+	out.details = o.details;
+	s.socket_path = o.socket;
+	if (!s.socket_path)
+		s.socket_path = getenv("IBGW_SOCKET");
+	if (!s.socket_path || !s.socket_path[0])
+		s.socket_path = getenv("IBGW_CTL_SOCKET"); /* what sim/rack sets on a gateway */
+	if (!s.socket_path || !s.socket_path[0])
+		s.socket_path = DEFAULT_SOCKET;
+	s.timeout_ms = (int)((o.timeout_s ? o.timeout_s : 10) * 1000);
+	argc -= 1 + first;
+	argv += 1 + first;
+	if (o.batch) {
+		if (argc) {
+			fprintf(stderr, "gwctl: -batch takes no command ('%s')\n", argv[0]);
+			return EXIT_USAGE;
+		}
+		ret = run_batch(o.batch, o.force, &out, &s);
+	} else if (argc == 0) {
+		ctl_cmd_help(stderr, NULL);
+		ret = EXIT_USAGE;
+	} else {
+		ret = run_command(argc, argv, &out, &s);
+	}
+	if (s.open)
+		ctl_client_close(&s.client);
+	return ret;
 }

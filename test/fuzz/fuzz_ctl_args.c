@@ -3,9 +3,14 @@
  * octet picks the parser, the rest is split into words at blanks. Any input must be
  * accepted or refused with a reason; what is accepted must survive the trip through
  * the wire's JSON and back to the same arguments, and a route's text form must parse
- * back to the same text (what the daemon logs is what an operator can type). Also
- * gwctl capture's words, and base64 (how a capture's records cross the wire): what
- * decodes must encode back to the same text.
+ * back to the same text (what the daemon logs is what an operator can type). Octet 5
+ * also feeds gwctl capture's words to their parser, octet 0 its text to base64 (how a
+ * capture's records cross the wire): what decodes must encode back to the same text.
+ *
+ * Octets '6' and '7' lead to gwctl's whole grammar (mgmt/ctl_cmd.h): '6' a command line
+ * (options, object and verb in either order, help), '7' a -batch line split as gwctl
+ * splits it; a command that parses hands its argument words on to the parser above that
+ * its request uses, as gwctl does.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -17,6 +22,8 @@
 
 #include "lib/base64.h"
 #include "mgmt/ctl_args.h"
+#include "mgmt/ctl_cmd.h"
+#include "mgmt/ctl_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -142,6 +149,75 @@ static void lladdr(const char *text)
 		abort();
 }
 
+/* A parsed command's words to its request's parser. */
+static void command_args(const struct ctl_parsed *p, int argc, char **argv)
+{
+	argc -= p->argi;
+	argv += p->argi;
+	switch (p->cmd->type) {
+	case CTL_ROUTE_ADD:
+	case CTL_ROUTE_DEL:
+		route(argc, argv, p->cmd->type == CTL_ROUTE_ADD);
+		break;
+	case CTL_NEIGH_ADD:
+	case CTL_NEIGH_DEL:
+		neigh(argc, argv, p->cmd->type == CTL_NEIGH_ADD);
+		break;
+	case CTL_NEIGH_FLUSH:
+	case CTL_PATH_FLUSH:
+		flushes(argc, argv);
+		break;
+	default:
+		break;
+	}
+}
+
+static void command(int argc, char **argv, bool with_options)
+{
+	struct ctl_opts o;
+	struct ctl_parsed p;
+	char why[CTL_CMD_WHY_LEN] = "";
+	int first = 0;
+
+	if (with_options) {
+		first = ctl_opts_parse(argc, argv, &o, why);
+		if (first < 0) {
+			if (!why[0])
+				abort();
+			return;
+		}
+		if (first > argc || (o.timeout_s && !(o.timeout_s > 0 && o.timeout_s <= 3600)))
+			abort();
+	}
+	if (ctl_cmd_parse(argc - first, argv + first, &p, why) < 0) {
+		if (!why[0])
+			abort();
+		return;
+	}
+	if (p.help)
+		return;
+	if (!p.cmd || !p.object || p.argi < 1 || p.argi > argc - first)
+		abort();
+	command_args(&p, argc - first, argv + first);
+}
+
+static void batch_line(char *text)
+{
+	char *words[CTL_BATCH_MAX_ARGS], why[CTL_CMD_WHY_LEN] = "";
+	int n = ctl_batch_split(text, words, CTL_BATCH_MAX_ARGS, why);
+
+	if (n < 0) {
+		if (!why[0])
+			abort();
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		if (!words[i])
+			abort();
+	if (n)
+		command(n, words, false);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char text[4096], *argv[MAX_WORDS];
@@ -154,15 +230,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strlen(text) != size - 1)
 		return 0; /* words come from argv: no NUL inside */
 	switch (data[0] % 8) {
-	case 6:
-		argc = split(text, argv);
-		capture(argc, argv);
-		return 0;
-	case 7:
-		base64(text, size - 1);
-		return 0;
 	case 0:
 		lladdr(text);
+		base64(text, size - 1);
 		return 0;
 	case 1:
 		argc = split(text, argv);
@@ -180,9 +250,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		argc = split(text, argv);
 		neigh(argc, argv, false);
 		return 0;
-	default:
+	case 5:
 		argc = split(text, argv);
 		flushes(argc, argv);
+		capture(argc, argv);
+		return 0;
+	case 6:
+		argc = split(text, argv);
+		command(argc, argv, true);
+		return 0;
+	default:
+		batch_line(text);
 		return 0;
 	}
 }

@@ -61,7 +61,7 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-plan=89
+plan=99
 tap_plan $plan
 # bail REASON: a step everything after it needs has failed; the checks not reached are
 # failures (none passes on a missing package or root), and the suite ends here.
@@ -111,15 +111,19 @@ contents=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\.\//, "", $6); print $6
 printf '%s\n' "$contents" | sed 's/^/# /'
 for f in usr/sbin/ibgwd usr/bin/gwctl etc/ibgw/ibgwd.yaml lib/systemd/system/ibgwd.service \
 	lib/udev/rules.d/60-ibgw.rules usr/share/man/man8/ibgwd.8.gz usr/share/man/man8/gwctl.8.gz \
-	usr/share/man/man5/ibgwd.yaml.5.gz usr/share/doc/ibgw/copyright; do
+	usr/share/man/man5/ibgwd.yaml.5.gz usr/share/doc/ibgw/copyright \
+	usr/share/doc/ibgw/examples/ibgwd-annotated.yaml usr/share/bash-completion/completions/gwctl \
+	etc/iproute2/rt_protos.d/ibgw.conf usr/lib/systemd/catalog/ibgw.catalog; do
 	tap_like "the package holds /$f" "$contents" "^$f\$"
 done
-stray=$(printf '%s\n' "$contents" | grep -Ev '^(usr/sbin/ibgwd|usr/bin/gwctl|etc/ibgw/ibgwd\.yaml|lib/systemd/system/ibgwd\.service|lib/udev/rules\.d/60-ibgw\.rules|usr/share/man/man[58]/[a-z.]+\.[58]\.gz|usr/share/doc/ibgw/[A-Za-z.]+|usr/share/lintian/overrides/ibgw)$')
+stray=$(printf '%s\n' "$contents" | grep -Ev '^(usr/sbin/ibgwd|usr/bin/gwctl|etc/ibgw/ibgwd\.yaml|lib/systemd/system/ibgwd\.service|lib/udev/rules\.d/60-ibgw\.rules|usr/share/man/man[58]/[a-z.]+\.[58]\.gz|usr/share/doc/ibgw/[A-Za-z.]+|usr/share/doc/ibgw/examples/ibgwd-annotated\.yaml|usr/share/bash-completion/completions/gwctl|etc/iproute2/rt_protos\.d/ibgw\.conf|usr/lib/systemd/catalog/ibgw\.catalog|usr/share/lintian/overrides/ibgw)$')
 tap_is "nothing else: no build paths, objects, test programs or simulator" "$stray" ""
 x=$work/x
 dpkg-deb -x "$deb" "$x"
 tap_is "no installed file mentions the build tree ($work)" "$(grep -rl -- "$work" "$x")" ""
-tap_is "conffiles: the configuration only" "$(dpkg-deb -I "$deb" conffiles)" /etc/ibgw/ibgwd.yaml
+tap_is "conffiles: the configuration and the iproute2 protocol name" \
+	"$(dpkg-deb -I "$deb" conffiles | sort | paste -sd' ' -)" \
+	"/etc/ibgw/ibgwd.yaml /etc/iproute2/rt_protos.d/ibgw.conf"
 tap_like "the packaged config gives the control sockets to group ibgw" \
 	"$(grep '^  socket_group:' "$x/etc/ibgw/ibgwd.yaml")" '^  socket_group: ibgw +#'
 tap_like "the packaged config runs ibgwd as user ibgw" \
@@ -130,7 +134,7 @@ tap_like "the packaged config runs ibgwd as user ibgw" \
 mirror=${IBGW_DEB_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(CODENAME)' 2>/dev/null |
 	awk -v c="$VERSION_CODENAME" '$2 == c { print $1; exit }')}
 echo "# debootstrap $VERSION_CODENAME from ${mirror:-?}"
-out=$(timeout 400 debootstrap --variant=minbase --include=systemd,procps,man-db \
+out=$(timeout 400 debootstrap --variant=minbase --include=systemd,procps,man-db,iproute2 \
 	"$VERSION_CODENAME" "$root" "$mirror" 2>&1)
 rc=$?
 tap_is "debootstrap makes a minimal $VERSION_CODENAME root from the apt mirror" "$rc" 0
@@ -157,6 +161,17 @@ tap_like "the postinst made the failover key: 0600, 64 hex digits" \
 key_sum=$(md5sum <"$root/etc/ibgw/failover.key")
 tap_check "ibgwd -n -f /etc/ibgw/ibgwd.yaml accepts the installed config" \
 	in_root ibgwd -n -f /etc/ibgw/ibgwd.yaml
+tap_like "... a hardware one: an IPoIB link on verbs (mlx5_0 port 1), one Ethernet interface, user ibgw, no failover" \
+	"$(in_root ibgwd -n -v -f /etc/ibgw/ibgwd.yaml 2>&1 | tr '\n' '|') failover sections: $(grep -c '^failover:' "$root/etc/ibgw/ibgwd.yaml")" \
+	"^gateway:\|.*  user: ibgw\|.*ipoib_links:\|  - name: ib0\|    backend: verbs\|    device: mlx5_0\|    port: 1\|.*ethernet_interfaces:\|  - name: eth0\|.* failover sections: 0$"
+tap_is "/etc/iproute2/rt_protos.d/ibgw.conf names protocol 250 ibgw" \
+	"$(grep -v '^#' "$root/etc/iproute2/rt_protos.d/ibgw.conf")" "$(printf '250\tibgw')"
+tap_is "the bash completion, sourced, registers _gwctl for gwctl" \
+	"$(in_root bash -c '. /usr/share/bash-completion/completions/gwctl && complete -p gwctl' 2>&1)" \
+	"complete -F _gwctl gwctl"
+tap_like "the journal catalog has the reload's MESSAGE_ID (journalctl --list-catalog)" \
+	"$(in_root journalctl --list-catalog 82bc78d6df8444bfbde807091df0d439 2>&1)" \
+	"82bc78d6df8444bfbde807091df0d439 ibgw: configuration reload"
 tap_is "man -w ibgwd" "$(in_root man -w ibgwd 2>&1)" /usr/share/man/man8/ibgwd.8.gz
 tap_is "man -w gwctl" "$(in_root man -w gwctl 2>&1)" /usr/share/man/man8/gwctl.8.gz
 tap_is "man -w 5 ibgwd.yaml" "$(in_root man -w 5 ibgwd.yaml 2>&1)" \
@@ -231,6 +246,7 @@ cp -p "$root/etc/ibgw/ibgwd.yaml" "$work/ibgwd.yaml.packaged"
 {
 	cat "$root/tmp/control.yaml"
 	printf 'ethernet_interfaces:\n  - name: host0\n    addresses: [192.0.2.1/24]\n'
+	printf 'kernel_routes:\n  export_table: 100\n'
 } >"$root/etc/ibgw/ibgwd.yaml"
 sed 's/^/# ibgwd.yaml in the container: /' "$root/etc/ibgw/ibgwd.yaml"
 
@@ -287,7 +303,7 @@ fi
 leader=
 found_leader() { leader=$(pgrep -P "$nspawn_pid" | head -1) && [ -n "$leader" ]; }
 state=
-unit_checks_end=$((tap_n + 26))
+unit_checks_end=$((tap_n + 28))
 unit_checks() {
 	local rc out pid pid2 uid gid wd t1 t2
 	wait_for 10 found_leader && wait_for 90 booted
@@ -330,6 +346,11 @@ unit_checks() {
 		"^running as user ibgw \(uid $uid, gid $gid\) with capabilities cap_net_admin,cap_net_raw,cap_ipc_lock$"
 	tap_like "gwctl show routes (root, in the container) has host0's connected route" \
 		"$(in_box gwctl show routes 2>&1)" '^192\.0\.2\.0/24 dev host0 proto kernel'
+	in_box gwctl route add blackhole 203.0.113.0/24 >/dev/null 2>&1
+	exported() { in_box ip route show table 100 2>&1 | grep -q '^blackhole 203\.0\.113\.0/24'; }
+	wait_for 5 exported
+	tap_like "an exported route shows 'proto ibgw' in ip route (rt_protos.d)" \
+		"$(in_box ip route show table 100 2>&1)" '^blackhole 203\.0\.113\.0/24 proto ibgw'
 
 	# reload: a route added to the file, then a file with an error.
 	printf 'routes:\n  - prefix: 198.51.100.0/24\n    via: 192.0.2.254\n' \
@@ -340,6 +361,10 @@ unit_checks() {
 	tap_is "systemctl reload ibgwd exits 0 (a route added to the file)" "$rc: $out" "0: "
 	wait_for 10 journal_has '^reloaded /etc/ibgw/ibgwd\.yaml in'
 	tap_like "... the journal says it was applied" "$(journal)" \
+		'^reloaded /etc/ibgw/ibgwd\.yaml in [0-9]+ ms$'
+	tap_like "... that entry carries the reload's MESSAGE_ID (journalctl MESSAGE_ID=...)" \
+		"$(in_box journalctl -b -u ibgwd.service -o cat --no-pager \
+			MESSAGE_ID=82bc78d6df8444bfbde807091df0d439 2>&1)" \
 		'^reloaded /etc/ibgw/ibgwd\.yaml in [0-9]+ ms$'
 	tap_is "... the unit stays active (running), the same process, StatusText 'running'" \
 		"$(unit_props_wait 5 ActiveState,SubState,StatusText,MainPID \
