@@ -8,10 +8,10 @@
 #include "pkt/gso.h"
 #include "pkt/ip.h"
 
-#define ETH_HLEN_ 14
-#define TCP_FIN   0x01
-#define TCP_PSH   0x08
-#define TCP_CWR   0x80
+#define ETH_HLEN_    14
+#define TCP_FIN      0x01
+#define TCP_PSH      0x08
+#define TCP_CWR      0x80
 #define IPPROTO_TCP_ 6
 #define IPPROTO_UDP_ 17
 
@@ -34,6 +34,7 @@ static const char *const names[GSO_RESULT_COUNT] = {
 	[GSO_TOO_MANY_SEGS] = "gso_too_many_segs",
 	[GSO_MTU_TOO_SMALL] = "gso_mtu_too_small",
 	[GSO_SEGMENT_TOO_BIG] = "gso_segment_too_big",
+	[GSO_HDR_TOO_LONG] = "gso_hdr_too_long",
 };
 
 const char *gso_result_name(enum gso_result r)
@@ -109,7 +110,8 @@ static enum gso_result l4_of(const uint8_t *ip, size_t len, bool copyable, uint8
 		if (ii.is_frag)
 			return GSO_FRAGMENT;
 		/* ip6_validate walked the chain within len: the walk here stays inside. */
-		for (nh = ip[6]; copyable && off < ii.l4_off; off += ((size_t)ip[off + 1] + 1) * 8) {
+		for (nh = ip[6]; copyable && off < ii.l4_off;
+		     off += ((size_t)ip[off + 1] + 1) * 8) {
 			if (nh != 0 && nh != 60)
 				return GSO_EXT_HDR;
 			nh = ip[off];
@@ -203,6 +205,8 @@ enum gso_result gso_plan(const uint8_t *ip, size_t len, const struct gso_pkt *g,
 			return GSO_BAD_LENGTH;
 		hdr = off + 8u;
 	}
+	if (hdr > GSO_HDR_MAX)
+		return GSO_HDR_TOO_LONG;
 	mss = g->size;
 	if (mtu) {
 		if (mtu <= hdr)
@@ -253,7 +257,7 @@ size_t gso_segment(const struct gso_plan *p, const uint8_t *ip, unsigned i, uint
 
 		ip_put32(l4 + 4, ip_be32(ip + p->l4_off + 4) + off);
 		if (i + 1u < p->n)
-			fl &= (uint8_t)~(TCP_FIN | TCP_PSH);
+			fl &= (uint8_t) ~(TCP_FIN | TCP_PSH);
 		if (i > 0)
 			fl &= (uint8_t)~TCP_CWR;
 		l4[13] = fl;

@@ -54,6 +54,8 @@
 /* Segments one GSO packet may become (the pipeline's outputs per input). A 64 KiB
  * packet splits into at most 128 segments when gso_size >= 512. */
 #define GSO_SEGS_MAX 128
+/* Headers copied into every segment (IP, extension headers, TCP/UDP), at most. */
+#define GSO_HDR_MAX 256
 
 struct gso_vnet {
 	uint8_t flags;    /* GSO_VNET_F_* */
@@ -83,23 +85,24 @@ struct gso_pkt {
 /* Refusals; gso_result_name() gives stable counter names. */
 enum gso_result {
 	GSO_OK = 0,
-	GSO_BAD_TYPE,         /* gso_type not TCPV4, TCPV6, UDP_L4 (or NONE) */
-	GSO_UFO,              /* legacy UDP fragmentation offload */
-	GSO_BAD_ECN,          /* the ECN flag without TCP */
-	GSO_ZERO_SIZE,        /* a GSO type with gso_size 0 */
-	GSO_CSUM_RANGE,       /* csum_start + csum_offset + 2 beyond the frame */
-	GSO_CSUM_MISMATCH,    /* a GSO frame whose csum_start/offset are not its L4 checksum */
-	GSO_NOT_IP,           /* a GSO frame that is not IPv4/IPv6 */
-	GSO_FAMILY,           /* TCPV4 on IPv6 or TCPV6 on IPv4 */
-	GSO_BAD_IP,           /* the IP header fails validation */
-	GSO_BAD_LENGTH,       /* IP length != frame length, UDP length != IP payload */
-	GSO_FRAGMENT,         /* an IP fragment */
-	GSO_EXT_HDR,          /* an IPv6 extension header that cannot be copied (AH, ESP, ...) */
-	GSO_PROTO,            /* the L4 protocol is not the GSO type's */
-	GSO_L4_TRUNCATED,     /* TCP/UDP header past the packet, TCP data offset < 5 */
-	GSO_TOO_MANY_SEGS,    /* more than GSO_SEGS_MAX segments */
-	GSO_MTU_TOO_SMALL,    /* TCP: the egress MTU leaves no room for payload */
-	GSO_SEGMENT_TOO_BIG,  /* UDP: a datagram of gso_size does not fit the egress MTU */
+	GSO_BAD_TYPE,        /* gso_type not TCPV4, TCPV6, UDP_L4 (or NONE) */
+	GSO_UFO,             /* legacy UDP fragmentation offload */
+	GSO_BAD_ECN,         /* the ECN flag without TCP */
+	GSO_ZERO_SIZE,       /* a GSO type with gso_size 0 */
+	GSO_CSUM_RANGE,      /* csum_start + csum_offset + 2 beyond the frame */
+	GSO_CSUM_MISMATCH,   /* a GSO frame whose csum_start/offset are not its L4 checksum */
+	GSO_NOT_IP,          /* a GSO frame that is not IPv4/IPv6 */
+	GSO_FAMILY,          /* TCPV4 on IPv6 or TCPV6 on IPv4 */
+	GSO_BAD_IP,          /* the IP header fails validation */
+	GSO_BAD_LENGTH,      /* IP length != frame length, UDP length != IP payload */
+	GSO_FRAGMENT,        /* an IP fragment */
+	GSO_EXT_HDR,         /* an IPv6 extension header that cannot be copied (AH, ESP, ...) */
+	GSO_PROTO,           /* the L4 protocol is not the GSO type's */
+	GSO_L4_TRUNCATED,    /* TCP/UDP header past the packet, TCP data offset < 5 */
+	GSO_TOO_MANY_SEGS,   /* more than GSO_SEGS_MAX segments */
+	GSO_MTU_TOO_SMALL,   /* TCP: the egress MTU leaves no room for payload */
+	GSO_SEGMENT_TOO_BIG, /* UDP: a datagram of gso_size does not fit the egress MTU */
+	GSO_HDR_TOO_LONG,    /* headers (copied into every segment) over GSO_HDR_MAX */
 	GSO_RESULT_COUNT
 };
 

@@ -295,7 +295,7 @@ static size_t from_eth(struct env *v, uint8_t *frame, const uint8_t *pkt, size_t
 	frame[13] = (pkt[0] >> 4) == 4 ? 0x00 : 0xdd;
 	memcpy(frame + 14, pkt, len);
 	fwd_ctx_scratch_reset(&v->c);
-	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), frame, len + 14, ETHP_PKT_HOST,
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), frame, len + 14, ETHP_PKT_HOST, NULL,
 		      &v->res);
 	return len + 14;
 }
@@ -572,7 +572,8 @@ static void unresolved_punts_with_next_hop(void **state)
 	/* ARP and ND punt too */
 	memcpy(f, gw_mac, 6);
 	f[12] = 0x08, f[13] = 0x06;
-	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, 60, ETHP_PKT_BROADCAST, &v->res);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, 60, ETHP_PKT_BROADCAST, NULL,
+		      &v->res);
 	assert_int_equal(v->res.punt, FWD_PUNT_ARP);
 }
 

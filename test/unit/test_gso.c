@@ -227,10 +227,10 @@ static void test_tcp4(void **st)
 		assert_int_equal(be32(seg + 24), (uint32_t)(0xfffff000u + i * 1448u));
 		assert_int_equal(be32(seg + 28), 0x1234); /* ack unchanged */
 		uint8_t fl = seg[20 + 13];
-		assert_int_equal(!!(fl & 0x80), i == 0);   /* CWR on the first only */
-		assert_int_equal(!!(fl & 0x01), i == 3);   /* FIN on the last only */
-		assert_int_equal(!!(fl & 0x08), i == 3);   /* PSH on the last only */
-		assert_true(fl & 0x10);                    /* ACK on all */
+		assert_int_equal(!!(fl & 0x80), i == 0);     /* CWR on the first only */
+		assert_int_equal(!!(fl & 0x01), i == 3);     /* FIN on the last only */
+		assert_int_equal(!!(fl & 0x08), i == 3);     /* PSH on the last only */
+		assert_true(fl & 0x10);                      /* ACK on all */
 		assert_memory_equal(seg + 40, pkt + 40, 12); /* TCP options copied */
 	}
 	assert_int_equal(gso_seg_len(&p, 3), 52 + 100);
@@ -444,7 +444,7 @@ static void test_csum_fill_and_seed(void **st)
 	uint32_t s;
 
 	(void)st;
-	assert_false(l4_ok(pkt, 20, 6)); /* partial as built */
+	assert_false(l4_ok(pkt, 20, 6));             /* partial as built */
 	assert_true(gso_l4_csum_fill(pkt, len + 6)); /* link padding ignored */
 	assert_true(l4_ok(pkt, 20, 6));
 	/* the seed a kernel completes: sum from csum_start, seed included, complemented */
