@@ -209,7 +209,7 @@ static double run_tx(enum engine e, unsigned len)
 {
 	const struct ethp_ops *o = &ethp_afpacket_ops;
 	static uint8_t frame[1514];
-	struct ethp_tx tx[BURST];
+	struct ethp_tx tx[BURST] = { 0 };
 	struct ethp_port *p = NULL;
 	uint64_t n = 0, t0, t1, now;
 	int fd = -1;

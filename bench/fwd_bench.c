@@ -528,7 +528,7 @@ static unsigned ours_burst(struct ours *o, bool from_ib, uint8_t *const *bufs, s
 		if (from_ib)
 			fwd_input_ib(&o->c, o->ib, &rx[i], &o->res);
 		else
-			fwd_input_eth(&o->c, o->eth, bufs[i], len, ETHP_PKT_HOST, &o->res);
+			fwd_input_eth(&o->c, o->eth, bufs[i], len, ETHP_PKT_HOST, NULL, &o->res);
 		ours_take(o);
 		sent += o->res.v == FWD_V_TX;
 	}

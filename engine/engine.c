@@ -40,6 +40,7 @@ static const char *const drop_names[FWD_DROP_COUNT] = {
 	[FWD_DROP_IPV6_ROUTED_LL] = "ipv6_link_local_routed",
 	[FWD_DROP_LOOP] = "loop",
 	[FWD_DROP_MULTICAST] = "multicast",
+	[FWD_DROP_GSO] = "gso",
 	[FWD_DROP_PUNT_LIMITED] = "punt_rate_limited",
 };
 
@@ -744,6 +745,7 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 		f->eth = c->eth;
 		memcpy(f->mac, c->mac, ETHP_ADDR_LEN);
 		f->vlan = c->vlan;
+		f->tx_gso = c->tx_gso;
 		if (!f->neigh) {
 			struct neigh_config nc = {
 				.params = e->cfg.eth_neigh,

@@ -112,6 +112,7 @@ struct fwd_if {
 	struct ethp_port *eth;
 	uint8_t mac[ETHP_ADDR_LEN];
 	uint16_t vlan; /* informational: the port inserts its tag */
+	bool tx_gso;   /* the port sends GSO frames whole (ethp_port_attr.gso) */
 	/* IPoIB */
 	const struct ibp_ops *ib_ops;
 	struct ibp_port *ib_port;
@@ -305,6 +306,7 @@ enum fwd_drop {
 	FWD_DROP_MULTICAST,      /* IP multicast destination: not routed by this engine */
 	FWD_DROP_PUNT_LIMITED,   /* punt refused by its class's rate limit (per source or
 				  * per worker: fwd_punt_rl) */
+	FWD_DROP_GSO,            /* a GSO packet that cannot be segmented (see gso[]) */
 	FWD_DROP_COUNT
 };
 const char *fwd_drop_name(enum fwd_drop d);
@@ -314,6 +316,12 @@ struct fwd_stats {
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
 	uint64_t forwarded4, forwarded6;
 	uint64_t fragmented, frags_sent, mss_clamped;
+	/* GSO packets (an Ethernet port's super-frames): sent whole (to a port that
+	 * segments them, or over an IPoIB connection whose MTU holds them), segmented here,
+	 * and the segments that made; gso[] the gso_result behind FWD_DROP_GSO and the
+	 * UDP datagrams too big for the egress (FWD_DROP_TOO_BIG). */
+	uint64_t gso_whole, gso_segmented, gso_segments;
+	uint64_t gso[GSO_RESULT_COUNT];
 	uint64_t icmp_sent, icmp_rate_limited, icmp_not_sent;
 	uint64_t punts[FWD_PUNT_COUNT];
 	uint64_t drops[FWD_DROP_COUNT];
@@ -367,6 +375,7 @@ struct fwd_if_config {
 	struct ethp_port *eth;
 	const uint8_t *mac;
 	uint16_t vlan;
+	bool tx_gso; /* Ethernet: the port sends GSO frames whole (ethp_port_attr.gso) */
 	const struct ibp_ops *ib_ops;
 	struct ibp_port *ib_port;
 	struct ipoib_link *link;

@@ -13,6 +13,7 @@
 #include "pkt/eth_frame.h"
 #include "engine/forward.h"
 #include "pkt/frag.h"
+#include "pkt/gso.h"
 #include "pkt/icmp.h"
 #include "pkt/ip.h"
 #include "ipoib/ipoib_link.h"
@@ -129,13 +130,15 @@ static inline bool neigh_sendable(enum neigh_state s)
 	       s == NEIGH_PERMANENT;
 }
 
-/* Put pkt[0..len) on the wire to ll: Ethernet by reference, IPoIB by one copy. */
-static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh_link *ll,
-		 uint16_t ethertype, const uint8_t *pkt, size_t len, struct fwd_result *res)
+/* Put pkt[0..len) on the wire to ll: Ethernet by reference, IPoIB by one copy. With a
+ * plan, segment seg of the GSO packet pkt instead (len: the segment's length): cut into
+ * scratch for Ethernet, straight into the IB buffer for IPoIB (still one copy). */
+static bool emit_seg(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh_link *ll,
+		     uint16_t ethertype, const uint8_t *pkt, size_t len,
+		     const struct gso_plan *plan, unsigned seg, struct fwd_result *res)
 {
 	struct fwd_tx *t;
 
-	(void)c;
 	if (res->n_tx == FWD_TX_MAX) {
 		drop(res, FWD_DROP_NO_BUF);
 		return false;
@@ -149,6 +152,18 @@ static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh
 		t->eth.hdr[12] = (uint8_t)(ethertype >> 8);
 		t->eth.hdr[13] = (uint8_t)ethertype;
 		t->eth.hdr_len = ETHF_HLEN;
+		t->eth.gso = (struct gso_pkt){ 0 };
+		t->eth.l4_off = 0;
+		if (plan) {
+			uint8_t *mem = scratch_alloc(c, len);
+
+			if (!mem) {
+				drop(res, FWD_DROP_NO_BUF);
+				return false;
+			}
+			gso_segment(plan, pkt, seg, mem);
+			pkt = mem;
+		}
 		t->eth.data = pkt;
 		t->eth.len = (uint32_t)len;
 	} else {
@@ -171,7 +186,10 @@ static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh
 		b->data[0] = (uint8_t)(ethertype >> 8);
 		b->data[1] = (uint8_t)ethertype;
 		b->data[2] = b->data[3] = 0;
-		memcpy(b->data + IPOIB_ENCAP_LEN, pkt, len);
+		if (plan)
+			gso_segment(plan, pkt, seg, b->data + IPOIB_ENCAP_LEN);
+		else
+			memcpy(b->data + IPOIB_ENCAP_LEN, pkt, len);
 		b->len = (uint32_t)(len + IPOIB_ENCAP_LEN);
 		t->ib = (struct ibp_send){ .buf = b };
 		if (out->link) {
@@ -189,9 +207,87 @@ static bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh
 	return true;
 }
 
+static inline bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh_link *ll,
+			uint16_t ethertype, const uint8_t *pkt, size_t len, struct fwd_result *res)
+{
+	return emit_seg(c, out, ll, ethertype, pkt, len, NULL, 0, res);
+}
+
 static void icmp_error(struct fwd_ctx *c, const struct fwd_if *in, int family, const uint8_t *pkt,
 		       size_t len, uint8_t type, uint8_t code, uint32_t param, bool l2_mcast,
 		       struct fwd_result *res);
+
+/*
+ * The egress stage of a GSO packet (an Ethernet port's super-frame, its L4 checksum
+ * possibly partial), once its neighbour is known: never "too big" for being large.
+ * - an Ethernet port that segments (tx_gso): whole, with the segment size and the
+ *   pseudo-header sum for the kernel to finish; TCP segments the egress MTU cannot
+ *   carry get a smaller segment size;
+ * - a destination whose MTU holds the whole packet (an IPoIB connection): whole, its
+ *   checksum computed;
+ * - else segmented here (pkt/gso.h) to the egress MTU. TCP is cut anywhere; UDP
+ *   datagrams are the sender's, and one that does not fit gets what a datagram of that
+ *   size would (ICMP frag needed with DF, packet too big for IPv6; counted gso[]).
+ * TTL - 1 once, before the cut: every segment carries it.
+ */
+static void output_gso(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out,
+		       const struct neigh_link *ll, int family, uint8_t *p, size_t len,
+		       bool decrement, const struct gso_pkt *g, uint32_t mtu,
+		       struct fwd_result *res)
+{
+	uint16_t et = family == AF_INET ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6;
+	struct gso_plan plan;
+	enum gso_result r = gso_plan(p, len, g, mtu, &plan);
+
+	if (r == GSO_SEGMENT_TOO_BIG && (family == AF_INET6 || (p[6] & 0x40))) {
+		if (decrement)
+			icmp_error(c, in, family, p, len,
+				   family == AF_INET ? ICMP4_DEST_UNREACH : ICMP6_PACKET_TOO_BIG,
+				   family == AF_INET ? ICMP4_CODE_FRAG_NEEDED : 0, mtu, false, res);
+		FWD_INC(c->st->gso[r]);
+		drop(res, FWD_DROP_TOO_BIG);
+		return;
+	}
+	if (r != GSO_OK) {
+		FWD_INC(c->st->gso[r]);
+		drop(res, FWD_DROP_GSO);
+		return;
+	}
+	if (decrement &&
+	    (family == AF_INET ? ip4_ttl_decrement(p) : ip6_hop_decrement(p)) != IP_OK) {
+		drop(res, FWD_DROP_TTL_EXPIRED);
+		return;
+	}
+	if (out->kind == FWD_IF_ETH && out->tx_gso && plan.n > 1) {
+		gso_l4_seed(&plan, p);
+		if (!emit(c, out, ll, et, p, len, res))
+			return;
+		res->tx[res->n_tx - 1].eth.gso = (struct gso_pkt){ g->kind, plan.mss };
+		res->tx[res->n_tx - 1].eth.l4_off = plan.l4_off;
+		FWD_INC(c->st->gso_whole);
+		res->v = FWD_V_TX;
+		return;
+	}
+	if (len <= mtu || plan.n == 1) {
+		gso_l4_csum_fill(p, len);
+		if (emit(c, out, ll, et, p, len, res)) {
+			FWD_INC(c->st->gso_whole);
+			res->v = FWD_V_TX;
+		}
+		return;
+	}
+	if (plan.n > FWD_TX_MAX - res->n_tx) {
+		FWD_INC(c->st->gso[GSO_TOO_MANY_SEGS]);
+		drop(res, FWD_DROP_GSO);
+		return;
+	}
+	for (unsigned i = 0; i < plan.n; i++)
+		if (!emit_seg(c, out, ll, et, p, gso_seg_len(&plan, i), &plan, i, res))
+			return;
+	FWD_INC(c->st->gso_segmented);
+	FWD_ADD(c->st->gso_segments, plan.n);
+	res->v = FWD_V_TX;
+}
 
 /*
  * The egress stage: neighbour, MTU (fragment / too big), TTL, MSS, emit. decrement:
@@ -200,7 +296,7 @@ static void icmp_error(struct fwd_ctx *c, const struct fwd_if *in, int family, c
  */
 static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out, int family,
 		   const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
-		   struct fwd_result *res)
+		   const struct gso_pkt *g, struct fwd_result *res)
 {
 	struct neigh_entry *ne = neigh_lookup(out->neigh, family, nh);
 	const struct neigh_link *ll = ne ? neigh_entry_link(ne) : NULL;
@@ -221,6 +317,10 @@ static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_
 	mtu = out->mtu;
 	if (out->kind == FWD_IF_IPOIB && ll->mtu && ll->mtu < mtu)
 		mtu = ll->mtu;
+	if (g && g->kind != GSO_NONE) {
+		output_gso(c, in, out, ll, family, p, len, decrement, g, mtu, res);
+		return;
+	}
 
 	if (family == AF_INET) {
 		unsigned ihl = (p[0] & 0x0fu) * 4;
@@ -303,7 +403,7 @@ void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, cons
 		drop(res, FWD_DROP_IF_DOWN);
 		return;
 	}
-	output(c, NULL, out, family, nh, pkt, len, true, res);
+	output(c, NULL, out, family, nh, pkt, len, true, NULL, res);
 	if (res->v == FWD_V_TX) {
 		if (family == AF_INET)
 			FWD_INC(c->st->forwarded4);
@@ -320,7 +420,7 @@ void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, c
 		drop(res, FWD_DROP_IF_DOWN);
 		return;
 	}
-	output(c, NULL, out, family, nh, pkt, len, false, res);
+	output(c, NULL, out, family, nh, pkt, len, false, NULL, res);
 	if (res->v == FWD_V_DROP && res->n_tx == 0 && res->drop == FWD_DROP_COUNT)
 		drop(res, FWD_DROP_NO_BUF); /* unresolved: not parked twice */
 }
@@ -343,7 +443,8 @@ static void send_own(struct fwd_ctx *c, int family, uint8_t *p, size_t len, stru
 		FWD_INC(c->st->icmp_not_sent);
 		return;
 	}
-	output(c, NULL, out, family, nh->type == RT_NH_GATEWAY ? nh->gw : dst, p, len, false, res);
+	output(c, NULL, out, family, nh->type == RT_NH_GATEWAY ? nh->gw : dst, p, len, false, NULL,
+	       res);
 	/* The original packet's verdict stands; the error only adds a frame. */
 	res->v = keep_v;
 	res->drop = keep_d;
@@ -456,7 +557,7 @@ static const struct ip_family fam6 = {
  */
 static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct fwd_if *in,
 		      const struct rt_fib_nh *nh, uint8_t *p, size_t len, uint8_t ttl,
-		      bool l2_mcast, struct fwd_result *res)
+		      bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
 	const struct fwd_if *out;
 	const uint8_t *nha;
@@ -497,12 +598,12 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 		drop(res, FWD_DROP_LOOP);
 		return false;
 	}
-	output(c, in, out, f->family, nha, p, len, true, res);
+	output(c, in, out, f->family, nha, p, len, true, g, res);
 	return res->v == FWD_V_TX;
 }
 
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
-		     bool l2_mcast, struct fwd_result *res)
+		     bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
 	struct ip4_info ii;
 	enum ip_reason r = ip4_validate(p, len, &ii);
@@ -527,12 +628,12 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 	v = rt_fib_lookup4(c->fib, ii.dst);
 	if (route_out(c, &fam4, in,
 		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow4(c, p, &ii) : 0), p, len,
-		      ii.ttl, l2_mcast, res))
+		      ii.ttl, l2_mcast, g, res))
 		FWD_INC(c->st->forwarded4);
 }
 
 static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
-		     bool l2_mcast, struct fwd_result *res)
+		     bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
 	struct ip6_info ii;
 	enum ip_reason r = ip6_validate(p, len, &ii);
@@ -557,7 +658,7 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 	v = rt_fib_lookup6(c->fib, p + 24);
 	if (route_out(c, &fam6, in,
 		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow6(c, p, &ii) : 0), p, len,
-		      ii.hop_limit, l2_mcast, res))
+		      ii.hop_limit, l2_mcast, g, res))
 		FWD_INC(c->st->forwarded6);
 }
 
@@ -653,7 +754,7 @@ const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len)
 /* ---- ingress --------------------------------------------------------------------- */
 
 void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, size_t len,
-		   uint8_t pkttype, struct fwd_result *res)
+		   uint8_t pkttype, const struct gso_pkt *gso, struct fwd_result *res)
 {
 	struct ethf_info ei;
 	enum ethf_result er;
@@ -686,14 +787,14 @@ void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, s
 	l3len = len - ei.l3_off;
 	switch (ei.ethertype) {
 	case ETHF_TYPE_IPV4:
-		ip4_path(c, in, l3, l3len, l2_mcast, res);
+		ip4_path(c, in, l3, l3len, l2_mcast, gso, res);
 		return;
 	case ETHF_TYPE_IPV6:
 		if (is_nd(l3, l3len)) {
 			punt(res, FWD_PUNT_ND, in, frame, len);
 			return;
 		}
-		ip6_path(c, in, l3, l3len, l2_mcast, res);
+		ip6_path(c, in, l3, l3len, l2_mcast, gso, res);
 		return;
 	case ETHF_TYPE_ARP:
 		punt(res, FWD_PUNT_ARP, in, frame, len);
@@ -716,10 +817,10 @@ void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib
 	}
 	switch (rx->kind) {
 	case IPOIB_RX_IP4:
-		ip4_path(c, in, p, rx->len, rx->mcast, res);
+		ip4_path(c, in, p, rx->len, rx->mcast, NULL, res);
 		return;
 	case IPOIB_RX_IP6:
-		ip6_path(c, in, p, rx->len, rx->mcast, res);
+		ip6_path(c, in, p, rx->len, rx->mcast, NULL, res);
 		return;
 	case IPOIB_RX_ARP:
 		punt(res, FWD_PUNT_ARP, in, p, rx->len);

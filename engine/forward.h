@@ -17,7 +17,12 @@
  *   neighbour  neigh_lookup on the egress interface (RCU); not usable -> punt
  *              (FWD_PUNT_UNRESOLVED: the control thread resolves and parks it)
  *   MTU        the neighbour's (IPoIB: per destination) or the interface's; IPv4 with
- *              DF clear -> fragments; DF -> ICMP frag needed; IPv6 -> packet too big
+ *              DF clear -> fragments; DF -> ICMP frag needed; IPv6 -> packet too big.
+ *              A GSO packet (an Ethernet port's super-frame, struct gso_pkt) is never
+ *              too big: sent whole to an Ethernet port that segments (ethp attr.gso),
+ *              whole over IPoIB when the destination's MTU holds it (connected mode),
+ *              else segmented here (pkt/gso.h) to the egress MTU, each segment with its
+ *              own headers and full checksums
  *   MSS        mss_clamp4/6 on SYNs when the knob is on
  *   emit       to Ethernet: header (+VLAN by the port) in the descriptor and a pointer
  *              to the IP packet where it lies (no copy); to IPoIB: one copy into a
@@ -41,8 +46,12 @@
 
 struct ipoib_rx;
 
-#define FWD_TX_MAX      48          /* outputs of one input: a 65520 packet into 1500 MTU */
-#define FWD_SCRATCH_PKT (66 * 1024) /* scratch one input may need (fragments, ICMP) */
+/* Outputs of one input: a 65520 packet into 1500 MTU is 45 fragments; a GSO packet is
+ * at most GSO_SEGS_MAX segments. */
+#define FWD_TX_MAX GSO_SEGS_MAX
+/* Scratch one input may need (fragments, ICMP, GSO segments for an Ethernet egress:
+ * 64 KiB of payload and GSO_SEGS_MAX headers of up to GSO_HDR_MAX, each rounded to 64). */
+#define FWD_SCRATCH_PKT (112 * 1024)
 #define FWD_RL_BUCKETS  1024
 
 /* Per-worker pipeline state. Owner: its worker thread. */
@@ -113,10 +122,11 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_
 /* The IP header of an untagged IPv4/IPv6 Ethernet frame (and its length), else NULL. */
 const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len);
 
-/* A frame received on Ethernet interface in (untagged; data/len/pkttype of ethp_rx).
- * The frame may be modified in place (TTL, checksum, MSS). */
+/* A frame received on Ethernet interface in (untagged; data/len/pkttype/gso of
+ * ethp_rx; gso NULL: not a GSO frame). The frame may be modified in place (TTL,
+ * checksum, MSS). */
 void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, size_t len,
-		   uint8_t pkttype, struct fwd_result *res);
+		   uint8_t pkttype, const struct gso_pkt *gso, struct fwd_result *res);
 /* A receive on IPoIB interface in, classified by ipoib_link_rx / ipoib_rx_classify. The
  * payload (rx->data) may be modified in place. */
 void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib_rx *rx,

@@ -436,7 +436,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	for (int i = 0; i < n; i++) {
 		FWD_ADD(w->st->rx_bytes, w->erx[i].len);
 		fwd_input_eth(&w->ctx, in, w->erx[i].data, w->erx[i].len, w->erx[i].pkttype,
-			      &w->res);
+			      &w->erx[i].gso, &w->res);
 		take(w, &w->res, false, NULL);
 	}
 	flush_all(w); /* frames point into the receive buffers */

@@ -124,6 +124,9 @@ static struct json_object *eth_stats_json(struct dp_link *k)
 	add_int(o, "rx_bytes", (int64_t)st.rx_bytes);
 	add_int(o, "tx_packets", (int64_t)st.tx_packets);
 	add_int(o, "tx_bytes", (int64_t)st.tx_bytes);
+	add_int(o, "rx_gso", (int64_t)st.rx_gso);
+	add_int(o, "tx_gso", (int64_t)st.tx_gso);
+	add_int(o, "rx_csum_completed", (int64_t)st.rx_csum_completed);
 	for (int i = 0; i < ETHP_DROP_MAX; i++)
 		add_int(d, ethp_drop_name((enum ethp_drop)i), (int64_t)st.drops[i]);
 	json_object_object_add(o, "drops", d);
@@ -743,6 +746,9 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 	add_int(o, "fragmented", (int64_t)st.fragmented);
 	add_int(o, "frags_sent", (int64_t)st.frags_sent);
 	add_int(o, "mss_clamped", (int64_t)st.mss_clamped);
+	add_int(o, "gso_whole", (int64_t)st.gso_whole);
+	add_int(o, "gso_segmented", (int64_t)st.gso_segmented);
+	add_int(o, "gso_segments", (int64_t)st.gso_segments);
 	add_int(o, "icmp_sent", (int64_t)st.icmp_sent);
 	add_int(o, "icmp_rate_limited", (int64_t)st.icmp_rate_limited);
 	for (int i = 0; i < FWD_DROP_COUNT; i++)

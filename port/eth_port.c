@@ -39,6 +39,7 @@ const char *ethp_drop_name(enum ethp_drop d)
 		[ETHP_DROP_RX_RUNT] = "rx_runt",       [ETHP_DROP_RX_VLAN] = "rx_vlan",
 		[ETHP_DROP_TX_FULL] = "tx_full",       [ETHP_DROP_TX_LINK_DOWN] = "tx_link_down",
 		[ETHP_DROP_TX_INVALID] = "tx_invalid", [ETHP_DROP_TX_ERROR] = "tx_error",
+		[ETHP_DROP_RX_GSO] = "rx_gso_invalid",
 	};
 
 	if ((unsigned)d >= ETHP_DROP_MAX)

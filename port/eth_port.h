@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pkt/gso.h"
+
 struct ethp_port;
 
 #define ETHP_ADDR_LEN 6
@@ -55,17 +57,26 @@ struct ethp_port_config {
 	const char *device;  /* kernel netdev ("eth0", "veth0") */
 	uint16_t vlan;       /* 0 = untagged; 1..4094 = 802.1Q VLAN id */
 	unsigned n_bufs;     /* buffers in the pool: default 1024, 16..32768 */
-	unsigned buf_size;   /* bytes per buffer: default 2048; must hold the frame
-			      * (MTU + 22) plus ETHP_RX_HEADROOM */
+	unsigned buf_size;   /* bytes per buffer: default 2048, at most ETHP_BUF_MAX; must
+			      * hold the frame (MTU + 22) plus ETHP_RX_HEADROOM, and a GSO
+			      * frame (ETHP_GSO_FRAME_MAX) to receive those */
 	unsigned rx_depth;   /* buffers kept posted for receive: default n_bufs / 2 */
 	enum ethp_io_mode io;
+	bool no_vnet_hdr; /* no PACKET_VNET_HDR: GSO frames neither received (truncated
+			   * when larger than a buffer) nor sent whole */
 };
 
 /* Bytes at the start of a receive buffer before the frame: io_uring's recvmsg header
- * (16), the sender's sockaddr_ll (20, given 24 so the cmsg after it is 8-aligned) and
- * the VLAN auxdata cmsg (40, given 42). An IP header after a 14-byte Ethernet header
- * lands 4-byte aligned (82 + 14 = 96). */
-#define ETHP_RX_HEADROOM 82
+ * (16), the sender's sockaddr_ll (20, given 24 so the cmsg after it is 8-aligned), the
+ * VLAN auxdata cmsg (40) and the virtio_net_hdr (10) that PACKET_VNET_HDR puts before
+ * the frame. An IP header after a 14-byte Ethernet header lands 8-byte aligned
+ * (90 + 14 = 104). */
+#define ETHP_RX_HEADROOM 90
+/* The largest frame the kernel hands over with GSO metadata: an IP packet of 65535
+ * octets, its Ethernet header and a tag still in the frame. */
+#define ETHP_GSO_FRAME_MAX (65535 + 14 + 4)
+/* The largest buffer a port takes: a GSO frame after the headroom. */
+#define ETHP_BUF_MAX ((ETHP_RX_HEADROOM + ETHP_GSO_FRAME_MAX + 63) / 64 * 64)
 
 /* A buffer of the port's pool. */
 struct ethp_buf {
@@ -84,7 +95,13 @@ enum ethp_pkttype {
 
 #define ETHP_RX_VLAN 0x01 /* the frame carried a tag (vlan_tci is valid) */
 
-/* One received frame, untagged: data points at the destination MAC, inside buf. */
+/* One received frame, untagged: data points at the destination MAC, inside buf. A
+ * frame larger than the MTU that the kernel handed over as one (a local sender's GSO
+ * super-frame, a GRO-merged frame) has gso.kind set and gso.size its segments' payload:
+ * its metadata was checked against it (pkt/gso.h: gso_check; inconsistent ones are
+ * dropped, rx_gso_invalid), and its L4 checksum may be partial (the pseudo-header sum
+ * only): segmentation computes every segment's. Any other frame's partial checksum was
+ * completed by the port (rx_csum_completed). */
 struct ethp_rx {
 	struct ethp_buf *buf; /* held by the caller until buf_put */
 	uint8_t *data;
@@ -92,15 +109,22 @@ struct ethp_rx {
 	uint16_t vlan_tci; /* PCP, DEI, VID of the removed tag */
 	uint8_t pkttype;   /* enum ethp_pkttype */
 	uint8_t flags;     /* ETHP_RX_* */
+	struct gso_pkt gso;
 };
 
 /* One frame to send: hdr[0..hdr_len) then data[0..len). The port inserts its VLAN tag
- * after the MAC addresses; hdr holds an untagged header (at least 14 bytes). */
+ * after the MAC addresses; hdr holds an untagged header (at least 14 bytes). A GSO
+ * frame (gso.kind set; only to a port whose attr.gso is true) is data = an IP packet
+ * larger than the MTU, sent whole with its metadata for the kernel to segment at
+ * gso.size: l4_off is its TCP/UDP header's offset in data, and its checksum field holds
+ * the pseudo-header sum (gso_l4_seed). Zero gso (the default) for any other frame. */
 struct ethp_tx {
 	uint8_t hdr[ETHP_HDR_MAX];
 	uint8_t hdr_len;
 	const uint8_t *data; /* may be NULL when len is 0 */
 	uint32_t len;
+	struct gso_pkt gso;
+	uint16_t l4_off;
 };
 
 struct ethp_port_attr {
@@ -110,6 +134,7 @@ struct ethp_port_attr {
 	bool link_up; /* IFF_UP and IFF_RUNNING (carrier) */
 	uint16_t vlan;
 	const char *io; /* "io_uring" or "mmsg" */
+	bool gso;       /* receives GSO frames with their metadata, sends them whole */
 };
 
 enum ethp_drop {
@@ -121,6 +146,7 @@ enum ethp_drop {
 	ETHP_DROP_TX_LINK_DOWN, /* the port's link is down */
 	ETHP_DROP_TX_INVALID,   /* header shorter than 14 or frame larger than MTU + header */
 	ETHP_DROP_TX_ERROR,     /* any other send error */
+	ETHP_DROP_RX_GSO,       /* offload metadata inconsistent with the frame (gso_check) */
 	ETHP_DROP_MAX
 };
 
@@ -129,6 +155,7 @@ struct ethp_stats {
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
 	uint64_t rx_csum_completed; /* TCP/UDP checksums the sender left to offload */
+	uint64_t rx_gso, tx_gso;    /* GSO frames received, sent whole (also in rx/tx_packets) */
 	uint64_t drops[ETHP_DROP_MAX];
 };
 

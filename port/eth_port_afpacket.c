@@ -56,15 +56,17 @@
 #include "pkt/ip.h"
 #include "lib/log.h"
 
-#define BATCH_MAX 64 /* frames per recvmmsg/sendmmsg/SENDMSG chain */
-#define NAME_LEN  24 /* sockaddr_ll (20) padded: the cmsg that follows is 8-aligned */
-#define CTL_LEN   CMSG_SPACE(sizeof(struct tpacket_auxdata)) /* 40 */
-/* The receive msghdr asks for 2 bytes more control room so the frame starts 2 mod 4. */
-#define RX_CTL_LEN  (CTL_LEN + 2)
+#define BATCH_MAX   64 /* frames per recvmmsg/sendmmsg/SENDMSG chain */
+#define NAME_LEN    24 /* sockaddr_ll (20) padded: the cmsg that follows is 8-aligned */
+#define CTL_LEN     CMSG_SPACE(sizeof(struct tpacket_auxdata)) /* 40 */
 #define RX_USERDATA 1
 #define BGID        0
 
-_Static_assert(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + RX_CTL_LEN == ETHP_RX_HEADROOM,
+/* The virtio_net_hdr is the first thing of the payload, the frame follows it. Without
+ * PACKET_VNET_HDR the receive msghdr asks for 10 bytes more control room instead, so the
+ * frame starts at the same place. */
+_Static_assert(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + CTL_LEN + GSO_VNET_LEN ==
+		   ETHP_RX_HEADROOM,
 	       "receive headroom");
 
 enum buf_state {
@@ -79,6 +81,7 @@ struct ethp_port {
 	uint16_t vlan;
 	int fd;
 	bool uring;
+	bool vnet; /* PACKET_VNET_HDR: a virtio_net_hdr before every frame, both ways */
 	_Atomic bool link_up;
 	_Atomic uint32_t mtu;
 
@@ -114,7 +117,7 @@ struct ethp_port {
 	/* Send scratch [owner]. */
 	struct mmsghdr tmsg[BATCH_MAX];
 	struct iovec tiov[BATCH_MAX][2];
-	uint8_t thdr[BATCH_MAX][ETHP_HDR_MAX + 4];
+	uint8_t thdr[BATCH_MAX][GSO_VNET_LEN + ETHP_HDR_MAX + 4];
 
 	struct ethp_stats st;  /* [owner] writes, relaxed */
 	uint64_t kernel_drops; /* [control] PACKET_STATISTICS accumulated */
@@ -187,57 +190,58 @@ static void posted_to_held(struct ethp_port *p, struct ethp_buf *b)
 /* ---- receive: the common part ---- */
 
 /*
- * A frame from a local sender (a veth peer, a VM's tap) may carry a TCP/UDP checksum
- * left to offload (TP_STATUS_CSUMNOTREADY: the kernel never computed it). Forwarded as
- * is, the far end drops the segment. Compute it here, over the pseudo-header and the
- * whole L4 segment, as the offloading NIC would have. Anything not plain IPv4/IPv6
- * TCP/UDP (fragments, truncated headers) is left alone.
+ * The offload metadata, with PACKET_VNET_HDR: a GSO frame's is checked against the
+ * frame and kept in the descriptor; a frame from a local sender (a veth peer, a VM's
+ * tap) may carry a TCP/UDP checksum left to offload (NEEDS_CSUM; without the vnet
+ * header, TP_STATUS_CSUMNOTREADY): forwarded as is, the far end drops the segment, so
+ * it is computed here, over the pseudo-header and the whole L4 segment, as the
+ * offloading NIC would have. A GSO frame's segments get theirs when they are cut.
+ * stripped: an in-band tag was removed (csum_start counted it). Returns false (counted)
+ * when the metadata does not fit the frame.
  */
-static bool complete_l4_csum(uint8_t *l3, uint32_t len, uint16_t ethertype)
+static bool offload_meta(struct ethp_port *p, uint8_t *data, uint32_t len, const uint8_t *vnet,
+			 const struct tpacket_auxdata *aux, bool stripped, struct ethp_rx *rx)
 {
-	uint64_t sum;
-	uint32_t l4len, off;
-	uint8_t proto;
+	uint16_t type = (uint16_t)(data[12] << 8 | data[13]);
+	bool partial = false;
 
-	if (ethertype == ETH_P_IP) {
-		struct ip4_info ip;
+	rx->gso = (struct gso_pkt){ 0 };
+	if (vnet) {
+		struct gso_vnet v;
 
-		if (ip4_validate(l3, len, &ip) != IP_OK || ip.mf || ip.frag_off)
+		gso_vnet_read(&v, vnet);
+		if (stripped && (v.flags & GSO_VNET_F_NEEDS_CSUM)) {
+			if (v.csum_start < 4) {
+				CNT_ADD(p, drops[ETHP_DROP_RX_GSO], 1);
+				return false;
+			}
+			v.csum_start -= 4;
+		}
+		if (gso_check(&v, data, len, &rx->gso, &partial) != GSO_OK) {
+			CNT_ADD(p, drops[ETHP_DROP_RX_GSO], 1);
 			return false;
-		proto = ip.proto;
-		off = ip.hdr_len;
-		l4len = (uint32_t)ip.tot_len - off;
-		sum = ip4_pseudo_sum(l3 + 12, l3 + 16, (uint16_t)l4len, proto);
-	} else if (ethertype == ETH_P_IPV6) {
-		struct ip6_info ip;
-
-		if (ip6_validate(l3, len, &ip) != IP_OK)
-			return false;
-		proto = ip.proto;
-		off = ip.l4_off;
-		l4len = ip.pkt_len - off;
-		sum = ip6_pseudo_sum(l3 + 8, l3 + 24, l4len, proto);
+		}
+		if (rx->gso.kind != GSO_NONE) {
+			CNT_ADD(p, rx_gso, 1);
+			return true;
+		}
 	} else {
-		return false;
+		partial = aux && (aux->tp_status & TP_STATUS_CSUMNOTREADY);
 	}
-	uint32_t field = proto == IPPROTO_TCP ? 16 : proto == IPPROTO_UDP ? 6 : 0;
-	if (!field || l4len < field + 2)
-		return false;
-	l3[off + field] = l3[off + field + 1] = 0;
-	uint16_t c = (uint16_t)~ip_csum_fold(ip_csum_add(sum, l3 + off, l4len));
-	if (proto == IPPROTO_UDP && c == 0)
-		c = 0xffff; /* zero means "no checksum" in UDP */
-	ip_put16(l3 + off + field, c);
+	if (partial && (type == ETH_P_IP || type == ETH_P_IPV6) &&
+	    gso_l4_csum_fill(data + ETH_HLEN, len - ETH_HLEN))
+		CNT_ADD(p, rx_csum_completed, 1);
 	return true;
 }
 
 /* Check the frame's VLAN against the port's, strip an in-band tag; fill *rx.
  * Returns false (counted) when the frame is not for this port. */
 static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data, uint32_t len,
-			 uint8_t pkttype, const struct tpacket_auxdata *aux, struct ethp_rx *rx)
+			 uint8_t pkttype, const struct tpacket_auxdata *aux, const uint8_t *vnet,
+			 struct ethp_rx *rx)
 {
 	uint16_t tci = 0;
-	bool tagged = false;
+	bool tagged = false, stripped = false;
 
 	if (len < ETH_HLEN) {
 		CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
@@ -258,15 +262,14 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 		memmove(data + 4, data, 12);
 		data += 4;
 		len -= 4;
-		tagged = true;
+		tagged = stripped = true;
 	} else if (data[12] == 0x88 && data[13] == 0xa8) {
 		goto wrong_vlan;
 	}
 	if ((tci & 0x0fff) != p->vlan)
 		goto wrong_vlan;
-	if (aux && (aux->tp_status & TP_STATUS_CSUMNOTREADY) &&
-	    complete_l4_csum(data + ETH_HLEN, len - ETH_HLEN, (uint16_t)(data[12] << 8 | data[13])))
-		CNT_ADD(p, rx_csum_completed, 1);
+	if (!offload_meta(p, data, len, vnet, aux, stripped, rx))
+		return false;
 	rx->buf = b;
 	rx->data = data;
 	rx->len = len;
@@ -363,7 +366,7 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 			struct tpacket_auxdata auxc;
 			const struct tpacket_auxdata *aux;
 			const struct sockaddr_ll *sll;
-			uint8_t *data;
+			uint8_t *data, *vnet;
 			uint32_t len;
 
 			if (!(c->flags & IORING_CQE_F_MORE))
@@ -389,9 +392,20 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 				       &auxc);
 			data = io_uring_recvmsg_payload(o, &p->rx_msg);
 			len = io_uring_recvmsg_payload_length(o, c->res, &p->rx_msg);
+			vnet = NULL;
+			if (p->vnet) {
+				if (len < GSO_VNET_LEN) {
+					CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+					afp_buf_put(p, b);
+					continue;
+				}
+				vnet = data;
+				data += GSO_VNET_LEN;
+				len -= GSO_VNET_LEN;
+			}
 			if (accept_frame(p, b, data, len,
 					 o->namelen >= sizeof(*sll) ? sll->sll_pkttype : 0, aux,
-					 &rxs[got]))
+					 vnet, &rxs[got]))
 				got++;
 			else
 				afp_buf_put(p, b);
@@ -424,8 +438,10 @@ static int mmsg_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
 	if (n == 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		p->riov[i].iov_base = p->stash[i]->base + ETHP_RX_HEADROOM;
-		p->riov[i].iov_len = p->stash[i]->cap - ETHP_RX_HEADROOM;
+		unsigned at = ETHP_RX_HEADROOM - (p->vnet ? GSO_VNET_LEN : 0);
+
+		p->riov[i].iov_base = p->stash[i]->base + at;
+		p->riov[i].iov_len = p->stash[i]->cap - at;
 		p->rmsg[i].msg_hdr.msg_namelen = sizeof(p->rname[i]);
 		p->rmsg[i].msg_hdr.msg_controllen = CTL_LEN;
 		p->rmsg[i].msg_hdr.msg_flags = 0;
@@ -438,7 +454,15 @@ static int mmsg_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
 		struct ethp_buf *b = p->stash[i];
 		struct tpacket_auxdata auxc;
 		const struct tpacket_auxdata *aux;
+		uint32_t len = p->rmsg[i].msg_len;
 
+		if (p->vnet && len < GSO_VNET_LEN) {
+			CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+			keep[kept++] = b;
+			continue;
+		}
+		if (p->vnet)
+			len -= GSO_VNET_LEN;
 		if (mh->msg_flags & MSG_TRUNC) {
 			CNT_ADD(p, drops[ETHP_DROP_RX_TRUNCATED], 1);
 			keep[kept++] = b;
@@ -446,8 +470,9 @@ static int mmsg_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
 		}
 		aux = find_aux(mh, NULL, CMSG_FIRSTHDR(mh), &auxc);
 		posted_to_held(p, b);
-		if (accept_frame(p, b, b->base + ETHP_RX_HEADROOM, p->rmsg[i].msg_len,
-				 p->rname[i].sll_pkttype, aux, &rxs[got])) {
+		if (accept_frame(p, b, b->base + ETHP_RX_HEADROOM, len, p->rname[i].sll_pkttype,
+				 aux, p->vnet ? b->base + ETHP_RX_HEADROOM - GSO_VNET_LEN : NULL,
+				 &rxs[got])) {
 			got++;
 		} else {
 			pthread_mutex_lock(&p->free_lock);
@@ -472,17 +497,55 @@ static int afp_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
 
 /* ---- send ---- */
 
-/* Build slot i's header (the port's tag inserted) and iovecs. Returns false when the
- * frame is invalid: header shorter than 14 or longer than ETHP_HDR_MAX, payload
- * (everything after the first 14 bytes) larger than the MTU. */
+/* The virtio_net_hdr of a frame to send: zero, or a GSO frame's (the kernel segments
+ * it: gso_size, where its L4 header and checksum are, the checksum to complete). hl is
+ * the L2 header's length on the wire. false: not a GSO frame this port can send. */
+static bool tx_vnet(const struct ethp_tx *t, unsigned hl, uint8_t *out)
+{
+	struct gso_vnet v = { 0 };
+	bool tcp = t->gso.kind == GSO_TCP;
+
+	if (t->gso.kind != GSO_NONE) {
+		unsigned field = tcp ? 16 : 6, l4h = tcp ? 20 : 8;
+
+		if ((t->gso.kind != GSO_TCP && t->gso.kind != GSO_UDP) || !t->gso.size ||
+		    t->len < 1 || (uint32_t)t->l4_off + l4h > t->len)
+			return false;
+		v.flags = GSO_VNET_F_NEEDS_CSUM;
+		v.gso_type = !tcp                   ? GSO_VNET_UDP_L4
+			     : t->data[0] >> 4 == 4 ? GSO_VNET_TCPV4
+						    : GSO_VNET_TCPV6;
+		/* CWR set: a device without TSO_ECN must leave it to software GSO */
+		if (tcp && (t->data[t->l4_off + 13] & 0x80))
+			v.gso_type |= GSO_VNET_ECN;
+		v.gso_size = t->gso.size;
+		v.csum_start = (uint16_t)(hl + t->l4_off);
+		v.csum_offset = (uint16_t)field;
+		v.hdr_len = (uint16_t)(v.csum_start + field + 2);
+	}
+	gso_vnet_write(out, &v);
+	return true;
+}
+
+/* Build slot i's header (the port's tag inserted, the virtio_net_hdr before it) and
+ * iovecs. Returns false when the frame is invalid: header shorter than 14 or longer
+ * than ETHP_HDR_MAX, payload (everything after the first 14 bytes) larger than the MTU
+ * (a GSO frame: than an IP packet, and only with the vnet header). */
 static bool build_tx(struct ethp_port *p, const struct ethp_tx *t, unsigned i)
 {
 	struct msghdr *mh = &p->tmsg[i].msg_hdr;
-	uint8_t *h = p->thdr[i];
+	uint8_t *h = p->thdr[i] + (p->vnet ? GSO_VNET_LEN : 0);
 	unsigned hl = t->hdr_len, mtu = atomic_load_explicit(&p->mtu, memory_order_relaxed);
 
+	if (t->gso.kind != GSO_NONE) {
+		if (!p->vnet)
+			return false;
+		mtu = 65535;
+	}
 	if (hl < ETH_HLEN || hl > ETHP_HDR_MAX || (t->len && !t->data) ||
 	    (uint64_t)hl + t->len - ETH_HLEN > mtu)
+		return false;
+	if (p->vnet && !tx_vnet(t, hl + (p->vlan ? 4 : 0), p->thdr[i]))
 		return false;
 	if (p->vlan) {
 		memcpy(h, t->hdr, 12);
@@ -496,8 +559,8 @@ static bool build_tx(struct ethp_port *p, const struct ethp_tx *t, unsigned i)
 		memcpy(h, t->hdr, hl);
 	}
 	memset(mh, 0, sizeof(*mh));
-	p->tiov[i][0].iov_base = h;
-	p->tiov[i][0].iov_len = hl;
+	p->tiov[i][0].iov_base = p->thdr[i];
+	p->tiov[i][0].iov_len = hl + (p->vnet ? GSO_VNET_LEN : 0);
 	p->tiov[i][1].iov_base = (void *)t->data;
 	p->tiov[i][1].iov_len = t->len;
 	mh->msg_iov = p->tiov[i];
@@ -509,6 +572,8 @@ static void count_sent(struct ethp_port *p, const struct ethp_tx *t)
 {
 	CNT_ADD(p, tx_packets, 1);
 	CNT_ADD(p, tx_bytes, (uint64_t)t->hdr_len + t->len + (p->vlan ? 4 : 0));
+	if (t->gso.kind != GSO_NONE)
+		CNT_ADD(p, tx_gso, 1);
 }
 
 /* A send error: true if it ends the burst (queue full), else the frame is dropped. */
@@ -716,6 +781,7 @@ static int afp_query(struct ethp_port *p, struct ethp_port_attr *a)
 	a->ifindex = p->ifindex;
 	a->vlan = p->vlan;
 	a->io = p->uring ? "io_uring" : "mmsg";
+	a->gso = p->vnet;
 	if ((r = if_ioctl(p, SIOCGIFHWADDR, &ifr)) < 0)
 		return r;
 	memcpy(a->mac, ifr.ifr_hwaddr.sa_data, ETHP_ADDR_LEN);
@@ -780,6 +846,8 @@ static void afp_stats(struct ethp_port *p, struct ethp_stats *st)
 	st->tx_packets = __atomic_load_n(&p->st.tx_packets, __ATOMIC_RELAXED);
 	st->tx_bytes = __atomic_load_n(&p->st.tx_bytes, __ATOMIC_RELAXED);
 	st->rx_csum_completed = __atomic_load_n(&p->st.rx_csum_completed, __ATOMIC_RELAXED);
+	st->rx_gso = __atomic_load_n(&p->st.rx_gso, __ATOMIC_RELAXED);
+	st->tx_gso = __atomic_load_n(&p->st.tx_gso, __ATOMIC_RELAXED);
 	for (i = 0; i < ETHP_DROP_MAX; i++)
 		st->drops[i] = __atomic_load_n(&p->st.drops[i], __ATOMIC_RELAXED);
 	st->drops[ETHP_DROP_RX_KERNEL] += p->kernel_drops;
@@ -877,7 +945,7 @@ static int setup_uring(struct ethp_port *p)
 		goto fail;
 	memset(&p->rx_msg, 0, sizeof(p->rx_msg));
 	p->rx_msg.msg_namelen = NAME_LEN;
-	p->rx_msg.msg_controllen = RX_CTL_LEN;
+	p->rx_msg.msg_controllen = CTL_LEN + (p->vnet ? 0 : GSO_VNET_LEN);
 	return 0;
 fail:
 	if (p->br)
@@ -951,7 +1019,7 @@ static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 	p->rx_depth = cfg->rx_depth ? cfg->rx_depth : p->n_bufs / 2;
 	r = -EINVAL;
 	if (p->n_bufs < 16 || p->n_bufs > 32768 || p->buf_size < ETHP_RX_HEADROOM + 64 ||
-	    p->buf_size > 65536 || p->rx_depth >= p->n_bufs) {
+	    p->buf_size > ETHP_BUF_MAX || p->rx_depth >= p->n_bufs) {
 		log_error("eth %s: bad pool (n_bufs %u, buf_size %u, rx_depth %u)", p->dev,
 			  p->n_bufs, p->buf_size, p->rx_depth);
 		goto fail;
@@ -1001,8 +1069,25 @@ static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 		log_errno(LOG_ERR, -r, "eth %s: socket options", p->dev);
 		goto fail;
 	}
-	/* Queue room for the receive depth of full frames. */
-	setsockopt_int(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)(p->rx_depth * 4096u));
+	/* GSO frames with their metadata (before the socket is bound: every frame queued
+	 * has its header). Without it a frame larger than a buffer is truncated. */
+	if (!cfg->no_vnet_hdr) {
+		r = setsockopt_int(p->fd, SOL_PACKET, PACKET_VNET_HDR, 1);
+		if (r < 0)
+			log_errno(LOG_WARNING, -r,
+				  "eth %s: PACKET_VNET_HDR: frames larger than the MTU (GSO) "
+				  "are dropped",
+				  p->dev);
+		p->vnet = r == 0;
+	}
+	/* Queue room for the receive depth of full frames (GSO frames: at least 8 MiB). */
+	{
+		unsigned room = p->rx_depth * 4096u;
+
+		if (p->vnet && p->buf_size > 4096 && room < (8u << 20))
+			room = 8u << 20;
+		setsockopt_int(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)room);
+	}
 	memset(&sll, 0, sizeof(sll));
 	sll.sll_family = AF_PACKET;
 	sll.sll_protocol = htons(ETH_P_ALL);

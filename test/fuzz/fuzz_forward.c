@@ -144,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		fwd_prefetch_burst(&ctx, &ip, &iplen, 1);
 		fwd_input_eth(&ctx, fwd_snap_if(ctx.snap, ieth), buf, size - 1, (data[0] >> 1) & 3,
-			      &res);
+			      NULL, &res);
 	}
 	check(res.v == FWD_V_TX || res.v == FWD_V_PUNT || res.drop < FWD_DROP_COUNT ||
 	      (res.v == FWD_V_DROP && res.n_tx == 0));

@@ -71,6 +71,7 @@ static void put16(uint8_t *p, uint16_t v)
 
 static void eth_hdr(struct ethp_tx *t, const uint8_t *dst, uint16_t type)
 {
+	memset(t, 0, sizeof(*t)); /* no GSO */
 	memcpy(t->hdr, dst, 6);
 	memcpy(t->hdr + 6, my_mac, 6);
 	put16(t->hdr + 12, type);

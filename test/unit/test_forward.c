@@ -295,7 +295,7 @@ static size_t from_eth(struct env *v, uint8_t *frame, const uint8_t *pkt, size_t
 	frame[13] = (pkt[0] >> 4) == 4 ? 0x00 : 0xdd;
 	memcpy(frame + 14, pkt, len);
 	fwd_ctx_scratch_reset(&v->c);
-	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), frame, len + 14, ETHP_PKT_HOST,
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), frame, len + 14, ETHP_PKT_HOST, NULL,
 		      &v->res);
 	return len + 14;
 }
@@ -353,6 +353,63 @@ static void eth_to_ib_ipv4(void **state)
 	assert_true(ip4_csum_ok(o + 4));
 	assert_true(l4_csum_ok4(o + 4));
 	assert_memory_equal(o + 4 + 20, p + 20, 100);
+	release_ib(v);
+}
+
+/* A GSO packet from Ethernet (a local sender's UDP super-frame: 3 datagrams of 1400
+ * octets and one of 100) toward IPoIB (MTU 2044): segmented straight into IB buffers,
+ * each datagram its own IPv4 header (identification + i, TTL - 1) and UDP header with
+ * a checksum that verifies; with datagrams of 2100 octets and DF, frag needed (2044),
+ * counted, nothing sent. */
+static void gso_eth_to_ib(void **state)
+{
+	struct env *v = *state;
+	static uint8_t p[6000], f[6100];
+	struct gso_pkt g = { GSO_UDP, 1400 };
+	size_t len = 28 + 3 * 1400 + 100;
+
+	mk4(p, "10.1.0.2", "10.2.0.2", 17, len, 10, true);
+	memcpy(f, gw_mac, 6);
+	memcpy(f + 6, h_mac, 6);
+	f[12] = 0x08, f[13] = 0x00;
+	memcpy(f + 14, p, len);
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, len + 14, ETHP_PKT_HOST, &g,
+		      &v->res);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 4);
+	for (unsigned i = 0; i < 4; i++) {
+		const uint8_t *o = v->res.tx[i].ib.buf->data + 4;
+		size_t n = i < 3 ? 1428 : 128;
+
+		assert_int_equal(v->res.tx[i].ifp->index, v->ib);
+		assert_int_equal(v->res.tx[i].ib.buf->len, 4 + n);
+		assert_int_equal(o[2] << 8 | o[3], n);
+		assert_int_equal(o[4] << 8 | o[5], 0x1234 + i);
+		assert_int_equal(o[8], 9);
+		assert_true(ip4_csum_ok(o));
+		assert_int_equal(o[24] << 8 | o[25], n - 20);
+		assert_true(l4_csum_ok4(o));
+		assert_memory_equal(o + 28, p + 28 + i * 1400, n - 28);
+	}
+	release_ib(v);
+
+	/* datagrams too big for the link: they are the sender's, never cut smaller */
+	g.size = 2100;
+	len = 28 + 2 * 2100;
+	mk4(p, "10.1.0.2", "10.2.0.2", 17, len, 10, true);
+	memcpy(f + 14, p, len);
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, len + 14, ETHP_PKT_HOST, &g,
+		      &v->res);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	assert_int_equal(v->res.drop, FWD_DROP_TOO_BIG);
+	assert_int_equal(v->res.n_tx, 1); /* the ICMP error, back to the sender */
+	assert_int_equal(v->res.tx[0].ifp->index, v->eth);
+	assert_int_equal(v->res.tx[0].eth.data[20], 3);
+	assert_int_equal(v->res.tx[0].eth.data[21], 4);
+	assert_int_equal(v->res.tx[0].eth.data[26] << 8 | v->res.tx[0].eth.data[27], 2044);
+	assert_int_equal(v->c.st->gso[GSO_SEGMENT_TOO_BIG], 1);
 	release_ib(v);
 }
 
@@ -572,7 +629,8 @@ static void unresolved_punts_with_next_hop(void **state)
 	/* ARP and ND punt too */
 	memcpy(f, gw_mac, 6);
 	f[12] = 0x08, f[13] = 0x06;
-	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, 60, ETHP_PKT_BROADCAST, &v->res);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, v->eth), f, 60, ETHP_PKT_BROADCAST, NULL,
+		      &v->res);
 	assert_int_equal(v->res.punt, FWD_PUNT_ARP);
 }
 
@@ -647,6 +705,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(ib_to_eth_ipv4, setup, teardown),
 		cmocka_unit_test_setup_teardown(eth_to_ib_ipv4, setup, teardown),
+		cmocka_unit_test_setup_teardown(gso_eth_to_ib, setup, teardown),
 		cmocka_unit_test_setup_teardown(ipv6_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(ttl_expiry_sends_time_exceeded, setup, teardown),
 		cmocka_unit_test_setup_teardown(df_too_big_sends_frag_needed, setup, teardown),

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# GSO super-frames through ibgwd between two Ethernet interfaces (issue 13): three
+# namespaces A - R - B joined by veth pairs, ibgwd in R routing between its two
+# af_packet ports, the hosts with their DEFAULT offloads (TSO and checksum offload on:
+# the kernel hands R's AF_PACKET sockets TCP super-frames of up to 64 KiB with partial
+# checksums). Shows, as a user sees it:
+#   - the hosts' veths have TSO on (ETHTOOL_GTSO, as `ethtool -k` reads it);
+#   - iperf3 TCP A -> B and B -> A, IPv4 and IPv6: every byte sent is received;
+#   - the gateway received GSO frames (rx_gso) and sent them whole to the other veth
+#     (tx_gso), with no metadata refused (rx_gso_invalid 0) and no GSO drop;
+#   - with B's link at MTU 1400 (A's 1500), TCP A -> B still completes: the segments
+#     are cut smaller (the kernel's GSO at the size the gateway gives it), none too big.
+# Needs root, iperf3, jq, python3; IBGW_BUILD (test/run sets it). No timed assertions:
+# the throughput is printed as a comment.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/test/lib/tap.sh"
+. "$top/test/lib/daemon_suite.sh"
+daemon_suite_init gso
+A=gso-a-$$ R=gso-r-$$ B=gso-b-$$
+daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
+
+tap_plan 17
+[ "$(id -u)" = 0 ] || { echo "Bail out! needs root"; exit 1; }
+for c in iperf3 jq python3; do
+	command -v "$c" >/dev/null || { echo "Bail out! needs $c"; exit 1; }
+done
+[ -x "$ibgwd" ] || { echo "Bail out! no $ibgwd (make)"; exit 1; }
+
+for n in $A $R $B; do ip netns add "$n"; ip -n "$n" link set lo up; done
+ip link add eth0 netns "$A" type veth peer name ra netns "$R"
+ip link add eth0 netns "$B" type veth peer name rb netns "$R"
+# R's kernel stays out of the way: no addresses, no IPv6, no forwarding.
+ip netns exec "$R" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+for d in ra rb; do ip netns exec "$R" sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1"; ip -n "$R" link set "$d" up; done
+ip -n "$A" addr add 10.61.0.2/24 dev eth0
+ip -n "$A" addr add fd00:61::2/64 dev eth0 nodad
+ip -n "$B" addr add 10.62.0.2/24 dev eth0
+ip -n "$B" addr add fd00:62::2/64 dev eth0 nodad
+for n in $A $B; do ip -n "$n" link set eth0 up; done
+ip -n "$A" route add 10.62.0.0/24 via 10.61.0.1
+ip -n "$A" -6 route add fd00:62::/64 via fd00:61::1
+ip -n "$B" route add 10.61.0.0/24 via 10.62.0.1
+ip -n "$B" -6 route add fd00:61::/64 via fd00:62::1
+
+# ETHTOOL_GTSO (0x1e) on a host's eth0: 1 when TSO is on.
+tso() {
+	ip netns exec "$1" python3 -c '
+import ctypes, fcntl, socket, struct, sys
+val = ctypes.create_string_buffer(struct.pack("II", 0x1e, 0))
+ifr = struct.pack("16sP", b"eth0", ctypes.addressof(val))
+fcntl.ioctl(socket.socket(), 0x8946, ifr)
+print(struct.unpack("II", val.raw[:8])[1])'
+}
+tap_is "host A's veth has TSO on (the default)" "$(tso "$A")" 1
+tap_is "host B's veth has TSO on (the default)" "$(tso "$B")" 1
+
+cat >"$work/ibgwd.yaml" <<EOF
+gateway:
+  name: gso
+control:
+  socket: $sock
+logging:
+  level: info
+ethernet_interfaces:
+  - name: ra
+    device: ra
+    addresses: [10.61.0.1/24, "fd00:61::1/64"]
+  - name: rb
+    device: rb
+    addresses: [10.62.0.1/24, "fd00:62::1/64"]
+EOF
+ip netns exec "$R" "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
+pid=$!
+tap_check "ibgwd answers on its control socket" wait_socket
+for _ in $(seq 50); do
+	[ "$("$gwctl" -S "$sock" show links 2>/dev/null | grep -c 'state UP')" = 2 ] && break
+	sleep 0.1
+done
+tap_is "both Ethernet interfaces are up" "$("$gwctl" -S "$sock" show links | grep -c 'state UP')" 2
+
+# iperf3 NS_SERVER NS_CLIENT ADDR BYTES [ARGS]: the bytes iperf3 sent (as the rack suites
+# count them); the rate the receiver saw goes to $work/rate.
+xfer() {
+	local s=$1 c=$2 addr=$3 n=$4
+	shift 4
+	ip netns exec "$s" iperf3 -s -1 -D -B "$addr" >/dev/null 2>&1
+	sleep 0.3
+	ip netns exec "$c" timeout 60 iperf3 -c "$addr" -n "$n" -J "$@" >"$work/iperf.json" 2>&1
+	jq -r '"\(.end.sum_received.bits_per_second / 1e6 | floor) Mbit/s"' \
+		"$work/iperf.json" >"$work/rate" 2>/dev/null
+	jq -r --argjson want "$n" \
+		'.end.sum_sent.bytes // 0 | if . > $want and . <= $want + 131072 then $want else . end' \
+		"$work/iperf.json" 2>/dev/null
+}
+# intact NS_SERVER NS_CLIENT ADDR: a file of random bytes sent over one TCP connection
+# (sendfile: the sender's TSO at work), its SHA-256 as the receiver computed it.
+intact() {
+	local s=$1 c=$2 addr=$3
+	ip netns exec "$s" python3 -c '
+import hashlib, socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+l = socket.socket(fam, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], 5202)); l.listen(1); l.settimeout(30)
+c, _ = l.accept(); c.settimeout(30)
+h = hashlib.sha256()
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    h.update(b)
+print(h.hexdigest())' "$addr" >"$work/sum" 2>&1 &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "$c" timeout 60 python3 -c '
+import socket, sys
+c = socket.create_connection((sys.argv[1], 5202), timeout=30)
+with open(sys.argv[2], "rb") as f:
+    c.sendfile(f)
+c.close()' "$addr" "$work/blob"
+	wait "$rx"
+	cat "$work/sum"
+}
+ping_ok() { ip netns exec "$1" ping -c 2 -i 0.2 -W 2 "$2" >/dev/null 2>&1 && echo ok; }
+tap_is "ping A -> B through the gateway (resolves both neighbours)" "$(ping_ok "$A" 10.62.0.2)" ok
+tap_is "ping6 A -> B through the gateway" "$(ping_ok "$A" fd00:62::2)" ok
+
+dd if=/dev/urandom of="$work/blob" bs=1M count=32 status=none
+want=$(sha256sum <"$work/blob" | cut -d' ' -f1)
+tap_is "32 MiB A -> B over TCP (IPv4) arrive intact (SHA-256)" "$(intact "$B" "$A" 10.62.0.2)" "$want"
+tap_is "32 MiB B -> A over TCP (IPv6) arrive intact (SHA-256)" "$(intact "$A" "$B" fd00:61::2)" "$want"
+n=$((64 << 20))
+tap_is "iperf3 TCP A -> B (IPv4): 64 MiB" "$(xfer "$B" "$A" 10.62.0.2 $n)" "$n"
+echo "# $(cat "$work/rate")"
+tap_is "iperf3 TCP B -> A (IPv4): 64 MiB" "$(xfer "$A" "$B" 10.61.0.2 $n)" "$n"
+echo "# $(cat "$work/rate")"
+tap_is "iperf3 TCP A -> B (IPv6): 64 MiB" "$(xfer "$B" "$A" fd00:62::2 $n)" "$n"
+echo "# $(cat "$work/rate")"
+
+links=$("$gwctl" -S "$sock" -j -s show links)
+stat() { echo "$links" | jq -r --arg l "$1" '.[] | select(.name == $l) | .stats.'"$2"; }
+echo "# ra: $(echo "$links" | jq -c '.[] | select(.name == "ra") | .stats')"
+echo "# rb: $(echo "$links" | jq -c '.[] | select(.name == "rb") | .stats')"
+tap_like "ra received GSO frames (rx_gso $(stat ra rx_gso))" "$(stat ra rx_gso)" "^[1-9][0-9]*$"
+tap_like "rb sent GSO frames whole (tx_gso $(stat rb tx_gso))" "$(stat rb tx_gso)" "^[1-9][0-9]*$"
+tap_is "no frame's offload metadata was refused (rx_gso_invalid on ra and rb)" \
+	"$(stat ra 'drops.rx_gso_invalid') $(stat rb 'drops.rx_gso_invalid')" "0 0"
+st=$("$gwctl" -S "$sock" -j show stats | jq '.[0]')
+echo "# stats: $(echo "$st" | jq -c '{gso_whole, gso_segmented, gso_segments, drops: (.drops | with_entries(select(.value > 0)))}' 2>/dev/null)"
+tap_is "no GSO drop, nothing too big" "$(echo "$st" | jq -r '"\(.drops.gso) \(.drops.too_big)"')" "0 0"
+
+# B's link at MTU 1400: A's segments of 1448 octets no longer fit; TCP is cut smaller.
+ip -n "$B" link set eth0 mtu 1400
+ip -n "$R" link set rb mtu 1400
+sleep 1
+n=$((16 << 20))
+tap_is "B at MTU 1400: 32 MiB A -> B over TCP (IPv4) arrive intact" \
+	"$(intact "$B" "$A" 10.62.0.2)" "$want"
+tap_is "B at MTU 1400: 32 MiB A -> B over TCP (IPv6) arrive intact" \
+	"$(intact "$B" "$A" fd00:62::2)" "$want"
+
+kill -TERM "$pid"
+wait "$pid"
+pid=
+tap_done
