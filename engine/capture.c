@@ -95,8 +95,8 @@ int fwd_capture_start(struct fwd_engine *e, const struct fwd_capture_config *cfg
 	if (!c)
 		return -ENOMEM;
 	c->ifindex = cfg->ifindex;
-	c->linktype = f->kind == FWD_IF_IPOIB ? FWD_CAPTURE_LINKTYPE_IPOIB
-					      : FWD_CAPTURE_LINKTYPE_ETHERNET;
+	c->linktype =
+	    f->kind == FWD_IF_IPOIB ? FWD_CAPTURE_LINKTYPE_IPOIB : FWD_CAPTURE_LINKTYPE_ETHERNET;
 	c->dirs = cfg->dirs;
 	c->snaplen = cfg->snaplen < FWD_CAPTURE_MAX_PACKET ? cfg->snaplen : FWD_CAPTURE_MAX_PACKET;
 	c->size = size;

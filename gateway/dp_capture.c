@@ -120,8 +120,8 @@ static int capture_next(void *ctx, void *cursor, struct ctl_reply *r)
 }
 
 /* libpcap compiles; Ethernet's link type for both kinds (engine/capture.h says why). */
-static int compile_filter(const char *expr, uint32_t snaplen, struct bpf_program *prog,
-			  char *err, size_t errlen)
+static int compile_filter(const char *expr, uint32_t snaplen, struct bpf_program *prog, char *err,
+			  size_t errlen)
 {
 	pcap_t *p = pcap_open_dead(DLT_EN10MB, (int)snaplen);
 	int ret = 0;
@@ -141,7 +141,8 @@ static int compile_filter(const char *expr, uint32_t snaplen, struct bpf_program
 int gw_dp_capture(struct gw_dp *dp, const struct ctl_capture *a, struct ctl_reply *r)
 {
 	const struct fwd_snap *s = fwd_engine_current(dp->e);
-	struct fwd_capture_config cfg = { .snaplen = a->snaplen ? a->snaplen : FWD_CAPTURE_MAX_PACKET };
+	struct fwd_capture_config cfg = { .snaplen =
+					      a->snaplen ? a->snaplen : FWD_CAPTURE_MAX_PACKET };
 	struct bpf_program prog = { 0 };
 	struct capture_cursor *c;
 	struct json_object *o;
@@ -175,9 +176,8 @@ int gw_dp_capture(struct gw_dp *dp, const struct ctl_capture *a, struct ctl_repl
 	if (ret < 0) {
 		free(c);
 		if (ret == -EBUSY)
-			return ctl_reply_error(r, CTL_EFAILED,
-					       "a capture runs on %s already (one at a time)",
-					       a->dev);
+			return ctl_reply_error(
+			    r, CTL_EFAILED, "a capture runs on %s already (one at a time)", a->dev);
 		return ctl_reply_error(r, CTL_EFAILED, "capture on %s: %s", a->dev, strerror(-ret));
 	}
 	c->dp = dp;

@@ -57,8 +57,8 @@ long base64_decode(const char *text, size_t len, uint8_t *out, size_t cap)
 		return -EINVAL;
 	for (size_t i = 0; i < len; i += 4) {
 		bool last = i + 4 == len;
-		int pad = last ? (text[i + 3] == '=') + (text[i + 2] == '=' && text[i + 3] == '=')
-			       : 0;
+		int pad =
+		    last ? (text[i + 3] == '=') + (text[i + 2] == '=' && text[i + 3] == '=') : 0;
 		int v[4];
 		uint32_t w = 0;
 

@@ -943,8 +943,8 @@ static int get_count(struct json_object *o, const char *key, uint64_t max, uint6
 int ctl_capture_from_json(struct json_object *args, struct ctl_capture *out,
 			  char why[CTL_ARGS_WHY_LEN])
 {
-	static const char *const keys[] = { "dev",     "filter",    "count",
-					    "duration_ms", "snaplen", "direction", NULL };
+	static const char *const keys[] = { "dev",     "filter",    "count", "duration_ms",
+					    "snaplen", "direction", NULL };
 	const char *dev, *filter, *dir;
 	uint64_t dur, snap;
 
@@ -1037,8 +1037,8 @@ int ctl_capture_parse_argv(int argc, char **argv, struct ctl_capture *out, const
 			   char why[CTL_ARGS_WHY_LEN])
 {
 	/* Whole words only: a prefix ("d", "s") may well be the filter's first word. */
-	static const char *const kw[] = { "count", "duration", "snaplen", "direction", "filter",
-					  NULL };
+	static const char *const kw[] = { "count",     "duration", "snaplen",
+					  "direction", "filter",   NULL };
 	bool in_filter = false;
 	size_t flen = 0;
 	const char *v;
@@ -1086,8 +1086,8 @@ int ctl_capture_parse_argv(int argc, char **argv, struct ctl_capture *out, const
 			double sec = strtod(v, &end);
 
 			if (*end || !(sec >= 0.001) || sec > 4294967.0)
-				return fail(why, "duration needs seconds (0.001..4294967), not '%.32s'",
-					    v);
+				return fail(
+				    why, "duration needs seconds (0.001..4294967), not '%.32s'", v);
 			out->duration_ms = (uint32_t)(sec * 1000.0 + 0.5);
 		}
 		if (k == 2) {

@@ -140,7 +140,8 @@ int ctl_capture_run(struct ctl_client *cl, const struct ctl_capture *a, int fd, 
 			"%lld packets captured on %s (%s), %lld filtered out, %lld dropped by "
 			"ibgwd\n",
 			(long long)member(r.last, "captured"), a->dev, json_object_get_string(why),
-			(long long)member(r.last, "filtered"), (long long)member(r.last, "dropped"));
+			(long long)member(r.last, "filtered"),
+			(long long)member(r.last, "dropped"));
 		json_object_put(r.last);
 	}
 	return 0;

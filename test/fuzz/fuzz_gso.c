@@ -31,7 +31,7 @@ static int l4_ok(const uint8_t *p, size_t len, size_t l4, uint8_t proto)
 {
 	uint32_t n = (uint32_t)(len - l4);
 	uint64_t s = (p[0] >> 4) == 4 ? ip4_pseudo_sum(p + 12, p + 16, (uint16_t)n, proto)
-				       : ip6_pseudo_sum(p + 8, p + 24, n, proto);
+				      : ip6_pseudo_sum(p + 8, p + 24, n, proto);
 
 	return ip_csum_fold(ip_csum_add(s, p + l4, n)) == 0xffff;
 }

@@ -16,8 +16,8 @@
 static void test_rfc4648_vectors(void **state)
 {
 	static const char *const plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
-	static const char *const coded[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
-					     "Zm9vYmFy" };
+	static const char *const coded[] = { "",         "Zg==",     "Zm8=",    "Zm9v",
+					     "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
 	char buf[16];
 	uint8_t back[16];
 
@@ -25,7 +25,8 @@ static void test_rfc4648_vectors(void **state)
 	for (unsigned i = 0; i < 7; i++) {
 		size_t n = strlen(plain[i]);
 
-		assert_int_equal(base64_encode((const uint8_t *)plain[i], n, buf), strlen(coded[i]));
+		assert_int_equal(base64_encode((const uint8_t *)plain[i], n, buf),
+				 strlen(coded[i]));
 		assert_string_equal(buf, coded[i]);
 		assert_int_equal(base64_encoded_len(n), strlen(coded[i]));
 		assert_int_equal(base64_decode(coded[i], strlen(coded[i]), back, sizeof(back)),
