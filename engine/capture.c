@@ -177,14 +177,15 @@ static bool cap_match(const struct fwd_capture *c, uint8_t *p, size_t len)
 void fwd_capture_packet(struct fwd_capture *c, unsigned worker, unsigned dir, const void *pre,
 			size_t pre_len, const void *a, size_t a_len, const void *b, size_t b_len)
 {
-	struct cap_ring *r = &c->ring[worker];
 	size_t len = pre_len + a_len + b_len, need, at, off, keep;
+	struct cap_ring *r;
 	uint64_t head, tail;
 	struct timespec ts;
 	uint8_t *rec;
 
 	if (!(c->dirs & dir) || worker >= FWD_WORKERS_MAX)
 		return;
+	r = &c->ring[worker];
 	if (len > FWD_CAPTURE_MAX_PACKET)
 		len = FWD_CAPTURE_MAX_PACKET; /* cut below; the filter sees what is kept */
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);

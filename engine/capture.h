@@ -70,7 +70,8 @@ void fwd_capture_stop(struct fwd_engine *e, struct fwd_capture *c);
 int fwd_capture_linktype(const struct fwd_capture *c);
 /* Copy pcap records (16-octet record header, then the packet), oldest first across the
  * workers, into out (at most max octets, at most max_packets records). Returns the
- * octets written; *packets gets the records. */
+ * octets written; *packets gets the records. max must hold the largest record
+ * (FWD_CAPTURE_REC_HDR_LEN + FWD_CAPTURE_MAX_PACKET), or a large one blocks the rest. */
 size_t fwd_capture_read(struct fwd_capture *c, uint8_t *out, size_t max, uint64_t max_packets,
 			uint64_t *packets);
 

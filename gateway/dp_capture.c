@@ -31,7 +31,11 @@
 #include "mgmt/ctl_args.h"
 #include "mgmt/ctl_server.h"
 
-#define PIECE_RAW (45u * 1024) /* pcap octets per record: 60 KiB of base64 */
+/* pcap octets per record (96 KiB of base64): at least one record of the largest packet
+ * (a 64 KiB GSO frame), which fwd_capture_read would otherwise never hand out. */
+#define PIECE_RAW (72u * 1024)
+_Static_assert(PIECE_RAW >= FWD_CAPTURE_REC_HDR_LEN + FWD_CAPTURE_MAX_PACKET,
+	       "a piece holds the largest record");
 
 struct capture_cursor {
 	struct gw_dp *dp;
