@@ -227,6 +227,8 @@ int simfab_decode(const uint8_t *buf, size_t len, struct simfab_msg *m, const ch
 			m->u.qp_modify.pkey_index = ib_get_be16(b + 8);
 			if (m->u.qp_modify.pkey_index >= SIMFAB_PKEYS_MAX)
 				return fail(why, "P_Key index above 127", -EINVAL);
+			if (b[10] || b[11])
+				return fail(why, "reserved octets of QP_MODIFY are not 0", -EINVAL);
 		}
 		return qpn_ok(m->u.qp_modify.qpn, why);
 	case SIMFAB_QP_DESTROY:

@@ -233,10 +233,9 @@ static void test_filters(void **state)
 static void test_ring_full_and_wrap(void **state)
 {
 	struct env *v = *state;
-	struct fwd_capture_config cfg = { .ifindex = v->eth,
-					  .dirs = FWD_CAPTURE_RX,
-					  .snaplen = 65535,
-					  .ring_bytes = 1 };
+	struct fwd_capture_config cfg = {
+		.ifindex = v->eth, .dirs = FWD_CAPTURE_RX, .snaplen = 65535, .ring_bytes = 1
+	};
 	static uint8_t f[40000];
 	struct fwd_capture *c;
 	struct fwd_capture_stats st;
@@ -285,7 +284,8 @@ static void test_time_order(void **state)
 	assert_int_equal(fwd_capture_start(v->e, &cfg, &c), 0);
 	for (int i = 0; i < 6; i++) {
 		f[20] = (uint8_t)i;
-		fwd_capture_packet(c, (unsigned)(5 - i) % 3, FWD_CAPTURE_RX, NULL, 0, f, 60, NULL, 0);
+		fwd_capture_packet(c, (unsigned)(5 - i) % 3, FWD_CAPTURE_RX, NULL, 0, f, 60, NULL,
+				   0);
 		nanosleep(&pause, NULL); /* microsecond stamps: keep them apart */
 	}
 	assert_int_equal(fwd_capture_read(c, v->out, sizeof(v->out), UINT64_MAX, &n),

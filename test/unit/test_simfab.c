@@ -132,7 +132,7 @@ static void test_malformed(void **state)
 {
 	struct simfab_msg h = { .type = SIMFAB_HELLO }, q = { .type = SIMFAB_QP_CREATE },
 			  mc = { .type = SIMFAB_MCAST_ATTACH }, e = { .type = SIMFAB_ERROR },
-			  ps = { .type = SIMFAB_PORT_STATE };
+			  ps = { .type = SIMFAB_PORT_STATE }, qm = { .type = SIMFAB_QP_MODIFY };
 	uint8_t small[4] = { 1, 1, 0, 4 };
 	const char *why = NULL;
 	struct simfab_msg d;
@@ -159,6 +159,12 @@ static void test_malformed(void **state)
 	refused(&q, 9, 1, 0, "reserved");
 	refused(&q, 10, 1, 0, "P_Key index");
 	refused(&q, -1, 0, 1, "8 octets");
+	qm.u.qp_modify.qpn = 0x48;
+	qm.u.qp_modify.set_pkey = true;
+	qm.u.qp_modify.pkey_index = 1;
+	refused(&qm, 8 + 9, 200, 0, "P_Key index");
+	refused(&qm, 8 + 10, 1, 0, "reserved"); /* found by fuzz_simfab */
+	refused(&qm, 8 + 11, 1, 0, "reserved");
 	mc.u.mcast.qpn = 5;
 	mc.u.mcast.mlid = 0xc001;
 	assert_int_equal(ib_gid_parse("ff12::1", &mc.u.mcast.mgid), 0);
