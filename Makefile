@@ -117,6 +117,9 @@ $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# The status page's files are built into metrics_http.o (.incbin).
+$(O)/mgmt/metrics_http.o: $(wildcard mgmt/www/*)
+
 define archive_rule
 $(call mod_ar,$(1)): $(call mod_objs,$(1))
 	@mkdir -p $$(@D)
