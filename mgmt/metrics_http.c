@@ -8,6 +8,10 @@
  * MHD_USE_INTERNAL_POLLING_THREAD): its epoll fd is one more fd of our loop, MHD_run
  * does the work when it is readable or when MHD's own deadline (MHD_get_timeout, kept
  * in a loop timer) comes, and the render callback runs on the control thread.
+ *
+ * The status page (metrics_http_set_status) is three files built into the program
+ * (mgmt/www/, .incbin) and a JSON the daemon's callback writes, also on the control
+ * thread; the files carry a CSP that allows only themselves.
  */
 #include "mgmt/metrics_http.h"
 

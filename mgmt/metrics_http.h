@@ -8,7 +8,7 @@
  * deadline kept in a loop timer. So the render callback reads the data plane's
  * control-thread state without locks, as gwctl's handlers do.
  *
- * Answers: GET or HEAD /metrics 200 (text/plain; version=0.0.4; charset=utf-8), another
+ * Answers (the status page's paths: metrics_http_set_status): GET or HEAD /metrics 200 (text/plain; version=0.0.4; charset=utf-8), another
  * path 404, another method 405 (Allow: GET, HEAD), a malformed request 400 and a request
  * header above METRICS_HTTP_MAX_REQUEST 431 (both libmicrohttpd's). Limits:
  * METRICS_HTTP_MAX_CONNS connections at once (more wait in the listen backlog),

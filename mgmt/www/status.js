@@ -1,6 +1,6 @@
 // ibgwd's status page: polls /status.json every POLL_MS and fills the tables; the packet
 // and drop rates come from the difference of two polls' counters and are drawn on canvases
-// (no library). Everything shown goes through textContent (never innerHTML): names and
+// (no library). Everything shown goes through textContent, never parsed as HTML: names and
 // addresses come from the configuration and from the network, so they are text, not markup.
 "use strict";
 
