@@ -110,12 +110,15 @@ VSIM_OBJS := $(patsubst %.c,$(O)/pic/%.o,$(VSIM_SRCS) $(VSIM_DEPS))
 BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN) $(VSIM_LIB)
 
 .PHONY: all deps bench-deps check unit-tests unit-check check-tsan fuzz fuzzers bench \
-        format format-check demo install deb clean mutants
+        format format-check demo install install-monitoring deb clean mutants
 all: $(BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The status page's files are built into metrics_http.o (.incbin).
+$(O)/mgmt/metrics_http.o: $(wildcard mgmt/www/*)
 
 define archive_rule
 $(call mod_ar,$(1)): $(call mod_objs,$(1))
@@ -233,7 +236,7 @@ demo:
 	$(MAKE) --no-print-directory all
 	sim/demo $(O)
 
-install: $(O)/bin/ibgwd $(O)/bin/gwctl
+install: $(O)/bin/ibgwd $(O)/bin/gwctl install-monitoring
 	install -D -m 0755 $(O)/bin/ibgwd $(DESTDIR)$(PREFIX)/sbin/ibgwd
 	install -D -m 0755 $(O)/bin/gwctl $(DESTDIR)$(PREFIX)/bin/gwctl
 	install -D -m 0644 etc/ibgwd.yaml $(DESTDIR)$(SYSCONFDIR)/ibgw/ibgwd.yaml
@@ -251,6 +254,15 @@ install: $(O)/bin/ibgwd $(O)/bin/gwctl
 		$(DESTDIR)$(SYSCONFDIR)/iproute2/rt_protos.d/ibgw.conf
 	install -D -m 0644 packaging/systemd/ibgw.catalog \
 		$(DESTDIR)$(PREFIX)/lib/systemd/catalog/ibgw.catalog
+
+# The monitoring kit (packaging/monitoring/README.md): alert rules, their promtool unit
+# tests and the Grafana dashboard, as examples an operator copies or points Prometheus at.
+MONITORING := ibgw-alerts.yml ibgw-alerts.test.yml ibgw-dashboard.json README.md
+install-monitoring:
+	for f in $(MONITORING); do \
+		install -D -m 0644 packaging/monitoring/$$f \
+			$(DESTDIR)$(PREFIX)/share/ibgw/monitoring/$$f || exit 1; \
+	done
 
 # The Debian package (docs/packaging.md). dpkg-buildpackage wants debian/ at the top of
 # the tree it builds, so the source files (git's tracked and untracked-but-not-ignored

@@ -452,8 +452,11 @@ static const struct field metrics_fields[] = {
 	{ "listen", T_STR, offsetof(struct gw_metrics_config, listen), 0,
 	  SZ(struct gw_metrics_config, listen), 0, 0, "", NULL, 0, NULL, NULL,
 	  "HTTP address for Prometheus (127.0.0.1:9464, [::1]:9464); \"\": none" },
+	{ "status_page", T_BOOL, offsetof(struct gw_metrics_config, status_page), 0, 0, 0, 0,
+	  "false", NULL, 0, NULL, NULL,
+	  "also serve a read-only status page (/status, /status.json) on that address" },
 };
-static const struct schema metrics_schema = { "metrics", metrics_fields, 1, 0, -1, check_metrics };
+static const struct schema metrics_schema = { "metrics", metrics_fields, 2, 0, -1, check_metrics };
 
 #define NB     struct gw_neigh_config
 #define NB_MAX 4194304 /* table/neigh.c's largest gc_thresh3 */
@@ -1802,6 +1805,12 @@ static void check_metrics(struct load *L, void *base, const struct gw_ynode *con
 	char fpath[200];
 
 	(void)node;
+	if (m->status_page && !m->listen[0]) {
+		const struct gw_ynode *sp = val_of(&metrics_schema, vals, "status_page");
+
+		snprintf(fpath, sizeof(fpath), "%s.status_page", path);
+		verr(L, sp ? sp : node, fpath, "the status page needs metrics.listen (an address)");
+	}
 	if (!v || !m->listen[0] || ip_sockaddr_parse(m->listen, &ss, NULL) == 0)
 		return;
 	snprintf(fpath, sizeof(fpath), "%s.listen", path);

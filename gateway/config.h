@@ -192,7 +192,8 @@ struct gw_punt_config {
 
 /* Prometheus text exposition over HTTP. */
 struct gw_metrics_config {
-	char listen[64]; /* listen: "127.0.0.1:9464", "[::1]:9464"; "": no endpoint */
+	char listen[64];  /* listen: "127.0.0.1:9464", "[::1]:9464"; "": no endpoint */
+	bool status_page; /* status_page: also /status and /status.json (read-only) */
 };
 
 struct gw_config {

@@ -694,6 +694,83 @@ static int render_metrics(void *ctx, FILE *out)
 	return gw_dp_metrics(d->dp, out);
 }
 
+/* --- status page (metrics.status_page; docs/operations.md "Status page") --- */
+
+/* Records per table on the page: a browser polling every 2 s cannot show a million routes,
+ * and the walk runs on the control thread; the page says when a table was cut. */
+#define STATUS_MAX_RECORDS 1000
+
+/*
+ * status[key] = the records handler h gives (gwctl's show, the same JSON), plus
+ * status[key_truncated] when cut at STATUS_MAX_RECORDS and status[key_error] when it
+ * failed (failover not configured, say).
+ */
+static void status_table(struct gw_daemon *d, struct json_object *status, const char *key,
+			 ctl_handler_fn h, struct json_object *args)
+{
+	struct json_object *arr = json_object_new_array();
+	bool cut = false;
+	char k[64];
+	int st;
+
+	if (!arr)
+		return;
+	st = ctl_reply_collect(h, d, args, STATUS_MAX_RECORDS, arr, &cut);
+	json_object_object_add(status, key, arr);
+	if (cut) {
+		snprintf(k, sizeof(k), "%s_truncated", key);
+		json_object_object_add(status, k, json_object_new_boolean(true));
+	}
+	if (st != CTL_OK) {
+		snprintf(k, sizeof(k), "%s_error", key);
+		json_object_object_add(status, k, json_object_new_int(st));
+	}
+}
+
+/*
+ * /status.json: one object of the tables gwctl shows, built by the same handlers on the
+ * control thread (metrics_http calls this from the loop, as gwctl's requests), so the HTTP
+ * side never reads the data plane itself.
+ */
+static int render_status(void *ctx, FILE *out)
+{
+	struct gw_daemon *d = ctx;
+	struct json_object *o = json_object_new_object(), *stats = json_object_new_object();
+	struct timespec now;
+	const char *s;
+	int err = 0;
+
+	if (!o || !stats) {
+		json_object_put(o);
+		json_object_put(stats);
+		return -ENOMEM;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	json_object_object_add(o, "name", json_object_new_string(d->cfg->name));
+	json_object_object_add(o, "version", json_object_new_string(IBGW_VERSION));
+	json_object_object_add(o, "started", json_object_new_int64(d->started));
+	json_object_object_add(
+	    o, "uptime_s",
+	    json_object_new_int64((int64_t)((evloop_now_ms() - d->started_ms) / 1000)));
+	json_object_object_add(
+	    o, "now_ms", json_object_new_int64((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000));
+	json_object_object_add(stats, "stats", json_object_new_boolean(true));
+	status_table(d, o, "links", cmd_show_links, stats);
+	json_object_put(stats);
+	status_table(d, o, "routes", cmd_show_routes, NULL);
+	status_table(d, o, "neighbours", cmd_show_neighbours, NULL);
+	status_table(d, o, "paths", cmd_show_paths, NULL);
+	status_table(d, o, "mcast", cmd_show_mcast, NULL);
+	status_table(d, o, "stats", cmd_show_stats, NULL);
+	status_table(d, o, "failover", cmd_show_ha, NULL);
+	s = json_object_to_json_string_ext(o,
+					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!s || fputs(s, out) == EOF)
+		err = -ENOMEM;
+	json_object_put(o);
+	return err;
+}
+
 static void stop_metrics(struct gw_daemon *d)
 {
 	metrics_http_free(d->metrics);
@@ -711,14 +788,18 @@ static void start_metrics(struct gw_daemon *d)
 {
 	const char *listen = d->cfg->metrics.listen;
 
-	if (d->metrics && !strcmp(metrics_http_listen(d->metrics), listen))
-		return;
-	stop_metrics(d);
-	if (listen[0] && metrics_http_new(d->loop, listen, render_metrics, d, &d->metrics) < 0) {
-		d->metrics = NULL;
-		log_warning("running without the metrics endpoint; a reload tries %s again",
-			    listen);
+	if (!d->metrics || strcmp(metrics_http_listen(d->metrics), listen)) {
+		stop_metrics(d);
+		if (listen[0] &&
+		    metrics_http_new(d->loop, listen, render_metrics, d, &d->metrics) < 0) {
+			d->metrics = NULL;
+			log_warning("running without the metrics endpoint; a reload tries %s again",
+				    listen);
+		}
 	}
+	if (d->metrics) /* on or off with every reload, as the config says */
+		metrics_http_set_status(d->metrics,
+					d->cfg->metrics.status_page ? render_status : NULL);
 }
 
 int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)

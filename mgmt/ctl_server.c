@@ -116,6 +116,11 @@ struct ctl_reply {
 	ctl_stream_fn next; /* set by ctl_reply_stream */
 	void *cursor;
 	void (*free_cursor)(void *cursor);
+	/* ctl_reply_collect's: records go into this array instead of conn (NULL then). */
+	struct json_object *collect;
+	size_t collect_max;  /* records kept at most */
+	size_t collect_mark; /* records when this call began (ctl_reply_full) */
+	bool collect_cut;    /* a record beyond collect_max came */
 };
 
 struct ctl_server {
@@ -321,6 +326,19 @@ static void queue_end(struct ctl_conn *c, uint32_t seq, int status, const char *
 
 int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec)
 {
+	if (reply->collect) {
+		if (json_object_array_length(reply->collect) >= reply->collect_max) {
+			reply->collect_cut = true;
+			json_object_put(rec);
+			return 0;
+		}
+		if (json_object_array_add(reply->collect, rec) < 0) {
+			json_object_put(rec);
+			reply->alloc_err = -ENOMEM;
+			return -ENOMEM;
+		}
+		return 0;
+	}
 	const char *s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN |
 								JSON_C_TO_STRING_NOSLASHESCAPE);
 	int err = queue_frame(reply->conn, CTL_MSG_RECORD, reply->seq, s, strlen(s));
@@ -343,6 +361,9 @@ void ctl_reply_stream(struct ctl_reply *reply, ctl_stream_fn next, void *cursor,
 
 bool ctl_reply_full(const struct ctl_reply *reply)
 {
+	if (reply->collect) /* a piece of about CTL_STREAM_PIECE bytes, or past the cap */
+		return reply->collect_cut || json_object_array_length(reply->collect) >=
+						 reply->collect_mark + CTL_COLLECT_PIECE;
 	return unsent(reply->conn) >= reply->mark + CTL_STREAM_PIECE;
 }
 
@@ -488,6 +509,30 @@ static void dispatch(struct ctl_conn *c, const struct ctl_hdr *h, const uint8_t 
 		reply.free_cursor(reply.cursor);
 	queue_end(c, h->seq, status, reply.error[0] ? reply.error : "failed");
 	note_out_peak(c);
+}
+
+int ctl_reply_collect(ctl_handler_fn fn, void *ctx, struct json_object *args, size_t max_records,
+		      struct json_object *out, bool *truncated)
+{
+	struct ctl_reply reply = { .status = CTL_OK, .collect = out, .collect_max = max_records };
+	int status = fn(ctx, args, &reply);
+
+	/* A streamed reply is driven to its end here, piece after piece, without giving the
+	 * loop a turn between them: the cap bounds the work (and a CTL_WAIT stream, a
+	 * capture, has no end: it stops at once). */
+	while (reply.next && status == CTL_OK && !reply.alloc_err && !reply.collect_cut) {
+		reply.collect_mark = json_object_array_length(out);
+		status = reply.next(ctx, reply.cursor, &reply);
+		if (status != CTL_MORE)
+			break;
+		status = CTL_OK;
+	}
+	if (reply.next && reply.free_cursor)
+		reply.free_cursor(reply.cursor);
+	*truncated = reply.collect_cut;
+	if (reply.alloc_err)
+		return CTL_EFAILED;
+	return status == CTL_WAIT ? CTL_OK : status;
 }
 
 /*

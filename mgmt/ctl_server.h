@@ -101,6 +101,19 @@ void ctl_reply_stream(struct ctl_reply *reply, ctl_stream_fn next, void *cursor,
  * bytes: time to stop and return CTL_MORE. */
 bool ctl_reply_full(const struct ctl_reply *reply);
 
+/*
+ * Run a handler in the daemon for a reader that is not a control client (the status page
+ * of metrics_http): its records go into out (a JSON array), a streamed reply driven to
+ * its end at once, one piece after another, with no turn of the loop between them. At
+ * most max_records are kept: the walk stops at the first piece past them and *truncated
+ * is set. A stream that says CTL_WAIT (a capture) ends there. The cursor is freed.
+ * Returns the handler's (or the last piece's) status: CTL_OK, or an error whose records
+ * already collected stay in out. Control thread, as the handlers.
+ */
+#define CTL_COLLECT_PIECE 256 /* records per piece: ctl_reply_full then */
+int ctl_reply_collect(ctl_handler_fn fn, void *ctx, struct json_object *args, size_t max_records,
+		      struct json_object *out, bool *truncated);
+
 /* Append one record (takes ownership of rec). Returns 0 or -ENOMEM / -EMSGSIZE. */
 int ctl_reply_record(struct ctl_reply *reply, struct json_object *rec);
 /* Set the END frame's error text; returns status for "return ctl_reply_error(...)". */

@@ -8,12 +8,17 @@
  * MHD_USE_INTERNAL_POLLING_THREAD): its epoll fd is one more fd of our loop, MHD_run
  * does the work when it is readable or when MHD's own deadline (MHD_get_timeout, kept
  * in a loop timer) comes, and the render callback runs on the control thread.
+ *
+ * The status page (metrics_http_set_status) is three files built into the program
+ * (mgmt/www/, .incbin) and a JSON the daemon's callback writes, also on the control
+ * thread; the files carry a CSP that allows only themselves.
  */
 #include "mgmt/metrics_http.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -27,8 +32,42 @@
 #include "lib/log.h"
 
 #define METRICS_PATH    "/metrics"
+#define STATUS_PATH     "/status"
+#define STATUS_JSON     "/status.json"
 #define LISTEN_BACKLOG  64
 #define LISTEN_TEXT_MAX 64
+
+/*
+ * The status page's files (mgmt/www/), built into the program so that nothing is read from
+ * the disk at run time and the page works the same from the build tree and the package.
+ * The Makefile makes this object depend on them.
+ */
+#define INCBIN(sym, file)                                                                          \
+	__asm__(".section .rodata\n.balign 16\n.globl " #sym "\n.hidden " #sym "\n" #sym           \
+		":\n.incbin \"" file "\"\n.globl " #sym "_end\n.hidden " #sym "_end\n" #sym        \
+		"_end:\n.byte 0\n.previous\n")
+INCBIN(metrics_www_html, "mgmt/www/status.html");
+INCBIN(metrics_www_css, "mgmt/www/status.css");
+INCBIN(metrics_www_js, "mgmt/www/status.js");
+extern const char metrics_www_html[], metrics_www_html_end[];
+extern const char metrics_www_css[], metrics_www_css_end[];
+extern const char metrics_www_js[], metrics_www_js_end[];
+
+struct www_file {
+	const char *path, *type;
+	const char *start, *end;
+};
+static const struct www_file www_files[] = {
+	{ STATUS_PATH, "text/html; charset=utf-8", metrics_www_html, metrics_www_html_end },
+	{ "/status.css", "text/css; charset=utf-8", metrics_www_css, metrics_www_css_end },
+	{ "/status.js", "text/javascript; charset=utf-8", metrics_www_js, metrics_www_js_end },
+};
+
+/* The page loads nothing but its own files and its JSON: no inline script, no other
+ * origin, no framing (a page of the gateway's tables inside someone else's). */
+#define STATUS_CSP                                                                                 \
+	"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "            \
+	"img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 /* The status codes this module answers with itself (the others are libmicrohttpd's). */
 static const unsigned http_codes[] = { 200, 404, 405, 500 };
@@ -40,6 +79,7 @@ struct metrics_http {
 	int epoll_fd;          /* MHD's, watched by the loop; -1 when not added */
 	struct evtimer *timer; /* MHD's next deadline (idle connections, pending work) */
 	metrics_render_fn render;
+	metrics_render_fn status; /* the status page's JSON; NULL: no status page */
 	void *ctx;
 	char listen[LISTEN_TEXT_MAX];
 	/* The server's own counters, exposed after the callback's families. */
@@ -108,16 +148,17 @@ static void count(struct metrics_http *m, unsigned code)
 			m->requests[i]++;
 }
 
-/* The page into a malloc'd buffer (*buf, *len). Returns 0 or -errno. */
-static int render_page(struct metrics_http *m, char **buf, size_t *len)
+/* The metrics page (or, json, the status page's JSON) into a malloc'd buffer (*buf,
+ * *len). Returns 0 or -errno. */
+static int render_page(struct metrics_http *m, bool json, char **buf, size_t *len)
 {
 	FILE *f = open_memstream(buf, len);
 	int err;
 
 	if (!f)
 		return -errno;
-	err = m->render(m->ctx, f);
-	if (!err)
+	err = json ? m->status(m->ctx, f) : m->render(m->ctx, f);
+	if (!err && !json)
 		write_own_metrics(m, f);
 	if (ferror(f) && !err)
 		err = -ENOMEM;
@@ -138,6 +179,7 @@ static enum MHD_Result reply(struct metrics_http *m, struct MHD_Connection *c, u
 	if (!resp)
 		return MHD_NO; /* out of memory: libmicrohttpd closes the connection */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ret = MHD_queue_response(c, code, resp);
@@ -155,19 +197,59 @@ static enum MHD_Result reply_text(struct metrics_http *m, struct MHD_Connection 
 	    "text/plain; charset=utf-8");
 }
 
-static enum MHD_Result reply_metrics(struct metrics_http *m, struct MHD_Connection *c)
+static enum MHD_Result reply_metrics(struct metrics_http *m, struct MHD_Connection *c, bool json)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int err = render_page(m, &buf, &len);
+	int err = render_page(m, json, &buf, &len);
+	struct MHD_Response *resp;
 
 	if (err < 0) {
-		log_errno(LOG_WARNING, -err, "metrics: rendering the page failed");
+		log_errno(LOG_WARNING, -err, "metrics: rendering %s failed",
+			  json ? STATUS_JSON : METRICS_PATH);
 		return reply_text(m, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "rendering failed\n");
 	}
-	return reply(m, c, MHD_HTTP_OK,
-		     MHD_create_response_from_buffer_with_free_callback(len, buf, free),
-		     METRICS_CONTENT_TYPE);
+	resp = MHD_create_response_from_buffer_with_free_callback(len, buf, free);
+	if (!resp) {
+		free(buf);
+		return MHD_NO;
+	}
+	if (json)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	return reply(m, c, MHD_HTTP_OK, resp,
+		     json ? "application/json; charset=utf-8" : METRICS_CONTENT_TYPE);
+}
+
+/* One of the status page's built-in files. */
+static enum MHD_Result reply_www(struct metrics_http *m, struct MHD_Connection *c,
+				 const struct www_file *w)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    (size_t)(w->end - w->start), (void *)w->start, MHD_RESPMEM_PERSISTENT);
+
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Security-Policy", STATUS_CSP);
+	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	return reply(m, c, MHD_HTTP_OK, resp, w->type);
+}
+
+/* The answer to a complete GET or HEAD of url. */
+static enum MHD_Result route(struct metrics_http *m, struct MHD_Connection *c, const char *url)
+{
+	if (!strcmp(url, METRICS_PATH))
+		return reply_metrics(m, c, false);
+	if (m->status) {
+		if (!strcmp(url, STATUS_JSON))
+			return reply_metrics(m, c, true);
+		for (size_t i = 0; i < sizeof(www_files) / sizeof(www_files[0]); i++)
+			if (!strcmp(url, www_files[i].path))
+				return reply_www(m, c, &www_files[i]);
+		return reply_text(m, c, MHD_HTTP_NOT_FOUND,
+				  "not found: try " METRICS_PATH " or " STATUS_PATH "\n");
+	}
+	return reply_text(m, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
 }
 
 /*
@@ -195,9 +277,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (strcmp(url, METRICS_PATH))
-		return reply_text(m, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
-	return reply_metrics(m, c);
+	return route(m, c, url);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
@@ -389,6 +469,16 @@ void metrics_http_free(struct metrics_http *m)
 	evtimer_free(m->timer);
 	MHD_stop_daemon(m->mhd); /* closes the listening socket and every connection */
 	free(m);
+}
+
+void metrics_http_set_status(struct metrics_http *m, metrics_render_fn status)
+{
+	if (status && !m->status)
+		log_info("status page on http://%s%s (read-only, no authentication)", m->listen,
+			 STATUS_PATH);
+	else if (!status && m->status)
+		log_info("status page off");
+	m->status = status;
 }
 
 const char *metrics_http_listen(const struct metrics_http *m)

@@ -8,7 +8,7 @@
  * deadline kept in a loop timer. So the render callback reads the data plane's
  * control-thread state without locks, as gwctl's handlers do.
  *
- * Answers: GET or HEAD /metrics 200 (text/plain; version=0.0.4; charset=utf-8), another
+ * Answers (the status page's paths: metrics_http_set_status): GET or HEAD /metrics 200 (text/plain; version=0.0.4; charset=utf-8), another
  * path 404, another method 405 (Allow: GET, HEAD), a malformed request 400 and a request
  * header above METRICS_HTTP_MAX_REQUEST 431 (both libmicrohttpd's). Limits:
  * METRICS_HTTP_MAX_CONNS connections at once (more wait in the listen backlog),
@@ -41,6 +41,13 @@ int metrics_http_new(struct evloop *loop, const char *listen, metrics_render_fn 
 		     struct metrics_http **out);
 /* Close the socket and every connection. NULL is a no-op. */
 void metrics_http_free(struct metrics_http *m);
+/*
+ * The status page (metrics.status_page), read-only, off until set: GET /status (HTML),
+ * /status.css and /status.js (built into the program; served with a Content-Security-
+ * Policy that allows only them and /status.json), and /status.json, whatever status
+ * writes (a JSON object; application/json, no-store). NULL: off again (those paths 404).
+ */
+void metrics_http_set_status(struct metrics_http *m, metrics_render_fn status);
 /* The address it listens on, as given to metrics_http_new. */
 const char *metrics_http_listen(const struct metrics_http *m);
 

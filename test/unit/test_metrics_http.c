@@ -4,7 +4,8 @@
  * answers read until the server closes. Checks the answers an operator or an attacker
  * gets (200 with the exposition Content-Type, HEAD, 404, 405 with Allow, 400, 431, 500
  * when rendering fails), the refusals of metrics_http_new (bad address, port in use),
- * and the label escaping.
+ * the label escaping, and the status page: off by default (404), on: its built-in files
+ * with their headers (CSP, nosniff, no framing) and the JSON the callback writes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,17 @@ static int render(void *ctx, FILE *out)
 	if (atomic_load(&f->fail_render))
 		return -EIO;
 	metrics_single(out, "test_up", "gauge", "Always 1.", 1);
+	return 0;
+}
+
+/* The status page's JSON: a fixed object whose text is HTML, as a gateway name may be. */
+static int render_status(void *ctx, FILE *out)
+{
+	struct fixture *f = ctx;
+
+	if (atomic_load(&f->fail_render))
+		return -EIO;
+	fputs("{\"name\":\"<b>gw</b>\"}", out);
 	return 0;
 }
 
@@ -80,7 +93,9 @@ static uint16_t free_port(void)
 	return ntohs(a.sin_port);
 }
 
-static int setup(void **state)
+/* The server, with the status page on (status) or off, before its loop's thread starts
+ * (metrics_http_set_status belongs to the loop's thread). */
+static int setup_with(void **state, bool status)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
@@ -89,11 +104,26 @@ static int setup(void **state)
 	assert_int_equal(evloop_new(&f->loop), 0);
 	assert_int_equal(metrics_http_new(f->loop, f->listen, render, f, &f->m), 0);
 	assert_string_equal(metrics_http_listen(f->m), f->listen);
+	if (status) { /* on, off and on again: the last call counts */
+		metrics_http_set_status(f->m, render_status);
+		metrics_http_set_status(f->m, NULL);
+		metrics_http_set_status(f->m, render_status);
+	}
 	assert_int_equal(pipe(f->stop_pipe), 0);
 	assert_int_equal(evloop_add_fd(f->loop, f->stop_pipe[0], EPOLLIN, on_stop, f), 0);
 	assert_int_equal(pthread_create(&f->thread, NULL, loop_thread, f), 0);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, false);
+}
+
+static int setup_status(void **state)
+{
+	return setup_with(state, true);
 }
 
 static int teardown(void **state)
@@ -303,6 +333,83 @@ static void test_refusals(void **state)
 	evloop_free(loop);
 }
 
+/* Off (the default): the status paths are unknown, /metrics is there. */
+static void test_status_off(void **state)
+{
+	static const char *const paths[] = { "/status", "/status.json", "/status.js",
+					     "/status.css" };
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char req[128];
+		char *r;
+
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nConnection: close\r\n\r\n",
+			 paths[i]);
+		r = ask(*state, req);
+		assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+		free(r);
+	}
+}
+
+static void test_status_page(void **state)
+{
+	char *r = ask(*state, "GET /status HTTP/1.1\r\nConnection: close\r\n\r\n");
+
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "\r\nContent-Type: text/html; charset=utf-8\r\n"));
+	assert_non_null(strstr(r, "\r\nContent-Security-Policy: default-src 'none'; "
+				  "script-src 'self'; style-src 'self'; connect-src 'self'"));
+	assert_non_null(strstr(r, "\r\nX-Content-Type-Options: nosniff\r\n"));
+	assert_non_null(strstr(r, "\r\nX-Frame-Options: DENY\r\n"));
+	/* The whole built-in file, its own script and style, nothing from elsewhere. */
+	assert_non_null(strstr(r, "<!DOCTYPE html>"));
+	assert_non_null(strstr(r, "<script src=\"/status.js\" defer></script>"));
+	assert_non_null(strstr(r, "</html>\n"));
+	assert_null(strstr(r, "http://"));
+	assert_null(strstr(r, "https://"));
+	free(r);
+	r = ask(*state, "GET /status.js HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "\r\nContent-Type: text/javascript; charset=utf-8\r\n"));
+	assert_non_null(strstr(r, "fetch(\"/status.json\""));
+	assert_null(strstr(r, "innerHTML"));
+	free(r);
+	r = ask(*state, "GET /status.css HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "\r\nContent-Type: text/css; charset=utf-8\r\n"));
+	free(r);
+}
+
+static void test_status_json(void **state)
+{
+	char *r = ask(*state, "GET /status.json HTTP/1.1\r\nConnection: close\r\n\r\n");
+
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "\r\nContent-Type: application/json; charset=utf-8\r\n"));
+	assert_non_null(strstr(r, "\r\nCache-Control: no-store\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\n{\"name\":\"<b>gw</b>\"}"));
+	free(r);
+	/* /metrics is still the metrics, and another path still 404. */
+	r = ask(*state, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "\ntest_up 1\n"));
+	free(r);
+	r = ask(*state, "GET /status/x HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+	free(r);
+	r = ask(*state, "POST /status.json HTTP/1.1\r\nContent-Length: 1\r\n\r\nx");
+	assert_non_null(strstr(r, "HTTP/1.1 405 Method Not Allowed\r\n"));
+	free(r);
+}
+
+static void test_status_json_failure(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	atomic_store(&f->fail_render, 1);
+	r = ask(f, "GET /status.json HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 500 Internal Server Error\r\n"));
+	free(r);
+}
+
 static void test_label_escape(void **state)
 {
 	char b[32];
@@ -330,6 +437,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage_then_serves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limit_then_serves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status_page, setup_status, teardown),
+		cmocka_unit_test_setup_teardown(test_status_json, setup_status, teardown),
+		cmocka_unit_test_setup_teardown(test_status_json_failure, setup_status, teardown),
 		cmocka_unit_test(test_label_escape),
 	};
 
