@@ -118,7 +118,9 @@ ethernet_interfaces:
     device: rb
     addresses: [10.72.0.1/24, "fd00:72::1/64"]
 EOF
-	in_ns "$R" "$build/bin/ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/ibgwd-$w.log" &
+	# Not through in_ns: $! must be ibgwd's PID (ip netns exec execs it), not a subshell's.
+	ip netns exec "$R" "$build/bin/ibgwd" -d -f "$work/ibgwd.yaml" >/dev/null \
+		2>"$work/ibgwd-$w.log" &
 	pid=$!
 	for _ in $(seq 100); do
 		[ "$("$build/bin/gwctl" -S "$work/ibgwd.sock" show links 2>/dev/null |
