@@ -72,7 +72,7 @@ run_block() {
 }
 
 mapfile -t cmds < <(sed -n 's/^\$ //p' "$golden")
-tap_plan $((${#cmds[@]} + 18))
+tap_plan $((${#cmds[@]} + 19))
 
 if [ "$regen" = 1 ]; then
 	for c in "${cmds[@]}"; do
