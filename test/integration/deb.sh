@@ -61,7 +61,7 @@ arch=$(dpkg --print-architecture)
 deb=$work/deb/ibgw_${version}_${arch}.deb
 in_root() { chroot "$root" "$@"; }
 
-plan=101
+plan=102
 tap_plan $plan
 # bail REASON: a step everything after it needs has failed; the checks not reached are
 # failures (none passes on a missing package or root), and the suite ends here.
@@ -112,12 +112,13 @@ printf '%s\n' "$contents" | sed 's/^/# /'
 for f in usr/sbin/ibgwd usr/bin/gwctl etc/ibgw/ibgwd.yaml lib/systemd/system/ibgwd.service \
 	lib/udev/rules.d/60-ibgw.rules usr/share/man/man8/ibgwd.8.gz usr/share/man/man8/gwctl.8.gz \
 	usr/share/man/man5/ibgwd.yaml.5.gz usr/share/doc/ibgw/copyright \
-	usr/share/doc/ibgw/examples/ibgwd-annotated.yaml usr/share/bash-completion/completions/gwctl \
+	usr/share/doc/ibgw/examples/ibgwd-annotated.yaml \
+	usr/share/doc/ibgw/examples/ibgw-connected-mode.conf usr/share/bash-completion/completions/gwctl \
 	etc/iproute2/rt_protos.d/ibgw.conf usr/lib/systemd/catalog/ibgw.catalog \
 	usr/share/ibgw/monitoring/ibgw-alerts.yml usr/share/ibgw/monitoring/ibgw-dashboard.json; do
 	tap_like "the package holds /$f" "$contents" "^$f\$"
 done
-stray=$(printf '%s\n' "$contents" | grep -Ev '^(usr/sbin/ibgwd|usr/bin/gwctl|etc/ibgw/ibgwd\.yaml|lib/systemd/system/ibgwd\.service|lib/udev/rules\.d/60-ibgw\.rules|usr/share/man/man[58]/[a-z.]+\.[58]\.gz|usr/share/doc/ibgw/[A-Za-z.]+|usr/share/doc/ibgw/examples/ibgwd-annotated\.yaml|usr/share/bash-completion/completions/gwctl|etc/iproute2/rt_protos\.d/ibgw\.conf|usr/lib/systemd/catalog/ibgw\.catalog|usr/share/lintian/overrides/ibgw|usr/share/ibgw/monitoring/[A-Za-z.-]+)$')
+stray=$(printf '%s\n' "$contents" | grep -Ev '^(usr/sbin/ibgwd|usr/bin/gwctl|etc/ibgw/ibgwd\.yaml|lib/systemd/system/ibgwd\.service|lib/udev/rules\.d/60-ibgw\.rules|usr/share/man/man[58]/[a-z.]+\.[58]\.gz|usr/share/doc/ibgw/[A-Za-z.]+|usr/share/doc/ibgw/examples/(ibgwd-annotated\.yaml|ibgw-connected-mode\.conf)|usr/share/bash-completion/completions/gwctl|etc/iproute2/rt_protos\.d/ibgw\.conf|usr/lib/systemd/catalog/ibgw\.catalog|usr/share/lintian/overrides/ibgw|usr/share/ibgw/monitoring/[A-Za-z.-]+)$')
 tap_is "nothing else: no build paths, objects, test programs or simulator" "$stray" ""
 x=$work/x
 dpkg-deb -x "$deb" "$x"
