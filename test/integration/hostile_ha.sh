@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Floods at a failover pair (issue 20: "the failover pair does not move"): the rack's
-# pair (sim/rack up --ha: gw1 master, gw2 backup, heartbeats on ib0 and eth0 every 10 ms,
-# dead after 40 ms: the defaults) while one Ethernet host floods the master and a
+# pair (sim/rack up --ha: gw1 master, gw2 backup, heartbeats on ib0 and eth0 every 20 ms,
+# dead after 80 ms: the defaults) while one Ethernet host floods the master and a
 # bystander pings an IB host through the pair's service addresses every 20 ms, IPv4 and
 # IPv6. Each flood must cost the bystander at most 1%, and neither box may change state:
 # the heartbeats travel the same workers as the flood's punts and share the CPUs with
