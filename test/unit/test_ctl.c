@@ -672,7 +672,8 @@ static void stop_with_stats(struct fixture *f, struct ctl_server_stats *st)
 
 static void wait_for(int *v, int want)
 {
-	for (int tries = 0; tries < 1000 && __atomic_load_n(v, __ATOMIC_ACQUIRE) != want; tries++)
+	/* up to 10 s: a TSan build on a loaded two-CPU machine took more than 2 */
+	for (int tries = 0; tries < 5000 && __atomic_load_n(v, __ATOMIC_ACQUIRE) != want; tries++)
 		nanosleep(&(struct timespec){ 0, 2 * 1000 * 1000 }, NULL);
 	assert_int_equal(__atomic_load_n(v, __ATOMIC_ACQUIRE), want);
 }
@@ -692,19 +693,22 @@ static void streamed_reply_is_bounded_and_interleaved(void **state)
 	struct ctl_hdr h;
 	char body[4096];
 	const char *err;
-	int n = 0, pieces;
+	int n = 0, pieces = 0;
 	(void)state;
 
 	start(f, 0600, 0, 0666, 0);
 	assert_int_equal(ctl_client_connect(&a, f->ro_path, 5000), 0);
 	assert_int_equal(ctl_client_connect(&b, f->ro_path, 5000), 0);
 	send_request(a.fd, CTL_SHOW_ROUTES, 7, "");
-	/* the stream fills A's socket and the low-water mark, then waits for A */
-	for (int tries = 0; tries < 1000; tries++) {
-		pieces = __atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE);
+	/* the stream fills A's socket and the low-water mark, then waits for A: no new piece
+	 * for 200 ms (a thread kept off a loaded CPU can look idle for 20) */
+	for (int tries = 0, still = 0; tries < 1000 && still < 10; tries++) {
+		int now;
+
 		nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
-		if (pieces > 0 && pieces == __atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE))
-			break;
+		now = __atomic_load_n(&f->pieces, __ATOMIC_ACQUIRE);
+		still = now > 0 && now == pieces ? still + 1 : 0;
+		pieces = now;
 	}
 	assert_true(pieces > 0);
 	assert_int_equal(ctl_client_request(&b, CTL_SHOW_VERSION, NULL, count_record, &n, &err),
