@@ -1,0 +1,129 @@
+/*
+ * libibverbs2sim, part three: the libibumad entry points whose CA name the shim must
+ * translate (docs/verbs-sim.md, "libibumad").
+ *
+ * On a host with an HCA, libibverbs and libibumad name a device alike ("mlx5_0"), so a
+ * port's config names one device for both: the verbs backend opens it with
+ * ibv_open_device, the SA client with umad_open_port. Under libumad2sim the umad device
+ * is always "ibsim0", while the shim names its verbs device after the node ("gw1").
+ * These wrappers make libibumad answer to the node's name too: a CA name equal to
+ * $SIM_HOST (the node umad2sim attaches to, whose NodeDescription the shim's device is
+ * named after on the rack) means umad2sim's CA; the CA and port descriptions returned
+ * carry the node's name. Every other call, and every other name, goes to the real
+ * libibumad (dlsym RTLD_NEXT: the next object after the shim in the lookup order).
+ * umad_recv also hands the answers to the shim's own SMPs back to it (sim_node.h).
+ *
+ * Threads: any; no state but the resolved pointers (resolved once, atomically enough:
+ * every thread resolves to the same value).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <infiniband/umad.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "sim/verbs/sim_node.h"
+
+/* The real function NAME of libibumad, or NULL (logged once per call site). */
+#define REAL(name)                                                                                 \
+	({                                                                                         \
+		static __typeof__(name) *real_;                                                    \
+		if (!real_) {                                                                      \
+			real_ = (__typeof__(name) *)dlsym(RTLD_NEXT, #name);                       \
+			if (!real_)                                                                \
+				log_error("libibverbs2sim: no libibumad %s after the shim",        \
+					  #name);                                                  \
+		}                                                                                  \
+		real_;                                                                             \
+	})
+
+/* The node's name, when this process runs on a rack node under umad2sim. */
+static const char *node_name(void)
+{
+	const char *n = getenv("SIM_HOST");
+
+	return n && *n ? n : NULL;
+}
+
+/* The CA name to hand libibumad: NULL (umad2sim's one CA) for the node's name. */
+static const char *umad_ca(const char *name)
+{
+	const char *node = node_name();
+
+	return name && node && !strcmp(name, node) ? NULL : name;
+}
+
+static void rename_ca(char *ca_name, const char *asked)
+{
+	const char *node = node_name();
+
+	if (node && (!asked || !strcmp(asked, node)))
+		snprintf(ca_name, UMAD_CA_NAME_LEN, "%s", node);
+}
+
+int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
+{
+	__typeof__(umad_get_cas_names) *real = REAL(umad_get_cas_names);
+	int n;
+
+	if (!real)
+		return -ENOSYS;
+	n = real(cas, max);
+	/* umad2sim shows one CA: the node's */
+	if (n == 1)
+		rename_ca(cas[0], NULL);
+	return n;
+}
+
+int umad_get_ca(const char *ca_name, umad_ca_t *ca)
+{
+	__typeof__(umad_get_ca) *real = REAL(umad_get_ca);
+	int ret;
+
+	if (!real)
+		return -ENOSYS;
+	ret = real(umad_ca(ca_name), ca);
+	if (ret == 0)
+		rename_ca(ca->ca_name, ca_name);
+	return ret;
+}
+
+int umad_get_port(const char *ca_name, int portnum, umad_port_t *port)
+{
+	__typeof__(umad_get_port) *real = REAL(umad_get_port);
+	int ret;
+
+	if (!real)
+		return -ENOSYS;
+	ret = real(umad_ca(ca_name), portnum, port);
+	if (ret == 0)
+		rename_ca(port->ca_name, ca_name);
+	return ret;
+}
+
+int umad_open_port(const char *ca_name, int portnum)
+{
+	__typeof__(umad_open_port) *real = REAL(umad_open_port);
+
+	return real ? real(umad_ca(ca_name), portnum) : -ENOSYS;
+}
+
+/* Every MAD read passes here: answers to the shim's own SMPs go to the SMP waiting for
+ * them (sim_node.h), whichever agent's fd umad2sim gave them to; the caller sees
+ * nothing read (-EAGAIN, as a non-blocking read with nothing queued). */
+int umad_recv(int fd, void *umad, int *length, int timeout_ms)
+{
+	__typeof__(umad_recv) *real = REAL(umad_recv);
+	int ret;
+
+	if (!real)
+		return -ENOSYS;
+	ret = real(fd, umad, length, timeout_ms);
+	if (ret >= 0 && length && simnode_smp_divert(umad, *length)) {
+		errno = EAGAIN;
+		return -EAGAIN;
+	}
+	return ret;
+}
