@@ -131,6 +131,16 @@ static int read_port(unsigned node, uint8_t num, struct simnode_port *out)
 	return simnode_read_port(&g.node, num, out);
 }
 
+unsigned vsim_node_ports(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&g.lock);
+	n = g.node_open ? g.node.num_ports : 0;
+	pthread_mutex_unlock(&g.lock);
+	return n;
+}
+
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list;
@@ -364,6 +374,20 @@ static bool port_is_active(const struct vsim_port *p)
 	return p->fab && p->link_up && p->sp.state == IBV_PORT_ACTIVE;
 }
 
+/* A context connects a port to the fabric when it first uses it (ibv_query_port, a QP),
+ * not at open: the fabric takes one connection per port, and a process may open one
+ * context per port it uses (the verbs backend does: a link moved to its backup port
+ * opens the other port's context while the first is still open). Two contexts using
+ * one port is what the simulation cannot do (docs/verbs-sim.md). */
+void vsim_port_claim(struct vsim_ctx *ctx, struct vsim_port *p)
+{
+	if (p->claimed && p->fab)
+		return;
+	p->claimed = true;
+	port_connect(ctx, p);
+	p->active = port_is_active(p);
+}
+
 /* A fresh read of a port compared with the last (ctx->lock): tell the fabric, raise
  * the events an HCA raises (it learns them from the SM's Sets). */
 static void port_update(struct vsim_ctx *ctx, struct vsim_port *p, const struct simnode_port *now)
@@ -379,7 +403,8 @@ static void port_update(struct vsim_ctx *ctx, struct vsim_port *p, const struct 
 	p->rereg = now->client_rereg;
 	p->sp = *now;
 	if (!p->fab) {
-		port_connect(ctx, p);
+		if (p->claimed)
+			port_connect(ctx, p);
 	} else if (changed && n->lid != 0) {
 		int ret, tries = 0;
 
@@ -640,8 +665,6 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		if (read_port(node, p->num, &p->sp) == 0) {
 			p->have_sp = true;
 			p->rereg = p->sp.client_rereg;
-			port_connect(ctx, p);
-			p->active = port_is_active(p);
 		}
 	}
 	ctx->port_check_ns = vsim_now_ns() + (uint64_t)port_ms() * 1000000u;
@@ -748,6 +771,7 @@ static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_att
 		return set_errno(EINVAL);
 	ports_check(ctx, num);
 	pthread_mutex_lock(&ctx->lock);
+	vsim_port_claim(ctx, &ctx->port[num - 1]);
 	port_attr(&ctx->port[num - 1], &a);
 	ctx->home_port = num;
 	pthread_mutex_unlock(&ctx->lock);

@@ -56,6 +56,7 @@ struct vsim_port {
 	bool link_up;    /* the fabric's PORT_STATE (up until it says otherwise) */
 	bool active;     /* what the last PORT_ACTIVE/PORT_ERR said */
 	bool rereg;      /* PortInfo ClientReregister as last read */
+	bool claimed;    /* the context uses it (queried, or QPs on it): on the fabric */
 	bool tx_blocked; /* the socket was full: wait for EPOLLOUT */
 	bool out_armed;
 	uint8_t tx[IB_PACKET_MAX_LEN];
@@ -189,6 +190,11 @@ static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)
 
 /* vsim_dev.c */
 uint64_t vsim_now_ns(void);
+/* The ports of the node the shim's device stands for (NodeInfo NumPorts), 0 before the
+ * device list was read. Any thread. */
+unsigned vsim_node_ports(void);
+/* ctx->lock held: the context uses this port; connect it to the fabric if it is not. */
+void vsim_port_claim(struct vsim_ctx *ctx, struct vsim_port *p);
 void vsim_wake(struct vsim_ctx *ctx);
 void vsim_event(struct vsim_ctx *ctx, enum ibv_event_type type, void *elem, uint8_t port_num);
 /* Drop queued events about a QP or CQ being destroyed (it cannot ack them any more). */

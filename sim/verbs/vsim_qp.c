@@ -554,6 +554,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	port = &ctx->port[ctx->home_port - 1];
+	vsim_port_claim(ctx, port);
 	if (!port->fab) {
 		/* A simulation limit: the fabric numbers QPs per port connection, and this
 		 * port has none (no LID yet, or the fabric is not there). */

@@ -9,7 +9,7 @@
  * These wrappers make libibumad answer to the node's name too: a CA name equal to
  * $SIM_HOST (the node umad2sim attaches to, whose NodeDescription the shim's device is
  * named after on the rack) means umad2sim's CA; the CA and port descriptions returned
- * carry the node's name. Every other call, and every other name, goes to the real
+ * carry the node's name, and any port of it is umad2sim's one port. Every other call, and every other name, goes to the real
  * libibumad (dlsym RTLD_NEXT: the next object after the shim in the lookup order).
  * umad_recv also hands the answers to the shim's own SMPs back to it (sim_node.h).
  *
@@ -25,6 +25,7 @@
 
 #include "lib/log.h"
 #include "sim/verbs/sim_node.h"
+#include "sim/verbs/vsim_pvt.h"
 
 /* The real function NAME of libibumad, or NULL (logged once per call site). */
 #define REAL(name)                                                                                 \
@@ -55,12 +56,55 @@ static const char *umad_ca(const char *name)
 	return name && node && !strcmp(name, node) ? NULL : name;
 }
 
+/* The port to hand libibumad: umad2sim's one port (0: the CA's first) for any port of
+ * the node's name. umad2sim serves a process only its node's first port, and ibsim
+ * sends every MAD of the node through it (docs/simulated-rack.md, "Two-port HCAs"): the
+ * SA client of a link on port 2 talks through port 1, as with the sim backend. */
+static int umad_portnum(const char *name, int portnum)
+{
+	return name && !umad_ca(name) ? 0 : portnum;
+}
+
 static void rename_ca(char *ca_name, const char *asked)
 {
 	const char *node = node_name();
 
 	if (node && (!asked || !strcmp(asked, node)))
 		snprintf(ca_name, UMAD_CA_NAME_LEN, "%s", node);
+}
+
+/* The node's CA shows its every port, as an HCA's does: umad2sim lists only its one
+ * port; the others are copies of it (umad_get_port and umad_open_port of them reach
+ * umad2sim's port, above). Allocated as libibumad allocates them: umad_release_ca
+ * frees them. */
+static void add_ports(umad_ca_t *ca)
+{
+	unsigned n = vsim_node_ports();
+	umad_port_t *base = ca->numports >= 1 ? ca->ports[1] : NULL;
+
+	if (!base || n <= (unsigned)ca->numports || n >= UMAD_CA_MAX_PORTS)
+		return;
+	for (unsigned p = (unsigned)ca->numports + 1; p <= n; p++) {
+		umad_port_t *c = malloc(sizeof(*c));
+
+		if (!c)
+			return;
+		*c = *base;
+		c->portnum = (int)p;
+		c->pkeys = NULL;
+		if (base->pkeys && base->pkeys_size) {
+			c->pkeys = malloc(base->pkeys_size * sizeof(*c->pkeys));
+			if (!c->pkeys) {
+				free(c);
+				return;
+			}
+			memcpy(c->pkeys, base->pkeys, base->pkeys_size * sizeof(*c->pkeys));
+		} else {
+			c->pkeys_size = 0;
+		}
+		ca->ports[p] = c;
+		ca->numports = (int)p;
+	}
 }
 
 int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
@@ -85,6 +129,8 @@ int umad_get_ca(const char *ca_name, umad_ca_t *ca)
 	if (!real)
 		return -ENOSYS;
 	ret = real(umad_ca(ca_name), ca);
+	if (ret == 0 && ca_name && !umad_ca(ca_name))
+		add_ports(ca);
 	if (ret == 0)
 		rename_ca(ca->ca_name, ca_name);
 	return ret;
@@ -97,7 +143,7 @@ int umad_get_port(const char *ca_name, int portnum, umad_port_t *port)
 
 	if (!real)
 		return -ENOSYS;
-	ret = real(umad_ca(ca_name), portnum, port);
+	ret = real(umad_ca(ca_name), umad_portnum(ca_name, portnum), port);
 	if (ret == 0)
 		rename_ca(port->ca_name, ca_name);
 	return ret;
@@ -107,7 +153,7 @@ int umad_open_port(const char *ca_name, int portnum)
 {
 	__typeof__(umad_open_port) *real = REAL(umad_open_port);
 
-	return real ? real(umad_ca(ca_name), portnum) : -ENOSYS;
+	return real ? real(umad_ca(ca_name), umad_portnum(ca_name, portnum)) : -ENOSYS;
 }
 
 /* Every MAD read passes here: answers to the shim's own SMPs go to the SMP waiting for
