@@ -178,8 +178,13 @@ struct vsim_ctx {
 	/* progress thread */
 	pthread_t thread;
 	bool thread_on, stop;
+	/* The port watcher: re-reads the ports by SMP every IBVSIM_PORT_MS, apart from the
+	 * progress thread, so packets never wait for an SMP (as an HCA's data path never
+	 * waits for its SMA). watch_cond (with ctx->lock) wakes it to stop. */
+	pthread_t watcher;
+	bool watcher_on;
+	pthread_cond_t watch_cond;
 	int wake_fd, epfd;
-	uint64_t port_check_ns;
 };
 
 static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)
