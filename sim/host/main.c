@@ -12,7 +12,11 @@
  *                                        requests queued meanwhile (queue overflow test)
  * Options:
  *   --node NAME     the node ($IBGW_NODE, else $SIM_HOST)
- *   --socket PATH   the fabric's port socket ($IBGW_RACK_STATE/fabric.sock)
+ *   --backend B     the IB port backend (port/ib_port.h): verbs (default; on the rack
+ *                   the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack) or sim.
+ *                   Connected mode needs sim: its CM MADs go through the sim backend's
+ *                   GSI QP (cm/cm_gsi.h; docs/connected-mode.md, "On the rack")
+ *   --socket PATH   the sim backend's fabric socket ($IBGW_RACK_STATE/fabric.sock)
  *   --pkey P        the link's P_Key (default 0xffff)
  *   --mode M        datagram (default) or connected (RFC 4755: the RC flag in our
  *                   hardware address, RC connections to peers that advertise it, TAP
@@ -892,7 +896,7 @@ static int parse_addr(struct host *h, const char *s)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ibgw-host [--node N] [--socket P] [--pkey P] "
+		"usage: ibgw-host [--node N] [--backend verbs|sim] [--socket P] [--pkey P] "
 		"[--mode datagram|connected] [--conn-idle-ms N] "
 		"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
 		"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
@@ -906,6 +910,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "node", required_argument, NULL, 'n' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "backend", required_argument, NULL, 'b' },
 		{ "pkey", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "conn-idle-ms", required_argument, NULL, 'i' },
@@ -916,7 +921,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char sockbuf[256], ctlbuf[256];
-	const char *env;
+	const char *env, *backend = "verbs";
 	int o, r;
 
 	h.pkey = 0xffff;
@@ -928,6 +933,13 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			h.socket = optarg;
+			break;
+		case 'b':
+			if (strcmp(optarg, "verbs") && strcmp(optarg, "sim")) {
+				fprintf(stderr, "ibgw-host: backend %s: verbs or sim\n", optarg);
+				return 2;
+			}
+			backend = optarg;
 			break;
 		case 'p':
 			h.pkey = (uint16_t)strtoul(optarg, NULL, 0);
@@ -975,15 +987,23 @@ int main(int argc, char **argv)
 		snprintf(sockbuf, sizeof(sockbuf), "%s/fabric.sock", env);
 		h.socket = sockbuf;
 	}
-	if (!h.node || !h.socket)
+	if (!h.node || (!h.socket && !strcmp(backend, "sim")))
 		usage();
+	if (h.connected && strcmp(backend, "sim")) {
+		/* The link's CM would need cm_umad, which the rack cannot carry yet. */
+		fprintf(stderr, "ibgw-host: connected mode needs --backend sim (its CM MADs go "
+				"through the sim backend's GSI QP)\n");
+		return 2;
+	}
 	log_init("ibgw-host", LOG_TARGET_STDERR, LOG_INFO);
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((r = evloop_new(&h.loop)) < 0)
 		die("evloop", r);
-	h.ops = ibp_backend("sim");
-	struct ibp_port_config pc = { .backend = "sim",
+	h.ops = ibp_backend(backend);
+	if (!h.ops)
+		die("backend", -ENOTSUP);
+	struct ibp_port_config pc = { .backend = backend,
 				      .device = h.node,
 				      .port = 1,
 				      .sim_socket = h.socket,
