@@ -44,6 +44,7 @@ static struct {
 	unsigned n_ports[VSIM_TEST_NODES];
 	bool testing;
 	struct vsim_test_node test[VSIM_TEST_NODES];
+	struct vsim_ctx *ctxs; /* open contexts */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 uint64_t vsim_now_ns(void)
@@ -131,6 +132,24 @@ static int read_port(unsigned node, uint8_t num, struct simnode_port *out)
 	}
 	pthread_mutex_unlock(&g.lock);
 	return simnode_read_port(&g.node, num, out);
+}
+
+struct vsim_port *vsim_port_on_fabric(uint8_t num, struct vsim_ctx **out)
+{
+	pthread_mutex_lock(&g.lock);
+	for (struct vsim_ctx *ctx = g.ctxs; ctx; ctx = ctx->next_ctx) {
+		if (num < 1 || num > ctx->n_ports)
+			continue;
+		pthread_mutex_lock(&ctx->lock);
+		if (ctx->port[num - 1].fab) {
+			pthread_mutex_unlock(&g.lock);
+			*out = ctx;
+			return &ctx->port[num - 1];
+		}
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&g.lock);
+	return NULL;
 }
 
 unsigned vsim_node_ports(void)
@@ -606,6 +625,14 @@ static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_att
 
 static void ctx_free(struct vsim_ctx *ctx)
 {
+	pthread_mutex_lock(&g.lock);
+	for (struct vsim_ctx **pp = &g.ctxs; *pp; pp = &(*pp)->next_ctx) {
+		if (*pp == ctx) {
+			*pp = ctx->next_ctx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->stop = true;
 	if (ctx->wake_fd >= 0)
@@ -717,6 +744,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	ctx->watcher_on = true;
+	pthread_mutex_lock(&g.lock);
+	ctx->next_ctx = g.ctxs;
+	g.ctxs = ctx;
+	pthread_mutex_unlock(&g.lock);
 	return c;
 }
 

@@ -184,6 +184,7 @@ struct vsim_ctx {
 	pthread_t watcher;
 	bool watcher_on;
 	pthread_cond_t watch_cond;
+	struct vsim_ctx *next_ctx; /* the process's contexts (g.ctxs, g.lock) */
 	int wake_fd, epfd;
 };
 
@@ -198,6 +199,9 @@ uint64_t vsim_now_ns(void);
 /* The ports of the node the shim's device stands for (NodeInfo NumPorts), 0 before the
  * device list was read. Any thread. */
 unsigned vsim_node_ports(void);
+/* The port num of a context of this process that has it on the fabric, with that
+ * context's lock held (*ctx), or NULL. Any thread. */
+struct vsim_port *vsim_port_on_fabric(uint8_t num, struct vsim_ctx **ctx);
 /* ctx->lock held: the context uses this port; connect it to the fabric if it is not. */
 void vsim_port_claim(struct vsim_ctx *ctx, struct vsim_port *p);
 void vsim_wake(struct vsim_ctx *ctx);

@@ -25,6 +25,7 @@
 
 #include "lib/log.h"
 #include "sim/verbs/sim_node.h"
+#include "sim/verbs/vsim_gsi.h"
 #include "sim/verbs/vsim_pvt.h"
 
 /* The real function NAME of libibumad, or NULL (logged once per call site). */
@@ -152,8 +153,62 @@ int umad_get_port(const char *ca_name, int portnum, umad_port_t *port)
 int umad_open_port(const char *ca_name, int portnum)
 {
 	__typeof__(umad_open_port) *real = REAL(umad_open_port);
+	int portid;
 
-	return real ? real(umad_ca(ca_name), umad_portnum(ca_name, portnum)) : -ENOSYS;
+	if (!real)
+		return -ENOSYS;
+	portid = real(umad_ca(ca_name), umad_portnum(ca_name, portnum));
+	if (portid >= 0 && ca_name && !umad_ca(ca_name))
+		vsim_gsi_port_opened(portid, portnum); /* the port a CM agent would carry */
+	return portid;
+}
+
+int umad_close_port(int portid)
+{
+	__typeof__(umad_close_port) *real = REAL(umad_close_port);
+
+	vsim_gsi_port_closed(portid);
+	return real ? real(portid) : -ENOSYS;
+}
+
+/* The CM class's agents are the shim's (vsim_gsi.c); other classes are umad2sim's. */
+int umad_register(int portid, int mgmt_class, int mgmt_version, uint8_t rmpp_version,
+		  long method_mask[16 / sizeof(long)])
+{
+	__typeof__(umad_register) *real = REAL(umad_register);
+	int id = vsim_gsi_register(portid, mgmt_class);
+
+	if (id != -ENOENT)
+		return id;
+	return real ? real(portid, mgmt_class, mgmt_version, rmpp_version, method_mask) : -ENOSYS;
+}
+
+int umad_unregister(int portid, int agentid)
+{
+	__typeof__(umad_unregister) *real = REAL(umad_unregister);
+
+	if (vsim_gsi_unregister(portid, agentid))
+		return 0;
+	return real ? real(portid, agentid) : -ENOSYS;
+}
+
+int umad_get_fd(int portid)
+{
+	__typeof__(umad_get_fd) *real = REAL(umad_get_fd);
+	int fd = vsim_gsi_fd(portid);
+
+	if (fd >= 0)
+		return fd;
+	return real ? real(portid) : -ENOSYS;
+}
+
+int umad_send(int portid, int agentid, void *umad, int length, int timeout_ms, int retries)
+{
+	__typeof__(umad_send) *real = REAL(umad_send);
+
+	if (vsim_gsi_fd(portid) >= 0)
+		return vsim_gsi_send(portid, umad, length);
+	return real ? real(portid, agentid, umad, length, timeout_ms, retries) : -ENOSYS;
 }
 
 /* Every MAD read passes here: answers to the shim's own SMPs go to the SMP waiting for
@@ -166,6 +221,8 @@ int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 
 	if (!real)
 		return -ENOSYS;
+	if (vsim_gsi_fd(fd) >= 0)
+		return vsim_gsi_recv(fd, umad, length); /* the CM agent's (no waiting) */
 	ret = real(fd, umad, length, timeout_ms);
 	if (ret >= 0 && length && simnode_smp_divert(umad, *length)) {
 		errno = EAGAIN;

@@ -215,11 +215,10 @@ gateway_stop gw1
 # sends toward the IB host are posted across workers (under the port's lock).
 # Both partitions' links connected (one GSI QP for the port, shared); gw2's host on
 # P_Key 0x8001 runs datagram mode: reached over UD with the UD MTU.
-# The links run the sim backend here: connected mode on backend verbs needs the CM
-# over libibumad (cm/cm_umad.c), which ibsim and umad2sim cannot carry
-# (docs/connected-mode.md, "On the rack"); the sim backend carries CM MADs on its GSI QP.
+# Backend verbs: the CM is cm/cm_umad.c, as on an HCA, its MADs carried on the fabric's
+# QP1 by the verbs shim's libibumad (docs/verbs-sim.md, "CM MADs"); the connected IB
+# hosts still speak it through the sim backend's GSI QP (cm_gsi), on the same QP1.
 sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
-	-e 's/backend: verbs/backend: sim/' \
 	-e 's/^    pkey: 0x8001$/    pkey: 0x8001\n    mode: connected/' "$work/two.yaml" >"$work/cm.yaml"
 gateway_start gw1 "$work/cm.yaml" >/dev/null 2>&1
 wait_up ib0 20
