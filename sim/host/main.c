@@ -14,8 +14,8 @@
  *   --node NAME     the node ($IBGW_NODE, else $SIM_HOST)
  *   --backend B     the IB port backend (port/ib_port.h): verbs (default; on the rack
  *                   the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack) or sim.
- *                   Connected mode needs sim: its CM MADs go through the sim backend's
- *                   GSI QP (cm/cm_gsi.h; docs/connected-mode.md, "On the rack")
+ *                   Connected mode's CM: cm/cm_umad.h on verbs (the shim carries its
+ *                   MADs on the rack), the sim backend's GSI QP on sim (cm/cm_gsi.h)
  *   --socket PATH   the sim backend's fabric socket ($IBGW_RACK_STATE/fabric.sock)
  *   --pkey P        the link's P_Key (default 0xffff)
  *   --mode M        datagram (default) or connected (RFC 4755: the RC flag in our
@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "cm/cm_gsi.h"
+#include "cm/cm_umad.h"
 #include "pkt/icmp.h"
 #include "port/ib_port.h"
 #include "pkt/ip.h"
@@ -617,7 +618,13 @@ static void dump_cm(struct host *h, FILE *f)
 		fprintf(f, " closed_%s %llu", cm_close_reason_name(i),
 			(unsigned long long)cs->closed[i]);
 	fprintf(f, "\n");
-	if (h->cmp) {
+	if (h->cmp && ipoib_cm_port_umad(h->cmp)) {
+		const struct cm_umad_stats *us = cm_umad_get_stats(ipoib_cm_port_umad(h->cmp));
+
+		fprintf(f, "umad_stats tx %llu tx_errors %llu rx %llu rx_errors %llu\n",
+			(unsigned long long)us->tx, (unsigned long long)us->tx_errors,
+			(unsigned long long)us->rx, (unsigned long long)us->rx_errors);
+	} else if (h->cmp) {
 		const struct cm_gsi_stats *gs = cm_gsi_get_stats(ipoib_cm_port_gsi(h->cmp));
 
 		fprintf(f, "gsi_stats tx %llu tx_done %llu tx_errors %llu rx %llu rx_error %llu\n",
@@ -989,12 +996,6 @@ int main(int argc, char **argv)
 	}
 	if (!h.node || (!h.socket && !strcmp(backend, "sim")))
 		usage();
-	if (h.connected && strcmp(backend, "sim")) {
-		/* The link's CM would need cm_umad, which the rack cannot carry yet. */
-		fprintf(stderr, "ibgw-host: connected mode needs --backend sim (its CM MADs go "
-				"through the sim backend's GSI QP)\n");
-		return 2;
-	}
 	log_init("ibgw-host", LOG_TARGET_STDERR, LOG_INFO);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -1032,7 +1033,19 @@ int main(int argc, char **argv)
 	sa_client_set_port(h.sa, &h.pi);
 	sa_umad_poll_port(h.umad);
 
+	/* Connected mode's CM: on verbs through libibumad, as the gateway's (cm/cm_umad.h;
+	 * on the rack the verbs shim carries its MADs); on sim the link's own GSI QP. */
+	if (h.connected && strcmp(backend, "sim")) {
+		char why[512];
+
+		if ((r = ipoib_cm_port_open_umad(h.node, 1, h.loop, &h.cmp, why, sizeof(why))) <
+		    0) {
+			log_error("connected mode refused: %s", why);
+			die("cm", r);
+		}
+	}
 	struct ipoib_link_config lc = {
+		.cm_port = h.cmp,
 		.name = h.tap,
 		.ops = h.ops,
 		.port = h.port,
@@ -1048,7 +1061,8 @@ int main(int argc, char **argv)
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
 		die("link", r);
-	h.cmp = ipoib_link_cm_port(h.link); /* the link's own GSI QP (connected mode) */
+	if (!h.cmp)
+		h.cmp = ipoib_link_cm_port(h.link); /* the link's own GSI QP (sim backend) */
 	for (int i = 0; i < h.n_addrs; i++)
 		ipoib_link_add_addr(h.link, h.addrs[i].family, h.addrs[i].a);
 
@@ -1106,6 +1120,8 @@ int main(int argc, char **argv)
 	sa_client_free(h.sa); /* the leaves went out in ipoib_link_stop */
 	sa_umad_close(h.umad);
 	ipoib_link_free(h.link);
+	if (h.cmp && ipoib_cm_port_umad(h.cmp))
+		ipoib_cm_port_close(h.cmp); /* ours, not the link's */
 	h.ops->close(h.port);
 	if (h.ctl_path)
 		unlink(h.ctl_path);
