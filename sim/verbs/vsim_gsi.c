@@ -204,7 +204,6 @@ int vsim_gsi_recv(int portid, void *umad, int *length)
 	((struct ib_user_mad *)umad)->agent_id = (uint32_t)id;
 	((struct ib_user_mad *)umad)->status = 0;
 	((struct ib_user_mad *)umad)->length = (uint32_t)(umad_size() + GSI_MAD);
-	memcpy(umad_get_mad(umad), m.mad, GSI_MAD);
 	addr = umad_get_mad_addr(umad);
 	memset(addr, 0, sizeof(*addr));
 	addr->qpn = htobe32(IB_QP1);
@@ -218,7 +217,9 @@ int vsim_gsi_recv(int portid, void *umad, int *length)
 		addr->traffic_class = m.tclass;
 		addr->hop_limit = m.hop_limit;
 	}
-	umad_set_pkey(umad, m.pkey_index);
+	umad_set_pkey(umad, m.pkey_index); /* (a no-op with the old umad ABI, as libibumad) */
+	/* Last: with the old umad ABI the address's tail is where the MAD starts. */
+	memcpy(umad_get_mad(umad), m.mad, GSI_MAD);
 	*length = GSI_MAD;
 	return id;
 }
@@ -277,6 +278,8 @@ int vsim_gsi_send(int portid, const void *umad, int length)
 	struct vsim_port *port;
 	struct ib_packet p;
 	uint8_t port_num;
+	/* libibumad's own view: without the kernel's P_Key API (old umad ABI) there is no
+	 * index in the address, and every MAD goes on index 0, as the kernel sends it. */
 	uint16_t pkey_index = (uint16_t)umad_get_pkey((void *)umad);
 	int len, ret;
 
