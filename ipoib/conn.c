@@ -330,6 +330,11 @@ const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp)
 	return cp ? cp->gsi : NULL;
 }
 
+const struct cm_umad *ipoib_cm_port_umad(const struct ipoib_cm_port *cp)
+{
+	return cp ? cp->umad : NULL;
+}
+
 static void cmp_deliver(void *arg, const uint8_t *mad, size_t len, const struct cm_addr *from)
 {
 	struct ipoib_cm_port *cp = arg;

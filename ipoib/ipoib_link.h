@@ -98,6 +98,7 @@ struct ip_prefix;
 
 struct ipoib_link;
 struct ipoib_cm_port;
+struct cm_umad;
 struct sa_client;
 struct evloop;
 
@@ -300,6 +301,8 @@ bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc)
 struct cm_gsi;
 /* The GSI transport of the port (NULL for a umad one). */
 const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp);
+/* Its libibumad transport (statistics), or NULL. */
+const struct cm_umad *ipoib_cm_port_umad(const struct ipoib_cm_port *cp);
 /* The link's own cm_port when it opened one (cfg.cm_port NULL), else NULL. */
 struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l);
 

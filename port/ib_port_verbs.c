@@ -47,6 +47,8 @@
 #define IBP_VERBS_ACK_MAX  16   /* CQ events acked in one ibv_ack_cq_events */
 #define IBP_VERBS_DRAIN_MS 2000 /* longest wait for a QP's flushed WRs */
 #define IBP_VERBS_STASH    16   /* events read early by destroy_qp */
+#define IBP_VERBS_REAP_MS  20   /* destroy_qp reaps itself when nobody did for this long */
+#define IBP_VERBS_WC_STASH 256  /* completions of live QPs destroy_qp reaped for poll */
 #define WRID_DRAIN         (1ull << 63)
 #define GEN_MASK           0x7fffffffu
 
@@ -131,6 +133,10 @@ struct ibp_port {
 	struct ibp_qp **qpt; /* open addressing by qpn, linear probing */
 	size_t qpt_cap, qpt_len;
 	uint64_t stale_wcs; /* completions dropped as stale (statistics) */
+	/* Completions of live QPs that destroy_qp reaped while waiting for a dying QP's
+	 * (nobody polled the port): poll hands them out first. */
+	struct ibp_wc wc_stash[IBP_VERBS_WC_STASH];
+	unsigned wc_stash_len;
 
 	/* Owner thread (arm). */
 	unsigned cq_events_unacked;
@@ -956,6 +962,24 @@ static void qp_free(struct ibp_qp *qp)
 	free(qp);
 }
 
+static bool translate_wc(struct ibp_port *port, const struct ibv_wc *wc, struct ibp_wc *out);
+
+/* port_lock held: poll the CQ for destroy_qp. Dying QPs' completions are consumed as
+ * poll consumes them; live QPs' are kept for poll (while there is room). */
+static void reap_locked(struct ibp_port *port)
+{
+	while (port->wc_stash_len + IBP_VERBS_BATCH <= IBP_VERBS_WC_STASH) {
+		struct ibv_wc wc[IBP_VERBS_BATCH];
+		int got = ibv_poll_cq(port->cq, IBP_VERBS_BATCH, wc);
+
+		for (int i = 0; i < got; i++)
+			if (translate_wc(port, &wc[i], &port->wc_stash[port->wc_stash_len]))
+				port->wc_stash_len++;
+		if (got < IBP_VERBS_BATCH)
+			break;
+	}
+}
+
 static void verbs_destroy_qp(struct ibp_qp *qp)
 {
 	struct ibp_port *port;
@@ -998,12 +1022,19 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 	}
 	pthread_mutex_lock(&port->port_lock);
 	while (flushing && !qp_drained(qp)) {
-		if (pthread_cond_timedwait(&port->drained, &port->port_lock, &dl) == ETIMEDOUT) {
-			log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms "
-				    "(is the port polled?)",
+		struct timespec slice;
+
+		deadline_in(&slice, IBP_VERBS_REAP_MS);
+		if (pthread_cond_timedwait(&port->drained, &port->port_lock, &slice) != ETIMEDOUT)
+			continue;
+		if (ms_until(&dl) == 0) {
+			log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms",
 				    port->name, qp->qpn, IBP_VERBS_DRAIN_MS);
 			break;
 		}
+		/* Nobody reaped for a while: the port's poller may be gone already (a link
+		 * taken down leaves the engine before its QPs are destroyed). Reap here. */
+		reap_locked(port);
 	}
 	pthread_mutex_unlock(&port->port_lock);
 
@@ -1023,6 +1054,18 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 		if ((s == VB_SEND || s == VB_RECV) && v->owner == qp)
 			free_push(port, v);
 	}
+	/* Its completions kept for poll (from another QP's destroy) go too. */
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < port->wc_stash_len; i++) {
+		struct ibp_wc *w = &port->wc_stash[i];
+
+		if (w->qp == qp)
+			free_push(port, vbuf_of(port, w->buf));
+		else
+			port->wc_stash[kept++] = *w;
+	}
+	port->wc_stash_len = kept;
 	qpt_remove(port, qp);
 	pthread_mutex_unlock(&port->port_lock);
 	free(qp);
@@ -1390,6 +1433,16 @@ static int verbs_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 	int ret = 0;
 
 	pthread_mutex_lock(&port->port_lock);
+	if (port->wc_stash_len) {
+		/* reaped by destroy_qp: theirs first, in order */
+		unsigned k = port->wc_stash_len < max ? port->wc_stash_len : max;
+
+		memcpy(wcs, port->wc_stash, k * sizeof(*wcs));
+		memmove(port->wc_stash, port->wc_stash + k,
+			(port->wc_stash_len - k) * sizeof(*wcs));
+		port->wc_stash_len -= k;
+		n = k;
+	}
 	while (n < max) {
 		int want = (int)(max - n < IBP_VERBS_BATCH ? max - n : IBP_VERBS_BATCH);
 		int got = ibv_poll_cq(port->cq, want, wc);

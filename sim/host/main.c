@@ -12,7 +12,11 @@
  *                                        requests queued meanwhile (queue overflow test)
  * Options:
  *   --node NAME     the node ($IBGW_NODE, else $SIM_HOST)
- *   --socket PATH   the fabric's port socket ($IBGW_RACK_STATE/fabric.sock)
+ *   --backend B     the IB port backend (port/ib_port.h): verbs (default; on the rack
+ *                   the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack) or sim.
+ *                   Connected mode's CM: cm/cm_umad.h on verbs (the shim carries its
+ *                   MADs on the rack), the sim backend's GSI QP on sim (cm/cm_gsi.h)
+ *   --socket PATH   the sim backend's fabric socket ($IBGW_RACK_STATE/fabric.sock)
  *   --pkey P        the link's P_Key (default 0xffff)
  *   --mode M        datagram (default) or connected (RFC 4755: the RC flag in our
  *                   hardware address, RC connections to peers that advertise it, TAP
@@ -49,6 +53,7 @@
 #include <unistd.h>
 
 #include "cm/cm_gsi.h"
+#include "cm/cm_umad.h"
 #include "pkt/icmp.h"
 #include "port/ib_port.h"
 #include "pkt/ip.h"
@@ -613,7 +618,13 @@ static void dump_cm(struct host *h, FILE *f)
 		fprintf(f, " closed_%s %llu", cm_close_reason_name(i),
 			(unsigned long long)cs->closed[i]);
 	fprintf(f, "\n");
-	if (h->cmp) {
+	if (h->cmp && ipoib_cm_port_umad(h->cmp)) {
+		const struct cm_umad_stats *us = cm_umad_get_stats(ipoib_cm_port_umad(h->cmp));
+
+		fprintf(f, "umad_stats tx %llu tx_errors %llu rx %llu rx_errors %llu\n",
+			(unsigned long long)us->tx, (unsigned long long)us->tx_errors,
+			(unsigned long long)us->rx, (unsigned long long)us->rx_errors);
+	} else if (h->cmp) {
 		const struct cm_gsi_stats *gs = cm_gsi_get_stats(ipoib_cm_port_gsi(h->cmp));
 
 		fprintf(f, "gsi_stats tx %llu tx_done %llu tx_errors %llu rx %llu rx_error %llu\n",
@@ -892,7 +903,7 @@ static int parse_addr(struct host *h, const char *s)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ibgw-host [--node N] [--socket P] [--pkey P] "
+		"usage: ibgw-host [--node N] [--backend verbs|sim] [--socket P] [--pkey P] "
 		"[--mode datagram|connected] [--conn-idle-ms N] "
 		"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
 		"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
@@ -906,6 +917,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "node", required_argument, NULL, 'n' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "backend", required_argument, NULL, 'b' },
 		{ "pkey", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "conn-idle-ms", required_argument, NULL, 'i' },
@@ -916,7 +928,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char sockbuf[256], ctlbuf[256];
-	const char *env;
+	const char *env, *backend = "verbs";
 	int o, r;
 
 	h.pkey = 0xffff;
@@ -928,6 +940,13 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			h.socket = optarg;
+			break;
+		case 'b':
+			if (strcmp(optarg, "verbs") && strcmp(optarg, "sim")) {
+				fprintf(stderr, "ibgw-host: backend %s: verbs or sim\n", optarg);
+				return 2;
+			}
+			backend = optarg;
 			break;
 		case 'p':
 			h.pkey = (uint16_t)strtoul(optarg, NULL, 0);
@@ -975,15 +994,17 @@ int main(int argc, char **argv)
 		snprintf(sockbuf, sizeof(sockbuf), "%s/fabric.sock", env);
 		h.socket = sockbuf;
 	}
-	if (!h.node || !h.socket)
+	if (!h.node || (!h.socket && !strcmp(backend, "sim")))
 		usage();
 	log_init("ibgw-host", LOG_TARGET_STDERR, LOG_INFO);
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((r = evloop_new(&h.loop)) < 0)
 		die("evloop", r);
-	h.ops = ibp_backend("sim");
-	struct ibp_port_config pc = { .backend = "sim",
+	h.ops = ibp_backend(backend);
+	if (!h.ops)
+		die("backend", -ENOTSUP);
+	struct ibp_port_config pc = { .backend = backend,
 				      .device = h.node,
 				      .port = 1,
 				      .sim_socket = h.socket,
@@ -1012,7 +1033,19 @@ int main(int argc, char **argv)
 	sa_client_set_port(h.sa, &h.pi);
 	sa_umad_poll_port(h.umad);
 
+	/* Connected mode's CM: on verbs through libibumad, as the gateway's (cm/cm_umad.h;
+	 * on the rack the verbs shim carries its MADs); on sim the link's own GSI QP. */
+	if (h.connected && strcmp(backend, "sim")) {
+		char why[512];
+
+		if ((r = ipoib_cm_port_open_umad(h.node, 1, h.loop, &h.cmp, why, sizeof(why))) <
+		    0) {
+			log_error("connected mode refused: %s", why);
+			die("cm", r);
+		}
+	}
 	struct ipoib_link_config lc = {
+		.cm_port = h.cmp,
 		.name = h.tap,
 		.ops = h.ops,
 		.port = h.port,
@@ -1028,7 +1061,8 @@ int main(int argc, char **argv)
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
 		die("link", r);
-	h.cmp = ipoib_link_cm_port(h.link); /* the link's own GSI QP (connected mode) */
+	if (!h.cmp)
+		h.cmp = ipoib_link_cm_port(h.link); /* the link's own GSI QP (sim backend) */
 	for (int i = 0; i < h.n_addrs; i++)
 		ipoib_link_add_addr(h.link, h.addrs[i].family, h.addrs[i].a);
 
@@ -1086,6 +1120,8 @@ int main(int argc, char **argv)
 	sa_client_free(h.sa); /* the leaves went out in ipoib_link_stop */
 	sa_umad_close(h.umad);
 	ipoib_link_free(h.link);
+	if (h.cmp && ipoib_cm_port_umad(h.cmp))
+		ipoib_cm_port_close(h.cmp); /* ours, not the link's */
 	h.ops->close(h.port);
 	if (h.ctl_path)
 		unlink(h.ctl_path);

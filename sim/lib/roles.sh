@@ -55,7 +55,10 @@ role_start_ibhost_node() {   # NODE PKEY MODE ADDR...
 	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i
 	shift 3
 	for a in "$@"; do args+=(--addr "$a"); done
-	rack_env_args "$node"
+	# Backend verbs on the verbs shim, as the gateway; in connected mode the CM is
+	# cm_umad, its MADs carried on the fabric's QP1 by the shim (docs/verbs-sim.md).
+	rack_env_verbs "$node"
+	args+=(--backend verbs)
 	rack_spawn "ibgw-host-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" -- \
 		"$(host_bin)" --node "$node" --socket "$(fabric_socket)" --pkey "$pkey" \
 		--mode "$mode" --ctl "$dir/ibgw-host.sock" "${args[@]}"
@@ -106,6 +109,28 @@ ibgwd_bin() {
 	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/bin/ibgwd"
 	else echo "$top/build/bin/ibgwd"
 	fi
+}
+# The verbs shim (sim/verbs, docs/verbs-sim.md): libibverbs on the simulated fabric.
+# ibgwd's links say `backend: verbs`, the code that ships for HCAs; on the rack that
+# code runs on this library, LD_PRELOADed after libumad2sim (it reads the node's port
+# through libibumad). $IBGW_VSIM, else $IBGW_BUILD/sim/verbs/, else build/ next to sim/.
+vsim_lib() {
+	local top
+	top=$(cd "$RACK_SIM_DIR/.." && pwd)
+	if [ -n "${IBGW_VSIM:-}" ]; then echo "$IBGW_VSIM"
+	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/sim/verbs/libibverbs2sim.so"
+	else echo "$top/build/sim/verbs/libibverbs2sim.so"
+	fi
+}
+# rack_env_verbs NODE: RACK_ENV for NODE with the verbs shim after libumad2sim.
+rack_env_verbs() {
+	local i
+	rack_env_args "$1"
+	for i in "${!RACK_ENV[@]}"; do
+		case ${RACK_ENV[$i]} in LD_PRELOAD=*)
+			RACK_ENV[i]="${RACK_ENV[$i]}:$(vsim_lib)"
+		esac
+	done
 }
 # gw_config [NODE]: the config ibgwd runs with. A failover pair (sim/rack up --ha:
 # IBGW_GW_HA=1) runs etc/rack-ha-NODE.yaml, rendered into the node's folder with the
@@ -162,7 +187,7 @@ gateway_start() {
 	rm -f "$dir/ibgwd.sock"
 	# An earlier ibgwd killed here (failover tests) still holds its ibsim slot.
 	rack_reap_clients >/dev/null 2>&1
-	rack_env_args "$node"
+	rack_env_verbs "$node"
 	rack_spawn "ibgwd-$node" "$ns" "$dir/ibgwd" "${RACK_ENV[@]}" -- \
 		"$(ibgwd_bin)" -d -f "$cfg" -S "$dir/ibgwd.sock"
 	for i in $(seq 100); do
@@ -230,6 +255,7 @@ hosts_for_gateway() {
 role_start_gateways() {
 	local node
 	[ -x "$(ibgwd_bin)" ] || { echo "sim/rack: no $(ibgwd_bin) (make): gateways not started" >&2; return 0; }
+	[ -e "$(vsim_lib)" ] || { echo "sim/rack: no $(vsim_lib) (make): gateways not started" >&2; return 0; }
 	fabric_running || return 0
 	for node in $(gw_nodes); do
 		rack_node_field "$node" 1 >/dev/null || continue

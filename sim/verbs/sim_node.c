@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "lib/ib_bytes.h"
 #include "lib/ib_types.h"
@@ -18,19 +20,138 @@
 
 #define IB_MAD_LEN         256
 #define SIM_SMP_MS         1000 /* a local SMP's timeout (umad) */
+#define SIM_SMP_SLICE_MS   10   /* how long one look at the mailbox waits */
 #define SMP_ATTR_NODE_DESC 0x0010
 #define SMP_ATTR_NODE_INFO 0x0011
 #define SMP_ATTR_PORT_INFO 0x0015
 #define SMP_DATA           64
+
+/*
+ * Answers that another agent read. umad2sim hands every SMI MAD of the process to the
+ * agent of that class registered last: once the program's SA client (sm-client/sa_umad)
+ * registers its own SMI agent, the answers to our SMPs reach its fd, not ours. Our TIDs
+ * carry SIMNODE_TID_TAG in their low 32 bits (umad2sim rewrites the high ones), and the
+ * verbs shim's umad_recv (vsim_umad.c) hands every tagged answer it reads, on whatever
+ * fd, to simnode_smp_divert, which keeps it here for smp_get. Without the shim (the
+ * sim backend linked into a program) only our own fd's reads arrive.
+ */
+#define SIMNODE_TID_TAG  0x5ead0000u
+#define SIMNODE_TID_MASK 0xffff0000u
+#define MAILBOX          8
+
+/* The SMPs of this copy of sim_node waiting for an answer: only those are diverted, so
+ * that a program's own copy (the sim backend, linked in) keeps reading its answers. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct {
+		bool pending, done;
+		uint32_t tid;
+		int status; /* umad_status: a send that timed out */
+		uint8_t mad[IB_MAD_LEN];
+	} box[MAILBOX];
+} mb = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+bool simnode_smp_divert(const void *umad, int len)
+{
+	const uint8_t *mad = umad_get_mad((void *)umad);
+	bool taken = false;
+	uint32_t tid;
+
+	if (len < 64 || mad[1] != 0x81)
+		return false;
+	tid = ib_get_be32(mad + 12);
+	if ((tid & SIMNODE_TID_MASK) != SIMNODE_TID_TAG)
+		return false;
+	if (!umad_status((void *)umad) && !(mad[3] & 0x80))
+		return false; /* a request: not an answer to us */
+	pthread_mutex_lock(&mb.lock);
+	for (unsigned i = 0; i < MAILBOX && !taken; i++) {
+		if (mb.box[i].pending && !mb.box[i].done && mb.box[i].tid == tid) {
+			mb.box[i].done = true;
+			mb.box[i].status = umad_status((void *)umad);
+			memcpy(mb.box[i].mad, mad, len < IB_MAD_LEN ? (size_t)len : IB_MAD_LEN);
+			taken = true;
+		}
+	}
+	if (taken)
+		pthread_cond_broadcast(&mb.cond);
+	pthread_mutex_unlock(&mb.lock);
+	return taken;
+}
+
+/* A mailbox slot for tid, or -1 (all taken: the SMP reads only its own fd). */
+static int mailbox_reserve(uint32_t tid)
+{
+	int slot = -1;
+
+	pthread_mutex_lock(&mb.lock);
+	for (unsigned i = 0; i < MAILBOX && slot < 0; i++) {
+		if (!mb.box[i].pending) {
+			mb.box[i].pending = true;
+			mb.box[i].done = false;
+			mb.box[i].tid = tid;
+			slot = (int)i;
+		}
+	}
+	pthread_mutex_unlock(&mb.lock);
+	return slot;
+}
+
+static void mailbox_release(int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&mb.lock);
+	mb.box[slot].pending = false;
+	pthread_mutex_unlock(&mb.lock);
+}
+
+/* The answer in slot, waiting at most ms. 1 found, 0 not. */
+static int mailbox_take(int slot, uint8_t *mad, int *status, unsigned ms)
+{
+	struct timespec dl;
+	int found = 0;
+
+	if (slot < 0)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += (long)ms * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&mb.lock);
+	while (!mb.box[slot].done && pthread_cond_timedwait(&mb.cond, &mb.lock, &dl) == 0)
+		;
+	if (mb.box[slot].done) {
+		*status = mb.box[slot].status;
+		memcpy(mad, mb.box[slot].mad, IB_MAD_LEN);
+		found = 1;
+	}
+	pthread_mutex_unlock(&mb.lock);
+	return found;
+}
+
+/* An answer (or a timeout report) for our SMP tid: 0, or -errno; data gets the
+ * attribute. */
+static int smp_answer(const uint8_t *mad, int status, uint8_t *data)
+{
+	if (status)
+		return -ETIMEDOUT;
+	if ((ib_get_be16(mad + 4) & 0x7fff) != 0)
+		return -EPROTO;
+	memcpy(data, mad + 64, SMP_DATA);
+	return 0;
+}
 
 /* A directed-route SubnGet to the local port (hop count 0); data gets the 64-octet
  * attribute. n->lock held. Returns 0 or -errno. */
 static int smp_get(struct simnode *n, uint16_t attr, uint32_t mod, uint8_t *data)
 {
 	static atomic_uint tid_lo = 1;
-	uint8_t umad[512];
+	uint8_t umad[512], got[IB_MAD_LEN];
 	uint8_t *mad;
-	uint32_t tid = atomic_fetch_add(&tid_lo, 1);
+	uint32_t tid = SIMNODE_TID_TAG | (atomic_fetch_add(&tid_lo, 1) & ~SIMNODE_TID_MASK);
+	int status, slot;
 
 	if (umad_size() + IB_MAD_LEN > sizeof(umad))
 		return -ENOBUFS;
@@ -46,28 +167,32 @@ static int smp_get(struct simnode *n, uint16_t attr, uint32_t mod, uint8_t *data
 	ib_put_be16(mad + 32, 0xffff); /* DrSLID */
 	ib_put_be16(mad + 34, 0xffff); /* DrDLID */
 	umad_set_addr(umad, 0xffff, 0, 0, 0);
-	if (umad_send(n->umad_fd, n->umad_agent, umad, IB_MAD_LEN, SIM_SMP_MS, 2) < 0)
+	slot = mailbox_reserve(tid);
+	if (umad_send(n->umad_fd, n->umad_agent, umad, IB_MAD_LEN, SIM_SMP_MS, 2) < 0) {
+		mailbox_release(slot);
 		return -EIO;
-	for (int tries = 0; tries < 8; tries++) {
-		int len = IB_MAD_LEN;
-		int ret = umad_recv(n->umad_fd, umad, &len, SIM_SMP_MS * 3);
-
-		if (ret < 0)
-			return ret == -ETIMEDOUT ? -ETIMEDOUT : -EIO;
-		/* umad2sim hands this fd every SMI MAD of the process (the last agent of a
-		 * class gets them all), also another port's answers and timeouts: only
-		 * ours, status included, count. */
-		if (ib_get_be32(mad + 12) != tid)
-			continue;
-		if (umad_status(umad))
-			return -ETIMEDOUT;
-		if (!(mad[3] & 0x80))
-			continue;
-		if ((ib_get_be16(mad + 4) & 0x7fff) != 0)
-			return -EPROTO;
-		memcpy(data, mad + 64, SMP_DATA);
-		return 0;
 	}
+	/* Read our fd (the answer may come there), and wait on the mailbox between reads
+	 * (it may have come to another agent's). */
+	for (int i = 0; i < SIM_SMP_MS * 3 / SIM_SMP_SLICE_MS; i++) {
+		int len = IB_MAD_LEN;
+		int ret = umad_recv(n->umad_fd, umad, &len, 0);
+
+		if (ret >= 0 && ib_get_be32(mad + 12) == tid &&
+		    (umad_status(umad) || (mad[3] & 0x80))) {
+			mailbox_release(slot);
+			return smp_answer(mad, umad_status(umad), data);
+		}
+		if (ret >= 0)
+			continue; /* another SMI MAD of the process (another agent's): not ours */
+		if (mailbox_take(slot, got, &status, SIM_SMP_SLICE_MS)) {
+			mailbox_release(slot);
+			return smp_answer(got, status, data);
+		}
+		if (slot < 0)
+			usleep(SIM_SMP_SLICE_MS * 1000);
+	}
+	mailbox_release(slot);
 	return -ETIMEDOUT;
 }
 

@@ -47,5 +47,9 @@ int simnode_open(struct simnode *n, uint8_t want_port);
 /* Read port_num's identity and state (PortInfo SMP, umad_get_port). 0 or -errno. */
 int simnode_read_port(struct simnode *n, uint8_t port_num, struct simnode_port *out);
 void simnode_close(struct simnode *n);
+/* The verbs shim's umad_recv offers every MAD it reads here: an answer to one of our
+ * SMPs, read on another agent's fd (umad2sim hands all SMI MADs of a process to the agent
+ * registered last), is kept for the SMP waiting for it. True when taken. Any thread. */
+bool simnode_smp_divert(const void *umad, int len);
 
 #endif

@@ -7,12 +7,14 @@
  * names, read through libibumad (sim/verbs/sim_node); the device is named after the
  * node ("ibhost1", "gw1"), as the sim backend's `device` is, so a rack config reads the
  * same with either backend. Each context connects each of the device's ports to the
- * fabric (HELLO with the identity OpenSM gave it) and runs one thread, the HCA's
- * firmware: it receives packets, runs the RC timers, and re-reads the ports every
- * IBVSIM_PORT_MS to raise the events an HCA raises when the SM changes them.
+ * fabric (HELLO with the identity OpenSM gave it) when it first uses it, and runs two
+ * threads, the HCA's firmware: the progress thread receives packets and runs the RC
+ * timers; the port watcher re-reads the ports every IBVSIM_PORT_MS (SMPs, which may wait
+ * for umad2sim: never on the packets' way) to raise the events an HCA raises when the SM
+ * changes them.
  *
- * Threads: the program's, in each verb, and the progress thread; ctx->lock serialises
- * them (vsim_pvt.h).
+ * Threads: the program's, in each verb, the progress thread and the port watcher;
+ * ctx->lock serialises them (vsim_pvt.h).
  */
 #include <endian.h>
 #include <errno.h>
@@ -42,6 +44,7 @@ static struct {
 	unsigned n_ports[VSIM_TEST_NODES];
 	bool testing;
 	struct vsim_test_node test[VSIM_TEST_NODES];
+	struct vsim_ctx *ctxs; /* open contexts */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 uint64_t vsim_now_ns(void)
@@ -129,6 +132,34 @@ static int read_port(unsigned node, uint8_t num, struct simnode_port *out)
 	}
 	pthread_mutex_unlock(&g.lock);
 	return simnode_read_port(&g.node, num, out);
+}
+
+struct vsim_port *vsim_port_on_fabric(uint8_t num, struct vsim_ctx **out)
+{
+	pthread_mutex_lock(&g.lock);
+	for (struct vsim_ctx *ctx = g.ctxs; ctx; ctx = ctx->next_ctx) {
+		if (num < 1 || num > ctx->n_ports)
+			continue;
+		pthread_mutex_lock(&ctx->lock);
+		if (ctx->port[num - 1].fab) {
+			pthread_mutex_unlock(&g.lock);
+			*out = ctx;
+			return &ctx->port[num - 1];
+		}
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&g.lock);
+	return NULL;
+}
+
+unsigned vsim_node_ports(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&g.lock);
+	n = g.node_open ? g.node.num_ports : 0;
+	pthread_mutex_unlock(&g.lock);
+	return n;
 }
 
 struct ibv_device **ibv_get_device_list(int *num_devices)
@@ -364,6 +395,20 @@ static bool port_is_active(const struct vsim_port *p)
 	return p->fab && p->link_up && p->sp.state == IBV_PORT_ACTIVE;
 }
 
+/* A context connects a port to the fabric when it first uses it (ibv_query_port, a QP),
+ * not at open: the fabric takes one connection per port, and a process may open one
+ * context per port it uses (the verbs backend does: a link moved to its backup port
+ * opens the other port's context while the first is still open). Two contexts using
+ * one port is what the simulation cannot do (docs/verbs-sim.md). */
+void vsim_port_claim(struct vsim_ctx *ctx, struct vsim_port *p)
+{
+	if (p->claimed && p->fab)
+		return;
+	p->claimed = true;
+	port_connect(ctx, p);
+	p->active = port_is_active(p);
+}
+
 /* A fresh read of a port compared with the last (ctx->lock): tell the fabric, raise
  * the events an HCA raises (it learns them from the SM's Sets). */
 static void port_update(struct vsim_ctx *ctx, struct vsim_port *p, const struct simnode_port *now)
@@ -379,7 +424,8 @@ static void port_update(struct vsim_ctx *ctx, struct vsim_port *p, const struct 
 	p->rereg = now->client_rereg;
 	p->sp = *now;
 	if (!p->fab) {
-		port_connect(ctx, p);
+		if (p->claimed)
+			port_connect(ctx, p);
 	} else if (changed && n->lid != 0) {
 		int ret, tries = 0;
 
@@ -492,7 +538,6 @@ static unsigned port_ms(void)
 static void *progress(void *arg)
 {
 	struct vsim_ctx *ctx = arg;
-	unsigned check_ms = port_ms();
 
 	for (;;) {
 		struct epoll_event evs[VSIM_MAX_PORTS + 1];
@@ -520,8 +565,8 @@ static void *progress(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&ctx->lock);
-		if (!dl || dl > ctx->port_check_ns)
-			dl = ctx->port_check_ns;
+		if (!dl)
+			dl = now + 1000000000u; /* nothing due: wake now and then */
 		timeout = work ? 0 : dl <= now ? 0 : (int)((dl - now + 999999) / 1000000);
 		n = epoll_wait(ctx->epfd, evs, VSIM_MAX_PORTS + 1, timeout);
 		if (n < 0 && errno != EINTR)
@@ -538,11 +583,36 @@ static void *progress(void *arg)
 		if (ctx->fatal_pending)
 			vsim_qp_fatal_all(ctx);
 		pthread_mutex_unlock(&ctx->lock);
-		if (now >= ctx->port_check_ns) {
-			ports_check(ctx, 0);
-			ctx->port_check_ns = vsim_now_ns() + (uint64_t)check_ms * 1000000u;
-		}
 	}
+	return NULL;
+}
+
+/* The port watcher thread (vsim_pvt.h). */
+static void *watcher(void *arg)
+{
+	struct vsim_ctx *ctx = arg;
+	uint64_t check_ns = (uint64_t)port_ms() * 1000000u;
+
+	pthread_mutex_lock(&ctx->lock);
+	while (!ctx->stop) {
+		struct timespec dl;
+
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += (time_t)(check_ns / 1000000000u);
+		dl.tv_nsec += (long)(check_ns % 1000000000u);
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (!ctx->stop && pthread_cond_timedwait(&ctx->watch_cond, &ctx->lock, &dl) == 0)
+			;
+		if (ctx->stop)
+			break;
+		pthread_mutex_unlock(&ctx->lock);
+		ports_check(ctx, 0); /* SMPs without the lock */
+		pthread_mutex_lock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&ctx->lock);
 	return NULL;
 }
 
@@ -555,13 +625,25 @@ static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_att
 
 static void ctx_free(struct vsim_ctx *ctx)
 {
-	if (ctx->thread_on) {
-		pthread_mutex_lock(&ctx->lock);
-		ctx->stop = true;
-		vsim_wake(ctx);
-		pthread_mutex_unlock(&ctx->lock);
-		pthread_join(ctx->thread, NULL);
+	pthread_mutex_lock(&g.lock);
+	for (struct vsim_ctx **pp = &g.ctxs; *pp; pp = &(*pp)->next_ctx) {
+		if (*pp == ctx) {
+			*pp = ctx->next_ctx;
+			break;
+		}
 	}
+	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->stop = true;
+	if (ctx->wake_fd >= 0)
+		vsim_wake(ctx);
+	pthread_cond_broadcast(&ctx->watch_cond);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->thread_on)
+		pthread_join(ctx->thread, NULL);
+	if (ctx->watcher_on)
+		pthread_join(ctx->watcher, NULL);
+	pthread_cond_destroy(&ctx->watch_cond);
 	pthread_mutex_lock(&ctx->lock);
 	vsim_qp_destroy_all(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -607,6 +689,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c = &ctx->vctx.context;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&c->mutex, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ctx->watch_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = query_port_ex;
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -640,17 +730,24 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		if (read_port(node, p->num, &p->sp) == 0) {
 			p->have_sp = true;
 			p->rereg = p->sp.client_rereg;
-			port_connect(ctx, p);
-			p->active = port_is_active(p);
 		}
 	}
-	ctx->port_check_ns = vsim_now_ns() + (uint64_t)port_ms() * 1000000u;
 	if (pthread_create(&ctx->thread, NULL, progress, ctx) != 0) {
 		ctx_free(ctx);
 		errno = EAGAIN;
 		return NULL;
 	}
 	ctx->thread_on = true;
+	if (pthread_create(&ctx->watcher, NULL, watcher, ctx) != 0) {
+		ctx_free(ctx);
+		errno = EAGAIN;
+		return NULL;
+	}
+	ctx->watcher_on = true;
+	pthread_mutex_lock(&g.lock);
+	ctx->next_ctx = g.ctxs;
+	g.ctxs = ctx;
+	pthread_mutex_unlock(&g.lock);
 	return c;
 }
 
@@ -748,6 +845,7 @@ static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_att
 		return set_errno(EINVAL);
 	ports_check(ctx, num);
 	pthread_mutex_lock(&ctx->lock);
+	vsim_port_claim(ctx, &ctx->port[num - 1]);
 	port_attr(&ctx->port[num - 1], &a);
 	ctx->home_port = num;
 	pthread_mutex_unlock(&ctx->lock);

@@ -56,6 +56,7 @@ struct vsim_port {
 	bool link_up;    /* the fabric's PORT_STATE (up until it says otherwise) */
 	bool active;     /* what the last PORT_ACTIVE/PORT_ERR said */
 	bool rereg;      /* PortInfo ClientReregister as last read */
+	bool claimed;    /* the context uses it (queried, or QPs on it): on the fabric */
 	bool tx_blocked; /* the socket was full: wait for EPOLLOUT */
 	bool out_armed;
 	uint8_t tx[IB_PACKET_MAX_LEN];
@@ -177,8 +178,14 @@ struct vsim_ctx {
 	/* progress thread */
 	pthread_t thread;
 	bool thread_on, stop;
+	/* The port watcher: re-reads the ports by SMP every IBVSIM_PORT_MS, apart from the
+	 * progress thread, so packets never wait for an SMP (as an HCA's data path never
+	 * waits for its SMA). watch_cond (with ctx->lock) wakes it to stop. */
+	pthread_t watcher;
+	bool watcher_on;
+	pthread_cond_t watch_cond;
+	struct vsim_ctx *next_ctx; /* the process's contexts (g.ctxs, g.lock) */
 	int wake_fd, epfd;
-	uint64_t port_check_ns;
 };
 
 static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)
@@ -189,6 +196,14 @@ static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)
 
 /* vsim_dev.c */
 uint64_t vsim_now_ns(void);
+/* The ports of the node the shim's device stands for (NodeInfo NumPorts), 0 before the
+ * device list was read. Any thread. */
+unsigned vsim_node_ports(void);
+/* The port num of a context of this process that has it on the fabric, with that
+ * context's lock held (*ctx), or NULL. Any thread. */
+struct vsim_port *vsim_port_on_fabric(uint8_t num, struct vsim_ctx **ctx);
+/* ctx->lock held: the context uses this port; connect it to the fabric if it is not. */
+void vsim_port_claim(struct vsim_ctx *ctx, struct vsim_port *p);
 void vsim_wake(struct vsim_ctx *ctx);
 void vsim_event(struct vsim_ctx *ctx, enum ibv_event_type type, void *elem, uint8_t port_num);
 /* Drop queued events about a QP or CQ being destroyed (it cannot ack them any more). */

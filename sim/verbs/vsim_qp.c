@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/verbs/vsim_gsi.h"
 #include "sim/verbs/vsim_pvt.h"
 #include "lib/ib_hdr.h"
 #include "lib/log.h"
@@ -444,8 +445,13 @@ void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, cons
 		size_t len, uint64_t now)
 {
 	struct ib_packet p;
-	struct vsim_qp *qp = qp_find(ctx, port, qpn);
+	struct vsim_qp *qp;
 
+	if (qpn == IB_QP1) {
+		vsim_gsi_rx(port, wire, len); /* a MAD for a umad agent (vsim_gsi.c) */
+		return;
+	}
+	qp = qp_find(ctx, port, qpn);
 	/* The fabric checked CRCs, P_Key and Q_Key against what the QP told it. */
 	if (!qp || ib_packet_parse(wire, len, &p) != IB_PKT_OK)
 		return;
@@ -554,6 +560,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	port = &ctx->port[ctx->home_port - 1];
+	vsim_port_claim(ctx, port);
 	if (!port->fab) {
 		/* A simulation limit: the fabric numbers QPs per port connection, and this
 		 * port has none (no LID yet, or the fabric is not there). */

@@ -23,7 +23,7 @@ rc=$?
 out=$(sed 's/\x1b\[[0-9;]*m//g' "$work/demo.txt")
 tap_is "sim/demo exits 0" "$rc" 0
 tap_like "the gateway's ib0 is UP in show links" "$out" \
-	"^ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend sim"
+	"^ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend verbs"
 tap_is "every demo ping is answered (Ethernet -> IB, IB -> Ethernet, IPv6)" \
 	"$(echo "$out" | grep -c '^3 packets transmitted, 3 received, 0% packet loss')" 3
 tap_is "iperf3 Ethernet -> IB and back: a sender and a receiver rate each way" \

@@ -46,7 +46,7 @@ tap_ok "rack up with ibgwd on gw1"
 wait_up ib0 20
 out=$(gwctl show links)
 tap_like "show links: ib0 is UP with its IPoIB address" "$out" \
-	"ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend sim"
+	"ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend verbs"
 tap_like "show links: eth0 is UP" "$out" "eth0: ether state UP mtu 1500 dev eth0"
 out=$("$top/sim/rack" exec gw1 --name "$rack" -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
 tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
@@ -192,7 +192,7 @@ cat >>"$work/two.yaml" <<'EOF'
     device: eth1
     addresses: [10.21.0.1/24]
 EOF
-sed -i 's|^ethernet_interfaces:|  - name: ib1\n    backend: sim\n    device: gw1\n    pkey: 0x8001\n    addresses: [10.11.0.1/24]\n\nethernet_interfaces:|' "$work/two.yaml"
+sed -i 's|^ethernet_interfaces:|  - name: ib1\n    backend: verbs\n    device: gw1\n    pkey: 0x8001\n    addresses: [10.11.0.1/24]\n\nethernet_interfaces:|' "$work/two.yaml"
 gateway_stop gw1
 gateway_start gw1 "$work/two.yaml" >/dev/null 2>&1
 wait_up ib1 20
@@ -215,6 +215,9 @@ gateway_stop gw1
 # sends toward the IB host are posted across workers (under the port's lock).
 # Both partitions' links connected (one GSI QP for the port, shared); gw2's host on
 # P_Key 0x8001 runs datagram mode: reached over UD with the UD MTU.
+# Backend verbs: the CM is cm/cm_umad.c, as on an HCA, its MADs carried on the fabric's
+# QP1 by the verbs shim's libibumad (docs/verbs-sim.md, "CM MADs"); the connected IB
+# hosts still speak it through the sim backend's GSI QP (cm_gsi), on the same QP1.
 sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
 	-e 's/^    pkey: 0x8001$/    pkey: 0x8001\n    mode: connected/' "$work/two.yaml" >"$work/cm.yaml"
 gateway_start gw1 "$work/cm.yaml" >/dev/null 2>&1

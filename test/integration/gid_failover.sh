@@ -72,7 +72,8 @@ claim() {
 	local p=$1 n
 	shift
 	for n in "$@"; do
-		R exec sm2 -- "$build/tools/ipoib_arp_claim" "$gwlid" "$qpn" "10.10.0.$((7 + p))$n" \
+		R exec sm2 -- sh -c 'LD_PRELOAD="$LD_PRELOAD:$0" exec "$@"' "$build/sim/verbs/libibverbs2sim.so" \
+			"$build/tools/ipoib_arp_claim" "$gwlid" "$qpn" "10.10.0.$((7 + p))$n" \
 			"00:00:00:48:fe:c0:00:00:00:00:00:0$p:00:00:00:00:00:00:00:9$n" 10.10.0.1 \
 			>/dev/null 2>>"$work/claim.err"
 	done

@@ -158,7 +158,7 @@ with_eth1='
     device: eth1
     addresses: [10.21.0.1/24]'
 with_ib1='  - name: ib1
-    backend: sim
+    backend: verbs
     device: gw1
     pkey: 0x8001
     addresses: [10.11.0.1/24]

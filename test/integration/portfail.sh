@@ -58,7 +58,7 @@ gid1=02:c9:03:00:a1:00:03 # gw1 port 1 (ibsim: node GUID + port number)
 gid2=02:c9:03:00:a1:00:04
 gid2_text=fe80::2:c903:a1:4 # the same GID as show links -j prints it (RFC 5952)
 wait_ib0 "state UP" 20
-tap_like "ib0 runs on port 2 (its GID in the hardware address)" "$(ib0_line)" "port 2 backend sim.*$gid2"
+tap_like "ib0 runs on port 2 (its GID in the hardware address)" "$(ib0_line)" "port 2 backend verbs.*$gid2"
 # The GID of the port ib0 runs on (show links -j); a link that is down shows no hardware
 # address, but still the GID of the port it opened.
 ib0_gid() { gwctl -j show links 2>/dev/null | jq -r '.[] | select(.name == "ib0") | .gid'; }

@@ -4,9 +4,12 @@
  * choosing -- e.g. one whose GID is on another IB subnet, standing for a host behind an
  * IB router (test/integration/gid_failover.sh: the gateway learns it as a neighbour,
  * as Linux does from a request for one of its addresses, and reaches it through the
- * GID route). Run inside a rack node with the fabric up.
+ * GID route). Run inside a rack node with the fabric up, under the verbs shim (the
+ * default backend, verbs: LD_PRELOAD libibverbs2sim after libumad2sim), or with
+ * --backend sim.
  *
- *   ipoib_arp_claim [--socket PATH] [--node NAME] [--qkey Q] DLID DQPN SPA SHA TPA...
+ *   ipoib_arp_claim [--backend verbs|sim] [--socket PATH] [--node NAME] [--qkey Q]
+ *                   DLID DQPN SPA SHA TPA...
  *
  * DLID/DQPN: where the requests go (the gateway's LID and UD QPN, or 0xc000 0xffffff
  * with --dgid for the broadcast group); SPA: sender IPv4; SHA: the 20-octet sender
@@ -22,7 +25,6 @@
 #include <unistd.h>
 
 #include "port/ib_port.h"
-#include "port/ib_port_sim.h"
 #include "lib/ib_gid.h"
 
 static int die(const char *what, int err)
@@ -47,12 +49,11 @@ static int parse_hw(const char *s, uint8_t out[20])
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = { { "socket", 1, NULL, 's' },
-					    { "node", 1, NULL, 'n' },
-					    { "qkey", 1, NULL, 'q' },
-					    { "dgid", 1, NULL, 'g' },
-					    { NULL, 0, NULL, 0 } };
+	static const struct option lo[] = { { "socket", 1, NULL, 's' },  { "node", 1, NULL, 'n' },
+					    { "qkey", 1, NULL, 'q' },    { "dgid", 1, NULL, 'g' },
+					    { "backend", 1, NULL, 'b' }, { NULL, 0, NULL, 0 } };
 	const char *socket_path = NULL, *node = getenv("IBGW_NODE"), *dgid = NULL;
+	const char *backend = "verbs";
 	uint32_t qkey = 0x0b1b;
 	char sockbuf[512];
 	int c;
@@ -73,16 +74,20 @@ int main(int argc, char **argv)
 		case 'g':
 			dgid = optarg;
 			break;
+		case 'b':
+			backend = optarg;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (argc - optind < 5 || !node) {
-		fprintf(stderr, "usage: ipoib_arp_claim [--socket P] [--node N] [--qkey Q] "
-				"[--dgid GID] DLID DQPN SPA SHA TPA...\n");
+		fprintf(stderr,
+			"usage: ipoib_arp_claim [--backend B] [--socket P] [--node N] [--qkey Q] "
+			"[--dgid GID] DLID DQPN SPA SHA TPA...\n");
 		return 2;
 	}
-	if (!socket_path) {
+	if (!socket_path && !strcmp(backend, "sim")) {
 		const char *st = getenv("IBGW_RACK_STATE");
 
 		if (!st)
@@ -100,8 +105,8 @@ int main(int argc, char **argv)
 	if (parse_hw(argv[optind + 3], sha) < 0)
 		die("SHA (20 hex octets with colons)", EINVAL);
 
-	const struct ibp_ops *ops = ibp_backend("sim");
-	struct ibp_port_config cfg = { .backend = "sim",
+	const struct ibp_ops *ops = ibp_backend(backend);
+	struct ibp_port_config cfg = { .backend = backend,
 				       .device = node,
 				       .port = 1,
 				       .sim_socket = socket_path,
@@ -118,7 +123,7 @@ int main(int argc, char **argv)
 	unsigned sent = 0;
 
 	if (!ops)
-		die("sim backend", ENOTSUP);
+		die(backend, ENOTSUP);
 	ret = ops->open(&cfg, &port);
 	if (ret < 0)
 		die("open", ret);

@@ -8,7 +8,10 @@
  * (UD and RC), posts refused before RTS, UD delivery with the 40-octet GRH area, Q_Key
  * (own Q_Key through the high bit), lkey checks on sends and receives, flush on ERR
  * and QP_LAST_WQE_REACHED, one CQ event per arm, unsignaled sends, CQ overrun
- * (CQ_ERR, QP_FATAL), RC delivery and RNR retry exhaustion, port events.
+ * (CQ_ERR, QP_FATAL), RC delivery and RNR retry exhaustion, port events; the CM MAD
+ * carrier under libibumad (vsim_gsi.c) against a raw fabric client as the peer: the
+ * wire packet of a umad_send (SL, P_Key, QP1, Q_Key), and a QP1 packet's way to
+ * umad_recv (SLID, SL, P_Key index, GRH, the eventfd).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -31,7 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <infiniband/umad.h>
+
+#include "lib/ib_hdr.h"
+#include "lib/ib_packet.h"
+#include "lib/ib_simfab.h"
 #include "sim/verbs/vsim.h"
+#include "sim/verbs/vsim_gsi.h"
 
 #define BUF_LEN (1 << 20)
 #define QKEY    0x11111111u
@@ -725,6 +735,125 @@ static void port_events(void **state)
 	end_close(&a);
 }
 
+/* The peer: a raw fabric client on nodeB's port, what another node's HCA would put
+ * on the wire. */
+static struct simfab_client *peer_open(void)
+{
+	struct simfab_client *c;
+
+	assert_int_equal(simfab_client_connect(getenv("IBVSIM_SOCKET"), &c), 0);
+	assert_int_equal(simfab_client_hello(c, &nodes[1].port[0].info), 0);
+	return c;
+}
+
+static void cm_mad_carrier(void **state)
+{
+	struct simfab_client *peer;
+	struct simfab_event ev;
+	struct ib_packet p, q;
+	struct end a;
+	uint8_t umad[512], wire[512], sent[256], *mad;
+	struct pollfd pfd;
+	int id, len, ret = -EAGAIN, want_index = 0;
+	(void)state;
+
+	end_open(&a, 0, 64); /* nodeA's port 1 on the fabric, LID 1 */
+	peer = peer_open();  /* nodeB, LID 2 */
+	vsim_gsi_port_opened(100, 1);
+	assert_int_equal(vsim_gsi_register(100, 0x03), -ENOENT); /* not the CM: umad's */
+	id = vsim_gsi_register(100, 0x07);
+	assert_true(id >= 0);
+	assert_int_equal(vsim_gsi_register(100, 0x07), -EPERM); /* held, as the kernel */
+	assert_true(vsim_gsi_fd(100) >= 0);
+	assert_int_equal(vsim_gsi_fd(101), -1);
+
+	/* umad_send: a UD packet from QP1 to the peer's QP1. */
+	memset(umad, 0, sizeof(umad));
+	mad = umad_get_mad(umad);
+	mad[0] = 1, mad[1] = 0x07, mad[2] = 2, mad[3] = 0x03; /* CM Send */
+	mad[17] = 0x10;                                       /* REQ */
+	mad[100] = 0xab;
+	umad_set_addr(umad, 2, 1, 3, (int)IB_QP1_QKEY);
+	/* P_Key index 1 (0x8001) where libibumad keeps one: not without the kernel's
+	 * P_Key API (old umad ABI, as here without a kernel), where it is index 0. */
+	if (umad_size() == sizeof(struct ib_user_mad)) {
+		umad_set_pkey(umad, 1);
+		want_index = 1;
+	}
+	assert_int_equal(vsim_gsi_send(100, umad, 256), 0);
+	for (int i = 0; i < 200 && ret == -EAGAIN; i++)
+		ret = simfab_client_recv(peer, &ev, 10);
+	assert_int_equal(ret, 0);
+	assert_int_equal(ev.qpn, IB_QP1);
+	assert_int_equal(ib_packet_parse(ev.data, ev.len, &p), IB_PKT_OK);
+	assert_int_equal(p.lrh.slid, 1);
+	assert_int_equal(p.lrh.dlid, 2);
+	assert_int_equal(p.lrh.sl, 3);
+	assert_false(p.has_grh);
+	assert_int_equal(p.bth.opcode, IB_OP_UD_SEND_ONLY);
+	assert_int_equal(p.bth.pkey, nodes[0].port[0].info.pkeys[want_index]);
+	assert_int_equal(p.bth.dqpn, IB_QP1);
+	assert_int_equal(p.deth.qkey, IB_QP1_QKEY);
+	assert_int_equal(p.deth.src_qp, IB_QP1);
+	assert_int_equal(p.payload_len, 256);
+	assert_memory_equal(p.payload, mad, 256);
+
+	/* A QP1 packet from the peer, with a GRH, reaches umad_recv. */
+	memset(&q, 0, sizeof(q));
+	q.lrh.sl = 5;
+	q.lrh.slid = 2;
+	q.lrh.dlid = 1;
+	q.has_grh = true;
+	q.grh.ipver = IB_GRH_IPVER;
+	q.grh.next_hdr = IB_GRH_NXTHDR_BTH;
+	q.grh.flow_label = 0x12345;
+	q.grh.tclass = 7;
+	q.grh.hop_limit = 9;
+	ib_gid_set(&q.grh.sgid, 0xfe80000000000000ull, nodes[1].port[0].info.port_guid);
+	ib_gid_set(&q.grh.dgid, 0xfe80000000000000ull, nodes[0].port[0].info.port_guid);
+	q.bth.opcode = IB_OP_UD_SEND_ONLY;
+	q.bth.pkey = 0x8001;
+	q.bth.dqpn = IB_QP1;
+	q.deth.qkey = IB_QP1_QKEY;
+	q.deth.src_qp = IB_QP1;
+	mad[100] = 0xcd;
+	q.payload = mad;
+	q.payload_len = 256;
+	len = ib_packet_build(&q, wire, sizeof(wire));
+	assert_true(len > 0);
+	assert_int_equal(simfab_client_send(peer, IB_QP1, wire, (size_t)len), 0);
+	pfd = (struct pollfd){ .fd = vsim_gsi_fd(100), .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 2000), 1); /* the eventfd says a MAD is queued */
+	memcpy(sent, mad, sizeof(sent));          /* mad lies in umad */
+	memset(umad, 0, sizeof(umad));
+	len = 256;
+	assert_int_equal(vsim_gsi_recv(100, umad, &len), id);
+	assert_int_equal(len, 256);
+	assert_memory_equal(umad_get_mad(umad), sent, 256);
+	assert_int_equal(sent[100], 0xcd);
+	{
+		ib_mad_addr_t *ad = umad_get_mad_addr(umad);
+
+		assert_int_equal(be16toh(ad->lid), 2);
+		assert_int_equal(ad->sl, 5);
+		assert_int_equal(be32toh(ad->qpn), IB_QP1);
+		assert_int_equal(umad_get_pkey(umad), want_index); /* the packet's 0x8001 */
+		assert_true(ad->grh_present);
+		assert_int_equal(be32toh(ad->flow_label), 0x12345);
+		assert_int_equal(ad->traffic_class, 7);
+		assert_memory_equal(ad->gid, q.grh.sgid.raw, 16);
+	}
+	len = 256;
+	assert_int_equal(vsim_gsi_recv(100, umad, &len), -EAGAIN);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+
+	assert_true(vsim_gsi_unregister(100, id));
+	assert_false(vsim_gsi_unregister(100, id));
+	vsim_gsi_port_closed(100);
+	simfab_client_close(peer);
+	end_close(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -735,6 +864,7 @@ int main(void)
 		cmocka_unit_test(cq_events_and_signaling),
 		cmocka_unit_test(cq_overrun),
 		cmocka_unit_test(port_events),
+		cmocka_unit_test(cm_mad_carrier),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
