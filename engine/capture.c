@@ -11,6 +11,7 @@
  */
 #include "engine/capture.h"
 #include "engine/engine_pvt.h"
+#include "lib/ib_bytes.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -49,19 +50,6 @@ struct fwd_capture {
 static size_t pad4(size_t n)
 {
 	return (n + 3) & ~(size_t)3;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static void cap_free(void *arg)
@@ -197,7 +185,7 @@ void fwd_capture_packet(struct fwd_capture *c, unsigned worker, unsigned dir, co
 			FWD_INC(r->dropped);
 			return;
 		}
-		put_le32(r->buf + at, CAP_WRAP);
+		ib_put_le32(r->buf + at, CAP_WRAP);
 		head += c->size - at;
 		at = 0;
 	} else if (head + need - tail > c->size) {
@@ -223,12 +211,12 @@ void fwd_capture_packet(struct fwd_capture *c, unsigned worker, unsigned dir, co
 	}
 	keep = len < c->snaplen ? len : c->snaplen;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	put_le32(rec, (uint32_t)ts.tv_sec);
-	put_le32(rec + 4, (uint32_t)(ts.tv_nsec / 1000));
-	put_le32(rec + 8, (uint32_t)keep);
-	put_le32(rec + 12, (uint32_t)(pre_len + a_len + b_len));
+	ib_put_le32(rec, (uint32_t)ts.tv_sec);
+	ib_put_le32(rec + 4, (uint32_t)(ts.tv_nsec / 1000));
+	ib_put_le32(rec + 8, (uint32_t)keep);
+	ib_put_le32(rec + 12, (uint32_t)(pre_len + a_len + b_len));
 	need = pad4(CAP_LEN_HDR + FWD_CAPTURE_REC_HDR_LEN + keep);
-	put_le32(r->buf + at, (uint32_t)need);
+	ib_put_le32(r->buf + at, (uint32_t)need);
 	FWD_INC(r->matched);
 	atomic_store_explicit(&r->head, head + need, memory_order_release);
 }
@@ -244,13 +232,13 @@ static const uint8_t *ring_peek(struct fwd_capture *c, struct cap_ring *r, uint6
 	if (*tail == head)
 		return NULL;
 	p = r->buf + (*tail & (c->size - 1));
-	if (get_le32(p) == CAP_WRAP) {
+	if (ib_get_le32(p) == CAP_WRAP) {
 		*tail += c->size - (*tail & (c->size - 1));
 		if (*tail == head)
 			return NULL;
 		p = r->buf;
 	}
-	*sec_us = (uint64_t)get_le32(p + CAP_LEN_HDR) * 1000000 + get_le32(p + CAP_LEN_HDR + 4);
+	*sec_us = (uint64_t)ib_get_le32(p + CAP_LEN_HDR) * 1000000 + ib_get_le32(p + CAP_LEN_HDR + 4);
 	return p;
 }
 
@@ -281,13 +269,13 @@ size_t fwd_capture_read(struct fwd_capture *c, uint8_t *out, size_t max, uint64_
 		}
 		if (!best)
 			break;
-		rl = FWD_CAPTURE_REC_HDR_LEN + get_le32(best + CAP_LEN_HDR + 8);
+		rl = FWD_CAPTURE_REC_HDR_LEN + ib_get_le32(best + CAP_LEN_HDR + 8);
 		if (n + rl > max)
 			break;
 		memcpy(out + n, best + CAP_LEN_HDR, rl);
 		n += rl;
 		(*packets)++;
-		tails[bi] += get_le32(best);
+		tails[bi] += ib_get_le32(best);
 	}
 	for (unsigned i = 0; i < FWD_WORKERS_MAX; i++)
 		atomic_store_explicit(&c->ring[i].tail, tails[i], memory_order_release);

@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "lib/base64.h"
+#include "lib/ib_bytes.h"
 #include "mgmt/ctl_args.h"
 #include "mgmt/ctl_client.h"
 
@@ -42,12 +43,6 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Stop reading: the daemon sees the connection go and ends the capture. */
 static void give_up(struct capture_run *r, const char *fmt, const char *arg)
 {
@@ -74,8 +69,8 @@ static void on_record(struct json_object *rec, void *arg)
 	if (json_object_object_get_ex(rec, "linktype", &v)) {
 		uint8_t h[24] = { 0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0 }; /* LE magic, 2.4 */
 
-		put_le32(h + 16, (uint32_t)member(rec, "snaplen"));
-		put_le32(h + 20, (uint32_t)json_object_get_int64(v));
+		ib_put_le32(h + 16, (uint32_t)member(rec, "snaplen"));
+		ib_put_le32(h + 20, (uint32_t)json_object_get_int64(v));
 		r->header = true;
 		if (write_all(r->fd, h, sizeof(h)) < 0)
 			give_up(r, "gwctl: capture: cannot write the file: %s\n", strerror(errno));

@@ -19,6 +19,7 @@
 
 #include "engine/capture.h"
 #include "engine/engine.h"
+#include "lib/ib_bytes.h"
 #include "port/eth_port.h"
 
 static int dummy_port;
@@ -88,11 +89,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* An Ethernet frame carrying an IPv4 packet of protocol proto, len octets in all. */
 static size_t eth_frame(uint8_t *f, size_t len, uint8_t proto)
 {
@@ -143,14 +139,14 @@ static void test_records(void **state)
 	len = fwd_capture_read(c, v->out, sizeof(v->out), UINT64_MAX, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(len, 16 + 60 + 16 + 100);
-	assert_int_equal(le32(v->out + 8), 60);  /* incl_len */
-	assert_int_equal(le32(v->out + 12), 60); /* orig_len */
-	assert_true(le32(v->out) > 1700000000);  /* seconds since the epoch */
-	assert_true(le32(v->out + 4) < 1000000); /* microseconds */
+	assert_int_equal(ib_get_le32(v->out + 8), 60);  /* incl_len */
+	assert_int_equal(ib_get_le32(v->out + 12), 60); /* orig_len */
+	assert_true(ib_get_le32(v->out) > 1700000000);  /* seconds since the epoch */
+	assert_true(ib_get_le32(v->out + 4) < 1000000); /* microseconds */
 	eth_frame(f, 60, 1);
 	assert_memory_equal(v->out + 16, f, 60);
-	assert_int_equal(le32(v->out + 76 + 8), 100);  /* cut at snaplen */
-	assert_int_equal(le32(v->out + 76 + 12), 300); /* its length kept */
+	assert_int_equal(ib_get_le32(v->out + 76 + 8), 100);  /* cut at snaplen */
+	assert_int_equal(ib_get_le32(v->out + 76 + 12), 300); /* its length kept */
 	eth_frame(f, 300, 17);
 	assert_memory_equal(v->out + 76 + 16, f, 100);
 	assert_int_equal(fwd_capture_read(c, v->out, sizeof(v->out), UINT64_MAX, &n), 0);
@@ -219,7 +215,7 @@ static void test_filters(void **state)
 	fwd_capture_packet(c, 1, FWD_CAPTURE_RX, pre, 40, ib, 84, NULL, 0);
 	fwd_capture_read(c, v->out, sizeof(v->out), UINT64_MAX, &n);
 	assert_int_equal(n, 1);
-	assert_int_equal(le32(v->out + 8), 124);
+	assert_int_equal(ib_get_le32(v->out + 8), 124);
 	assert_memory_equal(v->out + 16, pre, 40);
 	assert_memory_equal(v->out + 56, want, 84);
 	fwd_capture_stats(c, &st);
@@ -254,7 +250,7 @@ static void test_ring_full_and_wrap(void **state)
 
 		assert_int_equal(len, n * (16 + sizeof(f)));
 		for (uint64_t k = 0; k < n; k++, off += 16 + sizeof(f)) {
-			assert_int_equal(le32(v->out + off + 8), sizeof(f));
+			assert_int_equal(ib_get_le32(v->out + off + 8), sizeof(f));
 			assert_int_equal(v->out[off + 16 + 20], (uint8_t)want++);
 			if (want == 3)
 				want = 4; /* the dropped one */
