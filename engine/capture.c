@@ -238,7 +238,8 @@ static const uint8_t *ring_peek(struct fwd_capture *c, struct cap_ring *r, uint6
 			return NULL;
 		p = r->buf;
 	}
-	*sec_us = (uint64_t)ib_get_le32(p + CAP_LEN_HDR) * 1000000 + ib_get_le32(p + CAP_LEN_HDR + 4);
+	*sec_us =
+	    (uint64_t)ib_get_le32(p + CAP_LEN_HDR) * 1000000 + ib_get_le32(p + CAP_LEN_HDR + 4);
 	return p;
 }
 
