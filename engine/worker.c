@@ -22,6 +22,7 @@
 #include "engine/ring.h"
 #include "engine/worker.h"
 #include "lib/log.h"
+#include "lib/rt_sched.h"
 
 #define BURST_MAX 64
 #define TXQ       64
@@ -840,11 +841,16 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 		return ret;
 	}
 	atomic_store(&k->stop, false);
-	ret = pthread_create(&k->thr, NULL, worker_main, w);
-	if (ret) {
+	pthread_attr_t ta;
+	ret = rt_thread_attr(&ta, w->cfg.rt_priority);
+	if (ret == 0) {
+		ret = -pthread_create(&k->thr, &ta, worker_main, w);
+		pthread_attr_destroy(&ta);
+	}
+	if (ret < 0) {
 		fwd_ctx_fini(&w->ctx);
 		free(w);
-		return -ret;
+		return ret;
 	}
 	k->wctx = w;
 	k->started = true;
@@ -875,6 +881,21 @@ int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu)
 	if (ret)
 		return -ret;
 	((struct wstate *)k->wctx)->cfg.cpu = cpu;
+	return 0;
+}
+
+int fwd_worker_set_rt_priority(struct fwd_engine *e, unsigned w, unsigned prio)
+{
+	struct fwd_wk *k = w < e->n_workers ? &e->wk[w] : NULL;
+	struct sched_param sp = { .sched_priority = (int)prio };
+	int ret;
+
+	if (!k || !k->started)
+		return -ESRCH;
+	ret = pthread_setschedparam(k->thr, prio ? SCHED_FIFO : SCHED_OTHER, &sp);
+	if (ret)
+		return -ret;
+	((struct wstate *)k->wctx)->cfg.rt_priority = prio;
 	return 0;
 }
 

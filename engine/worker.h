@@ -34,6 +34,7 @@ struct fwd_worker_config {
 	int cpu;          /* pin to this CPU; -1: no pinning */
 	unsigned spin_us; /* busy polling before sleeping; 0: the default (FWD_WORKER_SPIN_US) */
 	unsigned burst;   /* RX burst per port; 0: 32 */
+	unsigned rt_priority; /* SCHED_FIFO at this priority (lib/rt_sched.h); 0: normal */
 };
 
 #define FWD_WORKER_SPIN_US 50
@@ -45,6 +46,9 @@ int fwd_worker_start(struct fwd_engine *e, unsigned w, const struct fwd_worker_c
 /* Pin a running worker to cpu, or let it run anywhere (-1): a reload's worker_cpus.
  * Returns 0, -ESRCH (not started), -EINVAL (no such CPU) or -errno. */
 int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu);
+/* A running worker to SCHED_FIFO at prio, or back to normal scheduling (0): a reload's
+ * worker_rt_priority. Returns 0, -ESRCH (not started) or -errno (-EPERM: not allowed). */
+int fwd_worker_set_rt_priority(struct fwd_engine *e, unsigned w, unsigned prio);
 /* Run n workers (1..FWD_WORKERS_MAX) instead of the current number, with the
  * interface of each index on worker worker_of[index] (unused indexes ignored): new
  * workers start with cfgs[id] (cfgs has n entries), interfaces that change worker are

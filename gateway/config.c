@@ -210,6 +210,10 @@ static const struct field gateway_fields[] = {
 	{ "worker_cpus", T_CPU_LIST, offsetof(CFG, worker_cpus), offsetof(CFG, n_worker_cpus),
 	  GW_WORKERS_MAX, 0, 1023, NULL, NULL, 0, NULL, NULL,
 	  "CPU to pin each worker to, one per worker; empty: not pinned" },
+	{ "worker_rt_priority", T_UINT, offsetof(CFG, worker_rt_priority), 0,
+	  SZ(CFG, worker_rt_priority), 0, 98, "0", NULL, 0, NULL, NULL,
+	  "SCHED_FIFO priority of the workers, below failover.rt_priority; 0: normal "
+	  "scheduling" },
 	{ "router_poll_ms", T_UINT, offsetof(CFG, router_poll_ms), 0, SZ(CFG, router_poll_ms), 0,
 	  60000, "1000", NULL, 0, NULL, NULL,
 	  "how often each IB router's port is asked of the SA (router failover); 0: never" },
@@ -222,7 +226,7 @@ static const struct field gateway_fields[] = {
 	{ "group", T_STR, offsetof(CFG, group), 0, SZ(CFG, group), 0, 0, "", NULL, 0, NULL, NULL,
 	  "group to run as with user; \"\": the user's login group" },
 };
-static const struct schema gateway_schema = { "gateway", gateway_fields, 7, 0, -1, check_gateway };
+static const struct schema gateway_schema = { "gateway", gateway_fields, 8, 0, -1, check_gateway };
 
 static const struct field control_fields[] = {
 	{ "socket", T_STR, offsetof(CFG, socket), 0, SZ(CFG, socket), 0, 0, "/run/ibgw/ibgwd.sock",
@@ -406,11 +410,14 @@ static const struct field failover_fields[] = {
 	{ "preempt_delay_ms", T_UINT, offsetof(FO, preempt_delay_ms), 0, SZ(FO, preempt_delay_ms),
 	  0, 3600000, "0", NULL, 0, NULL, NULL, "wait this long before preempting" },
 	{ "heartbeat_interval_ms", T_UINT, offsetof(FO, heartbeat_interval_ms), 0,
-	  SZ(FO, heartbeat_interval_ms), 10, 10000, "20", NULL, 0, NULL, NULL,
+	  SZ(FO, heartbeat_interval_ms), 10, 10000, "10", NULL, 0, NULL, NULL,
 	  "interval between heartbeats on each path" },
 	{ "dead_interval_ms", T_UINT, offsetof(FO, dead_interval_ms), 0, SZ(FO, dead_interval_ms),
-	  30, 60000, "80", NULL, 0, NULL, NULL,
+	  30, 60000, "40", NULL, 0, NULL, NULL,
 	  "peer declared dead after this long without heartbeats; at least 3 heartbeats" },
+	{ "rt_priority", T_UINT, offsetof(FO, rt_priority), 0, SZ(FO, rt_priority), 0, 99, "10",
+	  NULL, 0, NULL, NULL,
+	  "SCHED_FIFO priority of the heartbeat thread; 0: normal scheduling" },
 	{ "auth", T_ENUM, offsetof(FO, auth), 0, 0, 0, 0, "hmac-sha256", NULL, 0, failover_auths,
 	  NULL, "heartbeats and sync signed with key_file; none: unauthenticated (warned)" },
 	{ "key_file", T_STR, offsetof(FO, key_file), 0, SZ(FO, key_file), 0, 0, "", NULL,
@@ -427,7 +434,7 @@ static const struct field failover_fields[] = {
 	{ "groups", T_LIST, offsetof(FO, groups), offsetof(FO, n_groups), 64, 0, 0, NULL, NULL, 0,
 	  NULL, &group_schema, "groups of service addresses" },
 };
-static const struct schema failover_schema = { "failover", failover_fields, 11, 0,
+static const struct schema failover_schema = { "failover", failover_fields, 12, 0,
 					       -1,         check_failover };
 
 #define KRT struct gw_kernel_routes_config
@@ -2008,6 +2015,19 @@ static void check_cross(struct load *L)
 		goto out;
 	}
 
+	/* The heartbeat thread outranks the workers, which busy-poll: at the same priority
+	 * or above, a loaded worker would keep it off its CPU. */
+	if (c->worker_rt_priority && c->failover.enabled &&
+	    c->worker_rt_priority >= c->failover.rt_priority &&
+	    recorded(L, &c->worker_rt_priority)) {
+		const struct posrec *p = pos_of(L, &c->worker_rt_priority);
+
+		gw_cfg_err(L->e, p->line, p->col,
+			   "gateway.worker_rt_priority %u must be below failover.rt_priority (%u): "
+			   "the heartbeat thread must outrank the workers",
+			   c->worker_rt_priority, c->failover.rt_priority);
+	}
+
 	/* Link and interface names share one namespace: routes name either with dev. */
 	for (unsigned i = 0; i < c->n_ipoib_links + c->n_eth_ifs; i++) {
 		bool ib = i < c->n_ipoib_links;
@@ -2255,6 +2275,13 @@ static void errs_free(struct gw_cfg_errs *e)
 	for (unsigned i = 0; i < e->n; i++)
 		free(e->v[i].msg);
 	free(e->v);
+}
+
+unsigned gw_config_rt_priority_max(const struct gw_config *cfg)
+{
+	unsigned hb = cfg->failover.enabled ? cfg->failover.rt_priority : 0;
+
+	return hb > cfg->worker_rt_priority ? hb : cfg->worker_rt_priority;
 }
 
 int gw_config_load_buffer(const char *name, const char *buf, size_t len, struct gw_config **out,

@@ -132,8 +132,9 @@ struct gw_failover_config {
 	uint8_t priority;               /* priority: 1..254 (default 100) */
 	bool preempt;                   /* preempt: default true */
 	uint32_t preempt_delay_ms;      /* default 0 */
-	uint32_t heartbeat_interval_ms; /* default 20, 10..10000 */
-	uint32_t dead_interval_ms;      /* default 80; at least 3 heartbeat intervals */
+	uint32_t heartbeat_interval_ms; /* default 10, 10..10000 */
+	uint32_t dead_interval_ms;      /* default 40; at least 3 heartbeat intervals */
+	uint32_t rt_priority;           /* rt_priority: the heartbeat thread's SCHED_FIFO (10) */
 	enum gw_failover_auth auth;     /* auth: hmac-sha256 (default) | none */
 	char key_file[GW_PATH_MAX];     /* key_file: shared secret; required unless auth none */
 	char (*paths)[GW_NAME_MAX];     /* paths: interfaces carrying heartbeats (default all) */
@@ -204,10 +205,11 @@ struct gw_config {
 	unsigned workers;       /* workers: 1..GW_WORKERS_MAX (default 1) */
 	int *worker_cpus;       /* worker_cpus: one CPU per worker, or none */
 	unsigned n_worker_cpus;
-	uint32_t router_poll_ms;    /* router_poll_ms: 0..60000 (default 1000; 0 = off) */
-	unsigned router_down_after; /* router_down_after: 1..10 (default 1) */
-	char user[GW_NAME_MAX];     /* user: "" = stay as started (see gateway/privdrop) */
-	char group[GW_NAME_MAX];    /* group: "" = the user's login group */
+	unsigned worker_rt_priority; /* worker_rt_priority: SCHED_FIFO, 0..98 (0: normal) */
+	uint32_t router_poll_ms;     /* router_poll_ms: 0..60000 (default 1000; 0 = off) */
+	unsigned router_down_after;  /* router_down_after: 1..10 (default 1) */
+	char user[GW_NAME_MAX];      /* user: "" = stay as started (see gateway/privdrop) */
+	char group[GW_NAME_MAX];     /* group: "" = the user's login group */
 
 	/* control: */
 	char socket[GW_PATH_MAX];                /* socket: default /run/ibgw/ibgwd.sock */
@@ -243,6 +245,10 @@ struct gw_config_errors {
 	char **msgs;
 	unsigned n;
 };
+
+/* The highest SCHED_FIFO priority the config asks for (the heartbeat thread's with a
+ * failover section, the workers'): what RLIMIT_RTPRIO must allow. 0: none. */
+unsigned gw_config_rt_priority_max(const struct gw_config *cfg);
 
 /*
  * Load and validate a config file. On success returns 0 and *out owns a new config.

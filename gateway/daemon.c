@@ -33,6 +33,7 @@
 #include "gateway/dataplane.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
+#include "lib/rt_sched.h"
 #include "mgmt/ctl_args.h"
 #include "mgmt/ctl_server.h"
 #include "mgmt/metrics_http.h"
@@ -593,13 +594,41 @@ static unsigned count_threads(void)
 }
 
 /*
+ * The real-time priorities (failover.rt_priority for the heartbeat thread,
+ * gateway.worker_rt_priority) as the user the threads will run as: the drop takes CAP_SYS_NICE away and RLIMIT_RTPRIO stays, so the limit is
+ * raised here, while root (under systemd the unit's LimitRTPRIO= has done it). Where
+ * it cannot be (no CAP_SYS_RESOURCE and a lower hard limit: a container, the rack),
+ * the drop keeps CAP_SYS_NICE instead (*keep_nice), and says so.
+ */
+static void raise_rt_limit(const struct gw_config *cfg, bool *keep_nice)
+{
+	unsigned prio = gw_config_rt_priority_max(cfg);
+	int ret;
+
+	*keep_nice = false;
+	if (!prio || !cfg->user[0])
+		return;
+	ret = rt_limit_raise(prio);
+	if (ret < 0) {
+		log_errno(
+		    LOG_NOTICE, -ret,
+		    "SCHED_FIFO priority %u (failover.rt_priority, gateway.worker_rt_priority): "
+		    "RLIMIT_RTPRIO cannot be raised to it (LimitRTPRIO= under systemd); keeping "
+		    "cap_sys_nice instead",
+		    prio);
+		*keep_nice = true;
+	}
+}
+
+/*
  * Become cfg->user (and cfg->group, or the user's login group, plus the user's other
- * groups) keeping only kept_caps, permitted and effective, none inheritable or ambient.
+ * groups) keeping only kept_caps (and cap_sys_nice with keep_nice: raise_rt_limit),
+ * permitted and effective, none inheritable or ambient.
  * Called once, after the control sockets are made (their chown needs CAP_CHOWN) and
  * before the data plane starts its threads, which inherit the result. Not undone by a
  * reload: a changed user or group waits for the next start.
  */
-static int drop_privileges(const struct gw_config *cfg)
+static int drop_privileges(const struct gw_config *cfg, bool keep_nice)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { 0 };
@@ -640,6 +669,10 @@ static int drop_privileges(const struct gw_config *cfg)
 		data[kept_caps[i].cap / 32].permitted |= 1u << (kept_caps[i].cap % 32);
 		snprintf(caps + strlen(caps), sizeof(caps) - strlen(caps), "%s%s", i ? "," : "",
 			 kept_caps[i].name);
+	}
+	if (keep_nice) {
+		data[CAP_SYS_NICE / 32].permitted |= 1u << (CAP_SYS_NICE % 32);
+		snprintf(caps + strlen(caps), sizeof(caps) - strlen(caps), ",cap_sys_nice");
 	}
 	data[0].effective = data[0].permitted;
 	data[1].effective = data[1].permitted;
@@ -808,7 +841,7 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 	char *errors = NULL;
 	sigset_t mask;
 	uint64_t wd_usec;
-
+	bool keep_nice;
 	int err = -EIO;
 
 	if (!d)
@@ -840,7 +873,8 @@ int gw_daemon_new(const struct gw_daemon_opts *opts, struct gw_daemon **out)
 		log_errno(LOG_ERR, errno, "signalfd");
 		goto fail;
 	}
-	if (open_sockets(d) < 0 || drop_privileges(d->cfg) < 0)
+	raise_rt_limit(d->cfg, &keep_nice);
+	if (open_sockets(d) < 0 || drop_privileges(d->cfg, keep_nice) < 0)
 		goto fail;
 	err = gw_dp_start(d->cfg, d->loop, &d->dp);
 	if (err < 0) {

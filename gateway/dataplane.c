@@ -1343,9 +1343,11 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	for (unsigned w = 0; w < dp->n_workers; w++) {
 		struct fwd_worker_config wc = {
 			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
+			.rt_priority = cfg->worker_rt_priority,
 		};
 
 		dp->worker_cpu[w] = wc.cpu;
+		dp->worker_rt_priority = wc.rt_priority;
 
 		ret = fwd_worker_start(dp->e, w, &wc);
 		if (ret < 0) {
@@ -1707,6 +1709,7 @@ static void workers_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	for (unsigned w = 0; w < n; w++)
 		wc[w] = (struct fwd_worker_config){
 			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
+			.rt_priority = cfg->worker_rt_priority,
 		};
 	ret = fwd_worker_set_count(dp->e, n, worker_of, wc);
 	if (ret < 0) {
@@ -1806,7 +1809,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 		gw_reload_note(out, false, "failover %s: takes effect at the next start",
 			       cfg->failover.enabled ? "added" : "removed");
 	}
-	dp_ha_config(dp, cfg);
+	dp_ha_config(dp, cfg, out);
 	struct neigh_params np = neigh_params_of(&cfg->neighbours);
 	if (memcmp(&np, &dp->neigh, sizeof(np))) {
 		log_warning("reload: neighbours limits take effect at the next start");
@@ -1836,6 +1839,25 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 			log_notice("reload: worker %u no longer pinned", w);
 		gw_reload_note(out, false, "worker %u: %s%.0d", w,
 			       cpu >= 0 ? "pinned to CPU " : "no longer pinned", cpu);
+	}
+	if (cfg->worker_rt_priority != dp->worker_rt_priority && dp->workers_started) {
+		unsigned prio = cfg->worker_rt_priority;
+		int ret = 0;
+
+		for (unsigned w = 0; w < dp->n_workers && ret == 0; w++)
+			ret = fwd_worker_set_rt_priority(dp->e, w, prio);
+		if (ret < 0) {
+			log_errno(LOG_ERR, -ret,
+				  "reload: workers not set to SCHED_FIFO priority %u", prio);
+			gw_reload_note(out, true, "workers: SCHED_FIFO priority %u not set: %s",
+				       prio, strerror(-ret));
+		} else {
+			dp->worker_rt_priority = prio;
+			log_notice("reload: workers at %s priority %u",
+				   prio ? "SCHED_FIFO" : "normal", prio);
+			gw_reload_note(out, false, "workers: %s priority %u",
+				       prio ? "SCHED_FIFO" : "normal", prio);
+		}
 	}
 	log_info("reload: applied");
 	dp->outcome = NULL;

@@ -101,6 +101,7 @@ struct gw_dp {
 	struct fwd_engine *e;
 	unsigned n_workers;
 	int worker_cpu[FWD_WORKERS_MAX]; /* as pinned (-1: not), for a reload */
+	unsigned worker_rt_priority;     /* the workers' SCHED_FIFO priority as set (0: none) */
 	bool workers_started, sp_attached;
 	uint32_t router_poll_ms; /* the SA clients' router watch (gateway/dp_routers.c) */
 	unsigned router_down_after;
@@ -145,8 +146,9 @@ void dp_announce_neighbours(struct gw_dp *dp, uint32_t skip_ifindex);
 int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg);
 void dp_ha_stop(struct gw_dp *dp);
 void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k);
-/* The config as reloaded: the prefixes the peer's state sync may fill follow it. */
-void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg);
+/* The config as reloaded: the prefixes the peer's state sync may fill follow it; what
+ * waits for the next start (timers, rt_priority) is said in out. */
+void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg, struct gw_reload_outcome *out);
 /* The pair's metric families (nothing for a single gateway). */
 void dp_ha_metrics(struct gw_dp *dp, FILE *out);
 

@@ -76,6 +76,7 @@
 #include "ha/ha_sync.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
+#include "lib/rt_sched.h"
 #include "mgmt/ctl_server.h"
 #include "mgmt/metrics_http.h"
 
@@ -132,6 +133,7 @@ struct dp_ha {
 	uint64_t timer_due;   /* when the timer should fire (a later tick is a stall) */
 	uint32_t interval_ms; /* heartbeat interval */
 	uint32_t dead_ms;     /* dead interval */
+	uint32_t rt_priority; /* the heartbeat thread's SCHED_FIFO priority (0: none) */
 	unsigned long stalls; /* ticks that came later than an interval */
 	struct ha_origin self;
 	struct ha_group_cfg groups[HA_MAX_GROUPS];
@@ -1103,12 +1105,20 @@ static int set_scopes(struct dp_ha *h, const struct gw_config *cfg)
 	return 0;
 }
 
-void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg)
+void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg, struct gw_reload_outcome *out)
 {
+	const struct gw_failover_config *fo = &cfg->failover;
 	struct dp_ha *h = dp->ha;
 
 	if (!h)
 		return;
+	if (fo->heartbeat_interval_ms != h->interval_ms || fo->dead_interval_ms != h->dead_ms ||
+	    fo->rt_priority != h->rt_priority) {
+		log_warning(
+		    "reload: failover timers and rt_priority take effect at the next start");
+		gw_reload_note(out, false,
+			       "failover timers, rt_priority: take effect at the next start");
+	}
 	if (set_scopes(h, cfg) < 0)
 		log_warning("failover: state sync keeps the links' prefixes of the last start");
 	/* A reload may have renumbered a path's link. */
@@ -1221,7 +1231,13 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		return -ENOMEM;
 	h->dp = dp;
 	h->kick_fd = h->due_fd = -1;
-	pthread_mutex_init(&h->lock, NULL);
+	/* The heartbeat thread runs at a real-time priority and waits for this lock: the
+	 * control thread holding it is lifted to that priority meanwhile. */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&h->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	ret = configure(h, cfg);
 	if (ret < 0)
 		goto fail;
@@ -1245,6 +1261,7 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 		goto fail;
 	h->interval_ms = fo->heartbeat_interval_ms;
 	h->dead_ms = fo->dead_interval_ms;
+	h->rt_priority = fo->rt_priority;
 	struct ha_fsm_cfg fc = {
 		.self = h->self,
 		.preempt = fo->preempt,
@@ -1283,16 +1300,27 @@ int dp_ha_start(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 	arm(h);
 	evtimer_start(h->sync_check_timer, SYNC_CHECK_MS, SYNC_CHECK_MS);
-	ret = pthread_create(&h->thr, NULL, ha_thread, h);
-	if (ret) {
-		ret = -ret;
+	pthread_attr_t ta;
+	ret = rt_thread_attr(&ta, h->rt_priority);
+	if (ret == 0) {
+		ret = -pthread_create(&h->thr, &ta, ha_thread, h);
+		pthread_attr_destroy(&ta);
+	}
+	if (ret < 0) {
+		log_errno(
+		    LOG_ERR, -ret,
+		    "failover: heartbeat thread at SCHED_FIFO priority %u (failover.rt_priority; "
+		    "it needs RLIMIT_RTPRIO of that much, LimitRTPRIO= under systemd, and no "
+		    "RestrictRealtime=; 0 runs it at normal priority)",
+		    h->rt_priority);
 		dp->ha = NULL;
 		goto fail;
 	}
 	h->thr_started = true;
-	log_notice("failover: %s, %u groups, %u paths, heartbeats every %u ms, dead after %u ms",
+	log_notice("failover: %s, %u groups, %u paths, heartbeats every %u ms, dead after %u ms, "
+		   "heartbeat thread at %s priority %u",
 		   cfg->name, h->n_groups, h->n_paths, fo->heartbeat_interval_ms,
-		   fo->dead_interval_ms);
+		   fo->dead_interval_ms, h->rt_priority ? "SCHED_FIFO" : "normal", h->rt_priority);
 	return 0;
 fail:
 	log_error("failover: not started; ibgwd does not start without it (a box of a pair "

@@ -22,6 +22,7 @@
 #include "gateway/daemon.h"
 #include "ha/ha_wire.h"
 #include "lib/log.h"
+#include "lib/rt_sched.h"
 
 #ifndef IBGW_SYSCONFDIR
 #define IBGW_SYSCONFDIR "/etc"
@@ -98,6 +99,30 @@ static int check_connected_mode_host(const struct gw_config *cfg)
 	return ret;
 }
 
+/* The real-time priorities (failover.rt_priority, gateway.worker_rt_priority) as the
+ * daemon will have them: RLIMIT_RTPRIO raised where it can be (as the daemon does before
+ * dropping to gateway.user, keeping cap_sys_nice where it cannot), then one thread made
+ * at the highest, which also finds a seccomp filter refusing real-time policies
+ * (systemd's RestrictRealtime=). */
+static int check_rt_priorities(const struct gw_config *cfg)
+{
+	unsigned prio = gw_config_rt_priority_max(cfg);
+	int ret;
+
+	if (!prio)
+		return 0;
+	(void)rt_limit_raise(prio);
+	ret = rt_probe(prio);
+	if (ret < 0)
+		fprintf(
+		    stderr,
+		    "%s: no thread may run at SCHED_FIFO priority %u here (failover.rt_priority, "
+		    "gateway.worker_rt_priority): %s (RLIMIT_RTPRIO, LimitRTPRIO= and "
+		    "RestrictRealtime= under systemd; 0 is normal scheduling)\n",
+		    cfg->source, prio, strerror(-ret));
+	return ret;
+}
+
 /* -n: every error to stderr as FILE:LINE:COLUMN: message; -v prints the config. */
 static int check_config(const char *path, bool verbose)
 {
@@ -111,7 +136,7 @@ static int check_config(const char *path, bool verbose)
 	if (ret < 0)
 		return EX_CONFIG;
 	ret = check_failover_key(cfg);
-	if (check_connected_mode_host(cfg) < 0)
+	if (check_connected_mode_host(cfg) < 0 || check_rt_priorities(cfg) < 0)
 		ret = -1;
 	if (ret < 0) {
 		gw_config_free(cfg);

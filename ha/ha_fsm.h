@@ -50,8 +50,8 @@
 #define HA_REASON_LEN      96 /* reason strings, NUL included */
 #define HA_TRANSITIONS_MAX 32 /* transitions kept for gwctl show ha */
 
-#define HA_DEFAULT_INTERVAL_MS 20
-#define HA_DEFAULT_DEAD_MS     80
+#define HA_DEFAULT_INTERVAL_MS 10
+#define HA_DEFAULT_DEAD_MS     40
 #define HA_DEFAULT_TB_RETRY_MS 1000
 
 struct ha_group_cfg {
@@ -64,8 +64,8 @@ struct ha_fsm_cfg {
 	struct ha_origin self;        /* node id, boot id (ha_boot_id_new), name */
 	bool preempt;                 /* failover.preempt */
 	uint32_t preempt_delay_ms;    /* failover.preempt_delay_ms */
-	uint32_t interval_ms;         /* heartbeat_interval_ms; 0: 20 */
-	uint32_t dead_ms;             /* dead_interval_ms; 0: 80; at least 3 intervals */
+	uint32_t interval_ms;         /* heartbeat_interval_ms; 0: 10 */
+	uint32_t dead_ms;             /* dead_interval_ms; 0: 40; at least 3 intervals */
 	unsigned n_paths;             /* 1..HA_MAX_PATHS heartbeat paths, numbered 0..n-1 */
 	bool has_tiebreaker;          /* failover.tiebreaker_address is set */
 	uint32_t tiebreaker_retry_ms; /* probe again this often while the peer is dead; 0: 1000 */

@@ -47,13 +47,13 @@ pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/rece
 # Gap bounds: the largest gap docs/failover.md reports for each case ("Measured on the
 # simulated rack"), plus a margin of 60 ms (three heartbeat intervals) for a loaded
 # two-core machine. A bound is a promise the docs make, not a generous timeout.
-# A SIGKILL's gap is bounded by what the timers promise, D + I (100 ms with the defaults:
-# heartbeats every 20 ms, dead after 80 ms), plus 20 ms for a loaded machine (measured
-# 83-89 ms; at 10/40, 41-42 ms alone and 51-54 ms with two compilers running beside the
-# rack: docs/failover.md, "Timers and bounds").
+# A SIGKILL's gap is bounded by what the timers promise, D + I (50 ms with the defaults:
+# heartbeats every 10 ms, dead after 40 ms), plus 20 ms for a loaded machine (measured
+# 40-44 ms alone, 51-54 ms with two compilers running beside the rack: docs/failover.md,
+# "Timers and bounds").
 margin=60
 bound() { echo $(($1 + margin)); }
-kill_bound=120
+kill_bound=70
 gap_ok() { # NAME LIMIT_MS: the gap line, and whether it is under the limit
 	local r
 	r=$(gap_stop "$1")

@@ -340,8 +340,9 @@ static void test_defaults(void **state)
 	assert_int_equal(c->failover.auth, GW_FAILOVER_AUTH_HMAC);
 	assert_string_equal(c->failover.key_file, "/etc/ibgw/failover.key");
 	assert_true(c->failover.preempt);
-	assert_int_equal(c->failover.heartbeat_interval_ms, 20);
-	assert_int_equal(c->failover.dead_interval_ms, 80);
+	assert_int_equal(c->failover.heartbeat_interval_ms, 10);
+	assert_int_equal(c->failover.dead_interval_ms, 40);
+	assert_int_equal(c->failover.rt_priority, 10);
 	assert_int_equal(c->failover.groups[0].priority, 120); /* from failover.priority */
 	assert_int_equal(c->failover.groups[1].priority, 7);
 	assert_false(c->failover.has_tiebreaker);
