@@ -1397,6 +1397,12 @@ static struct json_object *node_json(const struct dp_ha *h, uint64_t now)
 	json_object_object_add(o, "rx_ignored", errs);
 	add_int(o, "tx_failed", (int64_t)h->tx_failed);
 	add_int(o, "tx_resolving", (int64_t)h->tx_resolving); /* through the slow path */
+	/* The engine's heartbeat channel: sends that found its messages or ring full (the
+	 * workers not returning them in time), datagrams handed over but not valid. */
+	struct fwd_hb_stats hb;
+	fwd_hb_stats(h->dp->e, &hb);
+	add_int(o, "tx_no_buffer", (int64_t)hb.no_msg);
+	add_int(o, "rx_channel_refused", (int64_t)hb.refused);
 	add_int(o, "auth_failures", (int64_t)h->auth_failed);
 	add_bool(o, "auth_failing", failing);
 	if (failing)

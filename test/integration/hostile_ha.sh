@@ -28,7 +28,7 @@ RATE=${HOSTILE_RATE:-10000}
 COUNT=${HOSTILE_COUNT:-50000}
 MAX_LOSS_PERMILLE=10 # 1%
 
-tap_plan 20
+tap_plan 21
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" \
 	"$build/bin/ibgw-fabric" "$build/tools/flood"
 suite_need_root
@@ -136,6 +136,10 @@ load_case reload 20 reload_load
 tap_is "reload: both boxes have the 4,000 routes" \
 	"$(g gw1 show routes | grep -c ' via 10.20.0.12 ') $(g gw2 show routes | grep -c ' via 10.20.0.12 ')" \
 	"4000 4000"
+
+no_buffer() { g "$1" -j show ha | jq -r '.[] | select(.kind == "node") | .tx_no_buffer'; }
+tap_is "through every flood, no heartbeat found the heartbeat channel's messages all in use" \
+	"$(no_buffer gw1) $(no_buffer gw2)" "0 0"
 
 # For boxes whose CPUs other programs keep busy, the workers can run at a real-time
 # priority too (docs/failover.md, "Timers and bounds"); a reload applies it at once.
