@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pkt/eth_frame.h"
+#include "pkt/gso.h"
 #include "table/route.h"
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
@@ -611,6 +612,14 @@ static const struct u64_field worker_counters[] = {
 	  offsetof(struct fwd_stats, frags_sent) },
 	{ "ibgw_worker_mss_clamped_total", "TCP SYNs whose MSS was clamped.",
 	  offsetof(struct fwd_stats, mss_clamped) },
+	{ "ibgw_worker_gso_sent_whole_total",
+	  "GSO packets (an Ethernet port's frames over the MTU) sent whole, to a port that "
+	  "segments them or over an IPoIB connection whose MTU holds them.",
+	  offsetof(struct fwd_stats, gso_whole) },
+	{ "ibgw_worker_gso_segmented_total", "GSO packets segmented here (docs/dataplane.md).",
+	  offsetof(struct fwd_stats, gso_segmented) },
+	{ "ibgw_worker_gso_segments_total", "Segments the GSO packets segmented here made.",
+	  offsetof(struct fwd_stats, gso_segments) },
 	{ "ibgw_worker_icmp_errors_sent_total", "ICMP errors sent.",
 	  offsetof(struct fwd_stats, icmp_sent) },
 	{ "ibgw_worker_icmp_rate_limited_total", "ICMP errors not sent: rate limit.",
@@ -682,6 +691,11 @@ static const char *icmp_name(int r)
 	return icmp_reason_name((enum icmp_reason)r);
 }
 
+static const char *gso_name(int r)
+{
+	return gso_result_name((enum gso_result)r);
+}
+
 static void write_worker_families(FILE *out, const struct fwd_stats *st, unsigned n)
 {
 	for (size_t c = 0; c < sizeof(worker_counters) / sizeof(worker_counters[0]); c++) {
@@ -730,6 +744,11 @@ static void write_worker_families(FILE *out, const struct fwd_stats *st, unsigne
 	write_worker_reasons(out, st, n, "ibgw_worker_icmp_not_built_total",
 			     "ICMP errors not built, by reason.", offsetof(struct fwd_stats, icmp),
 			     ICMP_OK + 1, ICMP_REASON_COUNT, icmp_name);
+	write_worker_reasons(out, st, n, "ibgw_worker_gso_refused_total",
+			     "GSO packets refused (the reason behind the gso drops, and UDP "
+			     "datagrams too big for the egress).",
+			     offsetof(struct fwd_stats, gso), GSO_OK + 1, GSO_RESULT_COUNT,
+			     gso_name);
 }
 
 static int write_workers(FILE *out, struct gw_dp *dp)
