@@ -11,17 +11,17 @@
 #define ERF_FLAG_VLEN   0x04
 #define ERF_MAX_PAYLOAD (0xffff - IB_ERF_HDR_LEN)
 
-int ib_pcap_file_header(uint8_t *buf, size_t len)
+int ib_pcap_file_header(uint8_t *buf, size_t len, uint32_t snaplen, uint32_t linktype)
 {
 	if (len < IB_PCAP_FILE_HDR_LEN)
 		return -ENOSPC;
 	ib_put_le32(buf, 0xa1b2c3d4u); /* microsecond timestamps */
 	ib_put_le16(buf + 4, 2);
 	ib_put_le16(buf + 6, 4);
-	ib_put_le32(buf + 8, 0);      /* thiszone */
-	ib_put_le32(buf + 12, 0);     /* sigfigs */
-	ib_put_le32(buf + 16, 65535); /* snaplen */
-	ib_put_le32(buf + 20, IB_PCAP_LINKTYPE_ERF);
+	ib_put_le32(buf + 8, 0);  /* thiszone */
+	ib_put_le32(buf + 12, 0); /* sigfigs */
+	ib_put_le32(buf + 16, snaplen);
+	ib_put_le32(buf + 20, linktype);
 	return IB_PCAP_FILE_HDR_LEN;
 }
 
@@ -58,7 +58,7 @@ int ib_pcap_write_header(FILE *f)
 {
 	uint8_t hdr[IB_PCAP_FILE_HDR_LEN];
 
-	(void)ib_pcap_file_header(hdr, sizeof(hdr));
+	(void)ib_pcap_file_header(hdr, sizeof(hdr), 65535, IB_PCAP_LINKTYPE_ERF);
 	if (fwrite(hdr, 1, sizeof(hdr), f) != sizeof(hdr))
 		return -EIO;
 	return 0;

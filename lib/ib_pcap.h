@@ -24,9 +24,10 @@
 #define IB_PCAP_LINKTYPE_ERF   197
 #define IB_ERF_TYPE_INFINIBAND 21
 
-/* The pcap file header (magic 0xa1b2c3d4 little endian, version 2.4, snaplen 65535,
- * link type 197). Returns IB_PCAP_FILE_HDR_LEN or -ENOSPC. */
-int ib_pcap_file_header(uint8_t *buf, size_t len);
+/* A pcap file header (magic 0xa1b2c3d4 little endian, version 2.4) with snaplen and
+ * linktype: this file's records use 65535 and IB_PCAP_LINKTYPE_ERF; gwctl capture
+ * writes the ones the daemon's capture gives. Returns IB_PCAP_FILE_HDR_LEN or -ENOSPC. */
+int ib_pcap_file_header(uint8_t *buf, size_t len, uint32_t snaplen, uint32_t linktype);
 
 /* One pcap record holding one ERF type-21 record of pkt (pkt_len octets) stamped
  * ts_ns nanoseconds since the epoch. Returns the record's length (32 + pkt_len),

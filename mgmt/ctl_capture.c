@@ -14,7 +14,7 @@
 #include <json-c/json.h>
 
 #include "lib/base64.h"
-#include "lib/ib_bytes.h"
+#include "lib/ib_pcap.h"
 #include "mgmt/ctl_args.h"
 #include "mgmt/ctl_client.h"
 
@@ -67,10 +67,10 @@ static void on_record(struct json_object *rec, void *arg)
 	if (r->failed)
 		return;
 	if (json_object_object_get_ex(rec, "linktype", &v)) {
-		uint8_t h[24] = { 0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0 }; /* LE magic, 2.4 */
+		uint8_t h[IB_PCAP_FILE_HDR_LEN];
 
-		ib_put_le32(h + 16, (uint32_t)member(rec, "snaplen"));
-		ib_put_le32(h + 20, (uint32_t)json_object_get_int64(v));
+		(void)ib_pcap_file_header(h, sizeof(h), (uint32_t)member(rec, "snaplen"),
+					  (uint32_t)json_object_get_int64(v));
 		r->header = true;
 		if (write_all(r->fd, h, sizeof(h)) < 0)
 			give_up(r, "gwctl: capture: cannot write the file: %s\n", strerror(errno));

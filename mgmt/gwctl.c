@@ -837,20 +837,28 @@ struct session {
 	struct ctl_client client;
 };
 
+/* Connect to the daemon, or say why not (once, here). 0 or -1. */
+static int connect_daemon(struct ctl_client *c, const char *socket_path, int timeout_ms)
+{
+	int err = ctl_client_connect(c, socket_path, timeout_ms);
+
+	if (err < 0) {
+		fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s%s\n", socket_path,
+			strerror(-err),
+			err == -ENOENT || err == -ECONNREFUSED ? " (is ibgwd running?)" : "");
+		return -1;
+	}
+	return 0;
+}
+
 static int session_request(struct session *s, uint16_t type, struct json_object *args,
 			   struct text_ctx *t, const char **error)
 {
-	int err, status;
+	int status;
 
 	if (!s->open) {
-		err = ctl_client_connect(&s->client, s->socket_path, s->timeout_ms);
-		if (err < 0) {
-			fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s%s\n", s->socket_path,
-				strerror(-err),
-				err == -ENOENT || err == -ECONNREFUSED ? " (is ibgwd running?)"
-								       : "");
+		if (connect_daemon(&s->client, s->socket_path, s->timeout_ms) < 0)
 			return -1;
-		}
 		s->open = true;
 	}
 	status = ctl_client_request(&s->client, type, args, on_text_record, t, error);
@@ -872,7 +880,7 @@ static int capture(int argc, char **argv, const char *socket_path)
 	struct ctl_client client;
 	char why[CTL_ARGS_WHY_LEN] = "";
 	const char *file;
-	int fd, err, ret;
+	int fd, ret;
 
 	if (ctl_capture_parse_argv(argc, argv, &a, &file, why) < 0 || !file) {
 		fprintf(stderr,
@@ -895,10 +903,7 @@ static int capture(int argc, char **argv, const char *socket_path)
 			return EXIT_USAGE;
 		}
 	}
-	err = ctl_client_connect(&client, socket_path, -1);
-	if (err < 0) {
-		fprintf(stderr, "gwctl: cannot reach ibgwd at %s: %s\n", socket_path,
-			strerror(-err));
+	if (connect_daemon(&client, socket_path, -1) < 0) {
 		ret = EXIT_DAEMON;
 	} else {
 		ret = ctl_capture_run(&client, &a, fd, stderr) < 0 ? EXIT_DAEMON : 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "lib/ib_bytes.h"
 #include "lib/ib_pcap.h"
 
 static void test_file_header(void **state)
@@ -24,9 +25,15 @@ static void test_file_header(void **state)
 	uint8_t buf[IB_PCAP_FILE_HDR_LEN];
 
 	(void)state;
-	assert_int_equal(ib_pcap_file_header(buf, sizeof(buf)), IB_PCAP_FILE_HDR_LEN);
+	assert_int_equal(ib_pcap_file_header(buf, sizeof(buf), 65535, IB_PCAP_LINKTYPE_ERF),
+			 IB_PCAP_FILE_HDR_LEN);
 	assert_memory_equal(buf, want, sizeof(want));
-	assert_int_equal(ib_pcap_file_header(buf, 23), -ENOSPC);
+	assert_int_equal(ib_pcap_file_header(buf, 23, 65535, IB_PCAP_LINKTYPE_ERF), -ENOSPC);
+	/* gwctl capture's: its snaplen and link type (IPoIB, 242) */
+	assert_int_equal(ib_pcap_file_header(buf, sizeof(buf), 262144, 242), IB_PCAP_FILE_HDR_LEN);
+	assert_memory_equal(buf, want, 16);
+	assert_int_equal(ib_get_le32(buf + 16), 262144);
+	assert_int_equal(ib_get_le32(buf + 20), 242);
 }
 
 static void test_record(void **state)
