@@ -22,9 +22,9 @@
 /* ib0 and ib2 have a backup port, ib1 has none; ib3 is on another HCA. */
 #define RACK                                                                                       \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2}\n"                    \
-	"  - {name: ib1, backend: verbs, device: gw1, port: 1}\n"                                    \
-	"  - {name: ib2, backend: verbs, device: gw1, port: 2, backup_port: 1}\n"                    \
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2}\n"                  \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 1}\n"                                  \
+	"  - {name: ib2, backend: verbs, device: gw1, port: 2, backup_port: 1}\n"                  \
 	"  - {name: ib3, backend: verbs, device: gw2, port: 1, backup_port: 2}\n"
 
 /* What dp_portfail_port_event and on_move do with the verdicts: the links as they run

@@ -124,9 +124,9 @@ static void assert_verdict(const struct reload *x, const char *name, enum gw_rec
 
 #define BASE                                                                                       \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"      \
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"    \
 	"     mtu: 2044, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"                              \
-	"  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"          \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"        \
 	"ethernet_interfaces:\n"                                                                   \
 	"  - {name: eth0, device: veth0, mtu: 1500, addresses: [10.2.0.1/24]}\n"
 
@@ -148,13 +148,14 @@ static void mtu_change_updates(void **state)
 	struct reload x;
 	(void)state;
 
-	reload(&x, BASE,
-	       "ipoib_links:\n"
-	       "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
-	       "     mtu: 1500, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
-	       "  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"
-	       "ethernet_interfaces:\n"
-	       "  - {name: eth0, device: veth0, mtu: 9000, addresses: [10.2.0.1/24]}\n");
+	reload(
+	    &x, BASE,
+	    "ipoib_links:\n"
+	    "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
+	    "     mtu: 1500, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
+	    "  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"
+	    "ethernet_interfaces:\n"
+	    "  - {name: eth0, device: veth0, mtu: 9000, addresses: [10.2.0.1/24]}\n");
 	assert_verdict(&x, "ib0", GW_RECONF_UPDATE, GW_RECONF_MTU, "");
 	assert_verdict(&x, "ib1", GW_RECONF_KEEP, 0, "");
 	assert_verdict(&x, "eth0", GW_RECONF_UPDATE, GW_RECONF_MTU, "");
@@ -260,13 +261,14 @@ static void removed_and_added(void **state)
 	struct reload x;
 	(void)state;
 
-	reload(&x, BASE,
-	       "ipoib_links:\n"
-	       "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
-	       "     mtu: 2044, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
-	       "  - {name: ib2, backend: verbs, device: gw1, port: 2, addresses: [10.4.0.1/24]}\n"
-	       "ethernet_interfaces:\n"
-	       "  - {name: eth1, device: veth1, addresses: [10.5.0.1/24]}\n");
+	reload(
+	    &x, BASE,
+	    "ipoib_links:\n"
+	    "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
+	    "     mtu: 2044, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
+	    "  - {name: ib2, backend: verbs, device: gw1, port: 2, addresses: [10.4.0.1/24]}\n"
+	    "ethernet_interfaces:\n"
+	    "  - {name: eth1, device: veth1, addresses: [10.5.0.1/24]}\n");
 	assert_verdict(&x, "ib0", GW_RECONF_KEEP, 0, "");
 	assert_verdict(&x, "ib1", GW_RECONF_REMOVE, 0, "removed from the config");
 	assert_verdict(&x, "eth0", GW_RECONF_REMOVE, 0, "removed from the config");
@@ -307,7 +309,7 @@ static void free_slot(void **state)
 
 #define GID_LINKS                                                                                  \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2}\n"                    \
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2}\n"                  \
 	"  - {name: ib1, backend: verbs, device: gw1, port: 2}\n"
 #define GID_ROUTES(lid)                                                                            \
 	"gid_routes:\n"                                                                            \
