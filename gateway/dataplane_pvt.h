@@ -48,7 +48,7 @@ struct dp_port {
 	unsigned worker;
 	unsigned connected;        /* connected links configured on it (at most 4
 				       * counted): big buffers, 1024 per link */
-	struct ipoib_cm_port *cmp; /* its GSI QP for the CM (connected links), or NULL */
+	struct ipoib_cm_port *cmp; /* its CM MAD transport (connected links), or NULL */
 	/* The GID routes of the links on this port (gid_routes[].link), for its SA client:
 	 * one table per port, so that router state follows the subnet the port is on. */
 	struct sa_gidroutes *gidroutes;

@@ -2,8 +2,9 @@
 # IPoIB connected mode (RFC 4755) between IB hosts of a real rack: ibsim + OpenSM, the
 # simulated fabric, ibgw-host on ibhost1/ibhost2 in connected mode and ibhost3 in
 # datagram mode (rack.topo), the kernel doing its own ARP, ND, ping and TCP on each TAP.
-# Also the cm rack suite docs/connected-mode.md asked for: the CM MADs ride the real
-# fabric's QP1 (cm_gsi), and a capture decoded by tshark shows them.
+# Also the cm rack suite docs/connected-mode.md asked for: the CM MADs (cm_umad, carried
+# by the verbs shim) ride the real fabric's QP1, and a capture decoded by tshark shows
+# them.
 # Shows: RC connections come up between the CM hosts (listed established, RC counters
 # moving) and carry IPv4, IPv6 and link-local pings, 60000-octet pings with DF (MTU
 # 65520) and iperf3 TCP; the datagram host is reached on UD with no REQ sent to it
