@@ -113,8 +113,8 @@ struct ipoib_link_config {
 	struct ibp_port *port;
 	struct sa_client *sa; /* the port's SA client (shared by the port's links) */
 	/* The port as the owner last queried it; NULL: ipoib_link_new queries it. (Under
-	 * umad2sim, the sim backend's query SMPs time out once sm-client/sa_umad is open
-	 * in the same process: both register an SMI agent; so query first, then pass it.)
+	 * umad2sim, a port query's SMPs could time out once sm-client/sa_umad is open in
+	 * the same process: both register an SMI agent; so query first, then pass it.)
 	 * The link never queries the port after ipoib_link_new. */
 	const struct ibp_port_attr *attr;
 	struct evloop *loop; /* timers (neighbours); NULL: call ipoib_link_tick */

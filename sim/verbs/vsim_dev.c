@@ -5,8 +5,7 @@
  *
  * The device list is the node this process runs as: under umad2sim, the node SIM_HOST
  * names, read through libibumad (sim/verbs/sim_node); the device is named after the
- * node ("ibhost1", "gw1"), as the sim backend's `device` is, so a rack config reads the
- * same with either backend. Each context connects each of the device's ports to the
+ * node ("ibhost1", "gw1"), so a rack config's `device` is the node's name. Each context connects each of the device's ports to the
  * fabric (HELLO with the identity OpenSM gave it) when it first uses it, and runs two
  * threads, the HCA's firmware: the progress thread receives packets and runs the RC
  * timers; the port watcher re-reads the ports every IBVSIM_PORT_MS (SMPs, which may wait
