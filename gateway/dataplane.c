@@ -717,7 +717,6 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 	snprintf(k->backend, sizeof(k->backend), "%s", gw_ipoib_backend_name(c->backend));
 	k->port_num = c->port;
 	k->pkey = c->pkey;
-	k->cfg_mode = c->mode;
 	k->mode = c->mode;
 	k->cfg_mtu = c->mtu;
 	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
@@ -1452,7 +1451,7 @@ static void reconf_link_of(const struct dp_link *k, struct gw_reconf_link *r)
 		.n_addrs = k->n_addrs,
 		.port = k->port_num,
 		.pkey = k->pkey,
-		.mode = k->cfg_mode,
+		.mode = k->mode,
 		.proxy_nd = k->proxy_nd,
 		.proxy6 = k->proxy6,
 		.n_proxy6 = k->n_proxy6,

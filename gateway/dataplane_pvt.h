@@ -80,7 +80,7 @@ struct dp_link {
 	struct ipoib_link *link;
 	uint8_t port_num;
 	uint16_t pkey;
-	enum gw_ipoib_mode mode, cfg_mode;
+	enum gw_ipoib_mode mode;
 	bool proxy_nd;
 	struct ip_prefix proxy6[FWD_IF_MAX_PROXY]; /* configured IPv6 proxy prefixes */
 	unsigned n_proxy6;
