@@ -25,13 +25,14 @@ top=$(cd "$here/../.." && pwd)
 suite_init cm
 rackcmd() { R "$@"; }
 
-tap_plan 46
+tap_plan 50
 suite_need_built "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3
 suite_ibhost_helpers
 n_established() { dump "$1" conns | grep -c 'state established .*up 1'; }
-# Restart an IB host: NODE MODE [KILL]; extra ibgw-host options through $HOST_OPTS.
+# Restart an IB host: NODE MODE [KILL]; extra ibgw-host options through $HOST_OPTS, its
+# P_Key through $PKEY (default 0xffff).
 addrs_of() { case $1 in ibhost1) echo 10.10.0.11/24 fd00:10::11/64;; ibhost2) echo 10.10.0.12/24 fd00:10::12/64;; ibhost3) echo 10.10.0.13/24 fd00:10::13/64;; esac; }
 wrapper=$work/ibgw-host-opts
 printf '#!/bin/sh\nexec "%s" $HOST_OPTS "$@"\n' "$host" >"$wrapper"
@@ -40,7 +41,7 @@ restart_host() {
 	local n=$1 mode=$2 sig=${3:-TERM}
 	rack_stop "ibgw-host-$n" "$sig"
 	# shellcheck disable=SC2046
-	IBGW_HOST=$wrapper HOST_OPTS=${HOST_OPTS:-} role_start_ibhost_node "$n" 0xffff "$mode" $(addrs_of "$n") >/dev/null
+	IBGW_HOST=$wrapper HOST_OPTS=${HOST_OPTS:-} role_start_ibhost_node "$n" "${PKEY:-0xffff}" "$mode" $(addrs_of "$n") >/dev/null
 }
 iperf_rate() {   # FROM TO-ADDR PORT -> "N Mbits/sec" (and the retransmits)
 	local out
@@ -213,6 +214,34 @@ tap_is "the two sides name the same connection (RC QPNs cross-matched)" "$rq2" "
 sleep 4
 tap_check "a 60000-octet ping after another idle teardown (waits for the new connection)" \
 	in_ns ibhost1 ping -c 2 -i 0.5 -w 6 -s 60000 -M do 10.10.0.12
+
+# --- connected mode on another partition -------------------------------------------------
+# The pair on P_Key 0x8001 (rack.topo's second partition, every port a full member):
+# the CM's MADs go out on that P_Key's index (cm_umad, umad_set_pkey) and the RC QPs are
+# made on it, so the connection and its traffic stay in the partition.
+export PKEY=0x8001
+restart_host ibhost1 connected
+restart_host ibhost2 connected
+unset PKEY
+wait_link ibhost1 up 20 && wait_link ibhost2 up 20
+wait_dad ibhost1; wait_dad ibhost2
+tap_like "ibhost1 and ibhost2 restarted on P_Key 0x8001, connected mode" \
+	"$(dump ibhost1 link | tr '\n' ' ')|$(dump ibhost2 link | tr '\n' ' ')" \
+	"^link ib0 node ibhost1 state up pkey 0x8001 .* mode connected conn_mtu 65520 \|link ib0 node ibhost2 state up pkey 0x8001 .* mode connected conn_mtu 65520 $"
+cap2=$work/cm8001.pcap
+rackcmd capture "$cap2" >/dev/null 2>&1
+in_ns ibhost1 ping -c 1 -w 10 10.10.0.12 >/dev/null 2>&1
+tap_check "P_Key 0x8001: ping -s 60000 -M do ibhost1 -> ibhost2 over RC" \
+	in_ns ibhost1 ping -c 2 -i 0.3 -W 2 -s 60000 -M do 10.10.0.12
+rackcmd capture stop >/dev/null 2>&1
+sleep 0.5
+tap_is "P_Key 0x8001: one established connection each side" "$(n_established ibhost1) $(n_established ibhost2)" "1 1"
+# Every CM MAD (QP1) and every RC SEND of the capture on P_Key 0x8001, the REQ naming it.
+pk=$(tshark -r "$cap2" -Y 'infiniband.bth.destqp == 1 && infiniband.cm' -T fields -e infiniband.bth.p_key 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+pr=$(tshark -r "$cap2" -Y 'infiniband.bth.opcode <= 5' -T fields -e infiniband.bth.p_key 2>/dev/null | sort -u | tr '\n' ' ')
+rq=$(tshark -r "$cap2" -Y 'infiniband.cm.req' -T fields -e infiniband.cm.req.pkey 2>/dev/null | sort -u | tr '\n' ' ')
+tap_like "tshark: the CM MADs ($pk), the RC SENDs ($pr) and the REQ's P_Key ($rq) are 0x8001" \
+	"mads $pk|rc $pr|req $rq" "^mads ( ?[0-9]+ 0x8001 )+\|rc 0x8001 \|req 0x8001 $"
 
 # --- the same pair in datagram mode -----------------------------------------------------
 restart_host ibhost1 datagram
