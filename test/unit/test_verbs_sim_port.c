@@ -2,7 +2,8 @@
  * The verbs IB port backend's error paths (port/ib_port_verbs.c through its ibp_ops,
  * docs/ib-port.md), run on libibverbs2sim: the shim's objects are linked into the test
  * (the Makefile links every test_verbs_sim* so), two nodes are described with
- * vsim_test_set_nodes, and a real ibgw-fabric carries the packets between them. Each
+ * vsim_test_set_nodes, and a real ibgw-fabric carries the packets between them
+ * (test/unit/vsim_fabric.h). Each
  * fault is made the way it comes (a peer gone, a datagram too long for the buffer, the
  * port going down) or, where only a broken provider makes it, with the shim's fault
  * injection (IBVSIM_FAULT_*, sim/verbs/vsim.h); each test then shows the way back that
@@ -32,97 +33,20 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <fcntl.h>
-#include <infiniband/verbs.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "port/ib_port.h"
 #include "sim/verbs/vsim.h"
+#include "test/unit/vsim_fabric.h"
 
 #define QKEY     0x0b1b0000u
 #define N_BUFS   64
 #define BUF_SIZE (4096 + 64)
 
 static const struct ibp_ops *ops = &ibp_verbs_ops;
-static char dir[64];
-static pid_t fabric_pid;
-static struct vsim_test_node nodes[2];
-
-static void node_init(struct vsim_test_node *n, const char *name, uint16_t lid)
-{
-	struct simnode_port *p = &n->port[0];
-
-	memset(n, 0, sizeof(*n));
-	snprintf(n->name, sizeof(n->name), "%s", name);
-	n->n_ports = 1;
-	snprintf(p->info.name, sizeof(p->info.name), "%s", name);
-	p->info.port_num = 1;
-	p->info.mtu = 4; /* 2048 */
-	p->info.port_guid = 0x0002c90300000000ull + lid;
-	p->info.gid_prefix = 0xfe80000000000000ull;
-	p->info.lid = lid;
-	p->info.sm_lid = 1;
-	p->info.n_pkeys = 1;
-	p->info.pkeys[0] = 0xffff;
-	p->state = IBV_PORT_ACTIVE;
-	p->subnet_timeout = 18;
-}
-
-static int group_setup(void **state)
-{
-	char exe[PATH_MAX], fab[PATH_MAX + 32], sock[128];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	(void)state;
-
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	*strrchr(exe, '/') = 0;
-	snprintf(fab, sizeof(fab), "%s/../bin/ibgw-fabric", exe);
-	snprintf(dir, sizeof(dir), "/tmp/vsimport.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(sock, sizeof(sock), "%s/fabric.sock", dir);
-	fabric_pid = fork();
-	if (fabric_pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(fab, fab, "--socket", sock, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 500 && access(sock, F_OK) != 0; i++)
-		usleep(10000);
-	if (access(sock, F_OK) != 0)
-		return -1;
-	setenv("IBVSIM_SOCKET", sock, 1);
-	setenv("IBVSIM_PORT_MS", "20", 1);
-	node_init(&nodes[0], "nodeA", 1);
-	node_init(&nodes[1], "nodeB", 2);
-	vsim_test_set_nodes(nodes, 2);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	char sock[128];
-	(void)state;
-
-	kill(fabric_pid, SIGTERM);
-	waitpid(fabric_pid, NULL, 0);
-	snprintf(sock, sizeof(sock), "%s/fabric.sock", dir);
-	unlink(sock);
-	rmdir(dir);
-	return 0;
-}
 
 /* Nothing may be left behind: the shim counts the objects a closed context held. */
 static int teardown(void **state)
@@ -213,9 +137,8 @@ static void send_one(struct ibp_port *p, struct ibp_qp *qp, struct ibp_ah *ah, u
 	assert_int_equal(ops->post_send(&s, 1), 1);
 }
 
-/* Poll until n completions or ms; every buffer goes back to the pool. Returns how many
- * came (at most n). */
-static unsigned wait_wcs(struct ibp_port *p, struct ibp_wc *wcs, unsigned n, unsigned ms)
+/* Poll until n completions or ms; returns how many came (at most n). */
+static unsigned wait_wcs_keep(struct ibp_port *p, struct ibp_wc *wcs, unsigned n, unsigned ms)
 {
 	uint64_t end = now_ms() + ms;
 	unsigned got = 0;
@@ -224,14 +147,28 @@ static unsigned wait_wcs(struct ibp_port *p, struct ibp_wc *wcs, unsigned n, uns
 		int r = ops->poll(p, wcs + got, n - got);
 
 		assert_true(r >= 0);
-		for (int i = 0; i < r; i++)
-			if (wcs[got + (unsigned)i].buf)
-				ops->buf_put(p, wcs[got + (unsigned)i].buf);
 		got += (unsigned)r;
 		if (got < n)
 			usleep(1000);
 	}
 	return got;
+}
+
+/* The same, every buffer going back to the pool. */
+static unsigned wait_wcs(struct ibp_port *p, struct ibp_wc *wcs, unsigned n, unsigned ms)
+{
+	unsigned got = wait_wcs_keep(p, wcs, n, ms);
+
+	for (unsigned i = 0; i < got; i++)
+		if (wcs[i].buf)
+			ops->buf_put(p, wcs[i].buf);
+	return got;
+}
+
+/* One completion within 2 s, its buffer left to the caller. */
+static void poll_one(struct ibp_port *p, struct ibp_wc *wc)
+{
+	assert_int_equal(wait_wcs_keep(p, wc, 1, 2000), 1);
 }
 
 /* The next port event of type want within ms (others skipped). */
@@ -255,8 +192,8 @@ static bool event_wait(struct ibp_port *p, enum ibp_event_type want, struct ibp_
 }
 
 /* A datagram from b to a's QP arrives whole: the way back works. */
-static void ud_passes(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
-		      struct ibp_qp *qb, uint8_t fill)
+static void ud_passes(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b, struct ibp_qp *qb,
+		      uint8_t fill)
 {
 	struct ibp_ah *ah = ah_to(b, 1);
 	struct ibp_wc wc;
@@ -266,15 +203,7 @@ static void ud_passes(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
 	assert_int_equal(wait_wcs(b, &wc, 1, 2000), 1);
 	assert_int_equal(wc.status, IBP_WC_OK);
 	assert_int_equal(wc.kind, IBP_WC_SEND);
-	/* Poll by hand: the payload is read before the buffer goes back. */
-	for (int i = 0; i < 2000; i++) {
-		int r = ops->poll(a, &wc, 1);
-
-		assert_true(r >= 0);
-		if (r == 1)
-			break;
-		usleep(1000);
-	}
+	poll_one(a, &wc); /* the payload is read before the buffer goes back */
 	assert_int_equal(wc.kind, IBP_WC_RECV);
 	assert_int_equal(wc.status, IBP_WC_OK);
 	assert_ptr_equal(wc.qp, qa);
@@ -284,6 +213,17 @@ static void ud_passes(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
 	assert_int_equal(wc.slid, 2);
 	ops->buf_put(a, wc.buf);
 	ops->destroy_ah(ah);
+}
+
+/* The end of a test: the two UD QPs and their ports go (the teardown checks that no
+ * verbs object was left). */
+static void ud_pair_free(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
+			 struct ibp_qp *qb)
+{
+	ops->destroy_qp(qa);
+	ops->destroy_qp(qb);
+	ops->close(a);
+	ops->close(b);
 }
 
 static void ud_qp_error_recovers(void **state)
@@ -378,14 +318,7 @@ static void rc_passes(struct rc_end *a, struct rc_end *b, uint8_t fill)
 	struct ibp_wc wc;
 
 	send_one(a->p, a->qp, NULL, 0, 3000, fill);
-	for (int i = 0; i < 2000; i++) {
-		int r = ops->poll(b->p, &wc, 1);
-
-		assert_true(r >= 0);
-		if (r == 1)
-			break;
-		usleep(1000);
-	}
+	poll_one(b->p, &wc);
 	assert_int_equal(wc.kind, IBP_WC_RECV);
 	assert_int_equal(wc.status, IBP_WC_OK);
 	assert_ptr_equal(wc.qp, b->qp);
@@ -496,10 +429,7 @@ static void cq_holds_the_whole_pool(void **state)
 
 	assert_int_equal(wait_wcs(b, wc, 8, 2000), 8);
 	ops->destroy_ah(ah);
-	ops->destroy_qp(qa);
-	ops->destroy_qp(qb);
-	ops->close(a);
-	ops->close(b);
+	ud_pair_free(a, qa, b, qb);
 }
 
 static void cq_overrun_recovers(void **state)
@@ -540,10 +470,7 @@ static void cq_overrun_recovers(void **state)
 	qa = ud_qp(a);
 	ud_passes(a, qa, b, qb, 0x44);
 
-	ops->destroy_qp(qa);
-	ops->destroy_qp(qb);
-	ops->close(a);
-	ops->close(b);
+	ud_pair_free(a, qa, b, qb);
 }
 
 static void port_down_recovers(void **state)
@@ -557,14 +484,14 @@ static void port_down_recovers(void **state)
 	(void)state;
 
 	ud_passes(a, qa, b, qb, 0x55);
-	memcpy(changed, nodes, sizeof(changed));
+	memcpy(changed, vsim_nodes, sizeof(changed));
 	changed[0].port[0].state = IBV_PORT_DOWN;
 	vsim_test_set_nodes(changed, 2);
 	assert_true(event_wait(a, IBP_EVENT_PORT_DOWN, &ev, 2000));
 	assert_int_equal(ops->query(a, &pa), 0);
 	assert_int_equal(pa.state, IBP_PORT_DOWN);
 
-	vsim_test_set_nodes(nodes, 2);
+	vsim_test_set_nodes(vsim_nodes, 2);
 	assert_true(event_wait(a, IBP_EVENT_PORT_ACTIVE, &ev, 2000));
 	assert_int_equal(ops->query(a, &pa), 0);
 	assert_int_equal(pa.state, IBP_PORT_ACTIVE);
@@ -572,10 +499,7 @@ static void port_down_recovers(void **state)
 	/* The QPs outlived the outage: the same one receives again. */
 	ud_passes(a, qa, b, qb, 0x66);
 
-	ops->destroy_qp(qa);
-	ops->destroy_qp(qb);
-	ops->close(a);
-	ops->close(b);
+	ud_pair_free(a, qa, b, qb);
 }
 
 static void reg_mr_failure_recovers(void **state)
@@ -598,10 +522,7 @@ static void reg_mr_failure_recovers(void **state)
 	qa = ud_qp(a);
 	ud_passes(a, qa, b, qb, 0x77);
 
-	ops->destroy_qp(qa);
-	ops->destroy_qp(qb);
-	ops->close(a);
-	ops->close(b);
+	ud_pair_free(a, qa, b, qb);
 }
 
 int main(void)
@@ -615,5 +536,5 @@ int main(void)
 		cmocka_unit_test_teardown(reg_mr_failure_recovers, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vsim_fabric_setup, vsim_fabric_teardown);
 }
