@@ -59,8 +59,8 @@ endif
 # sim/fabric (the simulated fabric's core) uses lib/ only; sim/host (the IB-host
 # program's parts) uses the data plane. Their archives let unit tests and fuzzers link
 # them without the programs' mains.
-# sim/verbs (the simulated HCA: its RC transport and node reader, in the archive, used by
-# the sim backend too; and the verbs shim, sim/verbs/vsim_*.c, built only into
+# sim/verbs (the simulated HCA: its RC transport and node reader, in the archive for
+# their unit tests; and the verbs shim, sim/verbs/vsim_*.c, built only into
 # libibverbs2sim.so) uses lib/ only.
 MODULES  := gateway mgmt ha sim/host kernel engine ipoib cm sm-client port table pkt sim/verbs sim/fabric lib
 MAINS    := gateway/ibgwd.c mgmt/gwctl.c sim/fabric/main.c sim/host/main.c

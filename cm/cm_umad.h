@@ -31,8 +31,9 @@
  * Threads: everything here runs on the control thread (open, send, the fd callback,
  * close). The umad fd is a kernel character device fd (epoll-able). Under ibsim's
  * umad2sim it is not (a number above 1024 that only umad2sim's poll() knows), and
- * ibsim does not deliver unsolicited CM MADs to a umad agent anyway: the simulated rack
- * keeps cm_gsi for now (docs/connected-mode.md, "On the rack").
+ * ibsim does not deliver unsolicited CM MADs to a umad agent anyway: on the simulated
+ * rack the verbs shim takes the CM class for itself and carries its MADs on the
+ * fabric's QP1 (docs/verbs-sim.md, "CM MADs").
  */
 #ifndef IBGW_CM_CM_UMAD_H
 #define IBGW_CM_CM_UMAD_H

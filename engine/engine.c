@@ -662,7 +662,7 @@ static void port_lock_release(struct fwd_engine *e, const struct fwd_snap *n, co
 		if (n->ifs[k].index && if_port(&n->ifs[k]) == port)
 			return;
 	for (unsigned i = 0; i < FWD_IF_MAX; i++)
-		if (e->plock[i].port == port && !e->plock[i].pinned)
+		if (e->plock[i].port == port)
 			e->plock[i].port = NULL;
 }
 
@@ -1013,37 +1013,17 @@ static bool workers_running(const struct fwd_engine *e)
 	return false;
 }
 
-/* The interface whose worker carries a send of hook h: a link's own; for a port's GSI
- * QP, the first interface of the port that is up (the worker posts the send as it was
- * prepared, on that interface's port: the GSI QP is one more QP of the port). 0: none. */
-static uint32_t hook_if(const struct fwd_ib_hook *h)
-{
-	const struct fwd_snap *s;
-
-	if (!h->lk)
-		return h->ifindex;
-	s = fwd_engine_current(h->e);
-	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
-		if (s->ifs[k].index && s->ifs[k].kind == FWD_IF_IPOIB && s->ifs[k].up &&
-		    s->ifs[k].ib_port == h->lk->port)
-			return k;
-	return 0;
-}
-
-/* The share of the control thread's pool a send on IB takes. A port's hook is its GSI
- * QP's (the cm's MADs): control. A link's sends are ARP/ND answers and solicitations,
- * parked packets and the gateway's own IP packets, which the link encapsulates with no
- * word of why: the failover pair's heartbeats and the tiebreaker's echo requests are
- * recognised by content, as the worker recognises the heartbeats and the echo replies
- * on receive, so a burst of answers in a flood cannot take their messages (the control
- * class's reserve). Both reach the link when they waited for an IPoIB neighbour. */
+/* The share of the control thread's pool a send on IB takes. A link's sends are ARP/ND
+ * answers and solicitations, parked packets and the gateway's own IP packets, which the
+ * link encapsulates with no word of why: the failover pair's heartbeats and the
+ * tiebreaker's echo requests are recognised by content, as the worker recognises the
+ * heartbeats and the echo replies on receive, so a burst of answers in a flood cannot
+ * take their messages (the control class's reserve). Both reach the link when they waited for an IPoIB neighbour. */
 static enum fwd_pclass ib_send_class(const struct fwd_ib_hook *h, const struct ibp_send *s)
 {
 	const struct ibp_buf *b = s->buf;
 	uint16_t et;
 
-	if (h->lk)
-		return FWD_PCLASS_CONTROL;
 	if (!b || b->len <= IPOIB_ENCAP_LEN)
 		return FWD_PCLASS_NEIGH;
 	et = ip_be16(b->data);
@@ -1056,51 +1036,13 @@ static enum fwd_pclass ib_send_class(const struct fwd_ib_hook *h, const struct i
 int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
 {
 	struct fwd_ib_hook *h = ctx;
-	uint32_t k;
 
 	if (!workers_running(h->e)) /* the control thread is alone on the port */
 		return h->ops ? h->ops->post_send(s, 1) : 0;
-	k = hook_if(h);
-	return k && fwd_sp_send_ib(h->e, k, s, ib_send_class(h, s)) == 0 ? 1 : 0;
-}
-
-int fwd_engine_ib_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b)
-{
-	struct fwd_ib_hook *h = ctx;
-	struct fwd_port_lock *lk = h->lk;
-	int n;
-
-	if (!h->ops)
-		return 0;
-	if (!workers_running(h->e))
-		return h->ops->post_recv(qp, &b, 1);
-	if (!lk) {
-		const struct fwd_if *f = fwd_snap_if(fwd_engine_current(h->e), h->ifindex);
-
-		lk = f ? f->port_lock : NULL;
-	}
-	if (!lk)
-		return 0;
-	fwd_port_lock(lk);
-	n = h->ops->post_recv(qp, &b, 1);
-	fwd_port_unlock(lk);
-	return n;
+	return fwd_sp_send_ib(h->e, h->ifindex, s, ib_send_class(h, s)) == 0 ? 1 : 0;
 }
 
 void *fwd_engine_if_post_ctx(struct fwd_engine *e, uint32_t index)
 {
 	return index && index < FWD_IF_MAX ? &e->if_hook[index] : NULL;
-}
-
-void *fwd_engine_ib_port_ctx(struct fwd_engine *e, const struct ibp_ops *ops, struct ibp_port *port)
-{
-	struct fwd_port_lock *lk = port_lock_of(e, port);
-	struct fwd_ib_hook *h;
-
-	if (!lk)
-		return NULL;
-	lk->pinned = true;
-	h = &e->port_hook[lk - e->plock];
-	*h = (struct fwd_ib_hook){ .e = e, .ops = ops, .lk = lk };
-	return h;
 }

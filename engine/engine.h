@@ -163,9 +163,6 @@ enum fwd_msg_type {
 	/* worker -> control */
 	FWD_MSG_PUNT_ETH = 1, /* a whole Ethernet frame (untagged) received on ifindex */
 	FWD_MSG_PUNT_IB,      /* an IPoIB payload (after the IPoIB header) from ifindex */
-	FWD_MSG_IB_WC,        /* a completion (wc) of the GSI QP of ifindex's port (CM MADs):
-			       * the control thread hands it to ipoib_link_gsi_completion,
-			       * which reposts or frees its buffer */
 	/* control -> worker */
 	FWD_MSG_TX_ETH, /* send data[0..len) (a whole untagged frame) on ifindex */
 	FWD_MSG_TX_IB,  /* post ib_send (buffer, AH, QPN, Q_Key prepared) */
@@ -193,7 +190,7 @@ const char *fwd_punt_name(enum fwd_punt p);
  */
 enum fwd_pclass {
 	FWD_PCLASS_CONTROL = 0, /* failover UDP (the bound port), the failover tiebreaker's echo
-				 * replies, GSI completions (CM MADs): never rate limited */
+				 * replies: never rate limited */
 	FWD_PCLASS_NEIGH,       /* ARP / ND, Ethernet and IPoIB: resolution asked and answered */
 	FWD_PCLASS_UNRES,       /* packets waiting for a neighbour (parked) */
 	FWD_PCLASS_LOCAL,       /* other IP to the gateway's addresses (echo, anything else) */
@@ -270,7 +267,6 @@ struct fwd_msg {
 	bool has_grh;
 	union ib_gid sgid, dgid;
 	struct ibp_send ib_send; /* TX_IB */
-	struct ibp_wc wc;        /* IB_WC */
 	bool own; /* TX_IP: the gateway's own packet (echo reply, ICMP error): no TTL change */
 	uint32_t len;
 	uint8_t data[FWD_MSG_DATA];
@@ -408,26 +404,18 @@ int fwd_engine_if_set_proxy(struct fwd_engine *e, uint32_t index, const struct f
 int fwd_engine_set_knobs(struct fwd_engine *e, const struct fwd_knobs *k);
 
 /*
- * Post hooks for the control thread's sends on IB: an IPoIB link's (ipoib_link_config
- * .post, ctx fwd_engine_if_post_ctx of its interface's index) and an IB port's GSI QP's
- * (the cm's MADs and receive reposts: ipoib_cm_port_set_post, ctx fwd_engine_ib_port_ctx).
- * While a worker runs, a send becomes a message to the worker of the interface (a link's:
- * its own; the GSI QP's: the first interface of the port that is up), which posts it
- * under the port's lock, and is dropped there if the interface is down or gone; a receive
- * buffer is posted at once under the port's lock. While none runs (before the first
- * fwd_worker_start, after fwd_worker_stop_all) the control thread is alone on the port
- * and posts directly. post_send returns 1 when the send was taken, else 0 (the buffer
- * stays the caller's; an interface not added yet or removed takes nothing); post_recv 1
- * when the buffer was posted. Control thread.
+ * The post hook for the control thread's sends on an IPoIB link (ipoib_link_config
+ * .post, ctx fwd_engine_if_post_ctx of its interface's index). While a worker runs, a
+ * send becomes a message to the worker of the interface, which posts it under the
+ * port's lock, and is dropped there if the interface is down or gone. While none runs
+ * (before the first fwd_worker_start, after fwd_worker_stop_all) the control thread is
+ * alone on the port and posts directly. Returns 1 when the send was taken, else 0 (the
+ * buffer stays the caller's; an interface not added yet or removed takes nothing).
+ * Control thread.
  */
 int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s);
-int fwd_engine_ib_post_recv(void *ctx, struct ibp_qp *qp, struct ibp_buf *b);
-/* The hooks' context of interface index (reserved or added; NULL: not a valid index). */
+/* The hook's context of interface index (reserved or added; NULL: not a valid index). */
 void *fwd_engine_if_post_ctx(struct fwd_engine *e, uint32_t index);
-/* The hooks' context of an IB port's GSI QP (the same for every call on one port; NULL:
- * no lock slot left). The port keeps its lock slot for the engine's life. */
-void *fwd_engine_ib_port_ctx(struct fwd_engine *e, const struct ibp_ops *ops,
-			     struct ibp_port *port);
 
 /* The interface of an IPoIB link or an Ethernet port (0 if none). */
 uint32_t fwd_engine_if_of_link(const struct fwd_engine *e, const struct ipoib_link *l);
@@ -461,7 +449,7 @@ struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w);
  * empty or the class has used its share: see enum fwd_pclass). Worker side: only worker
  * w; the shares are the defaults of fwd_engine_config.msg_pool P: CONTROL reserve P/4,
  * cap P/2; NEIGH P/4, P/2; UNRES P/8, P/4; LOCAL P/16, P/8. Control side: the control
- * thread; CONTROL (heartbeats, CM MADs) may take the whole pool, the other classes
+ * thread; CONTROL (heartbeats) may take the whole pool, the other classes
  * leave it P/8. fwd_msg_put returns a message to its owner's pool when called by the
  * owner, or sends it back through the ring when called by the other side. */
 struct fwd_msg *fwd_msg_get(struct fwd_engine *e, unsigned w, enum fwd_msg_owner side,

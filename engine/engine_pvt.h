@@ -64,8 +64,6 @@ struct fwd_wk {
 struct fwd_port_lock {
 	_Alignas(64) atomic_flag held;
 	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
-	bool pinned;      /* the port's post hooks are out (fwd_engine_ib_port_ctx): the
-			   * slot serves this port for the engine's life */
 };
 
 static inline void fwd_port_lock(struct fwd_port_lock *l)
@@ -88,14 +86,13 @@ struct fwd_nctx {
 	uint32_t ifindex;
 };
 
-/* The context of fwd_engine_ib_post_send / _recv (engine/engine.h): an IPoIB
- * interface's (its link's sends; by index, reserved before the link exists) or an IB
- * port's (its GSI QP: the cm's MADs). Engine memory: valid for the engine's life. */
+/* The context of fwd_engine_ib_post_send (engine/engine.h): an IPoIB interface's (its
+ * link's sends; by index, reserved before the link exists). Engine memory: valid for
+ * the engine's life. */
 struct fwd_ib_hook {
 	struct fwd_engine *e;
 	const struct ibp_ops *ops; /* for direct posts while no worker runs; NULL: none yet */
-	uint32_t ifindex;          /* an interface's: its index; a port's: 0 */
-	struct fwd_port_lock *lk;  /* a port's: its lock slot (pinned); an interface's: NULL */
+	uint32_t ifindex;
 };
 
 struct fwd_sp; /* slowpath.c */
@@ -139,10 +136,9 @@ struct fwd_engine {
 	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
 	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
 	struct fwd_nctx nctx[FWD_IF_MAX];
-	bool reserved[FWD_IF_MAX];                /* fwd_engine_if_reserve: taken, not added yet */
-	struct fwd_ib_hook if_hook[FWD_IF_MAX];   /* by interface index */
-	struct fwd_ib_hook port_hook[FWD_IF_MAX]; /* by lock slot (plock[i]) */
-	struct fwd_sp *sp;                        /* owner: control */
+	bool reserved[FWD_IF_MAX];              /* fwd_engine_if_reserve: taken, not added yet */
+	struct fwd_ib_hook if_hook[FWD_IF_MAX]; /* by interface index */
+	struct fwd_sp *sp;                      /* owner: control */
 	/* What fwd_punt_classify calls CONTROL: written by control (fwd_sp_udp_bind,
 	 * fwd_sp_echo_bind), read by the workers. 0: none bound; echo: 0x10000 | id. */
 	_Atomic uint32_t ctl_udp_port, ctl_echo_id;

@@ -1255,15 +1255,6 @@ static void handle(struct fwd_sp *sp, struct fwd_msg *m)
 		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
 		return;
 	}
-	if (m->type == FWD_MSG_IB_WC) {
-		/* A GSI QP completion the worker passed on: the cm's (connected mode). */
-		if (!in->link || !ipoib_link_gsi_completion(in->link, &m->wc)) {
-			if (m->wc.buf && in->ib_ops)
-				in->ib_ops->buf_put(in->ib_port, m->wc.buf);
-		}
-		fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
-		return;
-	}
 	switch (m->punt) {
 	case FWD_PUNT_ARP:
 		if (m->type == FWD_MSG_PUNT_ETH && m->len >= ETHF_HLEN)

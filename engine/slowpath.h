@@ -88,7 +88,7 @@ uint64_t fwd_sp_tick(struct fwd_engine *e);
 
 /* Transmit for the control thread, through the owning worker: a whole untagged
  * Ethernet frame. Returns 0 or -ENOBUFS (counted). (IPoIB sends come from the links
- * and the cm through the post hooks, fwd_engine_ib_post_send in engine/engine.h.) */
+ * through the post hook, fwd_engine_ib_post_send in engine/engine.h.) */
 int fwd_sp_send_eth(struct fwd_engine *e, uint32_t ifindex, const uint8_t *frame, size_t len);
 
 /* Announce addr (4 or 16 octets) on every interface that proxies for where it lives

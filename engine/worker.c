@@ -37,16 +37,12 @@ struct wport {
 	const struct ibp_ops *iops;
 	struct ibp_port *ib;
 	struct fwd_port_lock *lk; /* the port's data-path lock */
-	/* IPoIB: the port's links as of the snapshot (UD QP: NULL while down), and the
-	 * GSI QP of the port's cm (connected mode; NULL: none) with an interface of the
-	 * port to name in the messages that take its completions to the control thread. */
+	/* IPoIB: the port's links as of the snapshot (UD QP: NULL while down). */
 	unsigned nlinks;
 	struct {
 		struct ipoib_link *l;
 		struct ibp_qp *ud;
 	} links[FWD_IF_MAX];
-	struct ibp_qp *gsi_qp;
-	uint32_t gsi_if;
 };
 
 struct txq {
@@ -104,8 +100,7 @@ static void epoll_add(struct wstate *w, int fd)
 		(void)epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* The link's QPs as the snapshot publishes them (the GSI QP is fixed from the link's
- * creation on, which happened before the interface was published). */
+/* The link's QPs as the snapshot publishes them. */
 static void wport_add_link(struct wport *p, const struct fwd_if *f)
 {
 	if (!f->link || p->nlinks == FWD_IF_MAX)
@@ -113,10 +108,6 @@ static void wport_add_link(struct wport *p, const struct fwd_if *f)
 	p->links[p->nlinks].l = f->link;
 	p->links[p->nlinks].ud = f->ud_qp;
 	p->nlinks++;
-	if (!p->gsi_qp) {
-		p->gsi_qp = ipoib_link_gsi_qp(f->link);
-		p->gsi_if = f->index;
-	}
 }
 
 static void rescan(struct wstate *w, const struct fwd_snap *s)
@@ -486,14 +477,11 @@ static void capture_ib_rx(struct fwd_capture *cap, unsigned wid, const struct fw
 
 /* Which link a completion of port p belongs to: its UD QP's, or (connected mode) the
  * link of the RC connection it came on (receives through the link's SRQ). NULL: none
- * of this port's links (a QP of a link gone meanwhile). *gsi: the port's GSI QP. */
-static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc, bool *gsi)
+ * of this port's links (a QP of a link gone meanwhile). */
+static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc)
 {
 	struct ipoib_link *l;
 
-	*gsi = p->gsi_qp && wc->qp == p->gsi_qp;
-	if (*gsi)
-		return NULL;
 	for (unsigned i = 0; i < p->nlinks; i++)
 		if (wc->qp == p->links[i].ud || wc->qp_user == p->links[i].l)
 			return p->links[i].l; /* a UD QP's user pointer is its link */
@@ -502,36 +490,6 @@ static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc
 		if (p->links[i].l == l)
 			return l;
 	return NULL;
-}
-
-/* A GSI QP completion (a CM MAD sent or received): to the control thread, which runs
- * the cm (ipoib_link_gsi_completion reposts or frees the buffer there). Class CONTROL:
- * never rate limited, its own share of the pool. */
-static void gsi_to_ctl(struct wstate *w, struct wport *p, const struct ibp_wc *wc)
-{
-	struct fwd_msg *m = punt_msg(w, FWD_PCLASS_CONTROL);
-
-	if (!m) {
-		if (wc->buf && wc->kind == IBP_WC_RECV) {
-			struct ibp_buf *b = wc->buf;
-
-			b->len = 0;
-			fwd_port_lock(p->lk);
-			if (p->iops->post_recv(wc->qp, &b, 1) != 1)
-				p->iops->buf_put(p->ib, b);
-			fwd_port_unlock(p->lk);
-		} else if (wc->buf) {
-			p->iops->buf_put(p->ib, wc->buf);
-		}
-		return;
-	}
-	m->type = FWD_MSG_IB_WC;
-	m->punt = FWD_PUNT_COUNT;
-	m->ifindex = (uint16_t)p->gsi_if;
-	m->wc = *wc;
-	m->len = 0;
-	m->own = false;
-	w->punts[w->npunt++] = m;
 }
 
 static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
@@ -548,17 +506,11 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		return 0;
 	for (int i = 0; i < n; i++) {
 		struct ibp_wc *wc = &w->wcs[i];
-		bool gsi;
-		struct ipoib_link *l = wc_link(p, wc, &gsi);
+		struct ipoib_link *l = wc_link(p, wc);
 		const struct fwd_if *in;
 		struct ipoib_rx *rx = &w->rx[nrx];
 
 		w->wl[i] = l;
-		if (gsi) {
-			gsi_to_ctl(w, p, wc);
-			wc->buf = NULL; /* the control thread's now */
-			continue;
-		}
 		if (wc->kind == IBP_WC_SEND) {
 			/* Buffers back to the pool (any thread): no port lock. RC send errors
 			 * are noted for the control thread (teardown). */

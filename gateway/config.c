@@ -128,8 +128,16 @@ struct load {
 
 static const struct enum_name ib_backends[] = {
 	{ "verbs", GW_IB_BACKEND_VERBS },
-	{ "sim", GW_IB_BACKEND_SIM },
 	{ NULL, 0 },
+};
+/* Values the file format once had: refused with a word on what replaced them. */
+static const struct {
+	const struct enum_name *enums;
+	const char *name, *why;
+} retired_values[] = {
+	{ ib_backends, "sim",
+	  "the sim backend is retired; use verbs (on the simulated rack under "
+	  "libibverbs2sim.so, docs/verbs-sim.md)" },
 };
 static const struct enum_name ipoib_modes[] = {
 	{ "datagram", GW_IPOIB_DATAGRAM },
@@ -299,9 +307,10 @@ static const struct field ipoib_fields[] = {
 	{ "name", T_STR, offsetof(IBL, name), 0, SZ(IBL, name), 0, 0, NULL, NULL,
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "name of the link, used by routes and failover" },
 	{ "backend", T_ENUM, offsetof(IBL, backend), 0, 0, 0, 0, "verbs", NULL, 0, ib_backends,
-	  NULL, "verbs: an HCA port; sim: a port of the simulated fabric" },
+	  NULL, "verbs: an HCA port (on the simulated rack, the verbs shim's)" },
 	{ "device", T_STR, offsetof(IBL, device), 0, SZ(IBL, device), 0, 0, NULL, NULL,
-	  FL_REQUIRED | FL_NAME, NULL, NULL, "HCA (mlx5_0) or simulated node (gw1)" },
+	  FL_REQUIRED | FL_NAME, NULL, NULL,
+	  "HCA (mlx5_0), or on the simulated rack the node (gw1)" },
 	{ "port", T_UINT, offsetof(IBL, port), 0, SZ(IBL, port), 1, 254, "1", NULL, 0, NULL, NULL,
 	  "HCA port number" },
 	{ "backup_port", T_UINT, offsetof(IBL, backup_port), 0, SZ(IBL, backup_port), 0, 254, "0",
@@ -1054,6 +1063,11 @@ static int get_enum(struct load *L, const struct field *f, const struct gw_ynode
 		}
 		names[n++] = e->name;
 	}
+	for (size_t i = 0; i < sizeof(retired_values) / sizeof(retired_values[0]); i++)
+		if (retired_values[i].enums == f->enums && !strcmp(retired_values[i].name, s)) {
+			verr(L, v, path, "'%s': %s", s, retired_values[i].why);
+			return -1;
+		}
 	for (unsigned i = 0; i < n; i++) {
 		size_t l = strlen(list);
 

@@ -30,8 +30,7 @@ struct gw_config_pos {
 };
 
 enum gw_ipoib_backend {
-	GW_IB_BACKEND_VERBS,
-	GW_IB_BACKEND_SIM
+	GW_IB_BACKEND_VERBS
 };
 enum gw_ipoib_mode {
 	GW_IPOIB_DATAGRAM,
@@ -60,7 +59,7 @@ struct gw_proxy_config {
 
 struct gw_ipoib_link_config {
 	char name[GW_NAME_MAX];        /* name: "ib0" */
-	enum gw_ipoib_backend backend; /* backend: verbs | sim (default verbs) */
+	enum gw_ipoib_backend backend; /* backend: verbs (the only one, and the default) */
 	char device[GW_NAME_MAX];      /* device: HCA ("mlx5_0"), or the sim node ("gw1") */
 	uint8_t port;                  /* port: 1.. (default 1) */
 	uint8_t backup_port;           /* backup_port: 0 = none; another port of the HCA */

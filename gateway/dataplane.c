@@ -15,18 +15,17 @@
  *
  * The engine learns each IPoIB link's UD QP and Q_Key from ipoib_link_ud_qp/qkey when
  * the link comes up (fwd_engine_if_set_ipoib). The sends the control thread makes on a
- * link (ARP/ND answers, parked packets: cfg.post) and on a port's GSI QP (CM MADs and
- * their receive reposts: ipoib_cm_port_set_post) go through the engine's own post hooks
- * (fwd_engine_ib_post_send/_recv: to a worker's ring, or posted directly while no worker
- * runs). This file only wires them, when a link or a cm port is made (at start and on a
- * reload), and is on no packet's way. A link's hook context is its interface's
+ * link (ARP/ND answers, parked packets: cfg.post) go through the engine's own post hook
+ * (fwd_engine_ib_post_send: to a worker's ring, or posted directly while no worker
+ * runs). This file only wires it, when a link is made (at start and on a reload), and
+ * is on no packet's way. A link's hook context is its interface's
  * (fwd_engine_if_post_ctx), so the index is reserved (fwd_engine_if_reserve) before the
  * link is created and the interface added with it afterwards.
  *
- * Connected mode (mode: connected): one cm port (ipoib_cm_port_open, the port's GSI QP)
- * per IB port, shared by its connected links; the port's buffers then hold a whole RC
- * message (65524 + the GRH area). The worker passes the GSI QP's completions to the
- * control thread (FWD_MSG_IB_WC), RC receives (SRQ) and RC send completions to the
+ * Connected mode (mode: connected): one cm port (ipoib_cm_port_open_umad, the CM's MADs
+ * through a libibumad agent, watched by the control thread's loop) per IB port, shared
+ * by its connected links; the port's buffers then hold a whole RC message (65524 + the
+ * GRH area). The worker passes RC receives (SRQ) and RC send completions to the
  * link; the interface's MTU is the connections' (65520), each neighbour's is its own.
  * Port events, QP_FATAL of an RC QP included, go to every link of the port.
  *
@@ -365,20 +364,6 @@ static void on_port_timer(struct evloop *loop, struct evtimer *t, void *arg)
 	proxy_groups_learned(dp);
 }
 
-static const char *sim_socket(char *buf, size_t len)
-{
-	const char *env = getenv("IBGW_SIM_FABRIC");
-
-	if (env && env[0])
-		return env;
-	env = getenv("IBGW_RACK_STATE");
-	if (env && env[0]) {
-		snprintf(buf, len, "%s/fabric.sock", env);
-		return buf;
-	}
-	return NULL;
-}
-
 static void on_sa_event(void *arg, const struct sa_event *ev)
 {
 	struct dp_port *p = arg;
@@ -411,23 +396,15 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.port = p->num,
 		.buf_size = p->connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
 		/* each connected link keeps 256 UD + 256 SRQ receives posted and sends up
-		 * to 256; the GSI QP 64 receives */
+		 * to 256 */
 		.n_bufs = p->connected ? IB_N_BUFS_CM * p->connected : IB_N_BUFS,
 	};
-	char sockbuf[GW_PATH_MAX];
 	int ret;
 
 	p->ops = ibp_backend(p->backend);
 	if (!p->ops) {
 		set_reason(p->reason, "IB backend %s not built", p->backend);
 		return -ENOTSUP;
-	}
-	if (!strcmp(p->backend, "sim")) {
-		pc.sim_socket = sim_socket(sockbuf, sizeof(sockbuf));
-		if (!pc.sim_socket) {
-			set_reason(p->reason, "no simulated fabric (IBGW_SIM_FABRIC is not set)");
-			return -ENOENT;
-		}
 	}
 	ret = p->ops->open(&pc, &p->port);
 	if (ret < 0) {
@@ -444,8 +421,8 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		goto fail;
 	}
 	struct sa_umad_config uc = {
-		.ca_name = strcmp(p->backend, "sim") ? p->device : NULL,
-		.port = strcmp(p->backend, "sim") ? p->num : 0,
+		.ca_name = p->device,
+		.port = p->num,
 		.loop = dp->loop,
 		.port_cb = on_port_info,
 		.port_arg = p,
@@ -740,7 +717,6 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 	snprintf(k->backend, sizeof(k->backend), "%s", gw_ipoib_backend_name(c->backend));
 	k->port_num = c->port;
 	k->pkey = c->pkey;
-	k->cfg_mode = c->mode;
 	k->mode = c->mode;
 	k->cfg_mtu = c->mtu;
 	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
@@ -769,17 +745,16 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		.loop = dp->loop,
 		.pkey = c->pkey,
 		.role = IPOIB_ROLE_GATEWAY,
-		/* Connected mode: the worker hands the port's GSI completions (CM MADs) to
-		 * the control thread (FWD_MSG_IB_WC -> ipoib_link_gsi_completion); one
-		 * cm port per IB port, shared by its connected links. */
+		/* Connected mode: one cm port per IB port, shared by its connected
+		 * links. */
 		.connected = c->mode == GW_IPOIB_CONNECTED,
 		.defer = dp_defer,
 		.neigh = dp->neigh,
 		.state_cb = on_link_state,
 		.cb_ctx = k,
 	};
-	if (lc.connected && !p->cmp && strcmp(p->backend, "sim")) {
-		/* Hardware: the CM's MADs through libibumad. No datagram fallback: a link
+	if (lc.connected && !p->cmp) {
+		/* The CM's MADs through libibumad. No datagram fallback: a link
 		 * configured connected does not come up without its CM (the reason says
 		 * why, e.g. the kernel's ib_cm holding the CM class, and the fix). */
 		char why[512];
@@ -799,34 +774,6 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 				set_reason(k->reason, "connected mode refused: %s", why);
 			return k;
 		}
-	} else if (lc.connected && !p->cmp) {
-		/* The simulated fabric: its GSI QP (ibsim cannot carry CM MADs to a umad
-		 * agent; docs/connected-mode.md, "On the rack"). */
-		ret = ipoib_cm_port_open(p->ops, p->port, &p->cmp);
-		if (ret < 0) {
-			p->cmp = NULL;
-			log_errno(LOG_ERR, -ret,
-				  "%s: cannot open the port's GSI QP for the CM: "
-				  "datagram mode",
-				  k->name);
-		} else {
-			/* The cm's MADs and receive reposts through the engine's hooks. */
-			void *pctx = fwd_engine_ib_port_ctx(dp->e, p->ops, p->port);
-
-			if (pctx) {
-				ipoib_cm_port_set_post(p->cmp, fwd_engine_ib_post_send,
-						       fwd_engine_ib_post_recv, pctx);
-			} else {
-				log_error("%s: no engine port slot for the CM: datagram mode",
-					  k->name);
-				ipoib_cm_port_close(p->cmp);
-				p->cmp = NULL;
-			}
-		}
-	}
-	if (lc.connected && !p->cmp) {
-		lc.connected = false;
-		k->mode = GW_IPOIB_DATAGRAM;
 	}
 	lc.cm_port = p->cmp;
 	/* The link's sends go through the engine's hook, whose context is its interface's:
@@ -1439,10 +1386,7 @@ void gw_dp_stop(struct gw_dp *dp)
 	for (unsigned i = 0; i < dp->n_ports; i++) {
 		struct dp_port *p = &dp->ports[i];
 
-		if (p->cmp) {
-			ipoib_cm_port_set_post(p->cmp, NULL, NULL, NULL);
-			ipoib_cm_port_close(p->cmp);
-		}
+		ipoib_cm_port_close(p->cmp);
 		p->cmp = NULL;
 	}
 	if (dp->linkwatch)
@@ -1509,7 +1453,7 @@ static void reconf_link_of(const struct dp_link *k, struct gw_reconf_link *r)
 		.n_addrs = k->n_addrs,
 		.port = k->port_num,
 		.pkey = k->pkey,
-		.mode = k->cfg_mode,
+		.mode = k->mode,
 		.proxy_nd = k->proxy_nd,
 		.proxy6 = k->proxy6,
 		.n_proxy6 = k->n_proxy6,

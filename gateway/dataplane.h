@@ -5,11 +5,8 @@
  * workers, and the slow path on the control loop. docs/architecture.md ("Threads") and
  * docs/operations.md describe what runs.
  *
- * A link whose port cannot be opened (no HCA, no simulated fabric, no such netdev)
- * stays DOWN with the reason; the daemon keeps running and the other links work.
- *
- * The simulated fabric's socket (backend sim) is $IBGW_SIM_FABRIC, else
- * $IBGW_RACK_STATE/fabric.sock (what sim/rack sets for every node).
+ * A link whose port cannot be opened (no HCA, no such netdev) stays DOWN with the
+ * reason; the daemon keeps running and the other links work.
  *
  * Threads: every function here is for the control thread. The data plane keeps its own
  * copy of what it needs from the config: a reload may free the config it started with.

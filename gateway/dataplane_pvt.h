@@ -48,7 +48,7 @@ struct dp_port {
 	unsigned worker;
 	unsigned connected;        /* connected links configured on it (at most 4
 				       * counted): big buffers, 1024 per link */
-	struct ipoib_cm_port *cmp; /* its GSI QP for the CM (connected links), or NULL */
+	struct ipoib_cm_port *cmp; /* its CM MAD transport (connected links), or NULL */
 	/* The GID routes of the links on this port (gid_routes[].link), for its SA client:
 	 * one table per port, so that router state follows the subnet the port is on. */
 	struct sa_gidroutes *gidroutes;
@@ -80,7 +80,7 @@ struct dp_link {
 	struct ipoib_link *link;
 	uint8_t port_num;
 	uint16_t pkey;
-	enum gw_ipoib_mode mode, cfg_mode;
+	enum gw_ipoib_mode mode;
 	bool proxy_nd;
 	struct ip_prefix proxy6[FWD_IF_MAX_PROXY]; /* configured IPv6 proxy prefixes */
 	unsigned n_proxy6;

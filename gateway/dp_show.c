@@ -155,8 +155,6 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 		add_int(o, "mtu", f ? f->mtu : k->cfg_mtu);
 		if (k->kind == DP_IPOIB) {
 			add_str(o, "mode", gw_ipoib_mode_name(k->mode));
-			if (k->mode != k->cfg_mode)
-				add_str(o, "configured_mode", gw_ipoib_mode_name(k->cfg_mode));
 			add_hex(o, "pkey", k->pkey, 4);
 			add_str(o, "device", k->device);
 			add_int(o, "port", k->port_num);

@@ -2,21 +2,20 @@
  * Connected mode (RFC 4755; docs/connected-mode.md): one cm (cm/cm.h) per link, an SRQ
  * for the RC receives, one struct ipoib_conn per RC connection (the cm's callbacks
  * create, connect and destroy its QP; up/down publish it into the neighbour entries of
- * its peer), and the port's GSI QP (struct ipoib_cm_port) shared by the port's
- * connected links: each CM MAD is offered to the links of its P_Key index. The tick
+ * its peer), and the port's CM MAD transport (struct ipoib_cm_port: a libibumad agent,
+ * cm/cm_umad.h) shared by the port's connected links: each CM MAD is offered to the
+ * links of its P_Key index. The tick
  * passes on what the data path reported (activity, failed RC sends, RC peers without a
  * connection) and the peers of neighbour entries that left.
  *
- * Threads: control thread. The workers only mark a connection's atomics (datapath.c),
- * find it through its QP's user pointer, and read ipoib_link_gsi_qp (fixed from new or
- * start until free).
+ * Threads: control thread. The workers only mark a connection's atomics (datapath.c)
+ * and find it through its QP's user pointer.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cm/cm_gsi.h"
 #include "cm/cm_umad.h"
 #include "ipoib/ipoib_pvt.h"
 #include "lib/evloop.h"
@@ -265,27 +264,7 @@ static const struct cm_callbacks link_cm_cb = {
 	.down = cb_down,
 };
 
-/* ---- the port's GSI QP -------------------------------------------------------------- */
-
-int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port, struct ipoib_cm_port **out)
-{
-	struct cm_gsi_config gc = { .ops = ops, .port = port };
-	struct ipoib_cm_port *cp = calloc(1, sizeof(*cp));
-	int r;
-
-	if (!cp)
-		return -ENOMEM;
-	cp->ops = ops;
-	cp->port = port;
-	cp->next_tag = 1;
-	r = cm_gsi_open(&gc, &cp->gsi);
-	if (r < 0) {
-		free(cp);
-		return r;
-	}
-	*out = cp;
-	return 0;
-}
+/* ---- the port's CM MAD transport (libibumad) ---------------------------------------- */
 
 static void cmp_deliver(void *arg, const uint8_t *mad, size_t len, const struct cm_addr *from);
 
@@ -318,16 +297,9 @@ void ipoib_cm_port_close(struct ipoib_cm_port *cp)
 {
 	if (!cp)
 		return;
-	if (cp->gsi)
-		cm_gsi_close(cp->gsi);
 	if (cp->umad)
 		cm_umad_close(cp->umad);
 	free(cp);
-}
-
-const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp)
-{
-	return cp ? cp->gsi : NULL;
 }
 
 const struct cm_umad *ipoib_cm_port_umad(const struct ipoib_cm_port *cp)
@@ -358,14 +330,6 @@ static void cmp_deliver(void *arg, const uint8_t *mad, size_t len, const struct 
 		cm_input_orphan(orphan, mad, len, from);
 }
 
-bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc)
-{
-	if (!cp || !cp->gsi || wc->qp != cm_gsi_qp(cp->gsi))
-		return false;
-	cm_gsi_completion(cp->gsi, wc, cmp_deliver, cp);
-	return true;
-}
-
 int ipoib_cmp_add(struct ipoib_cm_port *cp, struct ipoib_link *l)
 {
 	if (cp->n_links == CM_PORT_LINKS)
@@ -382,29 +346,6 @@ void ipoib_cmp_del(struct ipoib_cm_port *cp, struct ipoib_link *l)
 			cp->links[i] = cp->links[--cp->n_links];
 			return;
 		}
-}
-
-void ipoib_cm_port_set_post(struct ipoib_cm_port *cp, int (*post_fn)(void *ctx, struct ibp_send *s),
-			    int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
-			    void *ctx)
-{
-	if (cp && cp->gsi)
-		cm_gsi_set_post(cp->gsi, post_fn, post_recv, ctx);
-}
-
-bool ipoib_link_gsi_completion(struct ipoib_link *l, const struct ibp_wc *wc)
-{
-	return l && l->cmp && ipoib_cm_port_completion(l->cmp, wc);
-}
-
-struct ibp_qp *ipoib_link_gsi_qp(const struct ipoib_link *l)
-{
-	return l->cmp && l->cmp->gsi ? cm_gsi_qp(l->cmp->gsi) : NULL;
-}
-
-struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l)
-{
-	return l->own_cmp ? l->cmp : NULL;
 }
 
 /* ---- the link's cm: start, stop, tick ----------------------------------------------- */
@@ -454,13 +395,8 @@ int ipoib_cm_start(struct ipoib_link *l)
 			     : l->cfg.conn_idle_ms             ? l->cfg.conn_idle_ms
 							       : CONN_IDLE_MS;
 	cc.comm_id_tag = l->cm_tag;
-	if (l->cmp->gsi) {
-		cc.transport = &cm_gsi_transport;
-		cc.transport_ctx = l->cmp->gsi;
-	} else {
-		cc.transport = &cm_umad_transport;
-		cc.transport_ctx = l->cmp->umad;
-	}
+	cc.transport = &cm_umad_transport;
+	cc.transport_ctx = l->cmp->umad;
 	cc.cb = &link_cm_cb;
 	cc.cb_ctx = l;
 	cc.loop = l->cfg.loop;

@@ -51,13 +51,11 @@
  * - control thread: everything not named below, the callbacks of cfg (state_cb, post,
  *   defer) included. In the gateway (gateway/, engine/slowpath.c) that is also where
  *   the xmit functions and ipoib_link_buf run (ARP/ND answers, proxy answers, packets
- *   parked for resolution), ipoib_link_input_ctl (ARP/ND the workers punt) and
- *   ipoib_link_gsi_completion (the GSI QP's completions the workers pass on); cfg.post
+ *   parked for resolution) and ipoib_link_input_ctl (ARP/ND the workers punt); cfg.post
  *   then hands every send to the worker that owns the port;
  * - the worker polling the link's port (engine/worker.c, engine/forward.c): ipoib_link_rx,
  *   ipoib_link_repost (under the port's data-path lock), ipoib_link_tx_done,
- *   ipoib_link_of_rc, ipoib_link_send_fill, and ipoib_link_gsi_qp (fixed from
- *   ipoib_link_new or start until free); one worker at a time per port;
+ *   ipoib_link_of_rc and ipoib_link_send_fill; one worker at a time per port;
  * - any thread: ipoib_rx_classify (pure), ipoib_link_count_tx (relaxed atomics);
  * - the host role (sim/host/main.c) calls everything from its one thread.
  *
@@ -66,8 +64,8 @@
  *
  * Connected mode (RFC 4755, cfg.connected; docs/connected-mode.md): the link advertises
  * the RC flag (0x80) in its hardware address, receives RC messages through one SRQ, and
- * runs a cm (cm/cm.h) whose MADs ride the port's GSI QP: one struct ipoib_cm_port per
- * port, shared by the port's links (CM MADs offered to the links of the P_Key index they
+ * runs a cm (cm/cm.h) whose MADs go through a libibumad agent (cm/cm_umad.h: the kernel
+ * owns QP1 on an HCA): one struct ipoib_cm_port per port, shared by the port's links (CM MADs offered to the links of the P_Key index they
  * came on, each link's cm claiming its service ID / communication IDs, answering on its
  * own P_Key index). A neighbour whose hardware address has the RC flag gets a connection
  * (cm_connect when the neighbour is bound to its path; crossing REQs are the cm's); the
@@ -115,8 +113,8 @@ struct ipoib_link_config {
 	struct ibp_port *port;
 	struct sa_client *sa; /* the port's SA client (shared by the port's links) */
 	/* The port as the owner last queried it; NULL: ipoib_link_new queries it. (Under
-	 * umad2sim, the sim backend's query SMPs time out once sm-client/sa_umad is open
-	 * in the same process: both register an SMI agent; so query first, then pass it.)
+	 * umad2sim, a port query's SMPs could time out once sm-client/sa_umad is open in
+	 * the same process: both register an SMI agent; so query first, then pass it.)
 	 * The link never queries the port after ipoib_link_new. */
 	const struct ibp_port_attr *attr;
 	struct evloop *loop; /* timers (neighbours); NULL: call ipoib_link_tick */
@@ -125,8 +123,8 @@ struct ipoib_link_config {
 	enum ipoib_role role;
 	bool accept_spoofed_arp;
 	bool connected; /* RFC 4755 connected mode (see above) */
-	/* Connected mode: the port's shared GSI QP (ipoib_cm_port_open). NULL: the link
-	 * opens one of its own (one link on the port only: the sim gives one GSI QP). */
+	/* Connected mode: the port's CM MAD transport (ipoib_cm_port_open_umad), shared by
+	 * the port's connected links; required. */
 	struct ipoib_cm_port *cm_port;
 	uint32_t conn_idle_ms;           /* idle teardown; 0: 300000; UINT32_MAX: never */
 	uint8_t conn_retry_count;        /* RC transport retries; 0: 3 */
@@ -281,30 +279,16 @@ void ipoib_link_mcast_foreach(const struct ipoib_link *l,
 
 /* ---- connected mode (control thread) ---------------------------------------------- */
 /* The CM MAD transport of every connected link on a port, one per port
- * (docs/connected-mode.md, "Transports"):
- * - ipoib_cm_port_open: the port's GSI QP (QP1) of the simulated fabric (the sim
- *   backend; control thread; its completions must reach ipoib_cm_port_completion on the
- *   control thread: the host role polls the port there; the gateway's worker passes
- *   them on as messages to ipoib_link_gsi_completion);
- * - ipoib_cm_port_open_umad: libibumad with a CM class agent (hardware: the kernel owns
- *   QP1); loop watches the umad fd. Fails with -EBUSY and a reason in why naming the
- *   fix when the kernel's ib_cm holds the CM class (cm/cm_umad.h). */
-int ipoib_cm_port_open(const struct ibp_ops *ops, struct ibp_port *port,
-		       struct ipoib_cm_port **out);
+ * (docs/connected-mode.md, "Transports"): libibumad with a CM class agent (the kernel
+ * owns QP1 on an HCA; on the simulated rack the verbs shim carries the class); loop
+ * watches the umad fd. Fails with -EBUSY and a reason in why naming the fix when the
+ * kernel's ib_cm holds the CM class (cm/cm_umad.h). */
 int ipoib_cm_port_open_umad(const char *ca_name, int port, struct evloop *loop,
 			    struct ipoib_cm_port **out, char *why, size_t why_len);
 /* After every link using it is stopped. */
 void ipoib_cm_port_close(struct ipoib_cm_port *cp);
-/* A completion of the port: true if it was the GSI QP's (consumed: buffer reposted or
- * returned), false if it is someone else's. */
-bool ipoib_cm_port_completion(struct ipoib_cm_port *cp, const struct ibp_wc *wc);
-struct cm_gsi;
-/* The GSI transport of the port (NULL for a umad one). */
-const struct cm_gsi *ipoib_cm_port_gsi(const struct ipoib_cm_port *cp);
 /* Its libibumad transport (statistics), or NULL. */
 const struct cm_umad *ipoib_cm_port_umad(const struct ipoib_cm_port *cp);
-/* The link's own cm_port when it opened one (cfg.cm_port NULL), else NULL. */
-struct ipoib_cm_port *ipoib_link_cm_port(struct ipoib_link *l);
 
 /* What `gwctl show connections` shows of one connection (plain data). */
 struct ipoib_conn_info {
@@ -332,24 +316,12 @@ uint32_t ipoib_link_conn_mtu(const struct ipoib_link *l);
  * the connected MTU, and what is above a peer's MTU is answered with ICMP. */
 uint32_t ipoib_link_peer_mtu(struct ipoib_link *l, const struct ipoib_hwaddr *peer);
 
-/* The port's owner thread hands the GSI QP's completions to the control thread: the
- * link's cm port (shared or its own) takes them there. The hooks route the GSI QP's
- * sends and receive reposts (cm_gsi_set_post); NULL hooks: the ops. Control thread. */
-void ipoib_cm_port_set_post(struct ipoib_cm_port *cp, int (*post)(void *ctx, struct ibp_send *s),
-			    int (*post_recv)(void *ctx, struct ibp_qp *qp, struct ibp_buf *b),
-			    void *ctx);
-/* ipoib_cm_port_completion on the link's cm port (false: datagram mode, or not its). */
-bool ipoib_link_gsi_completion(struct ipoib_link *l, const struct ibp_wc *wc);
-
 /* ---- accessors for the gateway's composition (thread: each says) ----------------- */
 /* The UD QP (NULL until started; its QP's user pointer is the link) and the broadcast
  * group's Q_Key (0 until joined). Control thread, or a reader that learned them through
  * a publication after the link came up. */
 struct ibp_qp *ipoib_link_ud_qp(const struct ipoib_link *l);
 uint32_t ipoib_link_qkey(const struct ipoib_link *l);
-/* The GSI QP of the link's cm port (NULL in datagram mode). Fixed from ipoib_link_new
- * (shared cm port) or start (own) until free: any thread (the workers read it). */
-struct ibp_qp *ipoib_link_gsi_qp(const struct ipoib_link *l);
 /* A completion of an RC QP (its user pointer is a connection of some link): that
  * connection's link, or NULL when wc->qp_user is not a live connection. Data path:
  * connections are freed through cfg.defer (after a grace period). */

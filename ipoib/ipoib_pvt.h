@@ -4,7 +4,7 @@
  *   link.c      life: new/free/start/stop, the UD QP, UP/DOWN, port events, tick, stats
  *   path.c      PathRecords -> address handles, and the neighbours bound to them
  *   mcast.c     multicast joins and leaves, the broadcast group (the link comes up there)
- *   conn.c      connected mode: RC connections through the cm, the port's GSI QP
+ *   conn.c      connected mode: RC connections through the cm, the port's CM transport
  *   arpnd.c     ARP/ND received and sent, the link's addresses, neighbour resolution
  *   xmit.c      the sends: UD and RC posts, the xmit functions, the queues they fill
  *   datapath.c  the workers' side: receive classification, reposts, send completions
@@ -106,12 +106,9 @@ struct ipoib_conn {
 
 struct cm_umad;
 
-/* The port's CM MAD transport, shared by its connected links (conn.c): the sim
- * fabric's GSI QP (gsi) or a libibumad agent (umad), one of the two. Control thread. */
+/* The port's CM MAD transport, shared by its connected links (conn.c): a libibumad
+ * agent. Control thread. */
 struct ipoib_cm_port {
-	const struct ibp_ops *ops;
-	struct ibp_port *port;
-	struct cm_gsi *gsi;
 	struct cm_umad *umad;
 	struct ipoib_link *links[CM_PORT_LINKS];
 	unsigned n_links;
@@ -157,7 +154,6 @@ struct ipoib_link {
 	/* connected mode (control thread, but srq_owed and want_conn: data path too; srq
 	 * is read there, fixed while the link is published) */
 	struct ipoib_cm_port *cmp;
-	bool own_cmp;
 	uint8_t cm_tag;
 	struct cm *cm;
 	struct ibp_srq *srq;

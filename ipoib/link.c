@@ -1,7 +1,7 @@
 /*
  * The IPoIB link's life (ipoib_link.h for the lifecycle): ipoib_link_new checks the P_Key
  * against the port's table and makes the neighbour table (and, connected, takes its
- * place on the port's GSI QP); start joins the broadcast group (mcast.c creates the UD
+ * place on the port's CM transport); start joins the broadcast group (mcast.c creates the UD
  * QP and brings the link up when the join answers); port events take it down or mark
  * its paths for a new query; stop leaves the groups and destroys the QPs; the tick runs
  * the neighbour timers and the connections' bookkeeping. Also the drop reasons' names,
@@ -119,26 +119,19 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 		}
 	}
 	if (cfg->connected) {
-		/* The port's GSI QP: shared, or our own. */
+		/* The port's CM MAD transport, which the caller opened (shared by the port's
+		 * connected links). */
 		l->cmp = cfg->cm_port;
-		if (!l->cmp) {
-			ret = ipoib_cm_port_open(l->ops, cfg->port, &l->cmp);
-			if (ret < 0) {
-				log_errno(LOG_ERR, -ret, "%s: no GSI QP for connected mode",
-					  l->name);
-				goto fail_cm;
-			}
-			l->own_cmp = true;
-		}
-		ret = ipoib_cmp_add(l->cmp, l);
-		if (ret < 0)
+		ret = l->cmp ? ipoib_cmp_add(l->cmp, l) : -EINVAL;
+		if (ret < 0) {
+			log_errno(LOG_ERR, -ret, "%s: connected mode without its CM transport",
+				  l->name);
 			goto fail_cm;
+		}
 	}
 	*out = l;
 	return 0;
 fail_cm:
-	if (l->own_cmp)
-		ipoib_cm_port_close(l->cmp);
 	if (l->tick)
 		evtimer_free(l->tick);
 	neigh_table_free(l->neigh);
@@ -309,11 +302,8 @@ void ipoib_link_free(struct ipoib_link *l)
 	}
 	if (l->tick)
 		evtimer_free(l->tick);
-	if (l->cmp) {
+	if (l->cmp)
 		ipoib_cmp_del(l->cmp, l);
-		if (l->own_cmp)
-			ipoib_cm_port_close(l->cmp);
-	}
 	free(l->on_link);
 	free(l);
 }

@@ -1,6 +1,6 @@
 /*
- * The simulated IB fabric's port protocol: how an HCA port (the gateway's sim backend,
- * an IB-side host, a test tool) attaches to ibgw-fabric and exchanges complete wire
+ * The simulated IB fabric's port protocol: how an HCA port (the verbs shim's, in the
+ * gateway, an IB-side host or a test tool) attaches to ibgw-fabric and exchanges complete wire
  * packets with it.
  *
  * Transport: a unix SOCK_SEQPACKET socket at a filesystem path (filesystem sockets work

@@ -141,9 +141,6 @@ static void print_link(struct json_object *o, struct output *out)
 		opt(o, "io", "io");
 		printf("\n");
 	}
-	if (has(o, "configured_mode"))
-		printf("    mode %s configured, %s running (not available in this build)\n",
-		       str(o, "configured_mode"), str(o, "mode"));
 	if (str(o, "reason")[0])
 		printf("    %s: %s\n", str(o, "state"), str(o, "reason"));
 	if (json_object_object_get_ex(o, "stats", &addrs)) {

@@ -1,7 +1,7 @@
 /*
  * The IB ports' packet buffer pool (port/ib_bufpool.h): an mmap'ed region cut into
  * buffers, a descriptor per buffer and a stack of free indexes under one mutex. Called
- * by the backends' open and close (control thread) and by buf_get/buf_put from any
+ * by the verbs backend's open and close (control thread) and by buf_get/buf_put from any
  * thread; nothing here allocates after init.
  */
 #include "port/ib_bufpool.h"
@@ -132,17 +132,4 @@ unsigned ibp_pool_n_free(struct ibp_pool *pool)
 	n = pool->n_free;
 	pthread_mutex_unlock(&pool->lock);
 	return n;
-}
-
-int ibp_pool_ud_fill(struct ibp_buf *buf, const uint8_t *grh, const uint8_t *payload, size_t len)
-{
-	if (len > buf->cap || buf->cap - len < IBP_GRH_AREA) {
-		buf->len = 0;
-		return -EMSGSIZE;
-	}
-	if (grh)
-		memcpy(buf->data, grh, IBP_GRH_AREA);
-	memcpy(buf->data + IBP_GRH_AREA, payload, len);
-	buf->len = (uint32_t)(IBP_GRH_AREA + len);
-	return 0;
 }

@@ -1,8 +1,9 @@
 /*
- * The packet buffer pool of an IB port (prefix ibp_pool_), shared by both backends
- * (port/ib_port_sim.c, port/ib_port_verbs.c): one region of n_bufs buffers, a
- * descriptor per buffer, a free stack, and the buffer's state. It is what buf_get and
- * buf_put of struct ibp_ops hand out and take back.
+ * The packet buffer pool of an IB port (prefix ibp_pool_), the verbs backend's
+ * (port/ib_port_verbs.c): one region of n_bufs buffers, a descriptor per buffer, a
+ * free stack, and the buffer's state. It is what buf_get and buf_put of struct
+ * ibp_ops hand out and take back. Kept apart from the backend so that it is tested
+ * alone (test/unit/test_ib_bufpool.c), without an HCA.
  *
  * The region is anonymous mmap: page aligned (the verbs backend registers all of it as
  * one memory region with ibv_reg_mr(mem, mem_len)) and zeroed by the kernel page by
@@ -12,29 +13,25 @@
  * the pages anyway, so the verbs backend loses nothing. Buffer i starts at
  * mem + i * stride, stride being buf_size rounded up to IBP_POOL_ALIGN (a cache line).
  *
- * A backend's descriptor starts with struct ibp_pool_buf and adds what it tracks for a
- * posted buffer (its QP, the caller's wr_id...); the pool allocates n_bufs of them of
+ * The backend's descriptor starts with struct ibp_pool_buf and adds what it tracks for
+ * a posted buffer (its QP, the caller's wr_id...); the pool allocates n_bufs of them of
  * the size the backend gives, so the backend may index them as an array of its own
  * type (ibp_pool_descs). States: IBP_POOL_FREE (on the free stack) and IBP_POOL_OWNED
- * (held by a caller) are the pool's; a backend numbers its posted states from
+ * (held by a caller) are the pool's; the backend numbers its posted states from
  * IBP_POOL_POSTED up.
- *
- * UD receive buffers hold the 40-byte GRH area first, as on verbs, where the HCA
- * writes it; ibp_pool_ud_fill lays a received UD packet out that way for the sim
- * backend, which plays the HCA.
  *
  * Threads:
  * - init and fini: the control thread (the backend's open and close), alone.
  * - get, put: any thread. Callers of buf_get/buf_put are the workers (the port's owner
  *   reaping completions; any worker forwarding a packet out through the port takes a
- *   send buffer, engine/forward.c) and the control thread (slow path, cm/cm_gsi.c,
- *   the drain at stop in gateway/dataplane.c).
- * - release: the buffer's current holder; the backends release posted buffers under
- *   their data-path lock (a destroyed QP's or SRQ's, stale completions).
+ *   send buffer, engine/forward.c) and the control thread (slow path, the drain
+ *   at stop in gateway/dataplane.c).
+ * - release: the buffer's current holder; the backend releases posted buffers under
+ *   its data-path lock (a destroyed QP's or SRQ's, stale completions).
  * - A buffer's state changes only by its holder in that state: the pool's lock for
  *   FREE, the backend's data-path lock for posted states, the holding thread for
- *   OWNED. It is atomic (relaxed) because the backends scan every descriptor under
- *   their data-path lock while other threads move owned buffers to the free stack.
+ *   OWNED. It is atomic (relaxed) because the backend scans every descriptor under
+ *   its data-path lock while other threads move owned buffers to the free stack.
  * - The pool's mutex guards only the free stack and is held for a push or a pop, no
  *   call made under it: lock order is the backend's data-path lock, then the pool's.
  */
@@ -106,14 +103,6 @@ struct ibp_pool_buf *ibp_pool_find(const struct ibp_pool *pool, const struct ibp
 
 /* Free buffers now (takes the lock; a snapshot, for tests and statistics). */
 unsigned ibp_pool_n_free(struct ibp_pool *pool);
-
-/*
- * A received UD packet laid out as an HCA lays it in a receive buffer: the GRH, when
- * the packet carried one (grh non-NULL, IBP_GRH_AREA bytes), in the first IBP_GRH_AREA
- * bytes (left as they are otherwise), the payload after them; buf->len counts both.
- * -EMSGSIZE, with buf->len 0, when the payload does not fit.
- */
-int ibp_pool_ud_fill(struct ibp_buf *buf, const uint8_t *grh, const uint8_t *payload, size_t len);
 
 /* The descriptor array, to be indexed as the backend's own type. */
 static inline void *ibp_pool_descs(const struct ibp_pool *pool)

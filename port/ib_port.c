@@ -1,6 +1,7 @@
 /*
- * The IB port backends by name: the data plane asks for "verbs" (a real HCA) or "sim"
- * (the simulated fabric) from the config and gets the matching ops table.
+ * The IB port backends by name: the data plane asks for the config's backend and gets
+ * the matching ops table. "verbs" is the only one (a real HCA, or the verbs shim of
+ * the simulated rack, docs/verbs-sim.md).
  */
 #include "port/ib_port.h"
 
@@ -12,7 +13,5 @@ const struct ibp_ops *ibp_backend(const char *name)
 		return NULL;
 	if (strcmp(name, "verbs") == 0)
 		return &ibp_verbs_ops;
-	if (strcmp(name, "sim") == 0)
-		return &ibp_sim_ops;
 	return NULL;
 }

@@ -1,14 +1,11 @@
 /*
  * An InfiniBand HCA port, as the data plane and IPoIB see it: a table of operations
- * (prefix ibp_) with two backends, in rdma-core's provider manner.
+ * (prefix ibp_), in rdma-core's provider manner, with one backend:
  *
- *   verbs  libibverbs on a real HCA (port/ib_port_verbs.c)
- *   sim    the simulated fabric of sim/ (port/ib_port_sim.c), which carries complete
- *          wire packets; this backend plays the HCA: it builds LRH/GRH/BTH/DETH,
- *          ICRC and VCRC, and runs the RC transport (segmentation, PSNs, ACKs,
- *          retransmission, port/ib_rc.c) in software.
+ *   verbs  libibverbs on a real HCA (port/ib_port_verbs.c); on the simulated rack the
+ *          same code runs on the verbs shim, libibverbs2sim.so (docs/verbs-sim.md).
  *
- * Both keep their packet buffers in the shared pool of port/ib_bufpool.h.
+ * It keeps its packet buffers in the pool of port/ib_bufpool.h.
  *
  * The model is verbs, reduced to what IPoIB needs: one protection domain and one
  * memory registration per port (the packet buffer pool), UD and RC queue pairs, a
@@ -66,12 +63,11 @@ struct ibp_port_attr {
 
 /* Which port to open. */
 struct ibp_port_config {
-	const char *backend;    /* "verbs" or "sim" */
-	const char *device;     /* verbs: HCA name ("mlx5_0"); sim: node name ("gw1") */
-	uint8_t port;           /* 1-based */
-	const char *sim_socket; /* sim: the fabric's socket path */
-	size_t buf_size;        /* size of each packet buffer (largest receive) */
-	unsigned n_bufs;        /* buffers in the port's pool */
+	const char *backend; /* "verbs" */
+	const char *device;  /* HCA name ("mlx5_0"; on the simulated rack the node, "gw1") */
+	uint8_t port;        /* 1-based */
+	size_t buf_size;     /* size of each packet buffer (largest receive) */
+	unsigned n_bufs;     /* buffers in the port's pool */
 };
 
 /* Address handle attributes: where a UD packet goes. */
@@ -88,16 +84,11 @@ struct ibp_ah_attr {
 	uint8_t sgid_index;
 };
 
-/*
- * IBP_QPT_GSI: the port's QP1, for the CM MADs of IPoIB-CM on the simulated fabric
- * (sends go to remote QP1 with Q_Key 0x80010000; receives are every GMP addressed to
- * this port). On hardware the kernel owns QP1 and CM runs through librdmacm instead,
- * so the verbs backend refuses it with -EOPNOTSUPP.
- */
+/* UD and RC. (QP1 is the kernel's on an HCA: connected mode's CM MADs go through a
+ * libibumad agent, cm/cm_umad.h.) */
 enum ibp_qp_type {
 	IBP_QPT_UD,
 	IBP_QPT_RC,
-	IBP_QPT_GSI,
 };
 
 struct ibp_qp_init {
@@ -140,9 +131,6 @@ struct ibp_send {
 	uint32_t remote_qkey;
 	struct ibp_buf *buf;
 	uint64_t wr_id;
-	/* GSI QPs only: the P_Key table index to send with (QP1 serves every P_Key of the
-	 * port, so each IPoIB link's CM answers on its own partition). Ignored otherwise. */
-	uint16_t pkey_index;
 };
 
 enum ibp_wc_status {
@@ -241,7 +229,6 @@ struct ibp_ops {
 };
 
 extern const struct ibp_ops ibp_verbs_ops;
-extern const struct ibp_ops ibp_sim_ops;
 
 /* The ops table for a backend name, or NULL. */
 const struct ibp_ops *ibp_backend(const char *name);

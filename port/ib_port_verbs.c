@@ -579,8 +579,8 @@ static int verbs_query(struct ibp_port *port, struct ibp_port_attr *attr)
 		attr->pkeys[i] = be16toh(pkey);
 	}
 	/* The HCA reports its whole table (128 entries on ConnectX), unused ones 0: keep
-	 * the positions (a QP names its P_Key by index) but not the unused tail, as the sim
-	 * backend reports it (found on the rack under libibverbs2sim). */
+	 * the positions (a QP names its P_Key by index) but not the unused tail (found on
+	 * the rack under libibverbs2sim: callers count the used entries). */
 	while (n > 0 && !ib_pkey_is_valid(attr->pkeys[n - 1]))
 		n--;
 	attr->n_pkeys = n;
@@ -708,12 +708,6 @@ static int verbs_create_qp(struct ibp_port *port, const struct ibp_qp_init *init
 	unsigned max_wr = (unsigned)port->dev.max_qp_wr;
 	int ret;
 
-	if (init->type == IBP_QPT_GSI) {
-		/* The kernel owns QP1; IPoIB-CM on hardware goes through librdmacm. */
-		log_error("verbs: %s: no user-space GSI QP on hardware (CM uses librdmacm)",
-			  port->name);
-		return -EOPNOTSUPP;
-	}
 	/* One send slot more than asked for: the drain WR of destroy_qp. */
 	if (init->send_depth == 0 || init->send_depth + 1 > max_wr ||
 	    (!(rc && init->srq) && (init->recv_depth == 0 || init->recv_depth > max_wr)) ||

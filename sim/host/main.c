@@ -12,11 +12,6 @@
  *                                        requests queued meanwhile (queue overflow test)
  * Options:
  *   --node NAME     the node ($IBGW_NODE, else $SIM_HOST)
- *   --backend B     the IB port backend (port/ib_port.h): verbs (default; on the rack
- *                   the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack) or sim.
- *                   Connected mode's CM: cm/cm_umad.h on verbs (the shim carries its
- *                   MADs on the rack), the sim backend's GSI QP on sim (cm/cm_gsi.h)
- *   --socket PATH   the sim backend's fabric socket ($IBGW_RACK_STATE/fabric.sock)
  *   --pkey P        the link's P_Key (default 0xffff)
  *   --mode M        datagram (default) or connected (RFC 4755: the RC flag in our
  *                   hardware address, RC connections to peers that advertise it, TAP
@@ -27,6 +22,10 @@
  *   --addr A/LEN    an address for the TAP (repeatable; IPv4 or IPv6)
  *   --tap NAME      the TAP device (default ib0)
  *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
+ *
+ * The IB port is the verbs backend (port/ib_port.h) on the node's device, which on the
+ * rack is the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack; connected mode's CM
+ * goes through libibumad (cm/cm_umad.h), as the gateway's, the shim carrying its MADs.
  *
  * Threads: one. The control side (SA client, joins, ARP/ND, neighbour timers, control
  * socket) and the port's data path (poll, post) share one lib/evloop loop, which the
@@ -52,7 +51,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cm/cm_gsi.h"
 #include "cm/cm_umad.h"
 #include "pkt/icmp.h"
 #include "port/ib_port.h"
@@ -95,7 +93,7 @@ struct host {
 	bool l2_ready;
 	int tap_fd, ctl_fd, sig_fd;
 	char tap[IFNAMSIZ];
-	const char *node, *socket, *ctl_path;
+	const char *node, *ctl_path;
 	uint16_t pkey;
 	int n_addrs;
 	struct {
@@ -272,8 +270,6 @@ static void handle_wc(struct host *h, struct ibp_wc *wc)
 	struct ipoib_rx rx;
 	enum ipoib_rx_kind k;
 
-	if (h->cmp && ipoib_cm_port_completion(h->cmp, wc))
-		return; /* a CM MAD (QP1): handed to the link's cm */
 	if (wc->kind == IBP_WC_SEND) {
 		ipoib_link_tx_done(h->link, wc);
 		return;
@@ -624,13 +620,6 @@ static void dump_cm(struct host *h, FILE *f)
 		fprintf(f, "umad_stats tx %llu tx_errors %llu rx %llu rx_errors %llu\n",
 			(unsigned long long)us->tx, (unsigned long long)us->tx_errors,
 			(unsigned long long)us->rx, (unsigned long long)us->rx_errors);
-	} else if (h->cmp) {
-		const struct cm_gsi_stats *gs = cm_gsi_get_stats(ipoib_cm_port_gsi(h->cmp));
-
-		fprintf(f, "gsi_stats tx %llu tx_done %llu tx_errors %llu rx %llu rx_error %llu\n",
-			(unsigned long long)gs->tx, (unsigned long long)gs->tx_done,
-			(unsigned long long)gs->tx_errors, (unsigned long long)gs->rx,
-			(unsigned long long)gs->rx_error);
 	}
 }
 
@@ -903,7 +892,7 @@ static int parse_addr(struct host *h, const char *s)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ibgw-host [--node N] [--backend verbs|sim] [--socket P] [--pkey P] "
+		"usage: ibgw-host [--node N] [--pkey P] "
 		"[--mode datagram|connected] [--conn-idle-ms N] "
 		"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
 		"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
@@ -916,8 +905,6 @@ int main(int argc, char **argv)
 	static struct host h;
 	static const struct option lo[] = {
 		{ "node", required_argument, NULL, 'n' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "backend", required_argument, NULL, 'b' },
 		{ "pkey", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "conn-idle-ms", required_argument, NULL, 'i' },
@@ -927,8 +914,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char sockbuf[256], ctlbuf[256];
-	const char *env, *backend = "verbs";
+	char ctlbuf[256];
+	const char *env;
 	int o, r;
 
 	h.pkey = 0xffff;
@@ -937,16 +924,6 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'n':
 			h.node = optarg;
-			break;
-		case 's':
-			h.socket = optarg;
-			break;
-		case 'b':
-			if (strcmp(optarg, "verbs") && strcmp(optarg, "sim")) {
-				fprintf(stderr, "ibgw-host: backend %s: verbs or sim\n", optarg);
-				return 2;
-			}
-			backend = optarg;
 			break;
 		case 'p':
 			h.pkey = (uint16_t)strtoul(optarg, NULL, 0);
@@ -990,24 +967,19 @@ int main(int argc, char **argv)
 	}
 	if (!h.node)
 		h.node = getenv("IBGW_NODE") ? getenv("IBGW_NODE") : getenv("SIM_HOST");
-	if (!h.socket && (env = getenv("IBGW_RACK_STATE"))) {
-		snprintf(sockbuf, sizeof(sockbuf), "%s/fabric.sock", env);
-		h.socket = sockbuf;
-	}
-	if (!h.node || (!h.socket && !strcmp(backend, "sim")))
+	if (!h.node)
 		usage();
 	log_init("ibgw-host", LOG_TARGET_STDERR, LOG_INFO);
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((r = evloop_new(&h.loop)) < 0)
 		die("evloop", r);
-	h.ops = ibp_backend(backend);
+	h.ops = ibp_backend("verbs");
 	if (!h.ops)
 		die("backend", -ENOTSUP);
-	struct ibp_port_config pc = { .backend = backend,
+	struct ibp_port_config pc = { .backend = "verbs",
 				      .device = h.node,
 				      .port = 1,
-				      .sim_socket = h.socket,
 				      .buf_size = h.connected ? BUF_SIZE_CM : BUF_SIZE,
 				      .n_bufs = N_BUFS };
 	if ((r = h.ops->open(&pc, &h.port)) < 0)
@@ -1033,9 +1005,9 @@ int main(int argc, char **argv)
 	sa_client_set_port(h.sa, &h.pi);
 	sa_umad_poll_port(h.umad);
 
-	/* Connected mode's CM: on verbs through libibumad, as the gateway's (cm/cm_umad.h;
-	 * on the rack the verbs shim carries its MADs); on sim the link's own GSI QP. */
-	if (h.connected && strcmp(backend, "sim")) {
+	/* Connected mode's CM: through libibumad, as the gateway's (cm/cm_umad.h; on the
+	 * rack the verbs shim carries its MADs). */
+	if (h.connected) {
 		char why[512];
 
 		if ((r = ipoib_cm_port_open_umad(h.node, 1, h.loop, &h.cmp, why, sizeof(why))) <
@@ -1061,8 +1033,6 @@ int main(int argc, char **argv)
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
 		die("link", r);
-	if (!h.cmp)
-		h.cmp = ipoib_link_cm_port(h.link); /* the link's own GSI QP (sim backend) */
 	for (int i = 0; i < h.n_addrs; i++)
 		ipoib_link_add_addr(h.link, h.addrs[i].family, h.addrs[i].a);
 
@@ -1120,8 +1090,7 @@ int main(int argc, char **argv)
 	sa_client_free(h.sa); /* the leaves went out in ipoib_link_stop */
 	sa_umad_close(h.umad);
 	ipoib_link_free(h.link);
-	if (h.cmp && ipoib_cm_port_umad(h.cmp))
-		ipoib_cm_port_close(h.cmp); /* ours, not the link's */
+	ipoib_cm_port_close(h.cmp);
 	h.ops->close(h.port);
 	if (h.ctl_path)
 		unlink(h.ctl_path);

@@ -55,12 +55,11 @@ role_start_ibhost_node() {   # NODE PKEY MODE ADDR...
 	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i
 	shift 3
 	for a in "$@"; do args+=(--addr "$a"); done
-	# Backend verbs on the verbs shim, as the gateway; in connected mode the CM is
+	# The verbs backend on the verbs shim, as the gateway; in connected mode the CM is
 	# cm_umad, its MADs carried on the fabric's QP1 by the shim (docs/verbs-sim.md).
 	rack_env_verbs "$node"
-	args+=(--backend verbs)
 	rack_spawn "ibgw-host-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" -- \
-		"$(host_bin)" --node "$node" --socket "$(fabric_socket)" --pkey "$pkey" \
+		"$(host_bin)" --node "$node" --pkey "$pkey" \
 		--mode "$mode" --ctl "$dir/ibgw-host.sock" "${args[@]}"
 	for i in $(seq 50); do
 		[ -S "$dir/ibgw-host.sock" ] && return 0

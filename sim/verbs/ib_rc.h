@@ -1,9 +1,8 @@
 /*
  * The software RC transport of the simulated HCA: what an HCA does for a
  * reliable-connected QP, without sockets, clocks or wire encoding, so unit tests can
- * drive it with synthetic packets (prefix ibrc_). Its users: the verbs shim
- * (sim/verbs/vsim_*.c, libibverbs2sim.so) and, until it is retired, the sim backend of
- * the IB port (port/ib_port_sim.c), which includes it from here.
+ * drive it with synthetic packets (prefix ibrc_). Its user: the verbs shim
+ * (sim/verbs/vsim_*.c, libibverbs2sim.so).
  *
  * Requester: a ring of send WQEs (one per posted message, sized by the QP's send depth;
  * nothing is allocated after ibrc_init). Each message takes consecutive PSNs, one per

@@ -1,7 +1,7 @@
 /*
  * A simulated node's HCA read through libibumad (see sim_node.h): directed-route SMPs to
- * the local port and umad_get_port. Moved here from the sim backend of the IB port so
- * that it and the verbs shim read a port the same way, from one copy.
+ * the local port and umad_get_port, for the verbs shim (moved here from the retired sim
+ * backend of the IB port).
  */
 #include "sim/verbs/sim_node.h"
 
@@ -32,15 +32,16 @@
  * registers its own SMI agent, the answers to our SMPs reach its fd, not ours. Our TIDs
  * carry SIMNODE_TID_TAG in their low 32 bits (umad2sim rewrites the high ones), and the
  * verbs shim's umad_recv (vsim_umad.c) hands every tagged answer it reads, on whatever
- * fd, to simnode_smp_divert, which keeps it here for smp_get. Without the shim (the
- * sim backend linked into a program) only our own fd's reads arrive.
+ * fd, to simnode_smp_divert, which keeps it here for smp_get. Without the shim (a unit
+ * test linking this file alone) only our own fd's reads arrive.
  */
 #define SIMNODE_TID_TAG  0x5ead0000u
 #define SIMNODE_TID_MASK 0xffff0000u
 #define MAILBOX          8
 
 /* The SMPs of this copy of sim_node waiting for an answer: only those are diverted, so
- * that a program's own copy (the sim backend, linked in) keeps reading its answers. */
+ * that another copy in the same process (a program's own, linked in) keeps reading its
+ * answers. */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -8,9 +8,8 @@
  * every client there); the node's other ports (port 2 of a two-port HCA) are read by
  * local SMPs through it (docs/simulated-rack.md, "Two-port HCAs").
  *
- * Users: the verbs shim (sim/verbs/vsim_*.c: ibv_query_port and its port events) and the
- * sim backend of the IB port (port/ib_port_sim.c). One simnode per process is enough and
- * better: umad2sim hands every SMI MAD of the process to the last agent registered.
+ * User: the verbs shim (sim/verbs/vsim_*.c: ibv_query_port and its port events). One
+ * simnode per process is enough and better: umad2sim hands every SMI MAD of the process to the last agent registered.
  *
  * Threads: any; a mutex serialises the SMPs of one simnode.
  */

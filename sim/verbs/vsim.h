@@ -12,6 +12,13 @@
  *   IBVSIM_SOCKET   the fabric's socket (default $IBGW_RACK_STATE/fabric.sock)
  *   IBVSIM_PORT_MS  how often the simulated HCA re-reads its ports for events
  *                   (PortInfo by SMP; default 500 ms)
+ * and the faults it makes on demand, to drive the error paths of the code above it
+ * (each read by the verb at each call: set or unset between calls):
+ *   IBVSIM_FAULT_REG_MR=E     every ibv_reg_mr fails with errno E (12: ENOMEM, what a
+ *                             too low RLIMIT_MEMLOCK gives)
+ *   IBVSIM_FAULT_CQ_DEPTH=N   a CQ created meanwhile holds at most N completions while
+ *                             it reports the size asked for (a provider short of its
+ *                             word): more outstanding overrun it (IBV_EVENT_CQ_ERR)
  */
 #ifndef IBGW_SIM_VERBS_VSIM_H
 #define IBGW_SIM_VERBS_VSIM_H
@@ -35,5 +42,9 @@ struct vsim_test_node {
  * P_Key, SM, client reregister, port state); n = 0 goes back to libibumad.
  */
 void vsim_test_set_nodes(const struct vsim_test_node *nodes, unsigned n);
+
+/* Tests only: how many verbs objects (PD, MR, CQ, channel, QP...) contexts still held
+ * when they were closed, over the process's life (each is also logged). */
+unsigned vsim_test_objects_leaked(void);
 
 #endif

@@ -5,13 +5,17 @@
  *
  * The device list is the node this process runs as: under umad2sim, the node SIM_HOST
  * names, read through libibumad (sim/verbs/sim_node); the device is named after the
- * node ("ibhost1", "gw1"), as the sim backend's `device` is, so a rack config reads the
- * same with either backend. Each context connects each of the device's ports to the
- * fabric (HELLO with the identity OpenSM gave it) when it first uses it, and runs two
+ * node ("ibhost1", "gw1"), so a rack config's `device` is the node's name. Each context
+ * connects each of the device's ports to the fabric (HELLO with the identity OpenSM gave
+ * it) when it first uses it, and runs two
  * threads, the HCA's firmware: the progress thread receives packets and runs the RC
  * timers; the port watcher re-reads the ports every IBVSIM_PORT_MS (SMPs, which may wait
  * for umad2sim: never on the packets' way) to raise the events an HCA raises when the SM
  * changes them.
+ *
+ * Faults on demand (vsim.h, docs/verbs-sim.md "Faults"): IBVSIM_FAULT_REG_MR and
+ * IBVSIM_FAULT_CQ_DEPTH, read by ibv_reg_mr and ibv_create_cq at each call, so that the
+ * verbs backend's error paths can be driven; nothing else looks at them.
  *
  * Threads: the program's, in each verb, the progress thread and the port watcher;
  * ctx->lock serialises them (vsim_pvt.h).
@@ -20,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +64,24 @@ static int set_errno(int err)
 {
 	errno = err;
 	return err;
+}
+
+/* Verbs objects a context still held when it was closed, over the process's life. */
+static atomic_uint objects_leaked;
+
+unsigned vsim_test_objects_leaked(void)
+{
+	return atomic_load(&objects_leaked);
+}
+
+/* A fault asked for in the environment: its value as a number, 0 when unset or not a
+ * positive number. */
+static unsigned fault(const char *name)
+{
+	const char *s = getenv(name);
+	long v = s ? strtol(s, NULL, 10) : 0;
+
+	return v > 0 && v < 1 << 30 ? (unsigned)v : 0;
 }
 
 void vsim_test_set_nodes(const struct vsim_test_node *nodes, unsigned n)
@@ -755,9 +778,11 @@ int ibv_close_device(struct ibv_context *context)
 {
 	struct vsim_ctx *ctx = vsim_ctx_of(context);
 
-	if (ctx->n_objs)
+	if (ctx->n_objs) {
 		log_warning("libibverbs2sim: %s closed with %u verbs objects alive",
 			    context->device->name, ctx->n_objs);
+		atomic_fetch_add(&objects_leaked, ctx->n_objs);
+	}
 	ctx_free(ctx);
 	return 0;
 }
@@ -938,12 +963,19 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 {
 	struct vsim_ctx *ctx = vsim_ctx_of(pd->context);
 	struct vsim_mr *m;
+	unsigned f = fault("IBVSIM_FAULT_REG_MR");
 
 	/* As the kernel: remote write or atomic access needs local write. */
 	if (!addr || length == 0 ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (f) { /* the fault asked for: this errno (ENOMEM: RLIMIT_MEMLOCK too low) */
+		log_warning("libibverbs2sim: ibv_reg_mr fails on demand (IBVSIM_FAULT_REG_MR=%u)",
+			    f);
+		errno = (int)f;
 		return NULL;
 	}
 	m = calloc(1, sizeof(*m));
@@ -1067,10 +1099,17 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 		return NULL;
 	}
 	cq->cap = cap - 1;
+	if (fault("IBVSIM_FAULT_CQ_DEPTH") && fault("IBVSIM_FAULT_CQ_DEPTH") < cq->cap) {
+		/* A provider that holds fewer completions than it granted (cqe below still
+		 * says cap - 1): the fault that makes a CQ sized right overrun. */
+		cq->cap = fault("IBVSIM_FAULT_CQ_DEPTH");
+		log_warning("libibverbs2sim: CQ of %d entries holds %u (IBVSIM_FAULT_CQ_DEPTH)",
+			    (int)cap - 1, cq->cap);
+	}
 	cq->cq.context = context;
 	cq->cq.channel = channel;
 	cq->cq.cq_context = cq_context;
-	cq->cq.cqe = (int)cq->cap;
+	cq->cq.cqe = (int)cap - 1;
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
 	pthread_mutex_lock(&ctx->lock);

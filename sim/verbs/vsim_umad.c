@@ -60,7 +60,7 @@ static const char *umad_ca(const char *name)
 /* The port to hand libibumad: umad2sim's one port (0: the CA's first) for any port of
  * the node's name. umad2sim serves a process only its node's first port, and ibsim
  * sends every MAD of the node through it (docs/simulated-rack.md, "Two-port HCAs"): the
- * SA client of a link on port 2 talks through port 1, as with the sim backend. */
+ * SA client of a link on port 2 talks through port 1. */
 static int umad_portnum(const char *name, int portnum)
 {
 	return name && !umad_ca(name) ? 0 : portnum;

@@ -50,8 +50,8 @@ static void fail(int line, const char *what)
 static const char yaml[] =
     "gateway: {name: gw1}\n"
     "ipoib_links:\n"
-    "  - {name: ib0, backend: sim, device: gw1, addresses: [10.10.0.1/24, \"fd00:10::1/64\"]}\n"
-    "  - {name: ib1, backend: sim, device: gw1, port: 2, addresses: [10.11.0.1/24]}\n"
+    "  - {name: ib0, backend: verbs, device: gw1, addresses: [10.10.0.1/24, \"fd00:10::1/64\"]}\n"
+    "  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.11.0.1/24]}\n"
     "ethernet_interfaces:\n"
     "  - name: eth0\n"
     "    addresses: [10.20.0.1/24, \"fd00:20::1/64\"]\n"

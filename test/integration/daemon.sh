@@ -21,7 +21,7 @@ logging:
   level: info
 ipoib_links:
   - name: ib0
-    backend: sim
+    backend: verbs
     device: gw1
     mode: connected
     addresses: [10.10.0.1/24]
@@ -49,11 +49,11 @@ tap_like "show version has the configured name and pid" "$out" "name alpha pid $
 
 out=$("$gwctl" -S "$sock" show links)
 tap_like "show links lists the IPoIB link like ip link" "$out" \
-	"^ib0: ipoib state DOWN mtu 65520 mode connected pkey 0xffff dev gw1 port 1 backend sim"
+	"^ib0: ipoib state DOWN mtu 65520 mode connected pkey 0xffff dev gw1 port 1 backend verbs"
 tap_like "show links lists the Ethernet interface with its VLAN" "$out" \
 	"eth0: ether state DOWN mtu 1500 dev veth0 vlan 12 backend af_packet"
 tap_like "show links prints addresses as inet/inet6" "$out" "    inet6 fd00:50::1/64"
-tap_like "show links says why a link is down" "$out" "down: (no simulated fabric|cannot open)"
+tap_like "show links says why a link is down" "$out" "down: cannot open IB port gw1/1 \(verbs\)"
 
 out=$("$gwctl" -S "$sock" -j show links)
 tap_is "-j prints one JSON array with one record per link" "$(echo "$out" | jq -r 'length')" 2
@@ -86,7 +86,7 @@ write_config beta
 out=$("$gwctl" -S "$sock" reload 2>&1); rc=$?
 tap_like "reload of a good file applies it, and fails naming the link that cannot run (exit 1)" \
 	"$rc $(echo "$out" | tr '\n' '|')" \
-	"^1 reloaded .*ibgwd.yaml in [0-9]+ ms: changed\|    gateway name beta \(was alpha\)\|gwctl: reload applied, but not as written .*\|ib0: not running: (no simulated fabric|cannot open)"
+	"^1 reloaded .*ibgwd.yaml in [0-9]+ ms: changed\|    gateway name beta \(was alpha\)\|gwctl: reload applied, but not as written .*\|ib0: not running: cannot open IB port gw1/1"
 tap_like "the new config is running" "$("$gwctl" -S "$sock" show version | tr '\n' ' ')" \
 	"name beta .*reloads 1 failed 1"
 write_config gamma
@@ -133,7 +133,7 @@ control:
   socket_group: nogroup
 ipoib_links:
   - name: ib0
-    backend: sim
+    backend: verbs
     device: gw1
     addresses: [10.10.0.1/24]
 ethernet_interfaces:

@@ -213,11 +213,11 @@ tap_is "iperf3 TCP eth1 -> ib1: 8 MiB arrive" "$n" 8388608
 gateway_stop gw1
 # Two workers: the IB port and the Ethernet port are owned by different workers, so RC
 # sends toward the IB host are posted across workers (under the port's lock).
-# Both partitions' links connected (one GSI QP for the port, shared); gw2's host on
+# Both partitions' links connected (one CM agent for the port, shared); gw2's host on
 # P_Key 0x8001 runs datagram mode: reached over UD with the UD MTU.
-# Backend verbs: the CM is cm/cm_umad.c, as on an HCA, its MADs carried on the fabric's
-# QP1 by the verbs shim's libibumad (docs/verbs-sim.md, "CM MADs"); the connected IB
-# hosts still speak it through the sim backend's GSI QP (cm_gsi), on the same QP1.
+# The CM is cm/cm_umad.c, as on an HCA, its MADs carried on the fabric's QP1 by the
+# verbs shim's libibumad (docs/verbs-sim.md, "CM MADs"), on the gateway and the IB
+# hosts alike.
 sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
 	-e 's/^    pkey: 0x8001$/    pkey: 0x8001\n    mode: connected/' "$work/two.yaml" >"$work/cm.yaml"
 gateway_start gw1 "$work/cm.yaml" >/dev/null 2>&1

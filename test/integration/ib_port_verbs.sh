@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The verbs IB port backend (port/ib_port_verbs.c, what ships for real HCAs) on a real
 # rack, through libibverbs2sim.so (sim/verbs, docs/verbs-sim.md) LD_PRELOADed after
-# libumad2sim: the same scenarios as ib_port_sim.sh, which runs the sim backend, so the
-# code that ships is the code tested. ibsim + OpenSM assign the identities,
-# ibgw-fabric carries the packets, ibp_pingpong --backend verbs drives ports on ibhost1
+# libumad2sim, so the code that ships is the code tested. ibsim + OpenSM assign the
+# identities, ibgw-fabric carries the packets, ibp_pingpong drives ports on ibhost1
 # and ibhost2 through the ibp_ops API only. Shows: query reads what OpenSM assigned;
 # a device that is not there is refused, naming the one present; UD datagrams both
 # ways; multicast to an attached QP (GRH present); RC with 1000 messages of mixed
 # sizes up to 65520 octets both ways, every byte in order exactly once; the same under
 # 5% loss; a peer that dies makes the sender's retries run out (RETRY_EXCEEDED after
 # 8 x 67 ms). The verbs backend has no transport counters (an HCA keeps them in its
-# firmware), so unlike ib_port_sim.sh this suite cannot show the retransmissions.
+# firmware), so the loss is shown by the fabric's drop count, not by retransmissions.
 # Needs root, ibsim, opensm, infiniband-diags; IBGW_BUILD (test/run sets it).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +36,7 @@ run() {
 	local node=$1
 	shift
 	timeout 120 "$top/sim/rack" exec "$node" --name "$rack" -- \
-		sh -c 'LD_PRELOAD="$LD_PRELOAD:$0" exec "$@"' "$vsim" "$pp" --backend verbs "$@"
+		sh -c 'LD_PRELOAD="$LD_PRELOAD:$0" exec "$@"' "$vsim" "$pp" "$@"
 }
 field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"; }
 # ud_rx NAME NODE ARGS...: a UD receiver in the background; sets RX_QPN, RX_LID.

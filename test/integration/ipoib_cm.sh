@@ -2,8 +2,9 @@
 # IPoIB connected mode (RFC 4755) between IB hosts of a real rack: ibsim + OpenSM, the
 # simulated fabric, ibgw-host on ibhost1/ibhost2 in connected mode and ibhost3 in
 # datagram mode (rack.topo), the kernel doing its own ARP, ND, ping and TCP on each TAP.
-# Also the cm rack suite docs/connected-mode.md asked for: the CM MADs ride the real
-# fabric's QP1 (cm_gsi), and a capture decoded by tshark shows them.
+# Also the cm rack suite docs/connected-mode.md asked for: the CM MADs (cm_umad, carried
+# by the verbs shim) ride the real fabric's QP1, and a capture decoded by tshark shows
+# them.
 # Shows: RC connections come up between the CM hosts (listed established, RC counters
 # moving) and carry IPv4, IPv6 and link-local pings, 60000-octet pings with DF (MTU
 # 65520) and iperf3 TCP; the datagram host is reached on UD with no REQ sent to it
@@ -24,13 +25,14 @@ top=$(cd "$here/../.." && pwd)
 suite_init cm
 rackcmd() { R "$@"; }
 
-tap_plan 46
+tap_plan 48
 suite_need_built "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3
 suite_ibhost_helpers
 n_established() { dump "$1" conns | grep -c 'state established .*up 1'; }
-# Restart an IB host: NODE MODE [KILL]; extra ibgw-host options through $HOST_OPTS.
+# Restart an IB host: NODE MODE [KILL]; extra ibgw-host options through $HOST_OPTS, its
+# P_Key through $PKEY (default 0xffff).
 addrs_of() { case $1 in ibhost1) echo 10.10.0.11/24 fd00:10::11/64;; ibhost2) echo 10.10.0.12/24 fd00:10::12/64;; ibhost3) echo 10.10.0.13/24 fd00:10::13/64;; esac; }
 wrapper=$work/ibgw-host-opts
 printf '#!/bin/sh\nexec "%s" $HOST_OPTS "$@"\n' "$host" >"$wrapper"
@@ -39,7 +41,7 @@ restart_host() {
 	local n=$1 mode=$2 sig=${3:-TERM}
 	rack_stop "ibgw-host-$n" "$sig"
 	# shellcheck disable=SC2046
-	IBGW_HOST=$wrapper HOST_OPTS=${HOST_OPTS:-} role_start_ibhost_node "$n" 0xffff "$mode" $(addrs_of "$n") >/dev/null
+	IBGW_HOST=$wrapper HOST_OPTS=${HOST_OPTS:-} role_start_ibhost_node "$n" "${PKEY:-0xffff}" "$mode" $(addrs_of "$n") >/dev/null
 }
 iperf_rate() {   # FROM TO-ADDR PORT -> "N Mbits/sec" (and the retransmits)
 	local out
@@ -168,14 +170,25 @@ else
 fi
 tap_check "ping -s 60000 -M do over the rebuilt connection" in_ns ibhost1 ping -c 2 -i 0.3 -W 2 -s 60000 -M do 10.10.0.12
 
-# --- idle teardown, then crossing REQs ----------------------------------------------------
-# Both CM hosts restarted with an idle time of 3 s.
-export HOST_OPTS="--conn-idle-ms 3000"
+# --- idle teardown, then crossing REQs, on the second partition ----------------------------
+# Both CM hosts restarted with an idle time of 3 s, on P_Key 0x8001 (rack.topo's second
+# partition, every port a full member): the CM's MADs go out on that P_Key's index
+# (cm_umad, umad_set_pkey) and the RC QPs are made on it, so the connections and their
+# traffic stay in the partition, which the capture of this part checks at its end.
+# (Not a section of its own: ibsim serves at most 10 clients (IBSIM_MAX_CLIENTS), and
+# with two more hosts started, the last start of this suite was refused: "sim_init:
+# connect failed".)
+export HOST_OPTS="--conn-idle-ms 3000" PKEY=0x8001
 restart_host ibhost1 connected
 restart_host ibhost2 connected
-unset HOST_OPTS
+unset HOST_OPTS PKEY
 wait_link ibhost1 up 20 && wait_link ibhost2 up 20
 wait_dad ibhost1; wait_dad ibhost2
+tap_like "ibhost1 and ibhost2 restarted on P_Key 0x8001, connected mode" \
+	"$(dump ibhost1 link | tr '\n' ' ')|$(dump ibhost2 link | tr '\n' ' ')" \
+	"^link ib0 node ibhost1 state up pkey 0x8001 .* mode connected conn_mtu 65520 \|link ib0 node ibhost2 state up pkey 0x8001 .* mode connected conn_mtu 65520 $"
+cap2=$work/cm8001.pcap
+rackcmd capture "$cap2" >/dev/null 2>&1
 in_ns ibhost1 ping -c 2 -i 0.3 -w 6 10.10.0.12 >/dev/null 2>&1
 tap_is "connection up before the idle wait" "$(n_established ibhost1) $(n_established ibhost2)" "1 1"
 sleep 4.5
@@ -212,13 +225,25 @@ tap_is "the two sides name the same connection (RC QPNs cross-matched)" "$rq2" "
 sleep 4
 tap_check "a 60000-octet ping after another idle teardown (waits for the new connection)" \
 	in_ns ibhost1 ping -c 2 -i 0.5 -w 6 -s 60000 -M do 10.10.0.12
+rackcmd capture stop >/dev/null 2>&1
+sleep 0.5
+# Every CM MAD (to QP1) and every RC SEND of the capture on P_Key 0x8001, the REQs naming it.
+npk() { tshark -r "$cap2" -Y "$1" 2>/dev/null | wc -l; }
+pk="mads $(npk 'infiniband.bth.destqp == 1 && infiniband.bth.p_key == 0x8001') other $(npk 'infiniband.bth.destqp == 1 && infiniband.bth.p_key != 0x8001')"
+pk+=", RC SENDs $(npk 'infiniband.bth.opcode <= 5 && infiniband.bth.p_key == 0x8001') other $(npk 'infiniband.bth.opcode <= 5 && infiniband.bth.p_key != 0x8001')"
+pk+=", REQ P_Key $(tshark -r "$cap2" -Y 'infiniband.cm.req' -T fields -e infiniband.cm.req.pkey 2>/dev/null | sort -u | tr '\n' ' ')"
+tap_like "tshark: on P_Key 0x8001 the CM MADs (REQ to DREP), the RC SENDs and the REQs ($pk)" "$pk" \
+	"^mads [1-9][0-9]+ other 0, RC SENDs [1-9][0-9]* other 0, REQ P_Key 0x8001 $"
 
 # --- the same pair in datagram mode -----------------------------------------------------
 restart_host ibhost1 datagram
 restart_host ibhost2 datagram
 wait_link ibhost1 up 20 && wait_link ibhost2 up 20
 wait_dad ibhost1; wait_dad ibhost2
-tap_like "ibhost1 restarted in datagram mode: TAP MTU 2044" "$(in_ns ibhost1 ip link show ib0)" "mtu 2044 "
+out=$(in_ns ibhost1 ip link show ib0 2>&1)
+if [[ $out =~ "mtu 2044 " ]]; then tap_ok "ibhost1 restarted in datagram mode: TAP MTU 2044"
+else tap_not_ok "ibhost1 restarted in datagram mode: TAP MTU 2044" "$out" \
+	"$(tail -n 15 "$RACK_STATE/logs/ibgw-host-ibhost1.log" 2>&1)"; fi
 in_ns ibhost1 ping -c 1 -w 5 10.10.0.12 >/dev/null 2>&1
 r_ud=$(iperf_rate ibhost1 10.10.0.12 5303)
 if [ -n "$r_ud" ]; then tap_ok "iperf3 TCP ibhost1 -> ibhost2 in datagram mode: $r_ud"

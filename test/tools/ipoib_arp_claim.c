@@ -5,11 +5,9 @@
  * IB router (test/integration/gid_failover.sh: the gateway learns it as a neighbour,
  * as Linux does from a request for one of its addresses, and reaches it through the
  * GID route). Run inside a rack node with the fabric up, under the verbs shim (the
- * default backend, verbs: LD_PRELOAD libibverbs2sim after libumad2sim), or with
- * --backend sim.
+ * verbs backend: LD_PRELOAD libibverbs2sim after libumad2sim).
  *
- *   ipoib_arp_claim [--backend verbs|sim] [--socket PATH] [--node NAME] [--qkey Q]
- *                   DLID DQPN SPA SHA TPA...
+ *   ipoib_arp_claim [--node NAME] [--qkey Q] [--dgid GID] DLID DQPN SPA SHA TPA...
  *
  * DLID/DQPN: where the requests go (the gateway's LID and UD QPN, or 0xc000 0xffffff
  * with --dgid for the broadcast group); SPA: sender IPv4; SHA: the 20-octet sender
@@ -49,22 +47,18 @@ static int parse_hw(const char *s, uint8_t out[20])
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = { { "socket", 1, NULL, 's' },  { "node", 1, NULL, 'n' },
-					    { "qkey", 1, NULL, 'q' },    { "dgid", 1, NULL, 'g' },
-					    { "backend", 1, NULL, 'b' }, { NULL, 0, NULL, 0 } };
-	const char *socket_path = NULL, *node = getenv("IBGW_NODE"), *dgid = NULL;
-	const char *backend = "verbs";
+	static const struct option lo[] = { { "node", 1, NULL, 'n' },
+					    { "qkey", 1, NULL, 'q' },
+					    { "dgid", 1, NULL, 'g' },
+					    { NULL, 0, NULL, 0 } };
+	const char *node = getenv("IBGW_NODE"), *dgid = NULL;
 	uint32_t qkey = 0x0b1b;
-	char sockbuf[512];
 	int c;
 
 	if (!node)
 		node = getenv("SIM_HOST");
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 's':
-			socket_path = optarg;
-			break;
 		case 'n':
 			node = optarg;
 			break;
@@ -74,26 +68,15 @@ int main(int argc, char **argv)
 		case 'g':
 			dgid = optarg;
 			break;
-		case 'b':
-			backend = optarg;
-			break;
 		default:
 			return 2;
 		}
 	}
 	if (argc - optind < 5 || !node) {
 		fprintf(stderr,
-			"usage: ipoib_arp_claim [--backend B] [--socket P] [--node N] [--qkey Q] "
-			"[--dgid GID] DLID DQPN SPA SHA TPA...\n");
+			"usage: ipoib_arp_claim [--node N] [--qkey Q] [--dgid GID] DLID DQPN SPA "
+			"SHA TPA...\n");
 		return 2;
-	}
-	if (!socket_path && !strcmp(backend, "sim")) {
-		const char *st = getenv("IBGW_RACK_STATE");
-
-		if (!st)
-			die("no --socket and no IBGW_RACK_STATE", EINVAL);
-		snprintf(sockbuf, sizeof(sockbuf), "%s/fabric.sock", st);
-		socket_path = sockbuf;
 	}
 	uint16_t dlid = (uint16_t)strtoul(argv[optind], NULL, 0);
 	uint32_t dqpn = (uint32_t)strtoul(argv[optind + 1], NULL, 0);
@@ -105,13 +88,10 @@ int main(int argc, char **argv)
 	if (parse_hw(argv[optind + 3], sha) < 0)
 		die("SHA (20 hex octets with colons)", EINVAL);
 
-	const struct ibp_ops *ops = ibp_backend(backend);
-	struct ibp_port_config cfg = { .backend = backend,
-				       .device = node,
-				       .port = 1,
-				       .sim_socket = socket_path,
-				       .buf_size = 4096 + 64,
-				       .n_bufs = 64 };
+	const struct ibp_ops *ops = ibp_backend("verbs");
+	struct ibp_port_config cfg = {
+		.backend = "verbs", .device = node, .port = 1, .buf_size = 4096 + 64, .n_bufs = 64
+	};
 	struct ibp_port *port;
 	struct ibp_qp_init init = {
 		.type = IBP_QPT_UD, .qkey = qkey, .send_depth = 16, .recv_depth = 1
@@ -123,7 +103,7 @@ int main(int argc, char **argv)
 	unsigned sent = 0;
 
 	if (!ops)
-		die(backend, ENOTSUP);
+		die("verbs", ENOTSUP);
 	ret = ops->open(&cfg, &port);
 	if (ret < 0)
 		die("open", ret);

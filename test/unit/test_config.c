@@ -185,6 +185,8 @@ static const struct err_case err_cases[] = {
 	  "t.yaml:2:5: ipoib_links[0]: missing key 'name'\nt.yaml:2:5: ipoib_links[0]: missing key 'device'" },
 	{ "enum typo", "ipoib_links: [{name: i, device: d, mode: conected}]\n",
 	  "t.yaml:1:42: ipoib_links[0].mode: unknown value 'conected' (expected datagram or connected; did you mean 'connected'?)" },
+	{ "retired backend", "ipoib_links: [{name: i, device: d, backend: sim}]\n",
+	  "t.yaml:1:45: ipoib_links[0].backend: 'sim': the sim backend is retired; use verbs (on the simulated rack under libibverbs2sim.so, docs/verbs-sim.md)" },
 	{ "octal mode range", "control: {socket_mode: 01000}\n",
 	  "t.yaml:1:24: control.socket_mode: 01000 is out of range 0000..0777" },
 	{ "top level not a mapping", "42\n",
@@ -411,7 +413,7 @@ static const char full_config[] =
     "gateway: {name: rt, workers: 2, worker_cpus: [0, 1]}\n"
     "control: {socket: \"/tmp/a b.sock\", readonly_socket: /tmp/ro.sock, socket_group: \"yes\"}\n"
     "ipoib_links:\n"
-    "  - {name: ib0, backend: sim, device: gw1, mode: connected, addresses: [10.0.0.1/24, "
+    "  - {name: ib0, backend: verbs, device: gw1, mode: connected, addresses: [10.0.0.1/24, "
     "\"fd00::1/64\"], proxy_arp: true, proxy_prefixes: [10.1.0.0/16]}\n"
     "  - {name: ib1, device: gw1, pkey: 0x8002, mtu: 4092}\n"
     "ethernet_interfaces:\n"
@@ -588,7 +590,7 @@ static void test_enum_names(void **state)
 {
 	(void)state;
 	assert_string_equal(gw_ipoib_mode_name(GW_IPOIB_CONNECTED), "connected");
-	assert_string_equal(gw_ipoib_backend_name(GW_IB_BACKEND_SIM), "sim");
+	assert_string_equal(gw_ipoib_backend_name(GW_IB_BACKEND_VERBS), "verbs");
 	assert_string_equal(gw_eth_backend_name(GW_ETH_BACKEND_AF_XDP), "af_xdp");
 }
 

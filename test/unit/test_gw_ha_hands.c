@@ -25,8 +25,8 @@
 #define PAIR                                                                                       \
 	"gateway: {name: gw1}\n"                                                                   \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: sim, device: gw1, addresses: [10.10.0.1/24]}\n"                  \
-	"  - {name: ib1, backend: sim, device: gw1, port: 2, addresses: [10.11.0.1/24]}\n"         \
+	"  - {name: ib0, backend: verbs, device: gw1, addresses: [10.10.0.1/24]}\n"                \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.11.0.1/24]}\n"       \
 	"ethernet_interfaces:\n"                                                                   \
 	"  - {name: eth0, addresses: [10.20.0.1/24, \"fd00:20::1/64\"]}\n"                         \
 	"failover:\n"                                                                              \

@@ -22,10 +22,10 @@
 /* ib0 and ib2 have a backup port, ib1 has none; ib3 is on another HCA. */
 #define RACK                                                                                       \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: sim, device: gw1, port: 1, backup_port: 2}\n"                    \
-	"  - {name: ib1, backend: sim, device: gw1, port: 1}\n"                                    \
-	"  - {name: ib2, backend: sim, device: gw1, port: 2, backup_port: 1}\n"                    \
-	"  - {name: ib3, backend: sim, device: gw2, port: 1, backup_port: 2}\n"
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2}\n"                  \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 1}\n"                                  \
+	"  - {name: ib2, backend: verbs, device: gw1, port: 2, backup_port: 1}\n"                  \
+	"  - {name: ib3, backend: verbs, device: gw2, port: 1, backup_port: 2}\n"
 
 /* What dp_portfail_port_event and on_move do with the verdicts: the links as they run
  * (config with moved links swapped, each running on its config's port). */
@@ -57,7 +57,7 @@ static uint8_t port_of(const struct box *b, const char *name)
 	return 0;
 }
 
-/* A port event on gw1 (sim); returns the verdicts "ib0:move ib1:no-backup ..." for the
+/* A port event on gw1 (verbs); returns the verdicts "ib0:move ib1:no-backup ..." for the
  * links on that port, and moves those that move. */
 static const char *event(struct box *b, uint8_t num, bool down)
 {
@@ -66,13 +66,13 @@ static const char *event(struct box *b, uint8_t num, bool down)
 	size_t len = 0;
 
 	out[0] = 0;
-	gw_portmove_mark(&b->down, "sim", "gw1", num, down);
+	gw_portmove_mark(&b->down, "verbs", "gw1", num, down);
 	if (!down)
 		return out;
 	for (unsigned i = 0; i < b->cfg->n_ipoib_links; i++) {
 		struct gw_ipoib_link_config *c = &b->links[i];
 		enum gw_portmove_verdict v =
-		    gw_portmove_on_down(c, c->port, "sim", "gw1", num, &b->down);
+		    gw_portmove_on_down(c, c->port, "verbs", "gw1", num, &b->down);
 
 		if (v == GW_PORTMOVE_NOT_HERE)
 			continue;
@@ -109,7 +109,7 @@ static void up_moves_nothing_back(void **state)
 	box_start(&b, RACK);
 	assert_string_equal(event(&b, 1, true), "ib0:move ib1:no-backup");
 	assert_string_equal(event(&b, 1, false), "");
-	assert_false(gw_portmove_is_down(&b.down, "sim", "gw1", 1));
+	assert_false(gw_portmove_is_down(&b.down, "verbs", "gw1", 1));
 	assert_int_equal(port_of(&b, "ib0"), 2);
 	assert_string_equal(event(&b, 2, true), "ib0:move ib2:move");
 	assert_int_equal(port_of(&b, "ib0"), 1);
@@ -145,14 +145,13 @@ static void which_links_are_here(void **state)
 	struct gw_portmove_down d = { .n = 0 };
 	(void)state;
 
-	gw_portmove_mark(&d, "sim", "gw1", 1, true);
-	assert_int_equal(gw_portmove_on_down(ib0, 1, "sim", "gw1", 1, &d), GW_PORTMOVE_MOVE);
+	gw_portmove_mark(&d, "verbs", "gw1", 1, true);
+	assert_int_equal(gw_portmove_on_down(ib0, 1, "verbs", "gw1", 1, &d), GW_PORTMOVE_MOVE);
 	/* Not running (never came up, or removed): nothing to move. */
-	assert_int_equal(gw_portmove_on_down(ib0, 0, "sim", "gw1", 1, &d), GW_PORTMOVE_NOT_HERE);
+	assert_int_equal(gw_portmove_on_down(ib0, 0, "verbs", "gw1", 1, &d), GW_PORTMOVE_NOT_HERE);
 	/* Running on port 2 already (moved): port 1's event is not its own. */
-	assert_int_equal(gw_portmove_on_down(ib0, 2, "sim", "gw1", 1, &d), GW_PORTMOVE_NOT_HERE);
-	assert_int_equal(gw_portmove_on_down(ib0, 1, "verbs", "gw1", 1, &d), GW_PORTMOVE_NOT_HERE);
-	assert_int_equal(gw_portmove_on_down(ib0, 1, "sim", "gw2", 1, &d), GW_PORTMOVE_NOT_HERE);
+	assert_int_equal(gw_portmove_on_down(ib0, 2, "verbs", "gw1", 1, &d), GW_PORTMOVE_NOT_HERE);
+	assert_int_equal(gw_portmove_on_down(ib0, 1, "verbs", "gw2", 1, &d), GW_PORTMOVE_NOT_HERE);
 	gw_config_free(cfg);
 }
 
@@ -161,22 +160,21 @@ static void down_set(void **state)
 	struct gw_portmove_down d = { .n = 0 };
 	(void)state;
 
-	gw_portmove_mark(&d, "sim", "gw1", 1, true);
-	gw_portmove_mark(&d, "sim", "gw1", 1, true); /* twice: once */
+	gw_portmove_mark(&d, "verbs", "gw1", 1, true);
+	gw_portmove_mark(&d, "verbs", "gw1", 1, true); /* twice: once */
 	assert_int_equal(d.n, 1);
-	gw_portmove_mark(&d, "sim", "gw1", 2, false); /* up, never seen down: nothing */
+	gw_portmove_mark(&d, "verbs", "gw1", 2, false); /* up, never seen down: nothing */
 	assert_int_equal(d.n, 1);
-	assert_true(gw_portmove_is_down(&d, "sim", "gw1", 1));
-	assert_false(gw_portmove_is_down(&d, "verbs", "gw1", 1));
-	assert_false(gw_portmove_is_down(&d, "sim", "gw2", 1));
+	assert_true(gw_portmove_is_down(&d, "verbs", "gw1", 1));
+	assert_false(gw_portmove_is_down(&d, "verbs", "gw2", 1));
 	for (uint8_t p = 2; p <= 10; p++)
-		gw_portmove_mark(&d, "sim", "gw1", p, true);
+		gw_portmove_mark(&d, "verbs", "gw1", p, true);
 	assert_int_equal(d.n, GW_PORTMOVE_MAX_PORTS); /* full: the ninth and tenth forgotten */
-	assert_false(gw_portmove_is_down(&d, "sim", "gw1", 9));
-	gw_portmove_mark(&d, "sim", "gw1", 1, false);
+	assert_false(gw_portmove_is_down(&d, "verbs", "gw1", 9));
+	gw_portmove_mark(&d, "verbs", "gw1", 1, false);
 	assert_int_equal(d.n, GW_PORTMOVE_MAX_PORTS - 1);
-	assert_false(gw_portmove_is_down(&d, "sim", "gw1", 1));
-	assert_true(gw_portmove_is_down(&d, "sim", "gw1", 8));
+	assert_false(gw_portmove_is_down(&d, "verbs", "gw1", 1));
+	assert_true(gw_portmove_is_down(&d, "verbs", "gw1", 8));
 }
 
 /* Up once rebuilt on the other port; announced at once, 200 ms and 1200 ms later. */

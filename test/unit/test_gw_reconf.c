@@ -124,9 +124,9 @@ static void assert_verdict(const struct reload *x, const char *name, enum gw_rec
 
 #define BASE                                                                                       \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: sim, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"      \
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"    \
 	"     mtu: 2044, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"                              \
-	"  - {name: ib1, backend: sim, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"          \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"        \
 	"ethernet_interfaces:\n"                                                                   \
 	"  - {name: eth0, device: veth0, mtu: 1500, addresses: [10.2.0.1/24]}\n"
 
@@ -148,13 +148,14 @@ static void mtu_change_updates(void **state)
 	struct reload x;
 	(void)state;
 
-	reload(&x, BASE,
-	       "ipoib_links:\n"
-	       "  - {name: ib0, backend: sim, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
-	       "     mtu: 1500, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
-	       "  - {name: ib1, backend: sim, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"
-	       "ethernet_interfaces:\n"
-	       "  - {name: eth0, device: veth0, mtu: 9000, addresses: [10.2.0.1/24]}\n");
+	reload(
+	    &x, BASE,
+	    "ipoib_links:\n"
+	    "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
+	    "     mtu: 1500, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
+	    "  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24]}\n"
+	    "ethernet_interfaces:\n"
+	    "  - {name: eth0, device: veth0, mtu: 9000, addresses: [10.2.0.1/24]}\n");
 	assert_verdict(&x, "ib0", GW_RECONF_UPDATE, GW_RECONF_MTU, "");
 	assert_verdict(&x, "ib1", GW_RECONF_KEEP, 0, "");
 	assert_verdict(&x, "eth0", GW_RECONF_UPDATE, GW_RECONF_MTU, "");
@@ -171,9 +172,9 @@ static void addresses_and_proxy_update(void **state)
 	reload(
 	    &x, BASE,
 	    "ipoib_links:\n"
-	    "  - {name: ib0, backend: sim, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
+	    "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
 	    "     mtu: 2044, addresses: [\"fd00::1/64\", 10.0.0.1/24]}\n"
-	    "  - {name: ib1, backend: sim, device: gw1, port: 2, addresses: [10.1.0.1/24],\n"
+	    "  - {name: ib1, backend: verbs, device: gw1, port: 2, addresses: [10.1.0.1/24],\n"
 	    "     proxy_nd: true, proxy_prefixes: [\"fd00:9::/64\"]}\n"
 	    "ethernet_interfaces:\n"
 	    "  - {name: eth0, device: veth0, mtu: 1500, addresses: [10.2.0.1/24, 10.3.0.1/24]}\n");
@@ -195,25 +196,23 @@ static void addresses_and_proxy_update(void **state)
 	done(&x);
 }
 
-/* What an IPoIB link is built on: port, P_Key, mode, device, backend. It is taken down
+/* What an IPoIB link is built on: port, P_Key, mode, device. It is taken down
  * with the reason and added again from the new config. */
 static void ipoib_rebuilds(void **state)
 {
 	static const struct {
 		const char *ib0, *reason;
 	} cases[] = {
-		{ "{name: ib0, backend: sim, device: gw1, port: 2, mtu: 2044}",
+		{ "{name: ib0, backend: verbs, device: gw1, port: 2, mtu: 2044}",
 		  "moved to another port" },
-		{ "{name: ib0, backend: sim, device: gw2, port: 1, mtu: 2044}",
+		{ "{name: ib0, backend: verbs, device: gw2, port: 1, mtu: 2044}",
 		  "moved to another port" },
-		{ "{name: ib0, backend: verbs, device: gw1, port: 1, mtu: 2044}",
-		  "moved to another port" },
-		{ "{name: ib0, backend: sim, device: gw1, port: 1, pkey: 0x8002, mtu: 2044}",
+		{ "{name: ib0, backend: verbs, device: gw1, port: 1, pkey: 0x8002, mtu: 2044}",
 		  "P_Key changed" },
-		{ "{name: ib0, backend: sim, device: gw1, port: 1, mode: connected, mtu: 2044}",
+		{ "{name: ib0, backend: verbs, device: gw1, port: 1, mode: connected, mtu: 2044}",
 		  "mode changed" },
 		/* The first difference found names the reason; the rest follows the rebuild. */
-		{ "{name: ib0, backend: sim, device: gw1, port: 2, pkey: 0x8002, mtu: 1500}",
+		{ "{name: ib0, backend: verbs, device: gw1, port: 2, pkey: 0x8002, mtu: 1500}",
 		  "moved to another port" },
 	};
 	(void)state;
@@ -223,12 +222,12 @@ static void ipoib_rebuilds(void **state)
 		struct reload x;
 
 		snprintf(to, sizeof(to),
-			 "ipoib_links:\n  - %s\n  - {name: ib1, backend: sim, device: gw1}\n",
+			 "ipoib_links:\n  - %s\n  - {name: ib1, backend: verbs, device: gw1}\n",
 			 cases[i].ib0);
 		reload(
 		    &x,
-		    "ipoib_links:\n  - {name: ib0, backend: sim, device: gw1, port: 1, mtu: 2044}\n"
-		    "  - {name: ib1, backend: sim, device: gw1}\n",
+		    "ipoib_links:\n  - {name: ib0, backend: verbs, device: gw1, port: 1, mtu: 2044}\n"
+		    "  - {name: ib1, backend: verbs, device: gw1}\n",
 		    to);
 		assert_verdict(&x, "ib0", GW_RECONF_REBUILD, 0, cases[i].reason);
 		assert_verdict(&x, "ib1", GW_RECONF_KEEP, 0, "");
@@ -262,13 +261,14 @@ static void removed_and_added(void **state)
 	struct reload x;
 	(void)state;
 
-	reload(&x, BASE,
-	       "ipoib_links:\n"
-	       "  - {name: ib0, backend: sim, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
-	       "     mtu: 2044, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
-	       "  - {name: ib2, backend: sim, device: gw1, port: 2, addresses: [10.4.0.1/24]}\n"
-	       "ethernet_interfaces:\n"
-	       "  - {name: eth1, device: veth1, addresses: [10.5.0.1/24]}\n");
+	reload(
+	    &x, BASE,
+	    "ipoib_links:\n"
+	    "  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2, pkey: 0x8001,\n"
+	    "     mtu: 2044, addresses: [10.0.0.1/24, \"fd00::1/64\"]}\n"
+	    "  - {name: ib2, backend: verbs, device: gw1, port: 2, addresses: [10.4.0.1/24]}\n"
+	    "ethernet_interfaces:\n"
+	    "  - {name: eth1, device: veth1, addresses: [10.5.0.1/24]}\n");
 	assert_verdict(&x, "ib0", GW_RECONF_KEEP, 0, "");
 	assert_verdict(&x, "ib1", GW_RECONF_REMOVE, 0, "removed from the config");
 	assert_verdict(&x, "eth0", GW_RECONF_REMOVE, 0, "removed from the config");
@@ -309,8 +309,8 @@ static void free_slot(void **state)
 
 #define GID_LINKS                                                                                  \
 	"ipoib_links:\n"                                                                           \
-	"  - {name: ib0, backend: sim, device: gw1, port: 1, backup_port: 2}\n"                    \
-	"  - {name: ib1, backend: sim, device: gw1, port: 2}\n"
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, backup_port: 2}\n"                  \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 2}\n"
 #define GID_ROUTES(lid)                                                                            \
 	"gid_routes:\n"                                                                            \
 	"  - {prefix: \"fec0:0:0:2::/64\", source: local, routers: [{lid: " lid "}]}\n"            \
@@ -327,32 +327,31 @@ static void gid_routes(void **state)
 	struct gw_config *c = load(GID_LINKS GID_ROUTES("4"));
 	struct gw_config *moved =
 	    load("ipoib_links:\n"
-		 "  - {name: ib0, backend: sim, device: gw1, port: 2, backup_port: 1}\n"
-		 "  - {name: ib1, backend: sim, device: gw1, port: 2}\n" GID_ROUTES("3"));
+		 "  - {name: ib0, backend: verbs, device: gw1, port: 2, backup_port: 1}\n"
+		 "  - {name: ib1, backend: verbs, device: gw1, port: 2}\n" GID_ROUTES("3"));
 	struct gw_config *none = load(GID_LINKS);
 	(void)state;
 
-	assert_true(gw_reconf_gid_route_on(a, &a->gid_routes[0], "sim", "gw1", 1));
-	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[0], "sim", "gw1", 2));
-	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[0], "verbs", "gw1", 1));
-	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[0], "sim", "gw2", 1));
-	assert_true(gw_reconf_gid_route_on(a, &a->gid_routes[1], "sim", "gw1", 2));
-	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[1], "sim", "gw1", 1));
-	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[2], "sim", "gw1", 1));
+	assert_true(gw_reconf_gid_route_on(a, &a->gid_routes[0], "verbs", "gw1", 1));
+	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[0], "verbs", "gw1", 2));
+	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[0], "verbs", "gw2", 1));
+	assert_true(gw_reconf_gid_route_on(a, &a->gid_routes[1], "verbs", "gw1", 2));
+	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[1], "verbs", "gw1", 1));
+	assert_false(gw_reconf_gid_route_on(a, &a->gid_routes[2], "verbs", "gw1", 1));
 
 	/* Equal configs, equal signatures; a router changed on port 1 only. */
-	assert_int_equal(gw_reconf_gid_sig(a, "sim", "gw1", 1),
-			 gw_reconf_gid_sig(b, "sim", "gw1", 1));
-	assert_int_not_equal(gw_reconf_gid_sig(a, "sim", "gw1", 1),
-			     gw_reconf_gid_sig(c, "sim", "gw1", 1));
-	assert_int_equal(gw_reconf_gid_sig(a, "sim", "gw1", 2),
-			 gw_reconf_gid_sig(c, "sim", "gw1", 2));
+	assert_int_equal(gw_reconf_gid_sig(a, "verbs", "gw1", 1),
+			 gw_reconf_gid_sig(b, "verbs", "gw1", 1));
+	assert_int_not_equal(gw_reconf_gid_sig(a, "verbs", "gw1", 1),
+			     gw_reconf_gid_sig(c, "verbs", "gw1", 1));
+	assert_int_equal(gw_reconf_gid_sig(a, "verbs", "gw1", 2),
+			 gw_reconf_gid_sig(c, "verbs", "gw1", 2));
 	/* ib0 on port 2: port 1 has no routes left (the empty signature), port 2 both. */
-	assert_int_equal(gw_reconf_gid_sig(moved, "sim", "gw1", 1),
-			 gw_reconf_gid_sig(none, "sim", "gw1", 1));
-	assert_int_not_equal(gw_reconf_gid_sig(moved, "sim", "gw1", 2),
-			     gw_reconf_gid_sig(a, "sim", "gw1", 2));
-	assert_true(gw_reconf_gid_route_on(moved, &moved->gid_routes[0], "sim", "gw1", 2));
+	assert_int_equal(gw_reconf_gid_sig(moved, "verbs", "gw1", 1),
+			 gw_reconf_gid_sig(none, "verbs", "gw1", 1));
+	assert_int_not_equal(gw_reconf_gid_sig(moved, "verbs", "gw1", 2),
+			     gw_reconf_gid_sig(a, "verbs", "gw1", 2));
+	assert_true(gw_reconf_gid_route_on(moved, &moved->gid_routes[0], "verbs", "gw1", 2));
 	gw_config_free(a);
 	gw_config_free(b);
 	gw_config_free(c);

@@ -1,9 +1,8 @@
 /*
- * The IB ports' buffer pool (port/ib_bufpool.h), which both backends use: bad sizes
+ * The IB port's buffer pool (port/ib_bufpool.h), the verbs backend's: bad sizes
  * refused, the layout (page-aligned region, cache-line stride, cap, index, zeroed
  * memory), get order, exhaustion, put/get round trips and the puts it refuses, a
- * backend's larger descriptor, the UD receive layout behind the GRH area, and the
- * free count under two threads (run under ASan and TSan by make check). No root.
+ * backend's larger descriptor, and the free count under two threads (run under ASan and TSan by make check). No root.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,54 +200,6 @@ static void backend_descriptor_and_states(void **state)
 	ibp_pool_fini(&p);
 }
 
-static void ud_receive_behind_the_grh_area(void **state)
-{
-	uint8_t grh[IBP_GRH_AREA], payload[200];
-	struct ibp_pool p;
-	struct ibp_buf *b;
-	(void)state;
-
-	for (unsigned i = 0; i < sizeof(grh); i++)
-		grh[i] = (uint8_t)(0x60 + i);
-	for (unsigned i = 0; i < sizeof(payload); i++)
-		payload[i] = (uint8_t)i;
-	assert_int_equal(ibp_pool_init(&p, 2, IBP_GRH_AREA + 100, sizeof(struct tbuf)), 0);
-	b = ibp_pool_get(&p);
-
-	/* With a GRH: it fills the area, the payload starts at IBP_GRH_AREA. */
-	assert_int_equal(ibp_pool_ud_fill(b, grh, payload, 60), 0);
-	assert_int_equal(b->len, IBP_GRH_AREA + 60);
-	assert_memory_equal(b->data, grh, IBP_GRH_AREA);
-	assert_memory_equal(b->data + IBP_GRH_AREA, payload, 60);
-
-	/* Without: the area is left alone, the payload is still at IBP_GRH_AREA. */
-	memset(b->data, 0xee, IBP_GRH_AREA);
-	assert_int_equal(ibp_pool_ud_fill(b, NULL, payload + 1, 10), 0);
-	assert_int_equal(b->len, IBP_GRH_AREA + 10);
-	for (unsigned i = 0; i < IBP_GRH_AREA; i++)
-		assert_int_equal(b->data[i], 0xee);
-	assert_memory_equal(b->data + IBP_GRH_AREA, payload + 1, 10);
-
-	/* Exactly full, then one octet too many (the area counts against cap). */
-	assert_int_equal(ibp_pool_ud_fill(b, grh, payload, 100), 0);
-	assert_int_equal(b->len, b->cap);
-	assert_int_equal(ibp_pool_ud_fill(b, grh, payload, 101), -EMSGSIZE);
-	assert_int_equal(b->len, 0);
-	assert_int_equal(ibp_pool_ud_fill(b, grh, payload, SIZE_MAX), -EMSGSIZE);
-	/* An empty payload is the area alone. */
-	assert_int_equal(ibp_pool_ud_fill(b, grh, payload, 0), 0);
-	assert_int_equal(b->len, IBP_GRH_AREA);
-	assert_int_equal(ibp_pool_put(&p, b), 0);
-	ibp_pool_fini(&p);
-
-	/* A buffer smaller than the area takes no UD receive at all. */
-	assert_int_equal(ibp_pool_init(&p, 1, IBP_GRH_AREA - 1, sizeof(struct tbuf)), 0);
-	b = ibp_pool_get(&p);
-	assert_int_equal(ibp_pool_ud_fill(b, NULL, payload, 0), -EMSGSIZE);
-	assert_int_equal(ibp_pool_put(&p, b), 0);
-	ibp_pool_fini(&p);
-}
-
 #define ROUNDS 20000
 
 static void *churn(void *arg)
@@ -300,7 +251,6 @@ int main(void)
 		cmocka_unit_test(put_get_round_trip),
 		cmocka_unit_test(refused_puts_change_nothing),
 		cmocka_unit_test(backend_descriptor_and_states),
-		cmocka_unit_test(ud_receive_behind_the_grh_area),
 		cmocka_unit_test(two_threads_keep_the_count),
 	};
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the sim backend's RC engine (sim/verbs/ib_rc.c), driven with synthetic
+ * Unit tests of the verbs shim's RC engine (sim/verbs/ib_rc.c), driven with synthetic
  * packets: PSN arithmetic with the 24-bit wrap, timer values, segmentation by MTU,
  * ACK coalescing, NAK decisions (gap, duplicate, RNR), go-back-N retransmission,
  * RNR waits, retry exhaustion (error + flush), the send window, and a lossy link

@@ -887,7 +887,7 @@ static void rate_limit_per_source(void **state)
 }
 
 /* A scan from one source has used the UNRES share of the worker's pool (its punts wait
- * for a busy control thread): a heartbeat, a CM completion and an ARP reply from another
+ * for a busy control thread): a heartbeat and an ARP reply from another
  * host still find messages, and the slow path handles them; of the scan, park_max
  * packets are parked and the rest discarded (resolution started all the same); parked
  * packets then hold only park_max of the share. */
@@ -924,16 +924,6 @@ static void scan_leaves_the_other_classes_their_share(void **state)
 	assert_non_null(m);
 	assert_int_equal(m->cls, FWD_PCLASS_CONTROL);
 	to_ctl(v, m);
-	/* A GSI completion (CM MAD) of the port behind if1: no link here, so it is only
-	 * taken and handed back. */
-	m = fwd_msg_get(v->e, 0, FWD_OWNER_WORKER, FWD_PCLASS_CONTROL);
-	assert_non_null(m);
-	m->type = FWD_MSG_IB_WC;
-	m->punt = FWD_PUNT_COUNT;
-	m->ifindex = (uint16_t)v->if1;
-	memset(&m->wc, 0, sizeof(m->wc));
-	m->len = 0;
-	to_ctl(v, m);
 	/* An ARP reply from another host, one of those the scan made us resolve (the last:
 	 * not parked, its resolution started all the same). */
 	m = punt_msg(v, FWD_PUNT_ARP, v->if2, f,
@@ -944,7 +934,7 @@ static void scan_leaves_the_other_classes_their_share(void **state)
 
 	fwd_sp_poll(v->e);
 	fwd_sp_stats(v->e, &st);
-	assert_int_equal(st.msgs, 64 + 3);
+	assert_int_equal(st.msgs, 64 + 2);
 	assert_int_equal(seen.n, 1);
 	{
 		uint8_t a[4] = { 10, 2, 0, 163 };
@@ -1005,26 +995,6 @@ static void parked_bounded_per_destination(void **state)
 
 /* ---- IB post hooks while no worker runs ---- */
 
-static unsigned hook_sends, hook_recvs;
-
-static int hk_post_send(struct ibp_send *s, unsigned n)
-{
-	(void)s;
-	hook_sends += n;
-	return (int)n;
-}
-
-static int hk_post_recv(struct ibp_qp *qp, struct ibp_buf **b, unsigned n)
-{
-	(void)qp, (void)b;
-	hook_recvs += n;
-	return (int)n;
-}
-
-static const struct ibp_ops hook_ops = { .name = "hook",
-					 .post_send = hk_post_send,
-					 .post_recv = hk_post_recv };
-
 static void ib_post_hooks_without_workers(void **state)
 {
 	struct env *v = *state;
@@ -1035,11 +1005,8 @@ static void ib_post_hooks_without_workers(void **state)
 				   .eth = (struct ethp_port *)&dummy_port,
 				   .mac = mac1 };
 	struct ibp_send s = { 0 };
-	struct ibp_buf b = { 0 };
 	uint32_t r, x, r2;
-	void *pc;
 
-	hook_sends = hook_recvs = 0;
 	/* A reserved index is not given to another interface; it is added by name. */
 	assert_int_equal(fwd_engine_if_reserve(v->e, &r), 0);
 	assert_true(r != v->if1 && r != v->if2);
@@ -1060,15 +1027,6 @@ static void ib_post_hooks_without_workers(void **state)
 	assert_int_equal(fwd_engine_if_add(v->e, &c, &x), 0);
 	assert_int_equal(x, r);
 	assert_int_equal(fwd_engine_if_del(v->e, x), 0);
-	/* A port's GSI hooks: one context per port; no worker: posted directly. */
-	pc = fwd_engine_ib_port_ctx(v->e, &hook_ops, (struct ibp_port *)&hook_sends);
-	assert_non_null(pc);
-	assert_ptr_equal(fwd_engine_ib_port_ctx(v->e, &hook_ops, (struct ibp_port *)&hook_sends),
-			 pc);
-	assert_int_equal(fwd_engine_ib_post_send(pc, &s), 1);
-	assert_int_equal(fwd_engine_ib_post_recv(pc, NULL, &b), 1);
-	assert_int_equal(hook_sends, 1);
-	assert_int_equal(hook_recvs, 1);
 }
 
 int main(void)

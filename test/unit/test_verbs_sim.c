@@ -41,14 +41,11 @@
 #include "lib/ib_packet.h"
 #include "lib/ib_simfab.h"
 #include "sim/verbs/vsim.h"
+#include "test/unit/vsim_fabric.h"
 #include "sim/verbs/vsim_gsi.h"
 
 #define BUF_LEN (1 << 20)
 #define QKEY    0x11111111u
-
-static char dir[64];
-static pid_t fabric_pid;
-static struct vsim_test_node nodes[2];
 
 /* One node's verbs objects. */
 struct end {
@@ -60,76 +57,6 @@ struct end {
 	uint8_t *buf;
 	uint16_t lid;
 };
-
-static void node_init(struct vsim_test_node *n, const char *name, uint16_t lid)
-{
-	struct simnode_port *p = &n->port[0];
-
-	memset(n, 0, sizeof(*n));
-	snprintf(n->name, sizeof(n->name), "%s", name);
-	n->n_ports = 1;
-	snprintf(p->info.name, sizeof(p->info.name), "%s", name);
-	p->info.port_num = 1;
-	p->info.mtu = 4; /* 2048 */
-	p->info.port_guid = 0x0002c90300000000ull + lid;
-	p->info.gid_prefix = 0xfe80000000000000ull;
-	p->info.lid = lid;
-	p->info.sm_lid = 1;
-	p->info.n_pkeys = 2;
-	p->info.pkeys[0] = 0xffff;
-	p->info.pkeys[1] = 0x8001;
-	p->state = IBV_PORT_ACTIVE;
-	p->subnet_timeout = 18;
-}
-
-static int group_setup(void **state)
-{
-	char exe[PATH_MAX], fab[PATH_MAX + 32], sock[128];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	(void)state;
-
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	*strrchr(exe, '/') = 0;
-	snprintf(fab, sizeof(fab), "%s/../bin/ibgw-fabric", exe);
-	snprintf(dir, sizeof(dir), "/tmp/vsimtest.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(sock, sizeof(sock), "%s/fabric.sock", dir);
-	fabric_pid = fork();
-	if (fabric_pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(fab, fab, "--socket", sock, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 500 && access(sock, F_OK) != 0; i++)
-		usleep(10000);
-	if (access(sock, F_OK) != 0)
-		return -1;
-	setenv("IBVSIM_SOCKET", sock, 1);
-	setenv("IBVSIM_PORT_MS", "20", 1);
-	node_init(&nodes[0], "nodeA", 1);
-	node_init(&nodes[1], "nodeB", 2);
-	vsim_test_set_nodes(nodes, 2);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	char sock[128];
-	(void)state;
-
-	kill(fabric_pid, SIGTERM);
-	waitpid(fabric_pid, NULL, 0);
-	snprintf(sock, sizeof(sock), "%s/fabric.sock", dir);
-	unlink(sock);
-	rmdir(dir);
-	return 0;
-}
 
 static void end_open(struct end *e, int which, int cqe)
 {
@@ -707,7 +634,7 @@ static void port_events(void **state)
 	(void)state;
 
 	end_open(&a, 0, 4);
-	memcpy(changed, nodes, sizeof(changed));
+	memcpy(changed, vsim_nodes, sizeof(changed));
 	changed[0].port[0].info.lid = 9;
 	vsim_test_set_nodes(changed, 2);
 	assert_true(async_wait(a.ctx, IBV_EVENT_LID_CHANGE, &ev));
@@ -729,7 +656,7 @@ static void port_events(void **state)
 	ibv_ack_async_event(&ev);
 	assert_int_equal(ibv_query_port(a.ctx, 1, &pa), 0);
 	assert_int_equal(pa.state, IBV_PORT_DOWN);
-	vsim_test_set_nodes(nodes, 2);
+	vsim_test_set_nodes(vsim_nodes, 2);
 	assert_true(async_wait(a.ctx, IBV_EVENT_PORT_ACTIVE, &ev));
 	ibv_ack_async_event(&ev);
 	end_close(&a);
@@ -742,7 +669,7 @@ static struct simfab_client *peer_open(void)
 	struct simfab_client *c;
 
 	assert_int_equal(simfab_client_connect(getenv("IBVSIM_SOCKET"), &c), 0);
-	assert_int_equal(simfab_client_hello(c, &nodes[1].port[0].info), 0);
+	assert_int_equal(simfab_client_hello(c, &vsim_nodes[1].port[0].info), 0);
 	return c;
 }
 
@@ -791,7 +718,7 @@ static void cm_mad_carrier(void **state)
 	assert_int_equal(p.lrh.sl, 3);
 	assert_false(p.has_grh);
 	assert_int_equal(p.bth.opcode, IB_OP_UD_SEND_ONLY);
-	assert_int_equal(p.bth.pkey, nodes[0].port[0].info.pkeys[want_index]);
+	assert_int_equal(p.bth.pkey, vsim_nodes[0].port[0].info.pkeys[want_index]);
 	assert_int_equal(p.bth.dqpn, IB_QP1);
 	assert_int_equal(p.deth.qkey, IB_QP1_QKEY);
 	assert_int_equal(p.deth.src_qp, IB_QP1);
@@ -809,8 +736,8 @@ static void cm_mad_carrier(void **state)
 	q.grh.flow_label = 0x12345;
 	q.grh.tclass = 7;
 	q.grh.hop_limit = 9;
-	ib_gid_set(&q.grh.sgid, 0xfe80000000000000ull, nodes[1].port[0].info.port_guid);
-	ib_gid_set(&q.grh.dgid, 0xfe80000000000000ull, nodes[0].port[0].info.port_guid);
+	ib_gid_set(&q.grh.sgid, 0xfe80000000000000ull, vsim_nodes[1].port[0].info.port_guid);
+	ib_gid_set(&q.grh.dgid, 0xfe80000000000000ull, vsim_nodes[0].port[0].info.port_guid);
 	q.bth.opcode = IB_OP_UD_SEND_ONLY;
 	q.bth.pkey = 0x8001;
 	q.bth.dqpn = IB_QP1;
@@ -867,5 +794,5 @@ int main(void)
 		cmocka_unit_test(cm_mad_carrier),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vsim_fabric_setup, vsim_fabric_teardown);
 }

@@ -1,0 +1,540 @@
+/*
+ * The verbs IB port backend's error paths (port/ib_port_verbs.c through its ibp_ops,
+ * docs/ib-port.md), run on libibverbs2sim: the shim's objects are linked into the test
+ * (the Makefile links every test_verbs_sim* so), two nodes are described with
+ * vsim_test_set_nodes, and a real ibgw-fabric carries the packets between them
+ * (test/unit/vsim_fabric.h). Each
+ * fault is made the way it comes (a peer gone, a datagram too long for the buffer, the
+ * port going down) or, where only a broken provider makes it, with the shim's fault
+ * injection (IBVSIM_FAULT_*, sim/verbs/vsim.h); each test then shows the way back that
+ * the data plane takes (a new QP, the port closed and opened again, the port coming
+ * back) passing traffic, and that nothing leaked (every buffer back in the pool, no
+ * verbs object left when the port closed).
+ *
+ *   ud_qp_error_recovers      a UD receive too long for its buffer: LOCAL_ERROR, the
+ *                             QP's other receives flushed, destroy_qp, a new QP works
+ *   rc_qp_error_recovers      the RC peer's QP gone: RETRY_EXCEEDED, the sends behind
+ *                             it flushed, destroy_qp, a new connection works
+ *   cq_holds_the_whole_pool   every buffer outstanding and nobody polling: the CQ, sized
+ *                             to the pool at open, holds every completion
+ *   cq_overrun_recovers       a CQ that holds fewer than it granted (fault): QP_FATAL,
+ *                             destroy_qp takes the lost buffers back, a reopened port
+ *                             works
+ *   port_down_recovers        the port goes down and comes back: PORT_DOWN, query says
+ *                             DOWN, PORT_ACTIVE, the same QP receives again
+ *   reg_mr_failure_recovers   ibv_reg_mr fails (fault): open fails with -ENOMEM and
+ *                             releases what it made, the next open works
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "port/ib_port.h"
+#include "sim/verbs/vsim.h"
+#include "test/unit/vsim_fabric.h"
+
+#define QKEY     0x0b1b0000u
+#define N_BUFS   64
+#define BUF_SIZE (4096 + 64)
+
+static const struct ibp_ops *ops = &ibp_verbs_ops;
+
+/* Nothing may be left behind: the shim counts the objects a closed context held. */
+static int teardown(void **state)
+{
+	(void)state;
+	assert_int_equal(vsim_test_objects_leaked(), 0);
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct ibp_port *port_open(const char *node, size_t buf_size, unsigned n_bufs)
+{
+	struct ibp_port_config c = { .backend = "verbs",
+				     .device = node,
+				     .port = 1,
+				     .buf_size = buf_size,
+				     .n_bufs = n_bufs };
+	struct ibp_port *p = NULL;
+
+	assert_int_equal(ops->open(&c, &p), 0);
+	assert_non_null(p);
+	return p;
+}
+
+/* How many buffers the pool hands out now (all taken, then all given back). */
+static unsigned pool_free(struct ibp_port *p)
+{
+	static struct ibp_buf *b[4096];
+	unsigned n = 0;
+
+	while (n < 4096 && (b[n] = ops->buf_get(p)))
+		n++;
+	for (unsigned i = 0; i < n; i++)
+		ops->buf_put(p, b[i]);
+	return n;
+}
+
+static struct ibp_qp *ud_qp(struct ibp_port *p)
+{
+	struct ibp_qp_init qi = {
+		.type = IBP_QPT_UD, .qkey = QKEY, .send_depth = 32, .recv_depth = 32
+	};
+	struct ibp_qp *qp;
+
+	assert_int_equal(ops->create_qp(p, &qi, &qp), 0);
+	assert_int_equal(ops->qp_ready(qp, NULL), 0);
+	return qp;
+}
+
+static void post_recvs(struct ibp_port *p, struct ibp_qp *qp, struct ibp_srq *srq, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ibp_buf *b = ops->buf_get(p);
+
+		assert_non_null(b);
+		assert_int_equal(srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, &b, 1),
+				 1);
+	}
+}
+
+static struct ibp_ah *ah_to(struct ibp_port *p, uint16_t dlid)
+{
+	struct ibp_ah_attr a = { .dlid = dlid };
+	struct ibp_ah *ah;
+
+	assert_int_equal(ops->create_ah(p, &a, &ah), 0);
+	return ah;
+}
+
+/* One send of len octets, each the octet `fill`; ah NULL: RC. */
+static void send_one(struct ibp_port *p, struct ibp_qp *qp, struct ibp_ah *ah, uint32_t dqpn,
+		     uint32_t len, uint8_t fill)
+{
+	struct ibp_buf *b = ops->buf_get(p);
+	struct ibp_send s = { .qp = qp, .ah = ah, .remote_qpn = dqpn, .remote_qkey = QKEY };
+
+	assert_non_null(b);
+	memset(b->data, fill, len);
+	b->len = len;
+	s.buf = b;
+	assert_int_equal(ops->post_send(&s, 1), 1);
+}
+
+/* Poll until n completions or ms; returns how many came (at most n). */
+static unsigned wait_wcs_keep(struct ibp_port *p, struct ibp_wc *wcs, unsigned n, unsigned ms)
+{
+	uint64_t end = now_ms() + ms;
+	unsigned got = 0;
+
+	while (got < n && now_ms() < end) {
+		int r = ops->poll(p, wcs + got, n - got);
+
+		assert_true(r >= 0);
+		got += (unsigned)r;
+		if (got < n)
+			usleep(1000);
+	}
+	return got;
+}
+
+/* The same, every buffer going back to the pool. */
+static unsigned wait_wcs(struct ibp_port *p, struct ibp_wc *wcs, unsigned n, unsigned ms)
+{
+	unsigned got = wait_wcs_keep(p, wcs, n, ms);
+
+	for (unsigned i = 0; i < got; i++)
+		if (wcs[i].buf)
+			ops->buf_put(p, wcs[i].buf);
+	return got;
+}
+
+/* One completion within 2 s, its buffer left to the caller. */
+static void poll_one(struct ibp_port *p, struct ibp_wc *wc)
+{
+	assert_int_equal(wait_wcs_keep(p, wc, 1, 2000), 1);
+}
+
+/* The next port event of type want within ms (others skipped). */
+static bool event_wait(struct ibp_port *p, enum ibp_event_type want, struct ibp_event *out,
+		       unsigned ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		struct ibp_event ev;
+		int r = ops->next_event(p, &ev);
+
+		if (r == 0 && ev.type == want) {
+			*out = ev;
+			return true;
+		}
+		if (r == -EAGAIN)
+			usleep(1000);
+	}
+	return false;
+}
+
+/* A datagram from b to a's QP arrives whole: the way back works. */
+static void ud_passes(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b, struct ibp_qp *qb,
+		      uint8_t fill)
+{
+	struct ibp_ah *ah = ah_to(b, 1);
+	struct ibp_wc wc;
+
+	post_recvs(a, qa, NULL, 1);
+	send_one(b, qb, ah, ops->qp_num(qa), 200, fill);
+	assert_int_equal(wait_wcs(b, &wc, 1, 2000), 1);
+	assert_int_equal(wc.status, IBP_WC_OK);
+	assert_int_equal(wc.kind, IBP_WC_SEND);
+	poll_one(a, &wc); /* the payload is read before the buffer goes back */
+	assert_int_equal(wc.kind, IBP_WC_RECV);
+	assert_int_equal(wc.status, IBP_WC_OK);
+	assert_ptr_equal(wc.qp, qa);
+	assert_int_equal(wc.byte_len, IBP_GRH_AREA + 200);
+	assert_int_equal(wc.buf->data[IBP_GRH_AREA], fill);
+	assert_int_equal(wc.buf->data[IBP_GRH_AREA + 199], fill);
+	assert_int_equal(wc.slid, 2);
+	ops->buf_put(a, wc.buf);
+	ops->destroy_ah(ah);
+}
+
+/* The end of a test: the two UD QPs and their ports go (the teardown checks that no
+ * verbs object was left). */
+static void ud_pair_free(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
+			 struct ibp_qp *qb)
+{
+	ops->destroy_qp(qa);
+	ops->destroy_qp(qb);
+	ops->close(a);
+	ops->close(b);
+}
+
+static void ud_qp_error_recovers(void **state)
+{
+	/* nodeA's buffers hold 256 octets behind the GRH area: a 1000-octet datagram
+	 * does not fit (within the UD MTU, so the sender's HCA sends it). */
+	struct ibp_port *a = port_open("nodeA", IBP_GRH_AREA + 256, N_BUFS);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa = ud_qp(a), *qb = ud_qp(b), *qa2;
+	struct ibp_ah *ah = ah_to(b, 1);
+	struct ibp_wc wc[16];
+	unsigned flushed = 0;
+	uint64_t t0;
+	(void)state;
+
+	post_recvs(a, qa, NULL, 8);
+	send_one(b, qb, ah, ops->qp_num(qa), 1000, 0x5a);
+	assert_int_equal(wait_wcs(b, wc, 1, 2000), 1);
+	assert_int_equal(wc[0].status, IBP_WC_OK); /* UD: the sender knows nothing */
+
+	/* The receive fails, the QP goes to error, its other receives flush; every one
+	 * comes back, as a receive of that QP. */
+	assert_int_equal(wait_wcs(a, wc, 8, 2000), 8);
+	assert_int_equal(wc[0].kind, IBP_WC_RECV);
+	assert_int_equal(wc[0].status, IBP_WC_LOCAL_ERROR);
+	assert_int_equal(wc[0].byte_len, 0);
+	for (unsigned i = 1; i < 8; i++) {
+		assert_int_equal(wc[i].kind, IBP_WC_RECV);
+		assert_ptr_equal(wc[i].qp, qa);
+		flushed += wc[i].status == IBP_WC_FLUSHED;
+	}
+	assert_int_equal(flushed, 7);
+	assert_int_equal(pool_free(a), N_BUFS);
+
+	/* The way back: the QP is destroyed at once (nothing left posted) and a new one
+	 * receives. */
+	t0 = now_ms();
+	ops->destroy_qp(qa);
+	assert_true(now_ms() - t0 < 500);
+	qa2 = ud_qp(a);
+	ud_passes(a, qa2, b, qb, 0x33);
+
+	ops->destroy_ah(ah);
+	ops->destroy_qp(qa2);
+	ops->destroy_qp(qb);
+	assert_int_equal(pool_free(a), N_BUFS);
+	assert_int_equal(pool_free(b), N_BUFS);
+	ops->close(a);
+	ops->close(b);
+}
+
+/* RC: an SRQ with depth receives and a QP on it, for each end. */
+struct rc_end {
+	struct ibp_port *p;
+	struct ibp_srq *srq;
+	struct ibp_qp *qp;
+	uint16_t lid;
+};
+
+static void rc_qp(struct rc_end *e)
+{
+	struct ibp_qp_init qi = { .type = IBP_QPT_RC, .send_depth = 16, .srq = e->srq };
+
+	assert_int_equal(ops->create_qp(e->p, &qi, &e->qp), 0);
+}
+
+/* Connect a and b (QPs in INIT): short timeouts, one retry, so a dead peer is seen in
+ * milliseconds. */
+static void rc_connect(struct rc_end *a, struct rc_end *b)
+{
+	struct ibp_qp_connect c = { .path_mtu = IB_MTU_2048,
+				    .timeout = 10, /* 4.2 ms */
+				    .retry_count = 1,
+				    .rnr_retry = 7,
+				    .min_rnr_timer = 12 };
+
+	c.remote_qpn = ops->qp_num(b->qp);
+	c.local_psn = 100;
+	c.remote_psn = 200;
+	c.path.dlid = b->lid;
+	assert_int_equal(ops->qp_ready(a->qp, &c), 0);
+	c.remote_qpn = ops->qp_num(a->qp);
+	c.local_psn = 200;
+	c.remote_psn = 100;
+	c.path.dlid = a->lid;
+	assert_int_equal(ops->qp_ready(b->qp, &c), 0);
+}
+
+/* One message a -> b, received whole on b's SRQ as b's QP's. */
+static void rc_passes(struct rc_end *a, struct rc_end *b, uint8_t fill)
+{
+	struct ibp_wc wc;
+
+	send_one(a->p, a->qp, NULL, 0, 3000, fill);
+	poll_one(b->p, &wc);
+	assert_int_equal(wc.kind, IBP_WC_RECV);
+	assert_int_equal(wc.status, IBP_WC_OK);
+	assert_ptr_equal(wc.qp, b->qp);
+	assert_int_equal(wc.byte_len, 3000);
+	assert_int_equal(wc.buf->data[0], fill);
+	assert_int_equal(wc.buf->data[2999], fill);
+	assert_int_equal(ops->post_srq_recv(b->srq, &wc.buf, 1), 1);
+	assert_int_equal(wait_wcs(a->p, &wc, 1, 2000), 1);
+	assert_int_equal(wc.kind, IBP_WC_SEND);
+	assert_int_equal(wc.status, IBP_WC_OK);
+}
+
+static void rc_qp_error_recovers(void **state)
+{
+	struct rc_end a = { .p = port_open("nodeA", BUF_SIZE, N_BUFS), .lid = 1 };
+	struct rc_end b = { .p = port_open("nodeB", BUF_SIZE, N_BUFS), .lid = 2 };
+	struct ibp_wc wc[4];
+	uint64_t t0;
+	(void)state;
+
+	assert_int_equal(ops->create_srq(a.p, 16, &a.srq), 0);
+	assert_int_equal(ops->create_srq(b.p, 16, &b.srq), 0);
+	post_recvs(a.p, NULL, a.srq, 16);
+	post_recvs(b.p, NULL, b.srq, 16);
+	rc_qp(&a);
+	rc_qp(&b);
+	rc_connect(&a, &b);
+	rc_passes(&a, &b, 0x11);
+
+	/* The peer's QP goes (its process gone, as the HCA sees it): the first send runs
+	 * out of retries, the QP is in error, the sends behind it flush. */
+	ops->destroy_qp(b.qp);
+	for (uint8_t i = 0; i < 3; i++)
+		send_one(a.p, a.qp, NULL, 0, 100, i);
+	assert_int_equal(wait_wcs(a.p, wc, 3, 2000), 3);
+	assert_int_equal(wc[0].kind, IBP_WC_SEND);
+	assert_int_equal(wc[0].status, IBP_WC_RETRY_EXCEEDED);
+	assert_int_equal(wc[1].status, IBP_WC_FLUSHED);
+	assert_int_equal(wc[2].status, IBP_WC_FLUSHED);
+	assert_int_equal(pool_free(a.p), N_BUFS - 16); /* all but the SRQ's */
+
+	/* The way back: the failed QP is destroyed without waiting out the drain (its
+	 * WRs are all reaped), and a new connection carries traffic both ways. */
+	t0 = now_ms();
+	ops->destroy_qp(a.qp);
+	assert_true(now_ms() - t0 < 1000);
+	rc_qp(&a);
+	rc_qp(&b);
+	rc_connect(&a, &b);
+	rc_passes(&a, &b, 0x22);
+	rc_passes(&b, &a, 0x23);
+
+	ops->destroy_qp(a.qp);
+	ops->destroy_qp(b.qp);
+	ops->destroy_srq(a.srq);
+	ops->destroy_srq(b.srq);
+	assert_int_equal(pool_free(a.p), N_BUFS);
+	assert_int_equal(pool_free(b.p), N_BUFS);
+	ops->close(a.p);
+	ops->close(b.p);
+}
+
+/* n datagrams b -> a's QP, sent one by one (b's sends reaped as they complete). */
+static void ud_burst(struct ibp_port *b, struct ibp_qp *qb, uint32_t dqpn, unsigned n)
+{
+	struct ibp_ah *ah = ah_to(b, 1);
+	struct ibp_wc wc;
+
+	for (unsigned i = 0; i < n; i++) {
+		send_one(b, qb, ah, dqpn, 64, (uint8_t)i);
+		assert_int_equal(wait_wcs(b, &wc, 1, 2000), 1);
+		assert_int_equal(wc.status, IBP_WC_OK);
+	}
+	ops->destroy_ah(ah);
+}
+
+static void cq_holds_the_whole_pool(void **state)
+{
+	/* A small pool, all of it outstanding: 24 receives that all complete and 8 sends,
+	 * none reaped until every one has completed. */
+	struct ibp_port *a = port_open("nodeA", BUF_SIZE, 32);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa = ud_qp(a), *qb = ud_qp(b);
+	struct ibp_ah *ah = ah_to(a, 2);
+	struct ibp_wc wc[40];
+	struct ibp_event ev;
+	unsigned recvs = 0, sends = 0;
+	(void)state;
+
+	post_recvs(a, qa, NULL, 24);
+	post_recvs(b, qb, NULL, 8);
+	for (uint8_t i = 0; i < 8; i++)
+		send_one(a, qa, ah, ops->qp_num(qb), 64, i);
+	ud_burst(b, qb, ops->qp_num(qa), 24);
+	assert_null(ops->buf_get(a)); /* the whole pool is out */
+	usleep(200000);
+
+	assert_int_equal(wait_wcs(a, wc, 40, 500), 32);
+	for (unsigned i = 0; i < 32; i++) {
+		assert_int_equal(wc[i].status, IBP_WC_OK);
+		recvs += wc[i].kind == IBP_WC_RECV;
+		sends += wc[i].kind == IBP_WC_SEND;
+	}
+	assert_int_equal(recvs, 24);
+	assert_int_equal(sends, 8);
+	assert_false(event_wait(a, IBP_EVENT_QP_FATAL, &ev, 100));
+	assert_int_equal(pool_free(a), 32);
+
+	assert_int_equal(wait_wcs(b, wc, 8, 2000), 8);
+	ops->destroy_ah(ah);
+	ud_pair_free(a, qa, b, qb);
+}
+
+static void cq_overrun_recovers(void **state)
+{
+	struct ibp_port *a, *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa, *qb = ud_qp(b);
+	struct ibp_wc wc[32];
+	struct ibp_event ev;
+	uint64_t t0;
+	(void)state;
+
+	/* A CQ holding 8 where the backend asked for (and was granted) its pool's worth. */
+	setenv("IBVSIM_FAULT_CQ_DEPTH", "8", 1);
+	a = port_open("nodeA", BUF_SIZE, 32);
+	unsetenv("IBVSIM_FAULT_CQ_DEPTH");
+	qa = ud_qp(a);
+	post_recvs(a, qa, NULL, 24);
+	ud_burst(b, qb, ops->qp_num(qa), 24);
+	usleep(200000);
+
+	/* Overrun: the QP that lost a completion is fatal, and so reported; 8 came. */
+	assert_true(event_wait(a, IBP_EVENT_QP_FATAL, &ev, 2000));
+	assert_ptr_equal(ev.qp, qa);
+	assert_int_equal(wait_wcs(a, wc, 32, 300), 8);
+	assert_int_equal(pool_free(a), 32 - 16); /* 16 buffers went with the lost ones */
+
+	/* The QP cannot drain (its completions are gone): destroy_qp waits its bound
+	 * (2 s), then takes the buffers back. */
+	t0 = now_ms();
+	ops->destroy_qp(qa);
+	assert_true(now_ms() - t0 < 3000);
+	assert_int_equal(pool_free(a), 32);
+
+	/* The CQ stays in error, as on mlx5: the way back is the port closed and opened
+	 * again (a new CQ). */
+	ops->close(a);
+	a = port_open("nodeA", BUF_SIZE, 32);
+	qa = ud_qp(a);
+	ud_passes(a, qa, b, qb, 0x44);
+
+	ud_pair_free(a, qa, b, qb);
+}
+
+static void port_down_recovers(void **state)
+{
+	struct ibp_port *a = port_open("nodeA", BUF_SIZE, N_BUFS);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa = ud_qp(a), *qb = ud_qp(b);
+	struct vsim_test_node changed[2];
+	struct ibp_port_attr pa;
+	struct ibp_event ev;
+	(void)state;
+
+	ud_passes(a, qa, b, qb, 0x55);
+	memcpy(changed, vsim_nodes, sizeof(changed));
+	changed[0].port[0].state = IBV_PORT_DOWN;
+	vsim_test_set_nodes(changed, 2);
+	assert_true(event_wait(a, IBP_EVENT_PORT_DOWN, &ev, 2000));
+	assert_int_equal(ops->query(a, &pa), 0);
+	assert_int_equal(pa.state, IBP_PORT_DOWN);
+
+	vsim_test_set_nodes(vsim_nodes, 2);
+	assert_true(event_wait(a, IBP_EVENT_PORT_ACTIVE, &ev, 2000));
+	assert_int_equal(ops->query(a, &pa), 0);
+	assert_int_equal(pa.state, IBP_PORT_ACTIVE);
+	assert_int_equal(pa.lid, 1);
+	/* The QPs outlived the outage: the same one receives again. */
+	ud_passes(a, qa, b, qb, 0x66);
+
+	ud_pair_free(a, qa, b, qb);
+}
+
+static void reg_mr_failure_recovers(void **state)
+{
+	struct ibp_port_config c = { .backend = "verbs",
+				     .device = "nodeA",
+				     .port = 1,
+				     .buf_size = BUF_SIZE,
+				     .n_bufs = N_BUFS };
+	struct ibp_port *a = NULL, *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa, *qb = ud_qp(b);
+	(void)state;
+
+	setenv("IBVSIM_FAULT_REG_MR", "12", 1); /* ENOMEM: RLIMIT_MEMLOCK too low */
+	assert_int_equal(ops->open(&c, &a), -ENOMEM);
+	unsetenv("IBVSIM_FAULT_REG_MR");
+	assert_int_equal(vsim_test_objects_leaked(), 0); /* its PD and device released */
+
+	a = port_open("nodeA", BUF_SIZE, N_BUFS);
+	qa = ud_qp(a);
+	ud_passes(a, qa, b, qb, 0x77);
+
+	ud_pair_free(a, qa, b, qb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(ud_qp_error_recovers, teardown),
+		cmocka_unit_test_teardown(rc_qp_error_recovers, teardown),
+		cmocka_unit_test_teardown(cq_holds_the_whole_pool, teardown),
+		cmocka_unit_test_teardown(cq_overrun_recovers, teardown),
+		cmocka_unit_test_teardown(port_down_recovers, teardown),
+		cmocka_unit_test_teardown(reg_mr_failure_recovers, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, vsim_fabric_setup, vsim_fabric_teardown);
+}
