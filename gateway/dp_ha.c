@@ -381,6 +381,19 @@ static void ha_become_backup(void *arg, unsigned g, enum ha_state now, const cha
 		  ha_state_name(now), reason);
 }
 
+/* Still MASTER, the peer let go of the group it held too: claimed (nothing new) and
+ * announced again, three times, as at a takeover. */
+static void ha_reclaim(void *arg, unsigned g, const char *reason)
+{
+	struct dp_ha *h = arg;
+
+	h->due.group[g] |= DUE_MASTER;
+	kick(h->due_fd);
+	log_event(LOG_NOTICE, IBGW_MSGID_FAILOVER,
+		  "failover: group %s: MASTER, announced again (%s: it held the group too)",
+		  h->groups[g].name, reason);
+}
+
 /* The tiebreaker: one echo request per probe (the FSM repeats them while the peer
  * stays dead), sent by the control thread; a reply within TB_TIMEOUT_MS means
  * reachable. */
@@ -496,6 +509,7 @@ static const struct ha_fsm_ops fsm_ops = {
 	.send = ha_send,
 	.become_master = ha_become_master,
 	.become_backup = ha_become_backup,
+	.reclaim = ha_reclaim,
 	.probe_tiebreaker = ha_probe_tiebreaker,
 };
 

@@ -49,6 +49,7 @@ struct ha_group {
 	bool wanting, want_manual; /* asking the master for the group */
 	uint64_t want_ms;
 	bool handed_over;       /* gave it away: do not preempt it back */
+	bool peer_claimed;      /* MASTER here, and the peer was heard MASTER of it too */
 	uint64_t announce_seq;  /* first heartbeat seq that carried the current state */
 	uint64_t preempt_since; /* the preempt condition has held since; NEVER: not */
 	bool unknown_logged;
@@ -169,6 +170,7 @@ static void set_state(struct ha_fsm *f, struct ha_group *g, enum ha_state to, ui
 	g->since_ms = now;
 	g->announce_seq = f->hb_seq + 1;
 	g->preempt_since = NEVER;
+	g->peer_claimed = false;
 	if (to == HA_STATE_MASTER) {
 		/* Mastership gained for any reason ends a handover's restraint. */
 		g->handed_over = false;
@@ -286,6 +288,19 @@ static void eval_preempt(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 	}
 }
 
+/* MASTER here: if the peer held the group too and has let it go (stepped down, or died),
+ * the hosts may still send to it: announce the addresses again. */
+static void reclaim_if_let_go(struct ha_fsm *f, struct ha_group *g, const char *why)
+{
+	if (!g->peer_claimed || g->state != HA_STATE_MASTER)
+		return;
+	g->peer_claimed = false;
+	log_notice("ha: group %s: peer %s no longer MASTER of it (%s): announced again",
+		   g->cfg.name, f->peer.name, why);
+	if (f->ops->reclaim)
+		f->ops->reclaim(f->arg, (unsigned)(g - f->groups), why);
+}
+
 static void eval_master(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 {
 	const struct ha_peer_group *pg = &g->peer;
@@ -295,8 +310,11 @@ static void eval_master(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 			set_state(f, g, HA_STATE_BACKUP, now,
 				  "both MASTER, peer %s wins on %s (%u vs %u)", f->peer.name,
 				  rank_why(f, g), pg->priority, g->cfg.priority);
+		else
+			g->peer_claimed = true; /* it steps down: see below */
 		return;
 	}
+	reclaim_if_let_go(f, g, "peer stepped down");
 	if (pg->state == HA_STATE_BACKUP && (pg->flags & HA_GF_WANT)) {
 		/* Step down first, then the peer steps up: never two masters. */
 		g->yielding = true;
@@ -376,6 +394,7 @@ static void eval_group(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 			  "fault cleared");
 	if (!f->peer.alive) {
 		eval_peer_dead(f, g, now);
+		reclaim_if_let_go(f, g, "peer dead");
 		return;
 	}
 	if (g->state == HA_STATE_INIT)

@@ -84,6 +84,10 @@ struct ha_fsm_ops {
 	 * clears while the peer is not heard: make sure its addresses are not held here
 	 * (idempotent on the caller's side: INIT -> BACKUP calls it too). */
 	void (*become_backup)(void *arg, unsigned g, enum ha_state now, const char *reason);
+	/* Group g stayed MASTER here while the peer held it too (a split brain that healed,
+	 * a start-up race), and the peer has let it go: announce its addresses again, the
+	 * hosts may have learned the peer's hardware address meanwhile. Optional. */
+	void (*reclaim)(void *arg, unsigned g, const char *reason);
 	/* Probe the tiebreaker address; answer with ha_fsm_tiebreaker_result(), later or
 	 * from inside this callback (e.g. "no route": unreachable at once). The other
 	 * callbacks must not call into the FSM. */

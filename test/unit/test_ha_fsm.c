@@ -39,7 +39,7 @@ struct node {
 	bool tb_answer_at_once; /* answered from inside the probe callback */
 	unsigned probes;
 	uint64_t last_rx_ms; /* when the last heartbeat was handed to it */
-	unsigned to_master[NGROUP], to_backup[NGROUP];
+	unsigned to_master[NGROUP], to_backup[NGROUP], reclaims[NGROUP];
 	char reason[NGROUP][HA_REASON_LEN];
 	struct ha_group_cfg groups[NGROUP];
 	struct ha_key key;
@@ -117,6 +117,13 @@ static void on_backup(void *arg, unsigned g, enum ha_state now, const char *reas
 	snprintf(nd->reason[g], HA_REASON_LEN, "%s", reason);
 }
 
+static void on_reclaim(void *arg, unsigned g, const char *reason)
+{
+	struct node *nd = arg;
+	nd->reclaims[g]++;
+	snprintf(nd->reason[g], HA_REASON_LEN, "%s", reason);
+}
+
 static void on_probe(void *arg)
 {
 	struct node *nd = arg;
@@ -131,6 +138,7 @@ static const struct ha_fsm_ops ops = {
 	.send = on_send,
 	.become_master = on_master,
 	.become_backup = on_backup,
+	.reclaim = on_reclaim,
 	.probe_tiebreaker = on_probe,
 };
 
@@ -472,8 +480,14 @@ static void split_brain_no_tiebreaker(void **state)
 		assert_true(t <= HA_DEFAULT_INTERVAL_MS + 3 * LATENCY);
 		assert_true(is_master(0, 0)); /* the election's winner */
 		assert_non_null(strstr(S.n[1].reason[0], "both MASTER, peer gw-a wins"));
+		unsigned reclaims = S.n[0].reclaims[0];
 		run(300);
 		assert_true(is_master(0, 0) && !is_master(1, 0));
+		/* The winner announced its addresses again once the loser let go (the hosts
+		 * may have the loser's address): once per heal, never on the loser. */
+		assert_int_equal(S.n[0].reclaims[0], reclaims + 1);
+		assert_int_equal(S.n[0].reclaims[0], heal_phase + 1);
+		assert_int_equal(S.n[1].reclaims[0], 0);
 		/* split again, heal at another phase of the heartbeat interval */
 		cut_all(true);
 		RUN_UNTIL(is_master(1, 0), HA_DEFAULT_DEAD_MS + HA_DEFAULT_INTERVAL_MS);
