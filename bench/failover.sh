@@ -7,7 +7,7 @@
 #
 # The gap is the longest time between two replies of a 1 ms ping through the pair
 # (test/lib/gap.sh), the median over ROUNDS (default 3) failures of each kind:
-#   ibgw, on the simulated rack with the pair of etc/rack-ha-gw*.yaml (heartbeats every
+#   ibgw, on the simulated rack with the pair of sim/etc/rack-ha-gw*.yaml (heartbeats every
 #   20 ms, dead after 80 ms: the defaults):
 #     kill -9 of the master's ibgwd (its box stops forwarding): a ping Ethernet -> IB
 #       and one IB -> Ethernet
