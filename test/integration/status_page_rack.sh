@@ -42,7 +42,7 @@ suite_ibhost_helpers
 
 # row DOM TABLE FIRST: the cells of the row of table TABLE whose first cell is FIRST, as
 # "a|b|c" (a cell's text as the page shows it); every matching row, one a line.
-# rows DOM TABLE: every row of TABLE so.
+# rows DOM TABLE: every row of TABLE, written so.
 cat >"$work/cells.py" <<'EOF'
 import sys
 from html.parser import HTMLParser
@@ -51,23 +51,23 @@ from html.parser import HTMLParser
 class Cells(HTMLParser):
     def __init__(self, table):
         super().__init__()
-        self.table, self.depth, self.rows, self.row, self.cell = table, 0, [], None, None
+        self.table, self.inside, self.rows, self.row, self.cell = table, False, [], None, None
 
     def handle_starttag(self, tag, attrs):
         if tag == "table" and dict(attrs).get("id") == self.table:
-            self.depth = 1
-        elif self.depth and tag == "tr":
+            self.inside = True
+        elif self.inside and tag == "tr":
             self.row = []
-        elif self.depth and tag == "td":
+        elif self.inside and tag == "td":
             self.cell = ""
 
     def handle_endtag(self, tag):
         if tag == "table":
-            self.depth = 0
-        elif self.depth and tag == "td" and self.cell is not None:
+            self.inside = False
+        elif self.inside and tag == "td" and self.cell is not None:
             self.row.append(self.cell)
             self.cell = None
-        elif self.depth and tag == "tr" and self.row:
+        elif self.inside and tag == "tr" and self.row:
             self.rows.append("|".join(self.row))
             self.row = None
 
