@@ -7,8 +7,8 @@
 #
 # The gap is the longest time between two replies of a 1 ms ping through the pair
 # (test/lib/gap.sh), the median over ROUNDS (default 3) failures of each kind:
-#   ibgw, on the simulated rack with the pair of etc/rack-ha-gw*.yaml (heartbeats every
-#   10 ms, dead after 40 ms, the heartbeat thread at SCHED_FIFO 10: the defaults):
+#   ibgw, on the simulated rack with the pair of sim/etc/rack-ha-gw*.yaml (heartbeats
+#   every 10 ms, dead after 40 ms, the heartbeat thread at SCHED_FIFO 10: the defaults):
 #     kill -9 of the master's ibgwd (its box stops forwarding): a ping Ethernet -> IB
 #       and one IB -> Ethernet
 #     the master's Ethernet link down (ip link set eth0 down on gw1)

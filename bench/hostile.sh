@@ -13,7 +13,7 @@
 #   ns6    Neighbor Solicitations for the router from random sources
 #   arp4   ARP requests for the router from random MACs and unused addresses
 #          (10.20.0.128/25: one claiming a bystander's address would be ARP spoofing)
-# ibgwd: the simulated rack with etc/rack-gw1.yaml (flooder ethhost1, bystander
+# ibgwd: the simulated rack with sim/etc/rack-gw1.yaml (flooder ethhost1, bystander
 # ethhost2, far host the IB host ibhost3). The kernel: namespaces with the same
 # addresses (flooder, bystander and router on a bridge, the far host on a veth behind
 # the router, forwarding on, the kernel's default neighbour settings).

@@ -32,7 +32,7 @@ RACK_IBSIM_IP=$RACK_MGMT_NET.1
 RACK_IBSIM_PORT=7070            # ibsim -l: ctl port; clients use 7071..7080
 RACK_WAIT_UP=${RACK_WAIT_UP:-30}
 # The user and group ibgwd runs as after its start (gateway.user / gateway.group in
-# etc/rack-*.yaml), as the package's ibgw on a production box: present on every Debian
+# sim/etc/rack-*.yaml), as the package's ibgw on a production box: present on every Debian
 # system, so the rack creates no account on the host (docs/simulated-rack.md).
 # shellcheck disable=SC2034 # (used by roles.sh)
 RACK_GW_USER=nobody

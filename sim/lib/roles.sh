@@ -92,7 +92,7 @@ role_status_ibhosts() {
 
 # Gateways (docs/operations.md): ibgwd on each node of $IBGW_GW_NODES (default gw1;
 # "" for none) once the fabric and the IB hosts run, with $IBGW_GW_CONFIG (default
-# etc/rack-gw1.yaml, routed mode; etc/rack-gw1-proxy.yaml for proxy mode). Label
+# sim/etc/rack-gw1.yaml, routed mode; sim/etc/rack-gw1-proxy.yaml for proxy mode). Label
 # ibgwd-NODE, log logs/ibgwd-NODE.log, control socket nodes/NODE/ibgwd.sock (the
 # node's IBGW_CTL_SOCKET, which gwctl reads: `sim/rack exec gw1 -- gwctl show routes`).
 # $IBGW_GW_MODE (routed | proxy | none; default: proxy when the config's name says
@@ -132,13 +132,12 @@ rack_env_verbs() {
 	done
 }
 # gw_config [NODE]: the config ibgwd runs with. A failover pair (sim/rack up --ha:
-# IBGW_GW_HA=1) runs etc/rack-ha-NODE.yaml, rendered into the node's folder with the
+# IBGW_GW_HA=1) runs sim/etc/rack-ha-NODE.yaml, rendered into the node's folder with the
 # rack's name, next to the pair's shared key ($RACK_STATE/ha.key, made once, 0600 and
 # $RACK_GW_USER's: ibgwd reads it after dropping root, at start and at every reload, as
 # the package's key is ibgw's).
 gw_config() {
-	local top node=${1:-gw1} out
-	top=$(cd "$RACK_SIM_DIR/.." && pwd)
+	local node=${1:-gw1} out
 	if rack_is_ha; then
 		out=$RACK_STATE/nodes/$node/ibgwd.yaml
 		mkdir -p "$RACK_STATE/nodes/$node"
@@ -146,11 +145,11 @@ gw_config() {
 			(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RACK_STATE/ha.key")
 		fi
 		chown "$RACK_GW_USER:$RACK_GW_GROUP" "$RACK_STATE/ha.key"
-		sed "s/@RACK@/$RACK_NAME/g" "$top/etc/rack-ha-$node.yaml" >"$out"
+		sed "s/@RACK@/$RACK_NAME/g" "$RACK_SIM_DIR/etc/rack-ha-$node.yaml" >"$out"
 		echo "$out"
 		return
 	fi
-	echo "${IBGW_GW_CONFIG:-$top/etc/rack-gw1.yaml}"
+	echo "${IBGW_GW_CONFIG:-$RACK_SIM_DIR/etc/rack-gw1.yaml}"
 }
 # The gateway nodes: $IBGW_GW_NODES, default gw1 (gw1 and gw2 for a failover pair).
 gw_nodes() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Failover pairs on the simulated rack (issue 8): sim/rack up --ha runs ibgwd on gw1
-# (priority 150) and gw2 (100) with etc/rack-ha-gw*.yaml; the hosts route through the
+# (priority 150) and gw2 (100) with sim/etc/rack-ha-gw*.yaml; the hosts route through the
 # service addresses 10.20.0.1 / 10.10.0.1 (and IPv6), held by the master. Every gap is
 # the longest time between two replies of a 1 ms ping (test/lib/gap.sh), printed as a
 # diagnostic line; the checks bound it.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Forwarding paths of ibgwd that only unit tests covered, on the simulated rack with real
 # peers (IB hosts: ibgw-host TAPs with real kernels; Ethernet hosts: namespaces on the
-# rack's bridge). gw1 runs etc/rack-gw1-fwd.yaml. Shows, as a user sees it:
+# rack's bridge). gw1 runs sim/etc/rack-gw1-fwd.yaml. Shows, as a user sees it:
 #   send-only join  the gateway resolving an IPv6 IB host sends its NS to the host's
 #                   solicited-node group, which it is not a member of: the link joins it
 #                   send-only (ipoib/xmit.c); `gwctl show mcast` says sendonly and
@@ -39,7 +39,7 @@ pings() {   # NODE ARGS...: "N received" of a bounded ping
 	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
 }
 
-if ! IBGW_GW_CONFIG=$top/etc/rack-gw1-fwd.yaml R up >"$work/up.log" 2>&1; then
+if ! IBGW_GW_CONFIG=$top/sim/etc/rack-gw1-fwd.yaml R up >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up with ibgwd on gw1 (rack-gw1-fwd.yaml)" "$(tail -5 "$work/up.log")"
 	exit 1
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The gateway end to end on the simulated rack: ibgwd on gw1 (sim/rack starts it with
-# etc/rack-gw1.yaml) between the Ethernet hosts (veth, real kernels) and the IB hosts
+# sim/etc/rack-gw1.yaml) between the Ethernet hosts (veth, real kernels) and the IB hosts
 # (ibgw-host TAPs over IPoIB on the simulated fabric, real kernels). Shows, with what an
 # operator sees:
 #   routed mode   ping IPv4/IPv6 both ways (a datagram-mode and a connected-mode host
@@ -52,11 +52,11 @@ out=$("$top/sim/rack" exec gw1 --name "$rack" -- env IBGW_SOCKET= "$build/bin/gw
 tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
 
 # --- least privilege, as the package runs it --------------------------------------------
-# sim/rack starts ibgwd as root; etc/rack-gw1.yaml has gateway.user nobody, as the
+# sim/rack starts ibgwd as root; sim/etc/rack-gw1.yaml has gateway.user nobody, as the
 # package's config has ibgw: it made its control socket, then became nobody with three
 # capabilities (bits 12-14: 0x7000) before it opened a port. Everything below runs so.
 gpid=$(rack_pid ibgwd-gw1)
-tap_like "ibgwd on gw1 runs as nobody:nogroup (gateway.user in etc/rack-gw1.yaml)" \
+tap_like "ibgwd on gw1 runs as nobody:nogroup (gateway.user in sim/etc/rack-gw1.yaml)" \
 	"$(grep -E '^(Uid|Gid):' "/proc/$gpid/status" | tr '\t\n' '  ')" \
 	"^Uid: 65534 65534 65534 65534 Gid: 65534 65534 65534 65534 $"
 tap_is "... keeping only CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK, in every thread" \
@@ -186,7 +186,7 @@ in_ns gw1 sysctl -qw net.ipv6.conf.eth1.disable_ipv6=1
 role_start_ibhost_node gw2 0x8001 datagram 10.11.0.12/24 >/dev/null 2>&1
 in_ns gw2 ip route replace default via 10.11.0.1 dev ib0 2>/dev/null
 in_ns ibhost3 ip route replace 10.21.0.0/24 via 10.10.0.1 dev ib0
-cat "$top/etc/rack-gw1.yaml" >"$work/two.yaml"
+cat "$top/sim/etc/rack-gw1.yaml" >"$work/two.yaml"
 cat >>"$work/two.yaml" <<'EOF'
   - name: eth1
     device: eth1
@@ -288,7 +288,7 @@ for n in ibhost1 ibhost2 ibhost3; do
 	in_ns "$n" ip -6 route del fd00:20::/64 via fd00:10::1 2>/dev/null
 	in_ns "$n" ip neigh flush dev ib0 2>/dev/null
 done
-gateway_start gw1 "$top/etc/rack-gw1-proxy.yaml" >/dev/null 2>&1
+gateway_start gw1 "$top/sim/etc/rack-gw1-proxy.yaml" >/dev/null 2>&1
 hosts_for_gateway proxy
 wait_up ib0 20
 out=$(in_ns ethhost1 ip route show 10.10.0.0/24)

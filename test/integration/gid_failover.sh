@@ -41,7 +41,7 @@ rt=$(lid_of 0x0002c90300f10001)
 rt2=$(lid_of 0x0002c90300f20001)
 tap_like "both routers have a LID ($rt, $rt2)" "$rt $rt2" '^0x[0-9a-f]+ 0x[0-9a-f]+$'
 {
-	sed -n '/^gateway:/,$p' "$top/etc/rack-gw1.yaml" | sed '/^kernel_routes:/,/^$/d'
+	sed -n '/^gateway:/,$p' "$top/sim/etc/rack-gw1.yaml" | sed '/^kernel_routes:/,/^$/d'
 	cat <<EOF
 
 gid_routes:

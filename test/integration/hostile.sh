@@ -3,7 +3,7 @@
 # two bystanders keep pinging an IB host across it, every 20 ms, IPv4 and IPv6. The
 # gateway must keep serving them: at most 1% of their pings lost during each flood,
 # and answered again within 1 s of its end; ibgwd's memory bounded across all floods.
-# ibgwd runs on gw1 with the rack's default config (etc/rack-gw1.yaml); the flooding
+# ibgwd runs on gw1 with the rack's default config (sim/etc/rack-gw1.yaml); the flooding
 # host is ethhost1 (test/tools/flood, at RATE frames/s, COUNT frames), the bystanders
 # ethhost2 -> ibhost3. The floods:
 #   scan6  echo requests to COUNT random addresses of the IB side's /64 (a scanner or

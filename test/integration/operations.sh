@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Operating the gateway on the simulated rack (issue 7): ibgwd on gw1 with
-# etc/rack-gw1.yaml (kernel_routes: export table 100, import table 101).
+# sim/etc/rack-gw1.yaml (kernel_routes: export table 100, import table 101).
 #   kernel routes  the IB-side prefixes (IPv4 and IPv6) are in gw1's kernel table 100 as
 #                  proto 250 placeholders, the Ethernet side's are not; a route put in
 #                  table 101 shows in `gwctl show routes` as proto kernel and carries
@@ -148,7 +148,7 @@ in_ns gw2 ip route replace default via 10.11.0.1 dev ib0 2>/dev/null
 in_ns ibhost3 ip route replace 10.21.0.0/24 via 10.10.0.1 dev ib0
 
 # The daemon rereads the file it started with: restart it once on a copy we may edit.
-cp "$top/etc/rack-gw1.yaml" "$work/gw.yaml"
+cp "$top/sim/etc/rack-gw1.yaml" "$work/gw.yaml"
 gateway_stop gw1
 gateway_start gw1 "$work/gw.yaml" >/dev/null 2>&1
 wait_link ib0 UP 20
