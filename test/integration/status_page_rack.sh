@@ -11,7 +11,7 @@
 # host's ARP entry of the service address.
 #   gw2 (backup), before any traffic: group svc BACKUP with its peer MASTER and alive, its
 #                 last transition to backup; no service address in its routes; the rates
-#                 of the heartbeats alone (about 200 packets/s over both links), no drops
+#                 of the heartbeats alone (about 400 packets/s over both links), no drops
 #   gw1 (master), under a 200/s ping from an Ethernet host to an IB host and a 100/s ping
 #                 to an IB address nobody has (dropped on ib0 for want of a neighbour):
 #                 ib0 and eth0 up with their device, MTU and addresses; the connected
@@ -117,7 +117,7 @@ graph_pixels='(() => {
 # The pages are loaded by one Chromium per gateway's namespace, each started early
 # (page_start, before traffic and before the checks) and then asked for pages
 # (page_load): a browser's start takes both CPUs of a small machine for a moment, long
-# enough for the pair's heartbeats (every 20 ms, dead after 80) to miss, and a false
+# enough for the pair's heartbeats (every 10 ms, dead after 40) to miss, and a false
 # failover then would move the traffic to gw2. It runs at nice 19 for the same reason.
 page_start() { # NODE: the browser up, its requests on fd page_fd_NODE, its pid page_pid_NODE
 	local fd i
@@ -208,12 +208,12 @@ tap_like "gw2 failover: the last transition, to backup" "$(rows "$d2" transition
 	"^[0-9.]+ s\|svc\|[a-z]+\|backup\|[a-z]"
 tap_like "gw2 routes: its own connected subnet" "$(row "$d2" routes 10.10.0.0/24)" "^10\.10\.0\.0/24\|\|ib0\|kernel\|"
 tap_is "gw2 routes: no service address (the backup does not hold it)" "$(row "$d2" routes 10.10.0.1)" ""
-# Heartbeats: one each way per path every 20 ms, so about 200 packets/s over both links.
+# Heartbeats: one each way per path every 10 ms, so about 400 packets/s over both links.
 pk2=$(caption_rate "$d2" packets)
 dr2=$(caption_rate "$d2" drops)
 echo "# gw2 rates, idle: all links $pk2/s packets, $dr2/s drops"
-tap_is "gw2 graphs, idle: the heartbeats' 100-400 packets/s, no drops, from 2 or more samples" \
-	"$(awk -v p="$pk2" -v d="$dr2" 'BEGIN { print (p >= 100 && p <= 400), d }') $(ge "$(caption_samples "$d2" packets)" 2 && echo yes)" \
+tap_is "gw2 graphs, idle: the heartbeats' 200-800 packets/s, no drops, from 2 or more samples" \
+	"$(awk -v p="$pk2" -v d="$dr2" 'BEGIN { print (p >= 200 && p <= 800), d }') $(ge "$(caption_samples "$d2" packets)" 2 && echo yes)" \
 	"1 0 yes"
 tap_like "gw2: a screenshot kept" "$(file -b "$build/artifacts/status_page-gw2.png" 2>&1)" "^PNG image data, 1280 x [0-9]+"
 
@@ -252,13 +252,13 @@ tap_is "gw1 failover: both heartbeat paths alive" \
 	"$(row "$d1" failover path | cut -d'|' -f2,3 | sort | paste -sd' ')" "eth0|alive ib0|alive"
 tap_like "gw1 failover: the last transition, to master" "$(rows "$d1" transitions | tail -n1)" \
 	"^[0-9.]+ s\|svc\|(init|backup|fault)\|master\|[a-z]"
-# Rates: heartbeats alone make about 50 packets/s each way on each link (one per 20 ms);
+# Rates: heartbeats alone make about 100 packets/s each way on each link (one per 10 ms);
 # the 200/s echo requests cross eth0 -> ib0 and their replies ib0 -> eth0, the 100/s to
 # nobody come in on eth0.
 r_eth_rx=$(cell "$d1" links eth0 9 | num)
 r_ib_tx=$(cell "$d1" links ib0 10 | num)
 echo "# gw1 rates: eth0 rx $r_eth_rx/s, ib0 tx $r_ib_tx/s; all links $(caption_rate "$d1" packets)/s packets, $(caption_rate "$d1" drops)/s drops; pings: $(tr '\n' ' ' <"$work/ping.log")"
-tap_is "gw1 links: eth0 receives and ib0 sends above 200 packets/s (heartbeats 50, pings 200-300)" \
+tap_is "gw1 links: eth0 receives and ib0 sends above 200 packets/s (heartbeats 100, pings 200-300)" \
 	"$(ge "$r_eth_rx" 200 && echo yes) $(ge "$r_ib_tx" 200 && echo yes)" "yes yes"
 # (A pair's start leaves some 15 drops on ib0: heartbeats before the peer is resolved.)
 tap_is "gw1 links: ib0 counts more than 100 drops (the pings to an IB address nobody has)" \
