@@ -595,10 +595,11 @@ static unsigned count_threads(void)
 
 /*
  * The real-time priorities (failover.rt_priority for the heartbeat thread,
- * gateway.worker_rt_priority) as the user the threads will run as: the drop takes CAP_SYS_NICE away and RLIMIT_RTPRIO stays, so the limit is
- * raised here, while root (under systemd the unit's LimitRTPRIO= has done it). Where
- * it cannot be (no CAP_SYS_RESOURCE and a lower hard limit: a container, the rack),
- * the drop keeps CAP_SYS_NICE instead (*keep_nice), and says so.
+ * gateway.worker_rt_priority) as the user the threads will run as: the drop takes
+ * CAP_SYS_NICE away and RLIMIT_RTPRIO stays, so the limit is raised here, while root
+ * (under systemd the unit's LimitRTPRIO= has done it). Where it cannot be (no
+ * CAP_SYS_RESOURCE and a lower hard limit: a container, the rack), the drop keeps
+ * CAP_SYS_NICE instead (*keep_nice), and says so.
  */
 static void raise_rt_limit(const struct gw_config *cfg, bool *keep_nice)
 {
