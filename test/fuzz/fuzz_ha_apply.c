@@ -157,7 +157,12 @@ static void cb_probe(void *arg)
 {
 	(void)arg;
 }
-static const struct ha_fsm_ops fsm_ops = { cb_send, cb_master, cb_backup, cb_probe };
+static const struct ha_fsm_ops fsm_ops = {
+	.send = cb_send,
+	.become_master = cb_master,
+	.become_backup = cb_backup,
+	.probe_tiebreaker = cb_probe,
+};
 
 static void check_held(void)
 {
