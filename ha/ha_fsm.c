@@ -295,9 +295,7 @@ static void reclaim_if_let_go(struct ha_fsm *f, struct ha_group *g, const char *
 	if (!g->peer_claimed || g->state != HA_STATE_MASTER)
 		return;
 	g->peer_claimed = false;
-	log_notice("ha: group %s: peer %s no longer MASTER of it (%s): announced again",
-		   g->cfg.name, f->peer.name, why);
-	if (f->ops->reclaim)
+	if (f->ops->reclaim) /* which logs it (the daemon: with the failover MESSAGE_ID) */
 		f->ops->reclaim(f->arg, (unsigned)(g - f->groups), why);
 }
 
