@@ -10,14 +10,7 @@
 # The binary: $IBGW_FABRIC, else $IBGW_BUILD/bin/ibgw-fabric, else build/bin/ next to
 # sim/ (the default `make` output).
 
-fabric_bin() {
-	local top
-	top=$(cd "$RACK_SIM_DIR/.." && pwd)
-	if [ -n "${IBGW_FABRIC:-}" ]; then echo "$IBGW_FABRIC"
-	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/bin/ibgw-fabric"
-	else echo "$top/build/bin/ibgw-fabric"
-	fi
-}
+fabric_bin() { rack_built "${IBGW_FABRIC:-}" bin/ibgw-fabric; }
 
 FABRIC_SOCK_NAME=fabric.sock
 

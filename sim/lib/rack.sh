@@ -40,6 +40,15 @@ RACK_GW_USER=nobody
 RACK_GW_GROUP=nogroup
 
 rack_die() { echo "sim/rack: $*" >&2; exit 1; }
+# rack_built OVERRIDE PATH: where a built program or library is: OVERRIDE when set (an
+# IBGW_* variable's value), else $IBGW_BUILD/PATH, else build/PATH next to sim/ (the
+# default `make` output).
+rack_built() {
+	if [ -n "$1" ]; then echo "$1"
+	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/$2"
+	else echo "$(cd "$RACK_SIM_DIR/.." && pwd)/build/$2"
+	fi
+}
 rack_say() { [ -n "${RACK_QUIET:-}" ] || echo "$*"; }
 
 # rack_init NAME: set the per-rack names.

@@ -42,14 +42,7 @@ role_start_ethhost() { :; }
 # ADDR..." line, once the fabric runs (the sim port attaches to it) and OpenSM is
 # MASTER (the link joins the broadcast group). Label ibgw-host-NODE; its control
 # socket is nodes/NODE/ibgw-host.sock (`ibgw-host --ctl SOCK dump`).
-host_bin() {
-	local top
-	top=$(cd "$RACK_SIM_DIR/.." && pwd)
-	if [ -n "${IBGW_HOST:-}" ]; then echo "$IBGW_HOST"
-	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/bin/ibgw-host"
-	else echo "$top/build/bin/ibgw-host"
-	fi
-}
+host_bin() { rack_built "${IBGW_HOST:-}" bin/ibgw-host; }
 ipoib_lines() { awk '$1 == "#@ipoib"' "$RACK_STATE/topology"; }
 role_start_ibhost_node() {   # NODE PKEY MODE ADDR...
 	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i
@@ -101,26 +94,12 @@ role_status_ibhosts() {
 #           via the gateway; IB hosts routes to 10.20.0.0/24, fd00:20::/64 via it.
 #   proxy   Ethernet hosts get 10.10.0.(200+K)/24 and fd00:10::(200+K)/64 in the IB
 #           hosts' subnet, and no route: proxy ARP/ND does the rest.
-ibgwd_bin() {
-	local top
-	top=$(cd "$RACK_SIM_DIR/.." && pwd)
-	if [ -n "${IBGW_IBGWD:-}" ]; then echo "$IBGW_IBGWD"
-	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/bin/ibgwd"
-	else echo "$top/build/bin/ibgwd"
-	fi
-}
+ibgwd_bin() { rack_built "${IBGW_IBGWD:-}" bin/ibgwd; }
 # The verbs shim (sim/verbs, docs/verbs-sim.md): libibverbs on the simulated fabric.
 # ibgwd's links say `backend: verbs`, the code that ships for HCAs; on the rack that
 # code runs on this library, LD_PRELOADed after libumad2sim (it reads the node's port
 # through libibumad). $IBGW_VSIM, else $IBGW_BUILD/sim/verbs/, else build/ next to sim/.
-vsim_lib() {
-	local top
-	top=$(cd "$RACK_SIM_DIR/.." && pwd)
-	if [ -n "${IBGW_VSIM:-}" ]; then echo "$IBGW_VSIM"
-	elif [ -n "${IBGW_BUILD:-}" ]; then echo "$IBGW_BUILD/sim/verbs/libibverbs2sim.so"
-	else echo "$top/build/sim/verbs/libibverbs2sim.so"
-	fi
-}
+vsim_lib() { rack_built "${IBGW_VSIM:-}" sim/verbs/libibverbs2sim.so; }
 # rack_env_verbs NODE: RACK_ENV for NODE with the verbs shim after libumad2sim.
 rack_env_verbs() {
 	local i
