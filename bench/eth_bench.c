@@ -188,7 +188,7 @@ static double run_rx(enum engine e, unsigned len)
 			mh.msg_controllen = sizeof(ctl);
 			k = recvmsg(fd, &mh, MSG_DONTWAIT) > 0;
 		} else {
-			k = o->rx_burst(p, rx, BURST);
+			k = o->rx_burst(p, 0, rx, BURST);
 			for (int i = 0; i < k; i++)
 				o->buf_put(p, rx[i].buf);
 		}
@@ -237,7 +237,7 @@ static double run_tx(enum engine e, unsigned len)
 		if (e == ENG_PLAIN)
 			k = send(fd, frame, len, MSG_DONTWAIT) > 0;
 		else
-			k = o->tx_burst(p, tx, BURST);
+			k = o->tx_burst(p, 0, tx, BURST);
 		if (k > 0 && now >= t0)
 			n += (uint64_t)k;
 	}

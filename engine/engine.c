@@ -629,6 +629,35 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 	return 0;
 }
 
+int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n)
+{
+	const struct fwd_snap *s = fwd_engine_snap(e);
+	unsigned old = e->eth_queues ? e->eth_queues : 1; /* a port opens with one */
+	uint32_t k, j;
+	int ret = 0;
+
+	if (n == e->eth_queues)
+		return 0;
+	for (k = 1; k < FWD_IF_MAX; k++) {
+		const struct fwd_if *f = &s->ifs[k];
+
+		if (!f->index || f->kind != FWD_IF_ETH)
+			continue;
+		ret = f->eth_ops->set_queues(f->eth, n);
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "%s: cannot run %u queues", s->ifs[k].name, n);
+		for (j = 1; j < k; j++) /* back to what they had: shrinking cannot fail */
+			if (s->ifs[j].index && s->ifs[j].kind == FWD_IF_ETH)
+				(void)s->ifs[j].eth_ops->set_queues(s->ifs[j].eth, old);
+		return ret;
+	}
+	e->eth_queues = n;
+	return 0;
+}
+
 /* ---- interfaces --------------------------------------------------------------------- */
 
 static const void *if_port(const struct fwd_if *f)
@@ -772,7 +801,20 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 		f->ib_port = c->ib_port;
 		f->link = c->link;
 	}
-	f->port_lock = port_lock_of(e, if_port(f));
+	if (c->kind == FWD_IF_ETH && e->eth_queues) {
+		/* A queue for each worker before any worker may poll it. */
+		int ret = c->eth_ops->set_queues(c->eth, e->eth_queues);
+
+		if (ret < 0) {
+			if (e->own_neigh[i])
+				neigh_table_free(f->neigh);
+			e->own_neigh[i] = false;
+			free(n);
+			return ret;
+		}
+	} else if (c->kind == FWD_IF_IPOIB) {
+		f->port_lock = port_lock_of(e, if_port(f));
+	}
 	snap_publish(e, n);
 	e->reserved[i] = false;
 	e->if_hook[i] = (struct fwd_ib_hook){ .e = e, .ops = c->ib_ops, .ifindex = i };

@@ -97,14 +97,17 @@ struct fwd_if {
 	char name[FWD_IF_NAME_MAX];
 	bool up;
 	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
-	unsigned worker; /* the worker owning the port's data path, and whose pools and
-			  * rings carry the control thread's sends on it */
-	bool moving;     /* between two workers (fwd_worker_set_count): polled by none */
-	/* The port's data path lock: every worker transmits on any port (a packet leaves
-	 * through its egress port from the worker that received it), so each data-path
-	 * call (rx_burst, tx_burst, arm; poll, post_send, post_recv, arm) is made under
-	 * the lock of its port, one per port whichever interfaces share it. Engine memory:
-	 * valid for the engine's life. */
+	unsigned worker; /* IPoIB: the worker owning the port's data path; both kinds: the
+			  * worker whose pools and rings carry the control thread's sends */
+	bool moving;     /* IPoIB: between two workers (fwd_worker_set_count): polled by
+			  * none */
+	/* IPoIB: the port's data path lock. Every worker transmits on any port (a packet
+	 * leaves through its egress port from the worker that received it), so each
+	 * data-path call (poll, post_send, post_recv, arm) is made under the lock of its
+	 * port, one per port whichever interfaces share it. Engine memory: valid for the
+	 * engine's life. Ethernet: NULL; every worker has a queue of its own on every
+	 * Ethernet port (as many queues as workers: fwd_engine_if_add and
+	 * fwd_worker_set_count see to it), receives on it and sends on it, unlocked. */
 	struct fwd_port_lock *port_lock;
 	struct neigh_table *neigh;
 	/* Ethernet */

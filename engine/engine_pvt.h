@@ -111,16 +111,17 @@ struct txq;
 struct fwd_if_ops {
 	/* The port (ethp_port / ibp_port): its lock's key and a worker's port identity. */
 	const void *(*port)(const struct fwd_if *f);
-	/* The fd a sleeping worker waits on (epoll). */
-	int (*wait_fd)(const struct fwd_if *f);
+	/* The fd a sleeping worker wid waits on (epoll). */
+	int (*wait_fd)(const struct fwd_if *f, unsigned wid);
 	/* f is polled through p, its port's entry in the worker (once per interface). */
 	void (*attach)(struct wport *p, const struct fwd_if *f);
 	/* One receive burst of the port, forwarded; returns the completions handled. */
 	unsigned (*poll)(struct wstate *w, struct wport *p, const struct fwd_snap *s);
 	/* One transmit burst of q (q->n > 0) on its interface. */
 	void (*flush)(struct wstate *w, struct txq *q);
-	/* Arm the port's fd before sleeping (under its lock). */
-	int (*arm)(const struct wport *p);
+	/* Arm the port's fd (worker wid's queue's; an IB port under its lock) before
+	 * sleeping. */
+	int (*arm)(const struct wport *p, unsigned wid);
 };
 extern const struct fwd_if_ops fwd_if_eth_ops, fwd_if_ipoib_ops;
 
@@ -130,8 +131,10 @@ struct fwd_engine {
 	struct rt_table *rt;
 	const struct rt_fib *fib;
 	uint32_t seed;
-	unsigned n_workers; /* running or to run: interfaces are assigned to 0..n-1 */
-	unsigned n_slots;   /* slots set up (n_workers <= n_slots): the rest are retired */
+	unsigned n_workers;  /* running or to run: interfaces are assigned to 0..n-1 */
+	unsigned n_slots;    /* slots set up (n_workers <= n_slots): the rest are retired */
+	unsigned eth_queues; /* queues of every Ethernet port (fwd_engine_eth_queues); 0:
+			      * never set, no worker has run (a test's ports may have none) */
 	struct fwd_wk wk[FWD_WORKERS_MAX];
 	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
 	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
@@ -182,6 +185,10 @@ bool fwd_ip_is_udp_to(const uint8_t *p, size_t len, uint32_t port);
 /* Set up slots up to n (their rings registered with the slow path). 0, -ENOMEM, or the
  * slow path's -errno (evloop_add_fd). */
 int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
+/* Every Ethernet port to n queues, one per worker (ethp set_queues), and the ports
+ * added later too: grown before new workers start, shrunk once the workers beyond n
+ * have stopped. 0, or -errno with nothing changed. */
+int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n);
 /* Give each interface the worker worker_of[index] in two publications: first those
  * that change worker as moving (polled by none), then, after wait() (a grace period),
  * with their new worker. 0, or -ENOMEM with nothing published. */

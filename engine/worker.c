@@ -32,11 +32,11 @@ struct wport {
 	const struct fwd_if_ops *ops; /* its kind's */
 	const void *port;             /* its identity: the ethp_port or the ibp_port */
 	const struct ethp_ops *eops;
-	struct ethp_port *eth;
-	uint32_t eth_if; /* the Ethernet interface of this port */
+	struct ethp_port *eth; /* polled through this worker's queue (its id) */
+	uint32_t eth_if;       /* the Ethernet interface of this port */
 	const struct ibp_ops *iops;
 	struct ibp_port *ib;
-	struct fwd_port_lock *lk; /* the port's data-path lock */
+	struct fwd_port_lock *lk; /* IPoIB: the port's data-path lock */
 	/* IPoIB: the port's links as of the snapshot (UD QP: NULL while down). */
 	unsigned nlinks;
 	struct {
@@ -122,7 +122,9 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 		const void *port;
 		struct wport *p = NULL;
 
-		if (!f->index || f->worker != w->id || f->moving)
+		/* Every worker polls every Ethernet port (its own queue); an IB port, its
+		 * owner only. */
+		if (!f->index || (f->kind != FWD_IF_ETH && (f->worker != w->id || f->moving)))
 			continue;
 		port = f->ops->port(f);
 		for (unsigned i = 0; i < w->nports && !p; i++)
@@ -139,7 +141,7 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 				.ib = f->ib_port,
 				.lk = f->port_lock,
 			};
-			epoll_add(w, f->ops->wait_fd(f));
+			epoll_add(w, f->ops->wait_fd(f, w->id));
 		}
 		f->ops->attach(p, f);
 	}
@@ -148,8 +150,8 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 
 /* ---- transmit ------------------------------------------------------------------------ */
 
-/* One TX burst of an Ethernet interface. The egress port may be another worker's: its
- * data path under its lock (here and in flush_ib). */
+/* One TX burst of an Ethernet interface, on this worker's own queue of the port: no
+ * lock (flush_ib's IB port may be another worker's: its data path under its lock). */
 static void flush_eth(struct wstate *w, struct txq *q)
 {
 	const struct fwd_if *f = q->ifp;
@@ -160,9 +162,7 @@ static void flush_eth(struct wstate *w, struct txq *q)
 	for (unsigned i = 0; cap && i < q->n; i++)
 		fwd_capture_packet(cap, w->id, FWD_CAPTURE_TX, NULL, 0, q->eth[i].hdr,
 				   q->eth[i].hdr_len, q->eth[i].data, q->eth[i].len);
-	fwd_port_lock(f->port_lock);
-	n = f->eth_ops->tx_burst(f->eth, q->eth, q->n);
-	fwd_port_unlock(f->port_lock);
+	n = f->eth_ops->tx_burst(f->eth, w->id, q->eth, q->n);
 	if (n < 0)
 		n = 0;
 	for (int i = 0; i < n; i++) /* descriptors are ours again: the port copied */
@@ -411,9 +411,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	struct fwd_capture *cap;
 	int n;
 
-	fwd_port_lock(p->lk);
-	n = p->eops->rx_burst(p->eth, w->erx, w->cfg.burst);
-	fwd_port_unlock(p->lk);
+	n = p->eops->rx_burst(p->eth, w->id, w->erx, w->cfg.burst);
 
 	if (n <= 0)
 		return 0;
@@ -433,7 +431,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	}
 	flush_all(w); /* frames point into the receive buffers */
 	for (int i = 0; i < n; i++)
-		p->eops->buf_put(p->eth, w->erx[i].buf); /* any thread: no lock */
+		p->eops->buf_put(p->eth, w->erx[i].buf);
 	return (unsigned)n;
 }
 
@@ -616,9 +614,9 @@ static const void *eth_port(const struct fwd_if *f)
 	return f->eth;
 }
 
-static int eth_wait_fd(const struct fwd_if *f)
+static int eth_wait_fd(const struct fwd_if *f, unsigned wid)
 {
-	return f->eth_ops->wait_fd(f->eth);
+	return f->eth_ops->wait_fd(f->eth, wid);
 }
 
 /* The port's first interface receives its frames. */
@@ -628,9 +626,9 @@ static void eth_attach(struct wport *p, const struct fwd_if *f)
 		p->eth_if = f->index;
 }
 
-static int eth_arm(const struct wport *p)
+static int eth_arm(const struct wport *p, unsigned wid)
 {
-	return p->eops->arm(p->eth);
+	return p->eops->arm(p->eth, wid);
 }
 
 static const void *ib_port(const struct fwd_if *f)
@@ -638,14 +636,21 @@ static const void *ib_port(const struct fwd_if *f)
 	return f->ib_port;
 }
 
-static int ib_wait_fd(const struct fwd_if *f)
+static int ib_wait_fd(const struct fwd_if *f, unsigned wid)
 {
+	(void)wid;
 	return f->ib_ops->cq_fd(f->ib_port);
 }
 
-static int ib_arm(const struct wport *p)
+static int ib_arm(const struct wport *p, unsigned wid)
 {
-	return p->iops->arm(p->ib);
+	int r;
+
+	(void)wid;
+	fwd_port_lock(p->lk);
+	r = p->iops->arm(p->ib);
+	fwd_port_unlock(p->lk);
+	return r;
 }
 
 const struct fwd_if_ops fwd_if_eth_ops = {
@@ -673,9 +678,7 @@ static bool arm_all(struct wstate *w)
 	for (unsigned i = 0; i < w->nports; i++) {
 		struct wport *p = &w->ports[i];
 
-		fwd_port_lock(p->lk);
-		(void)p->ops->arm(p);
-		fwd_port_unlock(p->lk);
+		(void)p->ops->arm(p, w->id);
 	}
 	return true;
 }
@@ -783,6 +786,12 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 		w->cfg.spin_us = FWD_WORKER_SPIN_US;
 	if (!w->cfg.burst || w->cfg.burst > BURST_MAX)
 		w->cfg.burst = 32;
+	/* A queue of every Ethernet port for each worker to run (worker id polls queue
+	 * id); fwd_worker_set_count has grown them already. */
+	if (e->eth_queues < e->n_workers && (ret = fwd_engine_eth_queues(e, e->n_workers)) < 0) {
+		free(w);
+		return ret;
+	}
 	w->st = k->st;
 	w->epfd = -1;
 	w->gen = UINT64_MAX;
@@ -881,7 +890,8 @@ void fwd_worker_stop_all(struct fwd_engine *e)
 }
 
 /*
- * The hand-over of a port between two workers: a port's data path may be entered by
+ * The hand-over of an IB port between two workers (Ethernet ports have a queue per
+ * worker and move nowhere): a port's data path may be entered by
  * one thread at a time only for its lock's sake, but two workers polling one port
  * would also split its completions and its epoll wake-ups between them. So an
  * interface that changes worker is first published as moving (polled by none), and
@@ -904,6 +914,8 @@ int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker
 	ret = fwd_engine_slots_grow(e, n);
 	if (ret < 0)
 		return ret;
+	if (n > old && (ret = fwd_engine_eth_queues(e, n)) < 0)
+		return ret;
 	/* New workers first, with nothing to poll yet: they take their ports below. */
 	for (unsigned id = old; id < n; id++) {
 		e->n_workers = id + 1;
@@ -923,5 +935,6 @@ int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker
 		fwd_sp_slot_retired(e, id);
 	}
 	e->n_workers = ret == 0 ? n : old;
+	(void)fwd_engine_eth_queues(e, e->n_workers);
 	return ret;
 }

@@ -1,7 +1,9 @@
 /*
- * worker: the forwarding threads (prefix fwd_worker_). Each owns the data path of the
- * ports of the interfaces assigned to it (fwd_if_config.worker): an Ethernet port, or
- * an IB port with all its IPoIB links. A loop turn:
+ * worker: the forwarding threads (prefix fwd_worker_). Each serves its own queue of
+ * every Ethernet port (worker w, queue w: the port spreads received frames over its
+ * queues by flow, PACKET_FANOUT), and owns the data path of the IB ports of the
+ * interfaces assigned to it (fwd_if_config.worker), each with all its IPoIB links. A
+ * loop turn:
  *
  *   snapshot + clock  ->  RX bursts (ethp rx_burst; ibp poll -> ipoib_link_rx, send
  *   completions -> ipoib_link_tx_done)  ->  engine/forward.h per packet  ->  TX bursts
@@ -15,10 +17,12 @@
  * and sleeps in epoll on the ports' fds and the ring's eventfd.
  *
  * Transmit crosses workers: a packet leaves through its egress port from the worker
- * that received it, so two workers may send on one port. Every data-path call on a
- * port (receive, transmit, arm, repost) is made under that port's lock
- * (fwd_if.port_lock), held for that one call only, which keeps the ports' rule: one
- * thread at a time in a port's data path.
+ * that received it. On an Ethernet port, through that worker's own queue, unlocked;
+ * what one queue sends leaves in order, and one flow arrives on one queue, so a flow
+ * keeps its order through the gateway. On an IB port, two workers may post sends:
+ * every data-path call on an IB port (poll, post_send, repost, arm) is made under that
+ * port's lock (fwd_if.port_lock), held for that one call only, which keeps the ports'
+ * rule: one thread at a time in a port's data path.
  *
  * Threads: start/stop from the control thread; the loop runs on its own thread
  * (registered with liburcu QSBR).

@@ -26,10 +26,18 @@
  * completions before returning), so the IB buffer can be reposted at once. One copy
  * per packet, the kernel's, which AF_PACKET cannot avoid anyway.
  *
- * Threads: open, close, query, set_link, mc_add/mc_del, set_promisc and stats are
- * called from the control thread. The data path of a port (rx_burst, tx_burst, arm)
- * belongs to one thread at a time, the port's owning worker. buf_get/buf_put are safe
- * from any thread. wait_fd may be read from any thread once the port is open.
+ * Queues: a port has 1..ETHP_QUEUES_MAX queues (set_queues), each a receive and a send
+ * path of its own, so that every worker serves every port without a lock: af_packet
+ * gives each queue its own socket in one PACKET_FANOUT group (PACKET_FANOUT_HASH: the
+ * kernel spreads received frames over the queues by the flow hash, so the frames of one
+ * flow arrive on one queue, in order). What a queue sends leaves in the order sent.
+ *
+ * Threads: open, close, query, set_link, set_queues, mc_add/mc_del, set_promisc and
+ * stats are called from the control thread. The data path of a queue (rx_burst,
+ * tx_burst, arm, with its queue number) belongs to one thread at a time, its worker;
+ * different queues of a port may be driven at once by different threads. buf_get and
+ * buf_put are safe from any thread. wait_fd may be read from any thread once the queue
+ * exists.
  */
 #ifndef IBGW_PORT_ETH_PORT_H
 #define IBGW_PORT_ETH_PORT_H
@@ -42,8 +50,9 @@
 
 struct ethp_port;
 
-#define ETHP_ADDR_LEN 6
-#define ETHP_HDR_MAX  22 /* dst, src, up to two tags, ethertype */
+#define ETHP_ADDR_LEN   6
+#define ETHP_HDR_MAX    22 /* dst, src, up to two tags, ethertype */
+#define ETHP_QUEUES_MAX 16 /* queues per port: one per worker (FWD_WORKERS_MAX) */
 
 enum ethp_io_mode {
 	ETHP_IO_AUTO = 0, /* io_uring, else recvmmsg/sendmmsg (logged once) */
@@ -60,7 +69,8 @@ struct ethp_port_config {
 	unsigned buf_size;   /* bytes per buffer: default 2048, at most ETHP_BUF_MAX; must
 			      * hold the frame (MTU + 22) plus ETHP_RX_HEADROOM, and a GSO
 			      * frame (ETHP_GSO_FRAME_MAX) to receive those */
-	unsigned rx_depth;   /* buffers kept posted for receive: default n_bufs / 2 */
+	unsigned rx_depth;   /* buffers kept posted for receive, shared by the queues:
+			      * default n_bufs / 2 */
 	enum ethp_io_mode io;
 	bool no_vnet_hdr; /* no PACKET_VNET_HDR: GSO frames neither received (truncated
 			   * when larger than a buffer) nor sent whole */
@@ -150,7 +160,8 @@ enum ethp_drop {
 	ETHP_DROP_MAX
 };
 
-/* Counters. Written only by the port's owner (relaxed atomic stores), read by anyone. */
+/* Counters. Written only by each queue's thread (relaxed atomic stores), read by anyone;
+ * stats() sums the queues, those closed by set_queues included (totals never go down). */
 struct ethp_stats {
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
@@ -178,20 +189,26 @@ struct ethp_ops {
 	struct ethp_buf *(*buf_get)(struct ethp_port *port);
 	void (*buf_put)(struct ethp_port *port, struct ethp_buf *buf);
 
-	/* Batched data path (owner), never blocking. rx_burst: up to max frames; returns
-	 * the count or -errno. tx_burst: consumes a prefix of txs and returns its length
-	 * (0..n). A frame refused for a permanent reason (link down, invalid, a send
-	 * error) is consumed and counted as a drop; a full kernel queue ends the prefix
-	 * (counted once in ETHP_DROP_TX_FULL): the frames after it are the caller's
-	 * again, to retry or drop. */
-	int (*rx_burst)(struct ethp_port *port, struct ethp_rx *rxs, unsigned max);
-	int (*tx_burst)(struct ethp_port *port, const struct ethp_tx *txs, unsigned n);
+	/* Run n queues (1..ETHP_QUEUES_MAX; a port opens with one): queues 0..n-1 exist
+	 * when it returns 0. Growing opens the new ones (on failure, none: -errno);
+	 * shrinking closes the last ones, whose received frames not yet taken are lost:
+	 * the caller has stopped using them. */
+	int (*set_queues)(struct ethp_port *port, unsigned n);
 
-	/* Owner: an fd readable when rx_burst may return frames, once arm() has been
-	 * called. Sleep protocol: rx_burst until empty, arm(), rx_burst once more, then
-	 * wait on the fd (frames that came before arm may raise no event). */
-	int (*wait_fd)(struct ethp_port *port);
-	int (*arm)(struct ethp_port *port);
+	/* Batched data path of queue q (its thread), never blocking. rx_burst: up to max
+	 * frames; returns the count or -errno. tx_burst: consumes a prefix of txs and
+	 * returns its length (0..n). A frame refused for a permanent reason (link down,
+	 * invalid, a send error) is consumed and counted as a drop; a full kernel queue
+	 * ends the prefix (counted once in ETHP_DROP_TX_FULL): the frames after it are the
+	 * caller's again, to retry or drop. */
+	int (*rx_burst)(struct ethp_port *port, unsigned q, struct ethp_rx *rxs, unsigned max);
+	int (*tx_burst)(struct ethp_port *port, unsigned q, const struct ethp_tx *txs, unsigned n);
+
+	/* Queue q's thread: an fd readable when rx_burst may return frames, once arm()
+	 * has been called. Sleep protocol: rx_burst until empty, arm(), rx_burst once
+	 * more, then wait on the fd (frames that came before arm may raise no event). */
+	int (*wait_fd)(struct ethp_port *port, unsigned q);
+	int (*arm)(struct ethp_port *port, unsigned q);
 
 	/* Counters (control thread; the kernel's drop count is folded in here). */
 	void (*stats)(struct ethp_port *port, struct ethp_stats *st);

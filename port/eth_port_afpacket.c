@@ -1,7 +1,7 @@
 /*
  * The af_packet backend of the Ethernet port table (port/eth_port.h).
  *
- * One AF_PACKET socket (SOCK_RAW, ETH_P_ALL) per port, bound to the device, with
+ * One AF_PACKET socket (SOCK_RAW, ETH_P_ALL) per queue, bound to the device, with
  * PACKET_AUXDATA (the kernel strips the outer VLAN tag before any packet tap sees the
  * frame, on veth and on NICs alike; auxdata gives it back), PACKET_IGNORE_OUTGOING
  * (no copies of our own or the kernel's transmits), PACKET_QDISC_BYPASS, and a
@@ -9,6 +9,14 @@
  * device carrying several VLAN ports does not copy every frame into every socket.
  * The filter is attached before the socket is bound to a protocol: no frame of
  * another VLAN is ever queued. User space checks the tag again.
+ *
+ * Queues: every queue's socket joins the port's PACKET_FANOUT group (PACKET_FANOUT_HASH,
+ * its id chosen by the kernel for the first, PACKET_FANOUT_FLAG_UNIQUEID): the kernel
+ * hands each frame to one socket of the group by its flow hash. A socket bound to the
+ * device but not yet in the group would receive every frame (a copy of what the group
+ * delivers): so a socket is bound and joined with a filter that drops everything, and
+ * gets the VLAN filter only once it is a member. Memberships (multicast, promiscuous)
+ * are a socket's: they are made on queue 0's, which lives as long as the port.
  *
  * Two I/O engines:
  *
@@ -27,12 +35,14 @@
  *             prepared once at open. Used when io_uring cannot be set up (seccomp,
  *             io_uring_disabled, old kernel); logged once per process.
  *
- * Buffers: one allocation of n_bufs * buf_size; a free stack under a mutex (buf_get
- * and buf_put from any thread; the owner takes and returns whole batches with one
- * lock). A buffer is free, held by a caller, or posted for receive.
+ * Buffers: one allocation of n_bufs * buf_size shared by the queues; a free stack under
+ * a mutex (buf_get and buf_put from any thread; a queue takes and returns whole batches
+ * with one lock). A buffer is free, held by a caller, or posted for receive on one queue
+ * (its state says which: a queue that closes takes its posted buffers back). Each queue
+ * keeps rx_depth / (queues running) posted.
  *
- * Threads: see port/eth_port.h. Owner-only fields are marked [owner]; control-only
- * [control]; fields set at open and read-only after are unmarked.
+ * Threads: see port/eth_port.h. Fields of one queue's thread are marked [queue];
+ * control-only [control]; fields set at open and read-only after are unmarked.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,21 +79,61 @@ _Static_assert(sizeof(struct io_uring_recvmsg_out) + NAME_LEN + CTL_LEN + GSO_VN
 		   ETHP_RX_HEADROOM,
 	       "receive headroom");
 
+/* A buffer's state: free, held, or posted on queue q (BUF_POSTED + q). Read and written
+ * with relaxed atomics: a queue marks its own posted buffers held without the lock. */
 enum buf_state {
 	BUF_FREE,
 	BUF_HELD,
 	BUF_POSTED
 };
 
+struct afp_queue {
+	struct ethp_port *port;
+	unsigned id;
+	int fd;
+	uint8_t posted_state; /* BUF_POSTED + id */
+
+	/* io_uring receive [queue]. */
+	struct io_uring rx_ring;
+	struct io_uring_buf_ring *br;
+	size_t br_len;
+	unsigned br_entries;
+	unsigned posted;
+	bool rx_armed;
+	struct msghdr rx_msg;
+	/* io_uring send [queue]. */
+	struct io_uring tx_ring;
+	bool rings; /* both rings set up */
+
+	/* mmsg receive [queue]: stash[i] is posted in slot i. */
+	struct mmsghdr rmsg[BATCH_MAX];
+	struct iovec riov[BATCH_MAX];
+	struct sockaddr_ll rname[BATCH_MAX];
+	uint8_t rctl[BATCH_MAX][CTL_LEN] __attribute__((aligned(8)));
+	struct ethp_buf *stash[BATCH_MAX];
+	unsigned n_stash;
+
+	/* Send scratch [queue]. */
+	struct mmsghdr tmsg[BATCH_MAX];
+	struct iovec tiov[BATCH_MAX][2];
+	uint8_t thdr[BATCH_MAX][GSO_VNET_LEN + ETHP_HDR_MAX + 4];
+
+	struct ethp_stats st;  /* [queue] writes, relaxed */
+	uint64_t kernel_drops; /* [control] PACKET_STATISTICS accumulated */
+};
+
 struct ethp_port {
 	char dev[IF_NAMESIZE];
 	int ifindex;
 	uint16_t vlan;
-	int fd;
-	bool uring;
-	bool vnet; /* PACKET_VNET_HDR: a virtio_net_hdr before every frame, both ways */
+	bool uring; /* queue 0 decided: every queue uses the same engine */
+	bool vnet;  /* PACKET_VNET_HDR: a virtio_net_hdr before every frame, both ways */
+	bool vnet_wanted;
+	enum ethp_io_mode io;
+	int fanout; /* the PACKET_FANOUT group id (queue 0 made it) */
 	_Atomic bool link_up;
 	_Atomic uint32_t mtu;
+	_Atomic unsigned depth; /* buffers each queue keeps posted: rx_depth / n_queues */
 
 	/* Pool. */
 	uint8_t *mem;
@@ -95,36 +145,12 @@ struct ethp_port {
 	unsigned n_free;    /* [free_lock] */
 	uint8_t *state;     /* [free_lock] enum buf_state per buffer */
 
-	/* io_uring receive [owner]. */
-	struct io_uring rx_ring;
-	struct io_uring_buf_ring *br;
-	size_t br_len;
-	unsigned br_entries;
-	unsigned posted;
-	bool rx_armed;
-	struct msghdr rx_msg;
-	/* io_uring send [owner]. */
-	struct io_uring tx_ring;
-
-	/* mmsg receive [owner]: stash[i] is posted in slot i. */
-	struct mmsghdr rmsg[BATCH_MAX];
-	struct iovec riov[BATCH_MAX];
-	struct sockaddr_ll rname[BATCH_MAX];
-	uint8_t rctl[BATCH_MAX][CTL_LEN] __attribute__((aligned(8)));
-	struct ethp_buf *stash[BATCH_MAX];
-	unsigned n_stash;
-
-	/* Send scratch [owner]. */
-	struct mmsghdr tmsg[BATCH_MAX];
-	struct iovec tiov[BATCH_MAX][2];
-	uint8_t thdr[BATCH_MAX][GSO_VNET_LEN + ETHP_HDR_MAX + 4];
-
-	struct ethp_stats st;  /* [owner] writes, relaxed */
-	uint64_t kernel_drops; /* [control] PACKET_STATISTICS accumulated */
+	struct afp_queue *q[ETHP_QUEUES_MAX]; /* [control] writes; 0..n_queues-1 exist */
+	unsigned n_queues;                    /* [control] */
+	struct ethp_stats gone;               /* [control] counters of queues closed */
 };
 
-#define CNT_ADD(port, field, n)                                                                    \
-	__atomic_store_n(&(port)->st.field, (port)->st.field + (n), __ATOMIC_RELAXED)
+#define CNT_ADD(q, field, n) __atomic_store_n(&(q)->st.field, (q)->st.field + (n), __ATOMIC_RELAXED)
 
 static atomic_bool mmsg_logged;
 
@@ -140,7 +166,7 @@ static unsigned take_free(struct ethp_port *p, struct ethp_buf **out, unsigned n
 	for (i = 0; i < n; i++) {
 		uint32_t id = p->free_ids[--p->n_free];
 
-		p->state[id] = to;
+		__atomic_store_n(&p->state[id], to, __ATOMIC_RELAXED);
 		out[i] = &p->bufs[id];
 	}
 	pthread_mutex_unlock(&p->free_lock);
@@ -155,12 +181,13 @@ static void give_back(struct ethp_port *p, struct ethp_buf *const *bufs, unsigne
 	for (i = 0; i < n; i++) {
 		uint32_t id = bufs[i]->id;
 
-		if (id >= p->n_bufs || &p->bufs[id] != bufs[i] || p->state[id] != from) {
+		if (id >= p->n_bufs || &p->bufs[id] != bufs[i] ||
+		    __atomic_load_n(&p->state[id], __ATOMIC_RELAXED) != from) {
 			log_error("eth %s: buffer %u returned while not held (ignored)", p->dev,
 				  id);
 			continue;
 		}
-		p->state[id] = BUF_FREE;
+		__atomic_store_n(&p->state[id], BUF_FREE, __ATOMIC_RELAXED);
 		p->free_ids[p->n_free++] = id;
 	}
 	pthread_mutex_unlock(&p->free_lock);
@@ -179,11 +206,26 @@ static void afp_buf_put(struct ethp_port *p, struct ethp_buf *b)
 		give_back(p, &b, 1, BUF_HELD);
 }
 
-/* Mark a posted buffer as held by the caller (a receive completed into it). */
-static void posted_to_held(struct ethp_port *p, struct ethp_buf *b)
+/* A buffer posted on its queue becomes held by the caller (a receive completed into
+ * it), or posted again (a receive refused before the caller saw it): only that queue's
+ * thread changes a buffer posted on it, so without the lock. */
+static void buf_mark(struct ethp_port *p, struct ethp_buf *b, uint8_t state)
 {
+	__atomic_store_n(&p->state[b->id], state, __ATOMIC_RELAXED);
+}
+
+/* Queue q closes: its posted buffers are free again. */
+static void take_back_posted(struct afp_queue *q)
+{
+	struct ethp_port *p = q->port;
+
 	pthread_mutex_lock(&p->free_lock);
-	p->state[b->id] = BUF_HELD;
+	for (unsigned id = 0; id < p->n_bufs; id++) {
+		if (__atomic_load_n(&p->state[id], __ATOMIC_RELAXED) != q->posted_state)
+			continue;
+		__atomic_store_n(&p->state[id], BUF_FREE, __ATOMIC_RELAXED);
+		p->free_ids[p->n_free++] = id;
+	}
 	pthread_mutex_unlock(&p->free_lock);
 }
 
@@ -199,7 +241,7 @@ static void posted_to_held(struct ethp_port *p, struct ethp_buf *b)
  * stripped: an in-band tag was removed (csum_start counted it). Returns false (counted)
  * when the metadata does not fit the frame.
  */
-static bool offload_meta(struct ethp_port *p, uint8_t *data, uint32_t len, const uint8_t *vnet,
+static bool offload_meta(struct afp_queue *q, uint8_t *data, uint32_t len, const uint8_t *vnet,
 			 const struct tpacket_auxdata *aux, bool stripped, struct ethp_rx *rx)
 {
 	uint16_t type = (uint16_t)(data[12] << 8 | data[13]);
@@ -212,17 +254,17 @@ static bool offload_meta(struct ethp_port *p, uint8_t *data, uint32_t len, const
 		gso_vnet_read(&v, vnet);
 		if (stripped && (v.flags & GSO_VNET_F_NEEDS_CSUM)) {
 			if (v.csum_start < 4) {
-				CNT_ADD(p, drops[ETHP_DROP_RX_GSO], 1);
+				CNT_ADD(q, drops[ETHP_DROP_RX_GSO], 1);
 				return false;
 			}
 			v.csum_start -= 4;
 		}
 		if (gso_check(&v, data, len, &rx->gso, &partial) != GSO_OK) {
-			CNT_ADD(p, drops[ETHP_DROP_RX_GSO], 1);
+			CNT_ADD(q, drops[ETHP_DROP_RX_GSO], 1);
 			return false;
 		}
 		if (rx->gso.kind != GSO_NONE) {
-			CNT_ADD(p, rx_gso, 1);
+			CNT_ADD(q, rx_gso, 1);
 			return true;
 		}
 	} else {
@@ -230,13 +272,13 @@ static bool offload_meta(struct ethp_port *p, uint8_t *data, uint32_t len, const
 	}
 	if (partial && (type == ETH_P_IP || type == ETH_P_IPV6) &&
 	    gso_l4_csum_fill(data + ETH_HLEN, len - ETH_HLEN))
-		CNT_ADD(p, rx_csum_completed, 1);
+		CNT_ADD(q, rx_csum_completed, 1);
 	return true;
 }
 
 /* Check the frame's VLAN against the port's, strip an in-band tag; fill *rx.
  * Returns false (counted) when the frame is not for this port. */
-static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data, uint32_t len,
+static bool accept_frame(struct afp_queue *q, struct ethp_buf *b, uint8_t *data, uint32_t len,
 			 uint8_t pkttype, const struct tpacket_auxdata *aux, const uint8_t *vnet,
 			 struct ethp_rx *rx)
 {
@@ -244,7 +286,7 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 	bool tagged = false, stripped = false;
 
 	if (len < ETH_HLEN) {
-		CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+		CNT_ADD(q, drops[ETHP_DROP_RX_RUNT], 1);
 		return false;
 	}
 	if (aux && (aux->tp_status & TP_STATUS_VLAN_VALID)) {
@@ -255,7 +297,7 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 		tagged = true;
 	} else if (data[12] == 0x81 && data[13] == 0x00) {
 		if (len < ETH_HLEN + 4) {
-			CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+			CNT_ADD(q, drops[ETHP_DROP_RX_RUNT], 1);
 			return false;
 		}
 		tci = (uint16_t)(data[14] << 8 | data[15]);
@@ -266,9 +308,9 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 	} else if (data[12] == 0x88 && data[13] == 0xa8) {
 		goto wrong_vlan;
 	}
-	if ((tci & 0x0fff) != p->vlan)
+	if ((tci & 0x0fff) != q->port->vlan)
 		goto wrong_vlan;
-	if (!offload_meta(p, data, len, vnet, aux, stripped, rx))
+	if (!offload_meta(q, data, len, vnet, aux, stripped, rx))
 		return false;
 	rx->buf = b;
 	rx->data = data;
@@ -276,11 +318,11 @@ static bool accept_frame(struct ethp_port *p, struct ethp_buf *b, uint8_t *data,
 	rx->vlan_tci = tci;
 	rx->pkttype = pkttype;
 	rx->flags = tagged ? ETHP_RX_VLAN : 0;
-	CNT_ADD(p, rx_packets, 1);
-	CNT_ADD(p, rx_bytes, len);
+	CNT_ADD(q, rx_packets, 1);
+	CNT_ADD(q, rx_bytes, len);
 	return true;
 wrong_vlan:
-	CNT_ADD(p, drops[ETHP_DROP_RX_VLAN], 1);
+	CNT_ADD(q, drops[ETHP_DROP_RX_VLAN], 1);
 	return false;
 }
 
@@ -301,53 +343,61 @@ static const struct tpacket_auxdata *find_aux(struct msghdr *mh, struct io_uring
 
 /* ---- receive: io_uring ---- */
 
-static void uring_refill(struct ethp_port *p)
+/* The buffers a queue keeps posted: its share of the port's receive depth. */
+static unsigned queue_depth(const struct afp_queue *q)
 {
-	struct ethp_buf *got[BATCH_MAX];
-	unsigned want, n, i, mask = io_uring_buf_ring_mask(p->br_entries);
+	return atomic_load_explicit(&q->port->depth, memory_order_relaxed);
+}
 
-	while (p->posted < p->rx_depth) {
-		want = p->rx_depth - p->posted;
+static void uring_refill(struct afp_queue *q)
+{
+	struct ethp_port *p = q->port;
+	struct ethp_buf *got[BATCH_MAX];
+	unsigned want, n, i, depth = queue_depth(q), mask = io_uring_buf_ring_mask(q->br_entries);
+
+	while (q->posted < depth) {
+		want = depth - q->posted;
 		if (want > BATCH_MAX)
 			want = BATCH_MAX;
-		n = take_free(p, got, want, BUF_POSTED);
+		n = take_free(p, got, want, q->posted_state);
 		if (n == 0)
 			return;
 		for (i = 0; i < n; i++)
-			io_uring_buf_ring_add(p->br, got[i]->base, got[i]->cap,
+			io_uring_buf_ring_add(q->br, got[i]->base, got[i]->cap,
 					      (unsigned short)got[i]->id, mask, (int)i);
-		io_uring_buf_ring_advance(p->br, (int)n);
-		p->posted += n;
+		io_uring_buf_ring_advance(q->br, (int)n);
+		q->posted += n;
 	}
 }
 
-static int uring_arm_rx(struct ethp_port *p)
+static int uring_arm_rx(struct afp_queue *q)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->rx_ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->rx_ring);
 	int r;
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_recvmsg_multishot(sqe, p->fd, &p->rx_msg, 0);
+	io_uring_prep_recvmsg_multishot(sqe, q->fd, &q->rx_msg, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = BGID;
 	io_uring_sqe_set_data64(sqe, RX_USERDATA);
-	r = io_uring_submit(&p->rx_ring);
+	r = io_uring_submit(&q->rx_ring);
 	if (r < 0)
 		return r;
-	p->rx_armed = true;
+	q->rx_armed = true;
 	return 0;
 }
 
-static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
+static int uring_rx_burst(struct afp_queue *q, struct ethp_rx *rxs, unsigned max)
 {
+	struct ethp_port *p = q->port;
 	struct io_uring_cqe *cqes[BATCH_MAX];
 	unsigned got = 0;
 	int r;
 
-	uring_refill(p);
-	if (!p->rx_armed && p->posted > 0) {
-		r = uring_arm_rx(p);
+	uring_refill(q);
+	if (!q->rx_armed && q->posted > 0) {
+		r = uring_arm_rx(q);
 		if (r < 0)
 			return r;
 	}
@@ -356,7 +406,7 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 
 		if (want > BATCH_MAX)
 			want = BATCH_MAX;
-		n = io_uring_peek_batch_cqe(&p->rx_ring, cqes, want);
+		n = io_uring_peek_batch_cqe(&q->rx_ring, cqes, want);
 		if (n == 0)
 			break;
 		for (i = 0; i < n; i++) {
@@ -370,32 +420,32 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 			uint32_t len;
 
 			if (!(c->flags & IORING_CQE_F_MORE))
-				p->rx_armed = false;
+				q->rx_armed = false;
 			if (!(c->flags & IORING_CQE_F_BUFFER))
 				continue; /* -ENOBUFS (ring ran dry) or an error: re-arm */
 			b = &p->bufs[c->flags >> IORING_CQE_BUFFER_SHIFT];
-			p->posted--;
-			posted_to_held(p, b);
-			o = c->res > 0 ? io_uring_recvmsg_validate(b->base, c->res, &p->rx_msg)
+			q->posted--;
+			buf_mark(p, b, BUF_HELD);
+			o = c->res > 0 ? io_uring_recvmsg_validate(b->base, c->res, &q->rx_msg)
 				       : NULL;
 			if (!o) {
 				afp_buf_put(p, b);
 				continue;
 			}
 			if (o->flags & MSG_TRUNC) {
-				CNT_ADD(p, drops[ETHP_DROP_RX_TRUNCATED], 1);
+				CNT_ADD(q, drops[ETHP_DROP_RX_TRUNCATED], 1);
 				afp_buf_put(p, b);
 				continue;
 			}
 			sll = io_uring_recvmsg_name(o);
-			aux = find_aux(&p->rx_msg, o, io_uring_recvmsg_cmsg_firsthdr(o, &p->rx_msg),
+			aux = find_aux(&q->rx_msg, o, io_uring_recvmsg_cmsg_firsthdr(o, &q->rx_msg),
 				       &auxc);
-			data = io_uring_recvmsg_payload(o, &p->rx_msg);
-			len = io_uring_recvmsg_payload_length(o, c->res, &p->rx_msg);
+			data = io_uring_recvmsg_payload(o, &q->rx_msg);
+			len = io_uring_recvmsg_payload_length(o, c->res, &q->rx_msg);
 			vnet = NULL;
 			if (p->vnet) {
 				if (len < GSO_VNET_LEN) {
-					CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+					CNT_ADD(q, drops[ETHP_DROP_RX_RUNT], 1);
 					afp_buf_put(p, b);
 					continue;
 				}
@@ -403,19 +453,19 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 				data += GSO_VNET_LEN;
 				len -= GSO_VNET_LEN;
 			}
-			if (accept_frame(p, b, data, len,
+			if (accept_frame(q, b, data, len,
 					 o->namelen >= sizeof(*sll) ? sll->sll_pkttype : 0, aux,
 					 vnet, &rxs[got]))
 				got++;
 			else
 				afp_buf_put(p, b);
 		}
-		io_uring_cq_advance(&p->rx_ring, n);
+		io_uring_cq_advance(&q->rx_ring, n);
 	}
-	if (!p->rx_armed) {
-		uring_refill(p);
-		if (p->posted > 0) {
-			r = uring_arm_rx(p);
+	if (!q->rx_armed) {
+		uring_refill(q);
+		if (q->posted > 0) {
+			r = uring_arm_rx(q);
 			if (r < 0 && got == 0)
 				return r;
 		}
@@ -425,74 +475,83 @@ static int uring_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max
 
 /* ---- receive: recvmmsg ---- */
 
-static int mmsg_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
+static int mmsg_rx_burst(struct afp_queue *q, struct ethp_rx *rxs, unsigned max)
 {
+	struct ethp_port *p = q->port;
 	struct ethp_buf *keep[BATCH_MAX];
 	unsigned n = max < BATCH_MAX ? max : BATCH_MAX, i, got = 0, kept = 0;
 	int r;
 
-	if (p->n_stash < n)
-		p->n_stash += take_free(p, p->stash + p->n_stash, n - p->n_stash, BUF_POSTED);
-	if (p->n_stash < n)
-		n = p->n_stash;
+	if (q->n_stash < n)
+		q->n_stash += take_free(p, q->stash + q->n_stash, n - q->n_stash, q->posted_state);
+	if (q->n_stash < n)
+		n = q->n_stash;
 	if (n == 0)
 		return 0;
 	for (i = 0; i < n; i++) {
 		unsigned at = ETHP_RX_HEADROOM - (p->vnet ? GSO_VNET_LEN : 0);
 
-		p->riov[i].iov_base = p->stash[i]->base + at;
-		p->riov[i].iov_len = p->stash[i]->cap - at;
-		p->rmsg[i].msg_hdr.msg_namelen = sizeof(p->rname[i]);
-		p->rmsg[i].msg_hdr.msg_controllen = CTL_LEN;
-		p->rmsg[i].msg_hdr.msg_flags = 0;
+		q->riov[i].iov_base = q->stash[i]->base + at;
+		q->riov[i].iov_len = q->stash[i]->cap - at;
+		q->rmsg[i].msg_hdr.msg_namelen = sizeof(q->rname[i]);
+		q->rmsg[i].msg_hdr.msg_controllen = CTL_LEN;
+		q->rmsg[i].msg_hdr.msg_flags = 0;
 	}
-	r = recvmmsg(p->fd, p->rmsg, n, MSG_DONTWAIT, NULL);
+	r = recvmmsg(q->fd, q->rmsg, n, MSG_DONTWAIT, NULL);
 	if (r < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	for (i = 0; i < (unsigned)r; i++) {
-		struct msghdr *mh = &p->rmsg[i].msg_hdr;
-		struct ethp_buf *b = p->stash[i];
+		struct msghdr *mh = &q->rmsg[i].msg_hdr;
+		struct ethp_buf *b = q->stash[i];
 		struct tpacket_auxdata auxc;
 		const struct tpacket_auxdata *aux;
-		uint32_t len = p->rmsg[i].msg_len;
+		uint32_t len = q->rmsg[i].msg_len;
 
 		if (p->vnet && len < GSO_VNET_LEN) {
-			CNT_ADD(p, drops[ETHP_DROP_RX_RUNT], 1);
+			CNT_ADD(q, drops[ETHP_DROP_RX_RUNT], 1);
 			keep[kept++] = b;
 			continue;
 		}
 		if (p->vnet)
 			len -= GSO_VNET_LEN;
 		if (mh->msg_flags & MSG_TRUNC) {
-			CNT_ADD(p, drops[ETHP_DROP_RX_TRUNCATED], 1);
+			CNT_ADD(q, drops[ETHP_DROP_RX_TRUNCATED], 1);
 			keep[kept++] = b;
 			continue;
 		}
 		aux = find_aux(mh, NULL, CMSG_FIRSTHDR(mh), &auxc);
-		posted_to_held(p, b);
-		if (accept_frame(p, b, b->base + ETHP_RX_HEADROOM, len, p->rname[i].sll_pkttype,
+		buf_mark(p, b, BUF_HELD);
+		if (accept_frame(q, b, b->base + ETHP_RX_HEADROOM, len, q->rname[i].sll_pkttype,
 				 aux, p->vnet ? b->base + ETHP_RX_HEADROOM - GSO_VNET_LEN : NULL,
 				 &rxs[got])) {
 			got++;
 		} else {
-			pthread_mutex_lock(&p->free_lock);
-			p->state[b->id] = BUF_POSTED;
-			pthread_mutex_unlock(&p->free_lock);
+			buf_mark(p, b, q->posted_state);
 			keep[kept++] = b;
 		}
 	}
 	/* Unused and refused buffers stay posted, in front of those not reached. */
-	memmove(p->stash + kept, p->stash + r, (p->n_stash - (unsigned)r) * sizeof(p->stash[0]));
-	memcpy(p->stash, keep, kept * sizeof(keep[0]));
-	p->n_stash = p->n_stash - (unsigned)r + kept;
+	memmove(q->stash + kept, q->stash + r, (q->n_stash - (unsigned)r) * sizeof(q->stash[0]));
+	memcpy(q->stash, keep, kept * sizeof(keep[0]));
+	q->n_stash = q->n_stash - (unsigned)r + kept;
 	return (int)got;
 }
 
-static int afp_rx_burst(struct ethp_port *p, struct ethp_rx *rxs, unsigned max)
+/* Queue q of p, or NULL when it does not exist (a caller's mistake). */
+static struct afp_queue *queue_of(struct ethp_port *p, unsigned q)
 {
+	return q < ETHP_QUEUES_MAX ? p->q[q] : NULL;
+}
+
+static int afp_rx_burst(struct ethp_port *p, unsigned qi, struct ethp_rx *rxs, unsigned max)
+{
+	struct afp_queue *q = queue_of(p, qi);
+
+	if (!q)
+		return -EINVAL;
 	if (max == 0)
 		return 0;
-	return p->uring ? uring_rx_burst(p, rxs, max) : mmsg_rx_burst(p, rxs, max);
+	return p->uring ? uring_rx_burst(q, rxs, max) : mmsg_rx_burst(q, rxs, max);
 }
 
 /* ---- send ---- */
@@ -531,10 +590,11 @@ static bool tx_vnet(const struct ethp_tx *t, unsigned hl, uint8_t *out)
  * iovecs. Returns false when the frame is invalid: header shorter than 14 or longer
  * than ETHP_HDR_MAX, payload (everything after the first 14 bytes) larger than the MTU
  * (a GSO frame: than an IP packet, and only with the vnet header). */
-static bool build_tx(struct ethp_port *p, const struct ethp_tx *t, unsigned i)
+static bool build_tx(struct afp_queue *q, const struct ethp_tx *t, unsigned i)
 {
-	struct msghdr *mh = &p->tmsg[i].msg_hdr;
-	uint8_t *h = p->thdr[i] + (p->vnet ? GSO_VNET_LEN : 0);
+	struct ethp_port *p = q->port;
+	struct msghdr *mh = &q->tmsg[i].msg_hdr;
+	uint8_t *h = q->thdr[i] + (p->vnet ? GSO_VNET_LEN : 0);
 	unsigned hl = t->hdr_len, mtu = atomic_load_explicit(&p->mtu, memory_order_relaxed);
 
 	if (t->gso.kind != GSO_NONE) {
@@ -545,7 +605,7 @@ static bool build_tx(struct ethp_port *p, const struct ethp_tx *t, unsigned i)
 	if (hl < ETH_HLEN || hl > ETHP_HDR_MAX || (t->len && !t->data) ||
 	    (uint64_t)hl + t->len - ETH_HLEN > mtu)
 		return false;
-	if (p->vnet && !tx_vnet(t, hl + (p->vlan ? 4 : 0), p->thdr[i]))
+	if (p->vnet && !tx_vnet(t, hl + (p->vlan ? 4 : 0), q->thdr[i]))
 		return false;
 	if (p->vlan) {
 		memcpy(h, t->hdr, 12);
@@ -559,25 +619,25 @@ static bool build_tx(struct ethp_port *p, const struct ethp_tx *t, unsigned i)
 		memcpy(h, t->hdr, hl);
 	}
 	memset(mh, 0, sizeof(*mh));
-	p->tiov[i][0].iov_base = p->thdr[i];
-	p->tiov[i][0].iov_len = hl + (p->vnet ? GSO_VNET_LEN : 0);
-	p->tiov[i][1].iov_base = (void *)t->data;
-	p->tiov[i][1].iov_len = t->len;
-	mh->msg_iov = p->tiov[i];
+	q->tiov[i][0].iov_base = q->thdr[i];
+	q->tiov[i][0].iov_len = hl + (p->vnet ? GSO_VNET_LEN : 0);
+	q->tiov[i][1].iov_base = (void *)t->data;
+	q->tiov[i][1].iov_len = t->len;
+	mh->msg_iov = q->tiov[i];
 	mh->msg_iovlen = t->len ? 2 : 1;
 	return true;
 }
 
-static void count_sent(struct ethp_port *p, const struct ethp_tx *t)
+static void count_sent(struct afp_queue *q, const struct ethp_tx *t)
 {
-	CNT_ADD(p, tx_packets, 1);
-	CNT_ADD(p, tx_bytes, (uint64_t)t->hdr_len + t->len + (p->vlan ? 4 : 0));
+	CNT_ADD(q, tx_packets, 1);
+	CNT_ADD(q, tx_bytes, (uint64_t)t->hdr_len + t->len + (q->port->vlan ? 4 : 0));
 	if (t->gso.kind != GSO_NONE)
-		CNT_ADD(p, tx_gso, 1);
+		CNT_ADD(q, tx_gso, 1);
 }
 
 /* A send error: true if it ends the burst (queue full), else the frame is dropped. */
-static bool tx_error(struct ethp_port *p, int err)
+static bool tx_error(struct afp_queue *q, int err)
 {
 	switch (err) {
 	case EAGAIN:
@@ -586,14 +646,14 @@ static bool tx_error(struct ethp_port *p, int err)
 		return true;
 	case ENETDOWN:
 	case ENXIO:
-		CNT_ADD(p, drops[ETHP_DROP_TX_LINK_DOWN], 1);
+		CNT_ADD(q, drops[ETHP_DROP_TX_LINK_DOWN], 1);
 		return false;
 	case EMSGSIZE:
 	case EINVAL:
-		CNT_ADD(p, drops[ETHP_DROP_TX_INVALID], 1);
+		CNT_ADD(q, drops[ETHP_DROP_TX_INVALID], 1);
 		return false;
 	default:
-		CNT_ADD(p, drops[ETHP_DROP_TX_ERROR], 1);
+		CNT_ADD(q, drops[ETHP_DROP_TX_ERROR], 1);
 		return false;
 	}
 }
@@ -601,7 +661,7 @@ static bool tx_error(struct ethp_port *p, int err)
 /* Send the frames built in slots [first, m) as one chain of linked SENDMSGs. A
  * failure cancels the rest of the chain. Returns the first slot not consumed (a
  * dropped frame is consumed); *full when the socket's queue was full. */
-static unsigned uring_send(struct ethp_port *p, const struct ethp_tx *txs, unsigned first,
+static unsigned uring_send(struct afp_queue *q, const struct ethp_tx *txs, unsigned first,
 			   unsigned m, bool *full)
 {
 	struct io_uring_cqe *cqes[BATCH_MAX];
@@ -610,11 +670,11 @@ static unsigned uring_send(struct ethp_port *p, const struct ethp_tx *txs, unsig
 	unsigned i, n = 0, got;
 
 	for (i = first; i < m; i++) {
-		sqe = io_uring_get_sqe(&p->tx_ring);
+		sqe = io_uring_get_sqe(&q->tx_ring);
 		if (!sqe)
 			break;
 		last = sqe;
-		io_uring_prep_sendmsg(sqe, p->fd, &p->tmsg[i].msg_hdr, MSG_DONTWAIT);
+		io_uring_prep_sendmsg(sqe, q->fd, &q->tmsg[i].msg_hdr, MSG_DONTWAIT);
 		io_uring_sqe_set_data64(sqe, i);
 		sqe->flags |= IOSQE_IO_LINK;
 		res[i] = -ECANCELED;
@@ -625,22 +685,22 @@ static unsigned uring_send(struct ethp_port *p, const struct ethp_tx *txs, unsig
 		return first;
 	}
 	last->flags &= (uint8_t)~IOSQE_IO_LINK; /* the chain ends here */
-	if (io_uring_submit_and_wait(&p->tx_ring, n) < 0) {
+	if (io_uring_submit_and_wait(&q->tx_ring, n) < 0) {
 		*full = true; /* nothing reaped: retried by the caller later */
 		return first;
 	}
-	got = io_uring_peek_batch_cqe(&p->tx_ring, cqes, n);
+	got = io_uring_peek_batch_cqe(&q->tx_ring, cqes, n);
 	for (i = 0; i < got; i++)
 		res[cqes[i]->user_data] = cqes[i]->res;
-	io_uring_cq_advance(&p->tx_ring, got);
+	io_uring_cq_advance(&q->tx_ring, got);
 	for (i = first; i < first + n; i++) {
 		if (res[i] >= 0) {
-			count_sent(p, &txs[i]);
+			count_sent(q, &txs[i]);
 			continue;
 		}
 		if (res[i] == -ECANCELED)
 			return i;
-		if (tx_error(p, -res[i])) {
+		if (tx_error(q, -res[i])) {
 			*full = true;
 			return i;
 		}
@@ -649,20 +709,20 @@ static unsigned uring_send(struct ethp_port *p, const struct ethp_tx *txs, unsig
 	return first + n;
 }
 
-static unsigned mmsg_send(struct ethp_port *p, const struct ethp_tx *txs, unsigned m, bool *full)
+static unsigned mmsg_send(struct afp_queue *q, const struct ethp_tx *txs, unsigned m, bool *full)
 {
 	unsigned done = 0, i;
 	int r;
 
 	while (done < m) {
-		r = sendmmsg(p->fd, p->tmsg + done, m - done, MSG_DONTWAIT);
+		r = sendmmsg(q->fd, q->tmsg + done, m - done, MSG_DONTWAIT);
 		if (r > 0) {
 			for (i = done; i < done + (unsigned)r; i++)
-				count_sent(p, &txs[i]);
+				count_sent(q, &txs[i]);
 			done += (unsigned)r;
 			continue;
 		}
-		if (tx_error(p, errno)) {
+		if (tx_error(q, errno)) {
 			*full = true;
 			break;
 		}
@@ -671,13 +731,16 @@ static unsigned mmsg_send(struct ethp_port *p, const struct ethp_tx *txs, unsign
 	return done;
 }
 
-static int afp_tx_burst(struct ethp_port *p, const struct ethp_tx *txs, unsigned n)
+static int afp_tx_burst(struct ethp_port *p, unsigned qi, const struct ethp_tx *txs, unsigned n)
 {
+	struct afp_queue *q = queue_of(p, qi);
 	unsigned done = 0;
 	bool full = false;
 
+	if (!q)
+		return -EINVAL;
 	if (!atomic_load_explicit(&p->link_up, memory_order_relaxed)) {
-		CNT_ADD(p, drops[ETHP_DROP_TX_LINK_DOWN], n);
+		CNT_ADD(q, drops[ETHP_DROP_TX_LINK_DOWN], n);
 		return (int)n;
 	}
 	while (done < n && !full) {
@@ -687,24 +750,24 @@ static int afp_tx_burst(struct ethp_port *p, const struct ethp_tx *txs, unsigned
 		if (chunk > BATCH_MAX)
 			chunk = BATCH_MAX;
 		/* A batch stops before an invalid frame, which is then dropped alone. */
-		while (m < chunk && build_tx(p, &t[m], m))
+		while (m < chunk && build_tx(q, &t[m], m))
 			m++;
 		if (m == 0) {
-			CNT_ADD(p, drops[ETHP_DROP_TX_INVALID], 1);
+			CNT_ADD(q, drops[ETHP_DROP_TX_INVALID], 1);
 			done++;
 			continue;
 		}
 		if (p->uring) {
 			sent = 0;
 			while (sent < m && !full)
-				sent = uring_send(p, t, sent, m, &full);
+				sent = uring_send(q, t, sent, m, &full);
 		} else {
-			sent = mmsg_send(p, t, m, &full);
+			sent = mmsg_send(q, t, m, &full);
 		}
 		done += sent;
 	}
 	if (full)
-		CNT_ADD(p, drops[ETHP_DROP_TX_FULL], 1);
+		CNT_ADD(q, drops[ETHP_DROP_TX_FULL], 1);
 	return (int)done;
 }
 
@@ -716,10 +779,16 @@ static void ifr_of(const struct ethp_port *p, struct ifreq *ifr)
 	memcpy(ifr->ifr_name, p->dev, sizeof(p->dev));
 }
 
+/* The control thread's socket for ioctls and memberships: queue 0's. */
+static int ctl_fd(const struct ethp_port *p)
+{
+	return p->q[0]->fd;
+}
+
 static int if_ioctl(const struct ethp_port *p, unsigned long req, struct ifreq *ifr)
 {
 	ifr_of(p, ifr);
-	return ioctl(p->fd, req, ifr) < 0 ? -errno : 0;
+	return ioctl(ctl_fd(p), req, ifr) < 0 ? -errno : 0;
 }
 
 /* An ethtool get/set of one value (struct ethtool_value): 0 or -errno. */
@@ -731,7 +800,7 @@ static int ethtool_value(const struct ethp_port *p, uint32_t cmd, uint32_t *data
 
 	ifr_of(p, &ifr);
 	ifr.ifr_data = (char *)&ev;
-	r = ioctl(p->fd, SIOCETHTOOL, &ifr) < 0 ? -errno : 0;
+	r = ioctl(ctl_fd(p), SIOCETHTOOL, &ifr) < 0 ? -errno : 0;
 	*data = ev.data;
 	return r;
 }
@@ -811,7 +880,7 @@ static int membership(struct ethp_port *p, int opt, unsigned short type, const u
 		mr.mr_alen = ETHP_ADDR_LEN;
 		memcpy(mr.mr_address, mac, ETHP_ADDR_LEN);
 	}
-	return setsockopt(p->fd, SOL_PACKET, opt, &mr, sizeof(mr)) < 0 ? -errno : 0;
+	return setsockopt(ctl_fd(p), SOL_PACKET, opt, &mr, sizeof(mr)) < 0 ? -errno : 0;
 }
 
 static int afp_mc_add(struct ethp_port *p, const uint8_t mac[ETHP_ADDR_LEN])
@@ -832,40 +901,61 @@ static int afp_set_promisc(struct ethp_port *p, bool on)
 			  NULL);
 }
 
-static void afp_stats(struct ethp_port *p, struct ethp_stats *st)
+/* Add a queue's counters (its thread's, read relaxed) to *st. */
+static void stats_add(struct ethp_stats *st, const struct ethp_stats *qs)
+{
+	st->rx_packets += __atomic_load_n(&qs->rx_packets, __ATOMIC_RELAXED);
+	st->rx_bytes += __atomic_load_n(&qs->rx_bytes, __ATOMIC_RELAXED);
+	st->tx_packets += __atomic_load_n(&qs->tx_packets, __ATOMIC_RELAXED);
+	st->tx_bytes += __atomic_load_n(&qs->tx_bytes, __ATOMIC_RELAXED);
+	st->rx_csum_completed += __atomic_load_n(&qs->rx_csum_completed, __ATOMIC_RELAXED);
+	st->rx_gso += __atomic_load_n(&qs->rx_gso, __ATOMIC_RELAXED);
+	st->tx_gso += __atomic_load_n(&qs->tx_gso, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < ETHP_DROP_MAX; i++)
+		st->drops[i] += __atomic_load_n(&qs->drops[i], __ATOMIC_RELAXED);
+}
+
+/* PACKET_STATISTICS resets the kernel's counters on each read: accumulated per queue. */
+static void kernel_drops_read(struct afp_queue *q)
 {
 	struct tpacket_stats ks;
 	socklen_t len = sizeof(ks);
-	unsigned i;
 
-	/* PACKET_STATISTICS resets the kernel's counters on each read: accumulate. */
-	if (getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &ks, &len) == 0)
-		p->kernel_drops += ks.tp_drops;
-	st->rx_packets = __atomic_load_n(&p->st.rx_packets, __ATOMIC_RELAXED);
-	st->rx_bytes = __atomic_load_n(&p->st.rx_bytes, __ATOMIC_RELAXED);
-	st->tx_packets = __atomic_load_n(&p->st.tx_packets, __ATOMIC_RELAXED);
-	st->tx_bytes = __atomic_load_n(&p->st.tx_bytes, __ATOMIC_RELAXED);
-	st->rx_csum_completed = __atomic_load_n(&p->st.rx_csum_completed, __ATOMIC_RELAXED);
-	st->rx_gso = __atomic_load_n(&p->st.rx_gso, __ATOMIC_RELAXED);
-	st->tx_gso = __atomic_load_n(&p->st.tx_gso, __ATOMIC_RELAXED);
-	for (i = 0; i < ETHP_DROP_MAX; i++)
-		st->drops[i] = __atomic_load_n(&p->st.drops[i], __ATOMIC_RELAXED);
-	st->drops[ETHP_DROP_RX_KERNEL] += p->kernel_drops;
+	if (getsockopt(q->fd, SOL_PACKET, PACKET_STATISTICS, &ks, &len) == 0)
+		q->kernel_drops += ks.tp_drops;
 }
 
-static int afp_wait_fd(struct ethp_port *p)
+static void afp_stats(struct ethp_port *p, struct ethp_stats *st)
 {
-	return p->uring ? p->rx_ring.ring_fd : p->fd;
+	*st = p->gone;
+	for (unsigned i = 0; i < p->n_queues; i++) {
+		kernel_drops_read(p->q[i]);
+		stats_add(st, &p->q[i]->st);
+		st->drops[ETHP_DROP_RX_KERNEL] += p->q[i]->kernel_drops;
+	}
 }
 
-static int afp_arm(struct ethp_port *p)
+static int afp_wait_fd(struct ethp_port *p, unsigned qi)
 {
+	struct afp_queue *q = queue_of(p, qi);
+
+	if (!q)
+		return -EINVAL;
+	return p->uring ? q->rx_ring.ring_fd : q->fd;
+}
+
+static int afp_arm(struct ethp_port *p, unsigned qi)
+{
+	struct afp_queue *q = queue_of(p, qi);
+
+	if (!q)
+		return -EINVAL;
 	/* Both fds are level-triggered (a non-empty completion queue, a non-empty
 	 * socket queue): nothing to arm. The multishot receive must be running, though. */
-	if (p->uring && !p->rx_armed) {
-		uring_refill(p);
-		if (p->posted > 0)
-			return uring_arm_rx(p);
+	if (p->uring && !q->rx_armed) {
+		uring_refill(q);
+		if (q->posted > 0)
+			return uring_arm_rx(q);
 	}
 	return 0;
 }
@@ -905,83 +995,259 @@ static int attach_vlan_filter(int fd, uint16_t vlan)
 	return 0;
 }
 
-static int setup_uring(struct ethp_port *p)
+/* A filter that takes no frame: a queue's socket holds it until it is in the group. */
+static int attach_drop_filter(int fd)
+{
+	struct sock_filter prog[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog fp = { .len = 1, .filter = prog };
+
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0 ? -errno : 0;
+}
+
+static int setup_uring(struct afp_queue *q, unsigned rx_depth)
 {
 	struct io_uring_params par;
 	struct io_uring_buf_reg reg;
 	unsigned cq = 2;
 	int r;
 
-	while (cq < 2 * p->rx_depth && cq < 65536)
+	while (cq < 2 * rx_depth && cq < 65536)
 		cq <<= 1;
 	memset(&par, 0, sizeof(par));
 	par.flags = IORING_SETUP_CQSIZE;
 	par.cq_entries = cq;
-	r = io_uring_queue_init_params(8, &p->rx_ring, &par);
+	r = io_uring_queue_init_params(8, &q->rx_ring, &par);
 	if (r < 0)
 		return r;
-	r = io_uring_queue_init(BATCH_MAX, &p->tx_ring, 0);
+	r = io_uring_queue_init(BATCH_MAX, &q->tx_ring, 0);
 	if (r < 0) {
-		io_uring_queue_exit(&p->rx_ring);
+		io_uring_queue_exit(&q->rx_ring);
 		return r;
 	}
-	p->br_entries = 1;
-	while (p->br_entries < p->rx_depth)
-		p->br_entries <<= 1;
-	p->br_len = p->br_entries * sizeof(struct io_uring_buf);
-	p->br = mmap(NULL, p->br_len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	if (p->br == MAP_FAILED) {
+	/* Room for the whole depth: a queue may be the only one left. */
+	q->br_entries = 1;
+	while (q->br_entries < rx_depth)
+		q->br_entries <<= 1;
+	q->br_len = q->br_entries * sizeof(struct io_uring_buf);
+	q->br = mmap(NULL, q->br_len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	if (q->br == MAP_FAILED) {
 		r = -errno;
-		p->br = NULL;
+		q->br = NULL;
 		goto fail;
 	}
-	io_uring_buf_ring_init(p->br);
+	io_uring_buf_ring_init(q->br);
 	memset(&reg, 0, sizeof(reg));
-	reg.ring_addr = (uint64_t)(uintptr_t)p->br;
-	reg.ring_entries = p->br_entries;
+	reg.ring_addr = (uint64_t)(uintptr_t)q->br;
+	reg.ring_entries = q->br_entries;
 	reg.bgid = BGID;
-	r = io_uring_register_buf_ring(&p->rx_ring, &reg, 0);
+	r = io_uring_register_buf_ring(&q->rx_ring, &reg, 0);
 	if (r < 0)
 		goto fail;
-	memset(&p->rx_msg, 0, sizeof(p->rx_msg));
-	p->rx_msg.msg_namelen = NAME_LEN;
-	p->rx_msg.msg_controllen = CTL_LEN + (p->vnet ? 0 : GSO_VNET_LEN);
+	memset(&q->rx_msg, 0, sizeof(q->rx_msg));
+	q->rx_msg.msg_namelen = NAME_LEN;
+	q->rx_msg.msg_controllen = CTL_LEN + (q->port->vnet ? 0 : GSO_VNET_LEN);
+	q->rings = true;
 	return 0;
 fail:
-	if (p->br)
-		munmap(p->br, p->br_len);
-	p->br = NULL;
-	io_uring_queue_exit(&p->tx_ring);
-	io_uring_queue_exit(&p->rx_ring);
+	if (q->br)
+		munmap(q->br, q->br_len);
+	q->br = NULL;
+	io_uring_queue_exit(&q->tx_ring);
+	io_uring_queue_exit(&q->rx_ring);
 	return r;
 }
 
-static void setup_mmsg(struct ethp_port *p)
+static void setup_mmsg(struct afp_queue *q)
 {
 	unsigned i;
 
 	for (i = 0; i < BATCH_MAX; i++) {
-		struct msghdr *mh = &p->rmsg[i].msg_hdr;
+		struct msghdr *mh = &q->rmsg[i].msg_hdr;
 
-		mh->msg_name = &p->rname[i];
-		mh->msg_iov = &p->riov[i];
+		mh->msg_name = &q->rname[i];
+		mh->msg_iov = &q->riov[i];
 		mh->msg_iovlen = 1;
-		mh->msg_control = p->rctl[i];
+		mh->msg_control = q->rctl[i];
 	}
+}
+
+static int setsockopt_int(int fd, int level, int opt, int val)
+{
+	return setsockopt(fd, level, opt, &val, sizeof(val)) < 0 ? -errno : 0;
+}
+
+/* Close queue q: its counters go to the port's, its posted buffers back to the pool. */
+static void queue_close(struct ethp_port *p, struct afp_queue *q)
+{
+	if (!q)
+		return;
+	if (q->rings) {
+		io_uring_queue_exit(&q->tx_ring);
+		io_uring_queue_exit(&q->rx_ring);
+	}
+	if (q->br)
+		munmap(q->br, q->br_len);
+	if (q->fd >= 0) {
+		kernel_drops_read(q);
+		close(q->fd);
+	}
+	stats_add(&p->gone, &q->st);
+	p->gone.drops[ETHP_DROP_RX_KERNEL] += q->kernel_drops;
+	take_back_posted(q);
+	free(q);
+}
+
+/* Join p's fanout group: queue 0 makes it (the kernel picks an unused id), the others
+ * join it by that id. */
+static int fanout_join(struct ethp_port *p, struct afp_queue *q)
+{
+	int r;
+
+	if (q->id == 0) {
+		int v = 0;
+		socklen_t len = sizeof(v);
+
+		r = setsockopt_int(q->fd, SOL_PACKET, PACKET_FANOUT,
+				   (PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_UNIQUEID) << 16);
+		if (r < 0)
+			return r;
+		if (getsockopt(q->fd, SOL_PACKET, PACKET_FANOUT, &v, &len) < 0)
+			return -errno;
+		p->fanout = v & 0xffff;
+		return 0;
+	}
+	return setsockopt_int(q->fd, SOL_PACKET, PACKET_FANOUT,
+			      p->fanout | PACKET_FANOUT_HASH << 16);
+}
+
+/* Open queue id of p: its socket in the fanout group with the port's options, and its
+ * I/O engine (queue 0 decides which: the others follow it). */
+static int queue_open(struct ethp_port *p, unsigned id)
+{
+	struct afp_queue *q = calloc(1, sizeof(*q));
+	struct sockaddr_ll sll;
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	q->port = p;
+	q->id = id;
+	q->posted_state = (uint8_t)(BUF_POSTED + id);
+	/* The socket: unbound (protocol 0 receives nothing) until the filter is on. */
+	q->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (q->fd < 0) {
+		r = -errno;
+		log_errno(LOG_ERR, -r, "eth %s: AF_PACKET socket", p->dev);
+		goto fail;
+	}
+	if ((r = attach_drop_filter(q->fd)) < 0 ||
+	    (r = setsockopt_int(q->fd, SOL_PACKET, PACKET_AUXDATA, 1)) < 0 ||
+	    (r = setsockopt_int(q->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)) < 0 ||
+	    (r = setsockopt_int(q->fd, SOL_PACKET, PACKET_QDISC_BYPASS, 1)) < 0) {
+		log_errno(LOG_ERR, -r, "eth %s: socket options", p->dev);
+		goto fail;
+	}
+	/* GSO frames with their metadata (before the socket is bound: every frame queued
+	 * has its header). Without it a frame larger than a buffer is truncated. Queue 0
+	 * decides; the others must do the same. */
+	if (id == 0 ? p->vnet_wanted : p->vnet) {
+		r = setsockopt_int(q->fd, SOL_PACKET, PACKET_VNET_HDR, 1);
+		if (r < 0 && id > 0) {
+			log_errno(LOG_ERR, -r, "eth %s: queue %u: PACKET_VNET_HDR", p->dev, id);
+			goto fail;
+		}
+		if (r < 0)
+			log_errno(LOG_WARNING, -r,
+				  "eth %s: PACKET_VNET_HDR: frames larger than the MTU (GSO) "
+				  "are dropped",
+				  p->dev);
+		p->vnet = r == 0;
+	}
+	/* Queue room for the receive depth of full frames (GSO frames: at least 8 MiB). */
+	{
+		unsigned room = p->rx_depth * 4096u;
+
+		if (p->vnet && p->buf_size > 4096 && room < (8u << 20))
+			room = 8u << 20;
+		setsockopt_int(q->fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)room);
+	}
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = p->ifindex;
+	if (bind(q->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		r = -errno;
+		log_errno(LOG_ERR, -r, "eth %s: bind", p->dev);
+		goto fail;
+	}
+	if ((r = fanout_join(p, q)) < 0) {
+		log_errno(LOG_ERR, -r, "eth %s: queue %u: PACKET_FANOUT", p->dev, id);
+		goto fail;
+	}
+	if ((r = attach_vlan_filter(q->fd, p->vlan)) < 0) {
+		log_errno(LOG_ERR, -r, "eth %s: socket filter", p->dev);
+		goto fail;
+	}
+	setup_mmsg(q);
+	if (id == 0 ? p->io != ETHP_IO_MMSG : p->uring) {
+		r = setup_uring(q, p->rx_depth);
+		if (r == 0) {
+			p->uring = true;
+		} else if (id > 0 || p->io == ETHP_IO_URING) {
+			log_errno(LOG_ERR, -r, "eth %s: queue %u: io_uring", p->dev, id);
+			goto fail;
+		} else if (!atomic_exchange(&mmsg_logged, true)) {
+			log_errno(LOG_WARNING, -r,
+				  "eth %s: io_uring unavailable, using recvmmsg/sendmmsg", p->dev);
+		}
+	}
+	p->q[id] = q;
+	return 0;
+fail:
+	queue_close(p, q);
+	return r;
+}
+
+static void depth_set(struct ethp_port *p, unsigned n)
+{
+	unsigned d = p->rx_depth / n;
+
+	atomic_store_explicit(&p->depth, d < 8 ? 8 : d, memory_order_relaxed);
+}
+
+static int afp_set_queues(struct ethp_port *p, unsigned n)
+{
+	unsigned old = p->n_queues;
+	int r;
+
+	if (n == 0 || n > ETHP_QUEUES_MAX)
+		return -EINVAL;
+	for (unsigned i = old; i < n; i++) {
+		r = queue_open(p, i);
+		if (r < 0) {
+			for (unsigned k = old; k < i; k++) {
+				queue_close(p, p->q[k]);
+				p->q[k] = NULL;
+			}
+			return r;
+		}
+	}
+	for (unsigned i = n; i < old; i++) {
+		queue_close(p, p->q[i]);
+		p->q[i] = NULL;
+	}
+	p->n_queues = n;
+	depth_set(p, n);
+	return 0;
 }
 
 static void afp_close(struct ethp_port *p)
 {
 	if (!p)
 		return;
-	if (p->uring) {
-		io_uring_queue_exit(&p->tx_ring);
-		io_uring_queue_exit(&p->rx_ring);
-		if (p->br)
-			munmap(p->br, p->br_len);
-	}
-	if (p->fd >= 0)
-		close(p->fd);
+	for (unsigned i = 0; i < ETHP_QUEUES_MAX; i++)
+		if (p->q[i])
+			queue_close(p, p->q[i]);
 	pthread_mutex_destroy(&p->free_lock);
 	if (p->mem)
 		munmap(p->mem, p->mem_len);
@@ -991,15 +1257,9 @@ static void afp_close(struct ethp_port *p)
 	free(p);
 }
 
-static int setsockopt_int(int fd, int level, int opt, int val)
-{
-	return setsockopt(fd, level, opt, &val, sizeof(val)) < 0 ? -errno : 0;
-}
-
 static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 {
 	struct ethp_port *p;
-	struct sockaddr_ll sll;
 	struct ethp_port_attr attr;
 	unsigned i;
 	int r;
@@ -1010,10 +1270,11 @@ static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->fd = -1;
 	pthread_mutex_init(&p->free_lock, NULL);
 	strcpy(p->dev, cfg->device);
 	p->vlan = cfg->vlan;
+	p->io = cfg->io;
+	p->vnet_wanted = !cfg->no_vnet_hdr;
 	p->n_bufs = cfg->n_bufs ? cfg->n_bufs : 1024;
 	p->buf_size = cfg->buf_size ? cfg->buf_size : 2048;
 	p->rx_depth = cfg->rx_depth ? cfg->rx_depth : p->n_bufs / 2;
@@ -1055,63 +1316,10 @@ static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 	}
 	p->n_free = p->n_bufs;
 
-	/* The socket: unbound (protocol 0 receives nothing) until the filter is on. */
-	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (p->fd < 0) {
-		r = -errno;
-		log_errno(LOG_ERR, -r, "eth %s: AF_PACKET socket", p->dev);
+	r = afp_set_queues(p, 1);
+	if (r < 0)
 		goto fail;
-	}
-	if ((r = attach_vlan_filter(p->fd, p->vlan)) < 0 ||
-	    (r = setsockopt_int(p->fd, SOL_PACKET, PACKET_AUXDATA, 1)) < 0 ||
-	    (r = setsockopt_int(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)) < 0 ||
-	    (r = setsockopt_int(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, 1)) < 0) {
-		log_errno(LOG_ERR, -r, "eth %s: socket options", p->dev);
-		goto fail;
-	}
-	/* GSO frames with their metadata (before the socket is bound: every frame queued
-	 * has its header). Without it a frame larger than a buffer is truncated. */
-	if (!cfg->no_vnet_hdr) {
-		r = setsockopt_int(p->fd, SOL_PACKET, PACKET_VNET_HDR, 1);
-		if (r < 0)
-			log_errno(LOG_WARNING, -r,
-				  "eth %s: PACKET_VNET_HDR: frames larger than the MTU (GSO) "
-				  "are dropped",
-				  p->dev);
-		p->vnet = r == 0;
-	}
-	/* Queue room for the receive depth of full frames (GSO frames: at least 8 MiB). */
-	{
-		unsigned room = p->rx_depth * 4096u;
-
-		if (p->vnet && p->buf_size > 4096 && room < (8u << 20))
-			room = 8u << 20;
-		setsockopt_int(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)room);
-	}
-	memset(&sll, 0, sizeof(sll));
-	sll.sll_family = AF_PACKET;
-	sll.sll_protocol = htons(ETH_P_ALL);
-	sll.sll_ifindex = p->ifindex;
-	if (bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		r = -errno;
-		log_errno(LOG_ERR, -r, "eth %s: bind", p->dev);
-		goto fail;
-	}
 	rx_merging_off(p);
-
-	setup_mmsg(p);
-	if (cfg->io != ETHP_IO_MMSG) {
-		r = setup_uring(p);
-		if (r == 0) {
-			p->uring = true;
-		} else if (cfg->io == ETHP_IO_URING) {
-			log_errno(LOG_ERR, -r, "eth %s: io_uring", p->dev);
-			goto fail;
-		} else if (!atomic_exchange(&mmsg_logged, true)) {
-			log_errno(LOG_WARNING, -r,
-				  "eth %s: io_uring unavailable, using recvmmsg/sendmmsg", p->dev);
-		}
-	}
 	r = afp_query(p, &attr);
 	if (r < 0) {
 		log_errno(LOG_ERR, -r, "eth %s: query", p->dev);
@@ -1134,6 +1342,7 @@ const struct ethp_ops ethp_afpacket_ops = {
 	.mc_add = afp_mc_add,
 	.mc_del = afp_mc_del,
 	.set_promisc = afp_set_promisc,
+	.set_queues = afp_set_queues,
 	.buf_get = afp_buf_get,
 	.buf_put = afp_buf_put,
 	.rx_burst = afp_rx_burst,

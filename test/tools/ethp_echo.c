@@ -81,7 +81,7 @@ static void eth_hdr(struct ethp_tx *t, const uint8_t *dst, uint16_t type)
 /* Send one frame; 1 if accepted. */
 static int send1(struct ethp_tx *t)
 {
-	return ops->tx_burst(port, t, 1);
+	return ops->tx_burst(port, 0, t, 1);
 }
 
 static void print_stats(const char *extra)
@@ -104,17 +104,17 @@ static void print_stats(const char *extra)
 /* Wait up to ms for frames with the arm protocol; returns rx_burst's result. */
 static int wait_rx(struct ethp_rx *rx, unsigned max, int ms)
 {
-	struct pollfd pfd = { .fd = ops->wait_fd(port), .events = POLLIN };
-	int n = ops->rx_burst(port, rx, max);
+	struct pollfd pfd = { .fd = ops->wait_fd(port, 0), .events = POLLIN };
+	int n = ops->rx_burst(port, 0, rx, max);
 
 	if (n != 0)
 		return n;
-	ops->arm(port);
-	n = ops->rx_burst(port, rx, max);
+	ops->arm(port, 0);
+	n = ops->rx_burst(port, 0, rx, max);
 	if (n != 0)
 		return n;
 	poll(&pfd, 1, ms);
-	return ops->rx_burst(port, rx, max);
+	return ops->rx_burst(port, 0, rx, max);
 }
 
 /* Handle one frame in respond mode; replies are built in place in its buffer. */
@@ -321,7 +321,7 @@ static void on_link(const struct linkwatch_state *st, unsigned changes, void *ar
 		eth_hdr(&t, bcast, 0x88b5); /* local experimental ethertype */
 		t.data = NULL;
 		t.len = 0;
-		n = ops->tx_burst(port, &t, 1);
+		n = ops->tx_burst(port, 0, &t, 1);
 		ops->stats(port, &s);
 		printf("tx_while_down accepted=%d dropped=%llu sent=%llu\n", n,
 		       (unsigned long long)s.drops[ETHP_DROP_TX_LINK_DOWN],

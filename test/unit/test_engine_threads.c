@@ -14,8 +14,9 @@
  *     drop (worker drop reasons, the slow path's local / unresolved drops);
  *   - the counters add up (rx = generated, forwarded = sent, tx = frames the fakes took,
  *     parked = released + dropped);
- *   - no port's data path is entered by two threads at once (a port belongs to one
- *     thread at a time: port/eth_port.h, port/ib_port.h);
+ *   - no data path is entered by two threads at once (an Ethernet port's queue belongs
+ *     to its worker, an IB port to one thread at a time: port/eth_port.h,
+ *     port/ib_port.h), and an Ethernet port has a queue for every running worker;
  *   - workers stop, and every message is back in its pool.
  *
  * Deferred frees (snapshots, FIB groups, neighbour entries) are parked until the
@@ -138,10 +139,11 @@ static struct outcome oc;
 static struct fwd_engine *eng;
 static uint32_t fake_if[NIF];
 
-/* A port is polled (received from, armed) only by the worker the latest snapshot gives
- * it: a port changes worker only through fwd_worker_set_count's hand-over, so the old
- * worker lets go before the new one is named. Workers are told apart by thread name. */
-static void check_poller(unsigned i)
+/* An IB port is polled (received from, armed) only by the worker the latest snapshot
+ * gives it: a port changes worker only through fwd_worker_set_count's hand-over, so the
+ * old worker lets go before the new one is named. An Ethernet port's queue q only by
+ * worker q (q: -1 for an IB port). Workers are told apart by thread name. */
+static void check_poller(unsigned i, int q)
 {
 	char name[16];
 	unsigned id;
@@ -151,7 +153,7 @@ static void check_poller(unsigned i)
 	    sscanf(name, "ibgw-fwd%u", &id) != 1)
 		return;
 	f = fwd_snap_if(fwd_engine_current(eng), fake_if[i]);
-	if (!f || f->worker != id)
+	if (!f || (q < 0 ? f->worker != id : (unsigned)q != id))
 		atomic_fetch_add(&oc.wrong_poller, 1);
 	atomic_fetch_add(&oc.polls_checked, 1);
 }
@@ -225,12 +227,19 @@ static void dp_leave(struct dp_guard *d)
 	atomic_store(&d->busy, 0);
 }
 
-struct fake_eth {
-	unsigned i;
+/* One queue of a fake Ethernet port: its data path is its worker's. */
+struct fe_queue {
 	struct dp_guard dp;
 	int efd;
 	uint64_t rng;
-	unsigned made;             /* owner only */
+	uint64_t tx_frames; /* data path only (plain: TSan sees any overlap) */
+};
+
+struct fake_eth {
+	unsigned i;
+	struct fe_queue q[FWD_WORKERS_MAX];
+	atomic_uint nq;            /* queues (set_queues, control) */
+	atomic_uint made;          /* packets generated, over all queues */
 	uint64_t t0;               /* start of the stream (set before the workers start) */
 	atomic_bool running;       /* control: generate */
 	pthread_mutex_t pool_lock; /* buf_put: any thread (port/eth_port.h) */
@@ -238,13 +247,20 @@ struct fake_eth {
 	struct ethp_buf *free[EBUFS];
 	struct ethp_buf bufs[EBUFS];
 	uint8_t mem[EBUFS][256];
-	uint64_t tx_frames; /* data path only (plain: TSan sees any overlap) */
 };
 static struct fake_eth feth[2];
 
-static size_t make_frame(struct fake_eth *f, uint8_t *fr, uint64_t id)
+/* Wake every queue of both fakes' ports. */
+static void fe_wake_all(void)
 {
-	uint64_t r = splitmix(&f->rng);
+	for (unsigned i = 0; i < 2; i++)
+		for (unsigned q = 0; q < FWD_WORKERS_MAX; q++)
+			(void)!write(feth[i].q[q].efd, &(uint64_t){ 1 }, 8);
+}
+
+static size_t make_frame(struct fake_eth *f, uint64_t *rng, uint8_t *fr, uint64_t id)
+{
+	uint64_t r = splitmix(rng);
 	unsigned kind = (unsigned)(r % 100), k = (unsigned)(r >> 8) % NPFX;
 	uint8_t *p = fr + 14;
 	size_t len = 36 + (r >> 20) % 64;
@@ -280,48 +296,6 @@ static size_t make_frame(struct fake_eth *f, uint8_t *fr, uint64_t id)
 
 #define FE(port) ((struct fake_eth *)(void *)(port))
 
-static int fe_rx_burst(struct ethp_port *port, struct ethp_rx *rxs, unsigned max)
-{
-	struct fake_eth *f = FE(port);
-	unsigned n = 0;
-	uint64_t v;
-
-	dp_enter(&f->dp);
-	check_poller(f->i);
-	(void)!read(f->efd, &v, sizeof(v));
-	if (atomic_load(&f->running)) {
-		/* Bursts of various sizes, and pauses so that workers also sleep. */
-		unsigned want = (unsigned)(splitmix(&f->rng) % (max + 1));
-
-		uint64_t t = mono_us() - f->t0;
-
-		if ((t / 1500) % 5 == 4)
-			want = 0;
-		/* Paced (about 1.5 s for the stream) so that the control thread's changes
-		 * land all along it. */
-		while (n < want && f->made < PER_PORT && f->made < t * PER_PORT / 1500000u) {
-			struct ethp_buf *b = NULL;
-			uint64_t id;
-
-			pthread_mutex_lock(&f->pool_lock);
-			if (f->nfree)
-				b = f->free[--f->nfree];
-			pthread_mutex_unlock(&f->pool_lock);
-			if (!b)
-				break;
-			id = (uint64_t)f->i * PER_PORT + f->made++;
-
-			rxs[n] = (struct ethp_rx){ .buf = b, .data = b->base };
-			rxs[n].len = (uint32_t)make_frame(f, b->base, id);
-			rxs[n].pkttype = ETHP_PKT_HOST;
-			n++;
-		}
-		atomic_fetch_add(&oc.gen, n);
-	}
-	dp_leave(&f->dp);
-	return (int)n;
-}
-
 static void fe_buf_put(struct ethp_port *port, struct ethp_buf *b)
 {
 	struct fake_eth *f = FE(port);
@@ -331,12 +305,89 @@ static void fe_buf_put(struct ethp_port *port, struct ethp_buf *b)
 	pthread_mutex_unlock(&f->pool_lock);
 }
 
-static int fe_tx_burst(struct ethp_port *port, const struct ethp_tx *txs, unsigned n)
+/* Queue qi of the fake: it must exist (set_queues), or the engine polls a queue the
+ * port does not have (counted as a wrong poller). */
+static struct fe_queue *fe_queue(struct fake_eth *f, unsigned qi)
+{
+	if (qi >= atomic_load(&f->nq)) {
+		atomic_fetch_add(&oc.wrong_poller, 1);
+		return NULL;
+	}
+	return &f->q[qi];
+}
+
+static int fe_set_queues(struct ethp_port *port, unsigned n)
+{
+	if (n == 0 || n > FWD_WORKERS_MAX)
+		return -EINVAL;
+	atomic_store(&FE(port)->nq, n);
+	return 0;
+}
+
+static int fe_rx_burst(struct ethp_port *port, unsigned qi, struct ethp_rx *rxs, unsigned max)
 {
 	struct fake_eth *f = FE(port);
+	struct fe_queue *q = fe_queue(f, qi);
+	unsigned n = 0;
+	uint64_t v;
+
+	if (!q)
+		return -EINVAL;
+	dp_enter(&q->dp);
+	check_poller(f->i, (int)qi);
+	(void)!read(q->efd, &v, sizeof(v));
+	if (atomic_load(&f->running)) {
+		/* Bursts of various sizes, and pauses so that workers also sleep. */
+		unsigned want = (unsigned)(splitmix(&q->rng) % (max + 1));
+
+		uint64_t t = mono_us() - f->t0;
+
+		if ((t / 1500) % 5 == 4)
+			want = 0;
+		/* Paced (about 1.5 s for the stream, over all queues) so that the control
+		 * thread's changes land all along it. */
+		while (n < want) {
+			struct ethp_buf *b = NULL;
+			unsigned made = atomic_load(&f->made);
+			uint64_t id;
+
+			pthread_mutex_lock(&f->pool_lock);
+			if (f->nfree)
+				b = f->free[--f->nfree];
+			pthread_mutex_unlock(&f->pool_lock);
+			if (!b)
+				break;
+			/* The next id of the port, shared by its queues. */
+			while (made < PER_PORT && made < t * PER_PORT / 1500000u &&
+			       !atomic_compare_exchange_weak(&f->made, &made, made + 1))
+				;
+			if (made >= PER_PORT || made >= t * PER_PORT / 1500000u) {
+				fe_buf_put(port, b);
+				break;
+			}
+			id = (uint64_t)f->i * PER_PORT + made;
+
+			rxs[n] = (struct ethp_rx){ .buf = b, .data = b->base };
+			rxs[n].len = (uint32_t)make_frame(f, &q->rng, b->base, id);
+			rxs[n].pkttype = ETHP_PKT_HOST;
+			n++;
+		}
+		atomic_fetch_add(&oc.gen, n);
+	}
+	dp_leave(&q->dp);
+	return (int)n;
+}
+
+static int fe_tx_burst(struct ethp_port *port, unsigned qi, const struct ethp_tx *txs, unsigned n)
+{
+	struct fake_eth *f = FE(port);
+	struct fe_queue *q = fe_queue(f, qi);
 	uint8_t me[6];
 
-	dp_enter(&f->dp);
+	if (!q)
+		return -EINVAL;
+	check_poller(f->i, (int)qi);
+	dp_enter(&q->dp);
 	if_mac(f->i, me);
 	for (unsigned t = 0; t < n; t++) {
 		const struct ethp_tx *x = &txs[t];
@@ -344,7 +395,7 @@ static int fe_tx_burst(struct ethp_port *port, const struct ethp_tx *txs, unsign
 		int g = -2;
 		uint8_t m[6];
 
-		f->tx_frames++;
+		q->tx_frames++;
 		atomic_fetch_add(&oc.frames, 1);
 		if (x->hdr_len != 14 || memcmp(x->hdr + 6, me, 6)) {
 			bad("Ethernet header");
@@ -372,26 +423,33 @@ static int fe_tx_burst(struct ethp_port *port, const struct ethp_tx *txs, unsign
 		}
 		check_ip(f->i, g, x->data, x->len);
 	}
-	dp_leave(&f->dp);
+	dp_leave(&q->dp);
 	return (int)n;
 }
 
-static int fe_wait_fd(struct ethp_port *port)
+static int fe_wait_fd(struct ethp_port *port, unsigned qi)
 {
-	return FE(port)->efd;
+	struct fe_queue *q = fe_queue(FE(port), qi);
+
+	return q ? q->efd : -EINVAL;
 }
 
-static int fe_arm(struct ethp_port *port)
+static int fe_arm(struct ethp_port *port, unsigned qi)
 {
 	struct fake_eth *f = FE(port);
+	struct fe_queue *q = fe_queue(f, qi);
 
-	dp_enter(&f->dp);
-	dp_leave(&f->dp);
+	if (!q)
+		return -EINVAL;
+	check_poller(f->i, (int)qi);
+	dp_enter(&q->dp);
+	dp_leave(&q->dp);
 	return 0;
 }
 
 static const struct ethp_ops fake_eth_ops = {
 	.name = "fake",
+	.set_queues = fe_set_queues,
 	.buf_put = fe_buf_put,
 	.rx_burst = fe_rx_burst,
 	.tx_burst = fe_tx_burst,
@@ -466,7 +524,7 @@ static int fi_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
 
 	(void)wcs, (void)max;
 	dp_enter(&f->dp);
-	check_poller(IF_C);
+	check_poller(IF_C, -1);
 	dp_leave(&f->dp);
 	return 0;
 }
@@ -652,10 +710,12 @@ static void setup_engine(struct env *v)
 
 		memset(f, 0, sizeof(*f));
 		f->i = i;
-		f->rng = 0x1234 + i;
+		for (unsigned q = 0; q < FWD_WORKERS_MAX; q++) {
+			f->q[q].rng = 0x1234 + i * 64 + q;
+			f->q[q].efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			assert_true(f->q[q].efd >= 0);
+		}
 		pthread_mutex_init(&f->pool_lock, NULL);
-		f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		assert_true(f->efd >= 0);
 		for (unsigned b = 0; b < EBUFS; b++) {
 			f->bufs[b] = (struct ethp_buf){ .base = f->mem[b], .cap = 256, .id = b };
 			f->free[f->nfree++] = &f->bufs[b];
@@ -785,8 +845,7 @@ static void drain(struct env *v)
 
 		fwd_sp_poll(v->e);
 		(void)fwd_sp_tick(v->e);
-		for (unsigned i = 0; i < 2; i++)
-			(void)!write(feth[i].efd, &(uint64_t){ 1 }, 8);
+		fe_wake_all();
 		usleep(1000);
 		sum_stats(v, &s, &d, &p);
 		fwd_sp_stats(v->e, &sp);
@@ -820,8 +879,7 @@ static void stream_while_control_changes_everything(void **state)
 		churn(&v, steps++);
 		fwd_sp_poll(v.e);
 		(void)fwd_sp_tick(v.e);
-		for (unsigned i = 0; i < 2; i++)
-			(void)!write(feth[i].efd, &(uint64_t){ 1 }, 8);
+		fe_wake_all();
 		usleep(50);
 	}
 	atomic_store(&feth[0].running, false);
@@ -911,8 +969,14 @@ static void stream_while_control_changes_everything(void **state)
 		for (int side = 0; side < 2; side++)
 			assert_int_equal(fwd_msg_pool_free(v.e, w, (enum fwd_msg_owner)side), POOL);
 	/* The fakes' plain counters, read after the joins. */
-	assert_int_equal(feth[0].tx_frames + feth[1].tx_frames + fib_.tx_frames,
-			 atomic_load(&oc.frames));
+	{
+		uint64_t frames = fib_.tx_frames;
+
+		for (unsigned i = 0; i < 2; i++)
+			for (unsigned q = 0; q < FWD_WORKERS_MAX; q++)
+				frames += feth[i].q[q].tx_frames;
+		assert_int_equal(frames, atomic_load(&oc.frames));
+	}
 
 	fwd_engine_free(v.e);
 	run_parked();
@@ -921,7 +985,8 @@ static void stream_while_control_changes_everything(void **state)
 	rt_destroy(v.rt);
 	run_parked();
 	for (unsigned i = 0; i < 2; i++)
-		close(feth[i].efd);
+		for (unsigned q = 0; q < FWD_WORKERS_MAX; q++)
+			close(feth[i].q[q].efd);
 	free(fib_.mem);
 	free(pk);
 	pk = NULL;
