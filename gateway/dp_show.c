@@ -725,6 +725,28 @@ static struct json_object *paths_stats_json(struct gw_dp *dp)
 	return o;
 }
 
+/* What each running worker received, sent and forwarded: every worker takes its share
+ * of every Ethernet port's frames (one queue each), an IB port's are its owner's. */
+static struct json_object *per_worker_json(struct gw_dp *dp)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (unsigned w = 0; w < dp->n_workers; w++) {
+		struct json_object *k = json_object_new_object();
+		struct fwd_stats st;
+		char id[12];
+
+		fwd_engine_stats(dp->e, (int)w, &st);
+		add_int(k, "rx_packets", (int64_t)st.rx_packets);
+		add_int(k, "tx_packets", (int64_t)st.tx_packets);
+		add_int(k, "forwarded4", (int64_t)st.forwarded4);
+		add_int(k, "forwarded6", (int64_t)st.forwarded6);
+		snprintf(id, sizeof(id), "%u", w);
+		json_object_object_add(o, id, k);
+	}
+	return o;
+}
+
 int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 {
 	struct fwd_stats st;
@@ -772,5 +794,6 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 		add_int(s, fwd_sp_reason_name((enum fwd_sp_reason)i), (int64_t)sp.r[i]);
 	json_object_object_add(o, "slowpath", s);
 	json_object_object_add(o, "paths", paths_stats_json(dp));
+	json_object_object_add(o, "per_worker", per_worker_json(dp));
 	return ctl_reply_record(r, o) < 0 ? CTL_EFAILED : CTL_OK;
 }

@@ -16,6 +16,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/daemon_suite.sh"
+. "$top/test/lib/arb.sh"
 daemon_suite_init gso
 A=gso-a-$$ R=gso-r-$$ B=gso-b-$$
 daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
@@ -27,21 +28,7 @@ for c in iperf3 jq python3; do
 done
 [ -x "$ibgwd" ] || { echo "Bail out! no $ibgwd (make)"; exit 1; }
 
-for n in $A $R $B; do ip netns add "$n"; ip -n "$n" link set lo up; done
-ip link add eth0 netns "$A" type veth peer name ra netns "$R"
-ip link add eth0 netns "$B" type veth peer name rb netns "$R"
-# R's kernel stays out of the way: no addresses, no IPv6, no forwarding.
-ip netns exec "$R" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-for d in ra rb; do ip netns exec "$R" sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1"; ip -n "$R" link set "$d" up; done
-ip -n "$A" addr add 10.61.0.2/24 dev eth0
-ip -n "$A" addr add fd00:61::2/64 dev eth0 nodad
-ip -n "$B" addr add 10.62.0.2/24 dev eth0
-ip -n "$B" addr add fd00:62::2/64 dev eth0 nodad
-for n in $A $B; do ip -n "$n" link set eth0 up; done
-ip -n "$A" route add 10.62.0.0/24 via 10.61.0.1
-ip -n "$A" -6 route add fd00:62::/64 via fd00:61::1
-ip -n "$B" route add 10.61.0.0/24 via 10.62.0.1
-ip -n "$B" -6 route add fd00:61::/64 via fd00:62::1
+arb_up "$A" "$R" "$B" 61 62
 
 # ETHTOOL_GTSO (0x1e) on a host's eth0: 1 when TSO is on.
 tso() {
@@ -55,28 +42,9 @@ print(struct.unpack("II", val.raw[:8])[1])'
 tap_is "host A's veth has TSO on (the default)" "$(tso "$A")" 1
 tap_is "host B's veth has TSO on (the default)" "$(tso "$B")" 1
 
-cat >"$work/ibgwd.yaml" <<EOF
-gateway:
-  name: gso
-control:
-  socket: $sock
-logging:
-  level: info
-ethernet_interfaces:
-  - name: ra
-    device: ra
-    addresses: [10.61.0.1/24, "fd00:61::1/64"]
-  - name: rb
-    device: rb
-    addresses: [10.62.0.1/24, "fd00:62::1/64"]
-EOF
-ip netns exec "$R" "$ibgwd" -d -f "$work/ibgwd.yaml" 2>"$work/log" &
-pid=$!
+arb_config "$work/ibgwd.yaml" 61 62
+arb_start "$work/ibgwd.yaml"
 tap_check "ibgwd answers on its control socket" wait_socket
-for _ in $(seq 50); do
-	[ "$("$gwctl" -S "$sock" show links 2>/dev/null | grep -c 'state UP')" = 2 ] && break
-	sleep 0.1
-done
 tap_is "both Ethernet interfaces are up" "$("$gwctl" -S "$sock" show links | grep -c 'state UP')" 2
 
 # iperf3 NS_SERVER NS_CLIENT ADDR BYTES [ARGS]: the bytes iperf3 sent (as the rack suites
@@ -92,34 +60,6 @@ xfer() {
 	jq -r --argjson want "$n" \
 		'.end.sum_sent.bytes // 0 | if . > $want and . <= $want + 131072 then $want else . end' \
 		"$work/iperf.json" 2>/dev/null
-}
-# intact NS_SERVER NS_CLIENT ADDR: a file of random bytes sent over one TCP connection
-# (sendfile: the sender's TSO at work), its SHA-256 as the receiver computed it.
-intact() {
-	local s=$1 c=$2 addr=$3
-	ip netns exec "$s" python3 -c '
-import hashlib, socket, sys
-fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
-l = socket.socket(fam, socket.SOCK_STREAM)
-l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind((sys.argv[1], 5202)); l.listen(1); l.settimeout(30)
-c, _ = l.accept(); c.settimeout(30)
-h = hashlib.sha256()
-while True:
-    b = c.recv(1 << 20)
-    if not b: break
-    h.update(b)
-print(h.hexdigest())' "$addr" >"$work/sum" 2>&1 &
-	local rx=$!
-	sleep 0.5
-	ip netns exec "$c" timeout 60 python3 -c '
-import socket, sys
-c = socket.create_connection((sys.argv[1], 5202), timeout=30)
-with open(sys.argv[2], "rb") as f:
-    c.sendfile(f)
-c.close()' "$addr" "$work/blob"
-	wait "$rx"
-	cat "$work/sum"
 }
 ping_ok() { ip netns exec "$1" ping -c 2 -i 0.2 -W 2 "$2" >/dev/null 2>&1 && echo ok; }
 tap_is "ping A -> B through the gateway (resolves both neighbours)" "$(ping_ok "$A" 10.62.0.2)" ok

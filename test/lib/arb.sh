@@ -1,0 +1,96 @@
+# A - R - B: three namespaces joined by veth pairs, for suites that run ibgwd in R
+# between two Ethernet interfaces (gso.sh, fanout.sh). Source after tap.sh and
+# daemon_suite.sh (it needs $top, $work, $ibgwd, $gwctl, $sock), then:
+#
+#   arb_up A R B X Y      # namespaces A, R, B; A's eth0 10.X.0.2/24, fd00:X::2/64 on
+#                         # veth ra in R, B's eth0 10.Y.0.2/24, fd00:Y::2/64 on rb; the
+#                         # hosts route to each other via .1 / ::1 (ibgwd's); R's kernel
+#                         # has no address, no IPv6, no forwarding; default offloads
+#   arb_config FILE X Y [GATEWAY_LINE...]   # an ibgwd config for R: ra and rb with the
+#                         # .1 / ::1 addresses, extra lines under gateway:
+#   arb_start FILE        # ibgwd -d in R ($pid: not in a subshell), waits for its socket
+#                         # and both links up; returns 1 if it does not answer
+#   intact NS_SERVER NS_CLIENT ADDR   # $work/blob over one TCP connection (sendfile:
+#                         # the sender's TSO at work); prints its SHA-256 as received
+arb_up() {
+	local a=$1 r=$2 b=$3 x=$4 y=$5 n d
+	for n in "$a" "$r" "$b"; do ip netns add "$n"; ip -n "$n" link set lo up; done
+	ip link add eth0 netns "$a" type veth peer name ra netns "$r"
+	ip link add eth0 netns "$b" type veth peer name rb netns "$r"
+	ip netns exec "$r" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+		net.ipv6.conf.default.disable_ipv6=1
+	for d in ra rb; do
+		ip netns exec "$r" sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1"
+		ip -n "$r" link set "$d" up
+	done
+	ip -n "$a" addr add "10.$x.0.2/24" dev eth0
+	ip -n "$a" addr add "fd00:$x::2/64" dev eth0 nodad
+	ip -n "$b" addr add "10.$y.0.2/24" dev eth0
+	ip -n "$b" addr add "fd00:$y::2/64" dev eth0 nodad
+	for n in "$a" "$b"; do ip -n "$n" link set eth0 up; done
+	ip -n "$a" route add "10.$y.0.0/24" via "10.$x.0.1"
+	ip -n "$a" -6 route add "fd00:$y::/64" via "fd00:$x::1"
+	ip -n "$b" route add "10.$x.0.0/24" via "10.$y.0.1"
+	ip -n "$b" -6 route add "fd00:$x::/64" via "fd00:$y::1"
+}
+
+arb_config() {
+	local f=$1 x=$2 y=$3 l
+	shift 3
+	{
+		echo "gateway:"
+		echo "  name: arb"
+		for l in "$@"; do echo "  $l"; done
+		cat <<EOC
+control:
+  socket: $sock
+logging:
+  level: info
+ethernet_interfaces:
+  - name: ra
+    device: ra
+    addresses: [10.$x.0.1/24, "fd00:$x::1/64"]
+  - name: rb
+    device: rb
+    addresses: [10.$y.0.1/24, "fd00:$y::1/64"]
+EOC
+	} >"$f"
+}
+
+arb_start() {
+	ip netns exec "$R" "$ibgwd" -d -f "$1" 2>"$work/log" &
+	pid=$!
+	wait_socket || return 1
+	for _ in $(seq 50); do
+		[ "$("$gwctl" -S "$sock" show links 2>/dev/null | grep -c 'state UP')" = 2 ] && return 0
+		sleep 0.1
+	done
+	return 0
+}
+
+intact() {
+	local s=$1 c=$2 addr=$3
+	ip netns exec "$s" python3 -c '
+import hashlib, socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+l = socket.socket(fam, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], 5202)); l.listen(1); l.settimeout(30)
+c, _ = l.accept(); c.settimeout(30)
+h = hashlib.sha256()
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    h.update(b)
+print(h.hexdigest())' "$addr" >"$work/sum" 2>&1 &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "$c" timeout 60 python3 -c '
+import socket, sys
+c = socket.create_connection((sys.argv[1], 5202), timeout=30)
+with open(sys.argv[2], "rb") as f:
+    c.sendfile(f)
+c.close()' "$addr" "$work/blob"
+	wait "$rx"
+	cat "$work/sum"
+}
