@@ -191,12 +191,11 @@ gateway_stop() {   # NODE
 }
 # veth_tx_csum_off NS DEV: make a host's veth behave like a wire: the host's kernel
 # computes its checksums and segments its TCP itself (turning TX checksum offload off
-# also turns off TSO/GSO). Otherwise a veth hands the gateway's AF_PACKET socket
-# 64 KiB GSO super-frames with the checksum left to offload, which no Ethernet wire
-# carries (measured: 516 frames truncated and 840 kbit/s TCP with offloads on). The
-# gateway completes left-over checksums itself (rx_csum_completed); it does not
-# segment GSO frames. ethtool -K DEV tx off, without ethtool: the SIOCETHTOOL ioctl
-# with ETHTOOL_STXCSUM.
+# also turns off TSO/GSO), so the rack's suites see the frames a NIC would deliver.
+# The gateway takes a local sender's 64 KiB GSO super-frames too (received whole with
+# their metadata, cut in software for IPoIB): test/integration/gateway.sh turns the
+# offloads back on for ethhost1 to check it, gso.sh and fanout.sh run with them on.
+# ethtool -K DEV tx off, without ethtool: the SIOCETHTOOL ioctl with ETHTOOL_STXCSUM.
 veth_tx_csum_off() {
 	ip netns exec "$1" python3 -c '
 import ctypes, fcntl, socket, struct, sys

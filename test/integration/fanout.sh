@@ -14,6 +14,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
+. "$top/test/lib/intact.sh"
 daemon_suite_init fanout
 A=fan-a-$$ R=fan-r-$$ B=fan-b-$$
 daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
@@ -91,9 +92,9 @@ tap_like "both workers received frames (each above 1000 of the 38,400 datagrams)
 dd if=/dev/urandom of="$work/blob" bs=1M count=16 status=none
 want=$(sha256sum <"$work/blob" | cut -d' ' -f1)
 tap_is "16 MiB A -> B over TCP (IPv4, default offloads) arrive intact" \
-	"$(intact "$B" "$A" 10.64.0.2)" "$want"
+	"$(intact "$B" "$A" 10.64.0.2 "$work/blob")" "$want"
 tap_is "16 MiB B -> A over TCP (IPv6, default offloads) arrive intact" \
-	"$(intact "$A" "$B" fd00:63::2)" "$want"
+	"$(intact "$A" "$B" fd00:63::2 "$work/blob")" "$want"
 
 # One worker, then two again, by reload: the ports' queues follow.
 arb_config "$work/ibgwd.yaml" 63 64 "workers: 1"

@@ -23,14 +23,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/intact.sh"
 suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 72
+tap_plan 75
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
-suite_need_cmds ibsim opensm tshark iperf3 jq
+suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
 suite_ibhost_helpers
 pings() {   # NODE ARGS...: "N received" of a bounded ping
 	local n=$1; shift
@@ -81,6 +82,24 @@ n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 20M -R)
 tap_is "iperf3 TCP IB -> Ethernet: 20 MiB arrive" "$n" 20971520
 n=$(iperf_bytes ethhost2 fd00:20::12 ibhost3 8M)
 tap_is "iperf3 TCP over IPv6 IB -> Ethernet: 8 MiB arrive" "$n" 8388608
+
+# A sender with a Linux host's default offloads (TX checksum offload, TSO, GSO; the rack
+# turns them off on its Ethernet hosts, sim/lib/roles.sh): its TCP reaches the gateway as
+# super-frames of up to 64 KiB with partial checksums, which the gateway cuts in software
+# into segments the IPoIB link carries (docs/ethernet-ports.md, "Frames bigger than the
+# MTU").
+offloads() { in_ns ethhost1 ethtool -K eth0 tx "$1" tso "$1" gso "$1" >/dev/null 2>&1; }
+dd if=/dev/urandom of="$work/blob" bs=1M count=8 status=none
+blob_sum=$(sha256sum <"$work/blob" | cut -d' ' -f1)
+seg0=$(gwctl -j show stats | jq -r '.[0].gso_segmented')
+offloads on
+tap_is "default offloads: 8 MiB TCP Ethernet -> datagram-mode IB host arrive intact (SHA-256)" \
+	"$(intact "$rack-ibhost3" "$rack-ethhost1" 10.10.0.13 "$work/blob")" "$blob_sum"
+offloads off
+seg=$(gwctl -j show stats | jq -r '.[0].gso_segmented')
+echo "# GSO frames segmented in software: $((seg - seg0))"
+tap_like "default offloads: the gateway segmented GSO frames for the IPoIB link" \
+	"$((seg - seg0))" "^[1-9][0-9]*$"
 
 # MTU: the IB host's link is 2044, the Ethernet side 1500.
 out=$(in_ns ibhost3 ping -c 2 -i 0.3 -W 2 -M do -s 1600 10.20.0.11 2>&1)
@@ -247,6 +266,10 @@ n=$(iperf_bytes ibhost1 10.10.0.11 ethhost1 8M)
 tap_is "connected mode: iperf3 TCP Ethernet -> connected IB host, 8 MiB" "$n" 8388608
 n=$(iperf_bytes ibhost1 10.10.0.11 ethhost1 8M -R)
 tap_is "connected mode: iperf3 TCP connected IB host -> Ethernet, 8 MiB" "$n" 8388608
+offloads on
+tap_is "connected mode, default offloads: 8 MiB TCP Ethernet -> connected IB host intact" \
+	"$(intact "$rack-ibhost1" "$rack-ethhost1" 10.10.0.11 "$work/blob")" "$blob_sum"
+offloads off
 cj=$(gwctl -j show connections)
 nj=$(gwctl -j show neighbours dev ib0 | jq -c '.[] | select(.dst == "10.10.0.11")')
 peer=$(echo "$nj" | jq -r '.lladdr')

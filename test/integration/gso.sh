@@ -17,6 +17,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
+. "$top/test/lib/intact.sh"
 daemon_suite_init gso
 A=gso-a-$$ R=gso-r-$$ B=gso-b-$$
 daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
@@ -67,8 +68,8 @@ tap_is "ping6 A -> B through the gateway" "$(ping_ok "$A" fd00:62::2)" ok
 
 dd if=/dev/urandom of="$work/blob" bs=1M count=32 status=none
 want=$(sha256sum <"$work/blob" | cut -d' ' -f1)
-tap_is "32 MiB A -> B over TCP (IPv4) arrive intact (SHA-256)" "$(intact "$B" "$A" 10.62.0.2)" "$want"
-tap_is "32 MiB B -> A over TCP (IPv6) arrive intact (SHA-256)" "$(intact "$A" "$B" fd00:61::2)" "$want"
+tap_is "32 MiB A -> B over TCP (IPv4) arrive intact (SHA-256)" "$(intact "$B" "$A" 10.62.0.2 "$work/blob")" "$want"
+tap_is "32 MiB B -> A over TCP (IPv6) arrive intact (SHA-256)" "$(intact "$A" "$B" fd00:61::2 "$work/blob")" "$want"
 n=$((64 << 20))
 tap_is "iperf3 TCP A -> B (IPv4): 64 MiB" "$(xfer "$B" "$A" 10.62.0.2 $n)" "$n"
 echo "# $(cat "$work/rate")"
@@ -95,9 +96,9 @@ ip -n "$R" link set rb mtu 1400
 sleep 1
 n=$((16 << 20))
 tap_is "B at MTU 1400: 32 MiB A -> B over TCP (IPv4) arrive intact" \
-	"$(intact "$B" "$A" 10.62.0.2)" "$want"
+	"$(intact "$B" "$A" 10.62.0.2 "$work/blob")" "$want"
 tap_is "B at MTU 1400: 32 MiB A -> B over TCP (IPv6) arrive intact" \
-	"$(intact "$B" "$A" fd00:62::2)" "$want"
+	"$(intact "$B" "$A" fd00:62::2 "$work/blob")" "$want"
 # rb takes GSO frames at its new MTU too (the kernel cuts them to 1400): nothing was
 # segmented in software, every GSO packet went out whole (show stats; the same counters
 # are ibgw_worker_gso_sent_whole_total and ibgw_worker_gso_segmented_total).

@@ -10,8 +10,6 @@
 #                         # .1 / ::1 addresses, extra lines under gateway:
 #   arb_start FILE        # ibgwd -d in R ($pid: not in a subshell), waits for its socket
 #                         # and both links up; returns 1 if it does not answer
-#   intact NS_SERVER NS_CLIENT ADDR   # $work/blob over one TCP connection (sendfile:
-#                         # the sender's TSO at work); prints its SHA-256 as received
 arb_up() {
 	local a=$1 r=$2 b=$3 x=$4 y=$5 n d
 	for n in "$a" "$r" "$b"; do ip netns add "$n"; ip -n "$n" link set lo up; done
@@ -66,31 +64,4 @@ arb_start() {
 		sleep 0.1
 	done
 	return 0
-}
-
-intact() {
-	local s=$1 c=$2 addr=$3
-	ip netns exec "$s" python3 -c '
-import hashlib, socket, sys
-fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
-l = socket.socket(fam, socket.SOCK_STREAM)
-l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind((sys.argv[1], 5202)); l.listen(1); l.settimeout(30)
-c, _ = l.accept(); c.settimeout(30)
-h = hashlib.sha256()
-while True:
-    b = c.recv(1 << 20)
-    if not b: break
-    h.update(b)
-print(h.hexdigest())' "$addr" >"$work/sum" 2>&1 &
-	local rx=$!
-	sleep 0.5
-	ip netns exec "$c" timeout 60 python3 -c '
-import socket, sys
-c = socket.create_connection((sys.argv[1], 5202), timeout=30)
-with open(sys.argv[2], "rb") as f:
-    c.sendfile(f)
-c.close()' "$addr" "$work/blob"
-	wait "$rx"
-	cat "$work/sum"
 }
