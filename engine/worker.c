@@ -57,6 +57,7 @@ struct wstate {
 	struct fwd_engine *e;
 	unsigned id;
 	struct fwd_worker_config cfg;
+	_Atomic unsigned spin_us; /* cfg.spin_us, changed live (fwd_worker_set_spin) */
 	struct fwd_ctx ctx;
 	struct fwd_result res;
 	struct fwd_stats *st;
@@ -688,7 +689,6 @@ static void *worker_main(void *arg)
 	struct wstate *w = arg;
 	struct fwd_wk *k = &w->e->wk[w->id];
 	uint64_t idle_since = mono_ns();
-	uint64_t spin_ns = (uint64_t)w->cfg.spin_us * 1000u;
 	char name[16];
 
 	/* Named before its first poll (top, perf, and the tests tell workers apart). */
@@ -718,7 +718,8 @@ static void *worker_main(void *arg)
 			idle_since = now;
 			continue;
 		}
-		if (now - idle_since < spin_ns)
+		if (now - idle_since <
+		    (uint64_t)atomic_load_explicit(&w->spin_us, memory_order_relaxed) * 1000u)
 			continue;
 		/* Sleep: arm every port, look once more, then wait. After the quiescent
 		 * state above, w->ports may name a port the control thread has since removed
@@ -784,6 +785,7 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 	w->cfg = cfg ? *cfg : (struct fwd_worker_config){ .cpu = -1 };
 	if (!w->cfg.spin_us)
 		w->cfg.spin_us = FWD_WORKER_SPIN_US;
+	atomic_init(&w->spin_us, w->cfg.spin_us);
 	if (!w->cfg.burst || w->cfg.burst > BURST_MAX)
 		w->cfg.burst = 32;
 	/* A queue of every Ethernet port for each worker to run (worker id polls queue
@@ -843,6 +845,15 @@ int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu)
 		return -ret;
 	((struct wstate *)k->wctx)->cfg.cpu = cpu;
 	return 0;
+}
+
+void fwd_worker_set_spin(struct fwd_engine *e, unsigned w, unsigned spin_us)
+{
+	struct fwd_wk *k = w < e->n_workers ? &e->wk[w] : NULL;
+
+	if (k && k->started)
+		atomic_store_explicit(&((struct wstate *)k->wctx)->spin_us, spin_us,
+				      memory_order_relaxed);
 }
 
 int fwd_worker_set_rt_priority(struct fwd_engine *e, unsigned w, unsigned prio)

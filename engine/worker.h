@@ -50,6 +50,9 @@ int fwd_worker_start(struct fwd_engine *e, unsigned w, const struct fwd_worker_c
 /* Pin a running worker to cpu, or let it run anywhere (-1): a reload's worker_cpus.
  * Returns 0, -ESRCH (not started), -EINVAL (no such CPU) or -errno. */
 int fwd_worker_set_cpu(struct fwd_engine *e, unsigned w, int cpu);
+/* How long a running worker keeps polling without work before it sleeps (a reload's
+ * busy_poll_us): read by the worker at its next loop turn. No effect if not started. */
+void fwd_worker_set_spin(struct fwd_engine *e, unsigned w, unsigned spin_us);
 /* A running worker to SCHED_FIFO at prio, or back to normal scheduling (0): a reload's
  * worker_rt_priority. Returns 0, -ESRCH (not started) or -errno (-EPERM: not allowed). */
 int fwd_worker_set_rt_priority(struct fwd_engine *e, unsigned w, unsigned prio);

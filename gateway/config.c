@@ -210,6 +210,10 @@ static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_ro
 #define FO       struct gw_failover_config
 #define SZ(T, m) ((unsigned)sizeof(((T *)0)->m))
 
+/* The number of fields of a table (a schema's count: a hand-written one would drop a key
+ * added after it). */
+#define N_FIELDS(t) ((unsigned)(sizeof(t) / sizeof((t)[0])))
+
 static const struct field gateway_fields[] = {
 	{ "name", T_STR, offsetof(CFG, name), 0, SZ(CFG, name), 0, 0, NULL, "the host name",
 	  FL_NONEMPTY, NULL, NULL, "name of this gateway in logs, gwctl and failover" },
@@ -218,6 +222,10 @@ static const struct field gateway_fields[] = {
 	{ "worker_cpus", T_CPU_LIST, offsetof(CFG, worker_cpus), offsetof(CFG, n_worker_cpus),
 	  GW_WORKERS_MAX, 0, 1023, NULL, NULL, 0, NULL, NULL,
 	  "CPU to pin each worker to, one per worker; empty: not pinned" },
+	{ "busy_poll_us", T_UINT, offsetof(CFG, busy_poll_us), 0, SZ(CFG, busy_poll_us), 1, 1000000,
+	  "50", NULL, 0, NULL, NULL,
+	  "how long an idle worker keeps polling before it sleeps, in microseconds; a reload "
+	  "changes it live" },
 	{ "worker_rt_priority", T_UINT, offsetof(CFG, worker_rt_priority), 0,
 	  SZ(CFG, worker_rt_priority), 0, 98, "0", NULL, 0, NULL, NULL,
 	  "SCHED_FIFO priority of the workers, below failover.rt_priority; 0: normal "
@@ -234,7 +242,9 @@ static const struct field gateway_fields[] = {
 	{ "group", T_STR, offsetof(CFG, group), 0, SZ(CFG, group), 0, 0, "", NULL, 0, NULL, NULL,
 	  "group to run as with user; \"\": the user's login group" },
 };
-static const struct schema gateway_schema = { "gateway", gateway_fields, 8, 0, -1, check_gateway };
+static const struct schema gateway_schema = {
+	"gateway", gateway_fields, N_FIELDS(gateway_fields), 0, -1, check_gateway
+};
 
 static const struct field control_fields[] = {
 	{ "socket", T_STR, offsetof(CFG, socket), 0, SZ(CFG, socket), 0, 0, "/run/ibgw/ibgwd.sock",
@@ -260,7 +270,9 @@ static const struct field control_fields[] = {
 	  SZ(CFG, readonly_max_clients), 1, 1024, "64", NULL, 0, NULL, NULL,
 	  "connections the read-only socket serves at once, apart from the full-access ones" },
 };
-static const struct schema control_schema = { "control", control_fields, 8, 0, -1, check_control };
+static const struct schema control_schema = {
+	"control", control_fields, N_FIELDS(control_fields), 0, -1, check_control
+};
 
 static const struct field logging_fields[] = {
 	{ "level", T_ENUM, offsetof(CFG, log_level), 0, 0, 0, 0, "info", NULL, 0, log_levels, NULL,
@@ -268,7 +280,9 @@ static const struct field logging_fields[] = {
 	{ "target", T_ENUM, offsetof(CFG, log_target), 0, 0, 0, 0, "auto", NULL, 0, log_targets,
 	  NULL, "where logs go; auto: the journal under systemd, else stderr" },
 };
-static const struct schema logging_schema = { "logging", logging_fields, 2, 0, -1, NULL };
+static const struct schema logging_schema = {
+	"logging", logging_fields, N_FIELDS(logging_fields), 0, -1, NULL
+};
 
 #define PROXY_FIELDS(T)                                                                            \
 	{ "proxy_arp",                                                                             \
@@ -327,8 +341,9 @@ static const struct field ipoib_fields[] = {
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this link, with length" },
 	PROXY_FIELDS(IBL),
 };
-static const struct schema ipoib_schema = { "ipoib_links", ipoib_fields,       12,
-					    sizeof(IBL),   offsetof(IBL, pos), check_ipoib };
+static const struct schema ipoib_schema = { "ipoib_links",          ipoib_fields,
+					    N_FIELDS(ipoib_fields), sizeof(IBL),
+					    offsetof(IBL, pos),     check_ipoib };
 
 static const struct field eth_fields[] = {
 	{ "name", T_STR, offsetof(ETH, name), 0, SZ(ETH, name), 0, 0, NULL, NULL,
@@ -345,8 +360,9 @@ static const struct field eth_fields[] = {
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this interface" },
 	PROXY_FIELDS(ETH),
 };
-static const struct schema eth_schema = { "ethernet_interfaces", eth_fields,         9,
-					  sizeof(ETH),           offsetof(ETH, pos), check_eth };
+static const struct schema eth_schema = { "ethernet_interfaces", eth_fields,
+					  N_FIELDS(eth_fields),  sizeof(ETH),
+					  offsetof(ETH, pos),    check_eth };
 
 static const struct field route_fields[] = {
 	{ "prefix", T_NET, offsetof(RT, prefix), 0, 0, 0, 0, NULL, NULL, FL_REQUIRED, NULL, NULL,
@@ -358,7 +374,7 @@ static const struct field route_fields[] = {
 	{ "metric", T_UINT, offsetof(RT, metric), 0, SZ(RT, metric), 0, UINT32_MAX, "0", NULL, 0,
 	  NULL, NULL, "lower wins; a backup route for the same prefix needs another metric" },
 };
-static const struct schema route_schema = { "routes",   route_fields,      4,
+static const struct schema route_schema = { "routes",   route_fields,      N_FIELDS(route_fields),
 					    sizeof(RT), offsetof(RT, pos), check_route };
 
 static const struct field router_fields[] = {
@@ -371,8 +387,9 @@ static const struct field router_fields[] = {
 	{ "hop_limit", T_UINT, offsetof(RTR, hop_limit), 0, SZ(RTR, hop_limit), 1, 255, "64", NULL,
 	  0, NULL, NULL, "GRH hop limit" },
 };
-static const struct schema router_schema = { "routers", router_fields, 4, sizeof(RTR),
-					     -1,        check_router };
+static const struct schema router_schema = {
+	"routers", router_fields, N_FIELDS(router_fields), sizeof(RTR), -1, check_router
+};
 
 static const struct field gid_route_fields[] = {
 	{ "prefix", T_GID_NET, offsetof(GRT, prefix), 0, 0, 0, 0, NULL, NULL, FL_REQUIRED, NULL,
@@ -385,8 +402,10 @@ static const struct field gid_route_fields[] = {
 	  GW_GID_ROUTE_MAX_ROUTERS, 0, 0, NULL, NULL, FL_FIXED, NULL, &router_schema,
 	  "IB routers, tried in order" },
 };
-static const struct schema gid_route_schema = { "gid_routes", gid_route_fields,   4,
-						sizeof(GRT),  offsetof(GRT, pos), check_gid_route };
+static const struct schema gid_route_schema = {
+	"gid_routes", gid_route_fields,   N_FIELDS(gid_route_fields),
+	sizeof(GRT),  offsetof(GRT, pos), check_gid_route
+};
 
 static const struct field ha_addr_fields[] = {
 	{ "address", T_IFADDR, offsetof(HAA, address), 0, 0, 0, 0, NULL, NULL, FL_REQUIRED, NULL,
@@ -395,7 +414,7 @@ static const struct field ha_addr_fields[] = {
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "link or interface that carries it" },
 };
 static const struct schema ha_addr_schema = {
-	"addresses", ha_addr_fields, 2, sizeof(HAA), -1, NULL
+	"addresses", ha_addr_fields, N_FIELDS(ha_addr_fields), sizeof(HAA), -1, NULL
 };
 
 static const struct field group_fields[] = {
@@ -408,7 +427,7 @@ static const struct field group_fields[] = {
 };
 /* A group's priority left at 0 means "not given": check_failover fills it in once the
  * section's own priority is known, wherever it is written in the section. */
-static const struct schema group_schema = { "groups",    group_fields,       3,
+static const struct schema group_schema = { "groups",    group_fields,       N_FIELDS(group_fields),
 					    sizeof(HAG), offsetof(HAG, pos), NULL };
 
 static const struct field failover_fields[] = {
@@ -443,8 +462,9 @@ static const struct field failover_fields[] = {
 	{ "groups", T_LIST, offsetof(FO, groups), offsetof(FO, n_groups), 64, 0, 0, NULL, NULL, 0,
 	  NULL, &group_schema, "groups of service addresses" },
 };
-static const struct schema failover_schema = { "failover", failover_fields, 12, 0,
-					       -1,         check_failover };
+static const struct schema failover_schema = {
+	"failover", failover_fields, N_FIELDS(failover_fields), 0, -1, check_failover
+};
 
 #define KRT struct gw_kernel_routes_config
 
@@ -461,7 +481,8 @@ static const struct field kernel_routes_fields[] = {
 	  "kernel table whose routes are imported (source kernel); 0: none" },
 };
 static const struct schema kernel_routes_schema = {
-	"kernel_routes", kernel_routes_fields, 4, 0, -1, check_kernel_routes
+	"kernel_routes",    kernel_routes_fields, N_FIELDS(kernel_routes_fields), 0, -1,
+	check_kernel_routes
 };
 
 static const struct field metrics_fields[] = {
@@ -472,7 +493,9 @@ static const struct field metrics_fields[] = {
 	  "false", NULL, 0, NULL, NULL,
 	  "also serve a read-only status page (/status, /status.json) on that address" },
 };
-static const struct schema metrics_schema = { "metrics", metrics_fields, 2, 0, -1, check_metrics };
+static const struct schema metrics_schema = {
+	"metrics", metrics_fields, N_FIELDS(metrics_fields), 0, -1, check_metrics
+};
 
 #define NB     struct gw_neigh_config
 #define NB_MAX 4194304 /* table/neigh.c's largest gc_thresh3 */
@@ -495,8 +518,9 @@ static const struct field neighbour_fields[] = {
 	  SZ(NB, base_reachable_time_ms), 1000, 3600000, "30000", NULL, 0, NULL, NULL,
 	  "a confirmed neighbour stays REACHABLE a random 0.5 to 1.5 times this" },
 };
-static const struct schema neighbour_schema = { "neighbours", neighbour_fields, 6, 0,
-						-1,           check_neighbours };
+static const struct schema neighbour_schema = {
+	"neighbours", neighbour_fields, N_FIELDS(neighbour_fields), 0, -1, check_neighbours
+};
 
 #define PU            struct gw_punt_config
 #define PCL           struct gw_punt_class_config
@@ -553,9 +577,15 @@ static const struct schema neighbour_schema = { "neighbours", neighbour_fields, 
 static const struct field punt_neigh_fields[] = { PUNT_CLASS_FIELDS("100", "200", "5000", "2000") };
 static const struct field punt_unres_fields[] = { PUNT_CLASS_FIELDS("100", "200", "1000", "1000") };
 static const struct field punt_local_fields[] = { PUNT_CLASS_FIELDS("100", "200", "1000", "500") };
-static const struct schema punt_neigh_schema = { "neighbour", punt_neigh_fields, 4, 0, -1, NULL };
-static const struct schema punt_unres_schema = { "unresolved", punt_unres_fields, 4, 0, -1, NULL };
-static const struct schema punt_local_schema = { "local", punt_local_fields, 4, 0, -1, NULL };
+static const struct schema punt_neigh_schema = {
+	"neighbour", punt_neigh_fields, N_FIELDS(punt_neigh_fields), 0, -1, NULL
+};
+static const struct schema punt_unres_schema = {
+	"unresolved", punt_unres_fields, N_FIELDS(punt_unres_fields), 0, -1, NULL
+};
+static const struct schema punt_local_schema = {
+	"local", punt_local_fields, N_FIELDS(punt_local_fields), 0, -1, NULL
+};
 
 static const struct field punt_fields[] = {
 	{ "msg_pool", T_UINT, offsetof(PU, msg_pool), 0, SZ(PU, msg_pool), 16, PUNT_POOL_MAX, "256",
@@ -571,7 +601,8 @@ static const struct field punt_fields[] = {
 	{ "local", T_SECTION, offsetof(PU, local), 0, 0, 0, 0, NULL, NULL, 0, NULL,
 	  &punt_local_schema, "other IP to the gateway's addresses (echo requests...)" },
 };
-static const struct schema punt_schema = { "punt", punt_fields, 5, 0, -1, check_punt };
+static const struct schema punt_schema = { "punt", punt_fields, N_FIELDS(punt_fields),
+					   0,      -1,          check_punt };
 
 static const struct field top_fields[] = {
 	{ "gateway", T_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, &gateway_schema,
@@ -600,7 +631,8 @@ static const struct field top_fields[] = {
 	{ "punt", T_SECTION, offsetof(CFG, punt), 0, 0, 0, 0, NULL, NULL, 0, NULL, &punt_schema,
 	  "packets the workers hand to the control thread: pools, rate limits; at start only" },
 };
-static const struct schema top_schema = { "top level", top_fields, 12, sizeof(CFG), -1, NULL };
+static const struct schema top_schema = { "top level", top_fields, N_FIELDS(top_fields),
+					  sizeof(CFG), -1,         NULL };
 
 /* ---- Small helpers ---- */
 

@@ -205,6 +205,7 @@ struct gw_config {
 	int *worker_cpus;       /* worker_cpus: one CPU per worker, or none */
 	unsigned n_worker_cpus;
 	unsigned worker_rt_priority; /* worker_rt_priority: SCHED_FIFO, 0..98 (0: normal) */
+	unsigned busy_poll_us;       /* busy_poll_us: idle polling before sleep (50) */
 	uint32_t router_poll_ms;     /* router_poll_ms: 0..60000 (default 1000; 0 = off) */
 	unsigned router_down_after;  /* router_down_after: 1..10 (default 1) */
 	char user[GW_NAME_MAX];      /* user: "" = stay as started (see gateway/privdrop) */

@@ -1291,10 +1291,12 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		struct fwd_worker_config wc = {
 			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
 			.rt_priority = cfg->worker_rt_priority,
+			.spin_us = cfg->busy_poll_us,
 		};
 
 		dp->worker_cpu[w] = wc.cpu;
 		dp->worker_rt_priority = wc.rt_priority;
+		dp->busy_poll_us = wc.spin_us;
 
 		ret = fwd_worker_start(dp->e, w, &wc);
 		if (ret < 0) {
@@ -1654,6 +1656,7 @@ static void workers_apply(struct gw_dp *dp, const struct gw_config *cfg)
 		wc[w] = (struct fwd_worker_config){
 			.cpu = w < cfg->n_worker_cpus ? cfg->worker_cpus[w] : -1,
 			.rt_priority = cfg->worker_rt_priority,
+			.spin_us = dp->busy_poll_us,
 		};
 	ret = fwd_worker_set_count(dp->e, n, worker_of, wc);
 	if (ret < 0) {
@@ -1802,6 +1805,13 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 			gw_reload_note(out, false, "workers: %s priority %u",
 				       prio ? "SCHED_FIFO" : "normal", prio);
 		}
+	}
+	if (cfg->busy_poll_us != dp->busy_poll_us && dp->workers_started) {
+		for (unsigned w = 0; w < dp->n_workers; w++)
+			fwd_worker_set_spin(dp->e, w, cfg->busy_poll_us);
+		dp->busy_poll_us = cfg->busy_poll_us;
+		log_notice("reload: workers poll %u us before sleeping", cfg->busy_poll_us);
+		gw_reload_note(out, false, "workers: busy poll %u us", cfg->busy_poll_us);
 	}
 	log_info("reload: applied");
 	dp->outcome = NULL;

@@ -102,6 +102,7 @@ struct gw_dp {
 	unsigned n_workers;
 	int worker_cpu[FWD_WORKERS_MAX]; /* as pinned (-1: not), for a reload */
 	unsigned worker_rt_priority;     /* the workers' SCHED_FIFO priority as set (0: none) */
+	unsigned busy_poll_us;           /* the workers' idle polling as set */
 	bool workers_started, sp_attached;
 	uint32_t router_poll_ms; /* the SA clients' router watch (gateway/dp_routers.c) */
 	unsigned router_down_after;

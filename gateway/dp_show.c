@@ -741,6 +741,7 @@ static struct json_object *per_worker_json(struct gw_dp *dp)
 		add_int(k, "tx_packets", (int64_t)st.tx_packets);
 		add_int(k, "forwarded4", (int64_t)st.forwarded4);
 		add_int(k, "forwarded6", (int64_t)st.forwarded6);
+		add_int(k, "sleeps", (int64_t)st.sleeps);
 		snprintf(id, sizeof(id), "%u", w);
 		json_object_object_add(o, id, k);
 	}

@@ -19,7 +19,7 @@ daemon_suite_init fanout
 A=fan-a-$$ R=fan-r-$$ B=fan-b-$$
 daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
 
-tap_plan 14
+tap_plan 17
 [ "$(id -u)" = 0 ] || { echo "Bail out! needs root"; exit 1; }
 for c in jq python3; do
 	command -v "$c" >/dev/null || { echo "Bail out! needs $c"; exit 1; }
@@ -109,6 +109,36 @@ got=$(flows 10.64.0.2)
 echo "# two workers again: $got"
 tap_like "two workers again: all 64 flows arrive, none reordered" "$got" \
 	"^received [0-9]+ flows 64 reordered 0$"
+
+# gateway.busy_poll_us: how long an idle worker polls before it sleeps. At the default
+# (50 us) the pauses between pings 20 ms apart put the workers that carry them to
+# sleep; at one second they keep polling through them. (A worker that carries none
+# of the pings sleeps after its second either way: only those that do are counted.)
+pw() { "$gwctl" -S "$sock" -j show stats | jq -c '.[0].per_worker'; }
+pings20() { ip netns exec "$A" ping -q -c 20 -i 0.02 -W 1 10.64.0.2 >/dev/null 2>&1; }
+# slept BEFORE AFTER: the sleeps of the workers that received 20 packets or more between
+slept() {
+	jq -n --argjson a "$1" --argjson b "$2" \
+		'[$b | to_entries[] | select(.value.rx_packets - $a[.key].rx_packets >= 20)
+		  | .value.sleeps - $a[.key].sleeps] | if length == 0 then "none" else add end'
+}
+p0=$(pw)
+pings20
+p1=$(pw)
+n=$(slept "$p0" "$p1")
+echo "# busy_poll_us 50: the workers carrying the pings slept $n times"
+tap_like "busy_poll_us 50: the workers carrying 20 pings 20 ms apart sleep in at least 10 of the pauses" \
+	"$n" "^([1-9][0-9]+)$"
+arb_config "$work/ibgwd.yaml" 63 64 "workers: 2" "busy_poll_us: 1000000"
+out=$("$gwctl" -S "$sock" reload 2>&1)
+tap_like "reload: busy_poll_us applied live" "$out" "^    workers: busy poll 1000000 us$"
+pings20
+p2=$(pw)
+pings20
+p3=$(pw)
+n=$(slept "$p2" "$p3")
+echo "# busy_poll_us 1000000: the workers carrying the pings slept $n times"
+tap_is "busy_poll_us 1000000: the workers carrying them never sleep" "$n" 0
 
 kill -TERM "$pid"
 wait "$pid"
