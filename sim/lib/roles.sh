@@ -256,9 +256,43 @@ role_status_gateways() {
 # After OpenSM is MASTER: the data-layer fabric (sim/lib/fabric.sh), in the mgmt
 # namespace. It holds no ibsim slot: each port tells it the identity it read
 # through libibumad. Without a built ibgw-fabric the rack runs MAD layer only.
+# Routers (two-subnets.topo): the fabric plays each "#@router NAME GUID_A GUID_B" of
+# the topology, port 1 on subnet A and port 2 on subnet B, with the LID each subnet's
+# OpenSM gave that port (router_port_lid) and the rack's MTU (2048); then the topology's
+# "#@route NAME GID/LEN PORT direct|LID" lines.
+router_port_lid() {   # SM_NODE GUID: the LID OpenSM gave that port (ibaddr asks the SA)
+	rack_ib "$1" ibaddr -L -G "$2" 2>/dev/null | awk '$1 == "LID" { print $3; exit }'
+}
+role_start_routers() {
+	local tag name ga gb prefix_a prefix_b lid_a lid_b sm_a sm_b i
+	rack_has_b || return 0
+	sm_a=$(rack_topo_key "$RACK_STATE/topology" sm)
+	prefix_a=$(rack_topo_key "$RACK_STATE/topology" prefix)
+	prefix_a=${prefix_a:-0xfe80000000000000}
+	prefix_b=$(rack_b_field 2)
+	sm_b=$(rack_b_sm)
+	while read -r tag name ga gb; do
+		for i in $(seq 20); do
+			lid_a=$(router_port_lid "$sm_a" "$ga")
+			lid_b=$(router_port_lid "$sm_b" "$gb")
+			[ -n "$lid_a" ] && [ -n "$lid_b" ] && [ "$lid_a" != 0 ] && [ "$lid_b" != 0 ] && break
+			sleep 0.5
+		done
+		[ -n "$lid_a" ] && [ -n "$lid_b" ] || rack_die "router $name: no LID for its ports $ga / $gb"
+		fabric_ctl router "$name" 1 "$lid_a" "$ga" "$prefix_a" 2048 >/dev/null &&
+			fabric_ctl router "$name" 2 "$lid_b" "$gb" "$prefix_b" 2048 >/dev/null ||
+			rack_die "router $name: the fabric refused its ports"
+	done < <(awk '$1 == "#@router"' "$RACK_STATE/topology")
+	while read -r tag name rest; do
+		# shellcheck disable=SC2086
+		fabric_ctl route "$name" $rest >/dev/null || rack_die "route $name $rest refused"
+	done < <(awk '$1 == "#@route"' "$RACK_STATE/topology")
+}
+
 role_after_sm() {
 	if [ -x "$(fabric_bin)" ]; then
 		fabric_start
+		role_start_routers
 		[ -n "${RACK_BARE:-}" ] || role_start_ibhosts
 		[ -n "${RACK_BARE:-}" ] || role_start_gateways
 	else
