@@ -1004,7 +1004,6 @@ static void router_in(struct fabric *f, struct port *src, int fp, const struct i
 	struct fab_router *r = &f->routers[rp->router];
 	struct resolve_ctx rc = { f, r };
 	struct router_hop hops[ROUTER_PORTS_MAX];
-	enum router_verdict rv = ROUTER_DROP_HOP_LIMIT;
 	enum fabric_drop why;
 	uint8_t out[IB_PACKET_MAX_LEN];
 	unsigned n = 0;
@@ -1015,7 +1014,7 @@ static void router_in(struct fabric *f, struct port *src, int fp, const struct i
 		why = FABRIC_DROP_HOP_LIMIT;
 	else
 		why = router_drop(
-		    rv = router_decide(&r->rt, rp->info.port_num, pkt, resolve, &rc, hops, &n));
+		    router_decide(&r->rt, rp->info.port_num, pkt, resolve, &rc, hops, &n));
 	if (why != FABRIC_OK)
 		refuse(f, v, src, rp, why);
 	else {
@@ -1055,7 +1054,6 @@ static void router_in(struct fabric *f, struct port *src, int fp, const struct i
 		if (!cap && f->ops.capture)
 			f->ops.capture(f->arg, out, len, v->delivered == before, f->now_ns);
 	}
-	(void)rv;
 }
 
 /* Route a checked packet on subnet sn: src is NULL when the sending port left while it
