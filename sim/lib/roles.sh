@@ -263,6 +263,13 @@ role_status_gateways() {
 router_port_lid() {   # SM_NODE GUID: the LID OpenSM gave that port (ibaddr asks the SA)
 	rack_ib "$1" ibaddr -L -G "$2" 2>/dev/null | awk '$1 == "LID" { print $3; exit }'
 }
+# "#@join NAME MGID": the router joins that group on both subnets, with the MLID each
+# subnet's SA has for it (the group must exist: OpenSM makes the partitions' broadcast
+# groups). saquery -g lists at most 3 groups (no RMPP): enough for the broadcast groups.
+group_mlid() {   # SM_NODE MGID
+	rack_ib "$1" saquery -g 2>/dev/null | awk -F. -v m="$2" '
+		/MGID/ { g = $NF } /Mlid/ && g == m { print $NF; exit }'
+}
 role_start_routers() {
 	local tag name ga gb prefix_a prefix_b lid_a lid_b sm_a sm_b i
 	rack_has_b || return 0
@@ -287,6 +294,14 @@ role_start_routers() {
 		# shellcheck disable=SC2086
 		fabric_ctl route "$name" $rest >/dev/null || rack_die "route $name $rest refused"
 	done < <(awk '$1 == "#@route"' "$RACK_STATE/topology")
+	while read -r tag name mgid; do
+		lid_a=$(group_mlid "$sm_a" "$mgid")
+		lid_b=$(group_mlid "$sm_b" "$mgid")
+		[ -n "$lid_a" ] && [ -n "$lid_b" ] || rack_die "router $name: group $mgid has no MLID on A or B"
+		fabric_ctl mcast "$name" "$mgid" 1 "$lid_a" >/dev/null &&
+			fabric_ctl mcast "$name" "$mgid" 2 "$lid_b" >/dev/null ||
+			rack_die "router $name: the fabric refused group $mgid"
+	done < <(awk '$1 == "#@join"' "$RACK_STATE/topology")
 }
 
 role_after_sm() {

@@ -22,7 +22,7 @@ simport=$build/tools/simport
 fabric=$build/bin/ibgw-fabric
 suite_init rtr
 
-tap_plan 29
+tap_plan 30
 suite_need_built "$simport" "$fabric"
 suite_need_root
 suite_need_cmds ibsim opensm saquery ibaddr tshark jq python3
@@ -31,6 +31,7 @@ export IBGW_BUILD=$build
 RACK_SIM_DIR=$top/sim
 . "$top/sim/lib/rack.sh"
 . "$top/sim/lib/fabric.sh"
+. "$top/sim/lib/roles.sh"
 rack_init "$rack"
 ctl() { fabric_ctl "$@"; }
 sp() { local node=$1; shift; "$top/sim/rack" exec "$node" --name "$rack" -- "$simport" "$@"; }
@@ -76,6 +77,9 @@ tap_is "rt1's LID on A is the one subnet A's SA knows for its port 1" \
 tap_is "rt1's routes: B's prefix out of port 2, A's out of port 1, both direct" \
 	"$(jq -c '.routers[] | select(.node == "rt1") | [.routes[] | [.prefix, .port, .next_hop]]' <<<"$st")" \
 	'[["fec0:0:0:b::/64",2,"direct"],["fec0:0:0:a::/64",1,"direct"]]'
+tap_is "rt1 joined the IPv4 broadcast group on A and B with each SA's MLID" \
+	"$(jq -c '.routers[] | select(.node == "rt1") | .groups' <<<"$st")" \
+	"[{\"mgid\":\"ff12:401b:ffff::ffff:ffff\",\"mlid\":{\"1\":\"$(group_mlid sm ff12:401b:ffff::ffff:ffff | tr A-F a-f)\",\"2\":\"$(group_mlid smb ff12:401b:ffff::ffff:ffff | tr A-F a-f)\"}}]"
 # Both subnets number their LIDs from 1: the same LID exists twice in the fabric.
 dup=$(jq '[.ports[].lid] | group_by(.) | map(select(length > 1)) | length' <<<"$st")
 tap_check "the subnets' LIDs overlap and the fabric holds both ($dup LIDs twice)" test "$dup" -gt 0
