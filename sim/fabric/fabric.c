@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/ib_hdr.h"
+#include "sim/fabric/router.h"
 
 #define QP_SLOTS  8192 /* power of two, twice FABRIC_QPS_MAX */
 #define QPN_FIRST 0x48 /* where an HCA's QPN counter starts: above the special QPs */
@@ -33,6 +34,8 @@ struct qp {
 struct port {
 	bool used;
 	int node;
+	int subnet; /* index in fabric.subnets, by the port's GID prefix */
+	int router; /* -1, or the router (fabric.routers) this port belongs to */
 	uint32_t gen;
 	struct simfab_port_info info;
 	unsigned mtu_bytes;
@@ -58,9 +61,24 @@ struct mc {
 	union ib_gid mgid;
 };
 
+/* A GID prefix and the LIDs of its ports: each IB subnet has its own LID space. */
+struct subnet {
+	bool used;
+	uint64_t prefix;
+	int8_t lid_port[IB_LID_MC_FIRST]; /* -1: no port */
+};
+
+/* A router node: its forwarding state, and the fabric port of each of its ports. */
+struct fab_router {
+	bool used;
+	int node;
+	struct router rt;
+	int8_t port[ROUTER_PORTS_MAX + 1]; /* fabric port index by port number, -1: none */
+};
+
 struct held {
 	uint64_t due, seq;
-	int port;
+	int port, subnet;
 	uint32_t gen, src_qpn;
 	uint16_t len;
 	uint8_t pkt[IB_PACKET_MAX_LEN];
@@ -72,7 +90,8 @@ struct fabric {
 	struct port ports[FABRIC_PORTS_MAX];
 	struct node nodes[FABRIC_NODES_MAX];
 	unsigned n_nodes;
-	int8_t lid_port[IB_LID_MC_FIRST]; /* -1: no port */
+	struct subnet subnets[FABRIC_SUBNETS_MAX];
+	struct fab_router routers[FABRIC_ROUTERS_MAX];
 	struct mc mc[FABRIC_MCAST_MAX];
 	unsigned mc_end; /* one past the last used attachment */
 	uint64_t rng;
@@ -83,6 +102,7 @@ struct fabric {
 	uint16_t *heap, *free_slots;
 	unsigned n_held, n_free;
 	uint64_t held_seq;
+	uint64_t now_ns; /* of the packet being switched (captures of routed copies) */
 	struct fabric_stats st;
 };
 _Static_assert(FABRIC_PORTS_MAX <= 127, "port numbers fit lid_port's int8_t");
@@ -117,6 +137,11 @@ static const struct {
 	[FABRIC_DROP_MTU] = { "mtu", "payload above the MTU" },
 	[FABRIC_DROP_RX_OVERFLOW] = { "rx_overflow", "receiving port could not take it" },
 	[FABRIC_DROP_DELAY_OVERFLOW] = { "delay_overflow", "too many packets held by a delay" },
+	[FABRIC_DROP_ROUTER_HDR] = { "router_header",
+				     "to a router without GRH, or DGID and DLID disagree" },
+	[FABRIC_DROP_HOP_LIMIT] = { "hop_limit", "to a router with hop limit 0 or 1, or a loop" },
+	[FABRIC_DROP_ROUTER_NO_ROUTE] = { "router_no_route",
+					  "no route at the router, or no other member" },
 };
 
 const char *fabric_drop_name(enum fabric_drop r)
@@ -265,7 +290,6 @@ int fabric_new(const struct fabric_config *cfg, const struct fabric_ops *ops, vo
 		return -ENOMEM;
 	f->ops = *ops;
 	f->arg = arg;
-	memset(f->lid_port, -1, sizeof(f->lid_port));
 	f->rng = cfg && cfg->seed ? cfg->seed : 0x9e3779b97f4a7c15ull;
 	*out = f;
 	return 0;
@@ -285,10 +309,45 @@ void fabric_free(struct fabric *f)
 
 /* ---- ports ----------------------------------------------------------------------- */
 
+/* The subnet of a GID prefix, or -1 (get: made when new, -ENOSPC when full). */
+static int subnet_find(const struct fabric *f, uint64_t prefix)
+{
+	for (int i = 0; i < FABRIC_SUBNETS_MAX; i++)
+		if (f->subnets[i].used && f->subnets[i].prefix == prefix)
+			return i;
+	return -1;
+}
+
+static int subnet_get(struct fabric *f, uint64_t prefix)
+{
+	int i = subnet_find(f, prefix);
+
+	if (i >= 0)
+		return i;
+	for (i = 0; i < FABRIC_SUBNETS_MAX; i++)
+		if (!f->subnets[i].used) {
+			f->subnets[i].used = true;
+			f->subnets[i].prefix = prefix;
+			memset(f->subnets[i].lid_port, -1, sizeof(f->subnets[i].lid_port));
+			return i;
+		}
+	return -ENOSPC;
+}
+
+/* The port owning unicast lid on subnet s, or -1. */
+static int lid_owner(const struct fabric *f, int s, uint16_t lid)
+{
+	if (s < 0 || lid == 0 || lid >= IB_LID_MC_FIRST)
+		return -1;
+	return f->subnets[s].lid_port[lid];
+}
+
 static int lids_free(const struct fabric *f, const struct simfab_port_info *info, int self)
 {
-	for (unsigned l = info->lid; l < info->lid + (1u << info->lmc); l++)
-		if (f->lid_port[l] >= 0 && f->lid_port[l] != self)
+	int s = subnet_find(f, info->gid_prefix);
+
+	for (unsigned l = info->lid; s >= 0 && l < info->lid + (1u << info->lmc); l++)
+		if (f->subnets[s].lid_port[l] >= 0 && f->subnets[s].lid_port[l] != self)
 			return -EADDRINUSE;
 	for (int i = 0; i < FABRIC_PORTS_MAX; i++)
 		if (i != self && f->ports[i].used && f->ports[i].info.port_guid == info->port_guid)
@@ -296,10 +355,10 @@ static int lids_free(const struct fabric *f, const struct simfab_port_info *info
 	return 0;
 }
 
-static void lids_set(struct fabric *f, const struct simfab_port_info *info, int8_t v)
+static void lids_set(struct fabric *f, int s, const struct simfab_port_info *info, int8_t v)
 {
 	for (unsigned l = info->lid; l < info->lid + (1u << info->lmc); l++)
-		f->lid_port[l] = v;
+		f->subnets[s].lid_port[l] = v;
 }
 
 static int port_check(const struct fabric *f, const struct simfab_port_info *info, int self,
@@ -329,11 +388,17 @@ int fabric_port_add(struct fabric *f, const struct simfab_port_info *info, int *
 		    const char **why)
 {
 	struct port *p = NULL;
-	int rc, i, node;
+	int rc, i, node, sn;
 
 	rc = port_check(f, info, -1, why);
 	if (rc < 0)
 		return rc;
+	sn = subnet_get(f, info->gid_prefix);
+	if (sn < 0) {
+		if (why)
+			*why = "too many subnets (GID prefixes)";
+		return sn;
+	}
 	for (i = 0; i < FABRIC_PORTS_MAX; i++)
 		if (!f->ports[i].used) {
 			p = &f->ports[i];
@@ -357,13 +422,15 @@ int fabric_port_add(struct fabric *f, const struct simfab_port_info *info, int *
 	}
 	p->used = true;
 	p->node = node;
+	p->subnet = sn;
+	p->router = -1;
 	p->gen = ++f->gen;
 	p->info = *info;
 	p->mtu_bytes = simfab_mtu_bytes(info->mtu);
 	p->n_qps = 0;
 	p->next_qpn = QPN_FIRST;
 	memset(&p->st, 0, sizeof(p->st));
-	lids_set(f, info, (int8_t)i);
+	lids_set(f, sn, info, (int8_t)i);
 	*port = i;
 	return 0;
 }
@@ -372,13 +439,19 @@ int fabric_port_update(struct fabric *f, int port, const struct simfab_port_info
 		       const char **why)
 {
 	struct port *p = port_get(f, port);
-	int rc;
+	int rc, sn;
 
 	if (!p)
 		return -ENOENT;
 	rc = port_check(f, info, port, why);
 	if (rc < 0)
 		return rc;
+	sn = subnet_get(f, info->gid_prefix);
+	if (sn < 0) {
+		if (why)
+			*why = "too many subnets (GID prefixes)";
+		return sn;
+	}
 	if (strcmp(info->name, p->info.name)) {
 		int node = node_get(f, info->name);
 
@@ -389,10 +462,11 @@ int fabric_port_update(struct fabric *f, int port, const struct simfab_port_info
 		}
 		p->node = node;
 	}
-	lids_set(f, &p->info, -1);
+	lids_set(f, p->subnet, &p->info, -1);
 	p->info = *info;
+	p->subnet = sn;
 	p->mtu_bytes = simfab_mtu_bytes(info->mtu);
-	lids_set(f, info, (int8_t)port);
+	lids_set(f, sn, info, (int8_t)port);
 	return 0;
 }
 
@@ -402,7 +476,13 @@ void fabric_port_remove(struct fabric *f, int port)
 
 	if (!p)
 		return;
-	lids_set(f, &p->info, -1);
+	lids_set(f, p->subnet, &p->info, -1);
+	if (p->router >= 0) {
+		struct fab_router *r = &f->routers[p->router];
+
+		r->port[p->info.port_num] = -1;
+		r->rt.port[p->info.port_num].used = false;
+	}
 	for (unsigned i = 0; i < f->mc_end; i++)
 		if (f->mc[i].used && f->mc[i].port == port)
 			f->mc[i].used = false;
@@ -659,6 +739,92 @@ int fabric_get_settings(const struct fabric *f, int i, struct fabric_settings *o
 	return 0;
 }
 
+/* ---- routers --------------------------------------------------------------------- */
+
+static int router_find(const struct fabric *f, const char *name)
+{
+	for (int i = 0; i < FABRIC_ROUTERS_MAX; i++)
+		if (f->routers[i].used && !strcmp(f->nodes[f->routers[i].node].name, name))
+			return i;
+	return -1;
+}
+
+int fabric_router_port(struct fabric *f, const char *name, unsigned port_num, uint16_t lid,
+		       uint64_t guid, uint64_t gid_prefix, uint8_t mtu, const char **why)
+{
+	struct simfab_port_info in = { .port_num = (uint8_t)port_num,
+				       .mtu = mtu,
+				       .lid = lid,
+				       .port_guid = guid,
+				       .gid_prefix = gid_prefix,
+				       .n_pkeys = 1 };
+	struct fab_router *r;
+	int ri, rc, fp;
+
+	if (!name || port_num < 1 || port_num > ROUTER_PORTS_MAX || strlen(name) >= SIMFAB_NAME_MAX)
+		return -EINVAL;
+	snprintf(in.name, sizeof(in.name), "%s", name);
+	in.pkeys[0] = IB_PKEY_DEFAULT;
+	rc = simfab_port_info_check(&in, why);
+	if (rc < 0)
+		return rc;
+	ri = router_find(f, name);
+	if (ri < 0) {
+		int node = node_get(f, name);
+
+		if (node < 0)
+			return node;
+		for (ri = 0; ri < FABRIC_ROUTERS_MAX && f->routers[ri].used; ri++)
+			;
+		if (ri == FABRIC_ROUTERS_MAX)
+			return -ENOSPC;
+		r = &f->routers[ri];
+		memset(r, 0, sizeof(*r));
+		memset(r->port, -1, sizeof(r->port));
+		r->used = true;
+		r->node = node;
+	}
+	r = &f->routers[ri];
+	fp = r->port[port_num];
+	if (fp >= 0)
+		rc = fabric_port_update(f, fp, &in, why);
+	else
+		rc = fabric_port_add(f, &in, &fp, why);
+	if (rc < 0)
+		return rc;
+	f->ports[fp].router = ri;
+	r->port[port_num] = (int8_t)fp;
+	return router_port_set(&r->rt, port_num, lid, gid_prefix, guid, simfab_mtu_bytes(mtu));
+}
+
+const struct router *fabric_router_get(const struct fabric *f, int i, const char **name)
+{
+	if (i < 0 || i >= FABRIC_ROUTERS_MAX || !f->routers[i].used)
+		return NULL;
+	*name = f->nodes[f->routers[i].node].name;
+	return &f->routers[i].rt;
+}
+
+int fabric_router_route(struct fabric *f, const char *name, const union ib_gid *prefix,
+			unsigned plen, unsigned port_num, uint16_t next_hop)
+{
+	int ri = name ? router_find(f, name) : -1;
+
+	if (ri < 0)
+		return -ENOENT;
+	return router_route_add(&f->routers[ri].rt, prefix, plen, port_num, next_hop);
+}
+
+int fabric_router_mcast(struct fabric *f, const char *name, const union ib_gid *mgid,
+			unsigned port_num, uint16_t mlid)
+{
+	int ri = name ? router_find(f, name) : -1;
+
+	if (ri < 0)
+		return -ENOENT;
+	return router_group_join(&f->routers[ri].rt, mgid, port_num, mlid);
+}
+
 /* ---- counting -------------------------------------------------------------------- */
 
 static void refuse(struct fabric *f, struct fabric_verdict *v, struct port *src, struct port *dst,
@@ -781,12 +947,123 @@ static void egress(struct fabric *f, struct port *src, int dport, uint32_t qpn,
 	v->delivered++;
 }
 
-/* Route a checked packet: src is NULL when the sending port left while it was held. */
-static void route(struct fabric *f, struct port *src, int sport, uint32_t src_qpn,
-		  const struct ib_packet *pkt, const uint8_t *buf, size_t len,
-		  struct fabric_verdict *v)
+static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_t src_qpn,
+		  const struct ib_packet *pkt, const uint8_t *buf, size_t len, unsigned depth,
+		  bool *captured, struct fabric_verdict *v);
+
+struct resolve_ctx {
+	struct fabric *f;
+	const struct fab_router *r;
+};
+
+/* A direct route's destination: the port with that GID on the egress port's subnet. */
+static uint16_t resolve(void *arg, unsigned port, const union ib_gid *gid)
+{
+	const struct resolve_ctx *c = arg;
+	int fp = c->r->port[port], sn;
+
+	if (fp < 0)
+		return 0;
+	sn = c->f->ports[fp].subnet;
+	for (int i = 0; i < FABRIC_PORTS_MAX; i++) {
+		const struct port *p = &c->f->ports[i];
+
+		if (p->used && p->subnet == sn && gid_is_port(gid, &p->info))
+			return p->info.lid;
+	}
+	return 0;
+}
+
+static enum fabric_drop router_drop(enum router_verdict rv)
+{
+	switch (rv) {
+	case ROUTER_FORWARD:
+		return FABRIC_OK;
+	case ROUTER_DROP_NO_GRH:
+		return FABRIC_DROP_ROUTER_HDR;
+	case ROUTER_DROP_HOP_LIMIT:
+		return FABRIC_DROP_HOP_LIMIT;
+	case ROUTER_DROP_MTU:
+		return FABRIC_DROP_MTU;
+	default:
+		return FABRIC_DROP_ROUTER_NO_ROUTE;
+	}
+}
+
+/*
+ * A packet reached router port fp: the router decides, and each copy it sends leaves
+ * its egress port onto that port's subnet, where it is routed like any packet (possibly
+ * to another router: depth counts them). The arriving packet is captured here, once,
+ * unless already captured; each copy is captured on the subnet it goes out on.
+ */
+static void router_in(struct fabric *f, struct port *src, int fp, const struct ib_packet *pkt,
+		      const uint8_t *buf, size_t len, unsigned depth, bool *captured,
+		      struct fabric_verdict *v)
+{
+	struct port *rp = &f->ports[fp];
+	struct fab_router *r = &f->routers[rp->router];
+	struct resolve_ctx rc = { f, r };
+	struct router_hop hops[ROUTER_PORTS_MAX];
+	enum fabric_drop why;
+	uint8_t out[IB_PACKET_MAX_LEN];
+	unsigned n = 0;
+
+	if (port_down(f, rp))
+		why = FABRIC_DROP_LINK_DOWN;
+	else if (depth >= FABRIC_ROUTE_DEPTH)
+		why = FABRIC_DROP_HOP_LIMIT;
+	else
+		why = router_drop(
+		    router_decide(&r->rt, rp->info.port_num, pkt, resolve, &rc, hops, &n));
+	if (why != FABRIC_OK)
+		refuse(f, v, src, rp, why);
+	else {
+		rp->st.tx_packets++;
+		rp->st.tx_bytes += len;
+		f->nodes[rp->node].st.tx_packets++;
+		f->nodes[rp->node].st.tx_bytes += len;
+	}
+	if (!*captured && f->ops.capture)
+		f->ops.capture(f->arg, buf, len, why != FABRIC_OK, f->now_ns);
+	*captured = true;
+	for (unsigned i = 0; i < n; i++) {
+		int ep = r->port[hops[i].port];
+		struct port *eg = ep >= 0 ? &f->ports[ep] : NULL;
+		unsigned before = v->delivered;
+		bool cap = false;
+		struct ib_packet out_pkt;
+
+		if (!eg || port_down(f, eg)) {
+			refuse(f, v, src, eg, FABRIC_DROP_LINK_DOWN);
+			continue;
+		}
+		router_rewrite(&r->rt, &hops[i], pkt, buf, len, out);
+		f->st.routed++;
+		v->routed++;
+		eg->st.rx_packets++;
+		eg->st.rx_bytes += len;
+		f->nodes[eg->node].st.rx_packets++;
+		f->nodes[eg->node].st.rx_bytes += len;
+		/* The rewrite keeps the packet valid (VCRC resealed, ICRC untouched): parsed
+		 * again, as the next switch would, for the fields it now carries. */
+		if (ib_packet_parse(out, len, &out_pkt) != IB_PKT_OK) {
+			refuse(f, v, eg, NULL, FABRIC_DROP_BAD_ICRC);
+			continue;
+		}
+		route(f, eg, ep, eg->subnet, 0, &out_pkt, out, len, depth + 1, &cap, v);
+		if (!cap && f->ops.capture)
+			f->ops.capture(f->arg, out, len, v->delivered == before, f->now_ns);
+	}
+}
+
+/* Route a checked packet on subnet sn: src is NULL when the sending port left while it
+ * was held. A router port owning the DLID (or joined to the group) takes it. */
+static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_t src_qpn,
+		  const struct ib_packet *pkt, const uint8_t *buf, size_t len, unsigned depth,
+		  bool *captured, struct fabric_verdict *v)
 {
 	uint16_t dlid = pkt->lrh.dlid;
+	int dport;
 
 	if (dlid >= IB_LID_MC_FIRST && dlid != IB_LID_PERMISSIVE) {
 		bool member = false;
@@ -800,7 +1077,8 @@ static void route(struct fabric *f, struct port *src, int sport, uint32_t src_qp
 		for (unsigned i = 0; i < f->mc_end; i++) {
 			struct mc *m = &f->mc[i];
 
-			if (!m->used || m->mlid != dlid || !ib_gid_equal(&m->mgid, &pkt->grh.dgid))
+			if (!m->used || m->mlid != dlid || f->ports[m->port].subnet != sn ||
+			    !ib_gid_equal(&m->mgid, &pkt->grh.dgid))
 				continue;
 			/* IB multicast loopback never reaches the sending QP itself. */
 			if (src && m->port == sport && m->qpn == src_qpn)
@@ -808,15 +1086,31 @@ static void route(struct fabric *f, struct port *src, int sport, uint32_t src_qp
 			member = true;
 			egress(f, src, m->port, m->qpn, pkt, buf, len, v);
 		}
+		/* Routers joined to the group on this subnet (not the port it came from). */
+		for (int i = 0; i < FABRIC_PORTS_MAX; i++) {
+			struct port *rp = &f->ports[i];
+
+			if (!rp->used || rp->router < 0 || rp->subnet != sn || i == sport ||
+			    !router_joined(&f->routers[rp->router].rt, rp->info.port_num,
+					   &pkt->grh.dgid, dlid))
+				continue;
+			member = true;
+			router_in(f, src, i, pkt, buf, len, depth, captured, v);
+		}
 		if (!member)
 			refuse(f, v, src, NULL, FABRIC_DROP_MCAST_NO_MEMBER);
 		return;
 	}
-	if (dlid == 0 || dlid == IB_LID_PERMISSIVE || f->lid_port[dlid] < 0) {
+	dport = lid_owner(f, sn, dlid);
+	if (dport < 0) {
 		refuse(f, v, src, NULL, FABRIC_DROP_NO_ROUTE);
 		return;
 	}
-	egress(f, src, f->lid_port[dlid], pkt->bth.dqpn, pkt, buf, len, v);
+	if (f->ports[dport].router >= 0) {
+		router_in(f, src, dport, pkt, buf, len, depth, captured, v);
+		return;
+	}
+	egress(f, src, dport, pkt->bth.dqpn, pkt, buf, len, v);
 }
 
 /* The sending HCA's and the first switch's checks. */
@@ -879,6 +1173,7 @@ static void hold(struct fabric *f, struct port *p, int port, uint32_t src_qpn, c
 	h->due = due;
 	h->seq = f->held_seq++;
 	h->port = port;
+	h->subnet = p->subnet;
 	h->gen = p->gen;
 	h->src_qpn = src_qpn;
 	h->len = (uint16_t)len;
@@ -897,9 +1192,11 @@ void fabric_packet(struct fabric *f, int port, uint32_t src_qpn, const uint8_t *
 	struct ib_packet pkt;
 	enum ib_pkt_err err;
 	enum fabric_drop r;
+	bool captured = false;
 	uint32_t delay;
 
 	memset(v, 0, sizeof(*v));
+	f->now_ns = now_ns;
 	f->st.packets++;
 	if (!p) {
 		/* Not reachable from a connection (HELLO comes first); counted all the same. */
@@ -928,8 +1225,8 @@ void fabric_packet(struct fabric *f, int port, uint32_t src_qpn, const uint8_t *
 		goto captured;
 	}
 	delay = f->delay_ms + f->nodes[p->node].delay_ms;
-	if (pkt.lrh.dlid < IB_LID_MC_FIRST && f->lid_port[pkt.lrh.dlid] >= 0)
-		delay += f->nodes[f->ports[f->lid_port[pkt.lrh.dlid]].node].delay_ms;
+	if (lid_owner(f, p->subnet, pkt.lrh.dlid) >= 0)
+		delay += f->nodes[f->ports[lid_owner(f, p->subnet, pkt.lrh.dlid)].node].delay_ms;
 	if (delay && f->held) {
 		if (f->n_free == 0) {
 			refuse(f, v, p, NULL, FABRIC_DROP_DELAY_OVERFLOW);
@@ -939,9 +1236,9 @@ void fabric_packet(struct fabric *f, int port, uint32_t src_qpn, const uint8_t *
 		v->held = true;
 		return;
 	}
-	route(f, p, port, src_qpn, &pkt, buf, len, v);
+	route(f, p, port, p->subnet, src_qpn, &pkt, buf, len, 0, &captured, v);
 captured:
-	if (f->ops.capture)
+	if (!captured && f->ops.capture)
 		f->ops.capture(f->arg, buf, len, v->delivered == 0, now_ns);
 }
 
@@ -954,12 +1251,14 @@ unsigned fabric_poll(struct fabric *f, uint64_t now_ns)
 {
 	unsigned n = 0;
 
+	f->now_ns = now_ns;
 	while (f->n_held && f->held[f->heap[0]].due <= now_ns) {
 		uint16_t slot = f->heap[0];
 		struct held *h = &f->held[slot];
 		struct port *p = &f->ports[h->port];
 		struct fabric_verdict v = { 0 };
 		struct ib_packet pkt;
+		bool captured = false;
 		unsigned i = 0;
 
 		f->heap[0] = f->heap[--f->n_held];
@@ -979,8 +1278,8 @@ unsigned fabric_poll(struct fabric *f, uint64_t now_ns)
 		ib_packet_parse(h->pkt, h->len, &pkt);
 		if (!p->used || p->gen != h->gen)
 			p = NULL;
-		route(f, p, h->port, h->src_qpn, &pkt, h->pkt, h->len, &v);
-		if (f->ops.capture)
+		route(f, p, h->port, h->subnet, h->src_qpn, &pkt, h->pkt, h->len, 0, &captured, &v);
+		if (!captured && f->ops.capture)
 			f->ops.capture(f->arg, h->pkt, h->len, v.delivered == 0, now_ns);
 		f->free_slots[f->n_free++] = slot;
 		n++;

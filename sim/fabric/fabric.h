@@ -44,6 +44,9 @@
 #define FABRIC_DELAY_SLOTS 4096 /* packets in flight while a delay is set */
 #define FABRIC_DELAY_MAX   60000
 #define FABRIC_PPM         1000000u /* loss is in parts per million */
+#define FABRIC_SUBNETS_MAX 4        /* GID prefixes: each has its own LIDs */
+#define FABRIC_ROUTERS_MAX 8
+#define FABRIC_ROUTE_DEPTH 8 /* routers one packet may cross inside the fabric */
 
 /* Why a packet (or one delivery of a multicast packet) was dropped. */
 enum fabric_drop {
@@ -71,6 +74,9 @@ enum fabric_drop {
 	FABRIC_DROP_MTU,             /* payload above the sending or receiving port's MTU */
 	FABRIC_DROP_RX_OVERFLOW,     /* the receiving port could not take it (socket full) */
 	FABRIC_DROP_DELAY_OVERFLOW,  /* too many packets held by a delay */
+	FABRIC_DROP_ROUTER_HDR,      /* to a router: no GRH, or DGID/DLID multicast disagree */
+	FABRIC_DROP_HOP_LIMIT,       /* to a router with hop limit 0 or 1, or a routing loop */
+	FABRIC_DROP_ROUTER_NO_ROUTE, /* no route for the DGID at the router, or no member */
 	FABRIC_DROP_COUNT
 };
 
@@ -132,12 +138,33 @@ int fabric_mcast_attach(struct fabric *f, int port, uint32_t qpn, const union ib
 int fabric_mcast_detach(struct fabric *f, int port, uint32_t qpn, const union ib_gid *mgid,
 			uint16_t mlid);
 
+/*
+ * Routers (sim/fabric/router.h): a router node's ports are fabric ports no client owns,
+ * on the subnet of their GID prefix (each prefix has its own LIDs). A packet whose DLID
+ * is a router port's LID (or a group the router joined there) goes to the router, which
+ * sends it on out of another of its ports, rewritten. Settings by node name, as ibsim
+ * names the router; made on first use.
+ *   fabric_router_port   a port's identity (port_num 1..ROUTER_PORTS_MAX, LID, GUID,
+ *                        GID prefix, MTU code 1..5); again: updated
+ *   fabric_router_route  prefix/plen -> egress port, next hop LID (0: direct)
+ *   fabric_router_mcast  joined to mgid on port_num with that subnet's MLID (0: left)
+ * -EINVAL: bad value; -ENOENT: no such router or port; -ENOSPC: tables full; port
+ * identities as fabric_port_add (*why says).
+ */
+int fabric_router_port(struct fabric *f, const char *name, unsigned port_num, uint16_t lid,
+		       uint64_t guid, uint64_t gid_prefix, uint8_t mtu, const char **why);
+int fabric_router_route(struct fabric *f, const char *name, const union ib_gid *prefix,
+			unsigned plen, unsigned port_num, uint16_t next_hop);
+int fabric_router_mcast(struct fabric *f, const char *name, const union ib_gid *mgid,
+			unsigned port_num, uint16_t mlid);
+
 /* What happened to one packet handed to fabric_packet. */
 struct fabric_verdict {
 	unsigned delivered;     /* QPs it reached now */
 	unsigned refused;       /* deliveries refused (multicast: per receiving QP) */
 	enum fabric_drop first; /* reason of the first refusal, FABRIC_OK if none */
 	bool held;              /* queued by a delay: its fate comes at fabric_poll */
+	unsigned routed;        /* copies routers forwarded (each captured on its subnet) */
 };
 
 /* Switch one packet (len octets, LRH..VCRC) sent by QP src_qpn of port. */
@@ -188,6 +215,7 @@ void fabric_count_drop(struct fabric *f, int port, enum fabric_drop reason);
 
 struct fabric_stats {
 	uint64_t packets, delivered;
+	uint64_t routed; /* copies routers sent on (each then delivered or dropped) */
 	uint64_t drops[FABRIC_DROP_COUNT];
 	uint64_t parse[IB_PKT_ERR_COUNT]; /* ib_packet_parse's detailed reasons */
 	unsigned held;
@@ -198,10 +226,16 @@ const struct fabric_port_stats *fabric_port_stats(const struct fabric *f, int po
 /* The whole state and counters as one JSON text (malloc'ed; NULL on ENOMEM). */
 char *fabric_stats_json(const struct fabric *f);
 
+/* The i-th router (0..FABRIC_ROUTERS_MAX-1): its tables and name, NULL when unused. */
+const struct router *fabric_router_get(const struct fabric *f, int i, const char **name);
+
 /*
  * Control commands (one line of text; see docs/simulated-rack.md):
  *   link NODE down|up [PORT] | loss PERCENT [NODE] | delay MS [NODE] | stats
  *   capture start FILE [SECONDS] | capture stop
+ *   router NODE PORT LID GUID PREFIX MTU   (GUID, PREFIX: 64-bit numbers; MTU in octets)
+ *   route NODE GID/LEN PORT direct|LID | mcast NODE MGID PORT MLID
+ * Numbers: decimal, or hexadecimal with 0x.
  * PERCENT is a decimal number 0..100 with at most 4 decimals. fabric_cmd_parse fills
  * cmd (name and file point into a copy inside cmd) or returns -EINVAL with a reason.
  */
@@ -212,6 +246,9 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_STATS,
 	FABRIC_CMD_CAPTURE_START,
 	FABRIC_CMD_CAPTURE_STOP,
+	FABRIC_CMD_ROUTER_PORT, /* router NODE PORT LID GUID PREFIX MTU */
+	FABRIC_CMD_ROUTE,       /* route NODE GID/LEN PORT direct|LID */
+	FABRIC_CMD_MCAST,       /* mcast NODE MGID PORT MLID (MLID 0: leave) */
 };
 #define FABRIC_CMD_MAX 512
 struct fabric_cmd {
@@ -220,6 +257,11 @@ struct fabric_cmd {
 	const char *file;
 	bool up;
 	uint32_t value; /* loss ppm, delay ms, capture seconds (0: until stopped) */
+	/* router, route, mcast: */
+	uint32_t port, lid; /* lid: router port LID, route next hop (0 direct), MLID */
+	uint64_t guid, prefix;
+	uint8_t mtu, plen; /* MTU code 1..5; route prefix length */
+	union ib_gid gid;  /* route prefix, MGID */
 	char text[FABRIC_CMD_MAX];
 };
 int fabric_cmd_parse(const char *line, size_t len, struct fabric_cmd *cmd, const char **why);

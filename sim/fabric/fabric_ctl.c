@@ -15,8 +15,9 @@
 #include <string.h>
 
 #include "sim/fabric/fabric.h"
+#include "sim/fabric/router.h"
 
-#define TOKENS_MAX 6
+#define TOKENS_MAX 7
 
 static int fail(const char **why, const char *reason)
 {
@@ -54,6 +55,111 @@ static bool uint_ok(const char *s, uint32_t max, uint32_t *out)
 		return false;
 	*out = (uint32_t)v;
 	return true;
+}
+
+/* Unsigned number up to max: decimal, or hexadecimal after 0x (at most 16 digits). */
+static bool num_ok(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	uint32_t d;
+
+	if (s[0] == '0' && s[1] == 'x') {
+		s += 2;
+		if (!*s || strlen(s) > 16)
+			return false;
+		for (; *s; s++) {
+			if (*s >= '0' && *s <= '9')
+				d = (uint32_t)(*s - '0');
+			else if (*s >= 'a' && *s <= 'f')
+				d = (uint32_t)(*s - 'a' + 10);
+			else if (*s >= 'A' && *s <= 'F')
+				d = (uint32_t)(*s - 'A' + 10);
+			else
+				return false;
+			v = v << 4 | d;
+		}
+	} else {
+		if (!*s || strlen(s) > 19)
+			return false;
+		for (; *s; s++) {
+			if (*s < '0' || *s > '9')
+				return false;
+			v = v * 10 + (uint64_t)(*s - '0');
+		}
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The router commands: router, route, mcast (tok[0] already matched). */
+static int router_cmd_parse(char **tok, int n, struct fabric_cmd *cmd, const char **why)
+{
+	uint64_t v;
+
+	if (n < 2 || !name_ok(tok[1]))
+		return fail(why, "node name: 1..63 of A-Z a-z 0-9 _ - .");
+	cmd->name = tok[1];
+	if (!strcmp(tok[0], "router")) {
+		if (n != 7)
+			return fail(why, "usage: router NODE PORT LID GUID PREFIX MTU");
+		if (!num_ok(tok[2], ROUTER_PORTS_MAX, &v) || v == 0)
+			return fail(why, "router: port 1..8");
+		cmd->port = (uint32_t)v;
+		if (!num_ok(tok[3], IB_LID_MC_FIRST - 1, &v) || v == 0)
+			return fail(why, "router: LID 1..0xbfff");
+		cmd->lid = (uint32_t)v;
+		if (!num_ok(tok[4], UINT64_MAX, &cmd->guid) || cmd->guid == 0)
+			return fail(why, "router: GUID a nonzero 64-bit number");
+		if (!num_ok(tok[5], UINT64_MAX, &cmd->prefix))
+			return fail(why, "router: GID prefix a 64-bit number");
+		if (!num_ok(tok[6], 4096, &v))
+			return fail(why, "router: MTU 256, 512, 1024, 2048 or 4096");
+		for (uint8_t m = SIMFAB_MTU_256; m <= SIMFAB_MTU_4096; m++)
+			if (simfab_mtu_bytes(m) == v)
+				cmd->mtu = m;
+		if (!cmd->mtu)
+			return fail(why, "router: MTU 256, 512, 1024, 2048 or 4096");
+		cmd->kind = FABRIC_CMD_ROUTER_PORT;
+		return 0;
+	}
+	if (!strcmp(tok[0], "route")) {
+		char *slash;
+
+		if (n != 5)
+			return fail(why, "usage: route NODE GID/LEN PORT direct|LID");
+		slash = strchr(tok[2], '/');
+		if (!slash || !num_ok(slash + 1, 128, &v) || (slash[1] == '0' && slash[2] == 'x'))
+			return fail(why, "route: prefix is GID/LEN, LEN 0..128");
+		cmd->plen = (uint8_t)v;
+		*slash = 0;
+		if (ib_gid_parse(tok[2], &cmd->gid) < 0)
+			return fail(why, "route: prefix is not a GID");
+		if (!num_ok(tok[3], ROUTER_PORTS_MAX, &v) || v == 0)
+			return fail(why, "route: port 1..8");
+		cmd->port = (uint32_t)v;
+		if (!strcmp(tok[4], "direct"))
+			cmd->lid = 0;
+		else if (num_ok(tok[4], IB_LID_MC_FIRST - 1, &v) && v != 0)
+			cmd->lid = (uint32_t)v;
+		else
+			return fail(why, "route: next hop is 'direct' or a LID 1..0xbfff");
+		cmd->kind = FABRIC_CMD_ROUTE;
+		return 0;
+	}
+	if (n != 5)
+		return fail(why, "usage: mcast NODE MGID PORT MLID");
+	if (ib_gid_parse(tok[2], &cmd->gid) < 0 || !ib_gid_is_multicast(&cmd->gid))
+		return fail(why, "mcast: not a multicast GID");
+	if (!num_ok(tok[3], ROUTER_PORTS_MAX, &v) || v == 0)
+		return fail(why, "mcast: port 1..8");
+	cmd->port = (uint32_t)v;
+	if (!num_ok(tok[4], IB_LID_PERMISSIVE - 1, &v) || (v && v < IB_LID_MC_FIRST))
+		return fail(why, "mcast: MLID 0xc000..0xfffe, or 0 to leave");
+	cmd->lid = (uint32_t)v;
+	cmd->kind = FABRIC_CMD_MCAST;
+	return 0;
 }
 
 /* Percent 0..100 with at most 4 decimals, as parts per million. */
@@ -171,7 +277,10 @@ int fabric_cmd_parse(const char *line, size_t len, struct fabric_cmd *cmd, const
 		cmd->file = tok[2];
 		return 0;
 	}
-	return fail(why, "unknown command (link, loss, delay, capture, stats)");
+	if (!strcmp(tok[0], "router") || !strcmp(tok[0], "route") || !strcmp(tok[0], "mcast"))
+		return router_cmd_parse(tok, n, cmd, why);
+	return fail(why,
+		    "unknown command (link, loss, delay, capture, stats, router, route, mcast)");
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
@@ -203,6 +312,76 @@ static const char *mtu_name(uint8_t mtu)
 	return mtu <= 5 ? names[mtu] : "?";
 }
 
+/* Each router's ports, routes and groups. */
+static json_object *routers_json(const struct fabric *f)
+{
+	json_object *arr = json_object_new_array();
+	char buf[64];
+
+	for (int i = 0; i < FABRIC_ROUTERS_MAX; i++) {
+		const char *name;
+		const struct router *rt = fabric_router_get(f, i, &name);
+		json_object *o, *ports, *routes, *groups;
+
+		if (!rt)
+			continue;
+		o = json_object_new_object();
+		ports = json_object_new_array();
+		routes = json_object_new_array();
+		groups = json_object_new_array();
+		json_object_object_add(o, "node", json_object_new_string(name));
+		for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++) {
+			json_object *po;
+
+			if (!rt->port[p].used)
+				continue;
+			po = json_object_new_object();
+			json_object_object_add(po, "port", json_object_new_int((int)p));
+			json_object_object_add(po, "lid", json_object_new_int(rt->port[p].lid));
+			snprintf(buf, sizeof(buf), "0x%016" PRIx64, rt->port[p].gid_prefix);
+			json_object_object_add(po, "gid_prefix", json_object_new_string(buf));
+			json_object_array_add(ports, po);
+		}
+		for (unsigned r = 0; r < rt->n_routes; r++) {
+			json_object *ro = json_object_new_object();
+			int n;
+
+			ib_gid_format(&rt->route[r].prefix, buf, sizeof(buf) - 5);
+			n = (int)strlen(buf);
+			snprintf(buf + n, sizeof(buf) - (size_t)n, "/%u", rt->route[r].plen);
+			json_object_object_add(ro, "prefix", json_object_new_string(buf));
+			json_object_object_add(ro, "port", json_object_new_int(rt->route[r].port));
+			json_object_object_add(ro, "next_hop",
+					       rt->route[r].next_hop
+						   ? json_object_new_int(rt->route[r].next_hop)
+						   : json_object_new_string("direct"));
+			json_object_array_add(routes, ro);
+		}
+		for (unsigned g = 0; g < rt->n_groups; g++) {
+			json_object *go = json_object_new_object(), *ml = json_object_new_object();
+
+			ib_gid_format(&rt->group[g].mgid, buf, sizeof(buf));
+			json_object_object_add(go, "mgid", json_object_new_string(buf));
+			for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++) {
+				char k[8];
+
+				if (!rt->group[g].mlid[p])
+					continue;
+				snprintf(k, sizeof(k), "%u", p);
+				snprintf(buf, sizeof(buf), "0x%04x", rt->group[g].mlid[p]);
+				json_object_object_add(ml, k, json_object_new_string(buf));
+			}
+			json_object_object_add(go, "mlid", ml);
+			json_object_array_add(groups, go);
+		}
+		json_object_object_add(o, "ports", ports);
+		json_object_object_add(o, "routes", routes);
+		json_object_object_add(o, "groups", groups);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 char *fabric_stats_json(const struct fabric *f)
 {
 	json_object *root = json_object_new_object(), *ports = json_object_new_array(), *parse;
@@ -215,6 +394,7 @@ char *fabric_stats_json(const struct fabric *f)
 		total += st.drops[r];
 	json_object_object_add(root, "packets", json_object_new_int64((int64_t)st.packets));
 	json_object_object_add(root, "delivered", json_object_new_int64((int64_t)st.delivered));
+	json_object_object_add(root, "routed", json_object_new_int64((int64_t)st.routed));
 	json_object_object_add(root, "dropped", json_object_new_int64((int64_t)total));
 	json_object_object_add(root, "held", json_object_new_int64(st.held));
 	json_object_object_add(root, "drops", drops_obj(st.drops));
@@ -258,6 +438,7 @@ char *fabric_stats_json(const struct fabric *f)
 		json_object_array_add(ports, o);
 	}
 	json_object_object_add(root, "ports", ports);
+	json_object_object_add(root, "routers", routers_json(f));
 	{
 		struct fabric_settings fs;
 		json_object *nodes = json_object_new_array();

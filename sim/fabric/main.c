@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,8 +487,32 @@ static void ctl_run(struct fab *x, struct ctl_conn *cc)
 	case FABRIC_CMD_CAPTURE_STOP:
 		capture_stop(x, reply, sizeof(reply));
 		break;
+	case FABRIC_CMD_ROUTER_PORT:
+		rc = fabric_router_port(x->f, cmd.name, cmd.port, (uint16_t)cmd.lid, cmd.guid,
+					cmd.prefix, cmd.mtu, &why);
+		if (rc < 0 && why) {
+			snprintf(reply, sizeof(reply), "error: %s\n", why);
+			ctl_reply(cc, reply);
+			return;
+		}
+		if (rc == 0)
+			log_info("fabric: router %s port %u lid %u prefix 0x%016" PRIx64, cmd.name,
+				 cmd.port, cmd.lid, cmd.prefix);
+		break;
+	case FABRIC_CMD_ROUTE:
+		rc = fabric_router_route(x->f, cmd.name, &cmd.gid, cmd.plen, cmd.port,
+					 (uint16_t)cmd.lid);
+		break;
+	case FABRIC_CMD_MCAST:
+		rc = fabric_router_mcast(x->f, cmd.name, &cmd.gid, cmd.port, (uint16_t)cmd.lid);
+		break;
 	}
-	if (rc < 0)
+	if (rc < 0 && cmd.kind >= FABRIC_CMD_ROUTER_PORT)
+		snprintf(reply, sizeof(reply), "error: %s\n",
+			 rc == -ENOENT   ? "no such router (give it a port first: router NODE ...)"
+			 : rc == -ENOSPC ? "router table full"
+					 : strerror(-rc));
+	else if (rc < 0)
 		snprintf(reply, sizeof(reply), "error: %s\n",
 			 rc == -ENOSPC ? "too many node names" : strerror(-rc));
 	ctl_reply(cc, reply);

@@ -30,6 +30,7 @@ RACK_RUN_ROOT=${RACK_RUN_ROOT:-/run/ibgw-sim}
 RACK_MGMT_NET=198.18.0          # RFC 2544 benchmarking range, only inside the rack's namespaces
 RACK_IBSIM_IP=$RACK_MGMT_NET.1
 RACK_IBSIM_PORT=7070            # ibsim -l: ctl port; clients use 7071..7080
+RACK_IBSIM2_PORT=7170           # subnet B's ibsim (two-subnets.topo); clients 7171..7180
 RACK_WAIT_UP=${RACK_WAIT_UP:-30}
 # The user and group ibgwd runs as after its start (gateway.user / gateway.group in
 # sim/etc/rack-*.yaml), as the package's ibgw on a production box: present on every Debian
@@ -63,6 +64,22 @@ rack_init() {
 	RACK_ETHSW_NS=$RACK_NAME-ethsw
 	RACK_CONSOLE=$RACK_STATE/ibsim.console
 	RACK_SOCKNAME=ibgw-$RACK_NAME
+	RACK_SUBNET_B=$RACK_STATE/subnet-b   # "FILE PREFIX ROUTES NODE..." of #@subnet-b
+}
+
+# Two subnets (#@subnet-b in the topology): subnet B's nodes reach their own ibsim.
+rack_has_b() { [ -s "$RACK_SUBNET_B" ]; }
+rack_in_b() {   # NODE: is it one of subnet B's nodes?
+	rack_has_b && awk -v n="$1" '{ for (i = 4; i <= NF; i++) if ($i == n) f = 1 } END { exit !f }' \
+		"$RACK_SUBNET_B"
+}
+rack_b_field() { awk -v f="$1" '{ print $f }' "$RACK_SUBNET_B"; }   # 1 file, 2 prefix, 3 routes
+# The SM node of subnet B: its node with role sm.
+rack_b_sm() {
+	local node
+	for node in $(awk '{ for (i = 4; i <= NF; i++) print $i }' "$RACK_SUBNET_B"); do
+		[ "$(rack_node_field "$node" 3)" = sm ] && { echo "$node"; return; }
+	done
 }
 
 rack_umad2sim() {
@@ -158,8 +175,13 @@ rack_node_env() {
 	case $kind in *ib*)
 		echo "LD_PRELOAD=$(rack_umad2sim)"
 		echo "IBSIM_SERVER_NAME=$RACK_IBSIM_IP"
-		echo "IBSIM_SERVER_PORT=$RACK_IBSIM_PORT"
-		echo "IBSIM_SOCKNAME=$RACK_SOCKNAME"
+		if rack_in_b "$node"; then
+			echo "IBSIM_SERVER_PORT=$RACK_IBSIM2_PORT"
+			echo "IBSIM_SOCKNAME=$RACK_SOCKNAME-b"
+		else
+			echo "IBSIM_SERVER_PORT=$RACK_IBSIM_PORT"
+			echo "IBSIM_SOCKNAME=$RACK_SOCKNAME"
+		fi
 		echo "SIM_HOST=$node"
 	esac
 	case $(rack_node_field "$node" 3) in gateway)
@@ -237,13 +259,37 @@ rack_start_ibsim() {
 	rack_die "ibsim did not start: $(tail -n 3 "$RACK_STATE/logs/ibsim.err")"
 }
 
+# rack_start_ibsim_b: subnet B's ibsim (label ibsim-b, console ibsim-b.console), on
+# the same address, control port RACK_IBSIM2_PORT, with #@subnet-b's net file.
+rack_start_ibsim_b() {
+	local net i console=$RACK_STATE/ibsim-b.console
+	net=$RACK_SIM_DIR/topologies/$(rack_b_field 1)
+	[ -f "$net" ] || rack_die "no net file $net for subnet B"
+	cp "$net" "$RACK_STATE/topology-b"
+	mkfifo "$console"
+	rack_spawn console-b "$RACK_MGMT_NS" "$RACK_STATE" -- \
+		sh -c 'exec 3<>"$0"; exec sleep infinity' "$console"
+	RACK_STDIN=$console RACK_STDERR=$RACK_STATE/logs/ibsim-b.err rack_spawn ibsim-b "$RACK_MGMT_NS" "$RACK_STATE" \
+		"IBSIM_SOCKNAME=$RACK_SOCKNAME-b" -- \
+		ibsim -r -l "$RACK_IBSIM2_PORT" -s "$RACK_STATE/topology-b"
+	for i in $(seq 50); do
+		ip netns exec "$RACK_MGMT_NS" ss -uln 2>/dev/null | grep -q ":$RACK_IBSIM2_PORT " && return 0
+		rack_pid_alive ibsim-b || break
+		sleep 0.1
+	done
+	rack_die "subnet B's ibsim did not start: $(tail -n 3 "$RACK_STATE/logs/ibsim-b.err")"
+}
+
 # rack_console CMD: send one command to ibsim's console and print its answer
 # (the lines ibsim logs in reply, up to its next prompt).
 rack_console() {
-	local log=$RACK_STATE/logs/ibsim.log before i
-	rack_pid_alive ibsim || rack_die "ibsim is not running in rack $RACK_NAME"
+	# RACK_CONSOLE_LABEL=ibsim-b: subnet B's ibsim (two-subnets.topo).
+	local label=${RACK_CONSOLE_LABEL:-ibsim} before i
+	local log=$RACK_STATE/logs/$label.log console=$RACK_CONSOLE
+	[ "$label" = ibsim ] || console=$RACK_STATE/$label.console
+	rack_pid_alive "$label" || rack_die "$label is not running in rack $RACK_NAME"
 	before=$(stat -c %s "$log")
-	printf '%s\n' "$*" > "$RACK_CONSOLE"
+	printf '%s\n' "$*" > "$console"
 	for i in $(seq 30); do
 		sleep 0.1
 		tail -c +"$((before + 1))" "$log" | grep -q 'sim> ' && break
@@ -254,15 +300,24 @@ rack_console() {
 # --- OpenSM -----------------------------------------------------------------
 
 # rack_opensm_conf NODE PRIORITY: write the node's opensm.conf from sim/opensm.
+# Subnet B's SM gets B's subnet prefix and prefix routes; A's gets the topology's
+# #@prefix when it has one.
 rack_opensm_conf() {
-	local node=$1 prio=$2 dir=$RACK_STATE/nodes/$1
+	local node=$1 prio=$2 dir=$RACK_STATE/nodes/$1 prefix= routes=prefix-routes.conf
 	mkdir -p "$dir/cache"
-	awk -v prio="$prio" -v dir="$dir" -v cfg="$RACK_STATE/opensm" '
+	if rack_in_b "$node"; then
+		prefix=$(rack_b_field 2) routes=prefix-routes-b.conf
+	else
+		prefix=$(rack_topo_key "$RACK_STATE/topology" prefix)
+	fi
+	awk -v prio="$prio" -v dir="$dir" -v cfg="$RACK_STATE/opensm" -v prefix="$prefix" \
+		-v routes="$routes" '
 		$1 == "sm_priority"           { print "sm_priority", prio; next }
+		$1 == "subnet_prefix" && prefix != "" { print "subnet_prefix", prefix; next }
 		$1 == "log_file"              { print "log_file", dir "/opensm.log"; next }
 		$1 == "dump_files_dir"        { print "dump_files_dir", dir "/"; next }
 		$1 == "partition_config_file" { print "partition_config_file", cfg "/partitions.conf"; next }
-		$1 == "prefix_routes_file"    { print "prefix_routes_file", cfg "/prefix-routes.conf"; next }
+		$1 == "prefix_routes_file"    { print "prefix_routes_file", cfg "/" routes; next }
 		{ print }' "$RACK_SIM_DIR/opensm/opensm.conf" > "$dir/opensm.conf"
 }
 
@@ -286,6 +341,9 @@ rack_ports_active() {
 	local from=$1 out node
 	out=$(rack_ib "$from" iblinkinfo 2>/dev/null) || return 1
 	for node in $(rack_nodes_with ib); do
+		# Only the nodes of FROM's subnet: an SM does not see through a router.
+		if rack_in_b "$from"; then rack_in_b "$node" || continue
+		else ! rack_in_b "$node" || continue; fi
 		echo "$out" | awk -v n="$node" '
 			$0 == "CA: " n ":" { want = 1; next }
 			want { ok = ($0 ~ /Active\//); exit }

@@ -255,9 +255,58 @@ role_status_gateways() {
 # After OpenSM is MASTER: the data-layer fabric (sim/lib/fabric.sh), in the mgmt
 # namespace. It holds no ibsim slot: each port tells it the identity it read
 # through libibumad. Without a built ibgw-fabric the rack runs MAD layer only.
+# Routers (two-subnets.topo): the fabric plays each "#@router NAME GUID_A GUID_B" of
+# the topology, port 1 on subnet A and port 2 on subnet B, with the LID each subnet's
+# OpenSM gave that port (router_port_lid) and the rack's MTU (2048); then the topology's
+# "#@route NAME GID/LEN PORT direct|LID" lines.
+router_port_lid() {   # SM_NODE GUID: the LID OpenSM gave that port (ibaddr asks the SA)
+	rack_ib "$1" ibaddr -L -G "$2" 2>/dev/null | awk '$1 == "LID" { print $3; exit }'
+}
+# "#@join NAME MGID": the router joins that group on both subnets, with the MLID each
+# subnet's SA has for it (the group must exist: OpenSM makes the partitions' broadcast
+# groups). saquery -g lists at most 3 groups (no RMPP): enough for the broadcast groups.
+group_mlid() {   # SM_NODE MGID
+	rack_ib "$1" saquery -g 2>/dev/null | awk -F. -v m="$2" '
+		/MGID/ { g = $NF } /Mlid/ && g == m { print $NF; exit }'
+}
+role_start_routers() {
+	local tag name ga gb prefix_a prefix_b lid_a lid_b sm_a sm_b i
+	rack_has_b || return 0
+	sm_a=$(rack_topo_key "$RACK_STATE/topology" sm)
+	prefix_a=$(rack_topo_key "$RACK_STATE/topology" prefix)
+	prefix_a=${prefix_a:-0xfe80000000000000}
+	prefix_b=$(rack_b_field 2)
+	sm_b=$(rack_b_sm)
+	while read -r tag name ga gb; do
+		for i in $(seq 20); do
+			lid_a=$(router_port_lid "$sm_a" "$ga")
+			lid_b=$(router_port_lid "$sm_b" "$gb")
+			[ -n "$lid_a" ] && [ -n "$lid_b" ] && [ "$lid_a" != 0 ] && [ "$lid_b" != 0 ] && break
+			sleep 0.5
+		done
+		[ -n "$lid_a" ] && [ -n "$lid_b" ] || rack_die "router $name: no LID for its ports $ga / $gb"
+		fabric_ctl router "$name" 1 "$lid_a" "$ga" "$prefix_a" 2048 >/dev/null &&
+			fabric_ctl router "$name" 2 "$lid_b" "$gb" "$prefix_b" 2048 >/dev/null ||
+			rack_die "router $name: the fabric refused its ports"
+	done < <(awk '$1 == "#@router"' "$RACK_STATE/topology")
+	while read -r tag name rest; do
+		# shellcheck disable=SC2086
+		fabric_ctl route "$name" $rest >/dev/null || rack_die "route $name $rest refused"
+	done < <(awk '$1 == "#@route"' "$RACK_STATE/topology")
+	while read -r tag name mgid; do
+		lid_a=$(group_mlid "$sm_a" "$mgid")
+		lid_b=$(group_mlid "$sm_b" "$mgid")
+		[ -n "$lid_a" ] && [ -n "$lid_b" ] || rack_die "router $name: group $mgid has no MLID on A or B"
+		fabric_ctl mcast "$name" "$mgid" 1 "$lid_a" >/dev/null &&
+			fabric_ctl mcast "$name" "$mgid" 2 "$lid_b" >/dev/null ||
+			rack_die "router $name: the fabric refused group $mgid"
+	done < <(awk '$1 == "#@join"' "$RACK_STATE/topology")
+}
+
 role_after_sm() {
 	if [ -x "$(fabric_bin)" ]; then
 		fabric_start
+		role_start_routers
 		[ -n "${RACK_BARE:-}" ] || role_start_ibhosts
 		[ -n "${RACK_BARE:-}" ] || role_start_gateways
 	else
