@@ -304,7 +304,6 @@ static const struct schema logging_schema = { "logging", logging_fields, 2, 0, -
 		    "proxy only for these prefixes; empty: every address learned elsewhere"        \
 	}
 
-
 #define RAC struct gw_ra_config
 #define RAP struct gw_ra_prefix_config
 
@@ -315,15 +314,15 @@ static const struct field ra_prefix_fields[] = {
 	  "L flag: hosts take the prefix as on the link" },
 	{ "autonomous", T_BOOL, offsetof(RAP, autonomous), 0, 0, 0, 0, "true", NULL, 0, NULL, NULL,
 	  "A flag: hosts form addresses in it (SLAAC; a /64)" },
-	{ "valid_lifetime_s", T_UINT, offsetof(RAP, valid_lifetime_s), 0,
-	  SZ(RAP, valid_lifetime_s), 0, UINT32_MAX, "2592000", NULL, 0, NULL, NULL,
+	{ "valid_lifetime_s", T_UINT, offsetof(RAP, valid_lifetime_s), 0, SZ(RAP, valid_lifetime_s),
+	  0, UINT32_MAX, "2592000", NULL, 0, NULL, NULL,
 	  "seconds the prefix stays valid; 4294967295: infinity" },
 	{ "preferred_lifetime_s", T_UINT, offsetof(RAP, preferred_lifetime_s), 0,
 	  SZ(RAP, preferred_lifetime_s), 0, UINT32_MAX, "604800", NULL, 0, NULL, NULL,
 	  "seconds addresses formed in it stay preferred; at most valid_lifetime_s" },
 };
-static const struct schema ra_prefix_schema = { "prefixes", ra_prefix_fields, 5,
-						sizeof(RAP), -1,               check_ra_prefix };
+static const struct schema ra_prefix_schema = { "prefixes", ra_prefix_fields, 5, sizeof(RAP),
+						-1,         check_ra_prefix };
 
 static const struct field ra_fields[] = {
 	{ "max_interval_ms", T_UINT, offsetof(RAC, max_interval_ms), 0, SZ(RAC, max_interval_ms),
@@ -333,8 +332,8 @@ static const struct field ra_fields[] = {
 	  3000, 1350000, NULL, "max_interval_ms / 3, at least 3000", 0, NULL, NULL,
 	  "least time between unsolicited advertisements; at most 0.75 max_interval_ms" },
 	{ "router_lifetime_s", T_UINT, offsetof(RAC, router_lifetime_s), 0,
-	  SZ(RAC, router_lifetime_s), 0, 9000, NULL, "3 max_interval_ms, in seconds", 0, NULL,
-	  NULL, "seconds hosts keep the gateway as a default router; 0: not a default router" },
+	  SZ(RAC, router_lifetime_s), 0, 9000, NULL, "3 max_interval_ms, in seconds", 0, NULL, NULL,
+	  "seconds hosts keep the gateway as a default router; 0: not a default router" },
 	{ "hop_limit", T_UINT, offsetof(RAC, hop_limit), 0, SZ(RAC, hop_limit), 0, 255, "64", NULL,
 	  0, NULL, NULL, "hop limit hosts put on their packets; 0: unspecified" },
 	{ "managed", T_BOOL, offsetof(RAC, managed), 0, 0, 0, 0, "false", NULL, 0, NULL, NULL,
@@ -349,8 +348,8 @@ static const struct field ra_fields[] = {
 	{ "retrans_timer_ms", T_UINT, offsetof(RAC, retrans_timer_ms), 0, SZ(RAC, retrans_timer_ms),
 	  0, UINT32_MAX, "0", NULL, 0, NULL, NULL,
 	  "hosts' time between Neighbor Solicitations; 0: unspecified" },
-	{ "prefixes", T_LIST, offsetof(RAC, prefixes), offsetof(RAC, n_prefixes), GW_RA_MAX_PREFIXES,
-	  0, 0, NULL, NULL, FL_FIXED, NULL, &ra_prefix_schema,
+	{ "prefixes", T_LIST, offsetof(RAC, prefixes), offsetof(RAC, n_prefixes),
+	  GW_RA_MAX_PREFIXES, 0, 0, NULL, NULL, FL_FIXED, NULL, &ra_prefix_schema,
 	  "prefixes advertised; none: the interface's IPv6 addresses' prefixes (/64: "
 	  "autonomous)" },
 };
@@ -1715,10 +1714,12 @@ static void check_ra_prefix(struct load *L, void *base, const struct gw_ynode *c
 			verr(L, pf, fpath, "%s is IPv4; router advertisements carry IPv6 prefixes",
 			     ip_prefix_format(&p->prefix, buf, sizeof(buf)));
 		else if (p->prefix.addr.bytes[0] == 0xff ||
-			 (p->prefix.addr.bytes[0] == 0xfe && (p->prefix.addr.bytes[1] & 0xc0) == 0x80))
-			verr(L, pf, fpath,
-			     "%s is link-local or multicast; hosts ignore such a prefix (RFC 4862 5.5.3)",
-			     ip_prefix_format(&p->prefix, buf, sizeof(buf)));
+			 (p->prefix.addr.bytes[0] == 0xfe &&
+			  (p->prefix.addr.bytes[1] & 0xc0) == 0x80))
+			verr(
+			    L, pf, fpath,
+			    "%s is link-local or multicast; hosts ignore such a prefix (RFC 4862 5.5.3)",
+			    ip_prefix_format(&p->prefix, buf, sizeof(buf)));
 		else if (p->autonomous && p->prefix.len != 64 && usable(L, au, &p->autonomous)) {
 			if (au)
 				snprintf(fpath, sizeof(fpath), "%s.autonomous", path);
@@ -1754,8 +1755,9 @@ static void check_ra_mtu(struct load *L, struct gw_ra_config *r, uint32_t link_m
 		gw_cfg_err(L->e, p->line, p->col,
 			   "%s.router_advertisements.mtu: %u is %s; want 0 (no option) or 1280 up "
 			   "to the interface's mtu (%u)",
-			   path, r->mtu, r->mtu < 1280 ? "below IPv6's minimum link MTU" :
-							 "above the interface's mtu",
+			   path, r->mtu,
+			   r->mtu < 1280 ? "below IPv6's minimum link MTU"
+					 : "above the interface's mtu",
 			   link_mtu);
 }
 

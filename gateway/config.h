@@ -60,7 +60,7 @@ struct gw_proxy_config {
 /* Router advertisements on one interface (RFC 4861 6.2.1's AdvSendAdvertisements and
  * friends; gateway/dp_ra.c). Off unless the section is given. Times in ms as the RFC's
  * variables are in seconds: the lifetimes that go on the wire in seconds say so (_s). */
-#define GW_RA_MAX_PREFIXES 8  /* pkt/nd.h's ND_RA_MAX_PREFIX */
+#define GW_RA_MAX_PREFIXES 8          /* pkt/nd.h's ND_RA_MAX_PREFIX */
 #define GW_RA_MTU_LINK     UINT32_MAX /* while loading: the interface's mtu, filled in */
 
 struct gw_ra_prefix_config {

@@ -34,13 +34,13 @@
 #define RA_FINAL_GAP   ND_MIN_DELAY_BETWEEN_RAS
 
 struct ra_stats {
-	uint64_t sent;          /* RAs sent (every kind) */
-	uint64_t sent_final;    /* of which with router lifetime 0 */
-	uint64_t rs_received;   /* valid RSs on this interface */
-	uint64_t rs_unicast;    /* answered to the solicitor */
-	uint64_t rs_multicast;  /* answered (or to be) by a multicast RA */
-	uint64_t rs_ignored;    /* received while not advertising */
-	uint64_t send_failed;   /* no buffer, ring full, interface gone */
+	uint64_t sent;         /* RAs sent (every kind) */
+	uint64_t sent_final;   /* of which with router lifetime 0 */
+	uint64_t rs_received;  /* valid RSs on this interface */
+	uint64_t rs_unicast;   /* answered to the solicitor */
+	uint64_t rs_multicast; /* answered (or to be) by a multicast RA */
+	uint64_t rs_ignored;   /* received while not advertising */
+	uint64_t send_failed;  /* no buffer, ring full, interface gone */
 };
 
 struct ra_ucast {
@@ -54,7 +54,7 @@ struct ra_if {
 	char name[GW_NAME_MAX];
 	bool ib;
 	struct gw_ra_config cfg;
-	bool configured; /* in the config as running (false: being removed) */
+	bool configured;  /* in the config as running (false: being removed) */
 	uint32_t ifindex; /* the engine interface as last seen (0: none) */
 	uint8_t ll[16];   /* our link-local address there */
 	bool have_ll;
@@ -283,8 +283,8 @@ static void attach(struct dp_ra *ra, struct ra_if *r, struct dp_link *k, const s
 		ret = fwd_engine_if_add_addr(ra->dp->e, r->ifindex, &a);
 		r->ll_added = ret == 0 || ret == -EEXIST;
 		if (!r->ll_added)
-			log_errno(LOG_WARNING, -ret, "%s: router advertisements: link-local address",
-				  r->name);
+			log_errno(LOG_WARNING, -ret,
+				  "%s: router advertisements: link-local address", r->name);
 	}
 	if (!r->joined) {
 		if (!r->ib && k->eops && k->eth && k->eops->mc_add) {
@@ -295,8 +295,8 @@ static void attach(struct dp_ra *ra, struct ra_if *r, struct dp_link *k, const s
 		} else if (r->ib && k->link) {
 			union ib_gid mgid;
 
-			r->joined = ipoib_mgid_from_ipv6(nd_all_routers, k->pkey, IB_MGID_SCOPE_LINK,
-							 &mgid) == 0 &&
+			r->joined = ipoib_mgid_from_ipv6(nd_all_routers, k->pkey,
+							 IB_MGID_SCOPE_LINK, &mgid) == 0 &&
 				    ipoib_link_mcast_join(k->link, &mgid) == 0;
 		}
 	}
@@ -409,8 +409,9 @@ static void run(struct dp_ra *ra)
 			(void)send_ra(ra, r, NULL, NULL, false);
 			r->last_mcast = now;
 			r->mcast_due = 0;
-			r->next = now + nd_ra_interval(r->cfg.min_interval_ms, r->cfg.max_interval_ms,
-						       r->initial, rnd32(ra));
+			r->next =
+			    now + nd_ra_interval(r->cfg.min_interval_ms, r->cfg.max_interval_ms,
+						 r->initial, rnd32(ra));
 			if (r->initial < ND_MAX_INITIAL_RTR_ADVERTISEMENTS)
 				r->initial++;
 		}
@@ -426,7 +427,8 @@ static void run(struct dp_ra *ra)
 			if (!r->on && send_ra(ra, r, NULL, NULL, true) == 0)
 				r->final_left--;
 			else
-				r->final_left = 0; /* down or advertising again: nothing to retract */
+				r->final_left =
+				    0; /* down or advertising again: nothing to retract */
 			r->final_due = now + RA_FINAL_GAP;
 		}
 	}
@@ -483,7 +485,8 @@ static void on_rs(void *ctx, uint32_t ifindex, const struct nd_msg *rs, const ui
 		r->st.rs_unicast++;
 	} else {
 		if (!r->mcast_due)
-			r->mcast_due = nd_ra_solicited(now, true, r->last_mcast, r->next, rnd32(ra));
+			r->mcast_due =
+			    nd_ra_solicited(now, true, r->last_mcast, r->next, rnd32(ra));
 		r->st.rs_multicast++;
 	}
 	arm(ra, now);
@@ -589,8 +592,8 @@ int gw_dp_show_ra(struct gw_dp *dp, struct ctl_reply *reply)
 
 	for (unsigned i = 0; ra && i < ra->n; i++) {
 		const struct ra_if *r = &ra->ifs[i];
-		const struct fwd_if *f = r->ifindex ? fwd_snap_if(fwd_engine_current(dp->e), r->ifindex)
-						    : NULL;
+		const struct fwd_if *f =
+		    r->ifindex ? fwd_snap_if(fwd_engine_current(dp->e), r->ifindex) : NULL;
 		struct json_object *o = json_object_new_object(), *pa = json_object_new_array();
 		struct nd_prefix px[ND_RA_MAX_PREFIX];
 		uint8_t store[ND_RA_MAX_PREFIX][16];
@@ -599,17 +602,17 @@ int gw_dp_show_ra(struct gw_dp *dp, struct ctl_reply *reply)
 
 		json_object_object_add(o, "dev", json_object_new_string(r->name));
 		json_object_object_add(o, "state",
-				       json_object_new_string(r->on		 ? "advertising"
-							      : r->final_left ? "retracting"
+				       json_object_new_string(r->on            ? "advertising"
+							      : r->final_left  ? "retracting"
 							      : !r->configured ? "removed"
 									       : "idle"));
 		if (r->have_ll) {
 			struct ip_addr a = { .family = AF_INET6 };
 
 			memcpy(a.bytes, r->ll, 16);
-			json_object_object_add(o, "source",
-					       json_object_new_string(ip_addr_format(&a, buf,
-										    sizeof(buf))));
+			json_object_object_add(
+			    o, "source",
+			    json_object_new_string(ip_addr_format(&a, buf, sizeof(buf))));
 		}
 		add_int(o, "router_lifetime_s", r->cfg.router_lifetime_s);
 		add_int(o, "min_interval_ms", r->cfg.min_interval_ms);
@@ -634,11 +637,11 @@ int gw_dp_show_ra(struct gw_dp *dp, struct ctl_reply *reply)
 			p.addr.family = AF_INET6;
 			memcpy(p.addr.bytes, px[j].prefix, 16);
 			ip_prefix_mask(&p);
-			json_object_object_add(x, "prefix",
-					       json_object_new_string(ip_prefix_format(&p, buf,
-										      sizeof(buf))));
-			json_object_object_add(x, "on_link",
-					       json_object_new_boolean(px[j].flags & ND_PFX_ON_LINK));
+			json_object_object_add(
+			    x, "prefix",
+			    json_object_new_string(ip_prefix_format(&p, buf, sizeof(buf))));
+			json_object_object_add(
+			    x, "on_link", json_object_new_boolean(px[j].flags & ND_PFX_ON_LINK));
 			json_object_object_add(x, "autonomous",
 					       json_object_new_boolean(px[j].flags & ND_PFX_AUTO));
 			add_int(x, "valid_lifetime_s", px[j].valid);
@@ -705,7 +708,7 @@ void dp_ra_metrics(struct gw_dp *dp, FILE *out)
 		for (unsigned i = 0; i < ra->n; i++)
 			fprintf(out, "%s{dev=\"%s\"} %llu\n", fam[m].name,
 				metrics_label_escape(ra->ifs[i].name, lbl, sizeof(lbl)),
-				(unsigned long long)*(const uint64_t *)((const char *)&ra->ifs[i].st +
-									fam[m].off));
+				(unsigned long long)*(
+				    const uint64_t *)((const char *)&ra->ifs[i].st + fam[m].off));
 	}
 }

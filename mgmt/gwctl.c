@@ -298,14 +298,16 @@ static void print_ra(struct json_object *o, struct output *out)
 		printf("    prefix %s%s%s valid %llds preferred %llds\n", str(x, "prefix"),
 		       boolean(x, "on_link") ? " on-link" : "",
 		       boolean(x, "autonomous") ? " autonomous" : "",
-		       (long long)num(x, "valid_lifetime_s"), (long long)num(x, "preferred_lifetime_s"));
+		       (long long)num(x, "valid_lifetime_s"),
+		       (long long)num(x, "preferred_lifetime_s"));
 	}
-	printf("    ra sent %lld (final %lld) rs received %lld answered unicast %lld multicast %lld "
-	       "ignored %lld send failed %lld\n",
-	       (long long)num(o, "ra_sent"), (long long)num(o, "ra_sent_final"),
-	       (long long)num(o, "rs_received"), (long long)num(o, "rs_answered_unicast"),
-	       (long long)num(o, "rs_answered_multicast"), (long long)num(o, "rs_ignored"),
-	       (long long)num(o, "send_failed"));
+	printf(
+	    "    ra sent %lld (final %lld) rs received %lld answered unicast %lld multicast %lld "
+	    "ignored %lld send failed %lld\n",
+	    (long long)num(o, "ra_sent"), (long long)num(o, "ra_sent_final"),
+	    (long long)num(o, "rs_received"), (long long)num(o, "rs_answered_unicast"),
+	    (long long)num(o, "rs_answered_multicast"), (long long)num(o, "rs_ignored"),
+	    (long long)num(o, "send_failed"));
 }
 
 static void print_conn(struct json_object *o, struct output *out)

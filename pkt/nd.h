@@ -185,11 +185,11 @@ size_t nd_build_ra(uint8_t *out, size_t cap, enum nd_link link, const uint8_t sr
  *                     RA (last_mcast_ms; 0: none yet), and never later than an
  *                     unsolicited one already due (next_ms).
  */
-#define ND_MAX_INITIAL_RTR_ADVERTISEMENTS   3
-#define ND_MAX_INITIAL_RTR_ADVERT_INTERVAL  16000
-#define ND_MAX_RA_DELAY_TIME                500
-#define ND_MIN_DELAY_BETWEEN_RAS            3000
-#define ND_MAX_FINAL_RTR_ADVERTISEMENTS     3
+#define ND_MAX_INITIAL_RTR_ADVERTISEMENTS  3
+#define ND_MAX_INITIAL_RTR_ADVERT_INTERVAL 16000
+#define ND_MAX_RA_DELAY_TIME               500
+#define ND_MIN_DELAY_BETWEEN_RAS           3000
+#define ND_MAX_FINAL_RTR_ADVERTISEMENTS    3
 uint64_t nd_ra_interval(uint32_t min_ms, uint32_t max_ms, unsigned initial, uint32_t rnd);
 uint64_t nd_ra_solicited(uint64_t now_ms, bool mcast, uint64_t last_mcast_ms, uint64_t next_ms,
 			 uint32_t rnd);

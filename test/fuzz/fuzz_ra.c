@@ -73,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		if (m.type == ND_RS) {
 			const uint8_t *dst = ip6_is_unspecified(m.src) ? nd_all_nodes : m.src;
-			struct nd_prefix px = { ll, 64, ND_PFX_ON_LINK | ND_PFX_AUTO, 86400, 14400 };
+			struct nd_prefix px = { ll, 64, ND_PFX_ON_LINK | ND_PFX_AUTO, 86400,
+						14400 };
 
 			p = (struct nd_ra_params){ .cur_hop_limit = 64,
 						   .router_lifetime = 1800,
@@ -88,8 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(memcmp(r.sllao, lladdr, nd_lladdr_len(link)) == 0);
 		} else if (m.type == ND_RA && m.n_prefix_seen <= ND_MAX_PREFIXES) {
 			p = (struct nd_ra_params){ .cur_hop_limit = m.ra_cur_hop_limit,
-						   .flags = (uint8_t)(m.flags &
-								      (ND_RA_MANAGED | ND_RA_OTHER)),
+						   .flags = (uint8_t)(m.flags & (ND_RA_MANAGED |
+										 ND_RA_OTHER)),
 						   .router_lifetime = m.ra_lifetime,
 						   .reachable_ms = m.ra_reachable,
 						   .retrans_ms = m.ra_retrans,
