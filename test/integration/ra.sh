@@ -126,7 +126,7 @@ tap_is "ib0 advertises fd00:10::/64 with MTU option 2044" \
 wait_default ethhost1 eth0 10
 r=$(default_route ethhost1 eth0)
 tap_like "ethhost1: default route from the RA (proto ra) via the gateway's link-local" \
-	"$r" "^default via $eth_ll dev eth0 proto ra "
+	"$r" "^default via $eth_ll( dev eth0)? proto ra "
 for i in $(seq 50); do
 	eaddr=$(slaac_addr ethhost1 eth0 fd00:20:)
 	[ -n "$eaddr" ] && break
@@ -141,7 +141,7 @@ tap_is "ethhost1: IPv6 MTU from the RA's MTU option" "$(in_ns ethhost1 sysctl -n
 wait_default ibhost3 ib0 10
 r=$(default_route ibhost3 ib0)
 tap_like "ibhost3: default route from the RA over IPoIB, via ib0's link-local" \
-	"$r" "^default via $ib_ll dev ib0 proto ra "
+	"$r" "^default via $ib_ll( dev ib0)? proto ra "
 tap_like "ibhost3 had no route to fd00:20::/64 but the default" \
 	"$(in_ns ibhost3 ip -6 route get fd00:20::99 2>&1)" "via $ib_ll dev ib0"
 
