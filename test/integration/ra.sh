@@ -23,7 +23,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init rat
 rackcmd() { R "$@"; }
 
-tap_plan 27
+tap_plan 26
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq rdisc6
