@@ -54,9 +54,10 @@ struct ra_if {
 	char name[GW_NAME_MAX];
 	bool ib;
 	struct gw_ra_config cfg;
-	bool configured;  /* in the config as running (false: being removed) */
-	uint32_t ifindex; /* the engine interface as last seen (0: none) */
-	uint8_t ll[16];   /* our link-local address there */
+	bool configured;     /* in the config as running (false: being removed) */
+	bool was_configured; /* ... before the config being applied (reload notes) */
+	uint32_t ifindex;    /* the engine interface as last seen (0: none) */
+	uint8_t ll[16];      /* our link-local address there */
 	bool have_ll;
 	bool ll_added; /* Ethernet: ll is an engine address of ifindex */
 	bool joined;   /* all-routers group / MAC joined on ifindex */
@@ -494,6 +495,26 @@ static void on_rs(void *ctx, uint32_t ifindex, const struct nd_msg *rs, const ui
 
 /* ---- config, stop ------------------------------------------------------------------- */
 
+static bool same_cfg(const struct gw_ra_config *a, const struct gw_ra_config *b)
+{
+	if (a->max_interval_ms != b->max_interval_ms || a->min_interval_ms != b->min_interval_ms ||
+	    a->router_lifetime_s != b->router_lifetime_s || a->hop_limit != b->hop_limit ||
+	    a->managed != b->managed || a->other_config != b->other_config || a->mtu != b->mtu ||
+	    a->reachable_time_ms != b->reachable_time_ms ||
+	    a->retrans_timer_ms != b->retrans_timer_ms || a->n_prefixes != b->n_prefixes)
+		return false;
+	for (unsigned i = 0; i < a->n_prefixes; i++) {
+		const struct gw_ra_prefix_config *x = &a->prefixes[i], *y = &b->prefixes[i];
+
+		if (x->prefix.len != y->prefix.len ||
+		    !ip_addr_equal(&x->prefix.addr, &y->prefix.addr) || x->on_link != y->on_link ||
+		    x->autonomous != y->autonomous || x->valid_lifetime_s != y->valid_lifetime_s ||
+		    x->preferred_lifetime_s != y->preferred_lifetime_s)
+			return false;
+	}
+	return true;
+}
+
 static void take(struct dp_ra *ra, const char *name, bool ib, const struct gw_ra_config *c)
 {
 	struct ra_if *r = by_name(ra, name);
@@ -506,6 +527,11 @@ static void take(struct dp_ra *ra, const char *name, bool ib, const struct gw_ra
 		r = &ra->ifs[ra->n++];
 		memset(r, 0, sizeof(*r));
 		snprintf(r->name, sizeof(r->name), "%s", name);
+		gw_reload_note(ra->dp->outcome, false, "%s: router advertisements on", name);
+	} else if (!r->was_configured) {
+		gw_reload_note(ra->dp->outcome, false, "%s: router advertisements on", name);
+	} else if (!same_cfg(&r->cfg, c) || r->ib != ib) {
+		gw_reload_note(ra->dp->outcome, false, "%s: router advertisements changed", name);
 	}
 	if (r->ib != ib) {
 		/* The name now belongs to the other kind: a new interface. */
@@ -543,12 +569,20 @@ void dp_ra_config(struct gw_dp *dp, const struct gw_config *cfg)
 		dp->ra = ra;
 		fwd_sp_rs_bind(dp->e, on_rs, ra);
 	}
-	for (unsigned i = 0; i < ra->n; i++)
+	for (unsigned i = 0; i < ra->n; i++) {
+		ra->ifs[i].was_configured = ra->ifs[i].configured;
 		ra->ifs[i].configured = false;
+	}
 	for (unsigned i = 0; i < cfg->n_ipoib_links; i++)
 		take(ra, cfg->ipoib_links[i].name, true, &cfg->ipoib_links[i].ra);
 	for (unsigned i = 0; i < cfg->n_eth_ifs; i++)
 		take(ra, cfg->eth_ifs[i].name, false, &cfg->eth_ifs[i].ra);
+	for (unsigned i = 0; i < ra->n; i++)
+		if (ra->ifs[i].was_configured && !ra->ifs[i].configured)
+			gw_reload_note(dp->outcome, false,
+				       "%s: router advertisements off (final ones with router "
+				       "lifetime 0)",
+				       ra->ifs[i].name);
 	run(ra);
 }
 
