@@ -40,6 +40,8 @@ struct fwd_sp {
 	uint16_t echo_id; /* fwd_sp_echo_bind */
 	fwd_sp_echo_fn echo_fn;
 	void *echo_ctx;
+	fwd_sp_rs_fn rs_fn; /* fwd_sp_rs_bind */
+	void *rs_ctx;
 };
 
 static const char *const sp_names[FWD_SP_REASON_COUNT] = {
@@ -615,8 +617,13 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 			neighbour_learned(sp, in->index, AF_INET6, m.target);
 		return;
 	}
+	if (m.type == ND_RS) {
+		if (sp->rs_fn)
+			sp->rs_fn(sp->rs_ctx, in->index, &m, frame + 6);
+		return;
+	}
 	if (m.type != ND_NS)
-		return; /* RS, RA, Redirect: not taken by a gateway */
+		return; /* RA, Redirect: not taken by a gateway */
 	if (!m.dad && is_own(s, AF_INET6, m.src, NULL)) {
 		/* Another host gives one of our addresses as its source (as in eth_arp). */
 		sp->st.r[FWD_SP_OWN_CLAIMED]++;
@@ -791,6 +798,8 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 
 		if (nd_parse(m->data, m->len, ND_LINK_IB, &nm) != ND_OK)
 			return;
+		if (nm.type == ND_RS && sp->rs_fn)
+			sp->rs_fn(sp->rs_ctx, in->index, &nm, NULL);
 		if (nm.type == ND_NA)
 			neighbour_learned(sp, in->index, AF_INET6, nm.target);
 		else if (nm.type == ND_NS && !nm.dad)
@@ -911,6 +920,12 @@ int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t i
 	before = sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL];
 	send_own_ip(sp, dst->family, p, len, FWD_PCLASS_CONTROL);
 	return sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL] > before ? -ENOBUFS : 0;
+}
+
+void fwd_sp_rs_bind(struct fwd_engine *e, fwd_sp_rs_fn fn, void *ctx)
+{
+	e->sp->rs_fn = fn;
+	e->sp->rs_ctx = ctx;
 }
 
 /* An echo reply to us: to the bound handler when its identifier is ours. */

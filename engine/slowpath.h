@@ -8,6 +8,7 @@
  *                          pkt/proxy.h for addresses living on other interfaces;
  *   ARP / ND on IPoIB      ipoib_link_input_ctl (the link learns and answers), then the
  *                          same proxy decision for the other interfaces;
+ *   Router Solicitations   (both kinds) to the bound handler, fwd_sp_rs_bind;
  *   local IP               ICMP / ICMPv6 echo to the gateway's addresses answered;
  *                          anything else to us dropped (counted);
  *   unresolved             the packet is parked on the egress interface's neighbour
@@ -131,6 +132,18 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 typedef void (*fwd_sp_echo_fn)(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq);
 int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void *ctx);
 int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t id, uint16_t seq);
+
+/*
+ * Router Solicitations (RFC 4861 6.2.6), for the gateway's router advertisements
+ * (gateway/dp_ra.c): every RS that passes nd_parse on an interface goes to fn, with the
+ * frame's source MAC on Ethernet (NULL on IPoIB, where the link has seen it first). The
+ * message points into the punt: valid during the call only. One binding; fn NULL
+ * unbinds.
+ */
+struct nd_msg;
+typedef void (*fwd_sp_rs_fn)(void *ctx, uint32_t ifindex, const struct nd_msg *rs,
+			     const uint8_t *src_mac);
+void fwd_sp_rs_bind(struct fwd_engine *e, fwd_sp_rs_fn fn, void *ctx);
 
 void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out);
 

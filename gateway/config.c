@@ -196,6 +196,7 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 
 /* ---- The schema ---- */
 
+static check_fn check_ra, check_ra_prefix;
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
     check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours, check_punt;
 
@@ -317,6 +318,67 @@ static const struct schema logging_schema = {
 		    "proxy only for these prefixes; empty: every address learned elsewhere"        \
 	}
 
+#define RAC struct gw_ra_config
+#define RAP struct gw_ra_prefix_config
+
+static const struct field ra_prefix_fields[] = {
+	{ "prefix", T_NET, offsetof(RAP, prefix), 0, 0, 0, 0, NULL, NULL, FL_REQUIRED, NULL, NULL,
+	  "IPv6 prefix advertised (Prefix Information option)" },
+	{ "on_link", T_BOOL, offsetof(RAP, on_link), 0, 0, 0, 0, "true", NULL, 0, NULL, NULL,
+	  "L flag: hosts take the prefix as on the link" },
+	{ "autonomous", T_BOOL, offsetof(RAP, autonomous), 0, 0, 0, 0, "true", NULL, 0, NULL, NULL,
+	  "A flag: hosts form addresses in it (SLAAC; a /64)" },
+	{ "valid_lifetime_s", T_UINT, offsetof(RAP, valid_lifetime_s), 0, SZ(RAP, valid_lifetime_s),
+	  0, UINT32_MAX, "2592000", NULL, 0, NULL, NULL,
+	  "seconds the prefix stays valid; 4294967295: infinity" },
+	{ "preferred_lifetime_s", T_UINT, offsetof(RAP, preferred_lifetime_s), 0,
+	  SZ(RAP, preferred_lifetime_s), 0, UINT32_MAX, "604800", NULL, 0, NULL, NULL,
+	  "seconds addresses formed in it stay preferred; at most valid_lifetime_s" },
+};
+static const struct schema ra_prefix_schema = {
+	"prefixes", ra_prefix_fields, N_FIELDS(ra_prefix_fields), sizeof(RAP), -1, check_ra_prefix
+};
+
+static const struct field ra_fields[] = {
+	{ "max_interval_ms", T_UINT, offsetof(RAC, max_interval_ms), 0, SZ(RAC, max_interval_ms),
+	  4000, 1800000, "600000", NULL, 0, NULL, NULL,
+	  "most time between unsolicited advertisements (MaxRtrAdvInterval)" },
+	{ "min_interval_ms", T_UINT, offsetof(RAC, min_interval_ms), 0, SZ(RAC, min_interval_ms),
+	  3000, 1350000, NULL, "max_interval_ms / 3, at least 3000", 0, NULL, NULL,
+	  "least time between unsolicited advertisements; at most 0.75 max_interval_ms" },
+	{ "router_lifetime_s", T_UINT, offsetof(RAC, router_lifetime_s), 0,
+	  SZ(RAC, router_lifetime_s), 0, 9000, NULL, "3 max_interval_ms, in seconds", 0, NULL, NULL,
+	  "seconds hosts keep the gateway as a default router; 0: not a default router" },
+	{ "hop_limit", T_UINT, offsetof(RAC, hop_limit), 0, SZ(RAC, hop_limit), 0, 255, "64", NULL,
+	  0, NULL, NULL, "hop limit hosts put on their packets; 0: unspecified" },
+	{ "managed", T_BOOL, offsetof(RAC, managed), 0, 0, 0, 0, "false", NULL, 0, NULL, NULL,
+	  "M flag: addresses from DHCPv6" },
+	{ "other_config", T_BOOL, offsetof(RAC, other_config), 0, 0, 0, 0, "false", NULL, 0, NULL,
+	  NULL, "O flag: other configuration from DHCPv6" },
+	{ "mtu", T_UINT, offsetof(RAC, mtu), 0, SZ(RAC, mtu), 0, 65520, NULL, "the interface's mtu",
+	  0, NULL, NULL, "MTU option; 0: none; 1280 up to the interface's mtu" },
+	{ "reachable_time_ms", T_UINT, offsetof(RAC, reachable_time_ms), 0,
+	  SZ(RAC, reachable_time_ms), 0, 3600000, "0", NULL, 0, NULL, NULL,
+	  "hosts' neighbour reachable time; 0: unspecified" },
+	{ "retrans_timer_ms", T_UINT, offsetof(RAC, retrans_timer_ms), 0, SZ(RAC, retrans_timer_ms),
+	  0, UINT32_MAX, "0", NULL, 0, NULL, NULL,
+	  "hosts' time between Neighbor Solicitations; 0: unspecified" },
+	{ "prefixes", T_LIST, offsetof(RAC, prefixes), offsetof(RAC, n_prefixes),
+	  GW_RA_MAX_PREFIXES, 0, 0, NULL, NULL, FL_FIXED, NULL, &ra_prefix_schema,
+	  "prefixes advertised; none: the interface's IPv6 addresses' prefixes (/64: "
+	  "autonomous)" },
+};
+static const struct schema ra_schema = {
+	"router_advertisements", ra_fields, N_FIELDS(ra_fields), 0, -1, check_ra
+};
+
+#define RA_FIELD(T)                                                                                \
+	{                                                                                          \
+		"router_advertisements", T_SECTION, offsetof(T, ra), offsetof(T, ra.enabled), 0,   \
+		    0, 0, NULL, NULL, FL_OPTIONAL, NULL, &ra_schema,                               \
+		    "send router advertisements and answer solicitations here; absent: none"       \
+	}
+
 static const struct field ipoib_fields[] = {
 	{ "name", T_STR, offsetof(IBL, name), 0, SZ(IBL, name), 0, 0, NULL, NULL,
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "name of the link, used by routes and failover" },
@@ -340,6 +402,7 @@ static const struct field ipoib_fields[] = {
 	{ "addresses", T_IFADDR_LIST, offsetof(IBL, addresses), offsetof(IBL, n_addresses), 256, 0,
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this link, with length" },
 	PROXY_FIELDS(IBL),
+	RA_FIELD(IBL),
 };
 static const struct schema ipoib_schema = { "ipoib_links",          ipoib_fields,
 					    N_FIELDS(ipoib_fields), sizeof(IBL),
@@ -359,6 +422,7 @@ static const struct field eth_fields[] = {
 	{ "addresses", T_IFADDR_LIST, offsetof(ETH, addresses), offsetof(ETH, n_addresses), 256, 0,
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this interface" },
 	PROXY_FIELDS(ETH),
+	RA_FIELD(ETH),
 };
 static const struct schema eth_schema = { "ethernet_interfaces", eth_fields,
 					  N_FIELDS(eth_fields),  sizeof(ETH),
@@ -1625,6 +1689,113 @@ static void walk_map(struct load *L, const struct schema *s, void *base,
 
 /* ---- Per-section checks and derived defaults ---- */
 
+/* RFC 4861 6.2.1's bounds between the RA variables, and their derived defaults. */
+static void check_ra(struct load *L, void *base, const struct gw_ynode *const *vals,
+		     const char *path, const struct gw_ynode *node)
+{
+	struct gw_ra_config *r = base;
+	const struct gw_ynode *mx = val_of(&ra_schema, vals, "max_interval_ms"),
+			      *mn = val_of(&ra_schema, vals, "min_interval_ms"),
+			      *lt = val_of(&ra_schema, vals, "router_lifetime_s"),
+			      *mtu = val_of(&ra_schema, vals, "mtu");
+	bool okmax = usable(L, mx, &r->max_interval_ms);
+	char fpath[200];
+
+	(void)node;
+	if (!mn) {
+		if (okmax) {
+			r->min_interval_ms = r->max_interval_ms / 3;
+			if (r->min_interval_ms < 3000)
+				r->min_interval_ms = 3000;
+		}
+	} else if (recorded(L, &r->min_interval_ms) && okmax &&
+		   r->min_interval_ms > (uint64_t)r->max_interval_ms * 3 / 4) {
+		snprintf(fpath, sizeof(fpath), "%s.min_interval_ms", path);
+		verr(L, mn, fpath, "%u is above 0.75 max_interval_ms (%u); want at most %u",
+		     r->min_interval_ms, r->max_interval_ms,
+		     (unsigned)((uint64_t)r->max_interval_ms * 3 / 4));
+	}
+	if (!lt) {
+		if (okmax)
+			r->router_lifetime_s = (uint32_t)((uint64_t)r->max_interval_ms * 3 / 1000);
+		if (r->router_lifetime_s > 9000)
+			r->router_lifetime_s = 9000;
+	} else if (recorded(L, &r->router_lifetime_s) && okmax && r->router_lifetime_s &&
+		   (uint64_t)r->router_lifetime_s * 1000 < r->max_interval_ms) {
+		snprintf(fpath, sizeof(fpath), "%s.router_lifetime_s", path);
+		verr(L, lt, fpath,
+		     "%u s is shorter than max_interval_ms (%u ms): hosts would drop the router "
+		     "between two advertisements; want 0 or at least %u",
+		     r->router_lifetime_s, r->max_interval_ms, (r->max_interval_ms + 999) / 1000);
+	}
+	if (!mtu)
+		r->mtu = GW_RA_MTU_LINK;
+}
+
+static void check_ra_prefix(struct load *L, void *base, const struct gw_ynode *const *vals,
+			    const char *path, const struct gw_ynode *node)
+{
+	struct gw_ra_prefix_config *p = base;
+	const struct gw_ynode *pf = val_of(&ra_prefix_schema, vals, "prefix"),
+			      *au = val_of(&ra_prefix_schema, vals, "autonomous"),
+			      *pl = val_of(&ra_prefix_schema, vals, "preferred_lifetime_s"),
+			      *vl = val_of(&ra_prefix_schema, vals, "valid_lifetime_s");
+	char fpath[200], buf[IP_PREFIX_STRLEN];
+
+	(void)node;
+	if (pf && recorded(L, &p->prefix)) {
+		snprintf(fpath, sizeof(fpath), "%s.prefix", path);
+		if (p->prefix.addr.family != AF_INET6)
+			verr(L, pf, fpath, "%s is IPv4; router advertisements carry IPv6 prefixes",
+			     ip_prefix_format(&p->prefix, buf, sizeof(buf)));
+		else if (p->prefix.addr.bytes[0] == 0xff ||
+			 (p->prefix.addr.bytes[0] == 0xfe &&
+			  (p->prefix.addr.bytes[1] & 0xc0) == 0x80))
+			verr(
+			    L, pf, fpath,
+			    "%s is link-local or multicast; hosts ignore such a prefix (RFC 4862 5.5.3)",
+			    ip_prefix_format(&p->prefix, buf, sizeof(buf)));
+		else if (p->autonomous && p->prefix.len != 64 && usable(L, au, &p->autonomous)) {
+			if (au)
+				snprintf(fpath, sizeof(fpath), "%s.autonomous", path);
+			verr(L, au ? au : pf, fpath,
+			     "%s is not a /64: hosts form addresses only in a /64 (RFC 4862 5.5.3, "
+			     "RFC 4291's 64-bit interface identifiers); set autonomous: false",
+			     ip_prefix_format(&p->prefix, buf, sizeof(buf)));
+		}
+	}
+	if (usable(L, pl, &p->preferred_lifetime_s) && usable(L, vl, &p->valid_lifetime_s) &&
+	    (pl || vl) && p->preferred_lifetime_s > p->valid_lifetime_s) {
+		snprintf(fpath, sizeof(fpath), "%s.%s", path,
+			 pl ? "preferred_lifetime_s" : "valid_lifetime_s");
+		verr(L, pl ? pl : vl, fpath,
+		     "preferred_lifetime_s (%u) is above valid_lifetime_s (%u) (RFC 4862 5.5.3)",
+		     p->preferred_lifetime_s, p->valid_lifetime_s);
+	}
+}
+
+/* The RA's MTU option against its interface's mtu (known once the item is walked). */
+static void check_ra_mtu(struct load *L, struct gw_ra_config *r, uint32_t link_mtu,
+			 const char *path)
+{
+	const struct posrec *p = pos_of(L, &r->mtu);
+
+	if (!r->enabled)
+		return;
+	if (r->mtu == GW_RA_MTU_LINK) {
+		r->mtu = link_mtu;
+		return;
+	}
+	if (p && r->mtu && (r->mtu < 1280 || r->mtu > link_mtu))
+		gw_cfg_err(L->e, p->line, p->col,
+			   "%s.router_advertisements.mtu: %u is %s; want 0 (no option) or 1280 up "
+			   "to the interface's mtu (%u)",
+			   path, r->mtu,
+			   r->mtu < 1280 ? "below IPv6's minimum link MTU"
+					 : "above the interface's mtu",
+			   link_mtu);
+}
+
 static void check_gateway(struct load *L, void *base, const struct gw_ynode *const *vals,
 			  const char *path, const struct gw_ynode *node)
 {
@@ -1673,6 +1844,7 @@ static void check_ipoib(struct load *L, void *base, const struct gw_ynode *const
 		    "%u is too large for datagram mode (at most 4092: the 4096-byte IB MTU less the 4-byte IPoIB header; use mode: connected for more)",
 		    l->mtu);
 	}
+	check_ra_mtu(L, &l->ra, l->mtu, path);
 }
 
 static void check_eth(struct load *L, void *base, const struct gw_ynode *const *vals,
@@ -1700,6 +1872,7 @@ static void check_eth(struct load *L, void *base, const struct gw_ynode *const *
 		}
 		memcpy(e->device, e->name, sizeof(e->device));
 	}
+	check_ra_mtu(L, &e->ra, e->mtu, path);
 }
 
 static void check_route(struct load *L, void *base, const struct gw_ynode *const *vals,

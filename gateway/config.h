@@ -57,6 +57,36 @@ struct gw_proxy_config {
 	unsigned n_prefixes;
 };
 
+/* Router advertisements on one interface (RFC 4861 6.2.1's AdvSendAdvertisements and
+ * friends; gateway/dp_ra.c). Off unless the section is given. Times in ms as the RFC's
+ * variables are in seconds: the lifetimes that go on the wire in seconds say so (_s). */
+#define GW_RA_MAX_PREFIXES 8          /* pkt/nd.h's ND_RA_MAX_PREFIX */
+#define GW_RA_MTU_LINK     UINT32_MAX /* while loading: the interface's mtu, filled in */
+
+struct gw_ra_prefix_config {
+	struct ip_prefix prefix;       /* prefix: IPv6, not link-local */
+	bool on_link;                  /* on_link: L flag (true) */
+	bool autonomous;               /* autonomous: A flag (true); a /64 then */
+	uint32_t valid_lifetime_s;     /* valid_lifetime_s: 2592000; 4294967295 = infinity */
+	uint32_t preferred_lifetime_s; /* preferred_lifetime_s: 604800; <= valid */
+};
+
+struct gw_ra_config {
+	bool enabled;               /* the router_advertisements section is present */
+	uint32_t max_interval_ms;   /* max_interval_ms: 4000..1800000 (600000) */
+	uint32_t min_interval_ms;   /* min_interval_ms: 3000..0.75 max (max / 3) */
+	uint32_t router_lifetime_s; /* router_lifetime_s: 0 or max_interval..9000 (3 max) */
+	uint8_t hop_limit;          /* hop_limit: Cur Hop Limit, 0 = unspecified (64) */
+	bool managed;               /* managed: M flag (false) */
+	bool other_config;          /* other_config: O flag (false) */
+	uint32_t mtu;               /* mtu: MTU option, 0 = none (the interface's mtu) */
+	uint32_t reachable_time_ms; /* reachable_time_ms: 0 = unspecified */
+	uint32_t retrans_timer_ms;  /* retrans_timer_ms: 0 = unspecified */
+	struct gw_ra_prefix_config prefixes[GW_RA_MAX_PREFIXES]; /* none: the interface's
+								   * IPv6 prefixes */
+	unsigned n_prefixes;
+};
+
 struct gw_ipoib_link_config {
 	char name[GW_NAME_MAX];        /* name: "ib0" */
 	enum gw_ipoib_backend backend; /* backend: verbs (the only one, and the default) */
@@ -69,6 +99,7 @@ struct gw_ipoib_link_config {
 	struct ip_prefix *addresses;   /* addresses: interface addresses with prefix length */
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
+	struct gw_ra_config ra; /* router_advertisements */
 	struct gw_config_pos pos;
 };
 
@@ -81,6 +112,7 @@ struct gw_eth_if_config {
 	struct ip_prefix *addresses;
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
+	struct gw_ra_config ra; /* router_advertisements */
 	struct gw_config_pos pos;
 };
 

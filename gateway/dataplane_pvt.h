@@ -23,6 +23,7 @@
 
 struct dp_ha;
 struct dp_portfail;
+struct dp_ra;
 struct kroute;
 struct linkwatch;
 struct sa_umad;
@@ -123,6 +124,8 @@ struct gw_dp {
 	struct dp_ha *ha;
 	/* IPoIB links with a backup port (gateway/dp_portfail.c). */
 	struct dp_portfail *portfail;
+	/* Router advertisements (gateway/dp_ra.c); NULL: none configured yet. */
+	struct dp_ra *ra;
 	/* The neighbour tables' limits (config neighbours:), fixed at start: links added
 	 * by a reload get them too. */
 	struct neigh_params neigh;
@@ -152,5 +155,10 @@ void dp_ha_link_changed(struct gw_dp *dp, const struct dp_link *k);
 void dp_ha_config(struct gw_dp *dp, const struct gw_config *cfg, struct gw_reload_outcome *out);
 /* The pair's metric families (nothing for a single gateway). */
 void dp_ha_metrics(struct gw_dp *dp, FILE *out);
+/* Whether this box serves the link or interface named dev for the hosts on it (router
+ * advertisements, gateway/dp_ra.c): a single gateway does; in a pair, a link that
+ * carries service addresses is served by the box holding one of them (MASTER of its
+ * group), and one that carries none by both. */
+bool dp_ha_serves(struct gw_dp *dp, const char *dev);
 
 #endif

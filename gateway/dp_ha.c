@@ -71,6 +71,7 @@
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
+#include "gateway/dp_ra.h"
 #include "gateway/ha_hands.h"
 #include "ha/ha_fsm.h"
 #include "ha/ha_sync.h"
@@ -501,6 +502,13 @@ static void on_due(struct evloop *loop, int fd, uint32_t events, void *arg)
 			h->announce_at[g][0] = h->announce_at[g][1] = 0;
 		}
 	}
+	for (unsigned g = 0; g < h->n_groups; g++)
+		if (group[g]) {
+			/* Router advertisements follow the addresses: on where they are held
+			 * now, retracted (router lifetime 0) where they were given up. */
+			dp_ra_recheck(h->dp);
+			break;
+		}
 	if (probe)
 		probe_tiebreaker(h);
 }
@@ -1580,6 +1588,23 @@ int gw_dp_ha_switchover(struct gw_dp *dp, const char *group, struct ctl_reply *r
 	if (!started)
 		return ctl_reply_error(r, CTL_EBADREQ, "no failover group '%s'", group);
 	return CTL_OK;
+}
+
+bool dp_ha_serves(struct gw_dp *dp, const char *dev)
+{
+	struct dp_ha *h = dp->ha;
+	bool carries = false;
+
+	if (!h)
+		return true;
+	for (unsigned i = 0; i < h->n_addrs; i++) {
+		if (strcmp(h->addrs[i].dev, dev))
+			continue;
+		if (h->addrs[i].held)
+			return true;
+		carries = true;
+	}
+	return !carries;
 }
 
 /* ---- metrics (docs/operations.md "Metrics") -------------------------------------------- */

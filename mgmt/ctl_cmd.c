@@ -84,6 +84,9 @@ static const struct ctl_cmd c_gid_route_show =
 	 "routes to other IB subnets, per IB port, with each router's state");
 static const struct ctl_cmd c_mcast_show =
     SHOW("mcast", CTL_SHOW_MCAST, NULL, "multicast groups of the IPoIB links");
+static const struct ctl_cmd c_ra_show =
+    SHOW("ra", CTL_SHOW_RA, NULL,
+	 "router advertisements per interface: state, settings, prefixes, counters");
 static const struct ctl_cmd c_config_show =
     SHOW("config", CTL_SHOW_CONFIG, NULL, "the running configuration");
 static const struct ctl_cmd c_connection_show =
@@ -140,6 +143,7 @@ static const struct ctl_object objects[] = {
 	  CMDS(&c_path_show, &c_path_flush) },
 	{ "gid-route", NAMES("gid-routes"), "routes to other IB subnets", CMDS(&c_gid_route_show) },
 	{ "mcast", NAMES("multicast"), "IPoIB multicast groups", CMDS(&c_mcast_show) },
+	{ "ra", NAMES("router-advertisements"), "router advertisements", CMDS(&c_ra_show) },
 	{ "config", NAMES("configuration"), "the running configuration", CMDS(&c_config_show) },
 	{ "connection", NAMES("connections"), "IPoIB connected-mode connections",
 	  CMDS(&c_connection_show) },

@@ -126,6 +126,8 @@ const char *ctl_msg_name(uint16_t type)
 		return "show paths";
 	case CTL_SHOW_MCAST:
 		return "show mcast";
+	case CTL_SHOW_RA:
+		return "show ra";
 	case CTL_SHOW_CONNECTIONS:
 		return "show connections";
 	case CTL_SHOW_STATS:

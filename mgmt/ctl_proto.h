@@ -51,6 +51,7 @@ enum ctl_msg_type {
 	CTL_HA_SWITCHOVER = 19,
 	CTL_SHOW_GID_ROUTES = 20,
 	CTL_CAPTURE = 21, /* {"dev", "filter", "count", "duration_ms", "snaplen", "direction"} */
+	CTL_SHOW_RA = 22, /* router advertisements, per interface */
 
 	CTL_MSG_RECORD = 0x8001,
 	CTL_MSG_END = 0x8002,

@@ -269,6 +269,47 @@ static void print_mcast(struct json_object *o, struct output *out)
 	printf(" %s %s\n", str(o, "join"), str(o, "state"));
 }
 
+static bool boolean(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+/* ip-like: "eth0 advertising from fe80::... lifetime 1800s ..." then the prefixes and
+ * the counters on their own lines. */
+static void print_ra(struct json_object *o, struct output *out)
+{
+	struct json_object *px = json_object_object_get(o, "prefixes");
+	size_t n = px ? json_object_array_length(px) : 0;
+
+	(void)out;
+	printf("%s %s", str(o, "dev"), str(o, "state"));
+	opt(o, "source", "from");
+	printf(" lifetime %llds interval %lld-%lldms hop_limit %lld mtu %lld",
+	       (long long)num(o, "router_lifetime_s"), (long long)num(o, "min_interval_ms"),
+	       (long long)num(o, "max_interval_ms"), (long long)num(o, "hop_limit"),
+	       (long long)num(o, "mtu"));
+	opt(o, "next_ms", "next_ms");
+	printf("\n");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *x = json_object_array_get_idx(px, i);
+
+		printf("    prefix %s%s%s valid %llds preferred %llds\n", str(x, "prefix"),
+		       boolean(x, "on_link") ? " on-link" : "",
+		       boolean(x, "autonomous") ? " autonomous" : "",
+		       (long long)num(x, "valid_lifetime_s"),
+		       (long long)num(x, "preferred_lifetime_s"));
+	}
+	printf(
+	    "    ra sent %lld (final %lld) rs received %lld answered unicast %lld multicast %lld "
+	    "ignored %lld send failed %lld\n",
+	    (long long)num(o, "ra_sent"), (long long)num(o, "ra_sent_final"),
+	    (long long)num(o, "rs_received"), (long long)num(o, "rs_answered_unicast"),
+	    (long long)num(o, "rs_answered_multicast"), (long long)num(o, "rs_ignored"),
+	    (long long)num(o, "send_failed"));
+}
+
 static void print_conn(struct json_object *o, struct output *out)
 {
 	printf("%s dev %s", str(o, "peer"), str(o, "dev"));
@@ -286,13 +327,6 @@ static void print_conn(struct json_object *o, struct output *out)
 	printf("\n    tx %lld packets %lld bytes rx %lld packets %lld bytes\n",
 	       (long long)num(o, "tx_packets"), (long long)num(o, "tx_bytes"),
 	       (long long)num(o, "rx_packets"), (long long)num(o, "rx_bytes"));
-}
-
-static bool boolean(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
 }
 
 /* Milliseconds as "1.234s" or "56ms". */
@@ -782,6 +816,7 @@ static const struct handler handlers[] = {
 	{ CTL_SHOW_PATHS, NULL, print_path, NULL },
 	{ CTL_SHOW_GID_ROUTES, NULL, print_gid_route, NULL },
 	{ CTL_SHOW_MCAST, NULL, print_mcast, NULL },
+	{ CTL_SHOW_RA, NULL, print_ra, NULL },
 	{ CTL_SHOW_CONNECTIONS, NULL, print_conn, NULL },
 	{ CTL_SHOW_STATS, NULL, print_stats, NULL },
 	{ CTL_SHOW_HA, NULL, print_ha, NULL },

@@ -40,6 +40,7 @@ const char *nd_reason_name(enum nd_reason r)
 }
 
 const uint8_t nd_all_nodes[16] = { 0xff, 0x02, [15] = 1 };
+const uint8_t nd_all_routers[16] = { 0xff, 0x02, [15] = 2 };
 
 void nd_solicited_node(const uint8_t target[16], uint8_t out[16])
 {
@@ -357,4 +358,82 @@ size_t nd_build_unsolicited_na(uint8_t *out, size_t cap, enum nd_link link, cons
 {
 	return nd_build_na(out, cap, link, addr, nd_all_nodes, addr,
 			   ND_NA_OVERRIDE | (router ? ND_NA_ROUTER : 0), lladdr);
+}
+
+size_t nd_build_ra(uint8_t *out, size_t cap, enum nd_link link, const uint8_t src[16],
+		   const uint8_t dst[16], const struct nd_ra_params *p, const uint8_t *lladdr)
+{
+	uint8_t s[16], d[16];
+	uint8_t *ic = out + IP6_HDR_LEN;
+	size_t ilen = 16 + (lladdr ? (link == ND_LINK_IB ? 24 : 8) : 0) + (p->mtu ? 8 : 0) +
+		      32 * (size_t)p->n_prefix;
+	size_t o = 16;
+
+	if (p->n_prefix > ND_RA_MAX_PREFIX || cap < IP6_HDR_LEN + ilen)
+		return 0;
+	memcpy(s, src, 16);
+	memcpy(d, dst, 16);
+	ic[0] = ND_RA;
+	ic[1] = 0;
+	ic[4] = p->cur_hop_limit;
+	ic[5] = p->flags & (ND_RA_MANAGED | ND_RA_OTHER);
+	ip_put16(ic + 6, p->router_lifetime);
+	ip_put32(ic + 8, p->reachable_ms);
+	ip_put32(ic + 12, p->retrans_ms);
+	if (lladdr)
+		o += put_lladdr(ic + o, ND_OPT_SLLA, link, lladdr);
+	if (p->mtu) {
+		ic[o] = ND_OPT_MTU;
+		ic[o + 1] = 1;
+		ip_put16(ic + o + 2, 0);
+		ip_put32(ic + o + 4, p->mtu);
+		o += 8;
+	}
+	for (unsigned i = 0; i < p->n_prefix; i++) {
+		const struct nd_prefix *x = &p->prefix[i];
+		uint8_t *q = ic + o;
+		unsigned len = x->len > 128 ? 128 : x->len;
+
+		q[0] = ND_OPT_PREFIX;
+		q[1] = 4;
+		q[2] = (uint8_t)len;
+		q[3] = x->flags & (ND_PFX_ON_LINK | ND_PFX_AUTO);
+		ip_put32(q + 4, x->valid);
+		ip_put32(q + 8, x->preferred);
+		ip_put32(q + 12, 0);
+		/* The prefix with its host bits cleared (4.6.2: the receiver ignores them,
+		 * but a sender must not leak an interface address in them). */
+		memset(q + 16, 0, 16);
+		memcpy(q + 16, x->prefix, len / 8);
+		if (len % 8)
+			q[16 + len / 8] = (uint8_t)(x->prefix[len / 8] & (0xff00 >> (len % 8)));
+		o += 32;
+	}
+	return finish(out, s, d, ilen);
+}
+
+uint64_t nd_ra_interval(uint32_t min_ms, uint32_t max_ms, unsigned initial, uint32_t rnd)
+{
+	uint64_t t;
+
+	if (min_ms > max_ms)
+		min_ms = max_ms;
+	t = min_ms + (uint64_t)rnd % ((uint64_t)max_ms - min_ms + 1);
+	if (initial < ND_MAX_INITIAL_RTR_ADVERTISEMENTS && t > ND_MAX_INITIAL_RTR_ADVERT_INTERVAL)
+		t = ND_MAX_INITIAL_RTR_ADVERT_INTERVAL;
+	return t;
+}
+
+uint64_t nd_ra_solicited(uint64_t now_ms, bool mcast, uint64_t last_mcast_ms, uint64_t next_ms,
+			 uint32_t rnd)
+{
+	uint64_t t = now_ms + rnd % (ND_MAX_RA_DELAY_TIME + 1);
+
+	if (!mcast)
+		return t;
+	if (last_mcast_ms && t < last_mcast_ms + ND_MIN_DELAY_BETWEEN_RAS)
+		t = last_mcast_ms + ND_MIN_DELAY_BETWEEN_RAS;
+	if (next_ms && next_ms < t)
+		t = next_ms;
+	return t;
 }

@@ -119,7 +119,8 @@ void nd_solicited_node(const uint8_t target[16], uint8_t out[16]);
 bool nd_is_solicited_node(const uint8_t a[16]);
 /* 33:33 + the group's low 32 bits (RFC 2464 7). */
 void nd_mcast_mac(const uint8_t group[16], uint8_t mac[6]);
-extern const uint8_t nd_all_nodes[16]; /* ff02::1 */
+extern const uint8_t nd_all_nodes[16];   /* ff02::1 */
+extern const uint8_t nd_all_routers[16]; /* ff02::2 */
 
 /* Neighbor Solicitation for target from src (:: for DAD: then lladdr must be NULL).
  * dst NULL: the target's solicited-node address; else unicast (reachability probe).
@@ -140,5 +141,57 @@ size_t nd_build_na_reply(uint8_t *out, size_t cap, enum nd_link link, const stru
 /* Unsolicited NA (RFC 4861 7.2.6) announcing addr at lladdr: to ff02::1, O set. */
 size_t nd_build_unsolicited_na(uint8_t *out, size_t cap, enum nd_link link, const uint8_t addr[16],
 			       bool router, const uint8_t *lladdr);
+
+/*
+ * Router Advertisement (RFC 4861 4.2, 6.2.3) as a router sends it: the fixed part,
+ * then the source link-layer option (lladdr; NULL for none), the MTU option (mtu 0:
+ * none) and one Prefix Information option per prefix (4.6.2; flags ND_PFX_*). src must
+ * be our link-local address (hosts drop an RA from anything else, 6.1.2). A router
+ * lifetime of 0 says "not a default router" (sent when it stops advertising, 6.2.5).
+ */
+#define ND_RA_MANAGED    0x80 /* M: addresses from DHCPv6 */
+#define ND_RA_OTHER      0x40 /* O: other configuration from DHCPv6 */
+#define ND_PFX_ON_LINK   0x80 /* L */
+#define ND_PFX_AUTO      0x40 /* A: SLAAC */
+#define ND_RA_MAX_PREFIX 8
+#define ND_RA_MAX_LEN    (IP6_HDR_LEN + 16 + 24 + 8 + 32 * ND_RA_MAX_PREFIX)
+
+struct nd_ra_params {
+	uint8_t cur_hop_limit;    /* 0: unspecified */
+	uint8_t flags;            /* ND_RA_MANAGED | ND_RA_OTHER */
+	uint16_t router_lifetime; /* seconds; 0: not a default router */
+	uint32_t reachable_ms;    /* 0: unspecified */
+	uint32_t retrans_ms;      /* 0: unspecified */
+	uint32_t mtu;             /* 0: no MTU option */
+	const struct nd_prefix *prefix;
+	unsigned n_prefix; /* at most ND_RA_MAX_PREFIX */
+};
+
+/* Returns the packet's length, or 0 if cap is too small or there are too many prefixes. */
+size_t nd_build_ra(uint8_t *out, size_t cap, enum nd_link link, const uint8_t src[16],
+		   const uint8_t dst[16], const struct nd_ra_params *p, const uint8_t *lladdr);
+
+/*
+ * When a router advertising on an interface sends its next RA (RFC 4861 6.2.4, 6.2.6),
+ * with time in ms and the randomness injected (rnd: any uniformly distributed 32 bits):
+ *
+ *   nd_ra_interval    the next unsolicited RA: uniform in [min_ms, max_ms]; while the
+ *                     first MAX_INITIAL_RTR_ADVERTISEMENTS (3) go out (initial = how
+ *                     many were sent so far) at most MAX_INITIAL_RTR_ADVERT_INTERVAL
+ *                     (16 s);
+ *   nd_ra_solicited   the answer to an RS received at now: a random delay in
+ *                     [0, MAX_RA_DELAY_TIME] (500 ms); to all-nodes (mcast) also no
+ *                     sooner than MIN_DELAY_BETWEEN_RAS (3 s) after the last multicast
+ *                     RA (last_mcast_ms; 0: none yet), and never later than an
+ *                     unsolicited one already due (next_ms).
+ */
+#define ND_MAX_INITIAL_RTR_ADVERTISEMENTS  3
+#define ND_MAX_INITIAL_RTR_ADVERT_INTERVAL 16000
+#define ND_MAX_RA_DELAY_TIME               500
+#define ND_MIN_DELAY_BETWEEN_RAS           3000
+#define ND_MAX_FINAL_RTR_ADVERTISEMENTS    3
+uint64_t nd_ra_interval(uint32_t min_ms, uint32_t max_ms, unsigned initial, uint32_t rnd);
+uint64_t nd_ra_solicited(uint64_t now_ms, bool mcast, uint64_t last_mcast_ms, uint64_t next_ms,
+			 uint32_t rnd);
 
 #endif

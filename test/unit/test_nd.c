@@ -348,12 +348,183 @@ static void test_reject(void **state)
 		assert_string_not_equal(nd_reason_name((enum nd_reason)r), "unknown");
 }
 
+/* nd_build_ra: every octet of an IPoIB RA with all options, checked against the RFC's
+ * layout and an independent checksum, then parsed back; an Ethernet RA without
+ * options; too many prefixes or too little room refused. */
+static void test_build_ra(void **state)
+{
+	uint8_t p[ND_RA_MAX_LEN], pfx[16] = { 0xfd, 0x00, 0x00, 0x10, [15] = 0x01 };
+	uint8_t pfx2[16] = { 0xfd, 0x00, 0x00, 0x10, 0, 0, 0, 0x1f, [15] = 0x01 };
+	struct nd_prefix px[2] = {
+		{ pfx, 64, ND_PFX_ON_LINK | ND_PFX_AUTO, 86400, 14400 },
+		{ pfx2, 61, ND_PFX_ON_LINK | 0x01, 0xffffffffu, 0 },
+	};
+	struct nd_ra_params rp = { .cur_hop_limit = 64,
+				   .flags = ND_RA_OTHER | 0x08,
+				   .router_lifetime = 1800,
+				   .reachable_ms = 30000,
+				   .retrans_ms = 1000,
+				   .mtu = 2044,
+				   .prefix = px,
+				   .n_prefix = 2 };
+	struct nd_msg m;
+	size_t n = nd_build_ra(p, sizeof(p), ND_LINK_IB, ll1, nd_all_nodes, &rp, ibaddr);
+	uint16_t c;
+
+	(void)state;
+	assert_int_equal(n, 40 + 16 + 24 + 8 + 64);
+	assert_int_equal(p[0] >> 4, 6);
+	assert_int_equal(p[4] << 8 | p[5], n - 40);
+	assert_int_equal(p[6], 58);
+	assert_int_equal(p[7], 255);
+	assert_memory_equal(p + 8, ll1, 16);
+	assert_memory_equal(p + 24, nd_all_nodes, 16);
+	assert_int_equal(p[40], 134);
+	assert_int_equal(p[41], 0);
+	c = (uint16_t)(p[42] << 8 | p[43]);
+	p[42] = p[43] = 0;
+	assert_int_equal(c, ref_check6(p));
+	p[42] = (uint8_t)(c >> 8), p[43] = (uint8_t)c;
+	assert_int_equal(p[44], 64);
+	assert_int_equal(p[45], 0x40); /* O only: the reserved bit is not sent */
+	assert_int_equal(p[46] << 8 | p[47], 1800);
+	assert_int_equal(p[50] << 8 | p[51], 30000 & 0xffff);
+	assert_int_equal(p[55], 1000 & 0xff);
+	/* IPoIB source link-layer option: type 1, length 3, 2 zero octets, 20 octets */
+	assert_int_equal(p[56], 1);
+	assert_int_equal(p[57], 3);
+	assert_int_equal(p[58] | p[59], 0);
+	assert_memory_equal(p + 60, ibaddr, 20);
+	/* MTU: type 5, length 1, reserved, 2044 */
+	assert_int_equal(p[80], 5);
+	assert_int_equal(p[81], 1);
+	assert_int_equal(p[82] | p[83], 0);
+	assert_int_equal(p[86] << 8 | p[87], 2044);
+	/* Prefix information: type 3, length 4, /64, L|A, lifetimes, prefix cleared of
+	 * host bits */
+	assert_int_equal(p[88], 3);
+	assert_int_equal(p[89], 4);
+	assert_int_equal(p[90], 64);
+	assert_int_equal(p[91], 0xc0);
+	assert_int_equal(p[94] << 8 | p[95], 86400 & 0xffff);
+	assert_int_equal(p[93], 86400 >> 16);
+	assert_int_equal(p[98] << 8 | p[99], 14400);
+	assert_memory_equal(p + 104, pfx, 8);
+	assert_int_equal(p[119], 0);
+	assert_int_equal(p[122], 61);
+	assert_int_equal(p[123], 0x80); /* an unknown flag bit not sent */
+	assert_int_equal(p[124] & p[125] & p[126] & p[127], 0xff);
+	assert_int_equal(p[136 + 3], 0x10);
+	assert_int_equal(p[136 + 7], 0x18); /* /61: 0x1f's low three bits cleared */
+	assert_int_equal(p[136 + 15], 0);
+
+	assert_int_equal(nd_parse(p, n, ND_LINK_IB, &m), ND_OK);
+	assert_int_equal(m.type, ND_RA);
+	assert_int_equal(m.ra_lifetime, 1800);
+	assert_int_equal(m.ra_cur_hop_limit, 64);
+	assert_int_equal(m.ra_reachable, 30000);
+	assert_int_equal(m.ra_retrans, 1000);
+	assert_true(m.has_mtu);
+	assert_int_equal(m.mtu, 2044);
+	assert_int_equal(m.n_prefix, 2);
+	assert_int_equal(m.prefix[0].len, 64);
+	assert_int_equal(m.prefix[0].valid, 86400);
+	assert_int_equal(m.prefix[1].valid, 0xffffffffu);
+	assert_memory_equal(m.sllao, ibaddr, 20);
+	/* The same on an Ethernet link parses as a bad link-layer option. */
+	assert_int_equal(nd_parse(p, n, ND_LINK_ETHER, &m), ND_BAD_LLADDR_LEN);
+
+	rp = (struct nd_ra_params){ .router_lifetime = 0 };
+	n = nd_build_ra(p, sizeof(p), ND_LINK_ETHER, ll1, ll2, &rp, mac);
+	assert_int_equal(n, 40 + 16 + 8);
+	assert_int_equal(nd_parse(p, n, ND_LINK_ETHER, &m), ND_OK);
+	assert_int_equal(m.ra_lifetime, 0);
+	assert_memory_equal(m.sllao, mac, 6);
+	assert_memory_equal(m.dst, ll2, 16);
+	assert_false(m.has_mtu);
+	assert_int_equal(m.n_prefix_seen, 0);
+	n = nd_build_ra(p, sizeof(p), ND_LINK_ETHER, ll1, ll2, &rp, NULL);
+	assert_int_equal(n, 40 + 16);
+
+	assert_int_equal(nd_build_ra(p, 40 + 16 + 7, ND_LINK_ETHER, ll1, ll2, &rp, mac), 0);
+	rp.n_prefix = ND_RA_MAX_PREFIX + 1;
+	rp.prefix = px;
+	assert_int_equal(nd_build_ra(p, sizeof(p), ND_LINK_ETHER, ll1, ll2, &rp, mac), 0);
+}
+
+/* An RS as a host sends it, on both links: parsed with its source link-layer address;
+ * from :: with the option refused (6.1.1). */
+static void test_rs(void **state)
+{
+	uint8_t p[128] = { 0x60, 0, 0, 0, 0, 8 + 8, 58, 255 };
+	struct nd_msg m;
+
+	(void)state;
+	memcpy(p + 8, ll2, 16);
+	memcpy(p + 24, nd_all_routers, 16);
+	p[40] = 133;
+	p[48] = 1, p[49] = 1;
+	memcpy(p + 50, mac, 6);
+	refix(p);
+	assert_int_equal(nd_parse(p, 56, ND_LINK_ETHER, &m), ND_OK);
+	assert_int_equal(m.type, ND_RS);
+	assert_memory_equal(m.sllao, mac, 6);
+	assert_memory_equal(m.dst, nd_all_routers, 16);
+	memset(p + 8, 0, 16);
+	refix(p);
+	assert_int_equal(nd_parse(p, 56, ND_LINK_ETHER, &m), ND_RS_UNSPEC_WITH_SLLAO);
+	p[5] = 8;
+	refix(p);
+	assert_int_equal(nd_parse(p, 48, ND_LINK_ETHER, &m), ND_OK);
+	assert_null(m.sllao);
+	/* IPoIB: the 24-octet option */
+	memcpy(p + 8, ll2, 16);
+	p[5] = 8 + 24;
+	p[48] = 1, p[49] = 3, p[50] = p[51] = 0;
+	memcpy(p + 52, ibaddr, 20);
+	refix(p);
+	assert_int_equal(nd_parse(p, 72, ND_LINK_IB, &m), ND_OK);
+	assert_memory_equal(m.sllao, ibaddr, 20);
+	p[49] = 1;
+	refix(p);
+	assert_int_equal(nd_parse(p, 72, ND_LINK_IB, &m), ND_BAD_LLADDR_LEN);
+}
+
+/* RFC 4861 6.2.4 and 6.2.6 timing with chosen random words. */
+static void test_ra_timing(void **state)
+{
+	(void)state;
+	/* uniform in [min, max] */
+	assert_int_equal(nd_ra_interval(200000, 600000, 3, 0), 200000);
+	assert_int_equal(nd_ra_interval(200000, 600000, 3, 400000), 600000);
+	assert_int_equal(nd_ra_interval(200000, 600000, 3, 400001), 200000);
+	assert_int_equal(nd_ra_interval(200000, 600000, 3, 12345), 212345);
+	/* the first three at most 16 s apart */
+	assert_int_equal(nd_ra_interval(200000, 600000, 0, 12345), 16000);
+	assert_int_equal(nd_ra_interval(200000, 600000, 2, 0), 16000);
+	assert_int_equal(nd_ra_interval(3000, 4000, 0, 7), 3007);
+	/* min above max: max */
+	assert_int_equal(nd_ra_interval(5000, 4000, 5, 99), 4000);
+	/* solicited: 0..500 ms after the RS */
+	assert_int_equal(nd_ra_solicited(10000, false, 9999, 0, 0), 10000);
+	assert_int_equal(nd_ra_solicited(10000, false, 9999, 0, 500), 10500);
+	assert_int_equal(nd_ra_solicited(10000, false, 9999, 0, 501), 10000);
+	/* multicast: no sooner than 3 s after the last multicast one */
+	assert_int_equal(nd_ra_solicited(10000, true, 9000, 0, 100), 12000);
+	assert_int_equal(nd_ra_solicited(10000, true, 5000, 0, 100), 10100);
+	assert_int_equal(nd_ra_solicited(10000, true, 0, 0, 100), 10100);
+	/* an unsolicited one due earlier stands */
+	assert_int_equal(nd_ra_solicited(10000, true, 9000, 11000, 100), 11000);
+	assert_int_equal(nd_ra_solicited(10000, true, 0, 50000, 100), 10100);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_solicited), cmocka_unit_test(test_ns_ether),
 		cmocka_unit_test(test_na_ib),     cmocka_unit_test(test_ra),
-		cmocka_unit_test(test_reject),
+		cmocka_unit_test(test_reject),    cmocka_unit_test(test_build_ra),
+		cmocka_unit_test(test_rs),        cmocka_unit_test(test_ra_timing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

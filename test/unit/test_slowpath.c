@@ -750,6 +750,87 @@ static void echo_probe(void **state)
 	assert_int_equal(fwd_sp_echo_bind(v->e, 0, NULL, NULL), 0);
 }
 
+/* ---- Router Solicitations (gateway/dp_ra.c's input) ---- */
+
+struct rs_seen {
+	unsigned n;
+	uint32_t ifindex;
+	uint8_t src[16], mac[6];
+	bool sllao;
+};
+
+static void rs_cb(void *ctx, uint32_t ifindex, const struct nd_msg *rs, const uint8_t *src_mac)
+{
+	struct rs_seen *s = ctx;
+
+	s->n++;
+	s->ifindex = ifindex;
+	memcpy(s->src, rs->src, 16);
+	memcpy(s->mac, src_mac, 6);
+	s->sllao = rs->sllao != NULL;
+}
+
+/* An RS frame from hmac (ll source fe80::1, to ff02::2), with or without its option. */
+static size_t rs_frame(uint8_t *f, bool opt, uint8_t hop)
+{
+	uint8_t *ip = f + 14, *ic = ip + 40;
+	size_t ilen = 8 + (opt ? 8 : 0);
+	uint64_t sum;
+
+	memset(f, 0, 14 + 40 + ilen);
+	memcpy(f, (const uint8_t[]){ 0x33, 0x33, 0, 0, 0, 2 }, 6);
+	memcpy(f + 6, hmac, 6);
+	f[12] = 0x86, f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[5] = (uint8_t)ilen;
+	ip[6] = 58;
+	ip[7] = hop;
+	ip[8] = 0xfe, ip[9] = 0x80, ip[23] = 1;
+	memcpy(ip + 24, nd_all_routers, 16);
+	ic[0] = ND_RS;
+	if (opt) {
+		ic[8] = ND_OPT_SLLA;
+		ic[9] = 1;
+		memcpy(ic + 10, hmac, 6);
+	}
+	sum = ip6_pseudo_sum(ip + 8, ip + 24, (uint32_t)ilen, 58);
+	ip_put16(ic + 2, (uint16_t)~ip_csum_fold(ip_csum_add(sum, ic, ilen)));
+	return 14 + 40 + ilen;
+}
+
+/* A valid RS punted on an Ethernet interface reaches the bound handler with the
+ * interface and the frame's source MAC; an invalid one (hop limit 254) and one with
+ * nobody bound do not; the slow path itself sends nothing for it. */
+static void rs_handler(void **state)
+{
+	struct env *v = *state;
+	struct rs_seen seen = { 0 };
+	uint8_t f[128];
+	size_t n;
+
+	fwd_sp_rs_bind(v->e, rs_cb, &seen);
+	n = rs_frame(f, true, 255);
+	punt(v, FWD_PUNT_ND, v->if2, f, n, 0, NULL);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.ifindex, v->if2);
+	assert_memory_equal(seen.mac, hmac, 6);
+	assert_true(seen.sllao);
+	assert_int_equal(seen.src[0], 0xfe);
+	assert_null(next_out(v));
+	n = rs_frame(f, false, 255);
+	punt(v, FWD_PUNT_ND, v->if1, f, n, 0, NULL);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(seen.ifindex, v->if1);
+	assert_false(seen.sllao);
+	n = rs_frame(f, true, 254);
+	punt(v, FWD_PUNT_ND, v->if1, f, n, 0, NULL);
+	assert_int_equal(seen.n, 2);
+	fwd_sp_rs_bind(v->e, NULL, NULL);
+	n = rs_frame(f, true, 255);
+	punt(v, FWD_PUNT_ND, v->if1, f, n, 0, NULL);
+	assert_int_equal(seen.n, 2);
+}
+
 /* ---- punt classes (issue 20) ---- */
 
 /* An IPv4 UDP datagram src -> dst to dport (valid checksums); id in its payload. */
@@ -1040,6 +1121,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(rs_handler, setup, teardown),
 		cmocka_unit_test_setup_teardown(ib_post_hooks_without_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(punt_classes_and_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(rate_limit_per_source, setup, teardown),
