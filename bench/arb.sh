@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/arb.sh: routing between two veths, A - R - B, the Linux kernel forwarding in R
-# against ibgwd in R (af_packet on both veths; 1 and 2 workers), in one run, printed as
+# against ibgwd in R (af_packet on both veths; 1 and 2 workers, and 1 worker that never
+# sleeps: gateway.busy_poll_us 1000000), in one run, printed as
 # ratios ibgwd / kernel (above 1: ibgwd is faster; for the RTT, below 1 is better).
 # Root. Figures, not pass/fail (issue 13's comparison).
 #
@@ -101,11 +102,15 @@ ip -n "$R" addr flush dev ra
 ip -n "$R" addr flush dev rb
 in_ns "$R" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 \
 	net.ipv6.conf.ra.disable_ipv6=1 net.ipv6.conf.rb.disable_ipv6=1
-for w in 1 2; do
+for run in 1 2 1bp; do
+	w=${run%bp}
+	bp=50
+	[ "$run" = 1bp ] && bp=1000000
 	cat >"$work/ibgwd.yaml" <<EOF
 gateway:
   name: arb
   workers: $w
+  busy_poll_us: $bp
 control:
   socket: $work/ibgwd.sock
 logging:
@@ -120,14 +125,14 @@ ethernet_interfaces:
 EOF
 	# Not through in_ns: $! must be ibgwd's PID (ip netns exec execs it), not a subshell's.
 	ip netns exec "$R" "$build/bin/ibgwd" -d -f "$work/ibgwd.yaml" >/dev/null \
-		2>"$work/ibgwd-$w.log" &
+		2>"$work/ibgwd-$run.log" &
 	pid=$!
 	for _ in $(seq 100); do
 		[ "$("$build/bin/gwctl" -S "$work/ibgwd.sock" show links 2>/dev/null |
 			grep -c 'state UP')" = 2 ] && break
 		sleep 0.1
 	done
-	measure "ibgwd$w"
+	measure "ibgwd$run"
 	kill "$pid"
 	wait "$pid" 2>/dev/null
 	pid=
@@ -136,12 +141,14 @@ done
 # --- the table -------------------------------------------------------------------------
 val() { awk -v k="$2" '$1 == k { print $2 }' "$work/$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-printf '%-10s %12s %12s %12s %8s %8s\n' case kernel ibgwd-1w ibgwd-2w "1w/k" "2w/k"
+printf '%-10s %10s %10s %10s %10s %7s %7s %7s\n' case kernel ibgwd-1w ibgwd-2w ibgwd-1wbp \
+	"1w/k" "2w/k" "1wbp/k"
 for k in tcp4 tcp-off4 udp4 rtt4 tcp6 tcp-off6 udp6 rtt6; do
 	kv=$(val kernel "$k")
 	i1=$(val ibgwd1 "$k")
 	i2=$(val ibgwd2 "$k")
-	printf '%-10s %12s %12s %12s %8s %8s\n' "$k" "$kv" "$i1" "$i2" "$(ratio "$i1" "$kv")" \
-		"$(ratio "$i2" "$kv")"
+	ib=$(val ibgwd1bp "$k")
+	printf '%-10s %10s %10s %10s %10s %7s %7s %7s\n' "$k" "$kv" "$i1" "$i2" "$ib" \
+		"$(ratio "$i1" "$kv")" "$(ratio "$i2" "$kv")" "$(ratio "$ib" "$kv")"
 done
 echo "(tcp, tcp-off: Mbit/s; udp: packets/s received; rtt: microseconds, lower is better)"
