@@ -553,126 +553,91 @@ void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out)
 }
 
 /*
- * lpm128_lookup_bulk: a software pipeline over BULK_WAYS slots. Each slot holds one
- * key's walk; a step does the work one cache line allows (one trie level, or the final
- * leaf), prefetches the line the next step needs and moves to the next slot, so the
- * misses of up to BULK_WAYS walks are in flight at once. A slot whose walk ends takes
- * the next key at once (no waiting for the deepest walk of a group). On the way down
- * both lines of a node are prefetched: when the walk ends there, the second line
- * (leafvec, lbase, the inline leaves) is already on its way, and an out-of-line leaf
- * costs one more step.
+ * lpm128_lookup_bulk: the keys of a chunk walk level by level, together. Round r reads
+ * level r of every key still walking and prefetches what round r + 1 needs: both lines
+ * of the child, or the leaf where the walk ends. Nothing inside a round branches on the
+ * key: the child and the leaf are both computed and one is picked, and the list of
+ * walkers is compacted with an add. So the loads of a round are independent of each
+ * other (their misses overlap), and walks of different depths cost no mispredicted
+ * branches. The leaves are read last, for every key at once. Measured on the geoip6
+ * table (2026-11-26, keys inside the table): 1.05-1.17x the rate of a 16-slot software
+ * pipeline (one key per slot, a branch per step) with keys over the whole table, 1.4x
+ * with keys inside 2000 of its prefixes (in cache); reading line 1 only for the last
+ * node of a walk (one line less per level) was 15% slower than prefetching both.
  */
-#define BULK_WAYS                                                                                  \
-	16           /* 8 measured 15-20% slower, 24 and 32 no faster: the misses in
-			 flight are the limit */
-#define BULK_AHEAD 8 /* dir entries prefetched ahead of the key taking a slot */
-
-struct bulk_slot {
-	const struct lpm128_node *n; /* the node walked */
-	const uint32_t *leaf;        /* non-NULL: the walk ended, this leaf is on its way */
-	const uint8_t *key;
-	uint32_t best;
-	unsigned d, i; /* depth (key octet), key number */
-};
-
-static inline void prefetch_node(const struct lpm128_node *n)
-{
-	__builtin_prefetch(n);
-	__builtin_prefetch((const char *)n + 64);
-}
-
-/* Start key i in slot s: true when the dir answers it at once (value stored). */
-static inline bool bulk_start(const struct lpm128 *t, const uint8_t (*keys)[16], uint32_t *values,
-			      unsigned i, unsigned n, struct bulk_slot *s)
-{
-	const uint8_t *k = keys[i];
-	uint64_t e = __atomic_load_n(&t->dir[(unsigned)k[0] << 8 | k[1]], __ATOMIC_ACQUIRE);
-
-	if (i + BULK_AHEAD < n)
-		__builtin_prefetch(
-		    &t->dir[(unsigned)keys[i + BULK_AHEAD][0] << 8 | keys[i + BULK_AHEAD][1]]);
-	if (e & 1) {
-		values[i] = (uint32_t)(e >> 32);
-		return true;
-	}
-	s->n = (const struct lpm128_node *)(uintptr_t)e;
-	prefetch_node(s->n);
-	s->leaf = NULL;
-	s->key = k;
-	s->best = 0;
-	s->d = 2;
-	s->i = i;
-	return false;
-}
-
-/* One step of slot s: true when its key is answered (value stored). */
-static inline bool bulk_step(struct bulk_slot *s, uint32_t *values)
-{
-	const struct lpm128_node *c = s->n;
-	unsigned k, w, b;
-	uint64_t cv;
-
-	if (s->leaf) {
-		uint32_t v = *s->leaf;
-
-		values[s->i] = v ? v : s->best;
-		return true;
-	}
-	k = s->key[s->d];
-	w = k >> 6;
-	b = k & 63;
-	cv = c->childvec[w];
-	s->best = c->def ? c->def : s->best;
-	if (cv >> b & 1) {
-		c = &c->children[c->cbase[w] +
-				 (unsigned)__builtin_popcountll(cv & ((1ull << b) - 1))];
-		prefetch_node(c);
-		s->n = c;
-		s->d++;
-		return false;
-	}
-	/* The walk ends here: the second line was prefetched with the first. */
-	s->leaf = &c->leaves[c->lbase[w] +
-			     (unsigned)__builtin_popcountll(c->leafvec[w] & ((2ull << b) - 1)) - 1];
-	if (c->leaves == c->inl) {
-		uint32_t v = *s->leaf;
-
-		values[s->i] = v ? v : s->best;
-		return true;
-	}
-	__builtin_prefetch(s->leaf);
-	return false;
-}
+#define BULK_CHUNK 64
+#define BULK_AHEAD 8 /* dir entries prefetched ahead */
 
 void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint32_t *values,
 			unsigned n)
 {
-	struct bulk_slot slot[BULK_WAYS];
-	unsigned next = 0, live = 0;
+	const uint64_t *dir = t->dir;
 
 	for (unsigned i = 0; i < n && i < BULK_AHEAD; i++)
-		__builtin_prefetch(&t->dir[(unsigned)keys[i][0] << 8 | keys[i][1]]);
-	/* Fill the slots; keys the dir answers take no slot. */
-	while (live < BULK_WAYS && next < n)
-		if (!bulk_start(t, keys, values, next++, n, &slot[live]))
-			live++;
-	while (live) {
-		for (unsigned j = 0; j < live;) {
-			if (!bulk_step(&slot[j], values)) {
-				j++;
-				continue;
+		__builtin_prefetch(&dir[(unsigned)keys[i][0] << 8 | keys[i][1]]);
+	for (unsigned base = 0; base < n; base += BULK_CHUNK) {
+		const struct lpm128_node *nd[BULK_CHUNK];
+		const uint32_t *leaf[BULK_CHUNK];
+		uint32_t best[BULK_CHUNK];
+		uint8_t walk[BULK_CHUNK], walked[BULK_CHUNK];
+		unsigned m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK, nw = 0, nwalked;
+
+		for (unsigned j = 0; j < m; j++) {
+			unsigned i = base + j;
+			const uint64_t *de = &dir[(unsigned)keys[i][0] << 8 | keys[i][1]];
+			uint64_t e = __atomic_load_n(de, __ATOMIC_ACQUIRE);
+			unsigned isnode = !(e & 1);
+
+			if (i + BULK_AHEAD < n)
+				__builtin_prefetch(&dir[(unsigned)keys[i + BULK_AHEAD][0] << 8 |
+							keys[i + BULK_AHEAD][1]]);
+			values[i] = (uint32_t)(e >> 32); /* a leaf's answer; else overwritten */
+			nd[j] = (const struct lpm128_node *)(uintptr_t)(isnode ? e : (uintptr_t)de);
+			__builtin_prefetch(nd[j]);
+			__builtin_prefetch((const char *)nd[j] + 64);
+			best[j] = 0;
+			walk[nw] = (uint8_t)j;
+			nw += isnode;
+		}
+		memcpy(walked, walk, nw);
+		nwalked = nw;
+		for (unsigned d = 2; nw; d++) {
+			unsigned nn = 0;
+
+			for (unsigned q = 0; q < nw; q++) {
+				unsigned j = walk[q], s = keys[base + j][d], w = s >> 6, b = s & 63;
+				const struct lpm128_node *c = nd[j];
+				uint64_t cv = c->childvec[w];
+				unsigned has = cv >> b & 1;
+				/* Integer arithmetic: children is NULL in a node without. */
+				uintptr_t child = (uintptr_t)c->children +
+						  (c->cbase[w] + (unsigned)__builtin_popcountll(
+								     cv & ((1ull << b) - 1))) *
+						      sizeof(*c);
+				const uint32_t *lf = c->leaves + c->lbase[w] +
+						     (unsigned)__builtin_popcountll(
+							 c->leafvec[w] & ((2ull << b) - 1)) -
+						     1;
+				const char *next =
+				    has ? (const char *)child : (const char *)(uintptr_t)lf;
+
+				best[j] = c->def ? c->def : best[j];
+				/* The child's two lines, or the leaf (and the line after it,
+				 * which costs less than a branch). */
+				__builtin_prefetch(next);
+				__builtin_prefetch(next + 64);
+				nd[j] = (const struct lpm128_node *)child;
+				leaf[j] = lf;
+				walk[nn] = (uint8_t)j;
+				nn += has;
 			}
-			/* Answered: the next key that needs a walk takes the slot, or the
-			 * last slot moves here. */
-			for (;;) {
-				if (next == n) {
-					slot[j] = slot[--live];
-					break;
-				}
-				if (!bulk_start(t, keys, values, next++, n, &slot[j]))
-					break;
-			}
-			j++;
+			nw = nn;
+		}
+		for (unsigned q = 0; q < nwalked; q++) {
+			unsigned j = walked[q];
+			uint32_t v = *leaf[j];
+
+			values[base + j] = v ? v : best[j];
 		}
 	}
 }
