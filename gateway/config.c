@@ -355,8 +355,9 @@ static const struct field ra_fields[] = {
 	  "M flag: addresses from DHCPv6" },
 	{ "other_config", T_BOOL, offsetof(RAC, other_config), 0, 0, 0, 0, "false", NULL, 0, NULL,
 	  NULL, "O flag: other configuration from DHCPv6" },
-	{ "mtu", T_UINT, offsetof(RAC, mtu), 0, SZ(RAC, mtu), 0, 65520, NULL, "the interface's mtu",
-	  0, NULL, NULL, "MTU option; 0: none; 1280 up to the interface's mtu" },
+	{ "mtu", T_UINT, offsetof(RAC, mtu), 0, SZ(RAC, mtu), 0, 65520, NULL,
+	  "Ethernet: the interface's mtu; IPoIB: 0", 0, NULL, NULL,
+	  "MTU option; 0: none; 1280 up to the interface's mtu" },
 	{ "reachable_time_ms", T_UINT, offsetof(RAC, reachable_time_ms), 0,
 	  SZ(RAC, reachable_time_ms), 0, 3600000, "0", NULL, 0, NULL, NULL,
 	  "hosts' neighbour reachable time; 0: unspecified" },
@@ -1774,16 +1775,19 @@ static void check_ra_prefix(struct load *L, void *base, const struct gw_ynode *c
 	}
 }
 
-/* The RA's MTU option against its interface's mtu (known once the item is walked). */
+/* The RA's MTU option against its interface's mtu (known once the item is walked).
+ * Absent: the interface's mtu on Ethernet (link_default), none on IPoIB (0): an IPoIB
+ * link's MTU is a property of each pair of hosts (2044 over UD, 65520 between two
+ * connected-mode hosts, RFC 4755), and an option would hold every host to one. */
 static void check_ra_mtu(struct load *L, struct gw_ra_config *r, uint32_t link_mtu,
-			 const char *path)
+			 uint32_t link_default, const char *path)
 {
 	const struct posrec *p = pos_of(L, &r->mtu);
 
 	if (!r->enabled)
 		return;
 	if (r->mtu == GW_RA_MTU_LINK) {
-		r->mtu = link_mtu;
+		r->mtu = link_default;
 		return;
 	}
 	if (p && r->mtu && (r->mtu < 1280 || r->mtu > link_mtu))
@@ -1844,7 +1848,7 @@ static void check_ipoib(struct load *L, void *base, const struct gw_ynode *const
 		    "%u is too large for datagram mode (at most 4092: the 4096-byte IB MTU less the 4-byte IPoIB header; use mode: connected for more)",
 		    l->mtu);
 	}
-	check_ra_mtu(L, &l->ra, l->mtu, path);
+	check_ra_mtu(L, &l->ra, l->mtu, 0, path);
 }
 
 static void check_eth(struct load *L, void *base, const struct gw_ynode *const *vals,
@@ -1872,7 +1876,7 @@ static void check_eth(struct load *L, void *base, const struct gw_ynode *const *
 		}
 		memcpy(e->device, e->name, sizeof(e->device));
 	}
-	check_ra_mtu(L, &e->ra, e->mtu, path);
+	check_ra_mtu(L, &e->ra, e->mtu, e->mtu, path);
 }
 
 static void check_route(struct load *L, void *base, const struct gw_ynode *const *vals,
