@@ -308,6 +308,10 @@ role_start_routers() {
 			fabric_ctl mcast "$name" "$mgid" 2 "$lid_b" >/dev/null ||
 			rack_die "router $name: the fabric refused group $mgid"
 	done < <(awk '$1 == "#@join"' "$RACK_STATE/topology")
+	while read -r tag name prefix; do
+		fabric_ctl mcast-proxy "$name" "$prefix" >/dev/null ||
+			rack_die "router $name: the fabric refused mcast-proxy $prefix"
+	done < <(awk '$1 == "#@mcast-proxy"' "$RACK_STATE/topology")
 }
 
 role_after_sm() {
