@@ -328,7 +328,8 @@ static void test_multicast_proxy(void **state)
 		     pfx = gid_text("ff12:601b:ffff::1:ff00:0"),
 		     sn_b = gid_text("ff12:601b:ffff::1:ff00:21"),
 		     sn_x = gid_text("ff12:601b:ffff::1:ff00:99"),
-		     outside = gid_text("ff12:601b:ffff::2"), bcast = gid_text("ff12:401b:ffff::ffff:ffff");
+		     outside = gid_text("ff12:601b:ffff::2"),
+		     bcast = gid_text("ff12:401b:ffff::ffff:ffff");
 	struct router_hop hops[ROUTER_PORTS_MAX];
 	struct ib_packet p;
 	unsigned n;
