@@ -995,6 +995,25 @@ static uint16_t resolve(void *arg, unsigned port, const union ib_gid *gid)
 	return 0;
 }
 
+/* Does router port rp take a group it proxies (mgid, sent from the subnet of sgid)? Only
+ * when another of its subnets has members of it, as a multicast proxy joins a group on
+ * one side for members on another: else the group is none of its business (not taken,
+ * not counted as a router's drop). */
+static bool proxy_wants(struct fabric *f, const struct port *rp, const union ib_gid *mgid,
+			const union ib_gid *sgid)
+{
+	const struct fab_router *r = &f->routers[rp->router];
+	struct resolve_ctx rc = { f, r };
+
+	if (!router_proxies(&r->rt, mgid))
+		return false;
+	for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++)
+		if (p != rp->info.port_num && r->port[p] >= 0 && r->rt.port[p].used &&
+		    r->rt.port[p].gid_prefix != ib_gid_prefix(sgid) && resolve(&rc, p, mgid))
+			return true;
+	return false;
+}
+
 static enum fabric_drop router_drop(enum router_verdict rv)
 {
 	switch (rv) {
@@ -1114,7 +1133,7 @@ static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_
 			if (!rp->used || rp->router < 0 || rp->subnet != sn || i == sport ||
 			    (!router_joined(&f->routers[rp->router].rt, rp->info.port_num,
 					    &pkt->grh.dgid, dlid) &&
-			     !router_proxies(&f->routers[rp->router].rt, &pkt->grh.dgid)))
+			     !proxy_wants(f, rp, &pkt->grh.dgid, &pkt->grh.sgid)))
 				continue;
 			member = true;
 			router_in(f, src, i, pkt, buf, len, depth, captured, v);

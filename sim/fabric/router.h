@@ -112,7 +112,8 @@ bool router_joined(const struct router *rt, unsigned port, const union ib_gid *m
  * solicited-node groups, one per address, too many to list): the router takes every
  * group whose MGID lies under prefix/plen on each of its ports, whatever its MLID, and
  * forwards it out of every other port whose subnet has members of that MGID, with the
- * MLID they joined with (the caller's resolve function, given the MGID). A group also
+ * MLID they joined with (the caller's resolve function, given the MGID; the caller
+ * hands the router only groups with such members, as a proxy joins only for them). A group also
  * joined explicitly (router_group_join) is forwarded as joined. Add again: nothing.
  * -EINVAL: plen above 128 or a prefix that is not multicast; -ENOSPC: table full.
  */
