@@ -6,7 +6,7 @@
 # gateway (ipoib_links[].mcast_hop_limit: 2) send their multicast with GRH hop limit 2;
 # rt1 joined the IPv4 broadcast group on both subnets and takes the IPv6 solicited-node
 # groups on demand (fabric mcast-proxy). Shows, with no static neighbour entry anywhere:
-# ibhost1 pings ibhostb1 (IPv4 and IPv6); the capture has the ARP request and the NS on
+# ibhost1 pings ibhostb1 (IPv4 and IPv6), ibhostb2 pings ibhost2; the capture has the ARP request and the NS on
 # A with hop limit 2 and on B, as rt1 sent them on, with 1 (SLID rt1's, B's MLID); the
 # ARP reply and the NA come back unicast with a GRH (to rt1's LID on B, hop limit 255,
 # then 254 on A); each host's link learned the other's GID (fec0:0:0:a:: / :b::) with a
@@ -22,7 +22,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/rack_suite.sh"
 suite_init xsn
 
-tap_plan 28
+tap_plan 30
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark jq
@@ -74,6 +74,10 @@ m4=$(dump ibhostb1 neigh | grep '^neigh 10.10.0.11 ')
 GID_A1=$(field "$m4" gid)
 tap_like "and ibhostb1's link ibhost1's, on subnet A, through rt1 (its LID on B)" \
 	"$GID_A1 $(field "$m4" dlid) $(field "$m4" usable)" "^fec0::a:[0-9a-f:]+ $RT1_B 1$"
+
+# From B this time: ibhostb2 resolves ibhost2 (a connected-mode host on A) by itself.
+tap_check "ibhostb2 pings ibhost2 (10.10.0.12), resolving it from B" ping_ok ibhostb2 10.10.0.12
+tap_check "ibhostb2 pings ibhost2 (fd00:10::12)" ping_ok ibhostb2 fd00:10::12
 
 # --- the gateway ----------------------------------------------------------------------------
 # ethhost1 first: the gateway resolves ibhostb1 itself (its own ARP request and NS).
