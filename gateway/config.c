@@ -400,6 +400,10 @@ static const struct field ipoib_fields[] = {
 	{ "mtu", T_UINT, offsetof(IBL, mtu), 0, SZ(IBL, mtu), 68, 65520, NULL,
 	  "2044 datagram, 65520 connected", 0, NULL, NULL,
 	  "IP MTU; datagram at most 4092 (IB MTU - 4)" },
+	{ "mcast_hop_limit", T_UINT, offsetof(IBL, mcast_hop_limit), 0, SZ(IBL, mcast_hop_limit), 1,
+	  255, NULL, "1", FL_OMIT_EMPTY, NULL, NULL,
+	  "GRH hop limit of multicast sends (ARP, ND); 1: this subnet only, 1 + n: across n "
+	  "IB routers that joined the group" },
 	{ "addresses", T_IFADDR_LIST, offsetof(IBL, addresses), offsetof(IBL, n_addresses), 256, 0,
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this link, with length" },
 	PROXY_FIELDS(IBL),
