@@ -135,7 +135,8 @@ sleep 0.3
 tap_is "the client killed: the daemon ends the capture (logged once more)" \
 	"$(grep -c 'capture on ib0 ended' "$RACK_STATE/logs/ibgwd-gw1.log")" "$((n_ended + 1))"
 out=$(cap ib0 duration 0.2 -w "$work/again.pcap" 2>&1)
-tap_like "... and ib0 can be captured again" "$? $out" "^0 0 packets captured on ib0 \(duration\)"
+# (Whatever crossed ib0 meanwhile is in it: the gateway's router advertisements too.)
+tap_like "... and ib0 can be captured again" "$? $out" "^0 [0-9]+ packets captured on ib0 \(duration\)"
 out=$(in_ns gw1 script -qc "$build/bin/gwctl -S $sock capture ib0 duration 1 -w -" /dev/null 2>&1 |
 	tr -d '\r')
 tap_like "-w - to a terminal: refused (binary data is not for a terminal)" "$out" \
