@@ -29,23 +29,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DHCP_SERVER_PORT  67
-#define DHCP_CLIENT_PORT  68
-#define DHCP_FIXED_LEN    236 /* op .. file */
-#define DHCP_OPT_OFF      240 /* after the magic cookie */
-#define DHCP_MAGIC        0x63825363u
-#define DHCP_OP_REQUEST   1
-#define DHCP_OP_REPLY     2
-#define DHCP_HTYPE_ETHER  1
-#define DHCP_HTYPE_IPOIB  32 /* RFC 4390 */
-#define DHCP_FLAG_BCAST   0x8000
-#define DHCP_HOPS_MAX     16 /* RFC 1542 4.1.1: never relay beyond */
-#define DHCP_IPOIB_HWLEN  20
-#define DHCP_MAX_LEN      1500 /* what the relay handles and builds */
-#define DHCP_OPT82_MAX    255  /* one option's data */
-#define DHCP_OPT_PAD      0
-#define DHCP_OPT_OVERLOAD 52
-#define DHCP_OPT_MSG_TYPE 53
+#define DHCP_SERVER_PORT   67
+#define DHCP_CLIENT_PORT   68
+#define DHCP_FIXED_LEN     236 /* op .. file */
+#define DHCP_OPT_OFF       240 /* after the magic cookie */
+#define DHCP_MAGIC         0x63825363u
+#define DHCP_OP_REQUEST    1
+#define DHCP_OP_REPLY      2
+#define DHCP_HTYPE_ETHER   1
+#define DHCP_HTYPE_IPOIB   32 /* RFC 4390 */
+#define DHCP_FLAG_BCAST    0x8000
+#define DHCP_HOPS_MAX      16 /* RFC 1542 4.1.1: never relay beyond */
+#define DHCP_IPOIB_HWLEN   20
+#define DHCP_MAX_LEN       1500 /* what the relay handles and builds */
+#define DHCP_OPT82_MAX     255  /* one option's data */
+#define DHCP_OPT_PAD       0
+#define DHCP_OPT_OVERLOAD  52
+#define DHCP_OPT_MSG_TYPE  53
 #define DHCP_OPT_CLIENT_ID 61
 #define DHCP_OPT_RELAY     82
 #define DHCP_OPT_END       255
@@ -66,15 +66,15 @@ enum dhcp_msg_type {
 
 enum dhcp_result {
 	DHCP_OK = 0,
-	DHCP_SHORT,        /* under 240 octets: no room for the header and cookie */
-	DHCP_BAD_OP,       /* op neither BOOTREQUEST nor BOOTREPLY */
-	DHCP_BAD_HLEN,     /* hlen above 16 */
-	DHCP_BAD_MAGIC,    /* no DHCP magic cookie */
-	DHCP_BAD_OPTION,   /* an option runs past the message, or a second option 53 */
-	DHCP_NO_END,       /* the options end without END */
-	DHCP_TOO_LONG,     /* above DHCP_MAX_LEN */
+	DHCP_SHORT,         /* under 240 octets: no room for the header and cookie */
+	DHCP_BAD_OP,        /* op neither BOOTREQUEST nor BOOTREPLY */
+	DHCP_BAD_HLEN,      /* hlen above 16 */
+	DHCP_BAD_MAGIC,     /* no DHCP magic cookie */
+	DHCP_BAD_OPTION,    /* an option runs past the message, or a second option 53 */
+	DHCP_NO_END,        /* the options end without END */
+	DHCP_TOO_LONG,      /* above DHCP_MAX_LEN */
 	DHCP_HOPS_EXCEEDED, /* dhcp_relay_request: hops at the limit already */
-	DHCP_NO_ROOM,      /* the output buffer is too small */
+	DHCP_NO_ROOM,       /* the output buffer is too small */
 	DHCP_RESULT_COUNT
 };
 const char *dhcp_result_name(enum dhcp_result r);
@@ -95,9 +95,9 @@ struct dhcp_info {
 enum dhcp_result dhcp_parse(const uint8_t *p, size_t len, struct dhcp_info *out);
 
 struct dhcp_relay_params {
-	uint8_t giaddr[4]; /* the relay's address on the client's link */
-	uint8_t max_hops;  /* 1..16: a message with hops >= this is not relayed */
-	bool option82;     /* append the Relay Agent Information option */
+	uint8_t giaddr[4];         /* the relay's address on the client's link */
+	uint8_t max_hops;          /* 1..16: a message with hops >= this is not relayed */
+	bool option82;             /* append the Relay Agent Information option */
 	const uint8_t *circuit_id; /* sub-option 1 (the interface name); len 0: none */
 	size_t circuit_len;
 	const uint8_t *remote_id; /* sub-option 2; len 0: none */
@@ -119,9 +119,9 @@ size_t dhcp_relay_reply(const uint8_t *p, size_t len, const struct dhcp_info *d,
 			size_t cap);
 
 enum dhcp_dest_kind {
-	DHCP_DEST_BCAST = 0,   /* 255.255.255.255 at the link's broadcast address */
-	DHCP_DEST_CIADDR,      /* unicast to ciaddr, resolved as any neighbour */
-	DHCP_DEST_YIADDR_HW,   /* unicast to yiaddr at hw (hw_len octets) */
+	DHCP_DEST_BCAST = 0, /* 255.255.255.255 at the link's broadcast address */
+	DHCP_DEST_CIADDR,    /* unicast to ciaddr, resolved as any neighbour */
+	DHCP_DEST_YIADDR_HW, /* unicast to yiaddr at hw (hw_len octets) */
 };
 
 struct dhcp_dest {

@@ -15,8 +15,8 @@
 
 #include "pkt/dhcp.h"
 
-static const uint8_t ib_hw[20] = { 0x00, 0x00, 0x01, 0x48, 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
-				   0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x00, 0x21 };
+static const uint8_t ib_hw[20] = { 0x00, 0x00, 0x01, 0x48, 0xfe, 0x80, 0,    0,    0,    0,
+				   0,    0,    0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x00, 0x21 };
 
 /* A message: op, htype, hlen, flags, then options (already encoded), END appended.
  * Returns the length. */
@@ -97,8 +97,8 @@ static void test_parse_refusals(void **state)
 static void test_relay_request(void **state)
 {
 	uint8_t p[600], out[1600], opts[3] = { 53, 1, 1 };
-	static const uint8_t want82[] = { 82, 14, 1, 3, 'i', 'b', '0', 2, 7, 'r', 'a', 'c', 'k',
-					  '-', 'g', 'w', 255 };
+	static const uint8_t want82[] = { 82,  14,  1,   3,   'i', 'b', '0', 2,  7,
+					  'r', 'a', 'c', 'k', '-', 'g', 'w', 255 };
 	struct dhcp_relay_params rp = {
 		.giaddr = { 10, 10, 0, 1 },
 		.max_hops = 4,
@@ -173,8 +173,8 @@ static void test_relay_request(void **state)
 static void test_relay_reply(void **state)
 {
 	uint8_t p[600], out[600];
-	static const uint8_t opts[] = { 53, 1, 2, 82, 5, 1, 3, 'i', 'b', '0', 0, 1, 4, 255, 255,
-					255, 0 };
+	static const uint8_t opts[] = { 53,  1, 2, 82, 5,   1,   3,   'i', 'b',
+					'0', 0, 1, 4,  255, 255, 255, 0 };
 	static const uint8_t want[] = { 53, 1, 2, 0, 1, 4, 255, 255, 255, 0, 255 };
 	struct dhcp_info d;
 	size_t n, m;
