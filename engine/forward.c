@@ -602,6 +602,16 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 	return res->v == FWD_V_TX;
 }
 
+/* A whole UDP datagram to port 67 on an interface that relays DHCP (fwd_sp_dhcp_bind). */
+static bool dhcp_relayed(const struct fwd_ctx *c, const struct fwd_if *in, const uint8_t *p,
+			 const struct ip4_info *ii)
+{
+	uint32_t mask = atomic_load_explicit(&c->e->dhcp_ifmask, memory_order_relaxed);
+
+	return mask && in->index < 32 && (mask >> in->index & 1) && !ii->frag_off && !ii->mf &&
+	       ii->tot_len >= ii->hdr_len + 8u && ip_be16(p + ii->hdr_len + 2) == 67;
+}
+
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
 		     bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
@@ -615,6 +625,12 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		return;
 	}
 	len = ii.tot_len;
+	if (ii.dst == 0xffffffffu && ii.proto == 17 && dhcp_relayed(c, in, p, &ii)) {
+		/* A DHCP client's broadcast (from 0.0.0.0 often): the relay's, before the
+		 * martian checks that would drop it. */
+		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return;
+	}
 	r = ip4_check_addrs(&c->snap->m4, ii.src, ii.dst);
 	if (r != IP_OK) {
 		FWD_INC(c->st->ip[r]);
