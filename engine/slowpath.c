@@ -829,14 +829,14 @@ static bool udp_in(struct fwd_sp *sp, const struct fwd_msg *m)
 	return true;
 }
 
-/* IPv4 UDP to port 67, to us or broadcast, on an interface that relays: to the DHCP
- * relay. True when it was taken. */
+/* IPv4 UDP to port 67 for us: to the DHCP relay. Broadcasts come only from relaying
+ * interfaces (the workers punt those there alone); unicasts to our addresses from any
+ * (the servers' replies to giaddr arrive where the servers are). True when taken. */
 static bool dhcp_in(struct fwd_sp *sp, const struct fwd_msg *m)
 {
 	struct fwd_udp u;
 
-	if (!sp->dhcp_fn || m->ifindex >= 32 || !(sp->dhcp_ifmask >> m->ifindex & 1) ||
-	    !fwd_udp_parse(m->data, m->len, &u) || u.dst.family != AF_INET ||
+	if (!sp->dhcp_fn || !fwd_udp_parse(m->data, m->len, &u) || u.dst.family != AF_INET ||
 	    u.dport != DHCP_SERVER_PORT)
 		return false;
 	sp->st.r[FWD_SP_UDP_DELIVERED]++;

@@ -148,10 +148,10 @@ void fwd_sp_rs_bind(struct fwd_engine *e, fwd_sp_rs_fn fn, void *ctx);
 /*
  * DHCPv4 relay (gateway/dp_dhcp.c). Interfaces whose bit is set in ifmask (bit k:
  * ifindex k) relay: their workers punt UDP broadcasts to port 67 (the clients', often
- * from 0.0.0.0, which the martian checks would drop), and every whole IPv4 UDP datagram
- * to port 67 that reaches the slow path on them, broadcast or to one of our addresses
- * (the servers' replies to giaddr), goes to fn. The payload points into the punt: valid
- * during the call only. One binding; fn NULL unbinds.
+ * from 0.0.0.0, which the martian checks would drop); those, and every whole IPv4 UDP
+ * datagram to port 67 for one of our addresses on any interface (the servers' replies to
+ * giaddr), go to fn. The payload points into the punt: valid during the call only. One
+ * binding; fn NULL unbinds.
  */
 typedef void (*fwd_sp_dhcp_fn)(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 			       const struct ip_addr *dst, uint16_t sport, const uint8_t *payload,

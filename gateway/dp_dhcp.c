@@ -23,6 +23,8 @@
 #include "pkt/dhcp.h"
 
 #define DHCP_RECHECK_MS 1000 /* interfaces that came up or went away, looked at this often */
+#define DHCP_XID_CACHE  32   /* IPoIB: recent clients' addresses, by transaction id */
+#define DHCP_XID_TTL_MS 60000
 
 struct dhcp_stats {
 	uint64_t requests;        /* client messages received on the interface */
@@ -39,14 +41,55 @@ struct dhcp_stats {
 	uint64_t send_failed;     /* no route to a server, no buffer, interface down */
 };
 
+/* An IPoIB client's address as its request's client identifier (type 32) gave it:
+ * servers need not echo option 61 in their replies (dnsmasq does not), so the relay
+ * remembers it for the reply with the same xid. */
+struct dhcp_xid {
+	uint32_t xid;
+	uint64_t at; /* ms; 0: free */
+	uint8_t hw[DHCP_IPOIB_HWLEN];
+};
+
 /* One interface configured to relay. Owner: control thread. */
 struct dhcp_if {
 	char name[GW_NAME_MAX];
 	bool ib;
 	struct gw_dhcp_relay_config cfg;
 	uint32_t ifindex; /* the engine interface as last seen (0: none) */
+	struct dhcp_xid xids[DHCP_XID_CACHE];
+	unsigned next_xid;
 	struct dhcp_stats st;
 };
+
+static void xid_note(struct dhcp_if *r, const struct dhcp_info *di)
+{
+	uint64_t now = evloop_now_ms();
+	struct dhcp_xid *x = NULL;
+
+	if (!r->ib || !di->client_id || di->client_id_len != 1 + DHCP_IPOIB_HWLEN ||
+	    di->client_id[0] != DHCP_HTYPE_IPOIB)
+		return;
+	for (unsigned i = 0; i < DHCP_XID_CACHE && !x; i++)
+		if (r->xids[i].at && r->xids[i].xid == di->xid)
+			x = &r->xids[i];
+	if (!x) {
+		x = &r->xids[r->next_xid];
+		r->next_xid = (r->next_xid + 1) % DHCP_XID_CACHE;
+	}
+	x->xid = di->xid;
+	x->at = now ? now : 1;
+	memcpy(x->hw, di->client_id + 1, DHCP_IPOIB_HWLEN);
+}
+
+static const uint8_t *xid_find(const struct dhcp_if *r, uint32_t xid)
+{
+	uint64_t now = evloop_now_ms();
+
+	for (unsigned i = 0; i < DHCP_XID_CACHE; i++)
+		if (r->xids[i].at && r->xids[i].xid == xid && now - r->xids[i].at < DHCP_XID_TTL_MS)
+			return r->xids[i].hw;
+	return NULL;
+}
 
 struct dp_dhcp {
 	struct gw_dp *dp;
@@ -134,6 +177,7 @@ static void from_client(struct dp_dhcp *d, struct dhcp_if *r, const uint8_t *p, 
 	else if (rp.option82 && !di->has_relay_info)
 		r->st.opt82_no_room++;
 	r->st.relayed++;
+	xid_note(r, di);
 	for (unsigned i = 0; i < r->cfg.n_servers; i++) {
 		int ret = fwd_sp_send_udp_routed(d->dp->e, &r->cfg.servers[i], DHCP_SERVER_PORT,
 						 DHCP_SERVER_PORT, out, n, NULL);
@@ -145,8 +189,7 @@ static void from_client(struct dp_dhcp *d, struct dhcp_if *r, const uint8_t *p, 
 	}
 }
 
-static void from_server(struct dp_dhcp *d, const uint8_t *p, size_t len,
-			const struct dhcp_info *di)
+static void from_server(struct dp_dhcp *d, const uint8_t *p, size_t len, const struct dhcp_info *di)
 {
 	struct dhcp_if *r = by_giaddr(d, di->giaddr);
 	struct ip_addr src = { .family = AF_INET }, dst = { .family = AF_INET };
@@ -166,8 +209,18 @@ static void from_server(struct dp_dhcp *d, const uint8_t *p, size_t len,
 		return;
 	}
 	dhcp_reply_dest(di, r->ib, &to);
-	if (to.ib_no_hw)
-		r->st.ib_no_client_hw++;
+	if (to.ib_no_hw) {
+		const uint8_t *hw = xid_find(r, di->xid);
+
+		if (hw) {
+			to.kind = DHCP_DEST_YIADDR_HW;
+			memcpy(to.ip, di->yiaddr, 4);
+			memcpy(to.hw, hw, DHCP_IPOIB_HWLEN);
+			to.hw_len = DHCP_IPOIB_HWLEN;
+		} else {
+			r->st.ib_no_client_hw++;
+		}
+	}
 	memcpy(src.bytes, di->giaddr, 4);
 	memcpy(dst.bytes, to.ip, 4);
 	switch (to.kind) {
@@ -344,7 +397,8 @@ int gw_dp_show_dhcp(struct gw_dp *dp, struct ctl_reply *reply)
 
 			memcpy(a.bytes, gi, 4);
 			json_object_object_add(
-			    o, "giaddr", json_object_new_string(ip_addr_format(&a, buf, sizeof(buf))));
+			    o, "giaddr",
+			    json_object_new_string(ip_addr_format(&a, buf, sizeof(buf))));
 		}
 		for (unsigned j = 0; j < r->cfg.n_servers; j++)
 			json_object_array_add(sa, json_object_new_string(ip_addr_format(
@@ -424,7 +478,8 @@ void dp_dhcp_metrics(struct gw_dp *dp, FILE *out)
 				(unsigned long long)*(
 				    const uint64_t *)((const char *)&d->ifs[i].st + fam[m].off));
 	}
-	metrics_family(out, "ibgw_dhcp_relay_unmatched_total", "counter",
-		       "UDP to port 67 for no relaying interface (unknown giaddr, no relay there).");
+	metrics_family(
+	    out, "ibgw_dhcp_relay_unmatched_total", "counter",
+	    "UDP to port 67 for no relaying interface (unknown giaddr, no relay there).");
 	fprintf(out, "ibgw_dhcp_relay_unmatched_total %llu\n", (unsigned long long)d->unmatched);
 }

@@ -14,7 +14,8 @@
  * flag, a DHCPNAK; on IPoIB the broadcast group), unicast to ciaddr, or unicast to
  * yiaddr at the client's link-layer address with no ARP (the client has no address to
  * answer for): chaddr on Ethernet; on IPoIB (RFC 4390: htype 32, hlen 0, chaddr empty)
- * the 20-octet address of a client identifier of type 32, else broadcast.
+ * the 20-octet address of a client identifier of type 32 (the reply's, else the one the
+ * request with the same xid carried, remembered for a minute), else broadcast.
  *
  * Owner: the control thread (the slow path's callback, a recheck timer, gwctl, metrics);
  * the state hangs off struct gw_dp (dp->dhcp).
