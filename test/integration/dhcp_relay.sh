@@ -14,7 +14,12 @@
 #     circuit id ib0 and the remote id (dnsmasq's log of the request's option 82);
 #   - without the flag, the relay unicasts the replies to yiaddr at the IPoIB address
 #     the client identifier carries (no ARP: the client has no address yet);
-#   - gwctl show dhcp (text and -j) and the metrics count it.
+#   - gwctl show dhcp (text and -j) and the metrics count it;
+#   - a reload without the sections stops the relay (no lease), one with them back
+#     relays again;
+#   - the other way, relayed by eth0: ethhost2 (busybox udhcpc, its address removed) gets
+#     a lease in 10.20.0.0/24 from dnsmasq on ibhost2, the replies unicast to its MAC
+#     (chaddr) without the flag and broadcast with it, and pings ibhost2.
 # Needs root, ibsim, opensm, jq, dnsmasq (dnsmasq-base), busybox; IBGW_BUILD.
 # Run under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/dhcp_relay.sh
 set -u
@@ -25,7 +30,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init dhcp
 rackcmd() { R "$@"; }
 
-tap_plan 19
+tap_plan 27
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq dnsmasq busybox curl
@@ -33,6 +38,7 @@ suite_ibhost_helpers
 
 suite_cleanup_hook() {
 	[ -f "$work/dnsmasq.pid" ] && kill "$(cat "$work/dnsmasq.pid")" 2>/dev/null
+	[ -f "$work/dnsmasq2.pid" ] && kill "$(cat "$work/dnsmasq2.pid")" 2>/dev/null
 	return 0
 }
 
@@ -64,6 +70,9 @@ ethernet_interfaces:
     addresses:
       - 10.20.0.1/24
       - fd00:20::1/64
+    dhcp_relay:
+      servers: 10.10.0.12
+      max_hops: 2
 EOF
 
 t0=$(date +%s)
@@ -171,5 +180,45 @@ tap_like "show dhcp (text)" "$(gwctl show dhcp | tr -s ' \n' ' ')" \
 tap_is "metrics: ibgw_dhcp_relay_relayed_total for ib0 as show dhcp counts" \
 	"$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep '^ibgw_dhcp_relay_relayed_total')" \
 	"ibgw_dhcp_relay_relayed_total{dev=\"ib0\"} $(dj .relayed)"
+# A reload without the section: no relay (the broadcasts are martians again); with it
+# back, a lease again.
+cp "$work/gw.yaml" "$work/gw-relay.yaml"
+sed -i '/dhcp_relay:/,/\(remote_id\|max_hops\):/d' "$work/gw.yaml"
+gwctl reload >/dev/null 2>&1
+tap_is "reload without dhcp_relay: show dhcp -j lists nothing" "$(gwctl -j show dhcp | jq length)" 0
+in_ns ibhost3 ip -4 addr flush dev ib0
+r0=$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep -c '^ibgw_dhcp_relay_requests_total')
+in_ns ibhost3 timeout 20 busybox udhcpc -i ib0 -f -q -n -B -t 2 -T 1 -s "$work/udhcpc.sh" >/dev/null 2>&1
+tap_is "... udhcpc gets no lease, the metrics have no relay families" "$?/$r0" "1/0"
+cp "$work/gw-relay.yaml" "$work/gw.yaml"
+gwctl reload >/dev/null 2>&1
+in_ns ibhost3 timeout 30 busybox udhcpc -i ib0 -f -q -n -B -t 5 -T 2 -s "$work/udhcpc.sh" >/dev/null 2>&1
+tap_is "reload with dhcp_relay back: a lease again" "$?" 0
+# The other way: clients on Ethernet (ethhost2, its address removed), the server on the
+# IB side (dnsmasq on ibhost2, a range in 10.20.0.0/24), relayed by eth0. Replies go
+# to ff:ff:ff:ff:ff:ff with the flag, else to the client's MAC (chaddr).
+in_ns ibhost2 dnsmasq --conf-file=/dev/null --port=0 --user=root --group=root \
+	--interface=ib0 --bind-interfaces --pid-file="$work/dnsmasq2.pid" \
+	--dhcp-range=10.20.0.100,10.20.0.150,255.255.255.0,10m --dhcp-option=3,10.20.0.1 \
+	--dhcp-leasefile="$work/leases2" --log-dhcp --log-facility="$work/dnsmasq2.log"
+for i in $(seq 30); do [ -s "$work/dnsmasq2.pid" ] && break; sleep 0.1; done
+in_ns ethhost2 ip -4 addr flush dev eth0
+ej() { gwctl -j show dhcp | jq -r ".[] | select(.dev == \"eth0\") | $1"; }
+rm -f "$work/lease"
+in_ns ethhost2 timeout 30 busybox udhcpc -i eth0 -f -q -n -t 5 -T 2 -s "$work/udhcpc.sh" >"$work/u2.log" 2>&1
+rc=$?
+tap_is "ethhost2 (udhcpc, no flag) got a lease from dnsmasq on ibhost2 through eth0's relay" "$rc" 0
+[ "$rc" = 0 ] || sed 's/^/# /' "$work/u2.log" "$work/dnsmasq2.log"
+eaddr=$(in_ns ethhost2 ip -4 -o addr show dev eth0 | awk '{ sub("/.*", "", $4); print $4; exit }')
+tap_like "... in 10.20.0.100-150, the gateway as router" "$(cat "$work/lease" 2>/dev/null)" \
+	'^10\.20\.0\.1([0-4][0-9]|50) 255\.255\.255\.0 10\.20\.0\.1$'
+tap_is "show dhcp -j: eth0 relayed, replies unicast to chaddr, none broadcast, none lost" \
+	"$(ej '"\(.relayed >= 2) \(.replies_unicast >= 2) \(.replies_broadcast) \(.send_failed)"')" \
+	"true true 0 0"
+in_ns ethhost2 ip -4 addr flush dev eth0
+in_ns ethhost2 timeout 30 busybox udhcpc -i eth0 -f -q -n -B -t 5 -T 2 -s "$work/udhcpc.sh" >/dev/null 2>&1
+tap_is "ethhost2 with the flag: a lease, the replies broadcast" "$?/$(ej '.replies_broadcast >= 2')" "0/true"
+tap_is "ethhost2 ($eaddr) pings ibhost2 through the gateway" \
+	"$(pings ethhost2 10.10.0.12)" 3
 echo "# the suite ran in $(( $(date +%s) - t0 )) s"
 tap_done
