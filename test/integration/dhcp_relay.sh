@@ -178,7 +178,7 @@ tap_is "show dhcp -j: OFFER and ACK unicast to the client's IPoIB address, none 
 tap_like "show dhcp (text)" "$(gwctl show dhcp | tr -s ' \n' ' ')" \
 	"^ib0 relaying giaddr 10\.10\.0\.1 servers $server option82 remote_id rack-gw1 max_hops 4 requests [0-9]+ relayed [0-9]+ .* replies [0-9]+ broadcast [0-9]+ unicast [1-9]"
 tap_is "metrics: ibgw_dhcp_relay_relayed_total for ib0 as show dhcp counts" \
-	"$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep '^ibgw_dhcp_relay_relayed_total')" \
+	"$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep '^ibgw_dhcp_relay_relayed_total{dev="ib0"}')" \
 	"ibgw_dhcp_relay_relayed_total{dev=\"ib0\"} $(dj .relayed)"
 # A reload without the section: no relay (the broadcasts are martians again); with it
 # back, a lease again.
