@@ -355,8 +355,9 @@ static const struct field ra_fields[] = {
 	  "M flag: addresses from DHCPv6" },
 	{ "other_config", T_BOOL, offsetof(RAC, other_config), 0, 0, 0, 0, "false", NULL, 0, NULL,
 	  NULL, "O flag: other configuration from DHCPv6" },
-	{ "mtu", T_UINT, offsetof(RAC, mtu), 0, SZ(RAC, mtu), 0, 65520, NULL, "the interface's mtu",
-	  0, NULL, NULL, "MTU option; 0: none; 1280 up to the interface's mtu" },
+	{ "mtu", T_UINT, offsetof(RAC, mtu), 0, SZ(RAC, mtu), 0, 65520, NULL,
+	  "Ethernet: the interface's mtu; IPoIB: 0", 0, NULL, NULL,
+	  "MTU option; 0: none; 1280 up to the interface's mtu" },
 	{ "reachable_time_ms", T_UINT, offsetof(RAC, reachable_time_ms), 0,
 	  SZ(RAC, reachable_time_ms), 0, 3600000, "0", NULL, 0, NULL, NULL,
 	  "hosts' neighbour reachable time; 0: unspecified" },
@@ -422,6 +423,10 @@ static const struct field ipoib_fields[] = {
 	{ "mtu", T_UINT, offsetof(IBL, mtu), 0, SZ(IBL, mtu), 68, 65520, NULL,
 	  "2044 datagram, 65520 connected", 0, NULL, NULL,
 	  "IP MTU; datagram at most 4092 (IB MTU - 4)" },
+	{ "mcast_hop_limit", T_UINT, offsetof(IBL, mcast_hop_limit), 0, SZ(IBL, mcast_hop_limit), 1,
+	  255, NULL, "1", FL_OMIT_EMPTY, NULL, NULL,
+	  "GRH hop limit of multicast sends (ARP, ND); 1: this subnet only, 1 + n: across n "
+	  "IB routers that joined the group" },
 	{ "addresses", T_IFADDR_LIST, offsetof(IBL, addresses), offsetof(IBL, n_addresses), 256, 0,
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this link, with length" },
 	PROXY_FIELDS(IBL),
@@ -1844,16 +1849,19 @@ static void check_dhcp_giaddr(struct load *L, const struct gw_dhcp_relay_config 
 	     "giaddr)");
 }
 
-/* The RA's MTU option against its interface's mtu (known once the item is walked). */
+/* The RA's MTU option against its interface's mtu (known once the item is walked).
+ * Absent: the interface's mtu on Ethernet (link_default), none on IPoIB (0): an IPoIB
+ * link's MTU is a property of each pair of hosts (2044 over UD, 65520 between two
+ * connected-mode hosts, RFC 4755), and an option would hold every host to one. */
 static void check_ra_mtu(struct load *L, struct gw_ra_config *r, uint32_t link_mtu,
-			 const char *path)
+			 uint32_t link_default, const char *path)
 {
 	const struct posrec *p = pos_of(L, &r->mtu);
 
 	if (!r->enabled)
 		return;
 	if (r->mtu == GW_RA_MTU_LINK) {
-		r->mtu = link_mtu;
+		r->mtu = link_default;
 		return;
 	}
 	if (p && r->mtu && (r->mtu < 1280 || r->mtu > link_mtu))
@@ -1914,7 +1922,7 @@ static void check_ipoib(struct load *L, void *base, const struct gw_ynode *const
 		    "%u is too large for datagram mode (at most 4092: the 4096-byte IB MTU less the 4-byte IPoIB header; use mode: connected for more)",
 		    l->mtu);
 	}
-	check_ra_mtu(L, &l->ra, l->mtu, path);
+	check_ra_mtu(L, &l->ra, l->mtu, 0, path);
 	check_dhcp_giaddr(L, &l->dhcp, l->addresses, l->n_addresses,
 			  val_of(&ipoib_schema, vals, "dhcp_relay"), path);
 }
@@ -1944,7 +1952,7 @@ static void check_eth(struct load *L, void *base, const struct gw_ynode *const *
 		}
 		memcpy(e->device, e->name, sizeof(e->device));
 	}
-	check_ra_mtu(L, &e->ra, e->mtu, path);
+	check_ra_mtu(L, &e->ra, e->mtu, e->mtu, path);
 	check_dhcp_giaddr(L, &e->dhcp, e->addresses, e->n_addresses,
 			  val_of(&eth_schema, vals, "dhcp_relay"), path);
 }

@@ -110,6 +110,7 @@ struct gw_ipoib_link_config {
 	uint16_t pkey;                 /* pkey: 0x0001..0xffff (default 0xffff); full bit added */
 	enum gw_ipoib_mode mode;       /* mode: datagram | connected (default datagram) */
 	uint32_t mtu;                  /* mtu: IP MTU; default 2044 datagram, 65520 connected */
+	uint8_t mcast_hop_limit;       /* mcast_hop_limit: 1..255; 0 (absent): 1 */
 	struct ip_prefix *addresses;   /* addresses: interface addresses with prefix length */
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;

@@ -721,6 +721,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 	k->pkey = c->pkey;
 	k->mode = c->mode;
 	k->cfg_mtu = c->mtu;
+	k->mcast_hop_limit = c->mcast_hop_limit;
 	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
 	memcpy(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
 	k->proxy_nd = c->proxy.nd;
@@ -746,6 +747,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		.attr = &p->pa,
 		.loop = dp->loop,
 		.pkey = c->pkey,
+		.mcast_hop_limit = c->mcast_hop_limit,
 		.role = IPOIB_ROLE_GATEWAY,
 		/* Connected mode: one cm port per IB port, shared by its connected
 		 * links. */
@@ -1462,6 +1464,7 @@ static void reconf_link_of(const struct dp_link *k, struct gw_reconf_link *r)
 		.port = k->port_num,
 		.pkey = k->pkey,
 		.mode = k->mode,
+		.mcast_hop_limit = k->mcast_hop_limit,
 		.proxy_nd = k->proxy_nd,
 		.proxy6 = k->proxy6,
 		.n_proxy6 = k->n_proxy6,

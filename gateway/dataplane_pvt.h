@@ -73,6 +73,7 @@ struct dp_link {
 	char device[GW_NAME_MAX];
 	char backend[16];
 	uint32_t cfg_mtu;
+	uint8_t mcast_hop_limit; /* IPoIB: as configured (0: 1) */
 	struct ip_prefix addrs[DP_MAX_ADDRS];
 	unsigned n_addrs;
 	uint32_t ifindex;           /* the engine's interface, 0 when not added */

@@ -82,6 +82,8 @@ static const char *rebuild_reason(const struct gw_reconf_link *run, const struct
 			return "P_Key changed";
 		if (run->mode != c->mode)
 			return "mode changed";
+		if (run->mcast_hop_limit != c->mcast_hop_limit)
+			return "multicast hop limit changed"; /* in the groups' AHs */
 		return "";
 	}
 	const struct gw_eth_if_config *c = gw_reconf_eth_cfg(cfg, run->name, NULL);

@@ -48,6 +48,7 @@ struct gw_reconf_link {
 	uint8_t port;
 	uint16_t pkey;
 	enum gw_ipoib_mode mode; /* as configured (connected may run as datagram) */
+	uint8_t mcast_hop_limit; /* as configured (0: absent) */
 	bool proxy_nd;
 	const struct ip_prefix *proxy6; /* the configured IPv6 proxy prefixes */
 	unsigned n_proxy6;

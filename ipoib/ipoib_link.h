@@ -120,6 +120,11 @@ struct ipoib_link_config {
 	struct evloop *loop; /* timers (neighbours); NULL: call ipoib_link_tick */
 	uint16_t pkey;       /* 0: 0xffff */
 	uint8_t scope;       /* MGID scope; 0: link-local (2) */
+	/* GRH hop limit of the link's multicast sends (ARP, ND, IP multicast): the larger
+	 * of this and the group's MCMemberRecord. 0: 1, as Linux (the subnet only; an IB
+	 * router drops hop limit 1). IPoIB across IB routers that joined the group (seed
+	 * 004, "IB ARP Across Subnets") needs 1 + the routers to cross. */
+	uint8_t mcast_hop_limit;
 	enum ipoib_role role;
 	bool accept_spoofed_arp;
 	bool connected; /* RFC 4755 connected mode (see above) */
@@ -208,6 +213,10 @@ struct ipoib_rx {
 /* buf/len: the receive buffer as the completion leaves it (GRH area first). */
 enum ipoib_rx_kind ipoib_rx_classify(const uint8_t *buf, size_t len, bool has_grh,
 				     struct ipoib_rx *out);
+
+/* The GRH hop limit of multicast sends: the SA's (MCMemberRecord) or the configured one
+ * (0: 1), whichever is larger. Pure. */
+uint8_t ipoib_mcast_hop_limit(uint8_t sa_hop_limit, uint8_t cfg_hop_limit);
 
 /* ---- control thread ------------------------------------------------------------- */
 int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out);

@@ -3,7 +3,8 @@
  * send-only full member to send), each with its address handle and its attachment of
  * the UD QP. The broadcast group's answer gives the link its Q_Key, MTU, SL and rate:
  * the UD QP is created then and the link comes up (ipoib_set_up). Up to three packets
- * wait for a group's join (as in Linux).
+ * wait for a group's join (as in Linux). The group's AH carries the GRH hop limit of
+ * cfg.mcast_hop_limit (or the SA's, when larger): 1 keeps the packets on the subnet.
  *
  * Threads: control thread (the SA client's answers come there too).
  */
@@ -15,6 +16,13 @@
 #include "lib/ib_types.h"
 #include "lib/log.h"
 #include "sm-client/sa.h"
+
+uint8_t ipoib_mcast_hop_limit(uint8_t sa, uint8_t cfg)
+{
+	uint8_t h = cfg ? cfg : 1;
+
+	return sa > h ? sa : h;
+}
 
 static void mcast_attach(struct ipoib_mcast *m)
 {
@@ -75,7 +83,7 @@ static void mcast_cb(void *arg, int status, const struct sa_mcast_group *g)
 		aa.is_global = true;
 		aa.dgid = m->mgid;
 		aa.flow_label = g->flow_label;
-		aa.hop_limit = g->hop_limit ? g->hop_limit : 1;
+		aa.hop_limit = ipoib_mcast_hop_limit(g->hop_limit, l->cfg.mcast_hop_limit);
 		aa.traffic_class = g->tclass;
 		if (l->ops->create_ah(l->cfg.port, &aa, &ah) < 0) {
 			log_warning("%s: no AH for group %s", l->name, gs);

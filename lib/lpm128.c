@@ -552,66 +552,92 @@ void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out)
 	out->bytes = t->bytes;
 }
 
-/* Keys in flight in lpm128_lookup_bulk: each step of one key overlaps the cache misses
- * of the others. */
-#define BULK_WAYS 8
+/*
+ * lpm128_lookup_bulk: the keys of a chunk walk level by level, together. Round r reads
+ * level r of every key still walking and prefetches what round r + 1 needs: both lines
+ * of the child, or the leaf where the walk ends. Nothing inside a round branches on the
+ * key: the child and the leaf are both computed and one is picked, and the list of
+ * walkers is compacted with an add. So the loads of a round are independent of each
+ * other (their misses overlap), and walks of different depths cost no mispredicted
+ * branches. The leaves are read last, for every key at once. Measured on the geoip6
+ * table (2026-11-26, keys inside the table): 1.05-1.17x the rate of a 16-slot software
+ * pipeline (one key per slot, a branch per step) with keys over the whole table, 1.4x
+ * with keys inside 2000 of its prefixes (in cache); reading line 1 only for the last
+ * node of a walk (one line less per level) was 15% slower than prefetching both.
+ */
+#define BULK_CHUNK 64
+#define BULK_AHEAD 8 /* dir entries prefetched ahead */
 
 void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint32_t *values,
 			unsigned n)
 {
 	const uint64_t *dir = t->dir;
 
-	for (unsigned i = 0; i < n && i < BULK_WAYS; i++)
+	for (unsigned i = 0; i < n && i < BULK_AHEAD; i++)
 		__builtin_prefetch(&dir[(unsigned)keys[i][0] << 8 | keys[i][1]]);
-	for (unsigned base = 0; base < n; base += BULK_WAYS) {
-		const struct lpm128_node *nd[BULK_WAYS];
-		uint32_t best[BULK_WAYS];
-		uint8_t depth[BULK_WAYS];
-		unsigned m = n - base < BULK_WAYS ? n - base : BULK_WAYS, live = 0;
+	for (unsigned base = 0; base < n; base += BULK_CHUNK) {
+		const struct lpm128_node *nd[BULK_CHUNK];
+		const uint32_t *leaf[BULK_CHUNK];
+		uint32_t best[BULK_CHUNK];
+		uint8_t walk[BULK_CHUNK], walked[BULK_CHUNK];
+		unsigned m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK, nw = 0, nwalked;
 
 		for (unsigned j = 0; j < m; j++) {
-			const uint8_t *k = keys[base + j];
-			uint64_t e =
-			    __atomic_load_n(&dir[(unsigned)k[0] << 8 | k[1]], __ATOMIC_ACQUIRE);
+			unsigned i = base + j;
+			const uint64_t *de = &dir[(unsigned)keys[i][0] << 8 | keys[i][1]];
+			uint64_t e = __atomic_load_n(de, __ATOMIC_ACQUIRE);
+			unsigned isnode = !(e & 1);
 
-			if (e & 1) {
-				values[base + j] = (uint32_t)(e >> 32);
-				continue;
-			}
-			nd[j] = (const struct lpm128_node *)(uintptr_t)e;
+			if (i + BULK_AHEAD < n)
+				__builtin_prefetch(&dir[(unsigned)keys[i + BULK_AHEAD][0] << 8 |
+							keys[i + BULK_AHEAD][1]]);
+			values[i] = (uint32_t)(e >> 32); /* a leaf's answer; else overwritten */
+			nd[j] = (const struct lpm128_node *)(uintptr_t)(isnode ? e : (uintptr_t)de);
 			__builtin_prefetch(nd[j]);
+			__builtin_prefetch((const char *)nd[j] + 64);
 			best[j] = 0;
-			depth[j] = 2;
-			live |= 1u << j;
+			walk[nw] = (uint8_t)j;
+			nw += isnode;
 		}
-		/* The next group's dir entries while this group walks. */
-		for (unsigned j = base + BULK_WAYS; j < n && j < base + 2 * BULK_WAYS; j++)
-			__builtin_prefetch(&dir[(unsigned)keys[j][0] << 8 | keys[j][1]]);
-		while (live) {
-			for (unsigned l = live; l; l &= l - 1) {
-				unsigned j = (unsigned)__builtin_ctz(l);
+		memcpy(walked, walk, nw);
+		nwalked = nw;
+		for (unsigned d = 2; nw; d++) {
+			unsigned nn = 0;
+
+			for (unsigned q = 0; q < nw; q++) {
+				unsigned j = walk[q], s = keys[base + j][d], w = s >> 6, b = s & 63;
 				const struct lpm128_node *c = nd[j];
-				unsigned s = keys[base + j][depth[j]], w = s >> 6, b = s & 63;
 				uint64_t cv = c->childvec[w];
-				uint32_t v;
+				unsigned has = cv >> b & 1;
+				/* Integer arithmetic: children is NULL in a node without. */
+				uintptr_t child = (uintptr_t)c->children +
+						  (c->cbase[w] + (unsigned)__builtin_popcountll(
+								     cv & ((1ull << b) - 1))) *
+						      sizeof(*c);
+				const uint32_t *lf = c->leaves + c->lbase[w] +
+						     (unsigned)__builtin_popcountll(
+							 c->leafvec[w] & ((2ull << b) - 1)) -
+						     1;
+				const char *next =
+				    has ? (const char *)child : (const char *)(uintptr_t)lf;
 
 				best[j] = c->def ? c->def : best[j];
-				if (cv >> b & 1) {
-					c = &c->children[c->cbase[w] +
-							 (unsigned)__builtin_popcountll(
-							     cv & ((1ull << b) - 1))];
-					__builtin_prefetch(c);
-					nd[j] = c;
-					depth[j]++;
-					continue;
-				}
-				v = c->leaves[c->lbase[w] +
-					      (unsigned)__builtin_popcountll(c->leafvec[w] &
-									     ((2ull << b) - 1)) -
-					      1];
-				values[base + j] = v ? v : best[j];
-				live &= ~(1u << j);
+				/* The child's two lines, or the leaf (and the line after it,
+				 * which costs less than a branch). */
+				__builtin_prefetch(next);
+				__builtin_prefetch(next + 64);
+				nd[j] = (const struct lpm128_node *)child;
+				leaf[j] = lf;
+				walk[nn] = (uint8_t)j;
+				nn += has;
 			}
+			nw = nn;
+		}
+		for (unsigned q = 0; q < nwalked; q++) {
+			unsigned j = walked[q];
+			uint32_t v = *leaf[j];
+
+			values[base + j] = v ? v : best[j];
 		}
 	}
 }

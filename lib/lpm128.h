@@ -102,8 +102,8 @@ struct lpm128_stats {
 };
 void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out);
 
-/* values[i] = lpm128_lookup(t, keys[i]) for i < n, several keys interleaved so that
- * their cache misses overlap. */
+/* values[i] = lpm128_lookup(t, keys[i]) for i < n. Up to 64 keys walk together, level
+ * by level, so that their cache misses overlap; any n. */
 void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint32_t *values,
 			unsigned n);
 

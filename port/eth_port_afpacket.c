@@ -143,7 +143,8 @@ struct ethp_port {
 	pthread_mutex_t free_lock;
 	uint32_t *free_ids; /* [free_lock] stack */
 	unsigned n_free;    /* [free_lock] */
-	uint8_t *state;     /* [free_lock] enum buf_state per buffer */
+	uint8_t *state;     /* enum buf_state per buffer: [free_lock], but a queue marks
+			     * its own posted buffers held (relaxed atomics) */
 
 	struct afp_queue *q[ETHP_QUEUES_MAX]; /* [control] writes; 0..n_queues-1 exist */
 	unsigned n_queues;                    /* [control] */

@@ -825,6 +825,16 @@ int fabric_router_mcast(struct fabric *f, const char *name, const union ib_gid *
 	return router_group_join(&f->routers[ri].rt, mgid, port_num, mlid);
 }
 
+int fabric_router_proxy(struct fabric *f, const char *name, const union ib_gid *prefix,
+			unsigned plen)
+{
+	int ri = name ? router_find(f, name) : -1;
+
+	if (ri < 0)
+		return -ENOENT;
+	return router_proxy_add(&f->routers[ri].rt, prefix, plen);
+}
+
 /* ---- counting -------------------------------------------------------------------- */
 
 static void refuse(struct fabric *f, struct fabric_verdict *v, struct port *src, struct port *dst,
@@ -965,6 +975,17 @@ static uint16_t resolve(void *arg, unsigned port, const union ib_gid *gid)
 	if (fp < 0)
 		return 0;
 	sn = c->f->ports[fp].subnet;
+	if (ib_gid_is_multicast(gid)) {
+		/* A group the router proxies: the MLID its members there attached with. */
+		for (unsigned i = 0; i < c->f->mc_end; i++) {
+			const struct mc *m = &c->f->mc[i];
+
+			if (m->used && c->f->ports[m->port].subnet == sn &&
+			    ib_gid_equal(&m->mgid, gid))
+				return m->mlid;
+		}
+		return 0;
+	}
 	for (int i = 0; i < FABRIC_PORTS_MAX; i++) {
 		const struct port *p = &c->f->ports[i];
 
@@ -972,6 +993,25 @@ static uint16_t resolve(void *arg, unsigned port, const union ib_gid *gid)
 			return p->info.lid;
 	}
 	return 0;
+}
+
+/* Does router port rp take a group it proxies (mgid, sent from the subnet of sgid)? Only
+ * when another of its subnets has members of it, as a multicast proxy joins a group on
+ * one side for members on another: else the group is none of its business (not taken,
+ * not counted as a router's drop). */
+static bool proxy_wants(struct fabric *f, const struct port *rp, const union ib_gid *mgid,
+			const union ib_gid *sgid)
+{
+	const struct fab_router *r = &f->routers[rp->router];
+	struct resolve_ctx rc = { f, r };
+
+	if (!router_proxies(&r->rt, mgid))
+		return false;
+	for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++)
+		if (p != rp->info.port_num && r->port[p] >= 0 && r->rt.port[p].used &&
+		    r->rt.port[p].gid_prefix != ib_gid_prefix(sgid) && resolve(&rc, p, mgid))
+			return true;
+	return false;
 }
 
 static enum fabric_drop router_drop(enum router_verdict rv)
@@ -1091,8 +1131,9 @@ static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_
 			struct port *rp = &f->ports[i];
 
 			if (!rp->used || rp->router < 0 || rp->subnet != sn || i == sport ||
-			    !router_joined(&f->routers[rp->router].rt, rp->info.port_num,
-					   &pkt->grh.dgid, dlid))
+			    (!router_joined(&f->routers[rp->router].rt, rp->info.port_num,
+					    &pkt->grh.dgid, dlid) &&
+			     !proxy_wants(f, rp, &pkt->grh.dgid, &pkt->grh.sgid)))
 				continue;
 			member = true;
 			router_in(f, src, i, pkt, buf, len, depth, captured, v);

@@ -148,6 +148,7 @@ int fabric_mcast_detach(struct fabric *f, int port, uint32_t qpn, const union ib
  *                        GID prefix, MTU code 1..5); again: updated
  *   fabric_router_route  prefix/plen -> egress port, next hop LID (0: direct)
  *   fabric_router_mcast  joined to mgid on port_num with that subnet's MLID (0: left)
+ *   fabric_router_proxy  every group under prefix/plen joined on demand (router.h)
  * -EINVAL: bad value; -ENOENT: no such router or port; -ENOSPC: tables full; port
  * identities as fabric_port_add (*why says).
  */
@@ -157,6 +158,8 @@ int fabric_router_route(struct fabric *f, const char *name, const union ib_gid *
 			unsigned plen, unsigned port_num, uint16_t next_hop);
 int fabric_router_mcast(struct fabric *f, const char *name, const union ib_gid *mgid,
 			unsigned port_num, uint16_t mlid);
+int fabric_router_proxy(struct fabric *f, const char *name, const union ib_gid *prefix,
+			unsigned plen);
 
 /* What happened to one packet handed to fabric_packet. */
 struct fabric_verdict {
@@ -235,6 +238,7 @@ const struct router *fabric_router_get(const struct fabric *f, int i, const char
  *   capture start FILE [SECONDS] | capture stop
  *   router NODE PORT LID GUID PREFIX MTU   (GUID, PREFIX: 64-bit numbers; MTU in octets)
  *   route NODE GID/LEN PORT direct|LID | mcast NODE MGID PORT MLID
+ *   mcast-proxy NODE MGID/LEN
  * Numbers: decimal, or hexadecimal with 0x.
  * PERCENT is a decimal number 0..100 with at most 4 decimals. fabric_cmd_parse fills
  * cmd (name and file point into a copy inside cmd) or returns -EINVAL with a reason.
@@ -249,6 +253,7 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_ROUTER_PORT, /* router NODE PORT LID GUID PREFIX MTU */
 	FABRIC_CMD_ROUTE,       /* route NODE GID/LEN PORT direct|LID */
 	FABRIC_CMD_MCAST,       /* mcast NODE MGID PORT MLID (MLID 0: leave) */
+	FABRIC_CMD_MCAST_PROXY, /* mcast-proxy NODE MGID/LEN */
 };
 #define FABRIC_CMD_MAX 512
 struct fabric_cmd {

@@ -93,7 +93,7 @@ static bool num_ok(const char *s, uint64_t max, uint64_t *out)
 	return true;
 }
 
-/* The router commands: router, route, mcast (tok[0] already matched). */
+/* The router commands: router, route, mcast, mcast-proxy (tok[0] already matched). */
 static int router_cmd_parse(char **tok, int n, struct fabric_cmd *cmd, const char **why)
 {
 	uint64_t v;
@@ -122,6 +122,22 @@ static int router_cmd_parse(char **tok, int n, struct fabric_cmd *cmd, const cha
 		if (!cmd->mtu)
 			return fail(why, "router: MTU 256, 512, 1024, 2048 or 4096");
 		cmd->kind = FABRIC_CMD_ROUTER_PORT;
+		return 0;
+	}
+	if (!strcmp(tok[0], "mcast-proxy")) {
+		char *slash;
+
+		if (n != 3)
+			return fail(why, "usage: mcast-proxy NODE MGID/LEN");
+		slash = strchr(tok[2], '/');
+		if (!slash || !num_ok(slash + 1, 128, &v) || v < 8 ||
+		    (slash[1] == '0' && slash[2] == 'x'))
+			return fail(why, "mcast-proxy: prefix is MGID/LEN, LEN 8..128");
+		cmd->plen = (uint8_t)v;
+		*slash = 0;
+		if (ib_gid_parse(tok[2], &cmd->gid) < 0 || !ib_gid_is_multicast(&cmd->gid))
+			return fail(why, "mcast-proxy: prefix is not a multicast GID");
+		cmd->kind = FABRIC_CMD_MCAST_PROXY;
 		return 0;
 	}
 	if (!strcmp(tok[0], "route")) {
@@ -277,10 +293,12 @@ int fabric_cmd_parse(const char *line, size_t len, struct fabric_cmd *cmd, const
 		cmd->file = tok[2];
 		return 0;
 	}
-	if (!strcmp(tok[0], "router") || !strcmp(tok[0], "route") || !strcmp(tok[0], "mcast"))
+	if (!strcmp(tok[0], "router") || !strcmp(tok[0], "route") || !strcmp(tok[0], "mcast") ||
+	    !strcmp(tok[0], "mcast-proxy"))
 		return router_cmd_parse(tok, n, cmd, why);
 	return fail(why,
-		    "unknown command (link, loss, delay, capture, stats, router, route, mcast)");
+		    "unknown command (link, loss, delay, capture, stats, router, route, mcast, "
+		    "mcast-proxy)");
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
@@ -321,7 +339,7 @@ static json_object *routers_json(const struct fabric *f)
 	for (int i = 0; i < FABRIC_ROUTERS_MAX; i++) {
 		const char *name;
 		const struct router *rt = fabric_router_get(f, i, &name);
-		json_object *o, *ports, *routes, *groups;
+		json_object *o, *ports, *routes, *groups, *proxies;
 
 		if (!rt)
 			continue;
@@ -329,6 +347,14 @@ static json_object *routers_json(const struct fabric *f)
 		ports = json_object_new_array();
 		routes = json_object_new_array();
 		groups = json_object_new_array();
+		proxies = json_object_new_array();
+		for (unsigned x = 0; x < rt->n_proxies; x++) {
+			char pb[sizeof(buf) + 8];
+
+			ib_gid_format(&rt->proxy[x].prefix, buf, sizeof(buf));
+			snprintf(pb, sizeof(pb), "%s/%u", buf, rt->proxy[x].plen);
+			json_object_array_add(proxies, json_object_new_string(pb));
+		}
 		json_object_object_add(o, "node", json_object_new_string(name));
 		for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++) {
 			json_object *po;
@@ -377,6 +403,7 @@ static json_object *routers_json(const struct fabric *f)
 		json_object_object_add(o, "ports", ports);
 		json_object_object_add(o, "routes", routes);
 		json_object_object_add(o, "groups", groups);
+		json_object_object_add(o, "mcast_proxy", proxies);
 		json_object_array_add(arr, o);
 	}
 	return arr;

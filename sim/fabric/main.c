@@ -506,6 +506,9 @@ static void ctl_run(struct fab *x, struct ctl_conn *cc)
 	case FABRIC_CMD_MCAST:
 		rc = fabric_router_mcast(x->f, cmd.name, &cmd.gid, cmd.port, (uint16_t)cmd.lid);
 		break;
+	case FABRIC_CMD_MCAST_PROXY:
+		rc = fabric_router_proxy(x->f, cmd.name, &cmd.gid, cmd.plen);
+		break;
 	}
 	if (rc < 0 && cmd.kind >= FABRIC_CMD_ROUTER_PORT)
 		snprintf(reply, sizeof(reply), "error: %s\n",

@@ -128,6 +128,35 @@ bool router_joined(const struct router *rt, unsigned port, const union ib_gid *m
 	return g && g->mlid[port] == mlid;
 }
 
+int router_proxy_add(struct router *rt, const union ib_gid *prefix, unsigned plen)
+{
+	struct router_proxy x;
+
+	if (plen > 128 || plen < 8 || !ib_gid_is_multicast(prefix))
+		return -EINVAL;
+	gid_mask(prefix, plen, &x.prefix);
+	x.plen = (uint8_t)plen;
+	for (unsigned i = 0; i < rt->n_proxies; i++)
+		if (rt->proxy[i].plen == plen && ib_gid_equal(&rt->proxy[i].prefix, &x.prefix))
+			return 0;
+	if (rt->n_proxies == ROUTER_PROXIES_MAX)
+		return -ENOSPC;
+	rt->proxy[rt->n_proxies++] = x;
+	return 0;
+}
+
+bool router_proxies(const struct router *rt, const union ib_gid *mgid)
+{
+	for (unsigned i = 0; i < rt->n_proxies; i++) {
+		union ib_gid m;
+
+		gid_mask(mgid, rt->proxy[i].plen, &m);
+		if (ib_gid_equal(&m, &rt->proxy[i].prefix))
+			return true;
+	}
+	return false;
+}
+
 enum router_verdict router_decide(const struct router *rt, unsigned in_port,
 				  const struct ib_packet *pkt, router_resolve_fn resolve, void *arg,
 				  struct router_hop hops[ROUTER_PORTS_MAX], unsigned *n)
@@ -145,17 +174,23 @@ enum router_verdict router_decide(const struct router *rt, unsigned in_port,
 		const struct router_group *g = group_find(rt, &pkt->grh.dgid);
 		uint64_t from = ib_gid_prefix(&pkt->grh.sgid);
 
-		if (!g || in_port < 1 || in_port > ROUTER_PORTS_MAX ||
-		    g->mlid[in_port] != pkt->lrh.dlid)
+		bool joined;
+
+		if (in_port < 1 || in_port > ROUTER_PORTS_MAX)
+			return ROUTER_DROP_NO_ROUTE;
+		joined = g && g->mlid[in_port] == pkt->lrh.dlid;
+		if (!joined && !(resolve && router_proxies(rt, &pkt->grh.dgid)))
 			return ROUTER_DROP_NO_ROUTE;
 		for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++) {
-			if (p == in_port || !g->mlid[p] || !port_ok(rt, p) ||
-			    rt->port[p].gid_prefix == from)
+			uint16_t mlid;
+
+			if (p == in_port || !port_ok(rt, p) || rt->port[p].gid_prefix == from)
 				continue;
-			if (pkt->payload_len > rt->port[p].mtu_bytes)
+			mlid = joined ? g->mlid[p] : resolve(arg, p, &pkt->grh.dgid);
+			if (!mlid || pkt->payload_len > rt->port[p].mtu_bytes)
 				continue;
 			hops[*n].port = (uint8_t)p;
-			hops[*n].dlid = g->mlid[p];
+			hops[*n].dlid = mlid;
 			(*n)++;
 		}
 		return *n ? ROUTER_FORWARD : ROUTER_DROP_NO_ROUTE;

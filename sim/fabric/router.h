@@ -32,9 +32,10 @@
 #include "lib/ib_gid.h"
 #include "lib/ib_packet.h"
 
-#define ROUTER_PORTS_MAX  8 /* port numbers 1..ROUTER_PORTS_MAX */
-#define ROUTER_ROUTES_MAX 64
-#define ROUTER_GROUPS_MAX 64
+#define ROUTER_PORTS_MAX   8 /* port numbers 1..ROUTER_PORTS_MAX */
+#define ROUTER_ROUTES_MAX  64
+#define ROUTER_GROUPS_MAX  64
+#define ROUTER_PROXIES_MAX 8
 
 struct router_port {
 	bool used;
@@ -57,12 +58,20 @@ struct router_group {
 	uint16_t mlid[ROUTER_PORTS_MAX + 1]; /* by port number; 0: not joined there */
 };
 
+/* Groups joined on demand (router_proxy_add): every MGID under prefix/plen. */
+struct router_proxy {
+	union ib_gid prefix; /* bits past plen are zero */
+	uint8_t plen;
+};
+
 struct router {
 	struct router_port port[ROUTER_PORTS_MAX + 1]; /* [0] unused */
 	struct router_route route[ROUTER_ROUTES_MAX];
 	unsigned n_routes;
 	struct router_group group[ROUTER_GROUPS_MAX];
 	unsigned n_groups;
+	struct router_proxy proxy[ROUTER_PROXIES_MAX];
+	unsigned n_proxies;
 };
 
 /* Why a router did not forward (ROUTER_FORWARD: it did). */
@@ -98,8 +107,23 @@ int router_group_join(struct router *rt, const union ib_gid *mgid, unsigned port
 /* Has the router joined (mgid, mlid) on port? */
 bool router_joined(const struct router *rt, unsigned port, const union ib_gid *mgid, uint16_t mlid);
 
+/*
+ * Groups joined on demand, as a multicast proxy would (IPv6 ND across subnets: the
+ * solicited-node groups, one per address, too many to list): the router takes every
+ * group whose MGID lies under prefix/plen on each of its ports, whatever its MLID, and
+ * forwards it out of every other port whose subnet has members of that MGID, with the
+ * MLID they joined with (the caller's resolve function, given the MGID; the caller
+ * hands the router only groups with such members, as a proxy joins only for them). A group also
+ * joined explicitly (router_group_join) is forwarded as joined. Add again: nothing.
+ * -EINVAL: plen above 128 or a prefix that is not multicast; -ENOSPC: table full.
+ */
+int router_proxy_add(struct router *rt, const union ib_gid *prefix, unsigned plen);
+/* Does the router take mgid on demand? */
+bool router_proxies(const struct router *rt, const union ib_gid *mgid);
+
 /* Direct routes: the LID of the port owning gid on the subnet behind egress port port,
- * 0 when unknown. */
+ * 0 when unknown. Multicast (a proxied group): the MLID of that MGID's members on that
+ * subnet, 0 when it has none. */
 typedef uint16_t (*router_resolve_fn)(void *arg, unsigned port, const union ib_gid *gid);
 
 /*

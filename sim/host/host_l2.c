@@ -336,6 +336,29 @@ static void mcast_mac(uint16_t et, const uint8_t *p, uint8_t mac[6])
 	}
 }
 
+/* The LID to remember for a packet's sender: 0 when it came through an IB router (its
+ * GID on another subnet: the LID is the router's, shared by every peer behind it). */
+static uint16_t src_lid(const struct hl2 *h, const struct hl2_src *src)
+{
+	if (src->has_gid && ib_gid_prefix(&src->gid) != ib_gid_prefix(&h->own_hw.gid))
+		return 0;
+	return src->lid;
+}
+
+/* The peer a packet came from: by its GID when it has one (a GRH, a connection), else by
+ * LID and QPN; learned when new and the GID is known. */
+static const struct hl2_peer *peer_of_src(struct hl2 *h, const struct hl2_src *src)
+{
+	struct ipoib_hwaddr hw = { .flags = 0, .qpn = src->qpn, .gid = src->gid };
+
+	if (!src->has_gid)
+		return hl2_by_src(h, src->lid, src->qpn);
+	for (unsigned i = 0; i < h->n_peers; i++)
+		if (ib_gid_equal(&h->peers[i].hw.gid, &src->gid) && h->peers[i].hw.qpn == src->qpn)
+			return &h->peers[i];
+	return hl2_learn(h, &hw, src_lid(h, src));
+}
+
 int hl2_ib_to_eth(struct hl2 *h, uint16_t ethertype, const uint8_t *p, size_t len,
 		  const struct hl2_src *src, uint8_t *out, size_t cap)
 {
@@ -353,7 +376,7 @@ int hl2_ib_to_eth(struct hl2 *h, uint16_t ethertype, const uint8_t *p, size_t le
 			h->st.bad_arp++;
 			return -EINVAL;
 		}
-		if (mac_of_hw(h, a.sha, src->lid, srcmac) < 0 ||
+		if (mac_of_hw(h, a.sha, src_lid(h, src), srcmac) < 0 ||
 		    mac_of_hw(h, a.tha, 0, thamac) < 0) {
 			h->st.bad_arp++;
 			return -EINVAL;
@@ -377,12 +400,7 @@ int hl2_ib_to_eth(struct hl2 *h, uint16_t ethertype, const uint8_t *p, size_t le
 		return -EINVAL;
 	}
 	/* Source MAC: the peer this came from. */
-	peer = hl2_by_src(h, src->lid, src->qpn);
-	if (!peer && src->has_gid) {
-		struct ipoib_hwaddr hw = { .flags = 0, .qpn = src->qpn, .gid = src->gid };
-
-		peer = hl2_learn(h, &hw, src->lid);
-	}
+	peer = peer_of_src(h, src);
 	if (peer) {
 		memcpy(eth + 6, peer->mac, 6);
 	} else {
@@ -402,7 +420,8 @@ int hl2_ib_to_eth(struct hl2 *h, uint16_t ethertype, const uint8_t *p, size_t le
 			h->st.bad_nd++;
 			return -EINVAL;
 		}
-		n = nd_rewrite(h, p, len, false, src->lid, eth + HL2_ETH_HLEN, cap - HL2_ETH_HLEN);
+		n = nd_rewrite(h, p, len, false, src_lid(h, src), eth + HL2_ETH_HLEN,
+			       cap - HL2_ETH_HLEN);
 		if (n < 0) {
 			h->st.bad_nd++;
 			return n;

@@ -49,7 +49,9 @@
 struct hl2_peer {
 	uint8_t mac[6];
 	struct ipoib_hwaddr hw;
-	uint16_t lid; /* 0 until seen as the source of a packet */
+	/* 0 until seen as the source of a packet; stays 0 for a peer behind an IB router
+	 * (its packets come from the router's LID, with a GRH: found by GID) */
+	uint16_t lid;
 };
 
 struct hl2_stats {
@@ -78,7 +80,8 @@ const struct hl2_peer *hl2_learn(struct hl2 *h, const struct ipoib_hwaddr *hw, u
 const struct hl2_peer *hl2_by_mac(const struct hl2 *h, const uint8_t mac[6]);
 const struct hl2_peer *hl2_by_src(const struct hl2 *h, uint16_t lid, uint32_t qpn);
 
-/* Where a packet received on IB came from. */
+/* Where a packet received on IB came from. With a GID (a GRH, or a connection) the
+ * sender is found by GID and QPN, else by LID and QPN. */
 struct hl2_src {
 	uint32_t qpn;
 	uint16_t lid;

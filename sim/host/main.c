@@ -19,6 +19,9 @@
  *                   fragmentation needed / packet too big, as the Linux IPoIB driver
  *                   does, so the kernel caches a per-destination PMTU)
  *   --conn-idle-ms N  connected mode: idle connections are torn down after N ms
+ *   --mcast-hop-limit N  GRH hop limit of the link's multicast (ARP, ND; default 1:
+ *                   the subnet only); 2 lets ARP/ND cross one IB router that joined the
+ *                   group (seed 004, "IB ARP Across Subnets"; docs/ipoib.md)
  *   --addr A/LEN    an address for the TAP (repeatable; IPv4 or IPv6)
  *   --tap NAME      the TAP device (default ib0)
  *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
@@ -89,6 +92,7 @@ struct host {
 	struct ipoib_cm_port *cmp;
 	bool connected;
 	uint32_t conn_idle_ms;
+	uint8_t mcast_hop_limit;
 	struct hl2 l2;
 	bool l2_ready;
 	int tap_fd, ctl_fd, sig_fd;
@@ -246,7 +250,7 @@ static void to_tap(struct host *h, const struct ipoib_rx *rx)
 {
 	struct hl2_src src = { .qpn = rx->src_qpn,
 			       .lid = rx->slid,
-			       .has_gid = rx->has_grh,
+			       .has_gid = rx->has_grh || rx->rc,
 			       .gid = rx->sgid,
 			       .mcast = rx->mcast };
 	int n;
@@ -894,7 +898,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: ibgw-host [--node N] [--pkey P] "
-		"[--mode datagram|connected] [--conn-idle-ms N] "
+		"[--mode datagram|connected] [--conn-idle-ms N] [--mcast-hop-limit N] "
 		"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
 		"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
 		"       ibgw-host --ctl PATH xmit-ip ADDR COUNT\n");
@@ -909,6 +913,7 @@ int main(int argc, char **argv)
 		{ "pkey", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "conn-idle-ms", required_argument, NULL, 'i' },
+		{ "mcast-hop-limit", required_argument, NULL, 'H' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "tap", required_argument, NULL, 't' },
 		{ "ctl", required_argument, NULL, 'c' },
@@ -941,6 +946,16 @@ int main(int argc, char **argv)
 		case 'i':
 			h.conn_idle_ms = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'H': {
+			unsigned long v = strtoul(optarg, NULL, 0);
+
+			if (v < 1 || v > 255) {
+				fprintf(stderr, "ibgw-host: mcast-hop-limit %s: 1..255\n", optarg);
+				return 2;
+			}
+			h.mcast_hop_limit = (uint8_t)v;
+			break;
+		}
 		case 'a':
 			if (parse_addr(&h, optarg) < 0) {
 				fprintf(stderr, "ibgw-host: bad address %s\n", optarg);
@@ -1028,6 +1043,7 @@ int main(int argc, char **argv)
 		.role = IPOIB_ROLE_HOST,
 		.connected = h.connected,
 		.conn_idle_ms = h.conn_idle_ms,
+		.mcast_hop_limit = h.mcast_hop_limit,
 		.state_cb = on_link_state,
 		.cb_ctx = &h,
 		.attr = &pa,

@@ -41,13 +41,17 @@ role_start_ethhost() { :; }
 # IB hosts (docs/ipoib.md): ibgw-host on each node with a "#@ipoib NODE PKEY MODE
 # ADDR..." line, once the fabric runs (the sim port attaches to it) and OpenSM is
 # MASTER (the link joins the broadcast group). Label ibgw-host-NODE; its control
-# socket is nodes/NODE/ibgw-host.sock (`ibgw-host --ctl SOCK dump`).
+# socket is nodes/NODE/ibgw-host.sock (`ibgw-host --ctl SOCK dump`). A topology's
+# "#@mcast-hop-limit N" gives every host that GRH hop limit for its multicast (ARP, ND:
+# 2 crosses one IB router, sim/topologies/two-subnets.topo).
 host_bin() { rack_built "${IBGW_HOST:-}" bin/ibgw-host; }
 ipoib_lines() { awk '$1 == "#@ipoib"' "$RACK_STATE/topology"; }
 role_start_ibhost_node() {   # NODE PKEY MODE ADDR...
-	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i
+	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i hop
 	shift 3
 	for a in "$@"; do args+=(--addr "$a"); done
+	hop=$(rack_topo_key "$RACK_STATE/topology" mcast-hop-limit)
+	[ -z "$hop" ] || args+=(--mcast-hop-limit "$hop")
 	# The verbs backend on the verbs shim, as the gateway; in connected mode the CM is
 	# cm_umad, its MADs carried on the fabric's QP1 by the shim (docs/verbs-sim.md).
 	rack_env_verbs "$node"
@@ -114,7 +118,8 @@ rack_env_verbs() {
 # IBGW_GW_HA=1) runs sim/etc/rack-ha-NODE.yaml, rendered into the node's folder with the
 # rack's name, next to the pair's shared key ($RACK_STATE/ha.key, made once, 0600 and
 # $RACK_GW_USER's: ibgwd reads it after dropping root, at start and at every reload, as
-# the package's key is ibgw's).
+# the package's key is ibgw's). Else $IBGW_GW_CONFIG, else the topology's
+# "#@gw-config FILE" (in sim/etc/), else sim/etc/rack-gw1.yaml.
 gw_config() {
 	local node=${1:-gw1} out
 	if rack_is_ha; then
@@ -128,7 +133,9 @@ gw_config() {
 		echo "$out"
 		return
 	fi
-	echo "${IBGW_GW_CONFIG:-$RACK_SIM_DIR/etc/rack-gw1.yaml}"
+	local topo_cfg=
+	[ -f "$RACK_STATE/topology" ] && topo_cfg=$(rack_topo_key "$RACK_STATE/topology" gw-config)
+	echo "${IBGW_GW_CONFIG:-$RACK_SIM_DIR/etc/${topo_cfg:-rack-gw1.yaml}}"
 }
 # The gateway nodes: $IBGW_GW_NODES, default gw1 (gw1 and gw2 for a failover pair).
 gw_nodes() {
@@ -301,6 +308,10 @@ role_start_routers() {
 			fabric_ctl mcast "$name" "$mgid" 2 "$lid_b" >/dev/null ||
 			rack_die "router $name: the fabric refused group $mgid"
 	done < <(awk '$1 == "#@join"' "$RACK_STATE/topology")
+	while read -r tag name prefix; do
+		fabric_ctl mcast-proxy "$name" "$prefix" >/dev/null ||
+			rack_die "router $name: the fabric refused mcast-proxy $prefix"
+	done < <(awk '$1 == "#@mcast-proxy"' "$RACK_STATE/topology")
 }
 
 role_after_sm() {

@@ -9,7 +9,8 @@
  * the rewrite passes ib_packet_parse (VCRC recomputed, ICRC still valid), carries the
  * hop's DLID, the egress port's SLID and the hop limit minus one, and changes no other
  * octet than the LRH's VL/DLID/SLID, the hop limit and the VCRC. Through the fabric
- * (two subnets with the same LIDs, one router, a looping default route): every packet
+ * (two subnets with the same LIDs, one router, a looping default route, a joined group
+ * and solicited-node groups taken on demand): every packet
  * delivered or counted dropped, each delivered one parses.
  */
 #include <stdint.h>
@@ -47,9 +48,13 @@ static struct fabric *f;
 static struct router rt; /* the same tables as the fabric's rt1 */
 static int hosts[3];     /* A lid 4; B lid 4; B lid 5 */
 
+static union ib_gid sn_b1; /* a solicited-node group rt1 proxies, member b1 on B */
+
 static uint16_t resolve(void *arg, unsigned port, const union ib_gid *gid)
 {
 	(void)arg;
+	if (ib_gid_is_multicast(gid))
+		return port == 2 && ib_gid_equal(gid, &sn_b1) ? 0xc005 : 0;
 	if (port == 2 && ib_gid_prefix(gid) == PREFIX_B && ib_gid_guid(gid) == 0xb1)
 		return 4;
 	if (port == 1 && ib_gid_prefix(gid) == PREFIX_A && ib_gid_guid(gid) == 0xa1)
@@ -105,6 +110,12 @@ static void setup(void)
 	check(fabric_router_mcast(f, "rt1", &mgid, 2, 0xc003) == 0);
 	check(router_group_join(&rt, &mgid, 1, 0xc000) == 0);
 	check(router_group_join(&rt, &mgid, 2, 0xc003) == 0);
+	/* Solicited-node groups taken on demand; one member on B. */
+	check(ib_gid_parse("ff12:601b:ffff::1:ff00:0", &mgid) == 0);
+	check(router_proxy_add(&rt, &mgid, 104) == 0);
+	check(fabric_router_proxy(f, "rt1", &mgid, 104) == 0);
+	check(ib_gid_parse("ff12:601b:ffff::1:ff00:b1", &sn_b1) == 0);
+	check(fabric_mcast_attach(f, hosts[1], 0x48, &sn_b1, 0xc005) == 0);
 }
 
 static void router_alone(unsigned in_port, const uint8_t *pkt, size_t len)

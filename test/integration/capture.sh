@@ -62,8 +62,10 @@ sleep 0.5
 in_ns ethhost1 ping -c 2 -i 0.2 -W 2 10.10.0.13 >/dev/null 2>&1
 finish "$cpid"
 rc=$?
-tap_is "ib0: the capture ends at its count (exit 0) and says so" "$rc $(cat "$work/ib0.err")" \
-	"0 4 packets captured on ib0 (count), 0 filtered out, 0 dropped by ibgwd"
+# (What the filter left out depends on the link's other traffic: the hosts' IPv6
+# neighbour discovery after the gateway's router advertisements, at the rack's start.)
+tap_like "ib0: the capture ends at its count (exit 0) and says so" "$rc $(cat "$work/ib0.err")" \
+	"^0 4 packets captured on ib0 \(count\), [0-9]+ filtered out, 0 dropped by ibgwd$"
 tap_is "ib0: tshark reads link type IPoIB, two echo requests out and two replies in" \
 	"$(ts "$work/ib0.pcap" -T fields -e frame.protocols -e ip.src -e ip.dst -e icmp.type | sort | uniq -c | sed 's/^ *//')" \
 	"2 ipoib:ip:icmp:data	10.10.0.13	10.20.0.11	0

@@ -33,22 +33,7 @@ ctl() { fabric_ctl "$@"; }
 stat() { ctl stats | jq -r "$1"; }
 # Per node counters (they outlast a port's connection).
 nodestat() { ctl stats | jq -r --arg n "$1" ".nodes[] | select(.node == \$n) | $2"; }
-sp() { local node=$1; shift; "$top/sim/rack" exec "$node" --name "$rack" -- "$simport" "$@"; }
-# rx NAME NODE ARGS...: a receiver in the background, output in $work/NAME; waits
-# until it is attached and sets RX_QPN / RX_LID.
-rx() {
-	local name=$1 node=$2 i
-	shift 2
-	sp "$node" "$@" recv >"$work/$name" 2>&1 &
-	eval "pid_$name=$!"
-	for i in $(seq 100); do
-		grep -q '^ready' "$work/$name" 2>/dev/null && break
-		sleep 0.05
-	done
-	RX_QPN=$(awk '/^ready/ { print $3 }' "$work/$name")
-	RX_LID=$(awk '/^ready/ { print $5 }' "$work/$name")
-}
-rx_wait() { local p; eval "p=\$pid_$1"; wait "$p"; }
+. "$top/test/lib/simport.sh"
 npkts() { grep -c '^pkt' "$work/$1"; }
 
 # --- rack and fabric ---------------------------------------------------------------

@@ -15,16 +15,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
 . "$top/test/lib/intact.sh"
-daemon_suite_init fanout
-A=fan-a-$$ R=fan-r-$$ B=fan-b-$$
-daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
-
-tap_plan 17
-[ "$(id -u)" = 0 ] || { echo "Bail out! needs root"; exit 1; }
-for c in jq python3; do
-	command -v "$c" >/dev/null || { echo "Bail out! needs $c"; exit 1; }
-done
-[ -x "$ibgwd" ] || { echo "Bail out! no $ibgwd (make)"; exit 1; }
+arb_init fanout 17 jq python3
 
 arb_up "$A" "$R" "$B" 63 64
 arb_config "$work/ibgwd.yaml" 63 64 "workers: 2"

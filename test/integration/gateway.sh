@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 75
+tap_plan 77
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -80,6 +80,21 @@ n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 20M)
 tap_is "iperf3 TCP Ethernet -> IB: 20 MiB arrive" "$n" 20971520
 n=$(iperf_bytes ibhost3 10.10.0.13 ethhost1 20M -R)
 tap_is "iperf3 TCP IB -> Ethernet: 20 MiB arrive" "$n" 20971520
+# The gateway's router advertisements (sim/etc/rack-gw1.yaml) give both sides' hosts an
+# IPv6 default route through it, as the kernel shows it.
+ra_default() {   # NODE DEV: the host's IPv6 default route, once it has one (5 s at most)
+	local out i
+	for i in $(seq 50); do
+		out=$(in_ns "$1" ip -6 route show default dev "$2" 2>/dev/null)
+		[ -n "$out" ] && break
+		sleep 0.1
+	done
+	echo "$out"
+}
+tap_like "router advertisements: the Ethernet host's IPv6 default route is the gateway (proto ra)" \
+	"$(ra_default ethhost1 eth0)" "^default via fe80::[0-9a-f:]+ proto ra "
+tap_like "router advertisements: the IB host's IPv6 default route is the gateway, over ib0 (proto ra)" \
+	"$(ra_default ibhost3 ib0)" "^default via fe80::[0-9a-f:]+ proto ra "
 n=$(iperf_bytes ethhost2 fd00:20::12 ibhost3 8M)
 tap_is "iperf3 TCP over IPv6 IB -> Ethernet: 8 MiB arrive" "$n" 8388608
 
@@ -311,6 +326,11 @@ for n in ibhost1 ibhost2 ibhost3; do
 	in_ns "$n" ip -6 route del fd00:20::/64 via fd00:10::1 2>/dev/null
 	in_ns "$n" ip neigh flush dev ib0 2>/dev/null
 done
+# The SLAAC addresses the routed gateway's RAs gave (valid for days: RFC 4862 keeps a
+# shorter lifetime from cutting them) would be the hosts' IPv6 sources in the proxy
+# subnet, outside its proxied range: the proxy part starts from the hosts' own.
+for n in ethhost1 ethhost2; do in_ns "$n" ip -6 addr flush dev eth0 scope global dynamic; done
+for n in ibhost1 ibhost2 ibhost3; do in_ns "$n" ip -6 addr flush dev ib0 scope global dynamic; done
 gateway_start gw1 "$top/sim/etc/rack-gw1-proxy.yaml" >/dev/null 2>&1
 hosts_for_gateway proxy
 wait_up ib0 20

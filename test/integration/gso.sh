@@ -18,16 +18,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
 . "$top/test/lib/intact.sh"
-daemon_suite_init gso
-A=gso-a-$$ R=gso-r-$$ B=gso-b-$$
-daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
-
-tap_plan 18
-[ "$(id -u)" = 0 ] || { echo "Bail out! needs root"; exit 1; }
-for c in iperf3 jq python3; do
-	command -v "$c" >/dev/null || { echo "Bail out! needs $c"; exit 1; }
-done
-[ -x "$ibgwd" ] || { echo "Bail out! no $ibgwd (make)"; exit 1; }
+arb_init gso 18 iperf3 jq python3
 
 arb_up "$A" "$R" "$B" 61 62
 

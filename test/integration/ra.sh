@@ -49,6 +49,7 @@ ipoib_links:
     router_advertisements:
       max_interval_ms: 4000
       router_lifetime_s: 600
+      mtu: 2044          # given: IPoIB sends none by default (docs/router-advertisements.md)
 
 ethernet_interfaces:
   - name: eth0

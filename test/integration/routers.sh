@@ -34,21 +34,8 @@ RACK_SIM_DIR=$top/sim
 . "$top/sim/lib/roles.sh"
 rack_init "$rack"
 ctl() { fabric_ctl "$@"; }
-sp() { local node=$1; shift; "$top/sim/rack" exec "$node" --name "$rack" -- "$simport" "$@"; }
 field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' <<<"$1"; }
-# rx NAME NODE ARGS...: a receiver in the background (output $work/NAME), attached.
-rx() {
-	local name=$1 node=$2 i
-	shift 2
-	sp "$node" "$@" recv >"$work/$name" 2>&1 &
-	eval "pid_$name=$!"
-	for i in $(seq 100); do
-		grep -q '^ready' "$work/$name" 2>/dev/null && break
-		sleep 0.05
-	done
-	RX_QPN=$(awk '/^ready/ { print $3 }' "$work/$name")
-}
-rx_wait() { local p; eval "p=\$pid_$1"; wait "$p"; }
+. "$top/test/lib/simport.sh"
 
 # --- the rack ----------------------------------------------------------------------
 t0=$SECONDS

@@ -1,7 +1,9 @@
 # A - R - B: three namespaces joined by veth pairs, for suites that run ibgwd in R
 # between two Ethernet interfaces (gso.sh, fanout.sh). Source after tap.sh and
-# daemon_suite.sh (it needs $top, $work, $ibgwd, $gwctl, $sock), then:
+# daemon_suite.sh (it needs $top), then:
 #
+#   arb_init NAME PLAN CMD...   # daemon_suite_init NAME; namespace names $A $R $B, removed
+#                         # at exit; tap_plan PLAN; bails out without root, a CMD or ibgwd
 #   arb_up A R B X Y      # namespaces A, R, B; A's eth0 10.X.0.2/24, fd00:X::2/64 on
 #                         # veth ra in R, B's eth0 10.Y.0.2/24, fd00:Y::2/64 on rb; the
 #                         # hosts route to each other via .1 / ::1 (ibgwd's); R's kernel
@@ -10,6 +12,20 @@
 #                         # .1 / ::1 addresses, extra lines under gateway:
 #   arb_start FILE        # ibgwd -d in R ($pid: not in a subshell), waits for its socket
 #                         # and both links up; returns 1 if it does not answer
+arb_init() {
+	local c
+	daemon_suite_init "$1"
+	A=$1-a-$$ R=$1-r-$$ B=$1-b-$$
+	daemon_suite_cleanup_hook() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null; done; }
+	tap_plan "$2"
+	shift 2
+	[ "$(id -u)" = 0 ] || { echo "Bail out! needs root"; exit 1; }
+	for c in "$@"; do
+		command -v "$c" >/dev/null || { echo "Bail out! needs $c"; exit 1; }
+	done
+	[ -x "$ibgwd" ] || { echo "Bail out! no $ibgwd (make)"; exit 1; }
+}
+
 arb_up() {
 	local a=$1 r=$2 b=$3 x=$4 y=$5 n d
 	for n in "$a" "$r" "$b"; do ip netns add "$n"; ip -n "$n" link set lo up; done

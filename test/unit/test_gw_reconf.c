@@ -44,6 +44,7 @@ static void start(struct running *r, const struct gw_config *cfg)
 		k->port = c->port;
 		k->pkey = c->pkey;
 		k->mode = c->mode;
+		k->mcast_hop_limit = c->mcast_hop_limit;
 		k->mtu = c->mtu;
 		k->addrs = c->addresses;
 		k->n_addrs = c->n_addresses;
@@ -196,7 +197,7 @@ static void addresses_and_proxy_update(void **state)
 	done(&x);
 }
 
-/* What an IPoIB link is built on: port, P_Key, mode, device. It is taken down
+/* What an IPoIB link is built on: port, P_Key, mode, device, multicast hop limit. It is taken down
  * with the reason and added again from the new config. */
 static void ipoib_rebuilds(void **state)
 {
@@ -211,6 +212,9 @@ static void ipoib_rebuilds(void **state)
 		  "P_Key changed" },
 		{ "{name: ib0, backend: verbs, device: gw1, port: 1, mode: connected, mtu: 2044}",
 		  "mode changed" },
+		/* The groups' AHs carry it: built again with the new one. */
+		{ "{name: ib0, backend: verbs, device: gw1, port: 1, mtu: 2044, mcast_hop_limit: 2}",
+		  "multicast hop limit changed" },
 		/* The first difference found names the reason; the rest follows the rebuild. */
 		{ "{name: ib0, backend: verbs, device: gw1, port: 2, pkey: 0x8002, mtu: 1500}",
 		  "moved to another port" },

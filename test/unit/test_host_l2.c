@@ -335,6 +335,65 @@ static void test_dhcp_rfc4390(void **s)
 	assert_int_equal(h.st.dhcp_rewritten, 2);
 }
 
+/* Two peers behind an IB router (another subnet's GIDs): their packets come from the
+ * router's LID, both with QPN 0x48. Each is told apart by the GID of its GRH, each
+ * keeps its own MAC, and neither is remembered by the router's LID. */
+static void test_behind_router(void **s)
+{
+	uint8_t ip[28] = { 0x45 }, out[128], mac1[6];
+	struct ipoib_hwaddr b1 = { .qpn = 0x48 }, b2 = { .qpn = 0x48 };
+	struct hl2_src src = { .qpn = 0x48, .lid = 3, .has_gid = true };
+	const struct hl2_peer *p;
+	uint8_t arp[64], sha[20];
+	size_t n;
+
+	(void)s;
+	setup_hw();
+	ib_gid_set(&b1.gid, 0xfec000000000000bull, 0x0002c90300b10003ull);
+	ib_gid_set(&b2.gid, 0xfec000000000000bull, 0x0002c90300b10005ull);
+	memcpy(ip + 12, "\x0a\x0a\x00\x15", 4);
+	memcpy(ip + 16, "\x0a\x0a\x00\x0b", 4);
+	/* b1's ARP request through the router's broadcast group: learned, LID not kept. */
+	ipoib_hwaddr_encode(&b1, sha, sizeof(sha));
+	n = arp_build(arp, sizeof(arp), ARP_HTYPE_IB, ARP_OP_REQUEST, sha, 0x0a0a0015,
+		      (const uint8_t[20]){ 0 }, 0x0a0a000b);
+	assert_true(n > 0);
+	src.gid = b1.gid;
+	src.mcast = true;
+	assert_true(hl2_ib_to_eth(&h, 0x0806, arp, n, &src, out, sizeof(out)) > 0);
+	p = hl2_by_mac(&h, out + 6);
+	assert_non_null(p);
+	assert_true(ib_gid_equal(&p->hw.gid, &b1.gid));
+	assert_int_equal(p->lid, 0);
+	memcpy(mac1, out + 6, 6);
+	/* IP from b1 then from b2, same router LID and QPN: two sources. */
+	src.mcast = false;
+	assert_int_equal(hl2_ib_to_eth(&h, 0x0800, ip, sizeof(ip), &src, out, sizeof(out)),
+			 14 + 28);
+	assert_memory_equal(out + 6, mac1, 6);
+	src.gid = b2.gid;
+	assert_int_equal(hl2_ib_to_eth(&h, 0x0800, ip, sizeof(ip), &src, out, sizeof(out)),
+			 14 + 28);
+	assert_memory_not_equal(out + 6, mac1, 6);
+	p = hl2_by_mac(&h, out + 6);
+	assert_non_null(p);
+	assert_true(ib_gid_equal(&p->hw.gid, &b2.gid));
+	assert_int_equal(p->lid, 0);
+	/* Without a GRH, the router's LID names no peer. */
+	assert_null(hl2_by_src(&h, 3, 0x48));
+	src.has_gid = false;
+	assert_int_equal(hl2_ib_to_eth(&h, 0x0800, ip, sizeof(ip), &src, out, sizeof(out)),
+			 14 + 28);
+	assert_int_equal(h.st.unknown_src, 1);
+	/* A peer on our own subnet with a GRH keeps its LID. */
+	src.has_gid = true;
+	src.lid = 6;
+	src.gid = peer.gid;
+	src.qpn = peer.qpn;
+	assert_true(hl2_ib_to_eth(&h, 0x0800, ip, sizeof(ip), &src, out, sizeof(out)) > 0);
+	assert_non_null(hl2_by_src(&h, 6, peer.qpn));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_nd_ib_to_eth),
 		cmocka_unit_test(test_ip_mapping),
 		cmocka_unit_test(test_dhcp_rfc4390),
+		cmocka_unit_test(test_behind_router),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

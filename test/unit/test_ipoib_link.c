@@ -234,6 +234,7 @@ static void sa_answer(const union ib_gid *mgid, uint16_t mlid)
 /* ---- the link ----------------------------------------------------------------------- */
 
 static unsigned ups, downs;
+static uint8_t cfg_mcast_hop_limit; /* link_up's cfg.mcast_hop_limit */
 
 static void state_cb(void *ctx, struct ipoib_link *l, bool up)
 {
@@ -264,6 +265,7 @@ static struct ipoib_link *link_up(union ib_gid *bcast)
 		.recv_depth = 4,
 		.send_depth = 4,
 		.state_cb = state_cb,
+		.mcast_hop_limit = cfg_mcast_hop_limit,
 	};
 	struct ipoib_link *l;
 
@@ -294,6 +296,39 @@ static struct ibp_ah *bcast_once(struct ipoib_link *l)
 	assert_int_equal(fp.last.remote_qpn, 0xffffff);
 	assert_int_equal(fp.last.remote_qkey, 0x0b1b);
 	return fp.last.ah;
+}
+
+/* The GRH hop limit of the link's multicast: 1 by default (the subnet only, as Linux); the
+ * configured one (IPoIB across IB routers, seed 004), or the SA's when larger. */
+static void mcast_hop_limit_from_the_config(void **state)
+{
+	union ib_gid bcast;
+	struct ipoib_link *l;
+	struct ibp_ah *ah;
+
+	(void)state;
+	assert_int_equal(ipoib_mcast_hop_limit(0, 0), 1);
+	assert_int_equal(ipoib_mcast_hop_limit(0, 2), 2);
+	assert_int_equal(ipoib_mcast_hop_limit(1, 2), 2);
+	assert_int_equal(ipoib_mcast_hop_limit(64, 2), 64);
+	assert_int_equal(ipoib_mcast_hop_limit(3, 0), 3);
+	cfg_mcast_hop_limit = 0;
+	l = link_up(&bcast);
+	ah = bcast_once(l);
+	assert_true(ah->a.is_global);
+	assert_int_equal(ah->a.hop_limit, 1);
+	ipoib_link_stop(l);
+	ipoib_link_free(l);
+	cfg_mcast_hop_limit = 2;
+	l = link_up(&bcast);
+	ah = bcast_once(l);
+	assert_true(ah->a.is_global);
+	assert_true(ib_gid_equal(&ah->a.dgid, &bcast));
+	assert_int_equal(ah->a.hop_limit, 2);
+	ipoib_link_stop(l);
+	ipoib_link_free(l);
+	cfg_mcast_hop_limit = 0;
+	assert_int_equal(fp.ahs_live, 0);
 }
 
 static void sm_change_and_reregister_keep_the_link_up(void **state)
@@ -576,6 +611,7 @@ static void off_link_requests_answered_not_learned(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(mcast_hop_limit_from_the_config),
 		cmocka_unit_test(sm_change_and_reregister_keep_the_link_up),
 		cmocka_unit_test(rejoin_to_a_new_mlid_moves_the_ah_without_a_down),
 		cmocka_unit_test(port_down_takes_the_link_down_and_the_rejoin_brings_it_up),

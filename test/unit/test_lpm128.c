@@ -77,11 +77,20 @@ static void rand_key(uint8_t *k)
 	}
 }
 
+/* Single lookups against the reference, then the same keys through lpm128_lookup_bulk
+ * in batches of every size from 1 to 97 (fewer keys than the pipeline's slots, keys the
+ * dir answers mixed with deep walks, batch ends in mid-group). */
 static void check_all(const struct lpm128 *t, const struct ref *r, unsigned n, unsigned probes)
 {
-	uint8_t key[16];
+	uint8_t(*keys)[16] = calloc(probes, 16);
+	uint32_t *want = calloc(probes, sizeof(*want)), *got = calloc(probes, sizeof(*got));
 
+	assert_non_null(keys);
+	assert_non_null(want);
+	assert_non_null(got);
 	for (unsigned i = 0; i < probes; i++) {
+		uint8_t *key = keys[i];
+
 		if (i & 1) {
 			/* near a prefix: its bits, random rest */
 			const struct ref *p = &r[rnd64() % n];
@@ -93,8 +102,19 @@ static void check_all(const struct lpm128 *t, const struct ref *r, unsigned n, u
 		} else {
 			rand_key(key);
 		}
-		assert_int_equal(lpm128_lookup(t, key), naive(r, n, key));
+		want[i] = naive(r, n, key);
+		assert_int_equal(lpm128_lookup(t, key), want[i]);
 	}
+	memset(got, 0xff, probes * sizeof(*got));
+	for (unsigned i = 0, m = 1; i < probes; i += m, m = m % 97 + 1)
+		lpm128_lookup_bulk(t, (const uint8_t(*)[16])keys + i, got + i,
+				   probes - i < m ? probes - i : m);
+	for (unsigned i = 0; i < probes; i++)
+		if (got[i] != want[i])
+			fail_msg("bulk key #%u: got %u, reference %u", i, got[i], want[i]);
+	free(keys);
+	free(want);
+	free(got);
 }
 
 static void random_vs_naive(void)

@@ -5,8 +5,8 @@
  * and deletes, on random nested prefixes and on a tor-geoipdb sample
  * (test/data/geoip6-sample.txt) with covers added, with random keys and keys inside the
  * table, single and bulk. Finally reader threads look up while the writer inserts and
- * deletes; each answer must be one the key could get, exactly the expected one when no
- * update overlapped the lookup. Replaced trie nodes are freed after a test-local QSBR
+ * deletes, one with single lookups, one with bulk; each answer must be one the key
+ * could get, exactly the expected one when no update overlapped the lookup (the batch). Replaced trie nodes are freed after a test-local QSBR
  * grace period built on C11 atomics, so ThreadSanitizer sees every ordering.
  */
 #include <setjmp.h>
@@ -400,29 +400,42 @@ static void *reader(void *p)
 
 	__atomic_store_n(&c->q.online[ra->id], 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
-		for (int b = 0; b < 64; b++, n++) {
-			unsigned k;
-			unsigned long s1, s2;
-			uint32_t e, v;
-			bool ok = false;
+		/* A batch of 64 keys: reader 0 one by one, reader 1 with lpm6_lookup_bulk
+		 * (strict when no update overlapped the whole batch). */
+		unsigned ks[64];
+		uint8_t bk[64][16];
+		uint32_t e[64], v[64];
+		unsigned long s1, s2;
 
+		for (int b = 0; b < 64; b++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
-			k = (unsigned)(x >> 20) % NKEYS;
-			s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-			e = __atomic_load_n(&c->expected[k], __ATOMIC_ACQUIRE);
-			v = lpm6_lookup(c->t, c->keys[k]);
-			s2 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+			ks[b] = (unsigned)(x >> 20) % NKEYS;
+			memcpy(bk[b], c->keys[ks[b]], 16);
+		}
+		s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		for (int b = 0; b < 64; b++)
+			e[b] = __atomic_load_n(&c->expected[ks[b]], __ATOMIC_ACQUIRE);
+		if (ra->id & 1)
+			lpm6_lookup_bulk(c->t, (const uint8_t(*)[16])bk, v, 64);
+		else
+			for (int b = 0; b < 64; b++)
+				v[b] = lpm6_lookup(c->t, bk[b]);
+		s2 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		for (int b = 0; b < 64; b++, n++) {
+			unsigned k = ks[b];
+			bool ok = false;
+
 			for (unsigned a = 0; a < c->nallowed[k]; a++)
-				ok |= v == c->allowed[k][a];
+				ok |= v[b] == c->allowed[k][a];
 			if (ok && s1 == s2 && !(s1 & 1)) {
 				strict++;
-				ok = v == e;
+				ok = v[b] == e[b];
 			}
 			if (!ok && __atomic_fetch_add(&c->bad, 1, __ATOMIC_RELAXED) == 0)
-				snprintf(c->why, sizeof(c->why), "key #%u got %u (expected %u)", k,
-					 v, e);
+				snprintf(c->why, sizeof(c->why), "key #%u got %u (expected %u, %s)",
+					 k, v[b], e[b], ra->id & 1 ? "bulk" : "single");
 		}
 		__atomic_store_n(&c->q.seen[ra->id], __atomic_load_n(&c->q.gp, __ATOMIC_ACQUIRE),
 				 __ATOMIC_RELEASE);

@@ -1,8 +1,8 @@
 /*
  * Unit tests of the IB router (sim/fabric/router.c) and of routing through the
  * simulated fabric (sim/fabric/fabric.c): the longest-prefix match, the decision
- * (unicast direct or by next hop, multicast between joined subnets, hop limit, MTU, no
- * GRH), the header rewrite (a receiver's ib_packet_parse, which checks VCRC and ICRC,
+ * (unicast direct or by next hop, multicast between joined subnets, groups taken on
+ * demand under a proxy prefix, hop limit, MTU, no GRH), the header rewrite (a receiver's ib_packet_parse, which checks VCRC and ICRC,
  * accepts the rewritten packet, whose ICRC octets are the sender's), two subnets with
  * the same LIDs joined by a router in one fabric, and the control commands.
  */
@@ -312,6 +312,78 @@ static void test_multicast(void **state)
 	assert_int_equal(router_group_join(&rt, &mgid, 2, 0x10), -EINVAL);
 }
 
+/* The MLID of a proxied group's members behind port 2 (B): 0xc007 for sn_b only. */
+static uint16_t resolve_mc(void *arg, unsigned port, const union ib_gid *g)
+{
+	const union ib_gid *sn_b = arg;
+
+	return port == 2 && ib_gid_equal(g, sn_b) ? 0xc007 : 0;
+}
+
+static void test_multicast_proxy(void **state)
+{
+	static uint8_t in[IB_PACKET_MAX_LEN];
+	struct router rt;
+	union ib_gid sgid = gid(PREFIX_A, GUID_A1), sgid_b = gid(PREFIX_B, GUID_B1),
+		     pfx = gid_text("ff12:601b:ffff::1:ff00:0"),
+		     sn_b = gid_text("ff12:601b:ffff::1:ff00:21"),
+		     sn_x = gid_text("ff12:601b:ffff::1:ff00:99"),
+		     outside = gid_text("ff12:601b:ffff::2"),
+		     bcast = gid_text("ff12:401b:ffff::ffff:ffff");
+	struct router_hop hops[ROUTER_PORTS_MAX];
+	struct ib_packet p;
+	unsigned n;
+
+	(void)state;
+	two_port_router(&rt);
+	/* Not proxied yet: dropped, whatever the MLID. */
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid, &sn_b, 2, 20), &p), 0);
+	assert_false(router_proxies(&rt, &sn_b));
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n),
+			 ROUTER_DROP_NO_ROUTE);
+	assert_int_equal(router_proxy_add(&rt, &pfx, 104), 0);
+	assert_int_equal(router_proxy_add(&rt, &pfx, 104), 0); /* again: nothing */
+	assert_int_equal(rt.n_proxies, 1);
+	assert_true(router_proxies(&rt, &sn_b));
+	assert_false(router_proxies(&rt, &outside));
+	/* Any MLID on A; out on B with the MLID B's members joined with. */
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n), ROUTER_FORWARD);
+	assert_int_equal(n, 1);
+	assert_int_equal(hops[0].port, 2);
+	assert_int_equal(hops[0].dlid, 0xc007);
+	/* No member on B: nothing to forward. */
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid, &sn_x, 2, 20), &p), 0);
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n),
+			 ROUTER_DROP_NO_ROUTE);
+	/* Outside the prefix, or no resolver: as before. */
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid, &outside, 2, 20), &p), 0);
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n),
+			 ROUTER_DROP_NO_ROUTE);
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid, &sn_b, 2, 20), &p), 0);
+	assert_int_equal(router_decide(&rt, 1, &p, NULL, NULL, hops, &n), ROUTER_DROP_NO_ROUTE);
+	/* The hop limit still rules: 1 is dropped. */
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid, &sn_b, 1, 20), &p), 0);
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n),
+			 ROUTER_DROP_HOP_LIMIT);
+	/* Never back into the subnet it started in. */
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid_b, &sn_b, 2, 20), &p), 0);
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n),
+			 ROUTER_DROP_NO_ROUTE);
+	/* An explicitly joined group keeps its own MLIDs even under a proxy prefix. */
+	assert_int_equal(router_group_join(&rt, &sn_b, 1, 0xc00d), 0);
+	assert_int_equal(router_group_join(&rt, &sn_b, 2, 0xc00e), 0);
+	assert_int_equal(ib_packet_parse(in, build(in, 0xc00d, 4, &sgid, &sn_b, 2, 20), &p), 0);
+	assert_int_equal(router_decide(&rt, 1, &p, resolve_mc, &sn_b, hops, &n), ROUTER_FORWARD);
+	assert_int_equal(hops[0].dlid, 0xc00e);
+	/* Refused: a unicast prefix, a length under 8 or above 128; the table's size. */
+	assert_int_equal(router_proxy_add(&rt, &sgid, 64), -EINVAL);
+	assert_int_equal(router_proxy_add(&rt, &pfx, 4), -EINVAL);
+	assert_int_equal(router_proxy_add(&rt, &pfx, 129), -EINVAL);
+	for (unsigned i = 1; i < ROUTER_PROXIES_MAX; i++)
+		assert_int_equal(router_proxy_add(&rt, &bcast, 8 + i), 0);
+	assert_int_equal(router_proxy_add(&rt, &bcast, 120), -ENOSPC);
+}
+
 /* ---- through the fabric --------------------------------------------------------- */
 
 #define NREC 8
@@ -547,7 +619,42 @@ static void test_fabric_multicast(void **state)
 	assert_int_equal(v.first, FABRIC_DROP_MCAST_NO_MEMBER);
 	/* Unknown router: -ENOENT. */
 	assert_int_equal(fabric_router_mcast(x->f, "rt9", &mgid, 1, 0xc000), -ENOENT);
+	assert_int_equal(fabric_router_proxy(x->f, "rt9", &mgid, 64), -ENOENT);
 	assert_int_equal(fabric_router_route(x->f, "rt9", &mgid, 64, 1, 0), -ENOENT);
+}
+
+/* A router proxying the solicited-node groups: a group sent on A (any MLID) reaches B's
+ * members with the MLID they attached with; without a member on B rt1 does not take it. */
+static void test_fabric_multicast_proxy(void **state)
+{
+	struct ctx *x = *state;
+	union ib_gid ga = gid(PREFIX_A, GUID_A1), pfx = gid_text("ff12:601b:ffff::1:ff00:0"),
+		     sn = gid_text("ff12:601b:ffff::1:ff00:21"),
+		     other = gid_text("ff12:601b:ffff::1:ff00:22");
+	struct fabric_verdict v;
+	struct ib_packet q;
+
+	assert_int_equal(fabric_mcast_attach(x->f, x->b2, x->qb2, &sn, 0xc009), 0);
+	v = fsend(x, x->a, 0xc004, &ga, &sn, 2, 30);
+	assert_int_equal(v.first, FABRIC_DROP_MCAST_NO_MEMBER);
+	assert_int_equal(fabric_router_proxy(x->f, "rt1", &pfx, 104), 0);
+	v = fsend(x, x->a, 0xc004, &ga, &sn, 2, 30);
+	assert_int_equal(v.delivered, 1);
+	assert_int_equal(v.routed, 1);
+	assert_int_equal(x->rec_port[0], x->b2);
+	assert_int_equal(ib_packet_parse(x->rec[0], x->rec_len[0], &q), IB_PKT_OK);
+	assert_int_equal(q.lrh.dlid, 0xc009);
+	assert_int_equal(q.lrh.slid, 9);
+	assert_int_equal(q.grh.hop_limit, 1);
+	/* No member of that group on B: the router does not take it (nor count it). */
+	v = fsend(x, x->a, 0xc005, &ga, &other, 2, 30);
+	assert_int_equal(v.delivered, 0);
+	assert_int_equal(v.first, FABRIC_DROP_MCAST_NO_MEMBER);
+	assert_int_equal(fdrops(x, FABRIC_DROP_ROUTER_NO_ROUTE), 0);
+	/* Hop limit 1 (IPoIB's default) stops at the router. */
+	v = fsend(x, x->a, 0xc004, &ga, &sn, 1, 30);
+	assert_int_equal(v.delivered, 0);
+	assert_int_equal(v.first, FABRIC_DROP_HOP_LIMIT);
 }
 
 static int parse(const char *line, struct fabric_cmd *c)
@@ -586,6 +693,10 @@ static void test_cmd_parse(void **state)
 	assert_int_equal(c.kind, FABRIC_CMD_MCAST);
 	assert_int_equal(c.lid, 0xc001);
 	assert_int_equal(parse("mcast rt1 ff12:401b::1 1 0", &c), 0);
+	assert_int_equal(parse("mcast-proxy rt1 ff12:601b:ffff::1:ff00:0/104", &c), 0);
+	assert_int_equal(c.kind, FABRIC_CMD_MCAST_PROXY);
+	assert_int_equal(c.plen, 104);
+	assert_int_equal(c.gid.raw[11], 0x01);
 
 	const char *bad[] = {
 		"router rt1 2 9 0x1 0x0 2000",               /* MTU */
@@ -601,6 +712,10 @@ static void test_cmd_parse(void **state)
 		"mcast rt1 fe80::1 1 0xc001",                /* not an MGID */
 		"mcast rt1 ff12::1 1 0x10",                  /* MLID */
 		"mcast rt1 ff12::1 1 0xffff",                /* permissive */
+		"mcast-proxy rt1 fe80::/64",                 /* not multicast */
+		"mcast-proxy rt1 ff12::/4",                  /* shorter than ff00::/8 */
+		"mcast-proxy rt1 ff12::",                    /* no length */
+		"mcast-proxy rt1 ff12::/104 1",              /* words */
 		"router r/t 1 9 0x1 0x0 2048",               /* name */
 		"router rt1 1 9 0x11112222333344445 0 2048", /* 17 hex digits */
 	};
@@ -619,9 +734,11 @@ int main(void)
 		cmocka_unit_test(test_unicast_direct_rewrite),
 		cmocka_unit_test(test_next_hop_and_drops),
 		cmocka_unit_test(test_multicast),
+		cmocka_unit_test(test_multicast_proxy),
 		cmocka_unit_test_setup_teardown(test_fabric_across, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_loop_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_multicast, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fabric_multicast_proxy, setup, teardown),
 		cmocka_unit_test(test_cmd_parse),
 	};
 

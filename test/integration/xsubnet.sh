@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# IPoIB ARP and ND across IB subnets (issue 15; seed 004, "IB ARP Across Subnets"), on
+# the two-subnets rack (sim/topologies/two-subnets.topo): one IP subnet, 10.10.0.0/24 and
+# fd00:10::/64, over IB subnets A (gw1, ibhost1..3) and B (ibhostb1, ibhostb2) joined by
+# the IB routers rt1 and rt2. The IB hosts (ibgw-host --mcast-hop-limit 2) and the
+# gateway (ipoib_links[].mcast_hop_limit: 2) send their multicast with GRH hop limit 2;
+# rt1 joined the IPv4 broadcast group on both subnets and takes the IPv6 solicited-node
+# groups on demand (fabric mcast-proxy). Shows, with no static neighbour entry anywhere:
+# ibhost1 pings ibhostb1 (IPv4 and IPv6), ibhostb2 pings ibhost2; the capture has the ARP request and the NS on
+# A with hop limit 2 and on B, as rt1 sent them on, with 1 (SLID rt1's, B's MLID); the
+# ARP reply and the NA come back unicast with a GRH (to rt1's LID on B, hop limit 255,
+# then 254 on A); each host's link learned the other's GID (fec0:0:0:a:: / :b::) with a
+# path through the router; ibhostb1 pings the gateway, an Ethernet host (ethhost1,
+# routed through gw1) pings ibhostb1 in both families, and `gwctl show neighbours` holds
+# ibhostb1's GID on subnet B with a path that needs a GRH.
+# Needs root, ibsim, opensm, infiniband-diags, tshark, jq; IBGW_BUILD.
+# Run alone, under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/xsubnet.sh
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+. "$top/test/lib/tap.sh"
+. "$top/test/lib/rack_suite.sh"
+suite_init xsn
+
+tap_plan 29
+suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
+suite_need_root
+suite_need_cmds ibsim opensm tshark jq
+suite_ibhost_helpers
+ctl() { fabric_ctl "$@"; }
+# The value after key k in a line of words.
+field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"; }
+ping_ok() { in_ns "$1" ping -c 2 -i 0.3 -W 2 "$2" >/dev/null 2>&1; }
+
+# --- the rack ----------------------------------------------------------------------
+t0=$SECONDS
+if ! out=$(RACK_QUIET=1 R up two-subnets 2>&1); then
+	tap_not_ok "rack $rack (two-subnets) comes up" "$out"
+	exit 1
+fi
+tap_ok "rack $rack (two-subnets) comes up in $((SECONDS - t0)) s"
+up=ok
+for n in ibhost1 ibhostb1; do wait_link "$n" up 20 || up="$n down"; done
+wait_up ib0 20 || up="gw1's ib0 down"
+tap_is "ibhost1's, ibhostb1's and the gateway's IPoIB links are up" "$up" ok
+wait_dad ibhost1
+wait_dad ibhostb1
+tap_is "no static neighbour entry on ibhost1, ibhostb1 or ethhost1" \
+	"$(for n in ibhost1 ibhostb1 ethhost1; do in_ns "$n" ip neigh show nud permanent; done)" ""
+
+st=$(ctl stats)
+rt_lid() { jq -r --arg n "$1" --argjson p "$2" '.routers[] | select(.node == $n) | .ports[] | select(.port == $p) | .lid' <<<"$st"; }
+RT1_A=$(rt_lid rt1 1) RT1_B=$(rt_lid rt1 2)
+tap_is "rt1 takes the solicited-node groups on demand (mcast-proxy)" \
+	"$(jq -c '.routers[] | select(.node == "rt1") | .mcast_proxy' <<<"$st")" \
+	'["ff12:601b:ffff::1:ff00:0/104"]'
+
+# --- ibhost1 -> ibhostb1, both families ----------------------------------------------------
+cap=$work/xsubnet.pcap
+ctl capture start "$cap" >/dev/null
+tap_check "ibhost1 pings ibhostb1 (10.10.0.21) through rt1" ping_ok ibhost1 10.10.0.21
+tap_check "ibhost1 pings ibhostb1 (fd00:10::21)" ping_ok ibhost1 fd00:10::21
+tap_like "ibhost1's kernel resolved both itself (dynamic entries)" \
+	"$(in_ns ibhost1 ip neigh show dev ib0 | grep -E '^(10\.10\.0\.21|fd00:10::21) ' | awk '{ print $1, $NF }' | sort | tr '\n' ' ')" \
+	'^10\.10\.0\.21 (REACHABLE|STALE|DELAY) fd00:10::21 (REACHABLE|STALE|DELAY) $'
+n4=$(dump ibhost1 neigh | grep '^neigh 10.10.0.21 ')
+n6=$(dump ibhost1 neigh | grep '^neigh fd00:10::21 ')
+GID_B1=$(field "$n4" gid)
+tap_like "ibhost1's link learned ibhostb1's GID, on subnet B" "$GID_B1" '^fec0::b:'
+tap_is "for both its addresses, with a path through rt1 (its LID on A)" \
+	"$(field "$n4" dlid) $(field "$n4" usable) $(field "$n6" gid) $(field "$n6" dlid) $(field "$n6" usable)" \
+	"$RT1_A 1 $GID_B1 $RT1_A 1"
+m4=$(dump ibhostb1 neigh | grep '^neigh 10.10.0.11 ')
+GID_A1=$(field "$m4" gid)
+tap_like "and ibhostb1's link ibhost1's, on subnet A, through rt1 (its LID on B)" \
+	"$GID_A1 $(field "$m4" dlid) $(field "$m4" usable)" "^fec0::a:[0-9a-f:]+ $RT1_B 1$"
+
+# From B this time: ibhostb2 resolves ibhost2 (a connected-mode host on A) by itself.
+tap_check "ibhostb2 pings ibhost2 (10.10.0.12), resolving it from B" ping_ok ibhostb2 10.10.0.12
+tap_check "ibhostb2 pings ibhost2 (fd00:10::12)" ping_ok ibhostb2 fd00:10::12
+
+# --- the gateway ----------------------------------------------------------------------------
+# ethhost1 first: the gateway resolves ibhostb1 itself (its own ARP request and NS).
+tap_check "ethhost1 pings ibhostb1 through gw1 (10.10.0.21)" ping_ok ethhost1 10.10.0.21
+tap_check "ethhost1 pings ibhostb1 through gw1 (fd00:10::21)" ping_ok ethhost1 fd00:10::21
+tap_check "ibhostb1 pings the gateway (10.10.0.1)" ping_ok ibhostb1 10.10.0.1
+tap_check "ibhostb1 pings the gateway (fd00:10::1)" ping_ok ibhostb1 fd00:10::1
+ctl capture stop >/dev/null
+nb=$(gwctl -j show neighbours dev ib0)
+sel() { jq -c --arg d "$1" '.[] | select(.dst == $d) | [.gid, .path.dlid, .path.grh]' <<<"$nb"; }
+tap_is "gwctl show neighbours: ibhostb1 (10.10.0.21) with its GID on B, a path to rt1 with a GRH" \
+	"$(sel 10.10.0.21)" "[\"$GID_B1\",\"$(printf '0x%x' "$RT1_A")\",true]"
+tap_is "and fd00:10::21 likewise" "$(sel fd00:10::21)" "[\"$GID_B1\",\"$(printf '0x%x' "$RT1_A")\",true]"
+tap_like "the gateway's neighbour is not permanent (learned)" \
+	"$(jq -c '.[] | select(.dst == "10.10.0.21") | .state' <<<"$nb")" '^\["(REACHABLE|STALE|DELAY|PROBE)"\]$'
+
+# --- the capture: multicast across with its hop limit, answers unicast with a GRH ----------
+tsh() {
+	tshark -r "$cap" -Y "$1" -T fields -E separator=' ' -e infiniband.lrh.dlid \
+		-e infiniband.lrh.slid -e infiniband.grh.hoplmt -e infiniband.grh.sgid \
+		-e infiniband.grh.dgid -e erf.flags.rxe 2>/dev/null
+}
+areq=$(tsh 'arp.opcode == 1 && arp.src.proto_ipv4 == 10.10.0.11 && arp.dst.proto_ipv4 == 10.10.0.21' | head -n2)
+tap_like "ibhost1's ARP request on A: to the broadcast group, hop limit 2" "$(sed -n 1p <<<"$areq")" \
+	"^[0-9]+ [0-9]+ 2 $GID_A1 ff12:401b:ffff::ffff:ffff 0$"
+tap_like "on B, as rt1 sent it on: B's MLID, from rt1's LID on B, hop limit 1" "$(sed -n 2p <<<"$areq")" \
+	"^[0-9]+ $RT1_B 1 $GID_A1 ff12:401b:ffff::ffff:ffff 0$"
+tap_check "(both DLIDs are multicast LIDs)" test "$(awk '$1 >= 49152' <<<"$areq" | wc -l)" = 2
+arep=$(tsh 'arp.opcode == 2 && arp.src.proto_ipv4 == 10.10.0.21 && arp.dst.proto_ipv4 == 10.10.0.11' | head -n2)
+tap_is "ibhostb1's ARP reply: unicast to rt1's LID on B with a GRH (hop limit 255), then on A (254)" \
+	"$(awk '{ print $1 == '"$RT1_B"' || $2 == '"$RT1_A"', $3, $4, $5 }' <<<"$arep" | tr '\n' ' ')" \
+	"1 255 $GID_B1 $GID_A1 1 254 $GID_B1 $GID_A1 "
+ns=$(tsh "icmpv6.type == 135 && icmpv6.nd.ns.target_address == fd00:10::21 && infiniband.grh.sgid == $GID_A1" | head -n2)
+tap_like "ibhost1's NS on A: to the solicited-node group, hop limit 2" "$(sed -n 1p <<<"$ns")" \
+	"^[0-9]+ [0-9]+ 2 $GID_A1 ff12:601b:ffff::1:ff00:21 0$"
+tap_like "on B, as rt1 sent it on (its LID on B, hop limit 1)" "$(sed -n 2p <<<"$ns")" \
+	"^[0-9]+ $RT1_B 1 $GID_A1 ff12:601b:ffff::1:ff00:21 0$"
+na=$(tsh "icmpv6.type == 136 && icmpv6.nd.na.target_address == fd00:10::21 && infiniband.grh.dgid == $GID_A1" | head -n2)
+tap_is "ibhostb1's NA: unicast with a GRH to rt1 on B (255), then on A (254)" \
+	"$(awk '{ print $3, $4, $5 }' <<<"$na" | tr '\n' ' ')" \
+	"255 $GID_B1 $GID_A1 254 $GID_B1 $GID_A1 "
+tap_is "(the NA on B goes to rt1's LID there)" "$(sed -n 1p <<<"$na" | awk '{ print $1 }')" "$RT1_B"
+gwreq=$(tsh 'arp.opcode == 1 && arp.src.proto_ipv4 == 10.10.0.1 && arp.dst.proto_ipv4 == 10.10.0.21' | head -n1)
+tap_like "the gateway's own ARP request (mcast_hop_limit: 2) leaves with hop limit 2" \
+	"$gwreq" "^[0-9]+ [0-9]+ 2 fec0::a:[0-9a-f:]+ ff12:401b:ffff::ffff:ffff 0$"
+tap_is "no packet dropped for its hop limit at a router" "$(ctl stats | jq .drops.hop_limit)" 0
+
+echo "# the suite took $((SECONDS - t0)) s"
+tap_done
