@@ -296,7 +296,7 @@ static void rebind(struct dp_dhcp *d)
 		if (d->ifs[i].ifindex && d->ifs[i].ifindex < 32)
 			mask |= 1u << d->ifs[i].ifindex;
 	}
-	if (mask != d->mask || !d->n) {
+	if (mask != d->mask) { /* dp_dhcp_config sets d->mask to force this */
 		fwd_sp_dhcp_bind(d->dp->e, mask, d->n ? on_dhcp : NULL, d);
 		d->mask = mask;
 	}
