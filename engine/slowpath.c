@@ -11,6 +11,7 @@
 
 #include "pkt/arp.h"
 #include "pkt/dhcp.h"
+#include "pkt/dhcp6.h"
 #include "engine/engine_pvt.h"
 #include "pkt/eth_frame.h"
 #include "pkt/icmp.h"
@@ -836,8 +837,8 @@ static bool dhcp_in(struct fwd_sp *sp, const struct fwd_msg *m)
 {
 	struct fwd_udp u;
 
-	if (!sp->dhcp_fn || !fwd_udp_parse(m->data, m->len, &u) || u.dst.family != AF_INET ||
-	    u.dport != DHCP_SERVER_PORT)
+	if (!sp->dhcp_fn || !fwd_udp_parse(m->data, m->len, &u) ||
+	    u.dport != (u.dst.family == AF_INET ? DHCP_SERVER_PORT : DHCP6_SERVER_PORT))
 		return false;
 	sp->st.r[FWD_SP_UDP_DELIVERED]++;
 	sp->dhcp_fn(sp->dhcp_ctx, m->ifindex, &u.src, &u.dst, u.sport, u.payload, u.len);
@@ -1114,7 +1115,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		struct ip6_info ii;
 		size_t l4;
 
-		if (udp_in(sp, m))
+		if (dhcp_in(sp, m) || udp_in(sp, m))
 			return;
 		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 58 && !ii.n_ext &&
 		    echo_reply_in(sp, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off))

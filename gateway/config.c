@@ -378,7 +378,8 @@ static const struct schema ra_schema = {
 static const struct field dhcp_fields[] = {
 	{ "servers", T_VIA, offsetof(DHR, servers), offsetof(DHR, n_servers), GW_DHCP_MAX_SERVERS,
 	  0, 0, NULL, NULL, FL_REQUIRED, NULL, NULL,
-	  "DHCPv4 servers (IPv4 unicast addresses) each client message is relayed to" },
+	  "servers each client message is relayed to: IPv4 ones relay DHCPv4, IPv6 ones "
+	  "DHCPv6" },
 	{ "option82", T_BOOL, offsetof(DHR, option82), 0, 0, 0, 0, "false", NULL, 0, NULL, NULL,
 	  "append the Relay Agent Information option (RFC 3046): circuit id the interface name" },
 	{ "remote_id", T_STR, offsetof(DHR, remote_id), 0, SZ(DHR, remote_id), 0, 0, "", NULL,
@@ -393,7 +394,7 @@ static const struct schema dhcp_schema = { "dhcp_relay", dhcp_fields, N_FIELDS(d
 	{                                                                                          \
 		"dhcp_relay", T_SECTION, offsetof(T, dhcp), offsetof(T, dhcp.enabled), 0, 0, 0,    \
 		    NULL, NULL, FL_OPTIONAL, NULL, &dhcp_schema,                                   \
-		    "relay DHCPv4 from hosts here to servers elsewhere; absent: none"              \
+		    "relay DHCP from hosts here to servers elsewhere; absent: none"                \
 	}
 
 #define RA_FIELD(T)                                                                                \
@@ -1804,7 +1805,7 @@ static void check_ra_prefix(struct load *L, void *base, const struct gw_ynode *c
 	}
 }
 
-/* The relay's servers: IPv4 unicast. */
+/* The relay's servers: IPv4 unicast (DHCPv4), IPv6 global or unique-local (DHCPv6). */
 static void check_dhcp(struct load *L, void *base, const struct gw_ynode *const *vals,
 		       const char *path, const struct gw_ynode *node)
 {
@@ -1820,33 +1821,53 @@ static void check_dhcp(struct load *L, void *base, const struct gw_ynode *const 
 		if (!p)
 			continue;
 		snprintf(fpath, sizeof(fpath), "%s.servers[%u]", path, i);
-		if (d->servers[i].family != AF_INET)
-			gw_cfg_err(L->e, p->line, p->col,
-				   "%s: %s is IPv6; the DHCPv4 relay sends to IPv4 servers", fpath,
-				   ip_addr_format(&d->servers[i], buf, sizeof(buf)));
-		else if (a[0] == 0 || a[0] == 127 || a[0] >= 224)
+		if (d->servers[i].family == AF_INET6) {
+			static const uint8_t zero[16];
+
+			if (a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
+			    !memcmp(a, zero, 15))
+				gw_cfg_err(
+				    L->e, p->line, p->col,
+				    "%s: %s is not a global or unique-local unicast address; "
+				    "want a DHCPv6 server's own address",
+				    fpath, ip_addr_format(&d->servers[i], buf, sizeof(buf)));
+		} else if (a[0] == 0 || a[0] == 127 || a[0] >= 224)
 			gw_cfg_err(L->e, p->line, p->col,
 				   "%s: %s is not a unicast address; want a server's own address",
 				   fpath, ip_addr_format(&d->servers[i], buf, sizeof(buf)));
 	}
 }
 
-/* A relaying interface needs an IPv4 address: the giaddr the servers answer to. */
+/* A relaying interface needs an address of each family it relays: IPv4 for DHCPv4 (the
+ * giaddr the servers answer to), a global or unique-local IPv6 one for DHCPv6 (the
+ * link-address the servers pick the prefix by). */
 static void check_dhcp_giaddr(struct load *L, const struct gw_dhcp_relay_config *d,
 			      const struct ip_prefix *a, unsigned n, const struct gw_ynode *node,
 			      const char *path)
 {
+	bool want4 = false, want6 = false, have4 = false, have6 = false;
 	char fpath[200];
 
 	if (!d->enabled)
 		return;
-	for (unsigned i = 0; i < n; i++)
-		if (a[i].addr.family == AF_INET)
-			return;
+	for (unsigned i = 0; i < d->n_servers; i++) {
+		want4 |= d->servers[i].family == AF_INET;
+		want6 |= d->servers[i].family == AF_INET6;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		have4 |= a[i].addr.family == AF_INET;
+		have6 |= a[i].addr.family == AF_INET6 &&
+			 !(a[i].addr.bytes[0] == 0xfe && (a[i].addr.bytes[1] & 0xc0) == 0x80);
+	}
 	snprintf(fpath, sizeof(fpath), "%s.dhcp_relay", path);
-	verr(L, node, fpath,
-	     "the interface has no IPv4 address: the relay needs one (the servers answer to it, "
-	     "giaddr)");
+	if (want4 && !have4)
+		verr(L, node, fpath,
+		     "the interface has no IPv4 address: the DHCPv4 relay needs one (the servers "
+		     "answer to it, giaddr)");
+	if (want6 && !have6)
+		verr(L, node, fpath,
+		     "the interface has no global or unique-local IPv6 address: the DHCPv6 relay "
+		     "needs one (the link-address the servers choose a prefix by)");
 }
 
 /* The RA's MTU option against its interface's mtu (known once the item is walked).

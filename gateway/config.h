@@ -87,14 +87,15 @@ struct gw_ra_config {
 	unsigned n_prefixes;
 };
 
-/* DHCPv4 relay agent on one interface (RFC 1542, RFC 2131 4.1, RFC 3046, RFC 4390;
+/* DHCP relay agent on one interface (RFC 1542, RFC 2131 4.1, RFC 3046, RFC 4390, RFC 8415;
  * gateway/dp_dhcp.c). Off unless the section is given. */
 #define GW_DHCP_MAX_SERVERS 4
 #define GW_DHCP_ID_MAX      64
 
 struct gw_dhcp_relay_config {
 	bool enabled;                                /* the dhcp_relay section is present */
-	struct ip_addr servers[GW_DHCP_MAX_SERVERS]; /* servers: IPv4 unicast, 1..4 */
+	struct ip_addr servers[GW_DHCP_MAX_SERVERS]; /* servers: 1..4; IPv4 ones relay DHCPv4,
+						      * IPv6 ones DHCPv6 */
 	unsigned n_servers;
 	bool option82;                  /* option82: append Relay Agent Information (false) */
 	char remote_id[GW_DHCP_ID_MAX]; /* remote_id: sub-option 2; "" = none */

@@ -16,11 +16,14 @@
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_dhcp.h"
 #include "lib/evloop.h"
+#include "lib/ib_gid.h"
+#include "lib/ipoib.h"
 #include "lib/log.h"
 #include "mgmt/ctl_proto.h"
 #include "mgmt/ctl_server.h"
 #include "mgmt/metrics_http.h"
 #include "pkt/dhcp.h"
+#include "pkt/dhcp6.h"
 
 #define DHCP_RECHECK_MS 1000 /* interfaces that came up or went away, looked at this often */
 #define DHCP_XID_CACHE  32   /* IPoIB: recent clients' addresses, by transaction id */
@@ -56,6 +59,8 @@ struct dhcp_if {
 	bool ib;
 	struct gw_dhcp_relay_config cfg;
 	uint32_t ifindex; /* the engine interface as last seen (0: none) */
+	bool v4, v6;      /* IPv4 / IPv6 servers configured: DHCPv4 / DHCPv6 relayed */
+	uint32_t joined;  /* DHCPv6: ff02::1:2 (MAC or MGID) joined on this ifindex (0: no) */
 	struct dhcp_xid xids[DHCP_XID_CACHE];
 	unsigned next_xid;
 	struct dhcp_stats st;
@@ -246,6 +251,115 @@ static void from_server(struct dp_dhcp *d, const uint8_t *p, size_t len, const s
 		r->st.replies_unicast++;
 }
 
+/* ---- DHCPv6 (RFC 8415 19) ------------------------------------------------------------ */
+
+static bool is_ll6(const uint8_t *a)
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/* Our IPv6 address on f: link-local (ll) or global / unique-local (!ll). */
+static const uint8_t *if_v6(const struct fwd_if *f, bool ll)
+{
+	for (unsigned i = 0; f && i < f->n_addrs; i++)
+		if (f->addrs[i].addr.family == AF_INET6 && is_ll6(f->addrs[i].addr.bytes) == ll &&
+		    f->addrs[i].addr.bytes[0] != 0xff)
+			return f->addrs[i].addr.bytes;
+	return NULL;
+}
+
+static void from_client6(struct dp_dhcp *d, struct dhcp_if *r, const struct ip_addr *src,
+			 const uint8_t *p, size_t len)
+{
+	const struct fwd_if *f = fwd_snap_if(fwd_engine_current(d->dp->e), r->ifindex);
+	const uint8_t *link = if_v6(f, false);
+	uint8_t out[DHCP6_MAX_LEN];
+	enum dhcp6_result why;
+	size_t n;
+
+	r->st.requests++;
+	if (!link) {
+		r->st.send_failed++;
+		return;
+	}
+	n = dhcp6_relay_forward(p, len, link, src->bytes, (const uint8_t *)r->name, strlen(r->name),
+				out, sizeof(out), &why);
+	if (!n) {
+		if (why == DHCP6_HOPS_EXCEEDED)
+			r->st.hops_exceeded++;
+		else if (why == DHCP6_NO_ROOM)
+			r->st.send_failed++;
+		else
+			r->st.bad++;
+		return;
+	}
+	r->st.relayed++;
+	for (unsigned i = 0; i < r->cfg.n_servers; i++) {
+		if (r->cfg.servers[i].family != AF_INET6)
+			continue;
+		if (fwd_sp_send_udp_routed(d->dp->e, &r->cfg.servers[i], DHCP6_SERVER_PORT,
+					   DHCP6_SERVER_PORT, out, n, NULL) < 0)
+			r->st.send_failed++;
+		else
+			r->st.to_servers++;
+	}
+}
+
+static void from_server6(struct dp_dhcp *d, const uint8_t *p, size_t len)
+{
+	struct dhcp6_relay_reply rr;
+	struct dhcp_if *r = NULL;
+	struct ip_addr src = { .family = AF_INET6 }, peer = { .family = AF_INET6 };
+	const struct fwd_if *f;
+	const uint8_t *a;
+
+	if (dhcp6_parse_relay_reply(p, len, &rr) != DHCP6_OK) {
+		d->unmatched++;
+		return;
+	}
+	for (unsigned i = 0; i < d->n && !r && rr.ifid; i++)
+		if (d->ifs[i].v6 && strlen(d->ifs[i].name) == rr.ifid_len &&
+		    !memcmp(d->ifs[i].name, rr.ifid, rr.ifid_len))
+			r = &d->ifs[i];
+	if (!r || !r->ifindex) {
+		d->unmatched++;
+		return;
+	}
+	r->st.replies++;
+	f = fwd_snap_if(fwd_engine_current(d->dp->e), r->ifindex);
+	a = if_v6(f, true);
+	if (!a)
+		a = if_v6(f, false);
+	if (!a) {
+		r->st.send_failed++;
+		return;
+	}
+	memcpy(src.bytes, a, 16);
+	memcpy(peer.bytes, rr.peer, 16);
+	/* To the client (546), or to the relay nearer it that sent us a Relay-Forward. */
+	if (fwd_sp_send_udp(d->dp->e, r->ifindex, &src, &peer, DHCP6_SERVER_PORT,
+			    rr.msg[0] == DHCP6_RELAY_REPL ? DHCP6_SERVER_PORT : DHCP6_CLIENT_PORT,
+			    rr.msg, rr.msg_len) < 0)
+		r->st.send_failed++;
+	else
+		r->st.replies_unicast++;
+}
+
+static void on_dhcp6(struct dp_dhcp *d, struct dhcp_if *r, uint32_t ifindex,
+		     const struct ip_addr *src, uint16_t sport, const uint8_t *p, size_t len)
+{
+	(void)ifindex;
+	if (len >= 1 && p[0] == DHCP6_RELAY_REPL && sport == DHCP6_SERVER_PORT) {
+		from_server6(d, p, len);
+		return;
+	}
+	if (!r || !r->v6) {
+		d->unmatched++;
+		return;
+	}
+	from_client6(d, r, src, p, len);
+}
+
 /* The slow path's callback: UDP to port 67, broadcast on a relaying interface or to one
  * of our addresses anywhere. */
 static void on_dhcp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
@@ -255,8 +369,11 @@ static void on_dhcp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 	struct dhcp_if *r = by_ifindex(d, ifindex);
 	struct dhcp_info di;
 
-	(void)src;
 	(void)dst;
+	if (src->family == AF_INET6) {
+		on_dhcp6(d, r, ifindex, src, sport, payload, len);
+		return;
+	}
 	if (dhcp_parse(payload, len, &di) != DHCP_OK) {
 		if (r)
 			r->st.bad++;
@@ -276,7 +393,7 @@ static void on_dhcp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 		from_server(d, payload, len, &di);
 		return;
 	}
-	if (!r) {
+	if (!r || !r->v4) {
 		d->unmatched++; /* a request to us where we do not relay */
 		return;
 	}
@@ -284,6 +401,28 @@ static void on_dhcp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 }
 
 /* ---- which interfaces relay ---------------------------------------------------------- */
+
+/* All_DHCP_Relay_Agents_and_Servers on the interface, so that Solicits reach us:
+ * 33:33:00:01:00:02 on Ethernet, its MGID with the link's P_Key on IPoIB. (Left
+ * joined when the section goes: the relay then drops what arrives, counted.) */
+static void join6(struct dhcp_if *r, struct dp_link *k)
+{
+	bool ok = false;
+
+	if (!r->ib && k->eops && k->eth && k->eops->mc_add) {
+		static const uint8_t mac[6] = { 0x33, 0x33, 0, 1, 0, 2 };
+
+		ok = k->eops->mc_add(k->eth, mac) == 0;
+	} else if (r->ib && k->link) {
+		union ib_gid mgid;
+
+		ok = ipoib_mgid_from_ipv6(dhcp6_all_relays, k->pkey, IB_MGID_SCOPE_LINK, &mgid) ==
+			 0 &&
+		     ipoib_link_mcast_join(k->link, &mgid) == 0;
+	}
+	if (ok)
+		r->joined = k->ifindex;
+}
 
 static void rebind(struct dp_dhcp *d)
 {
@@ -295,6 +434,8 @@ static void rebind(struct dp_dhcp *d)
 		d->ifs[i].ifindex = k ? k->ifindex : 0;
 		if (d->ifs[i].ifindex && d->ifs[i].ifindex < 32)
 			mask |= 1u << d->ifs[i].ifindex;
+		if (k && d->ifs[i].v6 && d->ifs[i].joined != k->ifindex)
+			join6(&d->ifs[i], k);
 	}
 	if (mask != d->mask) { /* dp_dhcp_config sets d->mask to force this */
 		fwd_sp_dhcp_bind(d->dp->e, mask, d->n ? on_dhcp : NULL, d);
@@ -345,9 +486,15 @@ void dp_dhcp_config(struct gw_dp *dp, const struct gw_config *cfg)
 			snprintf(r->name, sizeof(r->name), "%s", name);
 			r->ib = !pass;
 			r->cfg = *c;
+			for (unsigned j = 0; j < c->n_servers; j++) {
+				r->v4 |= c->servers[j].family == AF_INET;
+				r->v6 |= c->servers[j].family == AF_INET6;
+			}
 			for (unsigned j = 0; j < n_old; j++)
-				if (!strcmp(old[j].name, name))
+				if (!strcmp(old[j].name, name)) {
 					r->st = old[j].st;
+					r->joined = old[j].joined;
+				}
 			d->n++;
 		}
 	}

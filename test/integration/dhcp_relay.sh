@@ -30,7 +30,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init dhcp
 rackcmd() { R "$@"; }
 
-tap_plan 27
+tap_plan 30
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq dnsmasq busybox curl
@@ -39,6 +39,7 @@ suite_ibhost_helpers
 suite_cleanup_hook() {
 	[ -f "$work/dnsmasq.pid" ] && kill "$(cat "$work/dnsmasq.pid")" 2>/dev/null
 	[ -f "$work/dnsmasq2.pid" ] && kill "$(cat "$work/dnsmasq2.pid")" 2>/dev/null
+	[ -f "$work/dh6.pid" ] && kill "$(cat "$work/dh6.pid")" 2>/dev/null
 	return 0
 }
 
@@ -59,7 +60,7 @@ ipoib_links:
       - 10.10.0.1/24
       - fd00:10::1/64
     dhcp_relay:
-      servers: [@SERVER@]
+      servers: [@SERVER@, @SERVER6@]
       option82: true
       remote_id: rack-gw1
 
@@ -82,7 +83,8 @@ if ! IBGW_GW_NODES= rackcmd up >"$work/up.log" 2>&1; then
 	exit 1
 fi
 server=$(in_ns ethhost1 ip -4 -o addr show dev eth0 | awk '{ sub("/.*", "", $4); print $4; exit }')
-sed -i "s/@SERVER@/$server/" "$work/gw.yaml"
+server6=fd00:20::${server##*.} # what hosts_for_gateway gives it (sim/lib/roles.sh)
+sed -i "s/@SERVER@/$server/; s/@SERVER6@/$server6/" "$work/gw.yaml"
 chmod 0644 "$work/gw.yaml"
 if ! IBGW_GW_CONFIG=$work/gw.yaml gateway_start gw1 "$work/gw.yaml" >"$work/gw.log" 2>&1; then
 	tap_not_ok "ibgwd on gw1 with dhcp_relay on ib0" "$(tail -5 "$work/gw.log")"
@@ -97,6 +99,7 @@ wait_up ib0 20
 in_ns ethhost1 dnsmasq --conf-file=/dev/null --port=0 --user=root --group=root \
 	--interface=eth0 --bind-interfaces --pid-file="$work/dnsmasq.pid" \
 	--dhcp-range=10.10.0.100,10.10.0.150,255.255.255.0,10m --dhcp-option=3,10.10.0.1 \
+	--dhcp-range=fd00:10::100,fd00:10::1ff,64,10m \
 	--dhcp-leasefile="$work/leases" --log-dhcp --log-facility="$work/dnsmasq.log" \
 	--dhcp-authoritative
 for i in $(seq 30); do [ -s "$work/dnsmasq.pid" ] && break; sleep 0.1; done
@@ -151,8 +154,8 @@ tap_is "ibhost3 (DHCP address) pings ethhost1 through the gateway" "$(pings ibho
 tap_is "ethhost1 pings ibhost3's DHCP address" "$(pings ethhost1 "$addr")" 3
 
 dj() { gwctl -j show dhcp | jq -r ".[] | select(.dev == \"ib0\") | $1"; }
-tap_is "show dhcp -j: ib0 relaying, giaddr 10.10.0.1, server $server" \
-	"$(dj '"\(.state) \(.giaddr) \(.servers | join(","))"')" "relaying 10.10.0.1 $server"
+tap_is "show dhcp -j: ib0 relaying, giaddr 10.10.0.1, servers $server,$server6" \
+	"$(dj '"\(.state) \(.giaddr) \(.servers | join(","))"')" "relaying 10.10.0.1 $server,$server6"
 # DISCOVER and REQUEST at least (udhcpc may send one again): each relayed with option
 # 82; OFFER and ACK at least, each broadcast (the flag).
 tap_is "show dhcp -j: every request relayed with option 82, every reply broadcast" \
@@ -176,10 +179,28 @@ tap_is "show dhcp -j: OFFER and ACK unicast to the client's IPoIB address, none 
 	"$(dj '"\(.replies_unicast - '"$u0"' >= 2) \(.replies == .replies_broadcast + .replies_unicast) \(.ib_no_client_hw) \(.send_failed)"')" \
 	"true true 0 0"
 tap_like "show dhcp (text)" "$(gwctl show dhcp | tr -s ' \n' ' ')" \
-	"^ib0 relaying giaddr 10\.10\.0\.1 servers $server option82 remote_id rack-gw1 max_hops 4 requests [0-9]+ relayed [0-9]+ .* replies [0-9]+ broadcast [0-9]+ unicast [1-9]"
+	"^ib0 relaying giaddr 10\.10\.0\.1 servers $server,$server6 option82 remote_id rack-gw1 max_hops 4 requests [0-9]+ relayed [0-9]+ .* replies [0-9]+ broadcast [0-9]+ unicast [1-9]"
 tap_is "metrics: ibgw_dhcp_relay_relayed_total for ib0 as show dhcp counts" \
 	"$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep '^ibgw_dhcp_relay_relayed_total{dev="ib0"}')" \
 	"ibgw_dhcp_relay_relayed_total{dev=\"ib0\"} $(dj .relayed)"
+# DHCPv6 (RFC 8415): ISC dhclient -6 on ibhost3's ib0 solicits ff02::1:2 (the gateway
+# joined its MGID), the gateway wraps it in a Relay-Forward (link-address fd00:10::1,
+# Interface-ID ib0) to dnsmasq, and unwraps the Relay-Reply to the client's link-local
+# address: the lease file holds an address of dnsmasq's fd00:10::100-1ff range.
+wait_dad ibhost3
+r6=$(dj .relayed)
+s=$(date +%s.%N)
+in_ns ibhost3 timeout 40 dhclient -6 -1 -v -lf "$work/lease6" -pf "$work/dh6.pid" \
+	-sf /bin/true ib0 >"$work/dh6.log" 2>&1
+rc=$?
+echo "# dhclient -6 took $(echo "$(date +%s.%N) - $s" | bc 2>/dev/null || echo '?') s"
+tap_is "dhclient -6 on ibhost3 got a lease through the relay" "$rc" 0
+[ "$rc" = 0 ] || { cat "$work/dh6.log"; grep -i dhcpv6 "$work/dnsmasq.log" | tail -5; gwctl show dhcp; } | sed 's/^/# /'
+tap_like "... an address of fd00:10::100-1ff" "$(grep -m1 iaaddr "$work/lease6" 2>/dev/null)" \
+	'iaaddr fd00:10::1[0-9a-f][0-9a-f] '
+tap_is "show dhcp -j: the Solicit and the Request relayed" "$(dj ".relayed - $r6 >= 2")" true
+[ -f "$work/dh6.pid" ] && kill "$(cat "$work/dh6.pid")" 2>/dev/null
+
 # A reload without the section: no relay (the broadcasts are martians again); with it
 # back, a lease again.
 cp "$work/gw.yaml" "$work/gw-relay.yaml"
