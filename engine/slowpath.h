@@ -146,11 +146,12 @@ typedef void (*fwd_sp_rs_fn)(void *ctx, uint32_t ifindex, const struct nd_msg *r
 void fwd_sp_rs_bind(struct fwd_engine *e, fwd_sp_rs_fn fn, void *ctx);
 
 /*
- * DHCPv4 relay (gateway/dp_dhcp.c). Interfaces whose bit is set in ifmask (bit k:
- * ifindex k) relay: their workers punt UDP broadcasts to port 67 (the clients', often
- * from 0.0.0.0, which the martian checks would drop); those, and every whole IPv4 UDP
- * datagram to port 67 for one of our addresses on any interface (the servers' replies to
- * giaddr), go to fn. The payload points into the punt: valid during the call only. One
+ * DHCP relay (gateway/dp_dhcp.c). Interfaces whose bit is set in ifmask (bit k: ifindex
+ * k) relay: their workers punt UDP broadcasts to port 67 (DHCPv4 clients', often from
+ * 0.0.0.0) and UDP to ff02::1:2 port 547 (DHCPv6 clients', from link-local addresses),
+ * which the martian checks would drop; those, and every whole UDP datagram to port 67
+ * (IPv4) or 547 (IPv6) for one of our addresses on any interface (the servers' replies),
+ * go to fn. The payload points into the punt: valid during the call only. One
  * binding; fn NULL unbinds.
  */
 typedef void (*fwd_sp_dhcp_fn)(void *ctx, uint32_t ifindex, const struct ip_addr *src,

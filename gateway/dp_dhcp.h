@@ -17,6 +17,14 @@
  * the 20-octet address of a client identifier of type 32 (the reply's, else the one the
  * request with the same xid carried, remembered for a minute), else broadcast.
  *
+ * DHCPv6 (RFC 8415 19), for an interface with IPv6 servers: a client's message to
+ * ff02::1:2 port 547 (the interface joins the group: 33:33:00:01:00:02, or its MGID on
+ * IPoIB) goes to the IPv6 servers in a Relay-Forward (link-address: the interface's
+ * first global or unique-local address; peer-address: the client's; Interface-ID: the
+ * interface's name); a server's Relay-Reply to one of our addresses goes to the
+ * interface its Interface-ID names, its Relay Message unicast to the peer-address
+ * (port 546), resolved by ND.
+ *
  * Owner: the control thread (the slow path's callback, a recheck timer, gwctl, metrics);
  * the state hangs off struct gw_dp (dp->dhcp).
  */

@@ -39,8 +39,8 @@ static void put16(uint8_t *p, size_t v)
 }
 
 size_t dhcp6_relay_forward(const uint8_t *msg, size_t len, const uint8_t link[16],
-			   const uint8_t peer[16], const uint8_t *ifid, size_t ifid_len, uint8_t *out,
-			   size_t cap, enum dhcp6_result *why)
+			   const uint8_t peer[16], const uint8_t *ifid, size_t ifid_len,
+			   uint8_t *out, size_t cap, enum dhcp6_result *why)
 {
 	size_t n = DHCP6_RELAY_HDR + (ifid_len ? 4 + ifid_len : 0) + 4 + len;
 

@@ -48,8 +48,8 @@ const char *dhcp6_result_name(enum dhcp6_result r);
 /* The client's message msg (len octets) in a Relay-Forward at out. ifid: the
  * Interface-ID option's data (ifid_len 0: none). Returns the length, 0 with *why. */
 size_t dhcp6_relay_forward(const uint8_t *msg, size_t len, const uint8_t link[16],
-			   const uint8_t peer[16], const uint8_t *ifid, size_t ifid_len, uint8_t *out,
-			   size_t cap, enum dhcp6_result *why);
+			   const uint8_t peer[16], const uint8_t *ifid, size_t ifid_len,
+			   uint8_t *out, size_t cap, enum dhcp6_result *why);
 
 struct dhcp6_relay_reply {
 	uint8_t hop;

@@ -631,6 +631,32 @@ static void dhcp_broadcast_punted_where_relayed(void **state)
 	atomic_store(&v->e->dhcp_ifmask, 0);
 }
 
+/* A DHCPv6 Solicit (fe80:: -> ff02::1:2, UDP 547) is a martian unless its interface
+ * relays DHCP: then punted local; to another group or port it stays dropped. */
+static void dhcp6_solicit_punted_where_relayed(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+
+	mk6(p, "fe80::2", "ff02::1:2", 100, 1);
+	p[6] = 17;
+	p[42] = 0x02, p[43] = 0x23; /* port 547 */
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	atomic_store(&v->e->dhcp_ifmask, 1u << v->ib);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_LOCAL);
+	p[43] = 0x22; /* 546 */
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	p[43] = 0x23;
+	p[39] = 3; /* ff02::1:3 */
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	atomic_store(&v->e->dhcp_ifmask, 0);
+}
+
 static void local_delivery_punts(void **state)
 {
 	struct env *v = *state;
@@ -755,6 +781,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(unresolved_punts_with_next_hop, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_route_sends_unreachable, setup, teardown),
 		cmocka_unit_test_setup_teardown(dhcp_broadcast_punted_where_relayed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(dhcp6_solicit_punted_where_relayed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
