@@ -15,12 +15,15 @@
 #   - without the flag, the relay unicasts the replies to yiaddr at the IPoIB address
 #     the client identifier carries (no ARP: the client has no address yet);
 #   - gwctl show dhcp (text and -j) and the metrics count it;
+#   - DHCPv6 (RFC 8415): ISC dhclient -6 on ibhost3 gets an fd00:10:: address from the
+#     same dnsmasq, its Solicit to ff02::1:2 wrapped in a Relay-Forward by the gateway;
 #   - a reload without the sections stops the relay (no lease), one with them back
 #     relays again;
 #   - the other way, relayed by eth0: ethhost2 (busybox udhcpc, its address removed) gets
 #     a lease in 10.20.0.0/24 from dnsmasq on ibhost2, the replies unicast to its MAC
 #     (chaddr) without the flag and broadcast with it, and pings ibhost2.
-# Needs root, ibsim, opensm, jq, dnsmasq (dnsmasq-base), busybox; IBGW_BUILD.
+# Needs root, ibsim, opensm, jq, dnsmasq (dnsmasq-base), busybox, dhclient
+# (isc-dhcp-client), curl; IBGW_BUILD.
 # Run under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/dhcp_relay.sh
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +36,7 @@ rackcmd() { R "$@"; }
 tap_plan 30
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
-suite_need_cmds ibsim opensm jq dnsmasq busybox curl
+suite_need_cmds ibsim opensm jq dnsmasq busybox dhclient curl
 suite_ibhost_helpers
 
 suite_cleanup_hook() {
