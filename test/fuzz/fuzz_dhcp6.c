@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum dhcp6_result why;
 	size_t n;
 
-	n = dhcp6_relay_forward(data, size, link, peer, (const uint8_t *)"ib0", 3, out,
-				sizeof(out), &why);
+	n = dhcp6_relay_forward(data, size, link, peer, (const uint8_t *)"ib0", 3, out, sizeof(out),
+				&why);
 	if (n) {
 		check(why == DHCP6_OK && n == 34 + 7 + 4 + size);
 		check(out[0] == DHCP6_RELAY_FORW);

@@ -43,9 +43,8 @@ static void test_relay_forward(void **state)
 	assert_int_equal(fwd2[1], 4);
 	assert_memory_equal(fwd2 + 34, "\0\x09", 2);
 	out[1] = DHCP6_HOP_COUNT_LIMIT;
-	assert_int_equal(dhcp6_relay_forward(out, 55, link6, peer6, NULL, 0, fwd2, sizeof(fwd2),
-					     &why),
-			 0);
+	assert_int_equal(
+	    dhcp6_relay_forward(out, 55, link6, peer6, NULL, 0, fwd2, sizeof(fwd2), &why), 0);
 	assert_int_equal(why, DHCP6_HOPS_EXCEEDED);
 	/* server messages, short ones, no room */
 	out[0] = 7; /* Reply */
