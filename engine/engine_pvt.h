@@ -145,6 +145,10 @@ struct fwd_engine {
 	/* What fwd_punt_classify calls CONTROL: written by control (fwd_sp_udp_bind,
 	 * fwd_sp_echo_bind), read by the workers. 0: none bound; echo: 0x10000 | id. */
 	_Atomic uint32_t ctl_udp_port, ctl_echo_id;
+	/* The DHCP relay (fwd_sp_dhcp_bind): bit k set when interface k relays, so that its
+	 * workers punt the clients' broadcasts to UDP 67 and multicasts to ff02::1:2 port
+	 * 547 instead of dropping them as martians. Written by control, read by workers. */
+	_Atomic uint32_t dhcp_ifmask;
 	/* The heartbeat channel: its UDP port (0: none; written by control, read by the
 	 * workers), the eventfd the workers write when they hand it something, and the
 	 * slots set up so far (n_slots, published for the heartbeat thread). */

@@ -602,6 +602,29 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 	return res->v == FWD_V_TX;
 }
 
+/* A whole UDP datagram to port 67 on an interface that relays DHCP (fwd_sp_dhcp_bind). */
+static bool dhcp_relayed(const struct fwd_ctx *c, const struct fwd_if *in, const uint8_t *p,
+			 const struct ip4_info *ii)
+{
+	uint32_t mask = atomic_load_explicit(&c->e->dhcp_ifmask, memory_order_relaxed);
+
+	return mask && in->index < 32 && (mask >> in->index & 1) && !ii->frag_off && !ii->mf &&
+	       ii->tot_len >= ii->hdr_len + 8u && ip_be16(p + ii->hdr_len + 2) == 67;
+}
+
+/* A UDP datagram to ff02::1:2 port 547 (no extension header) on an interface that
+ * relays DHCP. */
+static bool dhcp6_relayed(const struct fwd_ctx *c, const struct fwd_if *in, const uint8_t *p,
+			  const struct ip6_info *ii)
+{
+	static const uint8_t all_relays[16] = { 0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2 };
+	uint32_t mask = atomic_load_explicit(&c->e->dhcp_ifmask, memory_order_relaxed);
+
+	return mask && in->index < 32 && (mask >> in->index & 1) && !ii->n_ext &&
+	       ii->pkt_len >= ii->l4_off + 8u && ip_be16(p + ii->l4_off + 2) == 547 &&
+	       !memcmp(p + 24, all_relays, 16);
+}
+
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
 		     bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
@@ -615,6 +638,12 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		return;
 	}
 	len = ii.tot_len;
+	if (ii.dst == 0xffffffffu && ii.proto == 17 && dhcp_relayed(c, in, p, &ii)) {
+		/* A DHCP client's broadcast (from 0.0.0.0 often): the relay's, before the
+		 * martian checks that would drop it. */
+		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return;
+	}
 	r = ip4_check_addrs(&c->snap->m4, ii.src, ii.dst);
 	if (r != IP_OK) {
 		FWD_INC(c->st->ip[r]);
@@ -645,6 +674,12 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		return;
 	}
 	len = ii.pkt_len;
+	if (p[24] == 0xff && ii.proto == 17 && dhcp6_relayed(c, in, p, &ii)) {
+		/* A DHCPv6 client's Solicit (from its link-local address, to ff02::1:2): the
+		 * relay's, before the martian checks that would drop it. */
+		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return;
+	}
 	r = ip6_check_addrs(&c->snap->m6, p + 8, p + 24);
 	if (r != IP_OK) {
 		FWD_INC(c->st->ip[r]);

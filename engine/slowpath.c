@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 
 #include "pkt/arp.h"
+#include "pkt/dhcp.h"
+#include "pkt/dhcp6.h"
 #include "engine/engine_pvt.h"
 #include "pkt/eth_frame.h"
 #include "pkt/icmp.h"
@@ -42,6 +44,9 @@ struct fwd_sp {
 	void *echo_ctx;
 	fwd_sp_rs_fn rs_fn; /* fwd_sp_rs_bind */
 	void *rs_ctx;
+	fwd_sp_dhcp_fn dhcp_fn; /* fwd_sp_dhcp_bind */
+	void *dhcp_ctx;
+	uint32_t dhcp_ifmask;
 };
 
 static const char *const sp_names[FWD_SP_REASON_COUNT] = {
@@ -825,6 +830,33 @@ static bool udp_in(struct fwd_sp *sp, const struct fwd_msg *m)
 	return true;
 }
 
+/* IPv4 UDP to port 67 for us: to the DHCP relay. Broadcasts come only from relaying
+ * interfaces (the workers punt those there alone); unicasts to our addresses from any
+ * (the servers' replies to giaddr arrive where the servers are). True when taken. */
+static bool dhcp_in(struct fwd_sp *sp, const struct fwd_msg *m)
+{
+	struct fwd_udp u;
+
+	if (!sp->dhcp_fn || !fwd_udp_parse(m->data, m->len, &u) ||
+	    u.dport != (u.dst.family == AF_INET ? DHCP_SERVER_PORT : DHCP6_SERVER_PORT))
+		return false;
+	sp->st.r[FWD_SP_UDP_DELIVERED]++;
+	sp->dhcp_fn(sp->dhcp_ctx, m->ifindex, &u.src, &u.dst, u.sport, u.payload, u.len);
+	return true;
+}
+
+void fwd_sp_dhcp_bind(struct fwd_engine *e, uint32_t ifmask, fwd_sp_dhcp_fn fn, void *ctx)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp)
+		return;
+	sp->dhcp_fn = fn;
+	sp->dhcp_ctx = ctx;
+	sp->dhcp_ifmask = fn ? ifmask & ~1u : 0;
+	atomic_store_explicit(&e->dhcp_ifmask, sp->dhcp_ifmask, memory_order_relaxed);
+}
+
 int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void *ctx)
 {
 	struct fwd_sp *sp = e->sp;
@@ -842,20 +874,108 @@ int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void 
 
 static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m);
 
+static int send_udp_nh(struct fwd_sp *sp, const struct fwd_if *out, const struct ip_addr *src,
+		       const struct ip_addr *dst, const uint8_t *nh, uint16_t sport, uint16_t dport,
+		       const void *payload, size_t len);
+
 int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
 		    const struct ip_addr *dst, uint16_t sport, uint16_t dport, const void *payload,
 		    size_t len)
 {
 	struct fwd_sp *sp = e->sp;
 	const struct fwd_if *out = sp_if(e, ifindex);
-	size_t hl = src->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, n;
-	struct fwd_msg *m;
 
 	if (!sp || src->family != dst->family ||
 	    (src->family != AF_INET && src->family != AF_INET6))
 		return -EINVAL;
 	if (!out || !out->up)
 		return -ENODEV;
+	return send_udp_nh(sp, out, src, dst, dst->bytes, sport, dport, payload, len);
+}
+
+int fwd_sp_send_udp_routed(struct fwd_engine *e, const struct ip_addr *dst, uint16_t sport,
+			   uint16_t dport, const void *payload, size_t len, uint32_t *ifindex)
+{
+	struct fwd_sp *sp = e->sp;
+	const struct rt_fib_nh *nh = sp ? rt_lookup(e->rt, dst, 0) : NULL;
+	struct ip_addr src = { .family = dst->family };
+	const struct fwd_if *out;
+	const uint8_t *a;
+
+	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
+	    !(out = sp_if(e, nh->ifindex)) || !(a = if_src(out, dst->family, dst->bytes)))
+		return -ENETUNREACH;
+	if (!out->up)
+		return -ENODEV;
+	if (ifindex)
+		*ifindex = out->index;
+	memcpy(src.bytes, a, dst->family == AF_INET ? 4 : 16);
+	return send_udp_nh(sp, out, &src, dst, nh->type == RT_NH_GATEWAY ? nh->gw : dst->bytes,
+			   sport, dport, payload, len);
+}
+
+int fwd_sp_send_udp_ll(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
+		       const struct ip_addr *dst, uint16_t sport, uint16_t dport,
+		       const void *payload, size_t len, const uint8_t *lladdr)
+{
+	static const uint8_t bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	struct fwd_sp *sp = e->sp;
+	const struct fwd_if *out = sp_if(e, ifindex);
+	size_t n;
+	int ret;
+
+	if (!sp || src->family != AF_INET || dst->family != AF_INET)
+		return -EINVAL;
+	if (!out || !out->up)
+		return -ENODEV;
+	if (IP4_HDR_LEN + 8 + len > out->mtu)
+		return -EMSGSIZE;
+	if (out->kind == FWD_IF_ETH) {
+		uint8_t frame[ETHF_HLEN + FWD_MSG_DATA];
+
+		n = fwd_udp_build(frame + ETHF_HLEN, sizeof(frame) - ETHF_HLEN, src, dst, sport,
+				  dport, payload, len);
+		if (!n)
+			return -EMSGSIZE;
+		memcpy(frame, lladdr ? lladdr : bcast_mac, 6);
+		memcpy(frame + 6, out->mac, 6);
+		frame[12] = ETHF_TYPE_IPV4 >> 8;
+		frame[13] = ETHF_TYPE_IPV4 & 0xff;
+		ret = fwd_sp_send_eth(e, ifindex, frame, ETHF_HLEN + n);
+	} else {
+		struct ibp_buf *b = out->link ? ipoib_link_buf(out->link) : NULL;
+		struct ipoib_hwaddr hw;
+
+		if (!b)
+			return -ENOBUFS;
+		n = fwd_udp_build(b->data + IPOIB_ENCAP_LEN, b->cap - IPOIB_ENCAP_LEN, src, dst,
+				  sport, dport, payload, len);
+		ret = n ? 0 : -EMSGSIZE;
+		if (!ret && lladdr)
+			ret = ipoib_hwaddr_decode(lladdr, IPOIB_HWADDR_LEN, &hw) < 0 ? -EINVAL : 0;
+		if (ret < 0) {
+			out->ib_ops->buf_put(out->ib_port, b);
+			return ret;
+		}
+		b->len = (uint32_t)n;
+		/* The link owns b from here, sent or not. */
+		ret = lladdr ? ipoib_link_xmit_hw(out->link, &hw, ETHF_TYPE_IPV4, b)
+			     : ipoib_link_xmit_bcast(out->link, ETHF_TYPE_IPV4, b);
+		ret = ret < 0 ? -ENOBUFS : 0;
+	}
+	if (ret == 0)
+		sp->st.r[FWD_SP_UDP_SENT]++;
+	return ret;
+}
+
+static int send_udp_nh(struct fwd_sp *sp, const struct fwd_if *out, const struct ip_addr *src,
+		       const struct ip_addr *dst, const uint8_t *nh, uint16_t sport, uint16_t dport,
+		       const void *payload, size_t len)
+{
+	struct fwd_engine *e = sp->e;
+	size_t hl = src->family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN, n;
+	struct fwd_msg *m;
+
 	if (hl + 8 + len > FWD_MSG_DATA || hl + 8 + len > out->mtu)
 		return -EMSGSIZE;
 	m = ctl_msg(sp, out, FWD_PCLASS_CONTROL);
@@ -865,10 +985,11 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	m->type = FWD_MSG_TX_IP;
 	m->own = true;
 	m->family = src->family;
-	memcpy(m->nh, dst->bytes, 16);
+	memset(m->nh, 0, 16);
+	memcpy(m->nh, nh, src->family == AF_INET ? 4 : 16);
 	m->len = (uint32_t)n;
 	sp->st.r[FWD_SP_UDP_SENT]++;
-	if (!fwd_neigh_usable(out, src->family, dst->bytes)) {
+	if (!fwd_neigh_usable(out, src->family, nh)) {
 		/* The worker sends our own packets only to known neighbours: resolve here
 		 * (ARP/ND, or the IPoIB link's ARP and PathRecord) with this one parked. */
 		m->punt = FWD_PUNT_UNRESOLVED;
@@ -965,7 +1086,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 	if (len >= IP4_HDR_LEN && (p[0] >> 4) == 4) {
 		struct ip4_info ii;
 
-		if (udp_in(sp, m))
+		if (dhcp_in(sp, m) || udp_in(sp, m))
 			return;
 		if (ip4_validate(p, len, &ii) == IP_OK && ii.proto == 1 && !ii.frag_off && !ii.mf &&
 		    echo_reply_in(sp, AF_INET, p, p + ii.hdr_len, ii.tot_len - ii.hdr_len))
@@ -994,7 +1115,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		struct ip6_info ii;
 		size_t l4;
 
-		if (udp_in(sp, m))
+		if (dhcp_in(sp, m) || udp_in(sp, m))
 			return;
 		if (ip6_validate(p, len, &ii) == IP_OK && ii.proto == 58 && !ii.n_ext &&
 		    echo_reply_in(sp, AF_INET6, p, p + ii.l4_off, ii.pkt_len - ii.l4_off))

@@ -145,6 +145,31 @@ typedef void (*fwd_sp_rs_fn)(void *ctx, uint32_t ifindex, const struct nd_msg *r
 			     const uint8_t *src_mac);
 void fwd_sp_rs_bind(struct fwd_engine *e, fwd_sp_rs_fn fn, void *ctx);
 
+/*
+ * DHCP relay (gateway/dp_dhcp.c). Interfaces whose bit is set in ifmask (bit k: ifindex
+ * k) relay: their workers punt UDP broadcasts to port 67 (DHCPv4 clients', often from
+ * 0.0.0.0) and UDP to ff02::1:2 port 547 (DHCPv6 clients', from link-local addresses),
+ * which the martian checks would drop; those, and every whole UDP datagram to port 67
+ * (IPv4) or 547 (IPv6) for one of our addresses on any interface (the servers' replies),
+ * go to fn. The payload points into the punt: valid during the call only. One
+ * binding; fn NULL unbinds.
+ */
+typedef void (*fwd_sp_dhcp_fn)(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+			       const struct ip_addr *dst, uint16_t sport, const uint8_t *payload,
+			       size_t len);
+void fwd_sp_dhcp_bind(struct fwd_engine *e, uint32_t ifmask, fwd_sp_dhcp_fn fn, void *ctx);
+/* Send a UDP datagram routed by the RIB, from our address on the egress interface
+ * (*ifindex set to it when not NULL). 0, -ENETUNREACH, -ENODEV, -EMSGSIZE, -ENOBUFS. */
+int fwd_sp_send_udp_routed(struct fwd_engine *e, const struct ip_addr *dst, uint16_t sport,
+			   uint16_t dport, const void *payload, size_t len, uint32_t *ifindex);
+/* Send an IPv4 UDP datagram on ifindex to a link-layer address given, no neighbour
+ * resolution: a MAC (Ethernet) or a 20-octet IPoIB address; NULL: the link's broadcast
+ * (ff:ff:ff:ff:ff:ff, the IPoIB broadcast group). 0, -EINVAL, -ENODEV, -EMSGSIZE,
+ * -ENOBUFS. */
+int fwd_sp_send_udp_ll(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr *src,
+		       const struct ip_addr *dst, uint16_t sport, uint16_t dport,
+		       const void *payload, size_t len, const uint8_t *lladdr);
+
 void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out);
 
 #endif

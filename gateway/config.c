@@ -196,7 +196,7 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 
 /* ---- The schema ---- */
 
-static check_fn check_ra, check_ra_prefix;
+static check_fn check_ra, check_ra_prefix, check_dhcp;
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
     check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours, check_punt;
 
@@ -373,6 +373,30 @@ static const struct schema ra_schema = {
 	"router_advertisements", ra_fields, N_FIELDS(ra_fields), 0, -1, check_ra
 };
 
+#define DHR struct gw_dhcp_relay_config
+
+static const struct field dhcp_fields[] = {
+	{ "servers", T_VIA, offsetof(DHR, servers), offsetof(DHR, n_servers), GW_DHCP_MAX_SERVERS,
+	  0, 0, NULL, NULL, FL_REQUIRED, NULL, NULL,
+	  "servers each client message is relayed to: IPv4 ones relay DHCPv4, IPv6 ones "
+	  "DHCPv6" },
+	{ "option82", T_BOOL, offsetof(DHR, option82), 0, 0, 0, 0, "false", NULL, 0, NULL, NULL,
+	  "append the Relay Agent Information option (RFC 3046): circuit id the interface name" },
+	{ "remote_id", T_STR, offsetof(DHR, remote_id), 0, SZ(DHR, remote_id), 0, 0, "", NULL,
+	  FL_OMIT_EMPTY, NULL, NULL, "option 82's remote id sub-option; \"\": none" },
+	{ "max_hops", T_UINT, offsetof(DHR, max_hops), 0, SZ(DHR, max_hops), 1, 16, "4", NULL, 0,
+	  NULL, NULL, "client messages that crossed this many relays already are dropped" },
+};
+static const struct schema dhcp_schema = { "dhcp_relay", dhcp_fields, N_FIELDS(dhcp_fields), 0,
+					   -1,           check_dhcp };
+
+#define DHCP_FIELD(T)                                                                              \
+	{                                                                                          \
+		"dhcp_relay", T_SECTION, offsetof(T, dhcp), offsetof(T, dhcp.enabled), 0, 0, 0,    \
+		    NULL, NULL, FL_OPTIONAL, NULL, &dhcp_schema,                                   \
+		    "relay DHCP from hosts here to servers elsewhere; absent: none"                \
+	}
+
 #define RA_FIELD(T)                                                                                \
 	{                                                                                          \
 		"router_advertisements", T_SECTION, offsetof(T, ra), offsetof(T, ra.enabled), 0,   \
@@ -408,6 +432,7 @@ static const struct field ipoib_fields[] = {
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this link, with length" },
 	PROXY_FIELDS(IBL),
 	RA_FIELD(IBL),
+	DHCP_FIELD(IBL),
 };
 static const struct schema ipoib_schema = { "ipoib_links",          ipoib_fields,
 					    N_FIELDS(ipoib_fields), sizeof(IBL),
@@ -428,6 +453,7 @@ static const struct field eth_fields[] = {
 	  0, NULL, NULL, 0, NULL, NULL, "addresses of the gateway on this interface" },
 	PROXY_FIELDS(ETH),
 	RA_FIELD(ETH),
+	DHCP_FIELD(ETH),
 };
 static const struct schema eth_schema = { "ethernet_interfaces", eth_fields,
 					  N_FIELDS(eth_fields),  sizeof(ETH),
@@ -1449,7 +1475,7 @@ static void set_via(struct load *L, const struct field *f, void *base, const str
 	}
 	n = v->n;
 	if (n > f->size) {
-		verr(L, v, path, "too many next hops (%u; at most %u)", n, f->size);
+		verr(L, v, path, "too many addresses (%u; at most %u)", n, f->size);
 		n = f->size;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -1779,6 +1805,71 @@ static void check_ra_prefix(struct load *L, void *base, const struct gw_ynode *c
 	}
 }
 
+/* The relay's servers: IPv4 unicast (DHCPv4), IPv6 global or unique-local (DHCPv6). */
+static void check_dhcp(struct load *L, void *base, const struct gw_ynode *const *vals,
+		       const char *path, const struct gw_ynode *node)
+{
+	struct gw_dhcp_relay_config *d = base;
+	char fpath[200], buf[IP_ADDR_STRLEN];
+
+	(void)vals;
+	(void)node;
+	for (unsigned i = 0; i < d->n_servers; i++) {
+		const struct posrec *p = pos_of(L, &d->servers[i]);
+		const uint8_t *a = d->servers[i].bytes;
+
+		if (!p)
+			continue;
+		snprintf(fpath, sizeof(fpath), "%s.servers[%u]", path, i);
+		if (d->servers[i].family == AF_INET6) {
+			static const uint8_t zero[16];
+
+			if (a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
+			    !memcmp(a, zero, 15))
+				gw_cfg_err(
+				    L->e, p->line, p->col,
+				    "%s: %s is not a global or unique-local unicast address; "
+				    "want a DHCPv6 server's own address",
+				    fpath, ip_addr_format(&d->servers[i], buf, sizeof(buf)));
+		} else if (a[0] == 0 || a[0] == 127 || a[0] >= 224)
+			gw_cfg_err(L->e, p->line, p->col,
+				   "%s: %s is not a unicast address; want a server's own address",
+				   fpath, ip_addr_format(&d->servers[i], buf, sizeof(buf)));
+	}
+}
+
+/* A relaying interface needs an address of each family it relays: IPv4 for DHCPv4 (the
+ * giaddr the servers answer to), a global or unique-local IPv6 one for DHCPv6 (the
+ * link-address the servers pick the prefix by). */
+static void check_dhcp_giaddr(struct load *L, const struct gw_dhcp_relay_config *d,
+			      const struct ip_prefix *a, unsigned n, const struct gw_ynode *node,
+			      const char *path)
+{
+	bool want4 = false, want6 = false, have4 = false, have6 = false;
+	char fpath[200];
+
+	if (!d->enabled)
+		return;
+	for (unsigned i = 0; i < d->n_servers; i++) {
+		want4 |= d->servers[i].family == AF_INET;
+		want6 |= d->servers[i].family == AF_INET6;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		have4 |= a[i].addr.family == AF_INET;
+		have6 |= a[i].addr.family == AF_INET6 &&
+			 !(a[i].addr.bytes[0] == 0xfe && (a[i].addr.bytes[1] & 0xc0) == 0x80);
+	}
+	snprintf(fpath, sizeof(fpath), "%s.dhcp_relay", path);
+	if (want4 && !have4)
+		verr(L, node, fpath,
+		     "the interface has no IPv4 address: the DHCPv4 relay needs one (the servers "
+		     "answer to it, giaddr)");
+	if (want6 && !have6)
+		verr(L, node, fpath,
+		     "the interface has no global or unique-local IPv6 address: the DHCPv6 relay "
+		     "needs one (the link-address the servers choose a prefix by)");
+}
+
 /* The RA's MTU option against its interface's mtu (known once the item is walked).
  * Absent: the interface's mtu on Ethernet (link_default), none on IPoIB (0): an IPoIB
  * link's MTU is a property of each pair of hosts (2044 over UD, 65520 between two
@@ -1853,6 +1944,8 @@ static void check_ipoib(struct load *L, void *base, const struct gw_ynode *const
 		    l->mtu);
 	}
 	check_ra_mtu(L, &l->ra, l->mtu, 0, path);
+	check_dhcp_giaddr(L, &l->dhcp, l->addresses, l->n_addresses,
+			  val_of(&ipoib_schema, vals, "dhcp_relay"), path);
 }
 
 static void check_eth(struct load *L, void *base, const struct gw_ynode *const *vals,
@@ -1881,6 +1974,8 @@ static void check_eth(struct load *L, void *base, const struct gw_ynode *const *
 		memcpy(e->device, e->name, sizeof(e->device));
 	}
 	check_ra_mtu(L, &e->ra, e->mtu, e->mtu, path);
+	check_dhcp_giaddr(L, &e->dhcp, e->addresses, e->n_addresses,
+			  val_of(&eth_schema, vals, "dhcp_relay"), path);
 }
 
 static void check_route(struct load *L, void *base, const struct gw_ynode *const *vals,

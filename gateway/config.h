@@ -87,6 +87,21 @@ struct gw_ra_config {
 	unsigned n_prefixes;
 };
 
+/* DHCP relay agent on one interface (RFC 1542, RFC 2131 4.1, RFC 3046, RFC 4390, RFC 8415;
+ * gateway/dp_dhcp.c). Off unless the section is given. */
+#define GW_DHCP_MAX_SERVERS 4
+#define GW_DHCP_ID_MAX      64
+
+struct gw_dhcp_relay_config {
+	bool enabled;                                /* the dhcp_relay section is present */
+	struct ip_addr servers[GW_DHCP_MAX_SERVERS]; /* servers: 1..4; IPv4 ones relay DHCPv4,
+						      * IPv6 ones DHCPv6 */
+	unsigned n_servers;
+	bool option82;                  /* option82: append Relay Agent Information (false) */
+	char remote_id[GW_DHCP_ID_MAX]; /* remote_id: sub-option 2; "" = none */
+	uint8_t max_hops;               /* max_hops: 1..16 (4) */
+};
+
 struct gw_ipoib_link_config {
 	char name[GW_NAME_MAX];        /* name: "ib0" */
 	enum gw_ipoib_backend backend; /* backend: verbs (the only one, and the default) */
@@ -100,7 +115,8 @@ struct gw_ipoib_link_config {
 	struct ip_prefix *addresses;   /* addresses: interface addresses with prefix length */
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
-	struct gw_ra_config ra; /* router_advertisements */
+	struct gw_ra_config ra;           /* router_advertisements */
+	struct gw_dhcp_relay_config dhcp; /* dhcp_relay */
 	struct gw_config_pos pos;
 };
 
@@ -113,7 +129,8 @@ struct gw_eth_if_config {
 	struct ip_prefix *addresses;
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
-	struct gw_ra_config ra; /* router_advertisements */
+	struct gw_ra_config ra;           /* router_advertisements */
+	struct gw_dhcp_relay_config dhcp; /* dhcp_relay */
 	struct gw_config_pos pos;
 };
 

@@ -162,6 +162,12 @@ static int cmd_show_ra(void *ctx, struct json_object *args, struct ctl_reply *r)
 	return gw_dp_show_ra(((struct gw_daemon *)ctx)->dp, r);
 }
 
+static int cmd_show_dhcp(void *ctx, struct json_object *args, struct ctl_reply *r)
+{
+	(void)args;
+	return gw_dp_show_dhcp(((struct gw_daemon *)ctx)->dp, r);
+}
+
 static int cmd_show_connections(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	(void)args;
@@ -330,6 +336,7 @@ static const struct ctl_command commands[] = {
 	{ CTL_SHOW_PATHS, true, cmd_show_paths },
 	{ CTL_SHOW_MCAST, true, cmd_show_mcast },
 	{ CTL_SHOW_RA, true, cmd_show_ra },
+	{ CTL_SHOW_DHCP, true, cmd_show_dhcp },
 	{ CTL_SHOW_GID_ROUTES, true, cmd_show_gid_routes },
 	{ CTL_SHOW_CONNECTIONS, true, cmd_show_connections },
 	{ CTL_SHOW_STATS, true, cmd_show_stats },

@@ -56,7 +56,8 @@ int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ct
 int gw_dp_show_neighbours(struct gw_dp *dp, const char *dev, struct ctl_reply *r);
 int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r);
-int gw_dp_show_ra(struct gw_dp *dp, struct ctl_reply *r); /* gateway/dp_ra.c */
+int gw_dp_show_ra(struct gw_dp *dp, struct ctl_reply *r);   /* gateway/dp_ra.c */
+int gw_dp_show_dhcp(struct gw_dp *dp, struct ctl_reply *r); /* gateway/dp_dhcp.c */
 int gw_dp_show_gid_routes(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_connections(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r);

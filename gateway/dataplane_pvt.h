@@ -24,6 +24,7 @@
 struct dp_ha;
 struct dp_portfail;
 struct dp_ra;
+struct dp_dhcp;
 struct kroute;
 struct linkwatch;
 struct sa_umad;
@@ -127,6 +128,8 @@ struct gw_dp {
 	struct dp_portfail *portfail;
 	/* Router advertisements (gateway/dp_ra.c); NULL: none configured yet. */
 	struct dp_ra *ra;
+	/* The DHCPv4 relay (gateway/dp_dhcp.c); NULL: not set up yet. */
+	struct dp_dhcp *dhcp;
 	/* The neighbour tables' limits (config neighbours:), fixed at start: links added
 	 * by a reload get them too. */
 	struct neigh_params neigh;

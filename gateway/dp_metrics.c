@@ -23,6 +23,7 @@
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
+#include "gateway/dp_dhcp.h"
 #include "gateway/dp_ra.h"
 #include "mgmt/metrics_http.h"
 
@@ -823,5 +824,6 @@ int gw_dp_metrics(struct gw_dp *dp, FILE *out)
 	write_routes(out, dp);
 	dp_ha_metrics(dp, out);
 	dp_ra_metrics(dp, out);
+	dp_dhcp_metrics(dp, out);
 	return 0;
 }

@@ -87,6 +87,8 @@ static const struct ctl_cmd c_mcast_show =
 static const struct ctl_cmd c_ra_show =
     SHOW("ra", CTL_SHOW_RA, NULL,
 	 "router advertisements per interface: state, settings, prefixes, counters");
+static const struct ctl_cmd c_dhcp_show = SHOW(
+    "dhcp", CTL_SHOW_DHCP, NULL, "DHCP relay per interface: giaddr, servers, option 82, counters");
 static const struct ctl_cmd c_config_show =
     SHOW("config", CTL_SHOW_CONFIG, NULL, "the running configuration");
 static const struct ctl_cmd c_connection_show =
@@ -144,6 +146,7 @@ static const struct ctl_object objects[] = {
 	{ "gid-route", NAMES("gid-routes"), "routes to other IB subnets", CMDS(&c_gid_route_show) },
 	{ "mcast", NAMES("multicast"), "IPoIB multicast groups", CMDS(&c_mcast_show) },
 	{ "ra", NAMES("router-advertisements"), "router advertisements", CMDS(&c_ra_show) },
+	{ "dhcp", NAMES("dhcp-relay"), "DHCP relay", CMDS(&c_dhcp_show) },
 	{ "config", NAMES("configuration"), "the running configuration", CMDS(&c_config_show) },
 	{ "connection", NAMES("connections"), "IPoIB connected-mode connections",
 	  CMDS(&c_connection_show) },

@@ -128,6 +128,8 @@ const char *ctl_msg_name(uint16_t type)
 		return "show mcast";
 	case CTL_SHOW_RA:
 		return "show ra";
+	case CTL_SHOW_DHCP:
+		return "show dhcp";
 	case CTL_SHOW_CONNECTIONS:
 		return "show connections";
 	case CTL_SHOW_STATS:

@@ -50,8 +50,9 @@ enum ctl_msg_type {
 	CTL_SHOW_HA = 18,
 	CTL_HA_SWITCHOVER = 19,
 	CTL_SHOW_GID_ROUTES = 20,
-	CTL_CAPTURE = 21, /* {"dev", "filter", "count", "duration_ms", "snaplen", "direction"} */
-	CTL_SHOW_RA = 22, /* router advertisements, per interface */
+	CTL_CAPTURE = 21,   /* {"dev", "filter", "count", "duration_ms", "snaplen", "direction"} */
+	CTL_SHOW_RA = 22,   /* router advertisements, per interface */
+	CTL_SHOW_DHCP = 23, /* DHCP relay, per interface */
 
 	CTL_MSG_RECORD = 0x8001,
 	CTL_MSG_END = 0x8002,

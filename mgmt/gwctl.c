@@ -310,6 +310,35 @@ static void print_ra(struct json_object *o, struct output *out)
 	    (long long)num(o, "send_failed"));
 }
 
+static void print_dhcp(struct json_object *o, struct output *out)
+{
+	struct json_object *sv = json_object_object_get(o, "servers");
+	size_t n = sv ? json_object_array_length(sv) : 0;
+
+	(void)out;
+	printf("%s %s", str(o, "dev"), str(o, "state"));
+	opt(o, "giaddr", "giaddr");
+	printf(" servers");
+	for (size_t i = 0; i < n; i++)
+		printf("%s%s", i ? "," : " ",
+		       json_object_get_string(json_object_array_get_idx(sv, i)));
+	if (boolean(o, "option82"))
+		printf(" option82");
+	opt(o, "remote_id", "remote_id");
+	printf(" max_hops %lld\n", (long long)num(o, "max_hops"));
+	printf("    requests %lld relayed %lld to servers %lld option82 added %lld no room %lld "
+	       "hops exceeded %lld bad %lld\n",
+	       (long long)num(o, "requests"), (long long)num(o, "relayed"),
+	       (long long)num(o, "to_servers"), (long long)num(o, "option82_added"),
+	       (long long)num(o, "option82_no_room"), (long long)num(o, "hops_exceeded"),
+	       (long long)num(o, "bad"));
+	printf(
+	    "    replies %lld broadcast %lld unicast %lld ib no client hw %lld send failed %lld\n",
+	    (long long)num(o, "replies"), (long long)num(o, "replies_broadcast"),
+	    (long long)num(o, "replies_unicast"), (long long)num(o, "ib_no_client_hw"),
+	    (long long)num(o, "send_failed"));
+}
+
 static void print_conn(struct json_object *o, struct output *out)
 {
 	printf("%s dev %s", str(o, "peer"), str(o, "dev"));
@@ -817,6 +846,7 @@ static const struct handler handlers[] = {
 	{ CTL_SHOW_GID_ROUTES, NULL, print_gid_route, NULL },
 	{ CTL_SHOW_MCAST, NULL, print_mcast, NULL },
 	{ CTL_SHOW_RA, NULL, print_ra, NULL },
+	{ CTL_SHOW_DHCP, NULL, print_dhcp, NULL },
 	{ CTL_SHOW_CONNECTIONS, NULL, print_conn, NULL },
 	{ CTL_SHOW_STATS, NULL, print_stats, NULL },
 	{ CTL_SHOW_HA, NULL, print_ha, NULL },

@@ -9,6 +9,7 @@ libnl-3-dev libnl-route-3-dev liburing-dev libyaml-dev libjson-c-dev
 liburcu-dev libsystemd-dev libmicrohttpd-dev libcmocka-dev libsodium-dev
 ibsim-utils opensm infiniband-diags
 tshark iperf3 iproute2 ethtool ndisc6 iputils-ping procps psmisc gdb keepalived nftables jq man-db python3 bird2 prometheus curl
+dnsmasq-base busybox isc-dhcp-client
 chromium file
 dpkg-dev debhelper lintian debootstrap systemd-container
 "

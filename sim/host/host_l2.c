@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "pkt/arp.h"
+#include "pkt/dhcp.h"
 #include "pkt/ip.h"
 #include "pkt/nd.h"
 
@@ -212,6 +213,107 @@ static bool is_nd(const uint8_t *p, size_t len)
 	return len > IP6_HDR_LEN && p[6] == 58 && p[40] >= ND_RS && p[40] <= ND_REDIRECT;
 }
 
+/* The UDP payload of an IPv4 datagram from sport to dport (unfragmented, lengths
+ * inside len); NULL otherwise. */
+static const uint8_t *udp4_payload(const uint8_t *p, size_t len, uint16_t sport, uint16_t dport,
+				   size_t *hl, size_t *plen)
+{
+	size_t ihl, tot;
+
+	if (len < 20 || (p[0] >> 4) != 4 || p[9] != 17 || (ip_be16(p + 6) & 0x3fff))
+		return NULL;
+	ihl = (size_t)(p[0] & 15) * 4;
+	tot = ip_be16(p + 2);
+	if (ihl < 20 || tot > len || tot < ihl + 8 || ip_be16(p + ihl) != sport ||
+	    ip_be16(p + ihl + 2) != dport || ip_be16(p + ihl + 4) != tot - ihl)
+		return NULL;
+	*hl = ihl;
+	*plen = tot - ihl - 8;
+	return p + ihl + 8;
+}
+
+/* IP total length and checksum, UDP length and checksum, of the datagram at q whose
+ * DHCP payload is dlen octets. Returns the IP length. */
+static size_t udp4_finish(uint8_t *q, size_t hl, size_t dlen)
+{
+	size_t ulen = 8 + dlen;
+	uint16_t c;
+
+	ip_put16(q + 2, (uint16_t)(hl + ulen));
+	ip_put16(q + 10, 0);
+	ip_put16(q + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, q, hl)));
+	ip_put16(q + hl + 4, (uint16_t)ulen);
+	ip_put16(q + hl + 6, 0);
+	c = (uint16_t)~ip_csum_fold(
+	    ip_csum_add(ip4_pseudo_sum(q + 12, q + 16, (uint16_t)ulen, 17), q + hl, ulen));
+	ip_put16(q + hl + 6, c ? c : 0xffff);
+	return hl + ulen;
+}
+
+/* Kernel -> IB: a DHCP client message in RFC 4390's form at out. 0: not one (sent as
+ * it is); -EMSGSIZE. */
+static int dhcp_to_ib(struct hl2 *h, const uint8_t *p, size_t len, uint8_t *out, size_t cap)
+{
+	size_t hl, dlen, n, i;
+	const uint8_t *d = udp4_payload(p, len, DHCP_CLIENT_PORT, DHCP_SERVER_PORT, &hl, &dlen);
+	struct dhcp_info di;
+	uint8_t *o;
+
+	if (!d || dhcp_parse(d, dlen, &di) != DHCP_OK || di.op != DHCP_OP_REQUEST ||
+	    di.htype != DHCP_HTYPE_ETHER)
+		return 0;
+	if (hl + 8 + di.end_off + 2 + 1 + DHCP_IPOIB_HWLEN + 1 > cap)
+		return -EMSGSIZE;
+	memcpy(out, p, hl + 8);
+	o = out + hl + 8;
+	memcpy(o, d, DHCP_OPT_OFF);
+	o[1] = DHCP_HTYPE_IPOIB;
+	o[2] = 0;
+	memset(o + 28, 0, 16);
+	n = DHCP_OPT_OFF;
+	o[n++] = DHCP_OPT_CLIENT_ID;
+	o[n++] = 1 + DHCP_IPOIB_HWLEN;
+	dhcp_ipoib_client_id(h->own_hw_bytes, o + n);
+	n += 1 + DHCP_IPOIB_HWLEN;
+	for (i = DHCP_OPT_OFF; i < di.end_off;) { /* dhcp_parse walked them: all inside */
+		size_t olen = d[i] == DHCP_OPT_PAD ? 1 : 2 + (size_t)d[i + 1];
+
+		if (d[i] != DHCP_OPT_CLIENT_ID && d[i] != DHCP_OPT_PAD) {
+			memcpy(o + n, d + i, olen);
+			n += olen;
+		}
+		i += olen;
+	}
+	o[n++] = DHCP_OPT_END;
+	h->st.dhcp_rewritten++;
+	return (int)udp4_finish(out, hl, n);
+}
+
+/* IB -> kernel: a relayed DHCP reply (RFC 4390's form, in place at q) for the kernel's
+ * client: htype 1, hlen 6, chaddr our MAC. */
+static void dhcp_to_eth(struct hl2 *h, uint8_t *q, size_t len)
+{
+	size_t hl, dlen;
+	uint8_t *d = (uint8_t *)(uintptr_t)udp4_payload(q, len, DHCP_SERVER_PORT, DHCP_CLIENT_PORT,
+							&hl, &dlen);
+	uint8_t own[1 + DHCP_IPOIB_HWLEN];
+	struct dhcp_info di;
+
+	if (!d || dhcp_parse(d, dlen, &di) != DHCP_OK || di.op != DHCP_OP_REPLY ||
+	    di.htype != DHCP_HTYPE_IPOIB)
+		return;
+	dhcp_ipoib_client_id(h->own_hw_bytes, own);
+	if (di.client_id &&
+	    (di.client_id_len != sizeof(own) || memcmp(di.client_id, own, sizeof(own))))
+		return; /* another host's */
+	d[1] = DHCP_HTYPE_ETHER;
+	d[2] = 6;
+	memset(d + 28, 0, 16);
+	memcpy(d + 28, h->own_mac, 6);
+	udp4_finish(q, hl, dlen);
+	h->st.dhcp_rewritten++;
+}
+
 /* Ethernet destination for an IP packet that arrived through a group. */
 static void mcast_mac(uint16_t et, const uint8_t *p, uint8_t mac[6])
 {
@@ -333,6 +435,8 @@ int hl2_ib_to_eth(struct hl2 *h, uint16_t ethertype, const uint8_t *p, size_t le
 		return -EMSGSIZE;
 	}
 	memcpy(eth + HL2_ETH_HLEN, p, len);
+	if (ethertype == ETH_P_IP)
+		dhcp_to_eth(h, eth + HL2_ETH_HLEN, len);
 	h->st.to_eth++;
 	return (int)(HL2_ETH_HLEN + len);
 }
@@ -434,6 +538,17 @@ int hl2_eth_to_ib(struct hl2 *h, const uint8_t *frame, size_t len, uint8_t *out,
 	} else {
 		h->st.bad_ethertype++;
 		return -EPROTONOSUPPORT;
+	}
+	if (et == ETH_P_IP) {
+		int n = dhcp_to_ib(h, p, plen, out, cap);
+
+		if (n) {
+			if (n > 0)
+				h->st.to_ib++;
+			else
+				h->st.too_big++;
+			return n;
+		}
 	}
 	if (plen > cap) {
 		h->st.too_big++;

@@ -21,7 +21,13 @@
  *   ND    the source/target link-layer options of RS, RA, NS, NA and Redirect:
  *         IPoIB (length 3: 2 pad octets + 20-octet address) <-> Ethernet (length 1,
  *         MAC), the IPv6 payload length and the ICMPv6 checksum recomputed;
- *   IP    unchanged; the Ethernet header comes from the peer table (to the kernel)
+ *   DHCP  the client's messages (UDP 68 -> 67) go out as RFC 4390 has an IPoIB client send
+ *         them: htype 32, hlen 0, chaddr zero, the client identifier option (61) replaced
+ *         by type 32 + our 20-octet address (so that a relay can unicast to us); replies
+ *         (UDP 67 -> 68, htype 32) come to the kernel with htype 1, hlen 6, chaddr our MAC
+ *         (a reply whose client identifier is another host's is left alone); the IP and
+ *         UDP lengths and checksums recomputed;
+ *   IP    otherwise unchanged; the Ethernet header comes from the peer table (to the kernel)
  *         or tells the destination (from the kernel): unicast MAC -> peer; broadcast ->
  *         the broadcast group; IPv4/IPv6 multicast -> the group from the IP header's
  *         destination (the MAC keeps too few bits).
@@ -51,7 +57,7 @@ struct hl2_peer {
 struct hl2_stats {
 	uint64_t mac_collisions, peers_full;
 	uint64_t to_eth, to_ib;
-	uint64_t arp_rewritten, nd_rewritten;
+	uint64_t arp_rewritten, nd_rewritten, dhcp_rewritten;
 	uint64_t unknown_dst_mac, unknown_src, unknown_tha, bad_arp, bad_nd, bad_frame,
 	    bad_ethertype, too_big;
 };

@@ -699,13 +699,14 @@ static void dump(struct host *h, FILE *f, const char *what)
 		fprintf(
 		    f,
 		    "tap rx %llu tx %llu drops %llu write_errors %llu l2_to_eth %llu l2_to_ib %llu "
-		    "arp_rewritten %llu nd_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
+		    "arp_rewritten %llu nd_rewritten %llu dhcp_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
 		    "mac_collisions %llu\n",
 		    (unsigned long long)h->tap_rx, (unsigned long long)h->tap_tx,
 		    (unsigned long long)h->tap_drops, (unsigned long long)h->tap_write_errors,
 		    (unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
 		    (unsigned long long)h->l2.st.arp_rewritten,
 		    (unsigned long long)h->l2.st.nd_rewritten,
+		    (unsigned long long)h->l2.st.dhcp_rewritten,
 		    (unsigned long long)h->l2.st.unknown_dst_mac,
 		    (unsigned long long)h->l2.st.unknown_src,
 		    (unsigned long long)h->l2.st.mac_collisions);

@@ -120,7 +120,7 @@ complete_line() {
 }
 tap_is "complete: gwctl <TAB> offers the objects, show and help" \
 	"$(complete_line gwctl '')" \
-	"capture config connection gid-route ha help link log mcast neigh path ra reload route show stats version"
+	"capture config connection dhcp gid-route ha help link log mcast neigh path ra reload route show stats version"
 tap_is "complete: gwctl r<TAB>" "$(complete_line gwctl r)" "ra reload route"
 tap_is "complete: gwctl route <TAB> offers its commands" \
 	"$(complete_line gwctl route '')" "add del help list show"
@@ -128,7 +128,7 @@ tap_is "complete: gwctl neighbours <TAB> (an alias) offers neigh's commands" \
 	"$(complete_line gwctl neighbours '')" "add del flush help list show"
 tap_is "complete: gwctl show <TAB> offers what can be shown" \
 	"$(complete_line gwctl show '')" \
-	"config connection gid-route ha link mcast neigh path ra route stats version"
+	"config connection dhcp gid-route ha link mcast neigh path ra route stats version"
 tap_is "complete: gwctl -j s<TAB>: past the options, the objects" \
 	"$(complete_line gwctl -j s)" "show stats"
 tap_is "complete: gwctl -js<TAB> offers the options" "$(complete_line gwctl -js)" "-json"

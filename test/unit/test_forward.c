@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/engine_pvt.h"
 #include "engine/forward.h"
 #include "ipoib/ipoib_link.h"
 #include "table/neigh.h"
@@ -593,6 +594,69 @@ static void martians_and_link_local_dropped(void **state)
 	assert_int_equal(v->res.drop, FWD_DROP_IP_INVALID);
 }
 
+/* A DHCP client's broadcast (0.0.0.0 -> 255.255.255.255, UDP 67) is a martian unless
+ * its interface relays DHCP (dhcp_ifmask, fwd_sp_dhcp_bind): then it is punted local,
+ * whole; UDP to another port, or on another interface, stays a martian. */
+static void dhcp_broadcast_punted_where_relayed(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[300], f[400];
+
+	mk4(p, "0.0.0.0", "255.255.255.255", 17, 300, 64, false);
+	p[20] = 0, p[21] = 68, p[22] = 0, p[23] = 67;
+	from_ib(v, p, 300);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	atomic_store(&v->e->dhcp_ifmask, 1u << v->ib);
+	from_ib(v, p, 300);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_LOCAL);
+	assert_int_equal(v->res.punt_if->index, v->ib);
+	assert_int_equal(v->res.punt_len, 300);
+	from_eth(v, f, p, 300); /* eth does not relay */
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	p[23] = 68;
+	from_ib(v, p, 300);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	p[23] = 67;
+	p[6] = 0x20; /* a fragment (MF): no whole UDP datagram to hand over */
+	p[10] = p[11] = 0;
+	{
+		uint16_t c = (uint16_t)~sum16(p, 20, 0);
+
+		p[10] = (uint8_t)(c >> 8), p[11] = (uint8_t)c;
+	}
+	from_ib(v, p, 300);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	atomic_store(&v->e->dhcp_ifmask, 0);
+}
+
+/* A DHCPv6 Solicit (fe80:: -> ff02::1:2, UDP 547) is a martian unless its interface
+ * relays DHCP: then punted local; to another group or port it stays dropped. */
+static void dhcp6_solicit_punted_where_relayed(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200];
+
+	mk6(p, "fe80::2", "ff02::1:2", 100, 1);
+	p[6] = 17;
+	p[42] = 0x02, p[43] = 0x23; /* port 547 */
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	atomic_store(&v->e->dhcp_ifmask, 1u << v->ib);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_LOCAL);
+	p[43] = 0x22; /* 546 */
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	p[43] = 0x23;
+	p[39] = 3; /* ff02::1:3 */
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	atomic_store(&v->e->dhcp_ifmask, 0);
+}
+
 static void local_delivery_punts(void **state)
 {
 	struct env *v = *state;
@@ -716,6 +780,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(local_delivery_punts, setup, teardown),
 		cmocka_unit_test_setup_teardown(unresolved_punts_with_next_hop, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_route_sends_unreachable, setup, teardown),
+		cmocka_unit_test_setup_teardown(dhcp_broadcast_punted_where_relayed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(dhcp6_solicit_punted_where_relayed, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
 	};

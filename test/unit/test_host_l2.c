@@ -1,7 +1,8 @@
 /*
  * sim/host/host_l2: the MAC derivation rule (worked out by hand for a rack GUID), its
  * collision handling and stability, and the ARP/ND rewriting both ways, each result
- * checked by the other codec (pkt/arp, pkt/nd: lengths, options, checksum).
+ * checked by the other codec (pkt/arp, pkt/nd: lengths, options, checksum); the DHCP
+ * client's messages into RFC 4390's form and replies back (pkt/dhcp, checksums).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "pkt/arp.h"
+#include "pkt/dhcp.h"
 #include "pkt/ip.h"
 #include "pkt/nd.h"
 #include "sim/host/host_l2.h"
@@ -223,6 +225,116 @@ static void test_ip_mapping(void **s)
 	assert_int_equal(hl2_eth_to_ib(&h, frame, 60, out, sizeof(out), &et, &d), -EPROTONOSUPPORT);
 }
 
+/* A UDP/IPv4 DHCP datagram (sport -> dport) at p with the given DHCP payload; checksums
+ * right. Returns the IP length. */
+static size_t dhcp_dgram(uint8_t *p, uint16_t sport, uint16_t dport, const uint8_t *d, size_t dlen,
+			 const uint8_t src[4], const uint8_t dst[4])
+{
+	size_t ulen = 8 + dlen;
+
+	memset(p, 0, 28);
+	p[0] = 0x45;
+	ip_put16(p + 2, (uint16_t)(20 + ulen));
+	p[8] = 64;
+	p[9] = 17;
+	memcpy(p + 12, src, 4);
+	memcpy(p + 16, dst, 4);
+	ip_put16(p + 10, (uint16_t)~ip_csum_fold(ip_csum_add(0, p, 20)));
+	ip_put16(p + 20, sport);
+	ip_put16(p + 22, dport);
+	ip_put16(p + 24, (uint16_t)ulen);
+	memcpy(p + 28, d, dlen);
+	ip_put16(p + 26, (uint16_t)~ip_csum_fold(ip_csum_add(
+			     ip4_pseudo_sum(p + 12, p + 16, (uint16_t)ulen, 17), p + 20, ulen)));
+	return 20 + ulen;
+}
+
+static int csums_ok(const uint8_t *p)
+{
+	size_t ulen = ip_be16(p + 24);
+
+	return ip_csum_fold(ip_csum_add(0, p, 20)) == 0xffff &&
+	       ip_csum_fold(ip_csum_add(ip4_pseudo_sum(p + 12, p + 16, (uint16_t)ulen, 17), p + 20,
+					ulen)) == 0xffff;
+}
+
+static void test_dhcp_rfc4390(void **s)
+{
+	static const uint8_t zero4[4], bcast4[4] = { 255, 255, 255, 255 }, gi[4] = { 10, 10, 0, 1 };
+	uint8_t d[300], frame[700], out[700], own20[20], cid[21];
+	struct dhcp_info di;
+	struct hl2_dst dst;
+	uint16_t et;
+	size_t n;
+	int m;
+
+	(void)s;
+	setup_hw();
+	ipoib_hwaddr_encode(&own, own20, sizeof(own20));
+	/* The kernel's DISCOVER: htype 1, hlen 6, chaddr its MAC, option 61 type 1 + MAC. */
+	memset(d, 0, sizeof(d));
+	d[0] = 1, d[1] = 1, d[2] = 6, d[10] = 0x80;
+	memcpy(d + 28, h.own_mac, 6);
+	d[236] = 0x63, d[237] = 0x82, d[238] = 0x53, d[239] = 0x63;
+	n = 240;
+	d[n++] = 53, d[n++] = 1, d[n++] = 1;
+	d[n++] = 61, d[n++] = 7, d[n++] = 1;
+	memcpy(d + n, h.own_mac, 6);
+	n += 6;
+	d[n++] = 255;
+	memset(frame, 0xff, 6);
+	memcpy(frame + 6, h.own_mac, 6);
+	frame[12] = 0x08, frame[13] = 0x00;
+	n = HL2_ETH_HLEN + dhcp_dgram(frame + HL2_ETH_HLEN, 68, 67, d, n, zero4, bcast4);
+	m = hl2_eth_to_ib(&h, frame, n, out, sizeof(out), &et, &dst);
+	assert_true(m > 28);
+	assert_int_equal(dst.kind, HL2_DST_BCAST);
+	assert_true(csums_ok(out));
+	assert_int_equal(ip_be16(out + 2), m);
+	assert_int_equal(dhcp_parse(out + 28, (size_t)m - 28, &di), DHCP_OK);
+	assert_int_equal(di.htype, 32);
+	assert_int_equal(di.hlen, 0);
+	assert_memory_equal(di.chaddr, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16);
+	assert_int_equal(di.msg_type, DHCP_DISCOVER);
+	assert_int_equal(di.flags, 0x8000);
+	dhcp_ipoib_client_id(own20, cid);
+	assert_int_equal(di.client_id_len, 21);
+	assert_memory_equal(di.client_id, cid, 21);
+	assert_int_equal(h.st.dhcp_rewritten, 1);
+
+	/* The relayed OFFER (htype 32) comes to the kernel with htype 1 and chaddr its MAC. */
+	memcpy(d, out + 28, (size_t)m - 28);
+	d[0] = 2;
+	d[16] = 10, d[17] = 10, d[18] = 0, d[19] = 100;
+	memcpy(d + 24, gi, 4);
+	{
+		struct hl2_src src = { .qpn = 0x49, .lid = 6, .mcast = true };
+
+		n = dhcp_dgram(frame, 67, 68, d, (size_t)m - 28, gi, bcast4);
+		m = hl2_ib_to_eth(&h, 0x0800, frame, n, &src, out, sizeof(out));
+	}
+	assert_int_equal(m, HL2_ETH_HLEN + (int)n);
+	assert_true(csums_ok(out + HL2_ETH_HLEN));
+	assert_int_equal(dhcp_parse(out + HL2_ETH_HLEN + 28, n - 28, &di), DHCP_OK);
+	assert_int_equal(di.htype, 1);
+	assert_int_equal(di.hlen, 6);
+	assert_memory_equal(di.chaddr, h.own_mac, 6);
+	assert_int_equal(h.st.dhcp_rewritten, 2);
+
+	/* Another host's (its client identifier): left alone. */
+	d[0] = 2;
+	d[240 + 2 + 1 + 19] ^= 1; /* the last octet of the GID in option 61 */
+	{
+		struct hl2_src src = { .qpn = 0x49, .lid = 6, .mcast = true };
+
+		n = dhcp_dgram(frame, 67, 68, d, (size_t)(m - HL2_ETH_HLEN) - 28, gi, bcast4);
+		m = hl2_ib_to_eth(&h, 0x0800, frame, n, &src, out, sizeof(out));
+	}
+	assert_int_equal(dhcp_parse(out + HL2_ETH_HLEN + 28, n - 28, &di), DHCP_OK);
+	assert_int_equal(di.htype, 32);
+	assert_int_equal(h.st.dhcp_rewritten, 2);
+}
+
 /* Two peers behind an IB router (another subnet's GIDs): their packets come from the
  * router's LID, both with QPN 0x48. Each is told apart by the GID of its GRH, each
  * keeps its own MAC, and neither is remembered by the router's LID. */
@@ -292,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_nd_eth_to_ib),
 		cmocka_unit_test(test_nd_ib_to_eth),
 		cmocka_unit_test(test_ip_mapping),
+		cmocka_unit_test(test_dhcp_rfc4390),
 		cmocka_unit_test(test_behind_router),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

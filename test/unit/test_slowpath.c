@@ -21,6 +21,7 @@
 #include "pkt/ip.h"
 #include "pkt/nd.h"
 #include "engine/engine.h"
+#include "engine/engine_pvt.h"
 #include "engine/heartbeat.h"
 #include "engine/ring.h"
 #include "table/route.h"
@@ -831,6 +832,93 @@ static void rs_handler(void **state)
 	assert_int_equal(seen.n, 2);
 }
 
+/* ---- DHCP relay (gateway/dp_dhcp.c's input and sends) ---- */
+
+struct dhcp_seen {
+	unsigned n;
+	uint32_t ifindex;
+	uint16_t sport;
+	size_t len;
+};
+
+static void dhcp_cb(void *ctx, uint32_t ifindex, const struct ip_addr *src,
+		    const struct ip_addr *dst, uint16_t sport, const uint8_t *payload, size_t len)
+{
+	struct dhcp_seen *s = ctx;
+
+	(void)src;
+	(void)dst;
+	(void)payload;
+	s->n++;
+	s->ifindex = ifindex;
+	s->sport = sport;
+	s->len = len;
+}
+
+/* UDP to port 67 for us reaches the bound handler from any interface (a server's reply
+ * to giaddr arrives where the servers are); another port does not; unbound, nothing.
+ * The link-layer sends: a broadcast frame, a frame to a given MAC. */
+static void dhcp_hook_and_sends(void **state)
+{
+	struct env *v = *state;
+	struct dhcp_seen seen = { 0 };
+	struct ip_addr src, dst, bc;
+	uint8_t pkt[400], payload[300] = { 2 };
+	static const uint8_t cmac[6] = { 2, 0, 0, 0, 1, 9 };
+	struct fwd_udp u;
+	struct fwd_msg *m;
+	size_t n;
+
+	assert_int_equal(ip_addr_parse("10.1.0.9", &src), 0);
+	assert_int_equal(ip_addr_parse("10.2.0.1", &dst), 0);
+	assert_int_equal(ip_addr_parse("255.255.255.255", &bc), 0);
+	fwd_sp_dhcp_bind(v->e, 1u << v->if2, dhcp_cb, &seen);
+	assert_int_equal(atomic_load(&v->e->dhcp_ifmask), 1u << v->if2);
+	n = fwd_udp_build(pkt, sizeof(pkt), &src, &dst, 67, 67, payload, sizeof(payload));
+	punt(v, FWD_PUNT_LOCAL, v->if1, pkt, n, 0, NULL);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.ifindex, v->if1);
+	assert_int_equal(seen.sport, 67);
+	assert_int_equal(seen.len, sizeof(payload));
+	n = fwd_udp_build(pkt, sizeof(pkt), &src, &dst, 67, 68, payload, sizeof(payload));
+	punt(v, FWD_PUNT_LOCAL, v->if1, pkt, n, 0, NULL);
+	assert_int_equal(seen.n, 1);
+
+	/* Broadcast on if1: ff:ff:ff:ff:ff:ff from its MAC, a valid UDP datagram. */
+	assert_int_equal(ip_addr_parse("10.1.0.1", &src), 0);
+	assert_int_equal(
+	    fwd_sp_send_udp_ll(v->e, v->if1, &src, &bc, 67, 68, payload, sizeof(payload), NULL), 0);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_ETH);
+	assert_memory_equal(m->data, "\xff\xff\xff\xff\xff\xff", 6);
+	assert_memory_equal(m->data + 6, mac1, 6);
+	assert_int_equal(m->data[12] << 8 | m->data[13], 0x0800);
+	assert_true(fwd_udp_parse(m->data + 14, m->len - 14, &u));
+	assert_int_equal(u.sport, 67);
+	assert_int_equal(u.dport, 68);
+	assert_int_equal(u.len, sizeof(payload));
+	assert_true(ip_addr_equal(&u.dst, &bc));
+	done(v, m);
+	/* Unicast to a given MAC, no neighbour resolution. */
+	assert_int_equal(ip_addr_parse("10.1.0.50", &dst), 0);
+	assert_int_equal(
+	    fwd_sp_send_udp_ll(v->e, v->if1, &src, &dst, 67, 68, payload, sizeof(payload), cmac),
+	    0);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_memory_equal(m->data, cmac, 6);
+	assert_true(fwd_udp_parse(m->data + 14, m->len - 14, &u));
+	assert_true(ip_addr_equal(&u.dst, &dst));
+	done(v, m);
+
+	fwd_sp_dhcp_bind(v->e, 0, NULL, NULL);
+	assert_int_equal(atomic_load(&v->e->dhcp_ifmask), 0);
+	n = fwd_udp_build(pkt, sizeof(pkt), &src, &dst, 67, 67, payload, sizeof(payload));
+	punt(v, FWD_PUNT_LOCAL, v->if1, pkt, n, 0, NULL);
+	assert_int_equal(seen.n, 1);
+}
+
 /* ---- punt classes (issue 20) ---- */
 
 /* An IPv4 UDP datagram src -> dst to dport (valid checksums); id in its payload. */
@@ -1122,6 +1210,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(heartbeat_channel, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(rs_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(dhcp_hook_and_sends, setup, teardown),
 		cmocka_unit_test_setup_teardown(ib_post_hooks_without_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(punt_classes_and_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(rate_limit_per_source, setup, teardown),
