@@ -25,6 +25,7 @@
 
 #include "engine/capture.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_json.h"
 #include "lib/base64.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
@@ -48,11 +49,6 @@ struct capture_cursor {
 	uint8_t raw[PIECE_RAW];
 	char text[4 * (PIECE_RAW / 3) + 8];
 };
-
-static void add_int(struct json_object *o, const char *k, int64_t v)
-{
-	json_object_object_add(o, k, json_object_new_int64(v));
-}
 
 static void cursor_free(void *arg)
 {

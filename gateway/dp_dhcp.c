@@ -14,6 +14,7 @@
 
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_json.h"
 #include "gateway/dp_dhcp.h"
 #include "lib/evloop.h"
 #include "lib/ib_gid.h"
@@ -518,11 +519,6 @@ void dp_dhcp_stop(struct gw_dp *dp)
 }
 
 /* ---- gwctl show dhcp, metrics -------------------------------------------------------- */
-
-static void add_int(struct json_object *o, const char *k, int64_t v)
-{
-	json_object_object_add(o, k, json_object_new_int64(v));
-}
 
 int gw_dp_show_dhcp(struct gw_dp *dp, struct ctl_reply *reply)
 {

@@ -70,6 +70,7 @@
 #include "engine/heartbeat.h"
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_json.h"
 #include "gateway/dp_portfail.h"
 #include "gateway/dp_ra.h"
 #include "gateway/ha_hands.h"
@@ -1376,21 +1377,6 @@ static const char *state_word(enum ha_state s)
 	static const char *const w[HA_STATE_COUNT] = { "init", "backup", "master", "fault" };
 
 	return (unsigned)s < HA_STATE_COUNT ? w[s] : "unknown";
-}
-
-static void add_str(struct json_object *o, const char *k, const char *v)
-{
-	json_object_object_add(o, k, json_object_new_string(v));
-}
-
-static void add_int(struct json_object *o, const char *k, int64_t v)
-{
-	json_object_object_add(o, k, json_object_new_int64(v));
-}
-
-static void add_bool(struct json_object *o, const char *k, bool v)
-{
-	json_object_object_add(o, k, json_object_new_boolean(v));
 }
 
 static struct json_object *node_json(const struct dp_ha *h, uint64_t now)

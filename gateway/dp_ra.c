@@ -16,6 +16,7 @@
 
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_json.h"
 #include "gateway/dp_ra.h"
 #include "lib/evloop.h"
 #include "lib/ib_gid.h"
@@ -613,11 +614,6 @@ void dp_ra_stop(struct gw_dp *dp)
 }
 
 /* ---- gwctl and metrics -------------------------------------------------------------- */
-
-static void add_int(struct json_object *o, const char *k, int64_t v)
-{
-	json_object_object_add(o, k, json_object_new_int64(v));
-}
 
 int gw_dp_show_ra(struct gw_dp *dp, struct ctl_reply *reply)
 {

@@ -17,27 +17,10 @@
 #include "table/route.h"
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
+#include "gateway/dp_json.h"
 #include "lib/ib_gid.h"
 #include "lib/ipoib.h"
 #include "mgmt/ctl_server.h"
-
-static void add_str(struct json_object *o, const char *k, const char *v)
-{
-	json_object_object_add(o, k, json_object_new_string(v));
-}
-
-static void add_int(struct json_object *o, const char *k, int64_t v)
-{
-	json_object_object_add(o, k, json_object_new_int64(v));
-}
-
-static void add_hex(struct json_object *o, const char *k, unsigned v, int width)
-{
-	char b[16];
-
-	snprintf(b, sizeof(b), "0x%0*x", width, v);
-	add_str(o, k, b);
-}
 
 /* One record of a walk's reply; 1 (stop the walk, status failed) when it cannot go. */
 static int emit(struct ctl_reply *r, int *status, struct json_object *o)
