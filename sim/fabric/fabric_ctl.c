@@ -39,19 +39,28 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-/* Unsigned decimal integer up to max. */
-static bool uint_ok(const char *s, uint32_t max, uint32_t *out)
+/* Decimal digits only, at most maxlen of them: their value. */
+static bool dec_ok(const char *s, size_t maxlen, uint64_t *out)
 {
 	uint64_t v = 0;
 
-	if (!*s || strlen(s) > 10)
+	if (!*s || strlen(s) > maxlen)
 		return false;
 	for (; *s; s++) {
 		if (*s < '0' || *s > '9')
 			return false;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
-	if (v > max)
+	*out = v;
+	return true;
+}
+
+/* Unsigned decimal integer up to max. */
+static bool uint_ok(const char *s, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!dec_ok(s, 10, &v) || v > max)
 		return false;
 	*out = (uint32_t)v;
 	return true;
@@ -78,14 +87,8 @@ static bool num_ok(const char *s, uint64_t max, uint64_t *out)
 				return false;
 			v = v << 4 | d;
 		}
-	} else {
-		if (!*s || strlen(s) > 19)
-			return false;
-		for (; *s; s++) {
-			if (*s < '0' || *s > '9')
-				return false;
-			v = v * 10 + (uint64_t)(*s - '0');
-		}
+	} else if (!dec_ok(s, 19, &v)) {
+		return false;
 	}
 	if (v > max)
 		return false;
