@@ -189,8 +189,8 @@ static double run_rx(enum engine e, unsigned len)
 			k = recvmsg(fd, &mh, MSG_DONTWAIT) > 0;
 		} else {
 			k = o->rx_burst(p, 0, rx, BURST);
-			for (int i = 0; i < k; i++)
-				o->buf_put(p, rx[i].buf);
+			if (k > 0)
+				o->rx_done(p, rx, (unsigned)k);
 		}
 		if (k > 0 && now >= t0)
 			n += (uint64_t)k;

@@ -431,8 +431,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 		take(w, &w->res, false, NULL);
 	}
 	flush_all(w); /* frames point into the receive buffers */
-	for (int i = 0; i < n; i++)
-		p->eops->buf_put(p->eth, w->erx[i].buf);
+	p->eops->rx_done(p->eth, w->erx, (unsigned)n);
 	return (unsigned)n;
 }
 

@@ -188,6 +188,10 @@ struct ethp_ops {
 	/* Pool buffers (any thread). buf_get returns NULL when the pool is empty. */
 	struct ethp_buf *(*buf_get)(struct ethp_port *port);
 	void (*buf_put)(struct ethp_port *port, struct ethp_buf *buf);
+	/* The buffers of n received frames (a receive burst the caller is done with) back
+	 * to the pool at once (any thread): one acquisition of the pool's lock for the
+	 * burst instead of one per frame. */
+	void (*rx_done)(struct ethp_port *port, const struct ethp_rx *rxs, unsigned n);
 
 	/* Run n queues (1..ETHP_QUEUES_MAX; a port opens with one): queues 0..n-1 exist
 	 * when it returns 0. Growing opens the new ones (on failure, none: -errno);

@@ -207,6 +207,21 @@ static void afp_buf_put(struct ethp_port *p, struct ethp_buf *b)
 		give_back(p, &b, 1, BUF_HELD);
 }
 
+static void afp_rx_done(struct ethp_port *p, const struct ethp_rx *rxs, unsigned n)
+{
+	struct ethp_buf *bufs[BATCH_MAX];
+
+	while (n) {
+		unsigned k = n < BATCH_MAX ? n : BATCH_MAX;
+
+		for (unsigned i = 0; i < k; i++)
+			bufs[i] = rxs[i].buf;
+		give_back(p, bufs, k, BUF_HELD);
+		rxs += k;
+		n -= k;
+	}
+}
+
 /* A buffer posted on its queue becomes held by the caller (a receive completed into
  * it), or posted again (a receive refused before the caller saw it): only that queue's
  * thread changes a buffer posted on it, so without the lock. */
@@ -1346,6 +1361,7 @@ const struct ethp_ops ethp_afpacket_ops = {
 	.set_queues = afp_set_queues,
 	.buf_get = afp_buf_get,
 	.buf_put = afp_buf_put,
+	.rx_done = afp_rx_done,
 	.rx_burst = afp_rx_burst,
 	.tx_burst = afp_tx_burst,
 	.wait_fd = afp_wait_fd,

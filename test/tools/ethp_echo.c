@@ -190,10 +190,10 @@ static int mode_respond(int seconds)
 			fprintf(stderr, "rx_burst: %s\n", strerror(-n));
 			return 1;
 		}
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < n; i++)
 			respond_one(&rx[i]);
-			ops->buf_put(port, rx[i].buf);
-		}
+		if (n > 0)
+			ops->rx_done(port, rx, (unsigned)n);
 		fflush(stdout);
 	}
 	print_stats(NULL);

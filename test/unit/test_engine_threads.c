@@ -305,6 +305,16 @@ static void fe_buf_put(struct ethp_port *port, struct ethp_buf *b)
 	pthread_mutex_unlock(&f->pool_lock);
 }
 
+static void fe_rx_done(struct ethp_port *port, const struct ethp_rx *rxs, unsigned n)
+{
+	struct fake_eth *f = FE(port);
+
+	pthread_mutex_lock(&f->pool_lock);
+	for (unsigned i = 0; i < n; i++)
+		f->free[f->nfree++] = rxs[i].buf;
+	pthread_mutex_unlock(&f->pool_lock);
+}
+
 /* Queue qi of the fake: it must exist (set_queues), or the engine polls a queue the
  * port does not have (counted as a wrong poller). */
 static struct fe_queue *fe_queue(struct fake_eth *f, unsigned qi)
@@ -451,6 +461,7 @@ static const struct ethp_ops fake_eth_ops = {
 	.name = "fake",
 	.set_queues = fe_set_queues,
 	.buf_put = fe_buf_put,
+	.rx_done = fe_rx_done,
 	.rx_burst = fe_rx_burst,
 	.tx_burst = fe_tx_burst,
 	.wait_fd = fe_wait_fd,
