@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test/fuzz/fuzz_ib_seal.h"
 #include "lib/ib_bytes.h"
 #include "lib/ib_packet.h"
 #include "sim/fabric/fabric.h"
@@ -101,8 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t fixed[IB_PACKET_MAX_LEN];
 	static const uint32_t pick_fixed[4] = { 1, 0, 0, 0x777 };
 	uint32_t src;
-	size_t words, len;
-	uint32_t icrc;
+	size_t len;
+	int sealed;
 
 	if (!f)
 		setup();
@@ -112,15 +113,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	len = size - 1;
 	one(src, data, len);
-	if (len < IB_LRH_LEN || len > sizeof(fixed))
+	sealed = fuzz_ib_seal(data, len, fixed, sizeof(fixed));
+	if (sealed == 0)
 		return 0;
-	words = (size_t)(ib_get_be16(data + 4) & IB_PKTLEN_MAX) * 4;
-	if (len != words + IB_VCRC_LEN || words < IB_LRH_LEN + IB_ICRC_LEN)
-		return 0;
-	memcpy(fixed, data, len);
-	if (ib_icrc_compute(fixed, words - IB_ICRC_LEN, &icrc) == 0)
-		ib_put_le32(fixed + words - IB_ICRC_LEN, icrc);
-	check(ib_packet_reseal_vcrc(fixed, len) == 0);
+	check(sealed == 1);
 	one(src, fixed, len);
 	return 0;
 }
