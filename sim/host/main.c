@@ -459,6 +459,23 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 	tap_carrier(h, up);
 }
 
+/* The SA client's router watch (1 s polls of every router a PathRecord named): paths
+ * through a router that died are asked for again (the SA then names the other one) and
+ * connections through it torn down, as the gateway does (gateway/dp_routers.c). */
+static void on_sa_event(void *arg, const struct sa_event *ev)
+{
+	struct host *h = arg;
+	unsigned n = 0;
+
+	if (ev->type != SA_EV_ROUTER_DOWN && ev->type != SA_EV_ROUTER_UP)
+		return;
+	if (ev->type == SA_EV_ROUTER_DOWN)
+		n = ipoib_link_cm_disconnect_dlid(h->link, ev->lid);
+	ipoib_link_paths_requery(h->link);
+	log_info("IB router LID 0x%x %s: paths re-resolved, %u connections torn down", ev->lid,
+		 ev->type == SA_EV_ROUTER_DOWN ? "down" : "up", n);
+}
+
 static void on_async(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct host *h = arg;
@@ -1011,9 +1028,12 @@ int main(int argc, char **argv)
 		die("umad", r);
 	if ((r = sa_umad_port_info(h.umad, &h.pi)) < 0)
 		die("port info", r);
-	struct sa_client_config cc = {
-		.ops = &sa_umad_ops, .ops_ctx = h.umad, .loop = h.loop, .pkey = h.pkey
-	};
+	struct sa_client_config cc = { .ops = &sa_umad_ops,
+				       .ops_ctx = h.umad,
+				       .loop = h.loop,
+				       .pkey = h.pkey,
+				       .event = on_sa_event,
+				       .event_arg = &h };
 	if ((r = sa_client_new(&cc, &h.sa)) < 0)
 		die("sa client", r);
 	if ((r = sa_umad_start(h.umad, h.sa)) < 0)

@@ -20,9 +20,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/intact.sh"
 suite_init xsn
 
-tap_plan 29
+tap_plan 35
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark jq
@@ -78,6 +79,21 @@ tap_like "and ibhostb1's link ibhost1's, on subnet A, through rt1 (its LID on B)
 # From B this time: ibhostb2 resolves ibhost2 (a connected-mode host on A) by itself.
 tap_check "ibhostb2 pings ibhost2 (10.10.0.12), resolving it from B" ping_ok ibhostb2 10.10.0.12
 tap_check "ibhostb2 pings ibhost2 (fd00:10::12)" ping_ok ibhostb2 fd00:10::12
+# Both are connected-mode hosts: an RC connection across rt1 (seed 004, "CM across
+# subnets"). The passive side (ibhost2, on A) answers along its own path back to rt1's LID
+# on A, not to the LIDs in the REQ, which are subnet B's.
+conn() { dump "$1" conns | grep "^conn .* gid $2 "; }
+GID_H2=$(field "$(dump ibhostb2 neigh | grep '^neigh 10.10.0.12 ')" gid)
+GID_HB2=$(field "$(dump ibhost2 neigh | grep '^neigh 10.10.0.22 ')" gid)
+c_b2=$(conn ibhostb2 "$GID_H2") c_h2=$(conn ibhost2 "$GID_HB2")
+role() { grep -o ' active \| passive ' <<<"$1" | tr -d ' '; }
+tap_is "ibhostb2 <-> ibhost2: one RC connection across rt1, established at both ends, one of them passive" \
+	"$(field "$c_b2" state) $(field "$c_h2" state) $( (role "$c_b2"; role "$c_h2") | sort | tr '\n' ' ')" \
+	"established established active passive "
+tap_is "each end sends to rt1's LID on its own subnet (the passive end along its return path)" \
+	"$(field "$c_b2" dlid) $(field "$c_h2" dlid)" "$RT1_B $RT1_A"
+tap_like "and the pings went over it, both ways" \
+	"$(field "$c_h2" tx_packets) $(field "$c_h2" rx_packets)" '^[1-9][0-9]* [1-9][0-9]*$'
 
 # --- the gateway ----------------------------------------------------------------------------
 # ethhost1 first: the gateway resolves ibhostb1 itself (its own ARP request and NS).
@@ -85,6 +101,22 @@ tap_check "ethhost1 pings ibhostb1 through gw1 (10.10.0.21)" ping_ok ethhost1 10
 tap_check "ethhost1 pings ibhostb1 through gw1 (fd00:10::21)" ping_ok ethhost1 fd00:10::21
 tap_check "ibhostb1 pings the gateway (10.10.0.1)" ping_ok ibhostb1 10.10.0.1
 tap_check "ibhostb1 pings the gateway (fd00:10::1)" ping_ok ibhostb1 fd00:10::1
+# Connected mode through the gateway (its link is connected, ibhostb2 too): 4 MiB over
+# TCP from ethhost1 to ibhostb2 cross gw1 and rt1 on an RC connection.
+head -c 4194304 /dev/urandom >"$work/4m"
+tap_is "ethhost1 -> ibhostb2 over TCP through gw1 and rt1, connected mode: 4 MiB intact" \
+	"$(intact "$rack-ibhostb2" "$rack-ethhost1" 10.10.0.22 "$work/4m")" \
+	"$(sha256sum <"$work/4m" | cut -d' ' -f1)"
+HW_B2=$(field "$(dump ibhostb2 link)" hwaddr)
+gc=$(gwctl -j show connections |
+	jq -c --arg p "$HW_B2" '.[] | select(.peer == $p) | [.state, .role, .dlid, .tx_packets > 100]')
+GID_GW=$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .gid')
+c_gw=$(conn ibhostb2 "$GID_GW")
+tap_like "gwctl show connections: gw1 <-> ibhostb2 established, to rt1's LID on A, carrying it" \
+	"$gc" "^\\[\"established\",\"(active|passive)\",\"$(printf '0x%x' "$RT1_A")\",true\\]$"
+tap_is "ibhostb2's end: established, the other role, to rt1's LID on B" \
+	"$(field "$c_gw" state) $( (role "$c_gw"; jq -r '.[1]' <<<"$gc") | sort | tr '\n' ' ')$(field "$c_gw" dlid)" \
+	"established active passive $RT1_B"
 ctl capture stop >/dev/null
 nb=$(gwctl -j show neighbours dev ib0)
 sel() { jq -c --arg d "$1" '.[] | select(.dst == $d) | [.gid, .path.dlid, .path.grh]' <<<"$nb"; }
