@@ -535,10 +535,16 @@ static void send_mra(struct cm *cm, struct cm_conn *c)
 	c->deadline = now(cm) + cm_timeout_ms(cm->cfg.mra_service_timeout);
 }
 
-/* Our path back to an off-subnet peer: the connection and our MADs follow it. */
-static void apply_return_path(struct cm_conn *c, const struct cm_path_info *p)
+/* Our path back to an off-subnet peer, for the connection: its SL, rate, GRH fields
+ * and MTU. The DLID stays the router the REQ came through (c->to.lid): an RC QP takes
+ * only packets from the LID it sends to (the HCA checks the SLID), so both ends must
+ * use the same router, and the active side chose that one; the SA may name another
+ * (counted). Our MADs answer the REQ's sender the same way, as Linux's CM does. */
+static void apply_return_path(struct cm *cm, struct cm_conn *c, const struct cm_path_info *p)
 {
-	c->ah.dlid = p->dlid;
+	if (p->dlid != c->to.lid)
+		cm->stats.return_path_other_router++;
+	c->ah.dlid = c->to.lid;
 	c->ah.sl = p->sl;
 	c->ah.static_rate = p->packet_rate;
 	c->ah.is_global = true;
@@ -547,8 +553,6 @@ static void apply_return_path(struct cm_conn *c, const struct cm_path_info *p)
 	c->ah.traffic_class = p->traffic_class;
 	if (p->mtu && p->mtu < c->path_mtu)
 		c->path_mtu = p->mtu;
-	c->to.lid = p->dlid;
-	c->to.sl = p->sl;
 }
 
 /* Passive side, the REQ taken: create the QP (or wait for it) and answer REP. */
@@ -677,9 +681,8 @@ static int handle_req(struct cm *cm, const struct cm_msg *m, const struct cm_add
 		 * LIDs (they are the far subnet's). */
 		struct cm_path_info rp;
 
-		if (!cm->cfg.cb->return_path) {
-			c->ah.dlid = from->lid; /* the router the REQ came through */
-		} else {
+		c->ah.dlid = from->lid; /* the router the REQ came through */
+		if (cm->cfg.cb->return_path) {
 			ret = cm->cfg.cb->return_path(cm->cfg.cb_ctx, &peer.gid, &rp);
 			if (ret == -EINPROGRESS) {
 				c->path_pending = true;
@@ -691,7 +694,7 @@ static int handle_req(struct cm *cm, const struct cm_msg *m, const struct cm_add
 				close_conn(cm, c, CM_CLOSE_PATH, CM_REJ_INVALID_GID);
 				return 0;
 			}
-			apply_return_path(c, &rp);
+			apply_return_path(cm, c, &rp);
 		}
 	}
 	req_continue(cm, c);
@@ -1078,7 +1081,7 @@ unsigned cm_return_path(struct cm *cm, const union ib_gid *gid, const struct cm_
 			close_conn(cm, c, CM_CLOSE_PATH, CM_REJ_INVALID_GID);
 			continue;
 		}
-		apply_return_path(c, path);
+		apply_return_path(cm, c, path);
 		req_continue(cm, c);
 	}
 	if (n)

@@ -154,11 +154,12 @@ struct cm_callbacks {
 	/* Passive side, a REQ from another IB subnet (not subnet-local): the path back
 	 * to the peer's GID, as the SA or a GID route gives it. The REQ's LIDs name the
 	 * active side's subnet (seed 004: the passive side looks up the return path
-	 * rather than use them); the connection takes the DLID, SL, rate, GRH fields
-	 * and the smaller MTU from *out. 0 with *out filled; -EINPROGRESS while being
-	 * resolved (an MRA goes out; the user calls cm_return_path when it knows);
-	 * another -errno when there is none (REJ "invalid GID"). NULL: the REQ's fields
-	 * are used, with its LRH source (the last router) as the DLID. */
+	 * rather than use them); the connection takes the SL, rate, GRH fields and the
+	 * smaller MTU from *out, and as its DLID the router the REQ came through (its
+	 * LRH source: both ends of an RC connection must use one router, as Linux's CM
+	 * does too). 0 with *out filled; -EINPROGRESS while being resolved (an MRA goes
+	 * out; the user calls cm_return_path when it knows); another -errno when there
+	 * is none (REJ "invalid GID"). NULL: the REQ's fields, and that router. */
 	int (*return_path)(void *ctx, const union ib_gid *gid, struct cm_path_info *out);
 };
 
@@ -202,6 +203,8 @@ struct cm_stats {
 	uint64_t rej_sent[32], rej_rcvd[32]; /* by reason (32+: in 0) */
 	uint64_t retransmits, timeouts;
 	uint64_t established, closed[CM_CLOSE_COUNT];
+	uint64_t return_path_other_router; /* a REQ from another subnet came through one
+					    * router, our path back names another */
 };
 
 int cm_new(const struct cm_config *cfg, struct cm **out);

@@ -621,13 +621,14 @@ static void dump_cm(struct host *h, FILE *f)
 	fprintf(f,
 		"cm_stats rx_mads %llu tx_mads %llu tx_errors %llu established %llu "
 		"crossing_accepted %llu crossing_rejected %llu retransmits %llu timeouts %llu "
-		"rx_dup_req %llu rx_stale %llu rx_unclaimed %llu",
+		"rx_dup_req %llu rx_stale %llu rx_unclaimed %llu return_path_other_router %llu",
 		(unsigned long long)cs->rx_mads, (unsigned long long)cs->tx_mads,
 		(unsigned long long)cs->tx_errors, (unsigned long long)cs->established,
 		(unsigned long long)cs->crossing_accepted,
 		(unsigned long long)cs->crossing_rejected, (unsigned long long)cs->retransmits,
 		(unsigned long long)cs->timeouts, (unsigned long long)cs->rx_dup_req,
-		(unsigned long long)cs->rx_stale, (unsigned long long)cs->rx_unclaimed);
+		(unsigned long long)cs->rx_stale, (unsigned long long)cs->rx_unclaimed,
+		(unsigned long long)cs->return_path_other_router);
 	for (int i = 0; i < 8; i++)
 		fprintf(f, " tx_%s %llu rx_%s %llu", an[i], (unsigned long long)cs->tx_by_attr[i],
 			an[i], (unsigned long long)cs->rx_by_attr[i]);

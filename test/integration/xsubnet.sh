@@ -23,7 +23,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/intact.sh"
 suite_init xsn
 
-tap_plan 35
+tap_plan 43
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark jq
@@ -156,6 +156,52 @@ gwreq=$(tsh 'arp.opcode == 1 && arp.src.proto_ipv4 == 10.10.0.1 && arp.dst.proto
 tap_like "the gateway's own ARP request (mcast_hop_limit: 2) leaves with hop limit 2" \
 	"$gwreq" "^[0-9]+ [0-9]+ 2 fec0::a:[0-9a-f:]+ ff12:401b:ffff::ffff:ffff 0$"
 tap_is "no packet dropped for its hop limit at a router" "$(ctl stats | jq .drops.hop_limit)" 0
+
+# --- the path MTU across a router ------------------------------------------------------
+# rt1's port on B now carries at most 1024 octets of IB payload (the fabric drops more,
+# counted). The SA cannot tell: its path to the router says 2048 (the local links).
+GUID_RT1_B=$(awk '$1 == "#@router" && $2 == "rt1" { print $4 }' "$RACK_STATE/topology")
+ctl router rt1 2 "$RT1_B" "$GUID_RT1_B" 0xfec000000000000b 1024 >/dev/null
+mtu_drops() { ctl stats | jq '.drops.mtu'; }
+d0=$(mtu_drops)
+tap_check "with rt1's B side at 1024 and the SA's path MTU (2048), a 1428-octet packet is lost" \
+	eval '! in_ns ethhost1 ping -M do -c 2 -i 0.3 -W 1 -s 1400 10.10.0.21 >/dev/null 2>&1'
+tap_check "(dropped at rt1 for its MTU)" test "$(mtu_drops)" -gt "$d0"
+# The operator says so with a GID route (source local, the router's MTU): the gateway's
+# path to B then has MTU 1024, its datagram MTU towards ibhostb1 1020, and it answers
+# bigger packets with "fragmentation needed" / "packet too big" (PMTU discovery).
+gateway_stop gw1
+{
+	cat "$top/sim/etc/rack-gw1-two-subnets.yaml"
+	cat <<EOF
+
+gid_routes:
+  - prefix: "fec0:0:0:b::/64"
+    source: local
+    routers:
+      - lid: $RT1_A
+        mtu: 1024
+EOF
+} >"$work/gw1-mtu.yaml"
+if gateway_start gw1 "$work/gw1-mtu.yaml" >"$work/gw.log" 2>&1 && wait_up ib0 20; then
+	tap_ok "gw1 restarted with gid_routes fec0:0:0:b::/64 via rt1, mtu 1024"
+else
+	tap_not_ok "gw1 restarted with gid_routes fec0:0:0:b::/64 via rt1, mtu 1024" "$(cat "$work/gw.log")"
+fi
+ping_ok ethhost1 10.10.0.21
+ping_ok ethhost1 fd00:10::21
+tap_is "gwctl show neighbours: ibhostb1's path MTU 1024, datagram MTU 1020 (both families)" \
+	"$(gwctl -j show neighbours | jq -c '[.[] | select(.dst == "10.10.0.21" or .dst == "fd00:10::21") | [.path.mtu, .mtu]]')" \
+	'[[1024,1020],[1024,1020]]'
+tap_like "a 1428-octet IPv4 packet with DF: fragmentation needed, MTU 1020, from the gateway" \
+	"$(in_ns ethhost1 ping -M do -c 1 -W 2 -s 1400 10.10.0.21 2>&1)" 'From 10\.20\.0\.1 .*mtu = 1020'
+tap_check "1020 octets go through" in_ns ethhost1 ping -M do -c 2 -i 0.3 -W 2 -s 992 10.10.0.21
+tap_like "a 1448-octet IPv6 packet: packet too big, MTU 1020" \
+	"$(in_ns ethhost1 ping -M do -c 1 -W 2 -s 1400 fd00:10::21 2>&1)" 'Packet too big: mtu=1020'
+head -c 1048576 /dev/urandom >"$work/1m"
+tap_is "1 MiB over TCP from ethhost1 to ibhostb1 intact (PMTU discovery through the gateway)" \
+	"$(intact "$rack-ibhostb1" "$rack-ethhost1" 10.10.0.21 "$work/1m")" \
+	"$(sha256sum <"$work/1m" | cut -d' ' -f1)"
 
 echo "# the suite took $((SECONDS - t0)) s"
 tap_done

@@ -865,8 +865,9 @@ static void test_disconnect_dlid(void **state)
 	assert_int_equal(nb.last_why, CM_CLOSE_PATH);
 }
 
-/* A connects to B through an IB router (B on another subnet): B answers along its own
- * path back (return_path), not to the LIDs in the REQ, which are A's subnet's. */
+/* A connects to B through an IB router (B on another subnet): B's connection takes its
+ * own path back (return_path), not the LIDs in the REQ, which are A's subnet's, with the
+ * router the REQ came through as its DLID. */
 static struct cm_path_info routed_path(void)
 {
 	struct cm_path_info p = path_to(&na, &nb);
@@ -918,6 +919,7 @@ static void test_return_path(void **state)
 	assert_int_equal(nb.last_connect.path_mtu, IB_MTU_1024); /* the smaller of the two */
 	assert_int_equal(na.last_connect.path_mtu, IB_MTU_2048);
 	assert_int_equal(na.last_connect.path.dlid, RT_A);
+	assert_int_equal(cm_get_stats(nb.cm)->return_path_other_router, 0);
 	/* A router going down takes the passive end's connection too. */
 	assert_int_equal(cm_disconnect_dlid(nb.cm, RT_B), 1);
 	assert_int_equal(nb.last_why, CM_CLOSE_PATH);
@@ -935,11 +937,15 @@ static void test_return_path_later(void **state)
 	advance(100);
 	assert_int_equal(A_REQ(), 1); /* the MRA holds A */
 	p = nb.rp;
+	p.dlid = 77; /* the SA names another router than the one the REQ came through */
 	assert_int_equal(cm_return_path(nb.cm, &nc.gid, &p), 0); /* another GID */
 	assert_int_equal(cm_return_path(nb.cm, &na.gid, &p), 1);
 	pump();
 	assert_int_equal(state_of(&na, &nb), CM_STATE_ESTABLISHED);
+	/* Both ends on one router (an RC QP takes packets only from its DLID). */
 	assert_int_equal(nb.last_connect.path.dlid, RT_B);
+	assert_int_equal(nb.last_connect.path.sl, 2); /* the rest from the return path */
+	assert_int_equal(cm_get_stats(nb.cm)->return_path_other_router, 1);
 	assert_int_equal(cm_return_path(nb.cm, &na.gid, &p), 0); /* no longer waiting */
 }
 
