@@ -23,7 +23,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/intact.sh"
 suite_init xsn
 
-tap_plan 43
+tap_plan 44
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark jq
@@ -156,6 +156,16 @@ gwreq=$(tsh 'arp.opcode == 1 && arp.src.proto_ipv4 == 10.10.0.1 && arp.dst.proto
 tap_like "the gateway's own ARP request (mcast_hop_limit: 2) leaves with hop limit 2" \
 	"$gwreq" "^[0-9]+ [0-9]+ 2 fec0::a:[0-9a-f:]+ ff12:401b:ffff::ffff:ffff 0$"
 tap_is "no packet dropped for its hop limit at a router" "$(ctl stats | jq .drops.hop_limit)" 0
+# The gateway's own unicast across (ethhost1's echo request, routed by gw1): its GRH from
+# the gateway's GID to ibhostb1's with the SA path's hop limit (255), traffic class and
+# flow label (0), to rt1's LID on A; on B from rt1's LID there with the hop limit 254.
+echo_rq=$(tshark -r "$cap" -Y "icmp.type == 8 && ip.dst == 10.10.0.21 && infiniband.grh.sgid == $GID_GW" \
+	-T fields -E separator=' ' -e infiniband.lrh.dlid -e infiniband.lrh.slid -e infiniband.grh.hoplmt \
+	-e infiniband.grh.tclass -e infiniband.grh.flowlabel -e infiniband.grh.dgid 2>/dev/null | head -n2)
+GW_LID=$(printf '%d' "$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .lid')")
+tap_like "the gateway's echo request to ibhostb1: GRH to its GID, hop limit 255, class 0, flow 0, via rt1; on B 254" \
+	"$(tr '\n' ' ' <<<"$echo_rq")" \
+	"^$RT1_A $GW_LID 255 0 0 $GID_B1 [0-9]+ $RT1_B 254 0 0 $GID_B1 $"
 
 # --- the path MTU across a router ------------------------------------------------------
 # rt1's port on B now carries at most 1024 octets of IB payload (the fabric drops more,
