@@ -23,7 +23,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/intact.sh"
 suite_init xsn
 
-tap_plan 44
+tap_plan 45
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark jq
@@ -107,6 +107,7 @@ head -c 4194304 /dev/urandom >"$work/4m"
 tap_is "ethhost1 -> ibhostb2 over TCP through gw1 and rt1, connected mode: 4 MiB intact" \
 	"$(intact "$rack-ibhostb2" "$rack-ethhost1" 10.10.0.22 "$work/4m")" \
 	"$(sha256sum <"$work/4m" | cut -d' ' -f1)"
+tap_check "ethhost1 pings ibhostb2 through gw1 (fd00:10::22), connected mode" ping_ok ethhost1 fd00:10::22
 HW_B2=$(field "$(dump ibhostb2 link)" hwaddr)
 gc=$(gwctl -j show connections |
 	jq -c --arg p "$HW_B2" '.[] | select(.peer == $p) | [.state, .role, .dlid, .tx_packets > 100]')
