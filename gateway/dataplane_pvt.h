@@ -164,5 +164,8 @@ void dp_ha_metrics(struct gw_dp *dp, FILE *out);
  * carries service addresses is served by the box holding one of them (MASTER of its
  * group), and one that carries none by both. */
 bool dp_ha_serves(struct gw_dp *dp, const char *dev);
+/* The first service address of family on dev that this box holds now (a pair's MASTER
+ * of its group): 0 and *out, or -ENOENT (single gateway, none held, none configured). */
+int dp_ha_service_addr(struct gw_dp *dp, const char *dev, int family, struct ip_addr *out);
 
 #endif

@@ -43,6 +43,7 @@ struct dhcp_stats {
 	uint64_t hops_exceeded;   /* client messages past max_hops: dropped */
 	uint64_t bad;             /* not DHCP (dhcp_parse refused), or a reply from a client */
 	uint64_t send_failed;     /* no route to a server, no buffer, interface down */
+	uint64_t not_serving;     /* client messages left to the pair's other box */
 };
 
 /* An IPoIB client's address as its request's client identifier (type 32) gave it:
@@ -116,6 +117,13 @@ static struct dhcp_if *by_ifindex(struct dp_dhcp *d, uint32_t ifindex)
 }
 
 /* Our first IPv4 address on f (the giaddr there); false: none. */
+/* The relay's IPv4 address on the interface: in a failover pair the service address this
+ * box holds there (it moves with the service, so the server's answer reaches whichever
+ * box then holds it, and servers that name the relay as router name the right one),
+ * else the interface's first IPv4 address. */
+static bool relay_v4(struct dp_dhcp *d, const struct dhcp_if *r, const struct fwd_if *f,
+		     uint8_t out[4]);
+
 static bool if_v4(const struct fwd_if *f, uint8_t out[4])
 {
 	for (unsigned i = 0; f && i < f->n_addrs; i++)
@@ -124,6 +132,18 @@ static bool if_v4(const struct fwd_if *f, uint8_t out[4])
 			return true;
 		}
 	return false;
+}
+
+static bool relay_v4(struct dp_dhcp *d, const struct dhcp_if *r, const struct fwd_if *f,
+		     uint8_t out[4])
+{
+	struct ip_addr a;
+
+	if (dp_ha_service_addr(d->dp, r->name, AF_INET, &a) == 0) {
+		memcpy(out, a.bytes, 4);
+		return true;
+	}
+	return if_v4(f, out);
 }
 
 /* The relaying interface that owns giaddr. */
@@ -163,7 +183,11 @@ static void from_client(struct dp_dhcp *d, struct dhcp_if *r, const uint8_t *p, 
 	size_t n;
 
 	r->st.requests++;
-	if (!if_v4(f, rp.giaddr)) {
+	if (!dp_ha_serves(d->dp, r->name)) {
+		r->st.not_serving++; /* the pair's MASTER relays: one copy per request */
+		return;
+	}
+	if (!relay_v4(d, r, f, rp.giaddr)) {
 		r->st.send_failed++; /* no giaddr: the config refuses it, a reload may race */
 		return;
 	}
@@ -276,9 +300,16 @@ static void from_client6(struct dp_dhcp *d, struct dhcp_if *r, const struct ip_a
 	const uint8_t *link = if_v6(f, false);
 	uint8_t out[DHCP6_MAX_LEN];
 	enum dhcp6_result why;
+	struct ip_addr svc;
 	size_t n;
 
 	r->st.requests++;
+	if (!dp_ha_serves(d->dp, r->name)) {
+		r->st.not_serving++;
+		return;
+	}
+	if (dp_ha_service_addr(d->dp, r->name, AF_INET6, &svc) == 0 && !is_ll6(svc.bytes))
+		link = svc.bytes; /* the address that moves with the service, as for giaddr */
 	if (!link) {
 		r->st.send_failed++;
 		return;
@@ -534,8 +565,11 @@ int gw_dp_show_dhcp(struct gw_dp *dp, struct ctl_reply *reply)
 
 		json_object_object_add(o, "dev", json_object_new_string(r->name));
 		json_object_object_add(o, "state",
-				       json_object_new_string(f && f->up ? "relaying" : "down"));
-		if (if_v4(f, gi)) {
+				       json_object_new_string(!f || !f->up ? "down"
+							      : dp_ha_serves(dp, r->name)
+								  ? "relaying"
+								  : "standby"));
+		if (relay_v4(d, r, f, gi)) {
 			struct ip_addr a = { .family = AF_INET };
 
 			memcpy(a.bytes, gi, 4);
@@ -564,6 +598,7 @@ int gw_dp_show_dhcp(struct gw_dp *dp, struct ctl_reply *reply)
 		add_int(o, "hops_exceeded", (int64_t)r->st.hops_exceeded);
 		add_int(o, "bad", (int64_t)r->st.bad);
 		add_int(o, "send_failed", (int64_t)r->st.send_failed);
+		add_int(o, "not_serving", (int64_t)r->st.not_serving);
 		if (ctl_reply_record(reply, o) < 0)
 			return CTL_EFAILED;
 	}
@@ -608,6 +643,9 @@ void dp_dhcp_metrics(struct gw_dp *dp, FILE *out)
 		{ "ibgw_dhcp_relay_send_failed_total",
 		  "Relayed messages not sent (no route to a server, no buffer, interface down).",
 		  offsetof(struct dhcp_stats, send_failed) },
+		{ "ibgw_dhcp_relay_not_serving_total",
+		  "Client messages not relayed: the failover pair's other box serves the link.",
+		  offsetof(struct dhcp_stats, not_serving) },
 	};
 	char lbl[128];
 

@@ -1593,6 +1593,19 @@ bool dp_ha_serves(struct gw_dp *dp, const char *dev)
 	return !carries;
 }
 
+int dp_ha_service_addr(struct gw_dp *dp, const char *dev, int family, struct ip_addr *out)
+{
+	struct dp_ha *h = dp->ha;
+
+	for (unsigned i = 0; h && i < h->n_addrs; i++)
+		if (h->addrs[i].held && h->addrs[i].addr.addr.family == family &&
+		    !strcmp(h->addrs[i].dev, dev)) {
+			*out = h->addrs[i].addr.addr;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 /* ---- metrics (docs/operations.md "Metrics") -------------------------------------------- */
 
 void dp_ha_metrics(struct gw_dp *dp, FILE *out)

@@ -332,11 +332,11 @@ static void print_dhcp(struct json_object *o, struct output *out)
 	       (long long)num(o, "to_servers"), (long long)num(o, "option82_added"),
 	       (long long)num(o, "option82_no_room"), (long long)num(o, "hops_exceeded"),
 	       (long long)num(o, "bad"));
-	printf(
-	    "    replies %lld broadcast %lld unicast %lld ib no client hw %lld send failed %lld\n",
-	    (long long)num(o, "replies"), (long long)num(o, "replies_broadcast"),
-	    (long long)num(o, "replies_unicast"), (long long)num(o, "ib_no_client_hw"),
-	    (long long)num(o, "send_failed"));
+	printf("    replies %lld broadcast %lld unicast %lld ib no client hw %lld send failed %lld "
+	       "not serving %lld\n",
+	       (long long)num(o, "replies"), (long long)num(o, "replies_broadcast"),
+	       (long long)num(o, "replies_unicast"), (long long)num(o, "ib_no_client_hw"),
+	       (long long)num(o, "send_failed"), (long long)num(o, "not_serving"));
 }
 
 static void print_conn(struct json_object *o, struct output *out)
