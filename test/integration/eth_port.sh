@@ -293,13 +293,13 @@ if [ "$backend" = af_packet ]; then
 	# frames no larger than the wire's, none truncated.
 	ethtool_value() { # NS DEV CMD [VALUE]: an ETHTOOL_G*/S* of one value; prints it
 		ip netns exec "$1" python3 -c '
-	import ctypes, fcntl, socket, struct, sys
-	dev, cmd = sys.argv[1], int(sys.argv[2], 0)
-	v = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-	val = ctypes.create_string_buffer(struct.pack("II", cmd, v), 8)
-	ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(val))
-	fcntl.ioctl(socket.socket(), 0x8946, ifr)
-	print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
+import ctypes, fcntl, socket, struct, sys
+dev, cmd = sys.argv[1], int(sys.argv[2], 0)
+v = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+val = ctypes.create_string_buffer(struct.pack("II", cmd, v), 8)
+ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(val))
+fcntl.ioctl(socket.socket(), 0x8946, ifr)
+print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
 	}
 	ethtool_value "$P" ethp0 0x17 0 >/dev/null # ETHTOOL_STXCSUM off (TSO, GSO with it)
 	ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
