@@ -54,7 +54,7 @@ ip -n "$B" -6 route add fd00:71::/64 via fd00:72::1
 
 in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 offloads() { # on|off: TSO, GSO, GRO of both hosts' veths
-	for n in $A $B; do in_ns "$n" ethtool -K eth0 tso "$1" gso "$1" gro "$1" 2>/dev/null; done
+	for n in $A $B; do in_ns "$n" ethtool -K eth0 tso "$1" gso "$1" gro "$1" >/dev/null 2>&1; done
 }
 tcp() { # ADDR: Mbit/s B received
 	in_ns "$B" iperf3 -s -1 -D -B "$1" >/dev/null 2>&1
