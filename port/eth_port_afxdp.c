@@ -1035,6 +1035,10 @@ static int axp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 		goto fail;
 	}
 	atomic_store(&p->link_up, attr.link_up);
+	if (attr.mtu + ETH_HLEN + 4u > p->chunk - RX_OFFSET)
+		log_warning("eth %s: MTU %u: frames over %u octets do not fit a %u-byte UMEM chunk "
+			    "and are dropped (rx_kernel)",
+			    p->dev, attr.mtu, p->chunk - RX_OFFSET, p->chunk);
 	if (!atomic_exchange(&mode_logged, true) || zc)
 		log_notice("eth %s: AF_XDP %s, XDP program in %s mode, %u RX queue%s, %u-byte "
 			   "chunks",
