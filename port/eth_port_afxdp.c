@@ -17,8 +17,8 @@
  * device's queue count receives nothing. The device's RSS spreads the flows over its
  * queues, so the frames of one flow arrive on one devq, in order. wait_fd is an epoll
  * fd over the engine queue's devq sockets. Engine queue w sends on devq w mod (devqs).
- * Each devq has a mutex: its owner takes it for a receive burst, the queue sending on it
- * for a send burst; it is contended only when there are more engine queues than devqs
+ * Each devq has a mutex: its owner takes it for a receive burst (when a lock-free look
+ * at the rings finds work: devq_idle), the queue sending on it for a send burst; it is contended only when there are more engine queues than devqs
  * (two of them send on one devq) and while set_queues hands a devq to another owner.
  *
  * Transmit copies each frame (its tag inserted) into a pool chunk, puts the chunks on
