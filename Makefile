@@ -25,7 +25,8 @@ FUZZ_SECONDS ?= 20
 VERSION  := $(shell cat VERSION)
 
 PKGS     := yaml-0.1 json-c libsystemd libibumad libibverbs liburing \
-            libnl-3.0 libnl-route-3.0 liburcu-qsbr libmicrohttpd libsodium libpcap
+            libnl-3.0 libnl-route-3.0 liburcu-qsbr libmicrohttpd libsodium libpcap \
+            libxdp libbpf
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -116,6 +117,17 @@ all: $(BINS)
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The af_xdp port's XDP program: compiled for BPF with clang (whatever CC is) and built
+# into eth_port_afxdp.o (.incbin). The multiarch include dir holds asm/types.h.
+BPF_CC     ?= clang
+BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -I/usr/include/$(shell $(BPF_CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+XSK_PROG   := $(O)/port/bpf/eth_port_afxdp.bpf.o
+$(XSK_PROG): port/bpf/eth_port_afxdp.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CC) $(BPF_CFLAGS) -c -o $@ $<
+$(O)/port/eth_port_afxdp.o: $(XSK_PROG)
+$(O)/port/eth_port_afxdp.o: CPPFLAGS += -DXSK_PROG_OBJ='"$(XSK_PROG)"'
 
 # The status page's files are built into metrics_http.o (.incbin).
 $(O)/mgmt/metrics_http.o: $(wildcard mgmt/www/*)

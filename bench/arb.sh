@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench/arb.sh: routing between two veths, A - R - B, the Linux kernel forwarding in R
-# against ibgwd in R (af_packet on both veths; 1 and 2 workers, and 1 worker that never
-# sleeps: gateway.busy_poll_us 1000000), in one run, printed as
-# ratios ibgwd / kernel (above 1: ibgwd is faster; for the RTT, below 1 is better).
+# against ibgwd in R (af_packet on both veths: 1 and 2 workers, and 1 worker that never
+# sleeps: gateway.busy_poll_us 1000000; af_xdp on both veths: 1 and 2 workers), in one
+# run, printed as ratios ibgwd / kernel (above 1: ibgwd is faster; for the RTT, below 1
+# is better). Every veth has two queues (ethtool -L rx 2 tx 2), so that af_xdp's two
+# workers each drain a device queue; the kernel and af_packet run on the same veths.
 # Root. Figures, not pass/fail (issue 13's comparison).
 #
 #   bench/arb.sh [BUILD_DIR] [SECONDS]
@@ -41,6 +43,8 @@ ip -n "$A" addr add 10.71.0.2/24 dev eth0
 ip -n "$A" addr add fd00:71::2/64 dev eth0 nodad
 ip -n "$B" addr add 10.72.0.2/24 dev eth0
 ip -n "$B" addr add fd00:72::2/64 dev eth0 nodad
+for n in $A $B; do ip netns exec "$n" ethtool -L eth0 rx 2 tx 2; done
+for d in ra rb; do ip netns exec "$R" ethtool -L "$d" rx 2 tx 2; done
 for n in $A $B; do ip -n "$n" link set eth0 up; done
 for d in ra rb; do ip -n "$R" link set "$d" up; done
 ip -n "$A" route add 10.72.0.0/24 via 10.71.0.1
@@ -50,7 +54,7 @@ ip -n "$B" -6 route add fd00:71::/64 via fd00:72::1
 
 in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 offloads() { # on|off: TSO, GSO, GRO of both hosts' veths
-	for n in $A $B; do in_ns "$n" ethtool -K eth0 tso "$1" gso "$1" gro "$1" 2>/dev/null; done
+	for n in $A $B; do in_ns "$n" ethtool -K eth0 tso "$1" gso "$1" gro "$1" >/dev/null 2>&1; done
 }
 tcp() { # ADDR: Mbit/s B received
 	in_ns "$B" iperf3 -s -1 -D -B "$1" >/dev/null 2>&1
@@ -102,10 +106,13 @@ ip -n "$R" addr flush dev ra
 ip -n "$R" addr flush dev rb
 in_ns "$R" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 \
 	net.ipv6.conf.ra.disable_ipv6=1 net.ipv6.conf.rb.disable_ipv6=1
-for run in 1 2 1bp; do
+for run in 1 2 1bp x1 x2; do
 	w=${run%bp}
+	w=${w#x}
 	bp=50
 	[ "$run" = 1bp ] && bp=1000000
+	be=af_packet
+	[ "${run#x}" != "$run" ] && be=af_xdp
 	cat >"$work/ibgwd.yaml" <<EOF
 gateway:
   name: arb
@@ -118,9 +125,11 @@ logging:
 ethernet_interfaces:
   - name: ra
     device: ra
+    backend: $be
     addresses: [10.71.0.1/24, "fd00:71::1/64"]
   - name: rb
     device: rb
+    backend: $be
     addresses: [10.72.0.1/24, "fd00:72::1/64"]
 EOF
 	# Not through in_ns: $! must be ibgwd's PID (ip netns exec execs it), not a subshell's.
@@ -141,14 +150,18 @@ done
 # --- the table -------------------------------------------------------------------------
 val() { awk -v k="$2" '$1 == k { print $2 }' "$work/$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-printf '%-10s %10s %10s %10s %10s %7s %7s %7s\n' case kernel ibgwd-1w ibgwd-2w ibgwd-1wbp \
-	"1w/k" "2w/k" "1wbp/k"
+printf '%-9s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s\n' case kernel apk-1w apk-2w \
+	apk-1wbp xdp-1w xdp-2w "a1/k" "a2/k" "a1bp/k" "x1/k" "x2/k"
 for k in tcp4 tcp-off4 udp4 rtt4 tcp6 tcp-off6 udp6 rtt6; do
 	kv=$(val kernel "$k")
 	i1=$(val ibgwd1 "$k")
 	i2=$(val ibgwd2 "$k")
 	ib=$(val ibgwd1bp "$k")
-	printf '%-10s %10s %10s %10s %10s %7s %7s %7s\n' "$k" "$kv" "$i1" "$i2" "$ib" \
-		"$(ratio "$i1" "$kv")" "$(ratio "$i2" "$kv")" "$(ratio "$ib" "$kv")"
+	x1=$(val ibgwdx1 "$k")
+	x2=$(val ibgwdx2 "$k")
+	printf '%-9s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s\n' "$k" "$kv" "$i1" "$i2" "$ib" \
+		"$x1" "$x2" "$(ratio "$i1" "$kv")" "$(ratio "$i2" "$kv")" "$(ratio "$ib" "$kv")" \
+		"$(ratio "$x1" "$kv")" "$(ratio "$x2" "$kv")"
 done
-echo "(tcp, tcp-off: Mbit/s; udp: packets/s received; rtt: microseconds, lower is better)"
+echo "(tcp, tcp-off: Mbit/s; udp: packets/s received; rtt: microseconds, lower is better;"
+echo " apk: ibgwd with af_packet, xdp: with af_xdp; 1w/2w: workers; bp: never sleeps)"

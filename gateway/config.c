@@ -442,7 +442,11 @@ static const struct field eth_fields[] = {
 	{ "name", T_STR, offsetof(ETH, name), 0, SZ(ETH, name), 0, 0, NULL, NULL,
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "name of the interface, used by routes and failover" },
 	{ "backend", T_ENUM, offsetof(ETH, backend), 0, 0, 0, 0, "af_packet", NULL, 0, eth_backends,
-	  NULL, "af_packet (io_uring); af_xdp is refused: not built yet" },
+	  NULL,
+	  "af_packet: a packet socket per worker, a copy of each frame (the kernel still sees "
+	  "every frame, GSO frames whole); af_xdp: an XDP program hands the interface's VLAN to "
+	  "AF_XDP sockets (zero-copy where the driver has it), the kernel no longer sees "
+	  "those frames, one af_xdp interface per device" },
 	{ "device", T_STR, offsetof(ETH, device), 0, SZ(ETH, device), 0, 0, NULL, "the name",
 	  FL_NAME | FL_IFNAME, NULL, NULL, "kernel network device" },
 	{ "vlan", T_UINT, offsetof(ETH, vlan), 0, SZ(ETH, vlan), 0, 4094, "0", NULL, 0, NULL, NULL,
@@ -1956,13 +1960,6 @@ static void check_eth(struct load *L, void *base, const struct gw_ynode *const *
 	char fpath[200];
 
 	(void)node;
-	if (e->backend == GW_ETH_BACKEND_AF_XDP && recorded(L, &e->backend)) {
-		/* Named in the schema so the file format is stable, but the backend cannot
-		 * open: a config the daemon cannot run is refused here, not at start. */
-		snprintf(fpath, sizeof(fpath), "%s.backend", path);
-		verr(L, val_of(&eth_schema, vals, "backend"), fpath,
-		     "af_xdp is not built in this version (it cannot open a port); use af_packet");
-	}
 	if (!val_of(&eth_schema, vals, "device") && name && recorded(L, e->name)) {
 		if (strlen(e->name) > 15) {
 			snprintf(fpath, sizeof(fpath), "%s.name", path);
@@ -2370,6 +2367,30 @@ static void check_cross(struct load *L)
 			continue;
 		}
 		names[n_names++] = (struct named){ nm, nm, ib };
+	}
+
+	/* An af_xdp port owns its device's XDP hook and the AF_XDP sockets of its queues:
+	 * two on one device cannot both open (af_packet ports beside one can). */
+	for (unsigned i = 0; i < c->n_eth_ifs; i++) {
+		const struct gw_eth_if_config *a = &c->eth_ifs[i];
+		const char *da = a->device[0] ? a->device : a->name;
+
+		if (a->backend != GW_ETH_BACKEND_AF_XDP)
+			continue;
+		for (unsigned j = 0; j < i; j++) {
+			const struct gw_eth_if_config *b = &c->eth_ifs[j];
+			const char *db = b->device[0] ? b->device : b->name;
+
+			if (b->backend != GW_ETH_BACKEND_AF_XDP || strcmp(da, db) != 0)
+				continue;
+			gw_cfg_err(
+			    L->e, a->pos.line, a->pos.column,
+			    "ethernet_interfaces '%s': device %s has the af_xdp interface '%s' "
+			    "already (line %u); af_xdp takes one interface per device (use "
+			    "af_packet for the other VLANs)",
+			    a->name, da, b->name, b->pos.line);
+			break;
+		}
 	}
 
 	for (unsigned i = 0; i < c->n_routes; i++) {

@@ -636,8 +636,22 @@ static void raise_rt_limit(const struct gw_config *cfg, bool *keep_nice)
 }
 
 /*
+ * An af_xdp interface loads its XDP program when its port opens, after the drop: that
+ * needs CAP_BPF (with CAP_NET_ADMIN), kept only when the config at start has one (a
+ * reload that adds the first af_xdp interface cannot open it: the port says why).
+ */
+static bool uses_af_xdp(const struct gw_config *cfg)
+{
+	for (unsigned i = 0; i < cfg->n_eth_ifs; i++)
+		if (cfg->eth_ifs[i].backend == GW_ETH_BACKEND_AF_XDP)
+			return true;
+	return false;
+}
+
+/*
  * Become cfg->user (and cfg->group, or the user's login group, plus the user's other
- * groups) keeping only kept_caps (and cap_sys_nice with keep_nice: raise_rt_limit),
+ * groups) keeping only kept_caps (and cap_sys_nice with keep_nice: raise_rt_limit;
+ * cap_bpf with an af_xdp interface: uses_af_xdp),
  * permitted and effective, none inheritable or ambient.
  * Called once, after the control sockets are made (their chown needs CAP_CHOWN) and
  * before the data plane starts its threads, which inherit the result. Not undone by a
@@ -684,6 +698,10 @@ static int drop_privileges(const struct gw_config *cfg, bool keep_nice)
 		data[kept_caps[i].cap / 32].permitted |= 1u << (kept_caps[i].cap % 32);
 		snprintf(caps + strlen(caps), sizeof(caps) - strlen(caps), "%s%s", i ? "," : "",
 			 kept_caps[i].name);
+	}
+	if (uses_af_xdp(cfg)) {
+		data[CAP_BPF / 32].permitted |= 1u << (CAP_BPF % 32);
+		snprintf(caps + strlen(caps), sizeof(caps) - strlen(caps), ",cap_bpf");
 	}
 	if (keep_nice) {
 		data[CAP_SYS_NICE / 32].permitted |= 1u << (CAP_SYS_NICE % 32);

@@ -147,25 +147,54 @@ static void l4_csum(const uint8_t *ip, uint8_t family, uint8_t proto, uint8_t *l
 	ip_put16(l4 + field, c);
 }
 
+/* The unfragmented TCP/UDP packet in ip[0..len): its family, protocol, L4 offset and IP
+ * length (link padding past it is not part of the packet). */
+static bool l4_packet(const uint8_t *ip, size_t len, uint8_t *family, uint8_t *proto, uint16_t *off,
+		      size_t *tot)
+{
+	if (len >= 4 && ip[0] >> 4 == 4)
+		*tot = ip_be16(ip + 2);
+	else if (len >= IP6_HDR_LEN && ip[0] >> 4 == 6)
+		*tot = IP6_HDR_LEN + (size_t)ip_be16(ip + 4);
+	else
+		return false;
+	if (*tot > len)
+		return false;
+	if (l4_of(ip, *tot, false, family, proto, off) != GSO_OK)
+		return false;
+	return (*proto == IPPROTO_TCP_ || *proto == IPPROTO_UDP_) &&
+	       *tot >= (size_t)*off + (*proto == IPPROTO_TCP_ ? 20 : 8);
+}
+
+bool gso_l4_csum_fix_partial(uint8_t *ip, size_t len)
+{
+	uint8_t family, proto;
+	uint16_t off, field;
+	uint32_t l4len;
+	size_t tot;
+	uint64_t ps;
+
+	if (!l4_packet(ip, len, &family, &proto, &off, &tot))
+		return false;
+	l4len = (uint32_t)(tot - off);
+	field = ip_be16(ip + off + (proto == IPPROTO_TCP_ ? 16 : 6));
+	ps = pseudo(ip, family, l4len, proto);
+	if (field != ip_csum_fold(ps) || (proto == IPPROTO_UDP_ && family == 4 && field == 0))
+		return false;
+	/* A checksum that verifies stays (the pseudo-header sum can be a right one). */
+	if (ip_csum_fold(ip_csum_add(ps, ip + off, l4len)) == 0xffff)
+		return false;
+	l4_csum(ip, family, proto, ip + off, l4len);
+	return true;
+}
+
 bool gso_l4_csum_fill(uint8_t *ip, size_t len)
 {
 	uint8_t family, proto;
 	uint16_t off;
 	size_t tot;
 
-	/* Link padding past the IP length is not part of the packet. */
-	if (len >= 4 && ip[0] >> 4 == 4)
-		tot = ip_be16(ip + 2);
-	else if (len >= IP6_HDR_LEN && ip[0] >> 4 == 6)
-		tot = IP6_HDR_LEN + (size_t)ip_be16(ip + 4);
-	else
-		return false;
-	if (tot > len)
-		return false;
-	if (l4_of(ip, tot, false, &family, &proto, &off) != GSO_OK)
-		return false;
-	if ((proto != IPPROTO_TCP_ && proto != IPPROTO_UDP_) ||
-	    tot < (size_t)off + (proto == IPPROTO_TCP_ ? 20 : 8))
+	if (!l4_packet(ip, len, &family, &proto, &off, &tot))
 		return false;
 	l4_csum(ip, family, proto, ip + off, (uint32_t)(tot - off));
 	return true;

@@ -21,6 +21,9 @@
  *                        checksum computed in full (never left partial)
  *   gso_l4_csum_fill     a TCP/UDP checksum computed in full (a partial checksum, the
  *                        pseudo-header sum a local sender leaves for the NIC, completed)
+ *   gso_l4_csum_fix_partial  the same for a frame whose checksum state is unknown
+ *                        (AF_XDP): only a field holding the pseudo-header sum in a packet
+ *                        that does not verify is completed
  *   gso_l4_seed          the pseudo-header sum to leave in a checksum field when the
  *                        frame goes to a kernel that completes it (NEEDS_CSUM on send)
  *
@@ -157,6 +160,13 @@ size_t gso_segment(const struct gso_plan *p, const uint8_t *ip, unsigned i, uint
 /* Compute the TCP or UDP checksum of an unfragmented IPv4/IPv6 packet in full (the field
  * is overwritten). false, and the packet untouched, for anything else. */
 bool gso_l4_csum_fill(uint8_t *ip, size_t len);
+
+/* A TCP/UDP checksum a local sender left partial where no metadata says so (AF_XDP hands
+ * frames over without the kernel's checksum state): when the checksum field of an
+ * unfragmented IPv4/IPv6 TCP/UDP packet holds exactly its pseudo-header sum and the
+ * packet does not verify, the checksum is computed in full and true returned. Anything
+ * else (a right checksum, a wrong one of another value, not TCP/UDP) is left as it is. */
+bool gso_l4_csum_fix_partial(uint8_t *ip, size_t len);
 
 /* Leave the pseudo-header sum (non-complemented, as Linux's CHECKSUM_PARTIAL wants it)
  * in the L4 checksum field of a packet planned as p, for a kernel to complete. */

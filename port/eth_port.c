@@ -1,27 +1,10 @@
 /*
- * The Ethernet port backends by name ("af_packet" from the config, "af_xdp" when
- * built), the af_xdp placeholder that refuses to open, and the drop reasons' names.
+ * The Ethernet port backends by name ("af_packet", "af_xdp"; the config's `backend`)
+ * and the drop reasons' names.
  */
 #include "port/eth_port.h"
 
-#include <errno.h>
 #include <string.h>
-
-#include "lib/log.h"
-
-static int afxdp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
-{
-	(void)out;
-	log_error("eth %s: the af_xdp backend is not built in this version; use af_packet",
-		  cfg && cfg->device ? cfg->device : "?");
-	return -EOPNOTSUPP;
-}
-
-/* Only open is reachable: no port of this backend ever exists. */
-const struct ethp_ops ethp_afxdp_ops = {
-	.name = "af_xdp",
-	.open = afxdp_open,
-};
 
 const struct ethp_ops *ethp_backend(const char *name)
 {

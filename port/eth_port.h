@@ -6,12 +6,15 @@
  *              (multishot RECVMSG into a provided buffer ring, linked SENDMSG batches),
  *              or through recvmmsg/sendmmsg when io_uring is unavailable
  *              (port/eth_port_afpacket.c)
- *   af_xdp     not built yet: ethp_backend("af_xdp") returns a table whose open()
- *              fails with -EOPNOTSUPP (port/eth_port.c)
+ *   af_xdp     AF_XDP sockets (libxdp) on every RX queue of the netdev, one UMEM (the
+ *              pool), an XDP program that hands them the port's VLAN and passes the
+ *              rest to the kernel; zero-copy where the driver offers it, else copy
+ *              mode; no GSO (attr.gso false); one af_xdp port per device
+ *              (port/eth_port_afxdp.c)
  *
  * A port is one (device, VLAN) pair: a port with vlan N on device D receives only
- * frames of VLAN N on D (filtered in the kernel by a socket filter, checked again in
- * user space) and sends frames tagged N on D; vlan 0 means untagged frames only.
+ * frames of VLAN N on D (filtered in the kernel by a socket filter or the XDP program,
+ * checked again in user space) and sends frames tagged N on D; vlan 0 means untagged frames only.
  * Received frames are handed out untagged (the tag is in the descriptor); frames to
  * send are given untagged and the port inserts its tag.
  *
@@ -23,14 +26,16 @@
  * packet where it lies in an IB receive buffer. tx_burst is synchronous for memory:
  * when it returns the port holds no reference to any descriptor or payload (AF_PACKET
  * copies into a kernel skb during sendmsg; the io_uring path reaps the send
- * completions before returning), so the IB buffer can be reposted at once. One copy
- * per packet, the kernel's, which AF_PACKET cannot avoid anyway.
+ * completions before returning; af_xdp copies the frame into a UMEM chunk), so the IB
+ * buffer can be reposted at once. One copy per packet.
  *
  * Queues: a port has 1..ETHP_QUEUES_MAX queues (set_queues), each a receive and a send
  * path of its own, so that every worker serves every port without a lock: af_packet
  * gives each queue its own socket in one PACKET_FANOUT group (PACKET_FANOUT_HASH: the
  * kernel spreads received frames over the queues by the flow hash, so the frames of one
- * flow arrive on one queue, in order). What a queue sends leaves in the order sent.
+ * flow arrive on one queue, in order); af_xdp gives queue w the device's RX queues w,
+ * w + n, ... (the device's RSS keeps a flow on one). What a queue sends leaves in the
+ * order sent.
  *
  * Threads: open, close, query, set_link, set_queues, mc_add/mc_del, set_promisc and
  * stats are called from the control thread. The data path of a queue (rx_burst,
@@ -68,7 +73,9 @@ struct ethp_port_config {
 	unsigned n_bufs;     /* buffers in the pool: default 1024, 16..32768 */
 	unsigned buf_size;   /* bytes per buffer: default 2048, at most ETHP_BUF_MAX; must
 			      * hold the frame (MTU + 22) plus ETHP_RX_HEADROOM, and a GSO
-			      * frame (ETHP_GSO_FRAME_MAX) to receive those */
+			      * frame (ETHP_GSO_FRAME_MAX) to receive those. af_xdp: a UMEM
+			      * chunk, 2048 when buf_size is at most that, else one page;
+			      * a frame starts 258 bytes into it */
 	unsigned rx_depth;   /* buffers kept posted for receive, shared by the queues:
 			      * default n_bufs / 2 */
 	enum ethp_io_mode io;
@@ -76,7 +83,8 @@ struct ethp_port_config {
 			   * when larger than a buffer) nor sent whole */
 };
 
-/* Bytes at the start of a receive buffer before the frame: io_uring's recvmsg header
+/* Bytes at the start of a receive buffer before the frame (af_packet; af_xdp: 258, the
+ * kernel's XDP headroom and 2): io_uring's recvmsg header
  * (16), the sender's sockaddr_ll (20, given 24 so the cmsg after it is 8-aligned), the
  * VLAN auxdata cmsg (40) and the virtio_net_hdr (10) that PACKET_VNET_HDR puts before
  * the frame. An IP header after a 14-byte Ethernet header lands 8-byte aligned
@@ -143,7 +151,7 @@ struct ethp_port_attr {
 	uint32_t mtu;
 	bool link_up; /* IFF_UP and IFF_RUNNING (carrier) */
 	uint16_t vlan;
-	const char *io; /* "io_uring" or "mmsg" */
+	const char *io; /* "io_uring", "mmsg"; "af_xdp-zc", "af_xdp-copy", "af_xdp-skb" */
 	bool gso;       /* receives GSO frames with their metadata, sends them whole */
 };
 

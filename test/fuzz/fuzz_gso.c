@@ -6,7 +6,10 @@
  * valid IP header of its own length, a TCP/UDP checksum that verifies, and the segments'
  * payloads end to end are the packet's. A non-GSO frame with a partial checksum gets it
  * completed, and then it verifies. gso_plan is also fed the raw frame's IP part with a
- * kind and size taken from the header, without gso_check first.
+ * kind and size taken from the header, without gso_check first. gso_l4_csum_fix_partial
+ * (the AF_XDP port's guess) is fed the raw frame's IP part: when it changes anything,
+ * only the TCP/UDP checksum field changed, the field held the pseudo-header sum, and the
+ * packet now verifies.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +116,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	} else {
 		check(memcmp(frame, data + GSO_VNET_LEN + 2, len) == 0);
+	}
+
+	/* gso_l4_csum_fix_partial on whatever the frame holds after 14 octets */
+	if (len > 14) {
+		const uint8_t *orig = data + GSO_VNET_LEN + 2 + 14;
+		size_t n = len - 14, diff = 0, at = 0;
+
+		memcpy(frame, data + GSO_VNET_LEN + 2, len);
+		if (gso_l4_csum_fix_partial(frame + 14, n)) {
+			const uint8_t *ip = frame + 14;
+			size_t tot = (ip[0] >> 4) == 4 ? ip_be16(ip + 2) : 40u + ip_be16(ip + 4);
+
+			for (size_t i = 0; i < n; i++)
+				if (ip[i] != orig[i]) {
+					diff++;
+					at = i;
+				}
+			check(diff <= 2 && diff >= 1);
+			if ((ip[0] >> 4) == 4) {
+				struct ip4_info ii;
+
+				check(ip4_validate(ip, tot, &ii) == IP_OK);
+				check(at - ii.hdr_len == (ii.proto == 6 ? 17u : 7u) ||
+				      at - ii.hdr_len == (ii.proto == 6 ? 16u : 6u));
+				check(l4_ok(ip, tot, ii.hdr_len, ii.proto));
+			} else {
+				struct ip6_info ii;
+
+				check(ip6_validate(ip, tot, &ii) == IP_OK);
+				check(at - ii.l4_off == (ii.proto == 6 ? 17u : 7u) ||
+				      at - ii.l4_off == (ii.proto == 6 ? 16u : 6u));
+				check(l4_ok(ip, tot, ii.l4_off, ii.proto));
+			}
+			/* and it is a fixed point: nothing more to fix */
+			check(!gso_l4_csum_fix_partial(frame + 14, n));
+		}
 	}
 
 	/* gso_plan alone on whatever the frame holds after 14 octets */

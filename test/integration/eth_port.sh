@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Ethernet ports (port/eth_port.h, af_packet backend) against real kernels: two network
-# namespaces joined by a veth pair; test/tools/ethp_echo uses only the ethp_ ops.
+# Ethernet ports (port/eth_port.h) against real kernels: two network namespaces joined by
+# a veth pair; test/tools/ethp_echo uses only the ethp_ ops. The backend is
+# $ETHP_BACKEND: af_packet (the default) or af_xdp (test/integration/eth_port_afxdp.sh).
+# af_xdp takes one port per device and leaves the kernel nothing of its VLAN, so there
+# the VLAN ports take turns, a second port on the device must be refused, and instead of
+# GRO (which XDP precedes) a UDP GSO burst from the peer must arrive in wire-sized
+# frames with the checksums the peer left to offload completed.
 #   - frames the tool builds reach the peer's kernel (its ARP request creates a
 #     neighbour entry there; the kernel answers its pings), io_uring and mmsg engines
 #   - frames the peer's kernel sends (ping) reach the tool with the right lengths
@@ -20,6 +25,8 @@ G=ethp-g-$$
 P=ethp-p-$$
 work=$(mktemp -d /tmp/ibgw-ethp.XXXXXX)
 pids=()
+backend=${ETHP_BACKEND:-af_packet}
+export ETHP_BACKEND=$backend
 
 cleanup() {
 	local p
@@ -32,9 +39,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tap_plan 30
+plan=30
+[ "$backend" = af_xdp ] && plan=27
+tap_plan $plan
+echo "# backend $backend"
 if [ "$(id -u)" -ne 0 ] || [ ! -x "$echo_bin" ]; then
-	for i in $(seq 30); do echo "ok $i - # SKIP needs root and $echo_bin"; done
+	for i in $(seq $plan); do echo "ok $i - # SKIP needs root and $echo_bin"; done
 	exit 0
 fi
 
@@ -124,9 +134,20 @@ link_stat() { # rx|tx packets|bytes of ethp0 in the peer
 	px ip -s -j link show ethp0 | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['stats64']['$1']['$2'])"
 }
 
-# 1. The tool's frames reach the peer's kernel, both engines.
-for io in uring mmsg; do
-	out=$(gx timeout 20 "$echo_bin" -i $io -t 5 ethg0 10.77.0.2 ping 10.77.0.1 5 100 2>&1)
+stop_all() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	pids=()
+}
+
+# 1. The tool's frames reach the peer's kernel, both engines (af_xdp: its one).
+ios="uring mmsg"
+[ "$backend" = af_xdp ] && ios=af_xdp
+for io in $ios; do
+	ioarg=()
+	[ "$io" = af_xdp ] || ioarg=(-i "$io")
+	out=$(gx timeout 20 "$echo_bin" "${ioarg[@]}" -t 5 ethg0 10.77.0.2 ping 10.77.0.1 5 100 2>&1)
 	tap_like "$io: the tool's ARP request is answered by the peer's kernel" "$out" "arp 10.77.0.1 is at $pmac"
 	tap_like "$io: the peer's kernel answers the tool's 5 pings" "$out" "^replies 5$"
 	tap_like "$io: no drops counted" "$out" "rx_kernel=0 rx_truncated=0 rx_runt=0 rx_vlan=0 tx_full=0"
@@ -138,6 +159,7 @@ tap_like "the peer's kernel learned the tool's MAC from its ARP request (ip neig
 #    B untagged, C on VLAN 200 (claims VLAN 100's address: must never see its frames).
 px ip neigh flush dev ethp0
 [ "$kernel_vlan" = 1 ] && px ip neigh flush dev ethp0.100
+if [ "$backend" = af_packet ]; then
 rx0=$(link_stat rx packets); tx0=$(link_stat tx packets); rxb0=$(link_stat rx bytes)
 start A -v 100 -t 10 ethg0 10.77.100.2 respond
 start B -t 10 ethg0 10.77.0.2 respond
@@ -157,10 +179,43 @@ fi
 out=$(px ping -c 3 -i 0.05 -s 1472 -M do -W 2 10.77.0.2 2>&1)
 tap_like "untagged: full-MTU pings (1500-byte IP packets) are answered" "$out" " 0% packet loss"
 sleep 0.2
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-wait 2>/dev/null
-pids=()
+stop_all
 rx1=$(link_stat rx packets); tx1=$(link_stat tx packets); rxb1=$(link_stat rx bytes)
+else
+	# One af_xdp port per device: B, then A, then C; the peer sends each only what is
+	# its own (C: VLAN 100's pings, which it must not see). The counters cover B and A.
+	rx0=$(link_stat rx packets); tx0=$(link_stat tx packets); rxb0=$(link_stat rx bytes)
+	start B -t 10 ethg0 10.77.0.2 respond
+	wait_for "$work/B" '^ready' 5
+	out=$(px ping -c 5 -i 0.05 -s 100 -W 2 10.77.0.2 2>&1)
+	tap_like "untagged: the peer's pings to the untagged port are answered" "$out" " 0% packet loss"
+	out=$(px ping -c 3 -i 0.05 -s 1472 -M do -W 2 10.77.0.2 2>&1)
+	tap_like "untagged: full-MTU pings (1500-byte IP packets) are answered" "$out" " 0% packet loss"
+	sleep 0.2
+	stop_all
+	start A -v 100 -t 10 ethg0 10.77.100.2 respond
+	wait_for "$work/A" '^ready' 5
+	if [ "$kernel_vlan" = 1 ]; then
+		out=$(px ping -c 5 -i 0.05 -s 1000 -W 2 10.77.100.2 2>&1)
+		tap_like "VLAN 100: the peer's pings over its VLAN device are answered" "$out" " 0% packet loss"
+		a_arp=1
+	else
+		out=$(px python3 "$work/vlan_peer.py" ethp0 "$gmac" 100 10.77.100.1 10.77.100.2 5 1000 2>&1)
+		tap_like "VLAN 100: tagged pings from the raw peer are answered, tagged 100" "$out" "tagged_replies 5"
+		a_arp=0
+	fi
+	sleep 0.2
+	stop_all
+	rx1=$(link_stat rx packets); tx1=$(link_stat tx packets); rxb1=$(link_stat rx bytes)
+	start C -v 200 -t 10 ethg0 10.77.100.2 respond
+	wait_for "$work/C" '^ready' 5
+	if [ "$kernel_vlan" = 1 ]; then
+		px ping -c 5 -i 0.05 -s 1000 -W 1 10.77.100.2 >/dev/null 2>&1
+	else
+		px python3 "$work/vlan_peer.py" ethp0 "$gmac" 100 10.77.100.1 10.77.100.2 5 1000 >/dev/null 2>&1
+	fi
+	stop_all
+fi
 tap_is "B saw the 100-byte pings as 142-byte frames and the full-MTU ones as 1514" \
 	"$(grep '^echo' "$work/B" | sort | uniq -c | awk '{print $1 "x" $3}' | tr '\n' ' ')" \
 	"5xlen=142 3xlen=1514 "
@@ -185,16 +240,24 @@ tap_is "the ports counted the replies they sent ($a_arp ARP + 5 pings for A; 1 +
 tap_is "tx bytes include the inserted tag on VLAN 100 (42+4 per ARP, 5 x (1042+4))" \
 	"$(stat_of "$work/A" tx_bytes)" "$((a_arp * 46 + 5 * 1046))"
 
-# 3. mmsg engine receives too.
-start M -i mmsg -t 10 ethg0 10.77.0.2 respond
-wait_for "$work/M" '^ready' 5
-out=$(px ping -c 5 -i 0.05 -s 200 -W 2 10.77.0.2 2>&1)
-tap_like "mmsg: the peer's pings are answered" "$out" " 0% packet loss"
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-wait 2>/dev/null
-pids=()
-tap_is "mmsg: echo requests seen with their lengths" \
-	"$(grep -c '^echo len=242 vlan=0' "$work/M")" 5
+if [ "$backend" = af_packet ]; then
+	# 3. mmsg engine receives too.
+	start M -i mmsg -t 10 ethg0 10.77.0.2 respond
+	wait_for "$work/M" '^ready' 5
+	out=$(px ping -c 5 -i 0.05 -s 200 -W 2 10.77.0.2 2>&1)
+	tap_like "mmsg: the peer's pings are answered" "$out" " 0% packet loss"
+	stop_all
+	tap_is "mmsg: echo requests seen with their lengths" \
+		"$(grep -c '^echo len=242 vlan=0' "$work/M")" 5
+else
+	# 3. A second af_xdp port on the device is refused, with the reason.
+	start M -t 10 ethg0 10.77.0.2 respond
+	wait_for "$work/M" '^ready' 5
+	out=$(gx timeout 10 "$echo_bin" -v 100 -t 2 ethg0 10.77.100.2 respond 2>&1)
+	tap_like "af_xdp: a second port on the device is refused, saying why" "$out" \
+		"has an XDP program already .*one af_xdp port per device"
+	stop_all
+fi
 
 # 4. Link down/up on the peer, through netlink, bounded.
 start L -t 15 ethg0 - link
@@ -220,17 +283,16 @@ fi
 gx ip link set ethg0 mtu 1400
 wait_for "$work/L" 'mtu=1400' 2
 tap_like "link: an MTU change is reported" "$(cat "$work/L")" "^link up=1 mtu=1400"
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-wait 2>/dev/null
-pids=()
+stop_all
 
-# 5. GRO: with it on, the device hands every packet tap TCP segments merged into frames
-# of up to 64 KiB, which the port's buffers cannot hold. Opening the port turns it off;
-# a fast TCP stream from the peer (its own segmentation in software: wire-sized
-# frames, as from a NIC) to the gateway namespace's kernel then reaches the port in
-# frames no larger than the wire's, none truncated.
-ethtool_value() { # NS DEV CMD [VALUE]: an ETHTOOL_G*/S* of one value; prints it
-	ip netns exec "$1" python3 -c '
+if [ "$backend" = af_packet ]; then
+	# 5. GRO: with it on, the device hands every packet tap TCP segments merged into frames
+	# of up to 64 KiB, which the port's buffers cannot hold. Opening the port turns it off;
+	# a fast TCP stream from the peer (its own segmentation in software: wire-sized
+	# frames, as from a NIC) to the gateway namespace's kernel then reaches the port in
+	# frames no larger than the wire's, none truncated.
+	ethtool_value() { # NS DEV CMD [VALUE]: an ETHTOOL_G*/S* of one value; prints it
+		ip netns exec "$1" python3 -c '
 import ctypes, fcntl, socket, struct, sys
 dev, cmd = sys.argv[1], int(sys.argv[2], 0)
 v = int(sys.argv[3]) if len(sys.argv) > 3 else 0
@@ -238,19 +300,43 @@ val = ctypes.create_string_buffer(struct.pack("II", cmd, v), 8)
 ifr = struct.pack("16sP", dev.encode(), ctypes.addressof(val))
 fcntl.ioctl(socket.socket(), 0x8946, ifr)
 print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
-}
-ethtool_value "$P" ethp0 0x17 0 >/dev/null # ETHTOOL_STXCSUM off (TSO, GSO with it)
-ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
-gx ip link set ethg0 mtu 1500
-gx ip addr add 10.77.0.3/24 dev ethg0
-gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
-start R -t 15 ethg0 10.77.0.2 respond
-wait_for "$work/R" '^ready' 5
-tap_is "GRO: opening the port turned GRO off on the device" "$(ethtool_value "$G" ethg0 0x2b)" 0
-px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
-kill -TERM "${pids[-1]}" 2>/dev/null
-wait "${pids[-1]}" 2>/dev/null
-rx=$(stat_of "$work/R" rx_packets)
-tap_is "GRO: a TCP stream from the peer reaches the port in wire-sized frames, none truncated" \
-	"$([ "${rx:-0}" -gt 10000 ] && echo "many $(stat_of "$work/R" rx_truncated)")" "many 0"
+	}
+	ethtool_value "$P" ethp0 0x17 0 >/dev/null # ETHTOOL_STXCSUM off (TSO, GSO with it)
+	ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
+	gx ip link set ethg0 mtu 1500
+	gx ip addr add 10.77.0.3/24 dev ethg0
+	gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
+	start R -t 15 ethg0 10.77.0.2 respond
+	wait_for "$work/R" '^ready' 5
+	tap_is "GRO: opening the port turned GRO off on the device" "$(ethtool_value "$G" ethg0 0x2b)" 0
+	px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
+	kill -TERM "${pids[-1]}" 2>/dev/null
+	wait "${pids[-1]}" 2>/dev/null
+	rx=$(stat_of "$work/R" rx_packets)
+	tap_is "GRO: a TCP stream from the peer reaches the port in wire-sized frames, none truncated" \
+		"$([ "${rx:-0}" -gt 10000 ] && echo "many $(stat_of "$work/R" rx_truncated)")" "many 0"
+else
+	# 5. af_xdp: XDP sees frames before GRO, and a veth whose other end runs XDP takes
+	# TSO/USO from the peer, which segments in software, leaving the checksums to
+	# offload. 10 UDP_SEGMENT sends of 8 x 1000 octets from the peer reach the port as
+	# 80 wire-sized frames, each with its checksum completed by the port.
+	gx ip link set ethg0 mtu 1500
+	start R -t 15 ethg0 10.77.0.2 respond
+	wait_for "$work/R" '^ready' 5
+	px python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_UDP, 103, 1000)  # UDP_SEGMENT
+for i in range(10):
+    s.sendto(bytes(8000), ("10.77.0.2", 9))
+    time.sleep(0.05)'
+	sleep 0.3
+	stop_all
+	tap_is "af_xdp: the peer's UDP GSO sends arrive as 80 wire-sized frames, none dropped" \
+		"$(stat_of "$work/R" other) $(stat_of "$work/R" rx_kernel) $(stat_of "$work/R" rx_truncated)" "80 0 0"
+	tap_is "af_xdp: the port completed their partial UDP checksums" \
+		"$(stat_of "$work/R" rx_csum_completed)" 80
+	tap_is "af_xdp: no XDP program left on the device once the ports closed" \
+		"$(gx ip -d link show ethg0 | grep -c 'prog/xdp')" 0
+fi
 tap_done

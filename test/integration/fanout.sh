@@ -15,6 +15,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
 . "$top/test/lib/intact.sh"
+. "$top/test/lib/flows.sh"
 arb_init fanout 17 jq python3
 
 arb_up "$A" "$R" "$B" 63 64
@@ -26,50 +27,10 @@ ping_ok() { ip netns exec "$1" ping -c 2 -i 0.2 -W 2 "$2" >/dev/null 2>&1 && ech
 tap_is "ping A -> B through the gateway (resolves both neighbours)" "$(ping_ok "$A" 10.64.0.2)" ok
 tap_is "ping6 A -> B through the gateway" "$(ping_ok "$A" fd00:64::2)" ok
 
-# flows ADDR: 64 UDP flows (source ports 41000..41063) from A to B's ADDR, 300
-# datagrams each carrying (flow, number), 20 of a flow back to back, flow after flow,
-# round after round: the datagrams of a flow follow each other closely, so that a flow
-# spread over two workers would be reordered (with the frames dealt out in turn,
-# PACKET_FANOUT_LB, this check fails); B prints "received N flows F reordered R": R
-# counts datagrams that arrived after a later one of their flow.
-flows() {
-	ip netns exec "$B" python3 -c '
-import socket, sys
-fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
-s = socket.socket(fam, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-s.bind((sys.argv[1], 6000)); s.settimeout(2)
-last, got, reordered = {}, 0, 0
-try:
-    while True:
-        f, n = map(int, s.recv(64).split())
-        got += 1
-        if n < last.get(f, -1): reordered += 1
-        last[f] = max(n, last.get(f, -1))
-except socket.timeout:
-    pass
-print("received %d flows %d reordered %d" % (got, len(last), reordered))' "$1" >"$work/flows" &
-	local rx=$!
-	sleep 0.5
-	ip netns exec "$A" python3 -c '
-import socket, sys, time
-fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
-socks = []
-for f in range(64):
-    s = socket.socket(fam, socket.SOCK_DGRAM)
-    s.bind(("", 41000 + f)); socks.append(s)
-for r in range(0, 300, 20):
-    for f, s in enumerate(socks):
-        for n in range(r, r + 20):
-            s.sendto(b"%d %d" % (f, n), (sys.argv[1], 6000))
-    time.sleep(0.01)' "$1"
-	wait "$rx"
-	cat "$work/flows"
-}
-got=$(flows 10.64.0.2)
+got=$(flows "$A" "$B" 10.64.0.2)
 echo "# IPv4: $got (of 19200)"
 tap_like "IPv4: all 64 flows arrive, none reordered" "$got" "^received [0-9]+ flows 64 reordered 0$"
-got=$(flows fd00:64::2)
+got=$(flows "$A" "$B" fd00:64::2)
 echo "# IPv6: $got (of 19200)"
 tap_like "IPv6: all 64 flows arrive, none reordered" "$got" "^received [0-9]+ flows 64 reordered 0$"
 
@@ -91,12 +52,12 @@ tap_is "16 MiB B -> A over TCP (IPv6, default offloads) arrive intact" \
 arb_config "$work/ibgwd.yaml" 63 64 "workers: 1"
 tap_check "reload to one worker" "$gwctl" -S "$sock" reload
 tap_is "show stats: one worker" "$("$gwctl" -S "$sock" -j show stats | jq -r '.[0].workers')" 1
-got=$(flows 10.64.0.2)
+got=$(flows "$A" "$B" 10.64.0.2)
 echo "# one worker: $got"
 tap_like "one worker: all 64 flows arrive, none reordered" "$got" "^received [0-9]+ flows 64 reordered 0$"
 arb_config "$work/ibgwd.yaml" 63 64 "workers: 2"
 tap_check "reload to two workers" "$gwctl" -S "$sock" reload
-got=$(flows 10.64.0.2)
+got=$(flows "$A" "$B" 10.64.0.2)
 echo "# two workers again: $got"
 tap_like "two workers again: all 64 flows arrive, none reordered" "$got" \
 	"^received [0-9]+ flows 64 reordered 0$"

@@ -22,7 +22,7 @@ tap_is "the unit has no unsubstituted @VARS@" "$(grep -c '@[A-Z]*@' "$unit")" 0
 tap_like "the unit starts the installed daemon in the foreground" \
 	"$(grep '^ExecStart=' "$unit")" "^ExecStart=/usr/sbin/ibgwd -d -f /etc/ibgw/ibgwd.yaml$"
 tap_is "the unit is hardened: no new privileges, a bounding set, a closed device policy" \
-	"$(grep -cE '^(NoNewPrivileges=yes|CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_RAW CAP_IPC_LOCK CAP_CHOWN CAP_SETUID CAP_SETGID|ProtectSystem=strict|ProtectHome=yes|PrivateTmp=yes|DevicePolicy=closed|SystemCallFilter=@system-service|RuntimeDirectory=ibgw)$' "$unit")" 8
+	"$(grep -cE '^(NoNewPrivileges=yes|CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_RAW CAP_IPC_LOCK CAP_BPF CAP_CHOWN CAP_SETUID CAP_SETGID|ProtectSystem=strict|ProtectHome=yes|PrivateTmp=yes|DevicePolicy=closed|SystemCallFilter=@system-service|RuntimeDirectory=ibgw)$' "$unit")" 8
 # The example names the key the package makes at install: check it with one made here.
 (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$root/etc/ibgw/failover.key")
 sed "s|^\(  key_file: \)/etc/ibgw/failover.key|\1$root/etc/ibgw/failover.key|" \

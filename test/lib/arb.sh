@@ -9,7 +9,8 @@
 #                         # hosts route to each other via .1 / ::1 (ibgwd's); R's kernel
 #                         # has no address, no IPv6, no forwarding; default offloads
 #   arb_config FILE X Y [GATEWAY_LINE...]   # an ibgwd config for R: ra and rb with the
-#                         # .1 / ::1 addresses, extra lines under gateway:
+#                         # .1 / ::1 addresses, extra lines under gateway:; both with
+#                         # backend $ARB_BACKEND when it is set (af_packet, af_xdp)
 #   arb_start FILE        # ibgwd -d in R ($pid: not in a subshell), waits for its socket
 #                         # and both links up; returns 1 if it does not answer
 arb_init() {
@@ -63,9 +64,11 @@ logging:
 ethernet_interfaces:
   - name: ra
     device: ra
+    backend: ${ARB_BACKEND:-af_packet}
     addresses: [10.$x.0.1/24, "fd00:$x::1/64"]
   - name: rb
     device: rb
+    backend: ${ARB_BACKEND:-af_packet}
     addresses: [10.$y.0.1/24, "fd00:$y::1/64"]
 EOC
 	} >"$f"

@@ -3,6 +3,9 @@
  * ethf_ parser and the linkwatch netlink follower): the integration suite
  * test/integration/eth_port.sh drives it against real kernels in namespaces.
  *
+ * Every mode takes -b BACKEND (af_packet, the default, or af_xdp; the environment's
+ * ETHP_BACKEND when -b is not given).
+ *
  *   ethp_echo [-v VLAN] [-i uring|mmsg] [-t SECONDS] DEV MYIP respond
  *       answer ARP requests for MYIP and ICMP echo requests to MYIP until SECONDS
  *       pass or SIGTERM; every echo request prints "echo len=FRAMELEN vlan=TCI",
@@ -97,7 +100,8 @@ static void print_stats(const char *extra)
 	       seen_icmp, seen_other, seen_bad);
 	for (i = 0; i < ETHP_DROP_MAX; i++)
 		printf(" %s=%llu", ethp_drop_name(i), (unsigned long long)st.drops[i]);
-	printf("%s\n", extra ? extra : "");
+	printf(" rx_csum_completed=%llu%s\n", (unsigned long long)st.rx_csum_completed,
+	       extra ? extra : "");
 	fflush(stdout);
 }
 
@@ -384,8 +388,9 @@ static int mode_link(const char *dev, int seconds)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ethp_echo [-v VLAN] [-i uring|mmsg] [-t SECONDS] DEV MYIP "
-			"respond | ping PEERIP COUNT SIZE | link\n");
+	fprintf(stderr,
+		"usage: ethp_echo [-b BACKEND] [-v VLAN] [-i uring|mmsg] [-t SECONDS] DEV MYIP "
+		"respond | ping PEERIP COUNT SIZE | link\n");
 	exit(2);
 }
 
@@ -398,8 +403,13 @@ int main(int argc, char **argv)
 	struct in_addr a;
 
 	log_init("ethp_echo", LOG_TARGET_STDERR, LOG_INFO);
-	while ((opt = getopt(argc, argv, "v:i:t:")) != -1) {
+	if (getenv("ETHP_BACKEND") && *getenv("ETHP_BACKEND"))
+		cfg.backend = getenv("ETHP_BACKEND");
+	while ((opt = getopt(argc, argv, "b:v:i:t:")) != -1) {
 		switch (opt) {
+		case 'b':
+			cfg.backend = optarg;
+			break;
 		case 'v':
 			cfg.vlan = (uint16_t)atoi(optarg);
 			break;
@@ -425,6 +435,8 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	ops = ethp_backend(cfg.backend);
+	if (!ops)
+		usage();
 	r = ops->open(&cfg, &port);
 	if (r < 0) {
 		fprintf(stderr, "open %s: %s\n", cfg.device, strerror(-r));

@@ -469,6 +469,43 @@ static void test_csum_fill_and_seed(void **st)
 	assert_false(gso_l4_csum_fill(pkt, 30));
 }
 
+/* AF_XDP's guess: only a field holding the pseudo-header sum, in a packet that does not
+ * verify, is completed. */
+static void test_csum_fix_partial(void **st)
+{
+	size_t len = tcp4(999, false, 0x18);
+	struct gso_pkt g = { GSO_TCP, 500 }, u = { GSO_UDP, 50 };
+	struct gso_plan p;
+
+	(void)st;
+	assert_int_equal(gso_plan(pkt, len, &g, 0, &p), GSO_OK);
+	gso_l4_seed(&p, pkt); /* what a sender with checksum offload leaves */
+	assert_false(l4_ok(pkt, 20, 6));
+	assert_true(gso_l4_csum_fix_partial(pkt, len + 6)); /* link padding ignored */
+	assert_true(l4_ok(pkt, 20, 6));
+	memcpy(cat, pkt, len);
+	assert_false(gso_l4_csum_fix_partial(pkt, len)); /* verifies: left alone */
+	assert_memory_equal(cat, pkt, len);
+	pkt[36] ^= 0x10; /* wrong, but not the pseudo-header sum: left alone */
+	memcpy(cat, pkt, len);
+	assert_false(gso_l4_csum_fix_partial(pkt, len));
+	assert_memory_equal(cat, pkt, len);
+	/* IPv6 UDP behind a destination-options header */
+	len = ip6(100, true, 17, 0);
+	assert_int_equal(gso_plan(pkt, len, &u, 0, &p), GSO_OK);
+	gso_l4_seed(&p, pkt);
+	assert_false(l4_ok(pkt, 48, 17));
+	assert_true(gso_l4_csum_fix_partial(pkt, len));
+	assert_true(l4_ok(pkt, 48, 17));
+	/* IPv4 UDP without a checksum (0): none to complete */
+	len = udp4(100);
+	pkt[26] = pkt[27] = 0;
+	assert_false(gso_l4_csum_fix_partial(pkt, len));
+	assert_int_equal(be16(pkt + 26), 0);
+	/* truncated: untouched */
+	assert_false(gso_l4_csum_fix_partial(pkt, 30));
+}
+
 static void test_vnet_codec(void **st)
 {
 	uint8_t b[GSO_VNET_LEN];
@@ -494,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_udp),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_csum_fill_and_seed),
+		cmocka_unit_test(test_csum_fix_partial),
 		cmocka_unit_test(test_vnet_codec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

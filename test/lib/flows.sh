@@ -1,0 +1,48 @@
+# flows NS_A NS_B ADDR: 64 UDP flows (source ports 41000..41063) from namespace NS_A to
+# ADDR (port 6000) in NS_B, 300 datagrams each carrying (flow, number), 20 of a flow back
+# to back, flow after flow, round after round: the datagrams of a flow follow each other
+# closely, so that a flow spread over two workers would be reordered (with the frames
+# dealt out in turn, PACKET_FANOUT_LB, fanout.sh's check fails). Prints "received N
+# flows F reordered R": R counts datagrams that arrived after a later one of their flow.
+# A send the host's veth refuses (its ring full: a veth whose peer runs XDP pushes back,
+# and with no qdisc the send fails with ENETDOWN or ENOBUFS) is retried a millisecond
+# later. Needs python3 and $work. Used by fanout.sh and afxdp.sh.
+flows() {
+	ip netns exec "$2" python3 -c '
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+s.bind((sys.argv[1], 6000)); s.settimeout(2)
+last, got, reordered = {}, 0, 0
+try:
+    while True:
+        f, n = map(int, s.recv(64).split())
+        got += 1
+        if n < last.get(f, -1): reordered += 1
+        last[f] = max(n, last.get(f, -1))
+except socket.timeout:
+    pass
+print("received %d flows %d reordered %d" % (got, len(last), reordered))' "$3" >"$work/flows" &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "$1" python3 -c '
+import socket, sys, time
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+socks = []
+for f in range(64):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind(("", 41000 + f)); socks.append(s)
+for r in range(0, 300, 20):
+    for f, s in enumerate(socks):
+        for n in range(r, r + 20):
+            for t in range(100):
+                try:
+                    s.sendto(b"%d %d" % (f, n), (sys.argv[1], 6000))
+                    break
+                except OSError:
+                    time.sleep(0.001)
+    time.sleep(0.01)' "$3"
+	wait "$rx"
+	cat "$work/flows"
+}
