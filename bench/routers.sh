@@ -27,6 +27,7 @@ R() { RACK_QUIET=1 "$top/sim/rack" "$@" --name "$rack"; }
 in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
 mbps() { awk '/receiver/ { v = $7; u = $8 } END { if (u == "Gbits/sec") v *= 1000; print v + 0 }'; }
 rtt() { awk -F/ '/^rtt/ { print $5 }'; }
+. "$top/test/lib/gap.sh"
 
 R up two-subnets >/dev/null 2>&1 || { echo "routers.sh: rack up failed" >&2; exit 1; }
 for a in 10.10.0.11 10.10.0.13 10.10.0.21 10.10.0.22; do
@@ -43,15 +44,6 @@ cm_a=$(tcp ibhost1 10.10.0.11) cm_b=$(tcp ibhostb2 10.10.0.22)
 rtt_dg_a=$(lat 10.10.0.13) rtt_dg_b=$(lat 10.10.0.21)
 rtt_cm_a=$(lat 10.10.0.11) rtt_cm_b=$(lat 10.10.0.22)
 
-gap() {   # FILE FROM TO -> longest silence (ms) between replies in [FROM, TO]
-	python3 - "$@" <<'EOF'
-import re, sys
-f, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-rx = [float(m.group(1)) for m in re.finditer(r'^\[(\d+\.\d+)\].*icmp_seq', open(f).read(), re.M)]
-rx = [t for t in rx if t0 <= t <= t1]
-print(round(max((b - a for a, b in zip(rx, rx[1:])), default=t1 - t0) * 1000))
-EOF
-}
 # Which router carries the gateway's path to ADDR (its LID on A: rt1 or rt2).
 gwctl() { in_ns gw1 "$IBGW_BUILD/bin/gwctl" -S "/run/ibgw-sim/$rack/nodes/gw1/ibgwd.sock" "$@"; }
 st=$("$top/sim/rack" fabric stats --name "$rack")
@@ -69,10 +61,8 @@ fo=()
 for r in $(seq "$runs"); do
 	for rt in rt1 rt2; do
 		c_ud=$(carrier datagram) c_cm=$(carrier connected)
-		in_ns ethhost1 ping -D -i 0.001 -w 10 -W 1 10.10.0.21 >"$work/ud" 2>&1 &
-		p1=$!
-		in_ns ethhost1 ping -D -i 0.001 -w 10 -W 1 10.10.0.22 >"$work/cm" 2>&1 &
-		p2=$!
+		gap_start ud "$rack-ethhost1" 10.10.0.21
+		gap_start cm "$rack-ethhost1" 10.10.0.22
 		sleep 1.5
 		td=$(date +%s.%N)
 		R link "$rt" down >/dev/null
@@ -81,11 +71,12 @@ for r in $(seq "$runs"); do
 		R link "$rt" up >/dev/null
 		sleep 4
 		te=$(date +%s.%N)
-		wait $p1 $p2
-		g_ud=$(gap "$work/ud" "$td" "$tu") g_cm=$(gap "$work/cm" "$td" "$tu")
+		gap_stop ud >/dev/null
+		gap_stop cm >/dev/null
+		g_ud=$(gap_window ud "$td" "$tu" | cut -d' ' -f1) g_cm=$(gap_window cm "$td" "$tu" | cut -d' ' -f1)
 		[ "$c_ud" = "$rt" ] || g_ud="($g_ud)"
 		[ "$c_cm" = "$rt" ] || g_cm="($g_cm)"
-		fo+=("$r $rt $g_ud $g_cm $(gap "$work/ud" "$tu" "$te") $(gap "$work/cm" "$tu" "$te")")
+		fo+=("$r $rt $g_ud $g_cm $(gap_window ud "$tu" "$te" | cut -d' ' -f1) $(gap_window cm "$tu" "$te" | cut -d' ' -f1)")
 		sleep 2
 	done
 done

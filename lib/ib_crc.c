@@ -86,8 +86,9 @@ static const uint16_t crc16_table[256] = {
 	0x3e22, 0x12c1, 0x0960,
 };
 
-static uint32_t crc32_slice[8][256];
-static uint16_t crc16_slice[8][256];
+/* Tables 0..7 of each CRC; the CRC-16 ones widened to 32 bits so that one loop serves
+ * both (a 16-bit register shifted right stays 16 bits). */
+static uint32_t crc32_slice[8][256], crc16_slice[8][256];
 
 __attribute__((constructor)) static void crc_slices_init(void)
 {
@@ -97,11 +98,10 @@ __attribute__((constructor)) static void crc_slices_init(void)
 	}
 	for (unsigned k = 1; k < 8; k++)
 		for (unsigned b = 0; b < 256; b++) {
-			uint32_t c = crc32_slice[k - 1][b];
-			uint16_t d = crc16_slice[k - 1][b];
+			uint32_t c = crc32_slice[k - 1][b], d = crc16_slice[k - 1][b];
 
-			crc32_slice[k][b] = crc32_table[c & 0xff] ^ (c >> 8);
-			crc16_slice[k][b] = (uint16_t)(crc16_table[d & 0xff] ^ (d >> 8));
+			crc32_slice[k][b] = crc32_slice[0][c & 0xff] ^ (c >> 8);
+			crc16_slice[k][b] = crc16_slice[0][d & 0xff] ^ (d >> 8);
 		}
 }
 
@@ -110,10 +110,10 @@ static inline uint32_t le32_at(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-uint32_t ib_crc32_update(uint32_t state, const uint8_t *buf, size_t len)
+/* A reflected CRC register of up to 32 bits through buf, eight bytes a round. */
+static inline uint32_t crc_sliced(const uint32_t (*t)[256], uint32_t state, const uint8_t *buf,
+				  size_t len)
 {
-	const uint32_t(*t)[256] = crc32_slice;
-
 	for (; len >= 8; len -= 8, buf += 8) {
 		uint32_t lo = le32_at(buf) ^ state, hi = le32_at(buf + 4);
 
@@ -122,8 +122,13 @@ uint32_t ib_crc32_update(uint32_t state, const uint8_t *buf, size_t len)
 			t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
 	}
 	while (len--)
-		state = crc32_table[(state ^ *buf++) & 0xff] ^ (state >> 8);
+		state = t[0][(state ^ *buf++) & 0xff] ^ (state >> 8);
 	return state;
+}
+
+uint32_t ib_crc32_update(uint32_t state, const uint8_t *buf, size_t len)
+{
+	return crc_sliced(crc32_slice, state, buf, len);
 }
 
 uint32_t ib_crc32(const uint8_t *buf, size_t len)
@@ -133,18 +138,7 @@ uint32_t ib_crc32(const uint8_t *buf, size_t len)
 
 uint16_t ib_crc16_update(uint16_t state, const uint8_t *buf, size_t len)
 {
-	const uint16_t(*t)[256] = crc16_slice;
-
-	for (; len >= 8; len -= 8, buf += 8) {
-		uint32_t lo = le32_at(buf) ^ state, hi = le32_at(buf + 4);
-
-		state = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
-			t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
-			t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
-	}
-	while (len--)
-		state = (uint16_t)(crc16_table[(state ^ *buf++) & 0xff] ^ (state >> 8));
-	return state;
+	return (uint16_t)crc_sliced(crc16_slice, state, buf, len);
 }
 
 /* Header sizes repeated here so the CRC code needs no other header of ours. */

@@ -30,6 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/udhcpc.sh"
 suite_init dhcp
 rackcmd() { R "$@"; }
 
@@ -111,21 +112,7 @@ tap_ok "dnsmasq serving 10.10.0.100-150 on ethhost1 (pid $(cat "$work/dnsmasq.pi
 # The client: ibhost3's ib0 without its IPv4 address; udhcpc's script sets what it gets.
 in_ns ibhost3 ip -4 addr flush dev ib0
 in_ns ibhost3 ip -4 route flush dev ib0
-cat >"$work/udhcpc.sh" <<'EOF'
-#!/bin/sh
-case $1 in
-deconfig) ip -4 addr flush dev "$interface";;
-bound|renew)
-	ip -4 addr flush dev "$interface"
-	ip addr add "$ip/$subnet" dev "$interface"
-	[ -n "${router:-}" ] && ip route replace default via "${router%% *}" dev "$interface"
-	echo "$ip $subnet ${router:-}" >"$(dirname "$0")/lease.$2"
-	;;
-esac
-exit 0
-EOF
-sed -i 's|lease.$2|lease|' "$work/udhcpc.sh"
-chmod 0755 "$work/udhcpc.sh"
+udhcpc_script
 tap_is "ibhost3: no IPv4 address on ib0 before" "$(in_ns ibhost3 ip -4 -o addr show dev ib0)" ""
 
 s=$(date +%s.%N)

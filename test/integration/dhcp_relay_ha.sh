@@ -16,6 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/udhcpc.sh"
 suite_init dhha
 
 tap_plan 17
@@ -58,20 +59,8 @@ in_ns ethhost1 dnsmasq --conf-file=/dev/null --port=0 --user=root --group=root \
 for i in $(seq 30); do [ -s "$work/dnsmasq.pid" ] && break; sleep 0.1; done
 in_ns ibhost3 ip -4 addr flush dev ib0
 in_ns ibhost3 ip -4 route flush dev ib0
-cat >"$work/udhcpc.sh" <<'EOF'
-#!/bin/sh
-case $1 in
-deconfig) ip -4 addr flush dev "$interface";;
-bound|renew)
-	ip -4 addr flush dev "$interface"
-	ip addr add "$ip/$subnet" dev "$interface"
-	echo "$ip ${router:-}" >"$(dirname "$0")/lease"
-	;;
-esac
-exit 0
-EOF
-chmod 0755 "$work/udhcpc.sh"
-lease() {   # run udhcpc once with the BROADCAST flag; prints "ADDRESS ROUTER"
+udhcpc_script
+lease() {   # run udhcpc once with the BROADCAST flag; prints "ADDRESS NETMASK ROUTER"
 	rm -f "$work/lease"
 	in_ns ibhost3 timeout 30 busybox udhcpc -i ib0 -f -q -n -B -t 5 -T 2 -s "$work/udhcpc.sh" \
 		>"$work/udhcpc.out" 2>&1
@@ -80,7 +69,7 @@ lease() {   # run udhcpc once with the BROADCAST flag; prints "ADDRESS ROUTER"
 n_req() { grep -cE 'DHCP(DISCOVER|REQUEST)\(eth0\)' "$work/dnsmasq.log"; }
 
 tap_like "udhcpc on ibhost3 gets a lease through gw1, the router named is the service address" \
-	"$(lease)" '^10\.10\.0\.1([0-4][0-9]|50) 10\.10\.0\.1$'
+	"$(lease)" '^10\.10\.0\.1([0-4][0-9]|50) 255\.255\.255\.0 10\.10\.0\.1$'
 r1=$(dj gw1 .relayed) s2=$(dj gw2 .not_serving)
 tap_check "gw1 relayed the client's DISCOVER and REQUEST ($r1)" test "$r1" -ge 2
 tap_is "gw2 relayed nothing" "$(dj gw2 .relayed)" 0
@@ -97,7 +86,7 @@ tap_is "show dhcp: gw2 relaying with 10.10.0.1, gw1 standby" \
 	"$(dj gw2 '"\(.state) \(.giaddr)"')/$(dj gw1 .state)" "relaying 10.10.0.1/standby"
 before=$(n_req) g1=$(dj gw1 .relayed)
 tap_like "a second udhcpc run gets its lease through gw2" "$(lease)" \
-	'^10\.10\.0\.1([0-4][0-9]|50) 10\.10\.0\.1$'
+	'^10\.10\.0\.1([0-4][0-9]|50) 255\.255\.255\.0 10\.10\.0\.1$'
 r2=$(dj gw2 .relayed)
 tap_check "gw2 relayed it ($r2)" test "$r2" -ge 2
 tap_is "gw1 relayed nothing more" "$(dj gw1 .relayed)" "$g1"

@@ -23,6 +23,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
 . "$top/test/lib/stream.sh"
+. "$top/test/lib/gap.sh"
 suite_init rfo
 
 tap_plan 24
@@ -38,23 +39,6 @@ gw_dlid() { gwctl -j show neighbours | jq -r --arg d "$1" '.[] | select(.dst == 
 gw_conn() { gwctl -j show connections | jq -r --arg p "$HW_B2" '.[] | select(.peer == $p and .state != "dreq-sent" and .state != "timewait") | "\(.state) \(.dlid)"'; }
 host_dlid() { field "$(dump "$1" neigh | grep '^neigh 10.10.0.1 ')" dlid; }
 hex() { printf '0x%x' "$1"; }
-# ping_gap FILE FROM TO: the longest silence (ms) between two replies received from
-# epoch second FROM to TO (ping -D), and the requests lost in that window.
-ping_gap() {
-	python3 - "$@" <<'EOF'
-import re, sys
-f, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-rx, seqs = [], []
-for m in re.finditer(r'^\[(\d+\.\d+)\].*icmp_seq=(\d+)', open(f).read(), re.M):
-    t, s = float(m.group(1)), int(m.group(2))
-    if t0 <= t <= t1:
-        rx.append(t); seqs.append(s)
-gap = max((b - a for a, b in zip(rx, rx[1:])), default=t1 - t0) * 1000
-lost = (max(seqs) - min(seqs) + 1 - len(set(seqs))) if seqs else -1
-print("%d %d" % (round(gap), lost))
-EOF
-}
-
 # --- the rack ----------------------------------------------------------------------
 t0=$SECONDS
 if ! out=$(RACK_QUIET=1 R up two-subnets 2>&1); then
@@ -79,10 +63,8 @@ tap_is "before: gw1's paths and its connection to ibhostb2 go through rt1, so do
 # --- rt1 dies under load, and comes back ----------------------------------------------------
 stream_start ud "$rack-ibhostb1" "$rack-ethhost1" 10.10.0.21 5301 22
 stream_start cm "$rack-ibhostb2" "$rack-ethhost1" 10.10.0.22 5302 22
-in_ns ethhost1 ping -D -i 0.001 -w 24 -W 1 10.10.0.21 >"$work/ping-ud" 2>&1 &
-ping_ud=$!
-in_ns ethhost1 ping -D -i 0.001 -w 24 -W 1 10.10.0.22 >"$work/ping-cm" 2>&1 &
-ping_cm=$!
+gap_start ud "$rack-ethhost1" 10.10.0.21
+gap_start cm "$rack-ethhost1" 10.10.0.22
 sleep 3
 t_down=$(date +%s.%N)
 tap_check "sim/rack link rt1 down (the fabric, then both ibsims)" R link rt1 down
@@ -112,17 +94,19 @@ tap_is "after rt2's death: the RC connection was set up again, through rt1" "$(g
 	"established $(hex "$RT1_A")"
 t_up2=$(date +%s.%N)
 R link rt2 up >/dev/null
-wait $ping_ud $ping_cm
+sleep 2
+gap_stop ud >/dev/null
+gap_stop cm >/dev/null
 tap_like "the TCP stream to ibhostb1 (datagram) survived, intact" "$(stream_result ud)" '^intact [0-9]+$'
 tap_like "the TCP stream to ibhostb2 (connected mode) survived, intact" "$(stream_result cm)" '^intact [0-9]+$'
 
 # --- the gaps -----------------------------------------------------------------------------------
 # Promised (docs/gid-route-failover.md): both ends move within the router watch's
 # interval (1 s) plus OpenSM's reaction and one SA round trip; 1.5 s in all.
-read -r gap_ud lost_ud < <(ping_gap "$work/ping-ud" "$t_down" "$t_up")
-read -r gap_cm lost_cm < <(ping_gap "$work/ping-cm" "$t_down" "$t_up")
-read -r back_ud lost_back_ud < <(ping_gap "$work/ping-ud" "$t_up" "$t_end")
-read -r back_cm lost_back_cm < <(ping_gap "$work/ping-cm" "$t_up" "$t_end")
+read -r gap_ud lost_ud < <(gap_window ud "$t_down" "$t_up")
+read -r gap_cm lost_cm < <(gap_window cm "$t_down" "$t_up")
+read -r back_ud lost_back_ud < <(gap_window ud "$t_up" "$t_end")
+read -r back_cm lost_back_cm < <(gap_window cm "$t_up" "$t_end")
 echo "# rt1 down: datagram ping silent $gap_ud ms ($lost_ud lost), connected $gap_cm ms ($lost_cm lost)"
 echo "# rt1 back: datagram ping silent $back_ud ms ($lost_back_ud lost), connected $back_cm ms ($lost_back_cm lost)"
 tap_check "rt1's death was real: pings to ibhostb1 were lost until the paths moved" test "$lost_ud" -gt 0
@@ -132,8 +116,8 @@ tap_check "the datagram ping's longest silence after rt1 died is at most 1500 ms
 tap_check "the connected-mode ping's likewise ($gap_cm)" test "$gap_cm" -le 1500
 tap_check "rt1's return: the datagram ping silent at most 50 ms ($back_ud)" test "$back_ud" -le 50
 tap_check "and the connected-mode ping ($back_cm)" test "$back_cm" -le 50
-read -r gap2_ud lost2_ud < <(ping_gap "$work/ping-ud" "$t_down2" "$t_up2")
-read -r gap2_cm lost2_cm < <(ping_gap "$work/ping-cm" "$t_down2" "$t_up2")
+read -r gap2_ud lost2_ud < <(gap_window ud "$t_down2" "$t_up2")
+read -r gap2_cm lost2_cm < <(gap_window cm "$t_down2" "$t_up2")
 echo "# rt2 down: datagram ping silent $gap2_ud ms ($lost2_ud lost), connected $gap2_cm ms ($lost2_cm lost)"
 tap_check "rt2's death cost the connected-mode ping ($lost2_cm lost), at most 1500 ms ($gap2_cm)" \
 	test "$lost2_cm" -gt 0 -a "$gap2_cm" -le 1500

@@ -7,6 +7,11 @@
 #                                        (GAP_MS with one decimal; LOST of SENT requests;
 #                                        GAP_MS 99999 when fewer than two replies came:
 #                                        the traffic never flowed)
+#   gap_window NAME FROM TO              after gap_stop, or while it runs: the longest
+#                                        silence (ms, whole) between replies received from
+#                                        epoch second FROM to TO, and the requests lost in
+#                                        that window: "GAP_MS LOST" (several events in one
+#                                        run of a ping, each its own window)
 declare -A gap_pids
 
 gap_start() {
@@ -31,4 +36,15 @@ gap_stop() {
 		/transmitted/ { split($0, f, " "); sent = f[1]; got = f[4] }
 		END { if (sent == "") { sent = seq; got = n }
 			printf "%.1f %d %d\n", n < 2 ? 99999 : m * 1000, sent - got, sent }' "$work/gap-$name.txt"
+}
+
+gap_window() {
+	awk -F'[][]' -v t0="$2" -v t1="$3" '
+		/bytes from/ && $2 >= t0 && $2 <= t1 {
+			t = $2; if (p != "" && t - p > m) m = t - p; p = t
+			if (match($0, /icmp_seq=[0-9]+/)) { q = substr($0, RSTART + 9, RLENGTH - 9) + 0
+				if (lo == "" || q < lo) lo = q; if (q > hi) hi = q; got[q] = 1 } }
+		END { for (q in got) k++
+			printf "%d %d\n", p == "" ? (t1 - t0) * 1000 : m * 1000 + 0.5, lo == "" ? -1 : hi - lo + 1 - k }' \
+		"$work/gap-$1.txt"
 }
