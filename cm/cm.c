@@ -677,8 +677,8 @@ static int handle_req(struct cm *cm, const struct cm_msg *m, const struct cm_add
 	c->state = CM_STATE_REP_SENT; /* until decided below */
 
 	if (!r->primary.subnet_local) {
-		/* From another subnet: answer along our own path back, not the REQ's
-		 * LIDs (they are the far subnet's). */
+		/* From another subnet: not the REQ's LIDs (they are the far subnet's)
+		 * but the router it came through, with the rest of our own path back. */
 		struct cm_path_info rp;
 
 		c->ah.dlid = from->lid; /* the router the REQ came through */
