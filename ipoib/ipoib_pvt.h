@@ -35,13 +35,18 @@
 
 #define PATH_QLEN     3
 #define PATH_RETRY_MS 1000
-#define ETH_P_IP      0x0800
-#define ETH_P_ARP     0x0806
-#define ETH_P_IPV6    0x86dd
-#define UD_MCAST_QPN  0xffffffu
-#define CONN_MAGIC    0x49504f43u /* "IPOC" */
-#define EXPIRE_MAX    16
-#define CM_PORT_LINKS 16
+/* Paths no neighbour and no connection has needed for this long are freed (each is a
+ * GID an IB host once answered from: spoofed ones would otherwise pile up). */
+#define PATH_IDLE_MS       60000
+#define PATH_GC_MS         5000
+#define IPOIB_PATH_BUCKETS 1024
+#define ETH_P_IP           0x0800
+#define ETH_P_ARP          0x0806
+#define ETH_P_IPV6         0x86dd
+#define UD_MCAST_QPN       0xffffffu
+#define CONN_MAGIC         0x49504f43u /* "IPOC" */
+#define EXPIRE_MAX         16
+#define CM_PORT_LINKS      16
 
 enum path_state {
 	PATH_RESOLVING,
@@ -52,8 +57,9 @@ enum path_state {
 /* A GID's PathRecord and address handle (path.c). Control thread only: the workers see
  * the AH through the neighbour entries it is published in. */
 struct ipoib_path {
-	struct ipoib_path *next;
+	struct ipoib_path *next, *hnext; /* the link's list; its hash chain */
 	struct ipoib_link *l;
+	uint64_t used_at; /* last time a neighbour or a connection needed it (ms) */
 	union ib_gid gid;
 	enum path_state state;
 	bool querying;
@@ -137,6 +143,9 @@ struct ipoib_link {
 	bool up, started, port_down;
 	struct ipoib_mcast *mcasts, *bcast;
 	struct ipoib_path *paths;
+	struct ipoib_path *path_tab[IPOIB_PATH_BUCKETS]; /* by GID (ipoib_path_find) */
+	unsigned n_paths;
+	uint64_t path_gc_at; /* next sweep of unused paths (path.c) */
 	struct neigh_table *neigh;
 	struct evtimer *tick;
 	uint8_t v4[IPOIB_LINK_MAX_ADDRS][4];
@@ -209,6 +218,7 @@ void ipoib_path_flush_queue(struct ipoib_path *p, bool send);
 void ipoib_bind_to_path(struct ipoib_link *l, struct neigh_link *ll, const struct ipoib_path *p);
 void ipoib_bind_neigh(struct ipoib_link *l, struct neigh_entry *e);
 uint32_t ipoib_ud_mtu_of(const struct ipoib_link *l, const struct ipoib_path *p);
+unsigned ipoib_paths_gc(struct ipoib_link *l, uint64_t now);
 
 /* ---- mcast.c ---- */
 struct ipoib_mcast *ipoib_mcast_find(const struct ipoib_link *l, const union ib_gid *mgid);

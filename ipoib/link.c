@@ -351,8 +351,9 @@ uint64_t ipoib_link_tick(struct ipoib_link *l)
 
 	uint64_t next;
 
-	/* Paths that failed: retried on the next use (ipoib_bind_neigh / xmit_hw). */
-	(void)now;
+	/* Paths that failed: retried on the next use (ipoib_bind_neigh / xmit_hw); those
+	 * nobody uses any more: freed. */
+	ipoib_paths_gc(l, now);
 	next = neigh_tick(l->neigh);
 	ipoib_conn_tick(l);
 	if (l->cm && !l->cfg.loop) {

@@ -46,9 +46,17 @@ void ipoib_destroy_ah_later(struct ipoib_link *l, struct ibp_ah *ah)
 	l->cfg.defer(l->cfg.defer_ctx, ah_retire_fn, r);
 }
 
+static unsigned path_bucket(const union ib_gid *gid)
+{
+	uint64_t h = ib_gid_prefix(gid) * 0x9e3779b97f4a7c15ull ^ ib_gid_guid(gid);
+
+	h *= 0xff51afd7ed558ccdull;
+	return (unsigned)(h >> 54) & (IPOIB_PATH_BUCKETS - 1);
+}
+
 struct ipoib_path *ipoib_path_find(struct ipoib_link *l, const union ib_gid *gid)
 {
-	for (struct ipoib_path *p = l->paths; p; p = p->next)
+	for (struct ipoib_path *p = l->path_tab[path_bucket(gid)]; p; p = p->hnext)
 		if (ib_gid_equal(&p->gid, gid))
 			return p;
 	return NULL;
@@ -208,8 +216,12 @@ struct ipoib_path *ipoib_path_get(struct ipoib_link *l, const union ib_gid *gid)
 	p->l = l;
 	p->gid = *gid;
 	p->state = PATH_RESOLVING;
+	p->used_at = evloop_now_ms();
 	p->next = l->paths;
 	l->paths = p;
+	p->hnext = l->path_tab[path_bucket(gid)];
+	l->path_tab[path_bucket(gid)] = p;
+	l->n_paths++;
 	ipoib_path_query(p);
 	return ipoib_path_find(l, gid); /* ipoib_path_query may have answered (cache) */
 }
@@ -228,8 +240,14 @@ void ipoib_bind_neigh(struct ipoib_link *l, struct neigh_entry *e)
 	p = ipoib_path_get(l, &gid);
 	if (!p)
 		return;
+	p->used_at = evloop_now_ms();
 	if (p->state == PATH_FAILED && evloop_now_ms() - p->failed_at >= PATH_RETRY_MS)
 		ipoib_path_query(p);
+	/* A path answered at once (from the SA client's cache) has rebound the entry,
+	 * retiring the link address cur pointed to: read it again. */
+	cur = neigh_entry_link(e);
+	if (!cur || cur->len != IPOIB_HWADDR_LEN)
+		return;
 	ll = *cur;
 	if (l->cm) {
 		/* Connected mode: the peer's connection, or one started for it. */
@@ -265,4 +283,70 @@ void ipoib_link_paths_requery(struct ipoib_link *l)
 	for (struct ipoib_path *p = l->paths; p; p = p->next)
 		if (p->state != PATH_RESOLVING || !p->querying)
 			ipoib_path_query(p);
+}
+
+/* ---- freeing paths nobody needs ---------------------------------------------------- */
+
+struct mark_arg {
+	struct ipoib_link *l;
+	uint64_t now;
+};
+
+static void mark_used(void *arg, struct neigh_table *t, struct neigh_entry *e)
+{
+	struct mark_arg *m = arg;
+	const struct neigh_link *ll = neigh_entry_link(e);
+	struct ipoib_path *p;
+	union ib_gid gid;
+
+	(void)t;
+	if (!ll || ll->len != IPOIB_HWADDR_LEN)
+		return;
+	memcpy(gid.raw, ll->addr + 4, IB_GID_LEN);
+	p = ipoib_path_find(m->l, &gid);
+	if (p)
+		p->used_at = m->now;
+}
+
+static void path_unlink(struct ipoib_link *l, struct ipoib_path *p)
+{
+	struct ipoib_path **pp;
+
+	for (pp = &l->path_tab[path_bucket(&p->gid)]; *pp != p; pp = &(*pp)->hnext)
+		;
+	*pp = p->hnext;
+	for (pp = &l->paths; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	l->n_paths--;
+}
+
+/* Control thread, from the link's tick: every PATH_GC_MS, the paths that no neighbour's
+ * link address and no connection named for PATH_IDLE_MS, with no query out and nothing
+ * queued, are freed (their AH after the data path's grace period). A neighbour that
+ * comes back makes a new one (one PathRecord). Returns how many were freed. */
+unsigned ipoib_paths_gc(struct ipoib_link *l, uint64_t now)
+{
+	struct mark_arg m = { l, now };
+	struct ipoib_path *p, *next;
+	unsigned n = 0;
+
+	if (now < l->path_gc_at)
+		return 0;
+	l->path_gc_at = now + PATH_GC_MS;
+	neigh_foreach_entry(l->neigh, mark_used, &m);
+	for (struct ipoib_conn *c = l->conns; c; c = c->next)
+		if ((p = ipoib_path_find(l, &c->peer.gid)))
+			p->used_at = now;
+	for (p = l->paths; p; p = next) {
+		next = p->next;
+		if (p->querying || p->qn || now - p->used_at < PATH_IDLE_MS)
+			continue;
+		path_unlink(l, p);
+		ipoib_destroy_ah_later(l, p->ah);
+		free(p);
+		l->st.paths_freed++;
+		n++;
+	}
+	return n;
 }

@@ -22,6 +22,8 @@
 #include <cmocka.h>
 
 #include "ipoib/ipoib_link.h"
+#include "ipoib/ipoib_pvt.h" /* ipoib_paths_gc, ipoib_path_find: a fake clock */
+#include "lib/evloop.h"
 #include "pkt/arp.h"
 #include "pkt/ip.h"
 #include "pkt/nd.h"
@@ -608,6 +610,60 @@ static void off_link_requests_answered_not_learned(void **state)
 	assert_int_equal(fp.ahs_live, 0);
 }
 
+/* Paths are freed once no neighbour and no connection has needed them for a minute
+ * (PATH_IDLE_MS): each is a GID that once answered, and a host answering from ever new
+ * GIDs would otherwise grow the list without end. The sweep takes the time given. */
+static void unused_paths_are_freed(void **state)
+{
+	union ib_gid bcast;
+	struct ipoib_link *l = link_up(&bcast);
+	struct ip_prefix on;
+	struct ipoib_link_stats st;
+	struct ipoib_hwaddr hw0, hw1;
+	uint8_t a0[16], a1[16], hb0[IPOIB_HWADDR_LEN], hb1[IPOIB_HWADDR_LEN];
+	unsigned ahs;
+	uint64_t now = evloop_now_ms();
+	(void)state;
+
+	fsa.paths_at_once = true;
+	assert_int_equal(ip_prefix_parse("10.1.0.1/24", true, &on), 0);
+	assert_int_equal(ipoib_link_add_addr(l, AF_INET, on.addr.bytes), 0);
+	assert_int_equal(ipoib_link_set_on_link(l, &on, 1), 0);
+	peer_hw(0, &hw0, hb0);
+	peer_hw(1, &hw1, hb1);
+	addr("10.1.0.7", a0);
+	addr("10.1.0.8", a1);
+	assert_int_equal(ipoib_link_neigh_learn(l, AF_INET, a0, hb0), 1);
+	assert_int_equal(ipoib_link_neigh_learn(l, AF_INET, a1, hb1), 1);
+	assert_non_null(ipoib_path_find(l, &hw0.gid));
+	assert_non_null(ipoib_path_find(l, &hw1.gid));
+	assert_int_equal(l->n_paths, 2);
+	ahs = fp.ahs_live;
+
+	/* Peer 1's neighbour goes; peer 0's stays. Not yet a minute: both kept. */
+	neigh_delete(ipoib_link_neigh(l), neigh_lookup(ipoib_link_neigh(l), AF_INET, a1));
+	assert_int_equal(ipoib_paths_gc(l, now + 1000), 0);
+	assert_int_equal(ipoib_paths_gc(l, now + PATH_IDLE_MS - PATH_GC_MS), 0);
+	/* A minute on: peer 1's path and its address handle are freed, peer 0's kept. */
+	assert_int_equal(ipoib_paths_gc(l, now + PATH_IDLE_MS + PATH_GC_MS), 1);
+	assert_null(ipoib_path_find(l, &hw1.gid));
+	assert_non_null(ipoib_path_find(l, &hw0.gid));
+	assert_int_equal(l->n_paths, 1);
+	assert_int_equal(fp.ahs_live, ahs - 1);
+	ipoib_link_stats(l, &st);
+	assert_int_equal(st.paths_freed, 1);
+	/* The sweep runs at most every PATH_GC_MS. */
+	assert_int_equal(ipoib_paths_gc(l, now + PATH_IDLE_MS + PATH_GC_MS + 1), 0);
+	/* Peer 1 comes back: a new path, resolved again. */
+	assert_int_equal(ipoib_link_neigh_learn(l, AF_INET, a1, hb1), 1);
+	assert_non_null(ipoib_path_find(l, &hw1.gid));
+	assert_int_equal(l->n_paths, 2);
+
+	ipoib_link_stop(l);
+	ipoib_link_free(l);
+	assert_int_equal(fp.ahs_live, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -616,6 +672,7 @@ int main(void)
 		cmocka_unit_test(rejoin_to_a_new_mlid_moves_the_ah_without_a_down),
 		cmocka_unit_test(port_down_takes_the_link_down_and_the_rejoin_brings_it_up),
 		cmocka_unit_test(off_link_requests_answered_not_learned),
+		cmocka_unit_test(unused_paths_are_freed),
 	};
 
 	return cmocka_run_group_tests_name("ipoib_link", tests, NULL, NULL);
