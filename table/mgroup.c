@@ -164,6 +164,16 @@ void mg_expire(struct mg_table *t, uint64_t now_ms,
 	}
 }
 
+bool mg_remove(struct mg_table *t, const struct ip_addr *g)
+{
+	int i = find_index(t, g);
+
+	if (i < 0)
+		return false;
+	remove_at(t, (unsigned)i, NULL, NULL);
+	return true;
+}
+
 void mg_flush(struct mg_table *t, void (*gone)(void *ctx, struct mg_table *t, struct mg_group *g),
 	      void *ctx)
 {

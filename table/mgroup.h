@@ -81,6 +81,8 @@ unsigned mg_count(const struct mg_table *t);
 /* Remove the expired groups: gone(ctx, group) for each before it is freed. */
 void mg_expire(struct mg_table *t, uint64_t now_ms,
 	       void (*gone)(void *ctx, struct mg_table *t, struct mg_group *g), void *ctx);
+/* Remove one group (no callback). Returns whether it was there. */
+bool mg_remove(struct mg_table *t, const struct ip_addr *g);
 /* Remove every group (the interface stops or multicast is turned off). */
 void mg_flush(struct mg_table *t, void (*gone)(void *ctx, struct mg_table *t, struct mg_group *g),
 	      void *ctx);

@@ -96,6 +96,10 @@ static void test_leave(void **state)
 	mg_expire(t, 5000, NULL, NULL);
 	assert_int_equal(mg_count(t), 0);
 	assert_null(mg_leave(t, &a, 6000, true));
+	mg_report(t, &a, 7000, &created);
+	assert_true(mg_remove(t, &a));
+	assert_false(mg_remove(t, &a));
+	assert_int_equal(mg_count(t), 0);
 	mg_free(t);
 }
 
