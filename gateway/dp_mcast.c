@@ -197,8 +197,12 @@ static void sync_joins(struct dp_mcast *mc)
 			mg_foreach(ib->full, leave_find_cb, &lw);
 			if (!lw.have)
 				break;
-			if (k && k->link && mgid_of(&lw.found, k->pkey, &mgid) == 0)
+			if (k && k->link && mgid_of(&lw.found, k->pkey, &mgid) == 0) {
 				(void)ipoib_link_mcast_leave(k->link, &mgid);
+				/* still sent into (members on the link): send-only again */
+				if (on && mg_find(ib->t, &lw.found))
+					(void)ipoib_link_mcast_sendonly(k->link, &mgid);
+			}
 			mg_remove(ib->full, &lw.found);
 			ib->st.leaves_ib++;
 		}
@@ -280,9 +284,15 @@ static void membership(struct dp_mcast *mc, struct mc_if *r, const struct ip_add
 		r->st.reports++;
 		if (mg_report(r->t, g, now, &created) && created) {
 			char b[IP_ADDR_STRLEN];
+			struct dp_link *k = r->ib ? dp_link_by_name(mc->dp, r->name) : NULL;
+			union ib_gid mgid;
 
 			log_info("%s: group %s has members", r->name,
 				 ip_addr_format(g, b, sizeof(b)));
+			/* IPoIB: the gateway will send into the group: join send-only now rather
+			 * than at the first packet (which would wait for the join) */
+			if (k && k->link && mgid_of(g, k->pkey, &mgid) == 0)
+				(void)ipoib_link_mcast_sendonly(k->link, &mgid);
 			sync_joins(mc);
 		}
 	} else if (e == IGMP_EFFECT_LEAVE) {
@@ -522,6 +532,15 @@ static void group_gone(void *ctx, struct mg_table *t, struct mg_group *g)
 	x->any = true;
 	log_info("%s: group %s has no members any more", x->r->name,
 		 ip_addr_format(&g->addr, b, sizeof(b)));
+	if (x->r->ib && !mg_find(x->r->full, &g->addr)) {
+		struct dp_link *k = dp_link_by_name(x->mc->dp, x->r->name);
+		union ib_gid mgid;
+
+		/* nothing to send into any more (a full membership for another side's
+		 * members stays) */
+		if (k && k->link && mgid_of(&g->addr, k->pkey, &mgid) == 0)
+			(void)ipoib_link_mcast_leave(k->link, &mgid);
+	}
 }
 
 struct specific_ctx {

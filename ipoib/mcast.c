@@ -169,6 +169,11 @@ int ipoib_link_mcast_join(struct ipoib_link *l, const union ib_gid *mgid)
 	return ipoib_mcast_get(l, mgid, true) ? 0 : -ENOMEM;
 }
 
+int ipoib_link_mcast_sendonly(struct ipoib_link *l, const union ib_gid *mgid)
+{
+	return ipoib_mcast_get(l, mgid, false) ? 0 : -ENOMEM;
+}
+
 int ipoib_link_mcast_leave(struct ipoib_link *l, const union ib_gid *mgid)
 {
 	struct ipoib_mcast **pp = &l->mcasts, *m;
