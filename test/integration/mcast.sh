@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # IP multicast across the gateway on the simulated rack (docs/multicast.md), with the
 # rack's own gateway config (sim/etc/rack-gw1.yaml: ip_multicast on ib0 and eth0) and
-# the hosts' kernels as members, through sockets (test/integration/mcast_peer.py):
+# the hosts' kernels as members, through sockets (sim/mcast-peer):
 #   - Ethernet -> IB: ibhost3 joins 239.1.2.3 (its kernel's IGMPv3 report crosses IPoIB
 #     to 224.0.0.22's MGID; ibgw-host joined the group's MGID from /proc/net/igmp);
 #     ethhost1 sends 100 datagrams with TTL 8: ibhost3 receives all 100, and ibhost2,
@@ -28,7 +28,7 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$
 suite_need_root
 suite_need_cmds ibsim opensm jq python3
 suite_ibhost_helpers
-peer=$here/mcast_peer.py
+peer=$top/sim/mcast-peer
 
 mc_json() { gwctl -j show mcast; }
 group_field() {   # DEV GROUP JQ-EXPR ("" when no such group)
