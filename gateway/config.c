@@ -722,7 +722,8 @@ static const struct field punt_fields[] = {
 	{ "unresolved", T_SECTION, offsetof(PU, unresolved), 0, 0, 0, 0, NULL, NULL, 0, NULL,
 	  &punt_unres_schema, "packets to a next hop not resolved yet" },
 	{ "local", T_SECTION, offsetof(PU, local), 0, 0, 0, 0, NULL, NULL, 0, NULL,
-	  &punt_local_schema, "other IP to the gateway's addresses (echo requests...)" },
+	  &punt_local_schema,
+	  "other IP to the gateway's addresses (echo requests...), and IP multicast where ip_multicast is on" },
 };
 static const struct schema punt_schema = { "punt", punt_fields, N_FIELDS(punt_fields),
 					   0,      -1,          check_punt };
