@@ -26,6 +26,10 @@
  *   --tap NAME      the TAP device (default ib0)
  *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
  *
+ * The kernel's multicast memberships on the TAP (/proc/net/igmp, /proc/net/igmp6) are
+ * followed as the Linux IPoIB driver follows its device's list: each group's MGID joined
+ * full member, left when the kernel leaves it (sync_groups; docs/ipoib.md).
+ *
  * The IB port is the verbs backend (port/ib_port.h) on the node's device, which on the
  * rack is the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack; connected mode's CM
  * goes through libibumad (cm/cm_umad.h), as the gateway's, the shim carrying its MADs.
