@@ -53,6 +53,8 @@ struct mc_if {
 	bool configured;
 	uint32_t ifindex;
 	bool joined;           /* the report groups joined (MACs / MGIDs) */
+	bool warned;           /* ... could not be: logged */
+	const void *port;      /* the IPoIB link / Ethernet port they were joined on */
 	bool started;          /* querier started */
 	struct mg_table *t;    /* members heard here */
 	struct mg_table *full; /* IPoIB: groups whose MGID we joined full for other sides */
@@ -403,8 +405,10 @@ static void forward(struct dp_mcast *mc, struct mc_if *r, const uint8_t *p, size
 		r->st.ttl_expired++; /* no ICMP for multicast (RFC 1812 4.3.2.7) */
 		return;
 	}
-	if (len > sizeof(copy))
+	if (len > sizeof(copy)) {
+		r->st.send_failed++;
 		return;
+	}
 	for (unsigned i = 0; i < mc->n; i++) {
 		struct mc_if *o = &mc->ifs[i];
 		struct mg_group *m;
@@ -481,40 +485,99 @@ static void on_mcast(void *ctx, uint32_t ifindex, const uint8_t *p, size_t len)
 
 /* ---- the timer ------------------------------------------------------------------------ */
 
-/* The report groups on r's interface (once). */
-static void attach(struct mc_if *r, struct dp_link *k)
+/* Where reports, leaves and dones go: 224.0.0.22, 224.0.0.2, ff02::16, ff02::2. */
+static const uint8_t report_macs[4][6] = { { 1, 0, 0x5e, 0, 0, 0x16 },
+					   { 1, 0, 0x5e, 0, 0, 2 },
+					   { 0x33, 0x33, 0, 0, 0, 0x16 },
+					   { 0x33, 0x33, 0, 0, 0, 2 } };
+
+static int report_mgid(int i, uint16_t pkey, union ib_gid *out)
 {
-	bool ok = true;
+	if (i < 2)
+		return ipoib_mgid_from_ipv4(ip_be32(report_v4[i]), pkey, IB_MGID_SCOPE_LINK, out);
+	return ipoib_mgid_from_ipv6(i == 2 ? mld_v2_routers : mld_all_routers, pkey,
+				    IB_MGID_SCOPE_LINK, out);
+}
 
-	if (r->joined)
-		return;
-	if (!r->ib && k->eops && k->eth && k->eops->mc_add) {
-		static const uint8_t macs[4][6] = { { 1, 0, 0x5e, 0, 0, 0x16 },
-						    { 1, 0, 0x5e, 0, 0, 2 },
-						    { 0x33, 0x33, 0, 0, 0, 0x16 },
-						    { 0x33, 0x33, 0, 0, 0, 2 } };
+/* What r last attached to: its IPoIB link or Ethernet port (a reload may rebuild it). */
+static const void *port_of(const struct mc_if *r, const struct dp_link *k)
+{
+	return r->ib ? (const void *)k->link : (const void *)k->eth;
+}
 
-		for (int i = 0; i < 4; i++)
-			ok &= k->eops->mc_add(k->eth, macs[i]) == 0;
-	} else if (r->ib && k->link) {
+static int sendonly_cb(void *ctx, struct mg_group *g)
+{
+	struct dp_link *k = ctx;
+	union ib_gid mgid;
+
+	if (mgid_of(&g->addr, k->pkey, &mgid) == 0)
+		(void)ipoib_link_mcast_sendonly(k->link, &mgid);
+	return 0;
+}
+
+/* The report groups on r's interface (once per link or port: a rebuilt one is joined
+ * again, with the send-only joins of the groups with members there). Returns whether
+ * the link or port changed. */
+static bool attach(struct mc_if *r, struct dp_link *k)
+{
+	bool ok = true, changed = false;
+
+	if (r->port != port_of(r, k)) {
+		changed = r->port != NULL;
+		r->port = port_of(r, k);
+		r->joined = false;
+		if (r->full)
+			mg_flush(r->full, NULL, NULL); /* the old link's memberships went with it */
+		if (changed && r->ib && k->link)
+			mg_foreach(r->t, sendonly_cb, k);
+	}
+	if (r->joined || !r->port)
+		return changed;
+	for (int i = 0; i < 4; i++) {
 		union ib_gid mgid;
 
-		for (int i = 0; i < 2; i++)
-			ok &= ipoib_mgid_from_ipv4(ip_be32(report_v4[i]), k->pkey,
-						   IB_MGID_SCOPE_LINK, &mgid) == 0 &&
+		if (!r->ib)
+			ok &= k->eops && k->eops->mc_add &&
+			      k->eops->mc_add(k->eth, report_macs[i]) == 0;
+		else
+			ok &= report_mgid(i, k->pkey, &mgid) == 0 &&
 			      ipoib_link_mcast_join(k->link, &mgid) == 0;
-		ok &=
-		    ipoib_mgid_from_ipv6(mld_v2_routers, k->pkey, IB_MGID_SCOPE_LINK, &mgid) == 0 &&
-		    ipoib_link_mcast_join(k->link, &mgid) == 0;
-		ok &= ipoib_mgid_from_ipv6(mld_all_routers, k->pkey, IB_MGID_SCOPE_LINK, &mgid) ==
-			  0 &&
-		      ipoib_link_mcast_join(k->link, &mgid) == 0;
-	} else {
-		ok = false;
 	}
 	r->joined = ok;
-	if (!ok)
+	if (!ok && !r->warned)
 		log_warning("%s: ip_multicast: cannot join the IGMP/MLD report groups", r->name);
+	r->warned = !ok;
+	return changed;
+}
+
+/* Undo attach, and the send-only joins, on an interface whose section went (reload). */
+static int leave_cb(void *ctx, struct mg_group *g)
+{
+	struct dp_link *k = ctx;
+	union ib_gid mgid;
+
+	if (mgid_of(&g->addr, k->pkey, &mgid) == 0)
+		(void)ipoib_link_mcast_leave(k->link, &mgid);
+	return 0;
+}
+
+static void detach(struct dp_mcast *mc, struct mc_if *r)
+{
+	struct dp_link *k = dp_link_by_name(mc->dp, r->name);
+
+	if (!k || !r->port || r->port != port_of(r, k))
+		return;
+	for (int i = 0; r->joined && i < 4; i++) {
+		union ib_gid mgid;
+
+		if (!r->ib && k->eops && k->eops->mc_del)
+			(void)k->eops->mc_del(k->eth, report_macs[i]);
+		else if (r->ib && report_mgid(i, k->pkey, &mgid) == 0)
+			(void)ipoib_link_mcast_leave(k->link, &mgid);
+	}
+	if (r->ib && r->t)
+		mg_foreach(r->t, leave_cb, k);
+	r->joined = false;
 }
 
 struct expire_ctx {
@@ -558,6 +621,19 @@ static int specific_cb(void *ctx, struct mg_group *g)
 	return 0;
 }
 
+static void bind_mask(struct dp_mcast *mc)
+{
+	uint32_t mask = 0;
+
+	for (unsigned i = 0; i < mc->n; i++) {
+		struct dp_link *k = dp_link_by_name(mc->dp, mc->ifs[i].name);
+
+		if (mc->ifs[i].configured && k && k->ifindex && k->ifindex < 32)
+			mask |= 1u << k->ifindex;
+	}
+	fwd_sp_mcast_bind(mc->dp->e, mask, mask ? on_mcast : NULL, mc);
+}
+
 static void run(struct dp_mcast *mc)
 {
 	uint64_t now = evloop_now_ms(), next = now + MC_RECHECK_MS;
@@ -577,7 +653,7 @@ static void run(struct dp_mcast *mc)
 		f = r->ifindex ? fwd_snap_if(fwd_engine_current(mc->dp->e), r->ifindex) : NULL;
 		if (!f || !f->up)
 			continue;
-		attach(r, k);
+		changed |= attach(r, k);
 		if (r->cfg.querier && !r->started) {
 			mg_start(r->t, now);
 			r->started = true;
@@ -597,6 +673,7 @@ static void run(struct dp_mcast *mc)
 	}
 	if (changed)
 		sync_joins(mc);
+	bind_mask(mc); /* an interface rebuilt by a reload may have a new index */
 	evtimer_start(mc->timer, next - now, 0);
 }
 
@@ -608,19 +685,6 @@ static void on_timer(struct evloop *loop, struct evtimer *t, void *arg)
 }
 
 /* ---- config --------------------------------------------------------------------------- */
-
-static void bind_mask(struct dp_mcast *mc)
-{
-	uint32_t mask = 0;
-
-	for (unsigned i = 0; i < mc->n; i++) {
-		struct dp_link *k = dp_link_by_name(mc->dp, mc->ifs[i].name);
-
-		if (mc->ifs[i].configured && k && k->ifindex && k->ifindex < 32)
-			mask |= 1u << k->ifindex;
-	}
-	fwd_sp_mcast_bind(mc->dp->e, mask, mask ? on_mcast : NULL, mc);
-}
 
 static void take(struct dp_mcast *mc, const char *name, bool ib, const struct gw_mcast_config *c)
 {
@@ -698,6 +762,7 @@ void dp_mcast_config(struct gw_dp *dp, const struct gw_config *cfg)
 			continue;
 		}
 		log_info("%s: ip multicast forwarding off", mc->ifs[i].name);
+		detach(mc, &mc->ifs[i]);
 		free_if(mc, &mc->ifs[i]);
 		mc->ifs[i] = mc->ifs[--mc->n];
 	}

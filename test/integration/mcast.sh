@@ -23,7 +23,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init mct
 rackcmd() { R "$@"; }
 
-tap_plan 21
+tap_plan 24
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq python3
@@ -86,7 +86,10 @@ tap_unlike() {
 	if printf '%s' "$2" | grep -Eq -- "$3"; then tap_not_ok "$1" "/$3/ matches in:" "$2"; else tap_ok "$1"; fi
 }
 
-if ! IBGW_GW_CONFIG=$top/sim/etc/rack-gw1.yaml rackcmd up >"$work/up.log" 2>&1; then
+# The rack's own config, copied so that the reload at the end can take the sections out.
+cp "$top/sim/etc/rack-gw1.yaml" "$work/gw.yaml"
+chmod 0644 "$work/gw.yaml"
+if ! IBGW_GW_CONFIG=$work/gw.yaml rackcmd up >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up" "$(tail -5 "$work/up.log")"
 	exit 1
 fi
@@ -169,4 +172,12 @@ tap_unlike "ibhost3's ibgw-host left the MGID of 239.1.2.3 (the kernel left the 
 tap_unlike "the gateway left 239.2.2.2's MGID on ib0" "$(gwctl show mcast)" "ff12:401b:ffff::f02:202 dev ib0 .* full"
 tap_is "show mcast -j: ib0 forwarded 200 copies (100 IPv4 + 100 IPv6 from ethhost1; the 50 with TTL 1 not)" \
 	"$(if_field ib0 .forwarded)" 200
+
+# --- reload without ip_multicast --------------------------------------------------------
+sed -i '/ip_multicast/d' "$work/gw.yaml"
+tap_check "reload without the ip_multicast sections" gwctl reload
+tap_is "show mcast -j: no multicast interface any more" \
+	"$(mc_json | jq -r '[.[] | select(.interface)] | length')" 0
+tap_unlike "ib0 left the report groups' MGIDs (224.0.0.22, ff02::16)" "$(gwctl show mcast)" \
+	"^ff12:(401b:ffff::16|601b:ffff::16) dev ib0"
 tap_done
