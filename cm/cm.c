@@ -41,6 +41,7 @@ struct cm_conn {
 	struct ipoib_hwaddr peer;
 	enum cm_state state;
 	bool active, was_up, qp_pending;
+	bool path_pending; /* passive, off-subnet: waiting for cm_return_path */
 	void *qp;
 	bool have_qp;
 	uint32_t lcid, rcid;
@@ -265,7 +266,7 @@ static void fill_info(const struct cm *cm, const struct cm_conn *c, struct cm_co
 	o->remote_qpn = c->rqpn;
 	o->mtu = c->mtu;
 	o->peer_rx_mtu = c->peer_rx_mtu;
-	o->dlid = c->to.lid;
+	o->dlid = c->ah.dlid;
 	o->age_ms = t - c->created;
 	o->idle_ms = t - c->last_activity;
 	o->retries = c->retries;
@@ -392,8 +393,8 @@ static void finish(struct cm *cm, struct cm_conn *c, enum cm_close_reason why)
 			cm->cfg.cb->qp_destroy(cm->cfg.cb_ctx, c->qp);
 		c->have_qp = c->qp_pending = false;
 		c->qp = NULL;
-		cm->stats.closed[why]++;
 	}
+	cm->stats.closed[why]++;
 }
 
 static uint64_t timewait_ms(const struct cm *cm)
@@ -518,6 +519,66 @@ static void handle_dup_req(struct cm *cm, struct cm_conn *c, const struct cm_add
 	}
 }
 
+/* Ask the peer for time (IBA 12.6.6): the REQ is being worked on. */
+static void send_mra(struct cm *cm, struct cm_conn *c)
+{
+	struct cm_msg mra = { .attr_id = CM_ATTR_MRA, .tid = c->tid, .method = IB_MAD_METHOD_SEND };
+
+	if (c->state == CM_STATE_MRA_SENT)
+		return; /* one MRA covers every wait of this REQ */
+	mra.mra.local_comm_id = c->lcid;
+	mra.mra.remote_comm_id = c->rcid;
+	mra.mra.message_mraed = CM_MSG_REF_REQ;
+	mra.mra.service_timeout = cm->cfg.mra_service_timeout;
+	send_msg(cm, c, &c->to, &mra);
+	c->state = CM_STATE_MRA_SENT;
+	c->deadline = now(cm) + cm_timeout_ms(cm->cfg.mra_service_timeout);
+}
+
+/* Our path back to an off-subnet peer, for the connection: its SL, rate, GRH fields
+ * and MTU. The DLID stays the router the REQ came through (c->to.lid): an RC QP takes
+ * only packets from the LID it sends to (the HCA checks the SLID), so both ends must
+ * use the same router, and the active side chose that one; the SA may name another
+ * (counted). Our MADs answer the REQ's sender the same way, as Linux's CM does. */
+static void apply_return_path(struct cm *cm, struct cm_conn *c, const struct cm_path_info *p)
+{
+	if (p->dlid != c->to.lid)
+		cm->stats.return_path_other_router++;
+	c->ah.dlid = c->to.lid;
+	c->ah.sl = p->sl;
+	c->ah.static_rate = p->packet_rate;
+	c->ah.is_global = true;
+	c->ah.flow_label = p->flow_label;
+	c->ah.hop_limit = p->hop_limit ? p->hop_limit : 0xff;
+	c->ah.traffic_class = p->traffic_class;
+	if (p->mtu && p->mtu < c->path_mtu)
+		c->path_mtu = p->mtu;
+}
+
+/* Passive side, the REQ taken: create the QP (or wait for it) and answer REP. */
+static void req_continue(struct cm *cm, struct cm_conn *c)
+{
+	if (!c->have_qp) {
+		struct cm_conn_info info;
+		int ret;
+
+		fill_info(cm, c, &info);
+		ret = cm->cfg.cb->qp_create(cm->cfg.cb_ctx, &info, &c->qp, &c->lqpn);
+		if (ret == -EINPROGRESS) {
+			c->qp_pending = true;
+			send_mra(cm, c);
+			return;
+		}
+		if (ret < 0) {
+			c->state = CM_STATE_MRA_SENT; /* a REJ of the REQ */
+			close_conn(cm, c, CM_CLOSE_ERROR, CM_REJ_NO_QP);
+			return;
+		}
+		c->have_qp = true;
+	}
+	accept_req(cm, c);
+}
+
 static int handle_req(struct cm *cm, const struct cm_msg *m, const struct cm_addr *from)
 {
 	const struct cm_req *r = &m->req;
@@ -615,34 +676,28 @@ static int handle_req(struct cm *cm, const struct cm_msg *m, const struct cm_add
 	c->wait_ms = cm_timeout_ms(r->local_cm_response_timeout) + c->pl2_ms;
 	c->state = CM_STATE_REP_SENT; /* until decided below */
 
-	if (!c->have_qp) {
-		struct cm_conn_info info;
+	if (!r->primary.subnet_local) {
+		/* From another subnet: answer along our own path back, not the REQ's
+		 * LIDs (they are the far subnet's). */
+		struct cm_path_info rp;
 
-		fill_info(cm, c, &info);
-		ret = cm->cfg.cb->qp_create(cm->cfg.cb_ctx, &info, &c->qp, &c->lqpn);
-		if (ret == -EINPROGRESS) {
-			struct cm_msg mra = { .attr_id = CM_ATTR_MRA,
-					      .tid = c->tid,
-					      .method = IB_MAD_METHOD_SEND };
-
-			c->qp_pending = true;
-			mra.mra.local_comm_id = c->lcid;
-			mra.mra.remote_comm_id = c->rcid;
-			mra.mra.message_mraed = CM_MSG_REF_REQ;
-			mra.mra.service_timeout = cm->cfg.mra_service_timeout;
-			send_msg(cm, c, &c->to, &mra);
-			c->state = CM_STATE_MRA_SENT;
-			c->deadline = now(cm) + cm_timeout_ms(cm->cfg.mra_service_timeout);
-			return 0;
+		c->ah.dlid = from->lid; /* the router the REQ came through */
+		if (cm->cfg.cb->return_path) {
+			ret = cm->cfg.cb->return_path(cm->cfg.cb_ctx, &peer.gid, &rp);
+			if (ret == -EINPROGRESS) {
+				c->path_pending = true;
+				send_mra(cm, c);
+				return 0;
+			}
+			if (ret < 0) {
+				c->state = CM_STATE_MRA_SENT; /* a REJ of the REQ */
+				close_conn(cm, c, CM_CLOSE_PATH, CM_REJ_INVALID_GID);
+				return 0;
+			}
+			apply_return_path(cm, c, &rp);
 		}
-		if (ret < 0) {
-			c->state = CM_STATE_MRA_SENT; /* a REJ of the REQ */
-			close_conn(cm, c, CM_CLOSE_ERROR, CM_REJ_NO_QP);
-			return 0;
-		}
-		c->have_qp = true;
 	}
-	accept_req(cm, c);
+	req_continue(cm, c);
 	return 0;
 }
 
@@ -1009,6 +1064,29 @@ int cm_accept_ready(struct cm *cm, uint32_t local_comm_id, void *qp, uint32_t qp
 	accept_req(cm, c);
 	rearm(cm);
 	return 0;
+}
+
+unsigned cm_return_path(struct cm *cm, const union ib_gid *gid, const struct cm_path_info *path)
+{
+	struct cm_conn *c, *next;
+	unsigned n = 0;
+
+	for (c = cm->all; c; c = next) {
+		next = c->all_next; /* a REJ may free nothing now, but stay safe */
+		if (!c->path_pending || memcmp(c->peer.gid.raw, gid->raw, IB_GID_LEN) != 0)
+			continue;
+		c->path_pending = false;
+		n++;
+		if (!path) {
+			close_conn(cm, c, CM_CLOSE_PATH, CM_REJ_INVALID_GID);
+			continue;
+		}
+		apply_return_path(cm, c, path);
+		req_continue(cm, c);
+	}
+	if (n)
+		rearm(cm);
+	return n;
 }
 
 int cm_accept_fail(struct cm *cm, uint32_t local_comm_id)

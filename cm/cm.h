@@ -127,7 +127,7 @@ struct cm_conn_info {
 	uint32_t local_qpn, remote_qpn; /* RC QPNs (remote 0 until known) */
 	uint32_t mtu;                   /* IP MTU, 0 until known */
 	uint32_t peer_rx_mtu;
-	uint16_t dlid;
+	uint16_t dlid;    /* the connection's path: the peer, or the IB router towards it */
 	uint64_t age_ms;  /* since created */
 	uint64_t idle_ms; /* since last activity (or since up) */
 	uint32_t retries; /* MADs resent for this connection */
@@ -151,6 +151,16 @@ struct cm_callbacks {
 	 * qp_destroy) -- or an attempt ended without coming up (was_up false). */
 	void (*down)(void *ctx, const struct cm_conn_info *conn, void *qp, bool was_up,
 		     enum cm_close_reason why);
+	/* Passive side, a REQ from another IB subnet (not subnet-local): the path back
+	 * to the peer's GID, as the SA or a GID route gives it. The REQ's LIDs name the
+	 * active side's subnet (seed 004: the passive side looks up the return path
+	 * rather than use them); the connection takes the SL, rate, GRH fields and the
+	 * smaller MTU from *out, and as its DLID the router the REQ came through (its
+	 * LRH source: both ends of an RC connection must use one router, as Linux's CM
+	 * does too). 0 with *out filled; -EINPROGRESS while being resolved (an MRA goes
+	 * out; the user calls cm_return_path when it knows); another -errno when there
+	 * is none (REJ "invalid GID"). NULL: the REQ's fields, and that router. */
+	int (*return_path)(void *ctx, const union ib_gid *gid, struct cm_path_info *out);
 };
 
 struct cm_config {
@@ -193,6 +203,8 @@ struct cm_stats {
 	uint64_t rej_sent[32], rej_rcvd[32]; /* by reason (32+: in 0) */
 	uint64_t retransmits, timeouts;
 	uint64_t established, closed[CM_CLOSE_COUNT];
+	uint64_t return_path_other_router; /* a REQ from another subnet came through one
+					    * router, our path back names another */
 };
 
 int cm_new(const struct cm_config *cfg, struct cm **out);
@@ -215,6 +227,11 @@ void cm_input_orphan(struct cm *cm, const uint8_t *mad, size_t len, const struct
 /* Passive side, after qp_create returned -EINPROGRESS. 0 or -ENOENT/-EINVAL. */
 int cm_accept_ready(struct cm *cm, uint32_t local_comm_id, void *qp, uint32_t qpn);
 int cm_accept_fail(struct cm *cm, uint32_t local_comm_id);
+
+/* The path to gid that return_path said was being resolved: path, or NULL when there
+ * is none (the waiting REQs get REJ "invalid GID"). Returns how many connections
+ * waited for it. */
+unsigned cm_return_path(struct cm *cm, const union ib_gid *gid, const struct cm_path_info *path);
 
 /* Teardown of the connection to a peer (flags ignored): DREQ, then down. 0 or
  * -ENOENT. cm_neigh_expired is the same with reason CM_CLOSE_NEIGH. */

@@ -100,6 +100,26 @@ static void conn_publish(struct ipoib_link *l, struct ipoib_conn *c, bool on)
 	neigh_foreach_entry(l->neigh, publish_one, &pa);
 }
 
+/* The CM's view of a resolved path to p's GID. */
+static void path_info(const struct ipoib_link *l, const struct ipoib_path *p,
+		      struct cm_path_info *pi)
+{
+	memset(pi, 0, sizeof(*pi));
+	pi->slid = l->pa.lid;
+	pi->dlid = p->sp.dlid;
+	pi->sgid = l->gid;
+	pi->dgid = p->gid;
+	pi->has_grh = ib_gid_prefix(&p->gid) != ib_gid_prefix(&l->gid) || p->sp.hop_limit > 1;
+	pi->flow_label = p->sp.flow_label;
+	pi->hop_limit = p->sp.hop_limit;
+	pi->traffic_class = p->sp.tclass;
+	pi->sl = p->sp.sl;
+	pi->packet_rate = p->sp.rate;
+	pi->packet_lifetime = p->sp.packet_life;
+	pi->mtu = (enum ib_mtu)p->sp.mtu;
+	pi->pkey = l->pkey;
+}
+
 void ipoib_conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer, struct ipoib_path *p)
 {
 	struct cm_path_info pi;
@@ -111,20 +131,7 @@ void ipoib_conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer, s
 		return;
 	if (p->conn_failed_at && evloop_now_ms() - p->conn_failed_at < CONN_RETRY_MS)
 		return;
-	memset(&pi, 0, sizeof(pi));
-	pi.slid = l->pa.lid;
-	pi.dlid = p->sp.dlid;
-	pi.sgid = l->gid;
-	pi.dgid = p->gid;
-	pi.has_grh = ib_gid_prefix(&p->gid) != ib_gid_prefix(&l->gid) || p->sp.hop_limit > 1;
-	pi.flow_label = p->sp.flow_label;
-	pi.hop_limit = p->sp.hop_limit;
-	pi.traffic_class = p->sp.tclass;
-	pi.sl = p->sp.sl;
-	pi.packet_rate = p->sp.rate;
-	pi.packet_lifetime = p->sp.packet_life;
-	pi.mtu = (enum ib_mtu)p->sp.mtu;
-	pi.pkey = l->pkey;
+	path_info(l, p, &pi);
 	l->st.conn_requests++;
 	ipoib_hwaddr_format(peer, hs, sizeof(hs));
 	log_info("%s: connecting to %s (DLID %u)", l->name, hs, pi.dlid);
@@ -132,6 +139,38 @@ void ipoib_conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer, s
 	if (r < 0 && r != -EALREADY) {
 		p->conn_failed_at = evloop_now_ms();
 		log_info("%s: cannot connect to %s: %s", l->name, hs, strerror(-r));
+	}
+}
+
+/* A REQ from another subnet: our path back to its sender (path.c resolves it and
+ * calls ipoib_conn_path_known when it was not known yet). */
+static int cb_return_path(void *ctx, const union ib_gid *gid, struct cm_path_info *out)
+{
+	struct ipoib_link *l = ctx;
+	struct ipoib_path *p = ipoib_path_get(l, gid);
+
+	if (!p)
+		return -ENOMEM;
+	if (p->state == PATH_FAILED && evloop_now_ms() - p->failed_at >= PATH_RETRY_MS)
+		ipoib_path_query(p); /* may answer at once, from the SA client's cache */
+	if (p->state == PATH_VALID) {
+		path_info(l, p, out);
+		return 0;
+	}
+	return p->state == PATH_FAILED ? -EHOSTUNREACH : -EINPROGRESS;
+}
+
+void ipoib_conn_path_known(struct ipoib_link *l, const struct ipoib_path *p)
+{
+	struct cm_path_info pi;
+
+	if (!l->cm)
+		return;
+	if (p->state == PATH_VALID) {
+		path_info(l, p, &pi);
+		cm_return_path(l->cm, &p->gid, &pi);
+	} else if (p->state == PATH_FAILED) {
+		cm_return_path(l->cm, &p->gid, NULL);
 	}
 }
 
@@ -258,6 +297,7 @@ static void cb_down(void *ctx, const struct cm_conn_info *ci, void *qp, bool was
 
 static const struct cm_callbacks link_cm_cb = {
 	.qp_create = cb_qp_create,
+	.return_path = cb_return_path,
 	.qp_connect = cb_qp_connect,
 	.qp_destroy = cb_qp_destroy,
 	.up = cb_up,

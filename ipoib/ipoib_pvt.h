@@ -225,6 +225,9 @@ struct ipoib_conn *ipoib_conn_find(const struct ipoib_link *l, const struct ipoi
 /* cm_connect to an RC peer whose path is valid, unless one exists or failed lately. */
 void ipoib_conn_request(struct ipoib_link *l, const struct ipoib_hwaddr *peer,
 			struct ipoib_path *p);
+/* p's query ended (valid or failed): REQs from another subnet waiting for their
+ * return path go on (or are rejected). */
+void ipoib_conn_path_known(struct ipoib_link *l, const struct ipoib_path *p);
 int ipoib_cm_start(struct ipoib_link *l);
 void ipoib_cm_stop(struct ipoib_link *l);
 void ipoib_conn_disconnect_all(struct ipoib_link *l);

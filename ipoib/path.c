@@ -134,6 +134,7 @@ static void path_cb(void *arg, int status, const struct sa_path *sp)
 			p->failed_at = evloop_now_ms();
 			ipoib_path_flush_queue(p, false);
 		}
+		ipoib_conn_path_known(l, p);
 		return;
 	}
 	memset(&aa, 0, sizeof(aa));
@@ -149,6 +150,7 @@ static void path_cb(void *arg, int status, const struct sa_path *sp)
 	    p->sp.mtu == sp->mtu && p->sp.hop_limit == sp->hop_limit) {
 		p->sp = *sp;
 		ipoib_path_flush_queue(p, true);
+		ipoib_conn_path_known(l, p);
 		return;
 	}
 	if (l->ops->create_ah(l->cfg.port, &aa, &ah) < 0) {
@@ -156,6 +158,7 @@ static void path_cb(void *arg, int status, const struct sa_path *sp)
 		p->state = PATH_FAILED;
 		p->failed_at = evloop_now_ms();
 		ipoib_path_flush_queue(p, false);
+		ipoib_conn_path_known(l, p);
 		return;
 	}
 	struct ibp_ah *old = p->ah;
@@ -169,6 +172,7 @@ static void path_cb(void *arg, int status, const struct sa_path *sp)
 	neigh_foreach_entry(l->neigh, rebind_one, &ra);
 	ipoib_destroy_ah_later(l, old);
 	ipoib_path_flush_queue(p, true);
+	ipoib_conn_path_known(l, p);
 }
 
 void ipoib_path_query(struct ipoib_path *p)

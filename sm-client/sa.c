@@ -1429,8 +1429,10 @@ static void router_change(struct sa_client *c, struct rwatch *w, enum sa_router_
 		if (st == SA_ROUTER_DOWN && e->has_path && e->path.dlid == w->lid) {
 			path_free(c, e);
 			dropped++;
-		} else if (st == SA_ROUTER_UP && e->negative && c->have_port &&
+		} else if (st == SA_ROUTER_UP && c->have_port &&
 			   ib_gid_prefix(&e->dgid) != ib_gid_prefix(&c->gid)) {
+			/* Every off-subnet answer, not only "no path": the SA may name
+			 * the returned router again (failback). */
 			path_free(c, e);
 		}
 	}

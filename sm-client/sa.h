@@ -279,7 +279,8 @@ void sa_sub_foreach(const struct sa_client *c, int (*fn)(void *arg, const struct
  *  - marks the router down/up in cfg.gid_routes (sa_gidroutes_set_router);
  *  - down: drops every cached path whose DLID is the router (the next resolve asks
  *    again: the SA names another router, or the GID route table picks a live one);
- *    up: drops negative entries of off-subnet DGIDs (the SA may have a path again);
+ *    up: drops every cached path to an off-subnet DGID, "no path" answers and paths
+ *    through another router alike (the SA may name the returned router: failback);
  *  - emits SA_EV_ROUTER_DOWN / SA_EV_ROUTER_UP (ev.lid): the user resolves its paths
  *    again (ipoib_link_paths_requery) and takes down connections through a dead one.
  * Watched: the routers of cfg.gid_routes (looked at every poll round), every router an

@@ -482,6 +482,23 @@ static void on_link_state(void *ctx, struct ipoib_link *l, bool up)
 	tap_carrier(h, up);
 }
 
+/* The SA client's router watch (1 s polls of every router a PathRecord named): paths
+ * through a router that died are asked for again (the SA then names the other one) and
+ * connections through it torn down, as the gateway does (gateway/dp_routers.c). */
+static void on_sa_event(void *arg, const struct sa_event *ev)
+{
+	struct host *h = arg;
+	unsigned n = 0;
+
+	if (ev->type != SA_EV_ROUTER_DOWN && ev->type != SA_EV_ROUTER_UP)
+		return;
+	if (ev->type == SA_EV_ROUTER_DOWN)
+		n = ipoib_link_cm_disconnect_dlid(h->link, ev->lid);
+	ipoib_link_paths_requery(h->link);
+	log_info("IB router LID 0x%x %s: paths re-resolved, %u connections torn down", ev->lid,
+		 ev->type == SA_EV_ROUTER_DOWN ? "down" : "up", n);
+}
+
 static void on_async(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct host *h = arg;
@@ -670,13 +687,14 @@ static void dump_cm(struct host *h, FILE *f)
 	fprintf(f,
 		"cm_stats rx_mads %llu tx_mads %llu tx_errors %llu established %llu "
 		"crossing_accepted %llu crossing_rejected %llu retransmits %llu timeouts %llu "
-		"rx_dup_req %llu rx_stale %llu rx_unclaimed %llu",
+		"rx_dup_req %llu rx_stale %llu rx_unclaimed %llu return_path_other_router %llu",
 		(unsigned long long)cs->rx_mads, (unsigned long long)cs->tx_mads,
 		(unsigned long long)cs->tx_errors, (unsigned long long)cs->established,
 		(unsigned long long)cs->crossing_accepted,
 		(unsigned long long)cs->crossing_rejected, (unsigned long long)cs->retransmits,
 		(unsigned long long)cs->timeouts, (unsigned long long)cs->rx_dup_req,
-		(unsigned long long)cs->rx_stale, (unsigned long long)cs->rx_unclaimed);
+		(unsigned long long)cs->rx_stale, (unsigned long long)cs->rx_unclaimed,
+		(unsigned long long)cs->return_path_other_router);
 	for (int i = 0; i < 8; i++)
 		fprintf(f, " tx_%s %llu rx_%s %llu", an[i], (unsigned long long)cs->tx_by_attr[i],
 			an[i], (unsigned long long)cs->rx_by_attr[i]);
@@ -1077,9 +1095,12 @@ int main(int argc, char **argv)
 		die("umad", r);
 	if ((r = sa_umad_port_info(h.umad, &h.pi)) < 0)
 		die("port info", r);
-	struct sa_client_config cc = {
-		.ops = &sa_umad_ops, .ops_ctx = h.umad, .loop = h.loop, .pkey = h.pkey
-	};
+	struct sa_client_config cc = { .ops = &sa_umad_ops,
+				       .ops_ctx = h.umad,
+				       .loop = h.loop,
+				       .pkey = h.pkey,
+				       .event = on_sa_event,
+				       .event_arg = &h };
 	if ((r = sa_client_new(&cc, &h.sa)) < 0)
 		die("sa client", r);
 	if ((r = sa_umad_start(h.umad, h.sa)) < 0)

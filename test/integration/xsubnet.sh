@@ -20,9 +20,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/intact.sh"
 suite_init xsn
 
-tap_plan 29
+tap_plan 45
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark jq
@@ -78,6 +79,21 @@ tap_like "and ibhostb1's link ibhost1's, on subnet A, through rt1 (its LID on B)
 # From B this time: ibhostb2 resolves ibhost2 (a connected-mode host on A) by itself.
 tap_check "ibhostb2 pings ibhost2 (10.10.0.12), resolving it from B" ping_ok ibhostb2 10.10.0.12
 tap_check "ibhostb2 pings ibhost2 (fd00:10::12)" ping_ok ibhostb2 fd00:10::12
+# Both are connected-mode hosts: an RC connection across rt1 (seed 004, "CM across
+# subnets"). The passive side (ibhost2, on A) answers along its own path back to rt1's LID
+# on A, not to the LIDs in the REQ, which are subnet B's.
+conn() { dump "$1" conns | grep "^conn .* gid $2 "; }
+GID_H2=$(field "$(dump ibhostb2 neigh | grep '^neigh 10.10.0.12 ')" gid)
+GID_HB2=$(field "$(dump ibhost2 neigh | grep '^neigh 10.10.0.22 ')" gid)
+c_b2=$(conn ibhostb2 "$GID_H2") c_h2=$(conn ibhost2 "$GID_HB2")
+role() { grep -o ' active \| passive ' <<<"$1" | tr -d ' '; }
+tap_is "ibhostb2 <-> ibhost2: one RC connection across rt1, established at both ends, one of them passive" \
+	"$(field "$c_b2" state) $(field "$c_h2" state) $( (role "$c_b2"; role "$c_h2") | sort | tr '\n' ' ')" \
+	"established established active passive "
+tap_is "each end sends to rt1's LID on its own subnet (the passive end along its return path)" \
+	"$(field "$c_b2" dlid) $(field "$c_h2" dlid)" "$RT1_B $RT1_A"
+tap_like "and the pings went over it, both ways" \
+	"$(field "$c_h2" tx_packets) $(field "$c_h2" rx_packets)" '^[1-9][0-9]* [1-9][0-9]*$'
 
 # --- the gateway ----------------------------------------------------------------------------
 # ethhost1 first: the gateway resolves ibhostb1 itself (its own ARP request and NS).
@@ -85,6 +101,23 @@ tap_check "ethhost1 pings ibhostb1 through gw1 (10.10.0.21)" ping_ok ethhost1 10
 tap_check "ethhost1 pings ibhostb1 through gw1 (fd00:10::21)" ping_ok ethhost1 fd00:10::21
 tap_check "ibhostb1 pings the gateway (10.10.0.1)" ping_ok ibhostb1 10.10.0.1
 tap_check "ibhostb1 pings the gateway (fd00:10::1)" ping_ok ibhostb1 fd00:10::1
+# Connected mode through the gateway (its link is connected, ibhostb2 too): 4 MiB over
+# TCP from ethhost1 to ibhostb2 cross gw1 and rt1 on an RC connection.
+head -c 4194304 /dev/urandom >"$work/4m"
+tap_is "ethhost1 -> ibhostb2 over TCP through gw1 and rt1, connected mode: 4 MiB intact" \
+	"$(intact "$rack-ibhostb2" "$rack-ethhost1" 10.10.0.22 "$work/4m")" \
+	"$(sha256sum <"$work/4m" | cut -d' ' -f1)"
+tap_check "ethhost1 pings ibhostb2 through gw1 (fd00:10::22), connected mode" ping_ok ethhost1 fd00:10::22
+HW_B2=$(field "$(dump ibhostb2 link)" hwaddr)
+gc=$(gwctl -j show connections |
+	jq -c --arg p "$HW_B2" '.[] | select(.peer == $p) | [.state, .role, .dlid, .tx_packets > 100]')
+GID_GW=$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .gid')
+c_gw=$(conn ibhostb2 "$GID_GW")
+tap_like "gwctl show connections: gw1 <-> ibhostb2 established, to rt1's LID on A, carrying it" \
+	"$gc" "^\\[\"established\",\"(active|passive)\",\"$(printf '0x%x' "$RT1_A")\",true\\]$"
+tap_is "ibhostb2's end: established, the other role, to rt1's LID on B" \
+	"$(field "$c_gw" state) $( (role "$c_gw"; jq -r '.[1]' <<<"$gc") | sort | tr '\n' ' ')$(field "$c_gw" dlid)" \
+	"established active passive $RT1_B"
 ctl capture stop >/dev/null
 nb=$(gwctl -j show neighbours dev ib0)
 sel() { jq -c --arg d "$1" '.[] | select(.dst == $d) | [.gid, .path.dlid, .path.grh]' <<<"$nb"; }
@@ -124,6 +157,62 @@ gwreq=$(tsh 'arp.opcode == 1 && arp.src.proto_ipv4 == 10.10.0.1 && arp.dst.proto
 tap_like "the gateway's own ARP request (mcast_hop_limit: 2) leaves with hop limit 2" \
 	"$gwreq" "^[0-9]+ [0-9]+ 2 fec0::a:[0-9a-f:]+ ff12:401b:ffff::ffff:ffff 0$"
 tap_is "no packet dropped for its hop limit at a router" "$(ctl stats | jq .drops.hop_limit)" 0
+# The gateway's own unicast across (ethhost1's echo request, routed by gw1): its GRH from
+# the gateway's GID to ibhostb1's with the SA path's hop limit (255), traffic class and
+# flow label (0), to rt1's LID on A; on B from rt1's LID there with the hop limit 254.
+echo_rq=$(tshark -r "$cap" -Y "icmp.type == 8 && ip.dst == 10.10.0.21 && infiniband.grh.sgid == $GID_GW" \
+	-T fields -E separator=' ' -e infiniband.lrh.dlid -e infiniband.lrh.slid -e infiniband.grh.hoplmt \
+	-e infiniband.grh.tclass -e infiniband.grh.flowlabel -e infiniband.grh.dgid 2>/dev/null | head -n2)
+GW_LID=$(printf '%d' "$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .lid')")
+tap_like "the gateway's echo request to ibhostb1: GRH to its GID, hop limit 255, class 0, flow 0, via rt1; on B 254" \
+	"$(tr '\n' ' ' <<<"$echo_rq")" \
+	"^$RT1_A $GW_LID 255 0 0 $GID_B1 [0-9]+ $RT1_B 254 0 0 $GID_B1 $"
+
+# --- the path MTU across a router ------------------------------------------------------
+# rt1's port on B now carries at most 1024 octets of IB payload (the fabric drops more,
+# counted). The SA cannot tell: its path to the router says 2048 (the local links).
+GUID_RT1_B=$(awk '$1 == "#@router" && $2 == "rt1" { print $4 }' "$RACK_STATE/topology")
+ctl router rt1 2 "$RT1_B" "$GUID_RT1_B" 0xfec000000000000b 1024 >/dev/null
+mtu_drops() { ctl stats | jq '.drops.mtu'; }
+d0=$(mtu_drops)
+tap_check "with rt1's B side at 1024 and the SA's path MTU (2048), a 1428-octet packet is lost" \
+	eval '! in_ns ethhost1 ping -M do -c 2 -i 0.3 -W 1 -s 1400 10.10.0.21 >/dev/null 2>&1'
+tap_check "(dropped at rt1 for its MTU)" test "$(mtu_drops)" -gt "$d0"
+# The operator says so with a GID route (source local, the router's MTU): the gateway's
+# path to B then has MTU 1024, its datagram MTU towards ibhostb1 1020, and it answers
+# bigger packets with "fragmentation needed" / "packet too big" (PMTU discovery).
+gateway_stop gw1
+{
+	cat "$top/sim/etc/rack-gw1-two-subnets.yaml"
+	cat <<EOF
+
+gid_routes:
+  - prefix: "fec0:0:0:b::/64"
+    source: local
+    routers:
+      - lid: $RT1_A
+        mtu: 1024
+EOF
+} >"$work/gw1-mtu.yaml"
+if gateway_start gw1 "$work/gw1-mtu.yaml" >"$work/gw.log" 2>&1 && wait_up ib0 20; then
+	tap_ok "gw1 restarted with gid_routes fec0:0:0:b::/64 via rt1, mtu 1024"
+else
+	tap_not_ok "gw1 restarted with gid_routes fec0:0:0:b::/64 via rt1, mtu 1024" "$(cat "$work/gw.log")"
+fi
+ping_ok ethhost1 10.10.0.21
+ping_ok ethhost1 fd00:10::21
+tap_is "gwctl show neighbours: ibhostb1's path MTU 1024, datagram MTU 1020 (both families)" \
+	"$(gwctl -j show neighbours | jq -c '[.[] | select(.dst == "10.10.0.21" or .dst == "fd00:10::21") | [.path.mtu, .mtu]]')" \
+	'[[1024,1020],[1024,1020]]'
+tap_like "a 1428-octet IPv4 packet with DF: fragmentation needed, MTU 1020, from the gateway" \
+	"$(in_ns ethhost1 ping -M do -c 1 -W 2 -s 1400 10.10.0.21 2>&1)" 'From 10\.20\.0\.1 .*mtu = 1020'
+tap_check "1020 octets go through" in_ns ethhost1 ping -M do -c 2 -i 0.3 -W 2 -s 992 10.10.0.21
+tap_like "a 1448-octet IPv6 packet: packet too big, MTU 1020" \
+	"$(in_ns ethhost1 ping -M do -c 1 -W 2 -s 1400 fd00:10::21 2>&1)" 'Packet too big: mtu=1020'
+head -c 1048576 /dev/urandom >"$work/1m"
+tap_is "1 MiB over TCP from ethhost1 to ibhostb1 intact (PMTU discovery through the gateway)" \
+	"$(intact "$rack-ibhostb1" "$rack-ethhost1" 10.10.0.21 "$work/1m")" \
+	"$(sha256sum <"$work/1m" | cut -d' ' -f1)"
 
 echo "# the suite took $((SECONDS - t0)) s"
 tap_done

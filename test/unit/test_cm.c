@@ -63,6 +63,10 @@ struct node {
 	bool last_down_was_up;
 	enum cm_close_reason last_why;
 	uint32_t pending_lcid;
+	/* return_path's answer (cbs_rp) */
+	int rp_ret;
+	struct cm_path_info rp;
+	unsigned rp_asked;
 };
 
 static struct node na, nb, nc;
@@ -150,6 +154,32 @@ static const struct cm_callbacks cbs = {
 	.down = cb_down,
 };
 
+static int cb_return_path(void *ctx, const union ib_gid *gid, struct cm_path_info *out)
+{
+	struct node *n = ctx;
+
+	(void)gid;
+	n->rp_asked++;
+	if (n->rp_ret == 0)
+		*out = n->rp;
+	return n->rp_ret;
+}
+
+/* With the passive side's return-path lookup (REQs from another subnet). */
+static const struct cm_callbacks cbs_rp = {
+	.qp_create = cb_create,
+	.qp_connect = cb_connect,
+	.qp_destroy = cb_destroy,
+	.up = cb_up,
+	.down = cb_down,
+	.return_path = cb_return_path,
+};
+
+/* An IB router between A's subnet and B's: LID RT_A on A's side, RT_B on B's. A MAD
+ * to the router's LID arrives on the other side from the router's LID there. */
+#define RT_A 50
+#define RT_B 60
+
 static void node_init(struct node *n, int idx, uint16_t lid, uint8_t gid_last, uint32_t ud_qpn)
 {
 	memset(n, 0, sizeof(*n));
@@ -204,6 +234,14 @@ static void deliver(const struct mad *m)
 {
 	struct node *to = by_lid(m->dlid);
 	struct cm_addr from = { .lid = m->from->lid };
+
+	if (m->dlid == RT_A || m->dlid == RT_B) {
+		to = m->dlid == RT_A ? &nb : &na;
+		from = (struct cm_addr){ .lid = m->dlid == RT_A ? RT_B : RT_A,
+					 .has_grh = true,
+					 .gid = m->from->gid,
+					 .hop_limit = 254 };
+	}
 
 	if (!to || dropped(m, to))
 		return;
@@ -827,6 +865,121 @@ static void test_disconnect_dlid(void **state)
 	assert_int_equal(nb.last_why, CM_CLOSE_PATH);
 }
 
+/* A connects to B through an IB router (B on another subnet): B's connection takes its
+ * own path back (return_path), not the LIDs in the REQ, which are A's subnet's, with the
+ * router the REQ came through as its DLID. */
+static struct cm_path_info routed_path(void)
+{
+	struct cm_path_info p = path_to(&na, &nb);
+
+	p.dlid = RT_A;
+	p.has_grh = true;
+	p.hop_limit = 255;
+	return p;
+}
+
+static int connect_routed(void)
+{
+	struct ipoib_hwaddr h = hw(&nb);
+	struct cm_path_info p = routed_path();
+
+	return cm_connect(na.cm, &h, &p);
+}
+
+static void routed_setup(int rp_ret)
+{
+	nb.cfg.cb = &cbs_rp;
+	nb.rp_ret = rp_ret;
+	nb.rp = (struct cm_path_info){ .dlid = RT_B,
+				       .has_grh = true,
+				       .hop_limit = 255,
+				       .sl = 2,
+				       .flow_label = 0x12345,
+				       .mtu = IB_MTU_1024 };
+	node_start(&na);
+	node_start(&nb);
+	assert_int_equal(connect_routed(), 0);
+	pump();
+}
+
+static void test_return_path(void **state)
+{
+	(void)state;
+	routed_setup(0);
+	assert_int_equal(nb.rp_asked, 1);
+	assert_int_equal(state_of(&na, &nb), CM_STATE_ESTABLISHED);
+	assert_int_equal(state_of(&nb, &na), CM_STATE_ESTABLISHED);
+	/* B's QP goes to the router on its side, not to A's LID (4) from the REQ. */
+	assert_int_equal(nb.last_connect.path.dlid, RT_B);
+	assert_true(nb.last_connect.path.is_global);
+	assert_int_equal(nb.last_connect.path.sl, 2);
+	assert_int_equal(nb.last_connect.path.flow_label, 0x12345);
+	assert_int_equal(nb.last_connect.path.hop_limit, 255);
+	assert_memory_equal(nb.last_connect.path.dgid.raw, na.gid.raw, IB_GID_LEN);
+	assert_int_equal(nb.last_connect.path_mtu, IB_MTU_1024); /* the smaller of the two */
+	assert_int_equal(na.last_connect.path_mtu, IB_MTU_2048);
+	assert_int_equal(na.last_connect.path.dlid, RT_A);
+	assert_int_equal(cm_get_stats(nb.cm)->return_path_other_router, 0);
+	/* A router going down takes the passive end's connection too. */
+	assert_int_equal(cm_disconnect_dlid(nb.cm, RT_B), 1);
+	assert_int_equal(nb.last_why, CM_CLOSE_PATH);
+}
+
+static void test_return_path_later(void **state)
+{
+	struct cm_path_info p;
+
+	(void)state;
+	routed_setup(-EINPROGRESS);
+	assert_int_equal(sent_by_attr[1][CM_ATTR_MRA - 0x10], 1);
+	assert_int_equal(state_of(&nb, &na), CM_STATE_MRA_SENT);
+	assert_int_equal(nb.qp_created, 0);
+	advance(100);
+	assert_int_equal(A_REQ(), 1); /* the MRA holds A */
+	p = nb.rp;
+	p.dlid = 77; /* the SA names another router than the one the REQ came through */
+	assert_int_equal(cm_return_path(nb.cm, &nc.gid, &p), 0); /* another GID */
+	assert_int_equal(cm_return_path(nb.cm, &na.gid, &p), 1);
+	pump();
+	assert_int_equal(state_of(&na, &nb), CM_STATE_ESTABLISHED);
+	/* Both ends on one router (an RC QP takes packets only from its DLID). */
+	assert_int_equal(nb.last_connect.path.dlid, RT_B);
+	assert_int_equal(nb.last_connect.path.sl, 2); /* the rest from the return path */
+	assert_int_equal(cm_get_stats(nb.cm)->return_path_other_router, 1);
+	assert_int_equal(cm_return_path(nb.cm, &na.gid, &p), 0); /* no longer waiting */
+}
+
+static void test_return_path_none(void **state)
+{
+	(void)state;
+	routed_setup(-EINPROGRESS);
+	assert_int_equal(cm_return_path(nb.cm, &na.gid, NULL), 1);
+	pump();
+	assert_int_equal(na.last_why, CM_CLOSE_REJECTED);
+	assert_int_equal(na.last_down.rej_reason, CM_REJ_INVALID_GID);
+	assert_int_equal(cm_get_stats(nb.cm)->closed[CM_CLOSE_PATH], 1);
+	assert_int_equal(nb.connects, 0);
+	/* Known at once to have no path: rejected at once. */
+	teardown(NULL);
+	setup(NULL);
+	routed_setup(-EHOSTUNREACH);
+	assert_int_equal(na.last_down.rej_reason, CM_REJ_INVALID_GID);
+	assert_int_equal(nb.qp_created, 0);
+}
+
+/* Without a return_path callback: the router the REQ came through. */
+static void test_return_path_default(void **state)
+{
+	(void)state;
+	node_start(&na);
+	node_start(&nb);
+	assert_int_equal(connect_routed(), 0);
+	pump();
+	assert_int_equal(state_of(&na, &nb), CM_STATE_ESTABLISHED);
+	assert_int_equal(nb.last_connect.path.dlid, RT_B);
+	assert_true(nb.last_connect.path.is_global);
+}
+
 static void test_duplicate_req(void **state)
 {
 	(void)state;
@@ -1103,6 +1256,10 @@ int main(void)
 		T(test_idle),
 		T(test_neigh_expired),
 		T(test_disconnect_dlid),
+		T(test_return_path),
+		T(test_return_path_later),
+		T(test_return_path_none),
+		T(test_return_path_default),
 		T(test_duplicate_req),
 		T(test_duplicate_req_after_timeout),
 		T(test_stale_rep),

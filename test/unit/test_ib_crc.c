@@ -89,6 +89,44 @@ static void test_vcrc_second_implementation(void **state)
 	assert_int_equal(vcrc_msb_first((const uint8_t *)"123456789", 9), 0x0a3d);
 }
 
+/* Bit at a time from the reflected polynomial, against the 8-byte slices: every length
+ * from 0 to 300 and every start offset 0..7, whole and fed in two pieces. */
+static uint32_t crc32_bitwise(uint32_t c, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0xedb88320u : c >> 1;
+	}
+	return c;
+}
+
+static void test_crc32_slices(void **state)
+{
+	uint8_t buf[308];
+	uint32_t x = 777;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t off = 0; off < 8; off++)
+		for (size_t n = 0; n <= 300; n++) {
+			uint32_t want = crc32_bitwise(0xffffffffu, buf + off, n);
+
+			assert_int_equal(ib_crc32_update(0xffffffffu, buf + off, n), want);
+			assert_int_equal(
+			    ib_crc32_update(ib_crc32_update(0xffffffffu, buf + off, n / 3),
+					    buf + off + n / 3, n - n / 3),
+			    want);
+		}
+	for (size_t off = 0; off < 8; off++)
+		for (size_t n = 0; n <= 300; n++)
+			assert_int_equal(ib_vcrc_compute(buf + off, n),
+					 vcrc_msb_first(buf + off, n));
+}
+
 static void test_icrc_local_vector(void **state)
 {
 	uint32_t icrc;
@@ -214,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_crc32_check_value),
 		cmocka_unit_test(test_crc32_rxe_seed),
 		cmocka_unit_test(test_vcrc_second_implementation),
+		cmocka_unit_test(test_crc32_slices),
 		cmocka_unit_test(test_icrc_local_vector),
 		cmocka_unit_test(test_icrc_local_masking),
 		cmocka_unit_test(test_icrc_global_vector_and_rxe),

@@ -484,6 +484,17 @@ static void test_learned_router(void **state)
 	respond(c, f, (unsigned)i, 0, rec, 1, sizeof(rec));
 	assert_int_equal(r.path.dlid, 4);
 	assert_true(info(c, &x, 4)->learned);
+	assert_int_equal(sa_path_lookup(c, &q, &p), 0);
+	/* Router 3 back: the path through 4 goes too, so the next resolve asks the SA,
+	 * which may name 3 again (failback). */
+	from = f->nsent;
+	run_to(c, f, f->now + 1000);
+	i = find_poll(f, from, 3);
+	assert_true(i >= 0);
+	answer_poll(c, f, i, true);
+	assert_int_equal(f->ev[f->nev - 1].type, SA_EV_ROUTER_UP);
+	assert_int_equal(f->ev[f->nev - 1].lid, 3);
+	assert_int_equal(sa_path_lookup(c, &q, &p), -ENOENT);
 	/* An on-subnet path never makes a router. */
 	sa_client_free(c);
 	free(f);
