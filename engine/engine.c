@@ -50,10 +50,9 @@ const char *fwd_drop_name(enum fwd_drop d)
 }
 
 static const char *const punt_names[FWD_PUNT_COUNT] = {
-	[FWD_PUNT_ARP] = "arp",
-	[FWD_PUNT_ND] = "nd",
-	[FWD_PUNT_LOCAL] = "local",
-	[FWD_PUNT_UNRESOLVED] = "unresolved",
+	[FWD_PUNT_ARP] = "arp",     [FWD_PUNT_ND] = "nd",
+	[FWD_PUNT_LOCAL] = "local", [FWD_PUNT_UNRESOLVED] = "unresolved",
+	[FWD_PUNT_MCAST] = "mcast",
 };
 
 const char *fwd_punt_name(enum fwd_punt p)
@@ -446,6 +445,7 @@ enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, b
 		return FWD_PCLASS_NEIGH;
 	case FWD_PUNT_LOCAL:
 	case FWD_PUNT_UNRESOLVED:
+	case FWD_PUNT_MCAST:
 		if (len >= IP4_HDR_LEN && (data[0] >> 4) == 4)
 			*key = src_hash(e->seed, 4, data + 12, 4);
 		else if (len >= IP6_HDR_LEN && (data[0] >> 4) == 6)
@@ -454,6 +454,8 @@ enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, b
 			*key = src_hash(e->seed, 0, data, 0);
 		if (p == FWD_PUNT_UNRESOLVED)
 			return FWD_PCLASS_UNRES;
+		if (p == FWD_PUNT_MCAST)
+			return FWD_PCLASS_LOCAL;
 		return ip_is_control(e, data, len, false) ? FWD_PCLASS_CONTROL : FWD_PCLASS_LOCAL;
 	default:
 		*key = 1;

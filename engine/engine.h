@@ -180,6 +180,8 @@ enum fwd_punt {
 	FWD_PUNT_ND,         /* Neighbor Discovery */
 	FWD_PUNT_LOCAL,      /* IP to one of the gateway's addresses (echo and others) */
 	FWD_PUNT_UNRESOLVED, /* the next hop's neighbour is not usable: resolve, park */
+	FWD_PUNT_MCAST,      /* IP multicast on an interface that forwards it (fwd_sp_mcast_bind):
+			      * IGMP / MLD and group traffic, the slow path's (class local) */
 	FWD_PUNT_COUNT
 };
 const char *fwd_punt_name(enum fwd_punt p);

@@ -149,6 +149,7 @@ struct fwd_engine {
 	 * workers punt the clients' broadcasts to UDP 67 and multicasts to ff02::1:2 port
 	 * 547 instead of dropping them as martians. Written by control, read by workers. */
 	_Atomic uint32_t dhcp_ifmask;
+	_Atomic uint32_t mcast_ifmask; /* fwd_sp_mcast_bind */
 	/* The heartbeat channel: its UDP port (0: none; written by control, read by the
 	 * workers), the eventfd the workers write when they hand it something, and the
 	 * slots set up so far (n_slots, published for the heartbeat thread). */

@@ -625,6 +625,14 @@ static bool dhcp6_relayed(const struct fwd_ctx *c, const struct fwd_if *in, cons
 	       !memcmp(p + 24, all_relays, 16);
 }
 
+/* The interface forwards IP multicast (fwd_sp_mcast_bind). */
+static bool mcast_punted(const struct fwd_ctx *c, const struct fwd_if *in)
+{
+	uint32_t mask = atomic_load_explicit(&c->e->mcast_ifmask, memory_order_relaxed);
+
+	return mask && in->index < 32 && (mask >> in->index & 1);
+}
+
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
 		     bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
@@ -642,6 +650,12 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		/* A DHCP client's broadcast (from 0.0.0.0 often): the relay's, before the
 		 * martian checks that would drop it. */
 		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return;
+	}
+	if (ip4_is_multicast(ii.dst) && mcast_punted(c, in) && !ip4_is_martian_src(ii.src)) {
+		/* IGMP and group traffic: the multicast slow path's (before the martian
+		 * checks, which refuse multicast destinations). */
+		punt(res, FWD_PUNT_MCAST, in, p, len);
 		return;
 	}
 	r = ip4_check_addrs(&c->snap->m4, ii.src, ii.dst);
@@ -678,6 +692,12 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		/* A DHCPv6 client's Solicit (from its link-local address, to ff02::1:2): the
 		 * relay's, before the martian checks that would drop it. */
 		punt(res, FWD_PUNT_LOCAL, in, p, len);
+		return;
+	}
+	if (p[24] == 0xff && mcast_punted(c, in) && p[8] != 0xff &&
+	    (!ip6_is_unspecified(p + 8) || ii.proto == 58)) {
+		/* MLD (from a link-local source, or :: for a report) and group traffic. */
+		punt(res, FWD_PUNT_MCAST, in, p, len);
 		return;
 	}
 	r = ip6_check_addrs(&c->snap->m6, p + 8, p + 24);

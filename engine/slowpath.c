@@ -47,6 +47,8 @@ struct fwd_sp {
 	fwd_sp_dhcp_fn dhcp_fn; /* fwd_sp_dhcp_bind */
 	void *dhcp_ctx;
 	uint32_t dhcp_ifmask;
+	fwd_sp_mcast_fn mcast_fn; /* fwd_sp_mcast_bind */
+	void *mcast_ctx;
 };
 
 static const char *const sp_names[FWD_SP_REASON_COUNT] = {
@@ -857,6 +859,74 @@ void fwd_sp_dhcp_bind(struct fwd_engine *e, uint32_t ifmask, fwd_sp_dhcp_fn fn, 
 	atomic_store_explicit(&e->dhcp_ifmask, sp->dhcp_ifmask, memory_order_relaxed);
 }
 
+void fwd_sp_mcast_bind(struct fwd_engine *e, uint32_t ifmask, fwd_sp_mcast_fn fn, void *ctx)
+{
+	struct fwd_sp *sp = e->sp;
+
+	if (!sp)
+		return;
+	sp->mcast_fn = fn;
+	sp->mcast_ctx = ctx;
+	atomic_store_explicit(&e->mcast_ifmask, fn ? ifmask & ~1u : 0, memory_order_relaxed);
+}
+
+int fwd_sp_send_mcast(struct fwd_engine *e, uint32_t ifindex, const uint8_t *ip, size_t len)
+{
+	const struct fwd_if *f = sp_if(e, ifindex);
+	bool v4 = len >= IP4_HDR_LEN && ip[0] >> 4 == 4;
+	uint16_t et = v4 ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6;
+
+	if (!f || (!v4 && (len < IP6_HDR_LEN || ip[0] >> 4 != 6)))
+		return -EINVAL;
+	if (!f->up)
+		return -ENODEV;
+	if (len > f->mtu)
+		return -EMSGSIZE;
+	if (f->kind == FWD_IF_ETH) {
+		uint8_t frame[ETHF_HLEN + FWD_MSG_DATA];
+
+		if (len > FWD_MSG_DATA - ETHF_HLEN)
+			return -EMSGSIZE;
+		/* RFC 1112 6.4: 01:00:5e + the group's low 23 bits; RFC 2464 7: 33:33 + the
+		 * low 32 bits */
+		if (v4) {
+			memcpy(frame, "\x01\x00\x5e", 3);
+			frame[3] = ip[17] & 0x7f;
+			memcpy(frame + 4, ip + 18, 2);
+		} else {
+			memcpy(frame, "\x33\x33", 2);
+			memcpy(frame + 2, ip + 36, 4);
+		}
+		memcpy(frame + 6, f->mac, 6);
+		ip_put16(frame + 12, et);
+		memcpy(frame + ETHF_HLEN, ip, len);
+		return fwd_sp_send_eth(e, ifindex, frame, ETHF_HLEN + len);
+	}
+	if (f->kind == FWD_IF_IPOIB && f->link) {
+		union ib_gid mgid;
+		struct ibp_buf *b;
+		int r = v4 ? ipoib_mgid_from_ipv4(ip_be32(ip + 16), ipoib_link_pkey(f->link),
+						  IB_MGID_SCOPE_LINK, &mgid)
+			   : ipoib_mgid_from_ipv6(ip + 24, ipoib_link_pkey(f->link),
+						  IB_MGID_SCOPE_LINK, &mgid);
+
+		if (r < 0)
+			return r;
+		b = ipoib_link_buf(f->link);
+		if (!b)
+			return -ENOBUFS;
+		if (b->cap < IPOIB_ENCAP_LEN + len) {
+			f->ib_ops->buf_put(f->ib_port, b);
+			return -EMSGSIZE;
+		}
+		memcpy(b->data + IPOIB_ENCAP_LEN, ip, len);
+		b->len = (uint32_t)len;
+		r = ipoib_link_xmit_mcast(f->link, &mgid, et, b);
+		return r < 0 ? r : 0;
+	}
+	return -EINVAL;
+}
+
 int fwd_sp_udp_bind(struct fwd_engine *e, uint16_t port, fwd_sp_udp_fn fn, void *ctx)
 {
 	struct fwd_sp *sp = e->sp;
@@ -1410,6 +1480,10 @@ static void handle(struct fwd_sp *sp, struct fwd_msg *m)
 	case FWD_PUNT_UNRESOLVED:
 		m->own = false; /* a forwarded packet */
 		kept = unresolved(sp, m);
+		break;
+	case FWD_PUNT_MCAST:
+		if (sp->mcast_fn)
+			sp->mcast_fn(sp->mcast_ctx, m->ifindex, m->data, m->len);
 		break;
 	default:
 		break;

@@ -170,6 +170,22 @@ int fwd_sp_send_udp_ll(struct fwd_engine *e, uint32_t ifindex, const struct ip_a
 		       const struct ip_addr *dst, uint16_t sport, uint16_t dport,
 		       const void *payload, size_t len, const uint8_t *lladdr);
 
+/*
+ * IP multicast (gateway/dp_mcast.c). Interfaces whose bit is set in ifmask forward it:
+ * their workers punt every IPv4/IPv6 packet to a multicast destination (IGMP, MLD and
+ * group traffic; sources that are martian refused first, except MLD's link-local and
+ * ::), which fn receives as the IP packet (valid during the call). One binding; fn
+ * NULL unbinds. fwd_sp_send_mcast sends an IP multicast packet as it is (the caller has
+ * changed the TTL) on ifindex: Ethernet to the group's MAC (RFC 1112 6.4, RFC 2464 7)
+ * from the interface's; IPoIB to the group's MGID on the link's P_Key (RFC 4391 4;
+ * a send-only join first if the link is not a member, ipoib_link_xmit_mcast). Returns
+ * 0 (IPoIB: sent or waiting for the join), -EINVAL, -ENODEV (down), -EMSGSIZE (above
+ * the MTU), -ENOBUFS.
+ */
+typedef void (*fwd_sp_mcast_fn)(void *ctx, uint32_t ifindex, const uint8_t *ip, size_t len);
+void fwd_sp_mcast_bind(struct fwd_engine *e, uint32_t ifmask, fwd_sp_mcast_fn fn, void *ctx);
+int fwd_sp_send_mcast(struct fwd_engine *e, uint32_t ifindex, const uint8_t *ip, size_t len);
+
 void fwd_sp_stats(const struct fwd_engine *e, struct fwd_sp_stats *out);
 
 #endif

@@ -397,6 +397,32 @@ static const struct schema dhcp_schema = { "dhcp_relay", dhcp_fields, N_FIELDS(d
 		    "relay DHCP from hosts here to servers elsewhere; absent: none"                \
 	}
 
+#define MCC struct gw_mcast_config
+
+static const struct field mcast_fields[] = {
+	{ "rate_limit_pps", T_UINT, offsetof(MCC, rate_limit_pps), 0, SZ(MCC, rate_limit_pps), 0,
+	  10000000, "1000", NULL, 0, NULL, NULL,
+	  "packets per second of one group forwarded into this interface; 0: no limit" },
+	{ "querier", T_BOOL, offsetof(MCC, querier), 0, 0, 0, 0, "true", NULL, 0, NULL, NULL,
+	  "send IGMPv3 / MLDv2 general queries here (the lowest address querier wins)" },
+	{ "query_interval_s", T_UINT, offsetof(MCC, query_interval_s), 0, SZ(MCC, query_interval_s),
+	  2, 3600, "125", NULL, 0, NULL, NULL, "seconds between general queries" },
+	{ "robustness", T_UINT, offsetof(MCC, robustness), 0, SZ(MCC, robustness), 1, 7, "2", NULL,
+	  0, NULL, NULL,
+	  "robustness variable (RFC 3376 8.1): a membership lasts this many query "
+	  "intervals plus 10 s" },
+};
+static const struct schema mcast_schema = {
+	"ip_multicast", mcast_fields, N_FIELDS(mcast_fields), 0, -1, NULL
+};
+
+#define MCAST_FIELD(T)                                                                             \
+	{                                                                                          \
+		"ip_multicast", T_SECTION, offsetof(T, mcast), offsetof(T, mcast.enabled), 0, 0,   \
+		    0, NULL, NULL, FL_OPTIONAL, NULL, &mcast_schema,                               \
+		    "forward IP multicast to and from here (IGMP / MLD); absent: none"             \
+	}
+
 #define RA_FIELD(T)                                                                                \
 	{                                                                                          \
 		"router_advertisements", T_SECTION, offsetof(T, ra), offsetof(T, ra.enabled), 0,   \
@@ -433,6 +459,7 @@ static const struct field ipoib_fields[] = {
 	PROXY_FIELDS(IBL),
 	RA_FIELD(IBL),
 	DHCP_FIELD(IBL),
+	MCAST_FIELD(IBL),
 };
 static const struct schema ipoib_schema = { "ipoib_links",          ipoib_fields,
 					    N_FIELDS(ipoib_fields), sizeof(IBL),
@@ -458,6 +485,7 @@ static const struct field eth_fields[] = {
 	PROXY_FIELDS(ETH),
 	RA_FIELD(ETH),
 	DHCP_FIELD(ETH),
+	MCAST_FIELD(ETH),
 };
 static const struct schema eth_schema = { "ethernet_interfaces", eth_fields,
 					  N_FIELDS(eth_fields),  sizeof(ETH),
@@ -698,7 +726,8 @@ static const struct field punt_fields[] = {
 	{ "unresolved", T_SECTION, offsetof(PU, unresolved), 0, 0, 0, 0, NULL, NULL, 0, NULL,
 	  &punt_unres_schema, "packets to a next hop not resolved yet" },
 	{ "local", T_SECTION, offsetof(PU, local), 0, 0, 0, 0, NULL, NULL, 0, NULL,
-	  &punt_local_schema, "other IP to the gateway's addresses (echo requests...)" },
+	  &punt_local_schema,
+	  "other IP to the gateway's addresses (echo requests...), and IP multicast where ip_multicast is on" },
 };
 static const struct schema punt_schema = { "punt", punt_fields, N_FIELDS(punt_fields),
 					   0,      -1,          check_punt };

@@ -102,6 +102,17 @@ struct gw_dhcp_relay_config {
 	uint8_t max_hops;               /* max_hops: 1..16 (4) */
 };
 
+/* IP multicast forwarding on one interface (IGMP / MLD, RFC 4391 4 on IPoIB;
+ * gateway/dp_mcast.c, docs/multicast.md). Off unless the section is given. */
+struct gw_mcast_config {
+	bool enabled;              /* the ip_multicast section is present */
+	uint32_t rate_limit_pps;   /* rate_limit_pps: per group into this interface, 0 = none
+				    * (1000) */
+	bool querier;              /* querier: send IGMP/MLD general queries (true) */
+	uint32_t query_interval_s; /* query_interval_s: 2..3600 (125) */
+	uint8_t robustness;        /* robustness: 1..7 (2) */
+};
+
 struct gw_ipoib_link_config {
 	char name[GW_NAME_MAX];        /* name: "ib0" */
 	enum gw_ipoib_backend backend; /* backend: verbs (the only one, and the default) */
@@ -117,6 +128,7 @@ struct gw_ipoib_link_config {
 	struct gw_proxy_config proxy;
 	struct gw_ra_config ra;           /* router_advertisements */
 	struct gw_dhcp_relay_config dhcp; /* dhcp_relay */
+	struct gw_mcast_config mcast;     /* ip_multicast */
 	struct gw_config_pos pos;
 };
 
@@ -131,6 +143,7 @@ struct gw_eth_if_config {
 	struct gw_proxy_config proxy;
 	struct gw_ra_config ra;           /* router_advertisements */
 	struct gw_dhcp_relay_config dhcp; /* dhcp_relay */
+	struct gw_mcast_config mcast;     /* ip_multicast */
 	struct gw_config_pos pos;
 };
 

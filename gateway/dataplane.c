@@ -52,6 +52,7 @@
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
 #include "gateway/dp_dhcp.h"
+#include "gateway/dp_mcast.h"
 #include "gateway/dp_ra.h"
 #include "gateway/dp_routers.h"
 #include "gateway/reconf.h"
@@ -1330,6 +1331,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		goto fail;
 	dp_portfail_config(dp, cfg);
 	dp_ra_config(dp, cfg);
+	dp_mcast_config(dp, cfg);
 	dp_dhcp_config(dp, cfg);
 	log_notice("data plane: %u workers, %u IB ports, %u links", dp->n_workers, dp->n_ports,
 		   dp->n_links);
@@ -1361,6 +1363,7 @@ void gw_dp_stop(struct gw_dp *dp)
 	if (!dp)
 		return;
 	dp_ra_stop(dp); /* first: its final RAs go out before the workers stop */
+	dp_mcast_stop(dp);
 	dp_ha_stop(dp); /* its last heartbeats hand the groups over */
 	dp_dhcp_stop(dp);
 	dp_portfail_stop(dp);
@@ -1767,6 +1770,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 	}
 	dp_ha_config(dp, cfg, out);
 	dp_ra_config(dp, cfg);
+	dp_mcast_config(dp, cfg);
 	dp_dhcp_config(dp, cfg);
 	struct neigh_params np = neigh_params_of(&cfg->neighbours);
 	if (memcmp(&np, &dp->neigh, sizeof(np))) {

@@ -24,6 +24,7 @@
 struct dp_ha;
 struct dp_portfail;
 struct dp_ra;
+struct dp_mcast;
 struct dp_dhcp;
 struct kroute;
 struct linkwatch;
@@ -130,6 +131,7 @@ struct gw_dp {
 	struct dp_ra *ra;
 	/* The DHCPv4 relay (gateway/dp_dhcp.c); NULL: not set up yet. */
 	struct dp_dhcp *dhcp;
+	struct dp_mcast *mcast; /* gateway/dp_mcast.c */
 	/* The neighbour tables' limits (config neighbours:), fixed at start: links added
 	 * by a reload get them too. */
 	struct neigh_params neigh;

@@ -24,6 +24,7 @@
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_portfail.h"
 #include "gateway/dp_dhcp.h"
+#include "gateway/dp_mcast.h"
 #include "gateway/dp_ra.h"
 #include "mgmt/metrics_http.h"
 
@@ -827,6 +828,7 @@ int gw_dp_metrics(struct gw_dp *dp, FILE *out)
 	write_routes(out, dp);
 	dp_ha_metrics(dp, out);
 	dp_ra_metrics(dp, out);
+	dp_mcast_metrics(dp, out);
 	dp_dhcp_metrics(dp, out);
 	return 0;
 }

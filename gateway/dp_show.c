@@ -18,6 +18,7 @@
 #include "engine/slowpath.h"
 #include "gateway/dataplane_pvt.h"
 #include "gateway/dp_json.h"
+#include "gateway/dp_mcast.h"
 #include "lib/ib_gid.h"
 #include "lib/ipoib.h"
 #include "mgmt/ctl_server.h"
@@ -639,7 +640,10 @@ int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r)
 		w.dev = dp->links[i].name;
 		ipoib_link_mcast_foreach(dp->links[i].link, mcast_cb, &w);
 	}
-	return w.status;
+	if (w.status != CTL_OK)
+		return w.status;
+	/* then the IP groups (gateway/dp_mcast.c) */
+	return dp_mcast_show(dp, r);
 }
 
 static int conn_cb(void *arg, const struct ipoib_conn_info *ci)

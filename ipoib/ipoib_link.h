@@ -261,6 +261,13 @@ int ipoib_link_del_addr(struct ipoib_link *l, int family, const uint8_t *addr);
 /* Full-member join of a group (to receive it), e.g. the groups a host's kernel listens
  * to. Idempotent. */
 int ipoib_link_mcast_join(struct ipoib_link *l, const union ib_gid *mgid);
+/* Send-only full-member join of a group (to send to it without waiting for the join
+ * at the first packet); a member already (either way) stays as it is. */
+int ipoib_link_mcast_sendonly(struct ipoib_link *l, const union ib_gid *mgid);
+/* Leave a group (full or send-only: the SA membership deleted, the QP detached, queued
+ * packets dropped). -ENOENT not a member, -EPERM the broadcast group. A later send to
+ * it joins send-only again. */
+int ipoib_link_mcast_leave(struct ipoib_link *l, const union ib_gid *mgid);
 /* ARP or ND from ipoib_link_rx (kind IPOIB_RX_ARP / IPOIB_RX_ND). */
 /* Returns 0, -EPERM for a spoofed ARP that was not accepted (do not pass it on),
  * -EINVAL for a malformed one (counted), -EALREADY for our own looped back. */

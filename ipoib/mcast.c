@@ -169,6 +169,34 @@ int ipoib_link_mcast_join(struct ipoib_link *l, const union ib_gid *mgid)
 	return ipoib_mcast_get(l, mgid, true) ? 0 : -ENOMEM;
 }
 
+int ipoib_link_mcast_sendonly(struct ipoib_link *l, const union ib_gid *mgid)
+{
+	return ipoib_mcast_get(l, mgid, false) ? 0 : -ENOMEM;
+}
+
+int ipoib_link_mcast_leave(struct ipoib_link *l, const union ib_gid *mgid)
+{
+	struct ipoib_mcast **pp = &l->mcasts, *m;
+
+	while (*pp && !ib_gid_equal(&(*pp)->mgid, mgid))
+		pp = &(*pp)->next;
+	m = *pp;
+	if (!m)
+		return -ENOENT;
+	if (m->bcast)
+		return -EPERM;
+	if (l->started && l->cfg.sa)
+		sa_mcast_leave(l->cfg.sa, &m->mgid);
+	if (m->attached && l->qp)
+		l->ops->detach_mcast(l->qp, &m->mgid, m->attached_mlid);
+	ipoib_mcast_flush(m, false);
+	/* Sends already posted may still name the AH: destroyed after them. */
+	ipoib_destroy_ah_later(l, m->ah);
+	*pp = m->next;
+	free(m);
+	return 0;
+}
+
 void ipoib_link_mcast_foreach(const struct ipoib_link *l,
 			      int (*fn)(void *arg, const struct ipoib_mcast_info *mi), void *arg)
 {

@@ -82,8 +82,9 @@ static const struct ctl_cmd c_path_flush = {
 static const struct ctl_cmd c_gid_route_show =
     SHOW("gid-route", CTL_SHOW_GID_ROUTES, NULL,
 	 "routes to other IB subnets, per IB port, with each router's state");
-static const struct ctl_cmd c_mcast_show =
-    SHOW("mcast", CTL_SHOW_MCAST, NULL, "multicast groups of the IPoIB links");
+static const struct ctl_cmd c_mcast_show = SHOW(
+    "mcast", CTL_SHOW_MCAST, NULL,
+    "multicast groups of the IPoIB links, and IP multicast per interface (groups, members, counters)");
 static const struct ctl_cmd c_ra_show =
     SHOW("ra", CTL_SHOW_RA, NULL,
 	 "router advertisements per interface: state, settings, prefixes, counters");
@@ -144,7 +145,8 @@ static const struct ctl_object objects[] = {
 	{ "path", NAMES("paths"), "the SA client's path records",
 	  CMDS(&c_path_show, &c_path_flush) },
 	{ "gid-route", NAMES("gid-routes"), "routes to other IB subnets", CMDS(&c_gid_route_show) },
-	{ "mcast", NAMES("multicast"), "IPoIB multicast groups", CMDS(&c_mcast_show) },
+	{ "mcast", NAMES("multicast"), "IPoIB multicast groups and IP multicast forwarding",
+	  CMDS(&c_mcast_show) },
 	{ "ra", NAMES("router-advertisements"), "router advertisements", CMDS(&c_ra_show) },
 	{ "dhcp", NAMES("dhcp-relay"), "DHCP relay", CMDS(&c_dhcp_show) },
 	{ "config", NAMES("configuration"), "the running configuration", CMDS(&c_config_show) },

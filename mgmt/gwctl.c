@@ -260,9 +260,41 @@ static void print_gid_route(struct json_object *o, struct output *out)
 	printf(" dev %s/%lld\n", str(o, "device"), (long long)num(o, "port"));
 }
 
+static bool boolean(struct json_object *o, const char *key);
+
+/* Three kinds of records: an IPoIB link's MGID memberships, then per multicast
+ * interface its state and counters, each followed by its IP groups with members. */
 static void print_mcast(struct json_object *o, struct output *out)
 {
 	(void)out;
+	if (has(o, "interface")) {
+		printf("ip multicast dev %s %s querier%s%s groups %lld rate_limit %lldpps\n",
+		       str(o, "interface"), str(o, "side"), boolean(o, "querier4") ? " igmp" : "",
+		       boolean(o, "querier6") ? " mld" : "", (long long)num(o, "groups"),
+		       (long long)num(o, "rate_limit_pps"));
+		printf(
+		    "    reports %lld leaves %lld queries_sent %lld queries_heard %lld bad %lld\n",
+		    (long long)num(o, "reports"), (long long)num(o, "leaves"),
+		    (long long)num(o, "queries_sent"), (long long)num(o, "queries_heard"),
+		    (long long)num(o, "bad"));
+		printf(
+		    "    rx %lld forwarded %lld no_members %lld ttl_expired %lld link_scope %lld "
+		    "not_served %lld rate_limited %lld send_failed %lld\n",
+		    (long long)num(o, "rx_data"), (long long)num(o, "forwarded"),
+		    (long long)num(o, "no_members"), (long long)num(o, "ttl_expired"),
+		    (long long)num(o, "link_scope"), (long long)num(o, "not_served"),
+		    (long long)num(o, "rate_limited"), (long long)num(o, "send_failed"));
+		return;
+	}
+	if (has(o, "group")) {
+		printf("    group %s dev %s members %s", str(o, "group"), str(o, "dev"),
+		       str(o, "side"));
+		opt(o, "mgid", "mgid");
+		printf(" expires %lldms packets %lld bytes %lld rate_limited %lld\n",
+		       (long long)num(o, "expires_ms"), (long long)num(o, "packets"),
+		       (long long)num(o, "bytes"), (long long)num(o, "rate_limited"));
+		return;
+	}
 	printf("%s dev %s", str(o, "mgid"), str(o, "dev"));
 	opt(o, "mlid", "mlid");
 	opt(o, "qkey", "qkey");

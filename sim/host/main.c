@@ -26,6 +26,10 @@
  *   --tap NAME      the TAP device (default ib0)
  *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
  *
+ * The kernel's multicast memberships on the TAP (/proc/net/igmp, /proc/net/igmp6) are
+ * followed as the Linux IPoIB driver follows its device's list: each group's MGID joined
+ * full member, left when the kernel leaves it (sync_groups; docs/ipoib.md).
+ *
  * The IB port is the verbs backend (port/ib_port.h) on the node's device, which on the
  * rack is the verbs shim, libibverbs2sim, LD_PRELOADed by sim/rack; connected mode's CM
  * goes through libibumad (cm/cm_umad.h), as the gateway's, the shim carrying its MADs.
@@ -81,6 +85,8 @@ struct in6_ifreq_compat {
 	int ifindex;
 };
 
+#define MAX_SYNCED 64
+
 struct host {
 	struct evloop *loop;
 	const struct ibp_ops *ops;
@@ -106,6 +112,8 @@ struct host {
 		unsigned plen;
 	} addrs[MAX_ADDRS];
 	struct evtimer *tick;
+	union ib_gid synced[MAX_SYNCED]; /* MGIDs joined because the kernel listens (sync_groups) */
+	unsigned n_synced;
 	uint64_t tap_rx, tap_tx, tap_drops, tap_write_errors;
 	uint64_t icmp_too_big, icmp_refused, mcast_too_big;
 	uint8_t icmp_frame[HL2_ETH_HLEN + ICMP6_ERR_MAX];
@@ -425,6 +433,17 @@ static void from_tap(struct host *h, const uint8_t *frame, size_t len)
 	}
 }
 
+static void sync_groups(struct host *h);
+
+/* An IGMP or MLD message from the kernel (IPv4 protocol 2; IPv6 with a hop-by-hop
+ * header first, as MLD always has): its membership list just changed. */
+static bool is_membership_report(const uint8_t *f, size_t n)
+{
+	if (n >= HL2_ETH_HLEN + 20 && f[12] == 0x08 && f[13] == 0x00)
+		return f[HL2_ETH_HLEN + 9] == 2;
+	return n >= HL2_ETH_HLEN + 40 && f[12] == 0x86 && f[13] == 0xdd && f[HL2_ETH_HLEN + 6] == 0;
+}
+
 static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 {
 	struct host *h = arg;
@@ -437,6 +456,10 @@ static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 		if (n <= 0)
 			break;
 		h->tap_rx++;
+		/* The groups joined before the report goes out, so that what a router sends
+		 * once it heard the report finds this host a member already. */
+		if (is_membership_report(h->frame, (size_t)n) && ipoib_link_is_up(h->link))
+			sync_groups(h);
 		from_tap(h, h->frame, (size_t)n);
 	}
 }
@@ -506,34 +529,77 @@ static void on_port_info(void *arg, const struct sa_port_info *pi)
 		sa_client_set_port(h->sa, pi);
 }
 
-/* Groups the kernel listens to on the TAP (/proc/net/igmp6): full-member joins. */
-static void sync_groups(struct host *h)
+/* The groups the kernel listens to on the TAP, as the Linux IPoIB driver follows its
+ * device's multicast list (ipoib_mcast_restart_task): /proc/net/igmp (IPv4: a device
+ * line, then one line per group, the address as the kernel's u32 in hex) and
+ * /proc/net/igmp6 (IPv6: index, device, address in hex). Each group's MGID (RFC 4391 4,
+ * the link's P_Key) is joined full member; one the kernel left is left. Up to
+ * MAX_SYNCED groups. */
+static unsigned kernel_groups(struct host *h, union ib_gid *out, unsigned max)
 {
-	FILE *f = fopen("/proc/net/igmp6", "r");
 	char line[256], dev[IFNAMSIZ + 1], hex[33];
+	unsigned n = 0;
+	bool ours = false;
+	FILE *f = fopen("/proc/net/igmp", "r");
 	int idx;
 
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
+	while (f && fgets(line, sizeof(line), f) && n < max) {
+		unsigned v;
+
+		if (line[0] != '\t' && sscanf(line, "%d %16s", &idx, dev) == 2) {
+			ours = !strcmp(dev, h->tap);
+			continue;
+		}
+		if (ours && sscanf(line, " %8x", &v) == 1 &&
+		    ipoib_mgid_from_ipv4(ntohl(v), ipoib_link_pkey(h->link), IB_MGID_SCOPE_LINK,
+					 &out[n]) == 0)
+			n++;
+	}
+	if (f)
+		fclose(f);
+	f = fopen("/proc/net/igmp6", "r");
+	while (f && fgets(line, sizeof(line), f) && n < max) {
 		uint8_t g[16];
-		union ib_gid mgid;
+		bool ok = true;
 
 		if (sscanf(line, "%d %16s %32s", &idx, dev, hex) != 3 || strcmp(dev, h->tap))
 			continue;
-		for (int i = 0; i < 16; i++) {
+		for (int i = 0; i < 16 && ok; i++) {
 			unsigned v;
 
-			if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-				goto next;
+			ok = sscanf(hex + 2 * i, "%2x", &v) == 1;
 			g[i] = (uint8_t)v;
 		}
-		if (ipoib_mgid_from_ipv6(g, ipoib_link_pkey(h->link), IB_MGID_SCOPE_LINK, &mgid) ==
-		    0)
-			ipoib_link_mcast_join(h->link, &mgid);
-	next:;
+		if (ok && ipoib_mgid_from_ipv6(g, ipoib_link_pkey(h->link), IB_MGID_SCOPE_LINK,
+					       &out[n]) == 0)
+			n++;
 	}
-	fclose(f);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static bool gid_in(const union ib_gid *g, const union ib_gid *set, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ib_gid_equal(g, &set[i]))
+			return true;
+	return false;
+}
+
+static void sync_groups(struct host *h)
+{
+	union ib_gid now[MAX_SYNCED];
+	unsigned n = kernel_groups(h, now, MAX_SYNCED);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!gid_in(&now[i], h->synced, h->n_synced))
+			ipoib_link_mcast_join(h->link, &now[i]);
+	for (unsigned i = 0; i < h->n_synced; i++)
+		if (!gid_in(&h->synced[i], now, n))
+			(void)ipoib_link_mcast_leave(h->link, &h->synced[i]);
+	memcpy(h->synced, now, n * sizeof(now[0]));
+	h->n_synced = n;
 }
 
 static void on_tick(struct evloop *loop, struct evtimer *t, void *arg)

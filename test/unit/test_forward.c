@@ -657,6 +657,54 @@ static void dhcp6_solicit_punted_where_relayed(void **state)
 	atomic_store(&v->e->dhcp_ifmask, 0);
 }
 
+/* IP multicast is a martian (dropped) unless its interface forwards multicast
+ * (mcast_ifmask, fwd_sp_mcast_bind): then punted whole as FWD_PUNT_MCAST, IGMP and
+ * group traffic alike, also with TTL 1 (the slow path counts it); a martian source
+ * stays dropped; IPv6: from a link-local source (MLD) or a global one, not from ::
+ * unless ICMPv6 (an MLDv2 report during DAD). */
+static void multicast_punted_where_forwarded(void **state)
+{
+	struct env *v = *state;
+	uint8_t p[200], f[300];
+
+	mk4(p, "10.2.0.2", "239.1.2.3", 17, 100, 64, false);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	atomic_store(&v->e->mcast_ifmask, 1u << v->ib | 1u << v->eth);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_MCAST);
+	assert_int_equal(v->res.punt_if->index, v->ib);
+	assert_int_equal(v->res.punt_len, 100);
+	mk4(p, "10.1.0.2", "239.1.2.3", 17, 100, 1, false);
+	from_eth(v, f, p, 100);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_MCAST);
+	assert_int_equal(v->res.punt_if->index, v->eth);
+	mk4(p, "127.0.0.1", "239.1.2.3", 17, 100, 64, false);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	mk6(p, "fe80::2", "ff02::16", 100, 1);
+	p[6] = 58;
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.punt, FWD_PUNT_MCAST);
+	mk6(p, "fd00:10::2", "ff0e::1:2", 100, 64);
+	p[6] = 17;
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	assert_int_equal(v->res.punt, FWD_PUNT_MCAST);
+	mk6(p, "::", "ff0e::1:2", 100, 64);
+	p[6] = 17;
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	atomic_store(&v->e->mcast_ifmask, 1u << v->eth); /* ib0 does not forward multicast */
+	mk4(p, "10.2.0.2", "239.1.2.3", 17, 100, 64, false);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.drop, FWD_DROP_MARTIAN);
+	atomic_store(&v->e->mcast_ifmask, 0);
+}
+
 static void local_delivery_punts(void **state)
 {
 	struct env *v = *state;
@@ -784,6 +832,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(dhcp6_solicit_punted_where_relayed, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(multicast_punted_where_forwarded, setup, teardown),
 		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
 	};
