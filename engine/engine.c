@@ -61,10 +61,9 @@ const char *fwd_punt_name(enum fwd_punt p)
 }
 
 static const char *const pclass_names[FWD_PCLASS_COUNT] = {
-	[FWD_PCLASS_CONTROL] = "control",
-	[FWD_PCLASS_NEIGH] = "neighbour",
-	[FWD_PCLASS_UNRES] = "unresolved",
-	[FWD_PCLASS_LOCAL] = "local",
+	[FWD_PCLASS_CONTROL] = "control",  [FWD_PCLASS_NEIGH] = "neighbour",
+	[FWD_PCLASS_UNRES] = "unresolved", [FWD_PCLASS_LOCAL] = "local",
+	[FWD_PCLASS_MCAST] = "mcast",
 };
 
 const char *fwd_pclass_name(enum fwd_pclass c)
@@ -167,12 +166,12 @@ static uint32_t pow2_at_least(uint32_t n)
 }
 
 /* The shares of a pool of `pool` messages (>= 16: every reserve at least 1, their sum
- * 11/16 of the pool). Worker side: the punts (engine/engine.h, fwd_msg_get); control
+ * 3/4 of the pool). Worker side: the punts (engine/engine.h, fwd_msg_get); control
  * side: P/8 kept for CONTROL (heartbeats, the cm's MADs), the rest anyone's. */
 static void pool_init(struct fwd_pool *p, struct fwd_msg *mem, unsigned pool, bool worker)
 {
-	static const unsigned wres[FWD_PCLASS_COUNT] = { 4, 4, 8, 16 }; /* pool / x */
-	static const unsigned wcap[FWD_PCLASS_COUNT] = { 2, 2, 4, 8 };
+	static const unsigned wres[FWD_PCLASS_COUNT] = { 4, 4, 8, 16, 16 }; /* pool / x */
+	static const unsigned wcap[FWD_PCLASS_COUNT] = { 2, 2, 4, 8, 4 };
 
 	p->n = 0;
 	p->unused_reserve = 0;
@@ -320,6 +319,10 @@ void fwd_punt_defaults(struct fwd_punt_config *c, unsigned pool)
 	c->total[FWD_PCLASS_UNRES] = (struct fwd_punt_limit){ 1000, 1000 };
 	c->per_src[FWD_PCLASS_LOCAL] = (struct fwd_punt_limit){ 100, 200 };
 	c->total[FWD_PCLASS_LOCAL] = (struct fwd_punt_limit){ 1000, 500 };
+	/* A multicast stream is one source at stream rates (a video: thousands of packets a
+	 * second); the control thread forwards some 50,000 a second (bench/mcast.sh). */
+	c->per_src[FWD_PCLASS_MCAST] = (struct fwd_punt_limit){ 5000, 1000 };
+	c->total[FWD_PCLASS_MCAST] = (struct fwd_punt_limit){ 20000, 2000 };
 	c->park_max = pool / 8 ? pool / 8 : 1;
 }
 
@@ -455,7 +458,7 @@ enum fwd_pclass fwd_punt_classify(const struct fwd_engine *e, enum fwd_punt p, b
 		if (p == FWD_PUNT_UNRESOLVED)
 			return FWD_PCLASS_UNRES;
 		if (p == FWD_PUNT_MCAST)
-			return FWD_PCLASS_LOCAL;
+			return FWD_PCLASS_MCAST;
 		return ip_is_control(e, data, len, false) ? FWD_PCLASS_CONTROL : FWD_PCLASS_LOCAL;
 	default:
 		*key = 1;

@@ -199,6 +199,8 @@ enum fwd_pclass {
 	FWD_PCLASS_NEIGH,       /* ARP / ND, Ethernet and IPoIB: resolution asked and answered */
 	FWD_PCLASS_UNRES,       /* packets waiting for a neighbour (parked) */
 	FWD_PCLASS_LOCAL,       /* other IP to the gateway's addresses (echo, anything else) */
+	FWD_PCLASS_MCAST,       /* IP multicast to forward (gateway/dp_mcast.c): streams need
+				 * a rate of their own, far above what local traffic gets */
 	FWD_PCLASS_COUNT
 };
 const char *fwd_pclass_name(enum fwd_pclass c);
@@ -453,7 +455,7 @@ struct fwd_stats *fwd_engine_worker_stats(struct fwd_engine *e, unsigned w);
 /* A free message of the given side's pool of worker w for class c (NULL: the pool is
  * empty or the class has used its share: see enum fwd_pclass). Worker side: only worker
  * w; the shares are the defaults of fwd_engine_config.msg_pool P: CONTROL reserve P/4,
- * cap P/2; NEIGH P/4, P/2; UNRES P/8, P/4; LOCAL P/16, P/8. Control side: the control
+ * cap P/2; NEIGH P/4, P/2; UNRES P/8, P/4; LOCAL P/16, P/8; MCAST P/16, P/4. Control side: the control
  * thread; CONTROL (heartbeats) may take the whole pool, the other classes
  * leave it P/8. fwd_msg_put returns a message to its owner's pool when called by the
  * owner, or sends it back through the ring when called by the other side. */

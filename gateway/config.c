@@ -704,6 +704,8 @@ static const struct schema neighbour_schema = {
 static const struct field punt_neigh_fields[] = { PUNT_CLASS_FIELDS("100", "200", "5000", "2000") };
 static const struct field punt_unres_fields[] = { PUNT_CLASS_FIELDS("100", "200", "1000", "1000") };
 static const struct field punt_local_fields[] = { PUNT_CLASS_FIELDS("100", "200", "1000", "500") };
+static const struct field punt_mcast_fields[] = { PUNT_CLASS_FIELDS("5000", "1000", "20000",
+								    "2000") };
 static const struct schema punt_neigh_schema = {
 	"neighbour", punt_neigh_fields, N_FIELDS(punt_neigh_fields), 0, -1, NULL
 };
@@ -712,6 +714,9 @@ static const struct schema punt_unres_schema = {
 };
 static const struct schema punt_local_schema = {
 	"local", punt_local_fields, N_FIELDS(punt_local_fields), 0, -1, NULL
+};
+static const struct schema punt_mcast_schema = {
+	"mcast", punt_mcast_fields, N_FIELDS(punt_mcast_fields), 0, -1, NULL
 };
 
 static const struct field punt_fields[] = {
@@ -726,8 +731,9 @@ static const struct field punt_fields[] = {
 	{ "unresolved", T_SECTION, offsetof(PU, unresolved), 0, 0, 0, 0, NULL, NULL, 0, NULL,
 	  &punt_unres_schema, "packets to a next hop not resolved yet" },
 	{ "local", T_SECTION, offsetof(PU, local), 0, 0, 0, 0, NULL, NULL, 0, NULL,
-	  &punt_local_schema,
-	  "other IP to the gateway's addresses (echo requests...), and IP multicast where ip_multicast is on" },
+	  &punt_local_schema, "other IP to the gateway's addresses (echo requests...)" },
+	{ "mcast", T_SECTION, offsetof(PU, mcast), 0, 0, 0, 0, NULL, NULL, 0, NULL,
+	  &punt_mcast_schema, "IP multicast to forward, where ip_multicast is on" },
 };
 static const struct schema punt_schema = { "punt", punt_fields, N_FIELDS(punt_fields),
 					   0,      -1,          check_punt };

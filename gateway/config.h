@@ -251,6 +251,7 @@ struct gw_punt_config {
 	struct gw_punt_class_config neighbour;  /* neighbour: ARP and ND */
 	struct gw_punt_class_config unresolved; /* unresolved: waiting for a neighbour */
 	struct gw_punt_class_config local;      /* local: other IP to our addresses */
+	struct gw_punt_class_config mcast;      /* mcast: IP multicast to forward */
 };
 
 /* Prometheus text exposition over HTTP. */

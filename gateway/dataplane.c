@@ -675,6 +675,7 @@ static struct fwd_punt_config punt_config_of(const struct gw_punt_config *c)
 		{ FWD_PCLASS_NEIGH, &c->neighbour },
 		{ FWD_PCLASS_UNRES, &c->unresolved },
 		{ FWD_PCLASS_LOCAL, &c->local },
+		{ FWD_PCLASS_MCAST, &c->mcast },
 	};
 
 	for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++) {

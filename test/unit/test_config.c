@@ -303,6 +303,7 @@ static void test_defaults(void **state)
 			[FWD_PCLASS_NEIGH] = &c->punt.neighbour,
 			[FWD_PCLASS_UNRES] = &c->punt.unresolved,
 			[FWD_PCLASS_LOCAL] = &c->punt.local,
+			[FWD_PCLASS_MCAST] = &c->punt.mcast,
 		};
 
 		fwd_punt_defaults(&d, 256);
