@@ -995,6 +995,21 @@ static uint16_t resolve(void *arg, unsigned port, const union ib_gid *gid)
 	return 0;
 }
 
+/* A router port that is up, on a router with another port up: it can carry a packet
+ * across. */
+static bool router_live(const struct fabric *f, const struct port *rp)
+{
+	const struct fab_router *r = &f->routers[rp->router];
+
+	if (port_down(f, rp))
+		return false;
+	for (unsigned p = 1; p <= ROUTER_PORTS_MAX; p++)
+		if (p != rp->info.port_num && r->port[p] >= 0 &&
+		    !port_down(f, &f->ports[r->port[p]]))
+			return true;
+	return false;
+}
+
 /* Does router port rp take a group it proxies (mgid, sent from the subnet of sgid)? Only
  * when another of its subnets has members of it, as a multicast proxy joins a group on
  * one side for members on another: else the group is none of its business (not taken,
@@ -1126,8 +1141,14 @@ static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_
 			member = true;
 			egress(f, src, m->port, m->qpn, pkt, buf, len, v);
 		}
-		/* Routers joined to the group on this subnet (not the port it came from). */
-		for (int i = 0; i < FABRIC_PORTS_MAX; i++) {
+		/* Routers joined to the group on this subnet (not the port it came from): one
+		 * carries it across, the first that is up on both sides, as multicast routing
+		 * elects one forwarder per link (two would deliver every packet twice); when
+		 * it dies the next takes over. With none up, the first takes it and counts
+		 * the drop. */
+		int carrier = -1, first = -1;
+
+		for (int i = 0; i < FABRIC_PORTS_MAX && carrier < 0; i++) {
 			struct port *rp = &f->ports[i];
 
 			if (!rp->used || rp->router < 0 || rp->subnet != sn || i == sport ||
@@ -1136,8 +1157,14 @@ static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_
 			     !proxy_wants(f, rp, &pkt->grh.dgid, &pkt->grh.sgid)))
 				continue;
 			member = true;
-			router_in(f, src, i, pkt, buf, len, depth, captured, v);
+			if (first < 0)
+				first = i;
+			if (router_live(f, rp))
+				carrier = i;
 		}
+		if (carrier >= 0 || first >= 0)
+			router_in(f, src, carrier >= 0 ? carrier : first, pkt, buf, len, depth,
+				  captured, v);
 		if (!member)
 			refuse(f, v, src, NULL, FABRIC_DROP_MCAST_NO_MEMBER);
 		return;

@@ -32,19 +32,10 @@ suite_cleanup_hook() {
 }
 dj() { g "$1" -j show dhcp | jq -r ".[] | select(.dev == \"ib0\") | $2"; }
 
-if ! R up --ha >"$work/up.log" 2>&1; then
-	tap_not_ok "rack up with a failover pair" "$(tail -5 "$work/up.log")"
-	exit 1
-fi
-tap_ok "rack up with a failover pair"
-wait_state gw1 master 20
+ha_pair_up
 # Both boxes relay for ib0, by a reload of the rendered configs.
-for n in gw1 gw2; do
-	f=$RACK_STATE/nodes/$n/ibgwd.yaml
-	sed -i -E 's#^(      - fd00:10::[23]/64)$#\1\n    dhcp_relay:\n      servers: 10.20.0.11#' "$f"
-	tap_check "$n: reload with dhcp_relay on ib0 (server 10.20.0.11)" g "$n" reload
-done
-tap_is "gw1 MASTER, gw2 BACKUP" "$(state gw1)/$(state gw2)" master/backup
+ha_reload_with "dhcp_relay on ib0 (server 10.20.0.11)" \
+	's#^(      - fd00:10::[23]/64)$#\1\n    dhcp_relay:\n      servers: 10.20.0.11#'
 tap_is "show dhcp: gw1 relaying with the service address as giaddr, gw2 standby" \
 	"$(dj gw1 '"\(.state) \(.giaddr)"')/$(dj gw2 .state)" "relaying 10.10.0.1/standby"
 

@@ -42,18 +42,8 @@ ready() {   # NODE: NODE knows the group on ib0 and is a member of its MGID
 	return 1
 }
 
-if ! R up --ha >"$work/up.log" 2>&1; then
-	tap_not_ok "rack up with a failover pair" "$(tail -5 "$work/up.log")"
-	exit 1
-fi
-tap_ok "rack up with a failover pair"
-wait_state gw1 master 20
-for n in gw1 gw2; do
-	f=$RACK_STATE/nodes/$n/ibgwd.yaml
-	sed -i -E 's#^(      - fd00:(10|20)::[23]/64)$#\1\n    ip_multicast: {}#' "$f"
-	tap_check "$n: reload with ip_multicast on ib0 and eth0" g "$n" reload
-done
-tap_is "gw1 MASTER, gw2 BACKUP" "$(state gw1)/$(state gw2)" master/backup
+ha_pair_up
+ha_reload_with "ip_multicast on ib0 and eth0" 's#^(      - fd00:(10|20)::[23]/64)$#\1\n    ip_multicast: {}#'
 
 recv 5001
 ready gw1

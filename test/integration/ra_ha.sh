@@ -38,19 +38,10 @@ wait_routers() {   # NODE DEV WANT SECONDS
 ra() { g "$1" -j show ra | jq -r --arg d "$2" ".[] | select(.dev == \$d) | $3"; }
 
 t0=$(date +%s)
-if ! IBGW_GW_MODE=none R up --ha >"$work/up.log" 2>&1; then
-	tap_not_ok "rack up with a failover pair" "$(tail -5 "$work/up.log")"
-	exit 1
-fi
-tap_ok "rack up with a failover pair (hosts without IPv6 routes)"
-wait_state gw1 master 20
+IBGW_GW_MODE=none ha_pair_up "hosts without IPv6 routes"
 # Router advertisements on both boxes' ib0 and eth0, by a reload of the rendered configs.
-for n in gw1 gw2; do
-	f=$RACK_STATE/nodes/$n/ibgwd.yaml
-	sed -i -E 's#^(      - fd00:(10|20)::[23]/64)$#\1\n    router_advertisements:\n      max_interval_ms: 4000\n      router_lifetime_s: 600#' "$f"
-	tap_check "$n: reload with router_advertisements on ib0 and eth0" g "$n" reload
-done
-tap_is "gw1 MASTER, gw2 BACKUP" "$(state gw1)/$(state gw2)" master/backup
+ha_reload_with "router_advertisements on ib0 and eth0" \
+	's#^(      - fd00:(10|20)::[23]/64)$#\1\n    router_advertisements:\n      max_interval_ms: 4000\n      router_lifetime_s: 600#'
 for i in $(seq 50); do
 	[ "$(ra gw1 eth0 .state)/$(ra gw1 ib0 .state)" = advertising/advertising ] && break
 	sleep 0.1

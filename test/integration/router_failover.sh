@@ -26,7 +26,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/gap.sh"
 suite_init rfo
 
-tap_plan 24
+tap_plan 25
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq python3
@@ -75,6 +75,10 @@ tap_is "the RC connection to ibhostb2 was set up again, through rt2 (the old one
 	"$(gw_conn)" "established $(hex "$RT2_A")"
 tap_is "and ibhostb1's and ibhostb2's paths back to gw1 go through rt2" \
 	"$(host_dlid ibhostb1) $(host_dlid ibhostb2)" "$RT2_B $RT2_B"
+# A neighbour across resolved while rt1 is dead: the ARP request crosses through rt2,
+# the other router joined to the broadcast group (the fabric's one forwarder per link).
+tap_check "with rt1 dead, ibhost3 resolves and pings ibhostb1 (ARP across through rt2)" \
+	in_ns ibhost3 ping -c 2 -i 0.3 -W 2 10.10.0.21
 tap_like "gw1's log: the router watch saw rt1 go and tore its connection down" \
 	"$(grep "IB router LID $(hex "$RT1_A") down" "$RACK_STATE/logs/ibgwd-gw1.log")" \
 	'1 connected-mode connections through it torn down'

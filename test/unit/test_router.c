@@ -623,6 +623,52 @@ static void test_fabric_multicast(void **state)
 	assert_int_equal(fabric_router_route(x->f, "rt9", &mgid, 64, 1, 0), -ENOENT);
 }
 
+/* Two routers joined to the group: the first that is up carries each packet (once, not
+ * twice); while it is down the other does. */
+static void test_fabric_multicast_two_routers(void **state)
+{
+	struct ctx *x = *state;
+	union ib_gid ga = gid(PREFIX_A, GUID_A1), mgid = gid_text("ff12:401b:ffff::ffff:ffff"),
+		     b = gid_text("fec0:0:0:1::"), a = gid_text("fe80::");
+	struct fabric_verdict v;
+	struct ib_packet q;
+
+	assert_int_equal(
+	    fabric_router_port(x->f, "rt2", 1, 10, GUID_RT1 + 0x10000, PREFIX_A, 5, NULL), 0);
+	assert_int_equal(
+	    fabric_router_port(x->f, "rt2", 2, 10, GUID_RT2 + 0x10000, PREFIX_B, 4, NULL), 0);
+	assert_int_equal(fabric_router_route(x->f, "rt2", &b, 64, 2, 0), 0);
+	assert_int_equal(fabric_router_route(x->f, "rt2", &a, 64, 1, 0), 0);
+	assert_int_equal(fabric_mcast_attach(x->f, x->b2, x->qb2, &mgid, 0xc003), 0);
+	for (const char *const *r = (const char *const[]){ "rt1", "rt2", NULL }; *r; r++) {
+		assert_int_equal(fabric_router_mcast(x->f, *r, &mgid, 1, 0xc000), 0);
+		assert_int_equal(fabric_router_mcast(x->f, *r, &mgid, 2, 0xc003), 0);
+	}
+	x->n_deliver = 0;
+	v = fsend(x, x->a, 0xc000, &ga, &mgid, 64, 30);
+	assert_int_equal(v.delivered, 1);
+	assert_int_equal(v.routed, 1);
+	assert_int_equal(ib_packet_parse(x->rec[0], x->rec_len[0], &q), IB_PKT_OK);
+	assert_int_equal(q.lrh.slid, 9); /* rt1 */
+	assert_int_equal(fabric_set_link(x->f, "rt1", false), 0);
+	x->n_deliver = 0;
+	v = fsend(x, x->a, 0xc000, &ga, &mgid, 64, 30);
+	assert_int_equal(v.delivered, 1);
+	assert_int_equal(ib_packet_parse(x->rec[0], x->rec_len[0], &q), IB_PKT_OK);
+	assert_int_equal(q.lrh.slid, 10); /* rt2 */
+	/* Both down: the first takes it and counts the drop. */
+	assert_int_equal(fabric_set_link(x->f, "rt2", false), 0);
+	v = fsend(x, x->a, 0xc000, &ga, &mgid, 64, 30);
+	assert_int_equal(v.delivered, 0);
+	assert_int_equal(v.first, FABRIC_DROP_LINK_DOWN);
+	assert_int_equal(fabric_set_link(x->f, "rt1", true), 0);
+	x->n_deliver = 0;
+	v = fsend(x, x->a, 0xc000, &ga, &mgid, 64, 30);
+	assert_int_equal(v.delivered, 1);
+	assert_int_equal(ib_packet_parse(x->rec[0], x->rec_len[0], &q), IB_PKT_OK);
+	assert_int_equal(q.lrh.slid, 9);
+}
+
 /* A router proxying the solicited-node groups: a group sent on A (any MLID) reaches B's
  * members with the MLID they attached with; without a member on B rt1 does not take it. */
 static void test_fabric_multicast_proxy(void **state)
@@ -738,6 +784,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fabric_across, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_loop_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_multicast, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fabric_multicast_two_routers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_multicast_proxy, setup, teardown),
 		cmocka_unit_test(test_cmd_parse),
 	};
