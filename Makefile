@@ -121,7 +121,10 @@ $(O)/%.o: %.c
 # The af_xdp port's XDP program: compiled for BPF with clang (whatever CC is) and built
 # into eth_port_afxdp.o (.incbin). The multiarch include dir holds asm/types.h.
 BPF_CC     ?= clang
-BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -I/usr/include/$(shell $(BPF_CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+# -ffile-prefix-map: the object's debug info and BTF name the source relative to the tree,
+# not the build machine's path (it ends up inside the installed ibgwd).
+BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -ffile-prefix-map=$(CURDIR)=. \
+              -I/usr/include/$(shell $(BPF_CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 XSK_PROG   := $(O)/port/bpf/eth_port_afxdp.bpf.o
 $(XSK_PROG): port/bpf/eth_port_afxdp.bpf.c
 	@mkdir -p $(@D)

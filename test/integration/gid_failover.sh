@@ -11,7 +11,8 @@
 # ipoib_arp_claim, from sm2's port). What is checked is what the gateway does: the
 # neighbours' path DLID (gwctl -j show neighbours: .path.dlid) and the SA paths' DLID
 # (gwctl -j show paths) move to the surviving router after `sim/rack link Rt down`, and
-# back (local routes: spread again) after `link Rt up`, each within a bound; the time
+# back (local routes: spread again; SA paths: asked again, Rt named again) after `link Rt
+# up`, each within a bound; the time
 # is printed as a TAP comment ("# ... ms"). Three rounds.
 # Needs root, ibsim, opensm, ibaddr, jq; IBGW_BUILD (test/run sets it).
 set -u
@@ -133,8 +134,14 @@ for r in $(seq $rounds); do
 	fi
 	ups="$ups $ms"
 	echo "# round $r: Rt up -> local routes through Rt again in $ms ms"
-	# SA paths stay on Rt2 (it works): nothing moves them back.
-	tap_is "round $r: SA paths stay on the surviving router after Rt returns" "$(sa_via "$rt2")" 4
+	# SA paths move back too: a router's return drops the cached off-subnet paths and
+	# the SA ("*": the first router it knows) names Rt again (failback).
+	sa_back() { [ "$(sa_via "$rt")" = 4 ]; }
+	if ms=$(wait_for "$t0" sa_back); then
+		tap_ok "round $r: the SA paths are back on Rt after $ms ms (failback)"
+	else
+		tap_not_ok "round $r: the SA paths are back on Rt" "after $ms ms: $(sa_via "$rt") via Rt"
+	fi
 	tap_is "round $r: no neighbour lost" "$(($(nb_via "$rt") + $(nb_via "$rt2")))" 12
 	sleep 0.$((RANDOM % 10)) # the next death falls anywhere in the poll interval
 done
