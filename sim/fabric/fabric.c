@@ -1145,13 +1145,17 @@ static void route(struct fabric *f, struct port *src, int sport, int sn, uint32_
 		 * carries it across, the first that is up on both sides, as multicast routing
 		 * elects one forwarder per link (two would deliver every packet twice); when
 		 * it dies the next takes over. With none up, the first takes it and counts
-		 * the drop. */
+		 * the drop. Only a packet sent on this subnet is taken (the reverse-path
+		 * rule): what a router brought here from another subnet is not sent on by
+		 * the next router. */
 		int carrier = -1, first = -1;
 
 		for (int i = 0; i < FABRIC_PORTS_MAX && carrier < 0; i++) {
 			struct port *rp = &f->ports[i];
 
 			if (!rp->used || rp->router < 0 || rp->subnet != sn || i == sport ||
+			    f->routers[rp->router].rt.port[rp->info.port_num].gid_prefix !=
+				ib_gid_prefix(&pkt->grh.sgid) ||
 			    (!router_joined(&f->routers[rp->router].rt, rp->info.port_num,
 					    &pkt->grh.dgid, dlid) &&
 			     !proxy_wants(f, rp, &pkt->grh.dgid, &pkt->grh.sgid)))

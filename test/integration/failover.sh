@@ -84,6 +84,12 @@ page=$(in_ns gw1 curl -s --max-time 5 http://127.0.0.1:9464/metrics)
 tap_like "metrics on gw1: the group's state and both paths alive (Prometheus text)" \
 	"$(echo "$page" | grep -E '^ibgw_failover_(group_state\{group="svc",state="master"\}|path_alive)' | tr '\n' ' ')" \
 	'group_state\{group="svc",state="master"\} 1 .*path_alive\{path="ib0"\} 1 .*path_alive\{path="eth0"\} 1'
+# Neighbours resolved first (one ping each, not counted): right after a rack starts, the
+# first IPv6 packets from an IB host to an Ethernet host are often lost while the gateway
+# resolves (single gateway or pair alike, also with the build of 2026-11-25: a known
+# issue, not this suite's subject), which made the count flaky.
+in_ns ibhost3 ping -6 -c 1 -W 5 fd00:20::11 >/dev/null 2>&1
+in_ns ethhost1 ping -c 1 -W 5 10.10.0.13 >/dev/null 2>&1
 tap_is "traffic through the pair: Ethernet -> IB" "$(pings ethhost1 10.10.0.13)" 3
 tap_is "traffic through the pair: IB -> Ethernet (IPv6)" "$(pings ibhost3 -6 fd00:20::11)" 3
 

@@ -26,7 +26,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/gap.sh"
 suite_init rfo
 
-tap_plan 25
+tap_plan 26
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq python3

@@ -192,8 +192,8 @@ ib3_lid=$(lid_of ibhost3)
 gw1_gid=$(gid_of gw1)
 eth1_mac=$(in_ns ethhost1 ip -j link show eth0 | jq -r '.[0].address')
 gw1_mac=$(in_ns gw1 ip -j link show eth0 | jq -r '.[0].address')
-bcast_mlid=$(rack_ib sm saquery -g 2>/dev/null |
-	awk '/MGID/ { g = $0 } /Mlid/ && g ~ /ff12:401b:ffff::ffff:ffff/ { sub(/.*\./, ""); print tolower($0); exit }')
+bcast_mlid=$(rack_ib sm saquery MCMR --mgid ff12:401b:ffff::ffff:ffff 2>/dev/null |
+	awk '/MGID/ { g = $0 } /[Mm]lid/ && g ~ /ff12:401b:ffff::ffff:ffff/ { sub(/.*\./, ""); print tolower($0); exit }')
 echo "# ibhost3: hwaddr $ib3_hw gid $ib3_gid lid $ib3_lid; gw1 gid $gw1_gid; ethhost1 $eth1_mac; broadcast MLID $bcast_mlid"
 
 # gw2 first, before any traffic: its rates are the heartbeats'.
