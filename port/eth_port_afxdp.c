@@ -53,6 +53,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
@@ -395,11 +396,13 @@ static unsigned devq_rx(struct ethp_port *p, struct xdp_queue *q, struct xdp_dev
 
 /*
  * Nothing for a receive burst to do on dq: no frame on its RX ring, its fill ring full,
- * nothing waiting on its TX ring. Read without the lock, a hint (the lock holder reads
- * everything again): a frame that lands just after is seen by the next burst, or makes
- * the queue's epoll fd readable. Spares a lock and an unlock per idle device queue per
- * burst (11% of a busy worker's samples, bench/README.md). Completions waiting on an
- * idle device queue are reaped by its next send burst.
+ * nothing waiting on its TX ring and no completion to reap. Read without the lock, a
+ * hint (the lock holder reads everything again): a frame that lands just after is seen
+ * by the next burst, or makes the queue's epoll fd readable. Spares a lock and an unlock
+ * per idle device queue per burst (11% of a busy worker's samples, bench/README.md).
+ * Completions must count: a queue that only sends (the egress of a forwarded stream)
+ * gets no receive event, and buffers left on its completion ring drain the pool until
+ * the ingress has none to fill with (seen under load: whole flows lost in afxdp.sh).
  */
 static bool devq_idle(const struct ethp_port *p, const struct xdp_devq *dq)
 {
@@ -407,7 +410,9 @@ static bool devq_idle(const struct ethp_port *p, const struct xdp_devq *dq)
 		   __atomic_load_n(dq->rx.consumer, __ATOMIC_RELAXED) &&
 	       __atomic_load_n(&dq->posted, __ATOMIC_RELAXED) >= p->depth &&
 	       __atomic_load_n(dq->tx.consumer, __ATOMIC_ACQUIRE) ==
-		   __atomic_load_n(dq->tx.producer, __ATOMIC_RELAXED);
+		   __atomic_load_n(dq->tx.producer, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(dq->comp.producer, __ATOMIC_ACQUIRE) ==
+		   __atomic_load_n(dq->comp.consumer, __ATOMIC_RELAXED);
 }
 
 static struct xdp_queue *queue_of(struct ethp_port *p, unsigned q)
@@ -865,8 +870,15 @@ static int devq_open(struct ethp_port *p, unsigned d, unsigned ring, uint32_t bi
 	};
 	int r;
 
-	r = xsk_socket__create_shared(&dq->xsk, p->dev, d, p->umem, &dq->rx, &dq->tx, &dq->fill,
-				      &dq->comp, &sc);
+	/* A socket closed just before (a restart, a reload) frees its queue in the kernel
+	 * a little later: until then the bind says EBUSY. Up to a second of retries. */
+	for (int tries = 0;; tries++) {
+		r = xsk_socket__create_shared(&dq->xsk, p->dev, d, p->umem, &dq->rx, &dq->tx,
+					      &dq->fill, &dq->comp, &sc);
+		if (r != -EBUSY || tries >= 100)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+	}
 	if (r < 0) {
 		dq->xsk = NULL;
 		return r;

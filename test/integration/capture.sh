@@ -142,7 +142,8 @@ out=$(in_ns gw1 script -qc "$build/bin/gwctl -S $sock capture ib0 duration 1 -w 
 tap_like "-w - to a terminal: refused (binary data is not for a terminal)" "$out" \
 	"standard output is a terminal"
 # Every capture above ended in the daemon: both interfaces are free again.
-tap_is "no capture left running: gwctl capture can start on both interfaces" \
+# (What crosses meanwhile is captured: multicast queries and reports, advertisements.)
+tap_like "no capture left running: gwctl capture can start on both interfaces" \
 	"$(cap ib0 duration 0.1 -w /dev/null 2>&1 | cut -d' ' -f1-5) | $(cap eth0 duration 0.1 -w /dev/null 2>&1 | cut -d' ' -f1-5)" \
-	"0 packets captured on ib0 | 0 packets captured on eth0"
+	"^[0-9]+ packets captured on ib0 \\| [0-9]+ packets captured on eth0$"
 tap_done

@@ -6,7 +6,8 @@
 # flows F reordered R": R counts datagrams that arrived after a later one of their flow.
 # A send the host's veth refuses (its ring full: a veth whose peer runs XDP pushes back,
 # and with no qdisc the send fails with ENETDOWN or ENOBUFS) is retried a millisecond
-# later. Needs python3 and $work. Used by fanout.sh and afxdp.sh.
+# later, for up to 2 s (under load the XDP peer may push back for more than 100 ms).
+# Needs python3 and $work. Used by fanout.sh and afxdp.sh.
 flows() {
 	ip netns exec "$2" python3 -c '
 import socket, sys
@@ -36,7 +37,7 @@ for f in range(64):
 for r in range(0, 300, 20):
     for f, s in enumerate(socks):
         for n in range(r, r + 20):
-            for t in range(100):
+            for t in range(2000):
                 try:
                     s.sendto(b"%d %d" % (f, n), (sys.argv[1], 6000))
                     break
