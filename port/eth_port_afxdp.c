@@ -738,34 +738,31 @@ static int axp_set_queues(struct ethp_port *p, unsigned n)
 
 /* ---- open/close ---- */
 
-static int bpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+/* libbpf's and libxdp's messages, one line each at debug level (their own debug
+ * chatter dropped). */
+static int lib_print(const char *lib, bool chatter, const char *fmt, va_list ap)
 {
 	char line[512];
 	size_t len;
 
-	if (level == LIBBPF_DEBUG)
+	if (chatter)
 		return 0;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	len = strlen(line);
 	if (len && line[len - 1] == '\n')
 		line[len - 1] = 0;
-	log_debug("libbpf: %s", line);
+	log_debug("%s: %s", lib, line);
 	return 0;
+}
+
+static int bpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return lib_print("libbpf", level == LIBBPF_DEBUG, fmt, ap);
 }
 
 static int xdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 {
-	char line[512];
-	size_t len;
-
-	if (level == LIBXDP_DEBUG)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	len = strlen(line);
-	if (len && line[len - 1] == '\n')
-		line[len - 1] = 0;
-	log_debug("libxdp: %s", line);
-	return 0;
+	return lib_print("libxdp", level == LIBXDP_DEBUG, fmt, ap);
 }
 
 /* The device's RX queues (those of /sys/class/net/DEV/queues/rx-N): every one gets a
