@@ -868,11 +868,12 @@ static int devq_open(struct ethp_port *p, unsigned d, unsigned ring, uint32_t bi
 	int r;
 
 	/* A socket closed just before (a restart, a reload) frees its queue in the kernel
-	 * a little later: until then the bind says EBUSY. Up to a second of retries. */
+	 * a little later (longer on a busy machine): until then the bind says EBUSY. Up to
+	 * three seconds of retries. */
 	for (int tries = 0;; tries++) {
 		r = xsk_socket__create_shared(&dq->xsk, p->dev, d, p->umem, &dq->rx, &dq->tx,
 					      &dq->fill, &dq->comp, &sc);
-		if (r != -EBUSY || tries >= 100)
+		if (r != -EBUSY || tries >= 300)
 			break;
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 	}
