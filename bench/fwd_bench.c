@@ -523,7 +523,7 @@ static unsigned ours_burst(struct ours *o, bool from_ib, uint8_t *const *bufs, s
 		}
 	}
 	if (warm)
-		fwd_prefetch_burst(&o->c, ip, iplen, n);
+		fwd_prefetch_burst(&o->c, (from_ib ? o->ib : o->eth)->fib, ip, iplen, n);
 	for (unsigned i = 0; i < n; i++) {
 		if (from_ib)
 			fwd_input_ib(&o->c, o->ib, &rx[i], &o->res);

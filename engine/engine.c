@@ -773,6 +773,8 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 	f->mtu = c->mtu;
 	f->worker = c->worker;
 	f->neigh = c->neigh;
+	f->rt = c->rt ? c->rt : e->rt;
+	f->fib = rt_fib(f->rt);
 	f->proxy.defend_dad = true;
 	if (c->kind == FWD_IF_ETH) {
 		f->eth_ops = c->eth_ops;
@@ -856,7 +858,7 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 		return -ENOENT;
 	}
 	for (unsigned a = 0; a < f->n_addrs; a++)
-		(void)rt_del_connected(e->rt, &f->addrs[a], index, subnet_shared(f, a, a + 1));
+		(void)rt_del_connected(f->rt, &f->addrs[a], index, subnet_shared(f, a, a + 1));
 	t = e->own_neigh[index] ? f->neigh : NULL;
 	port = if_port(f);
 	memset(f, 0, sizeof(*f));
@@ -973,7 +975,7 @@ int fwd_engine_if_add_addr(struct fwd_engine *e, uint32_t index, const struct ip
 	/* The snapshot first: a packet that finds the local route finds the address. */
 	f->addrs[f->n_addrs++] = *a;
 	snap_publish(e, n);
-	ret = rt_add_connected(e->rt, a, index);
+	ret = rt_add_connected(f->rt, a, index);
 	if (ret < 0 && ret != -EEXIST) {
 		(void)fwd_engine_if_del_addr(e, index, a);
 		return ret;
@@ -996,7 +998,7 @@ int fwd_engine_if_del_addr(struct fwd_engine *e, uint32_t index, const struct ip
 		free(n);
 		return -ENOENT;
 	}
-	(void)rt_del_connected(e->rt, a, index, subnet_shared(f, i, 0));
+	(void)rt_del_connected(f->rt, a, index, subnet_shared(f, i, 0));
 	f->addrs[i] = f->addrs[--f->n_addrs];
 	snap_publish(e, n);
 	return 0;

@@ -110,6 +110,11 @@ struct fwd_if {
 	 * fwd_worker_set_count see to it), receives on it and sends on it, unlocked. */
 	struct fwd_port_lock *port_lock;
 	struct neigh_table *neigh;
+	/* The routes of the interface's tenant (a table of its own: fwd_if_config.rt): the
+	 * FIB its packets are looked up in (workers), and the RIB its connected routes go to
+	 * and the slow path routes its answers through (control thread). */
+	const struct rt_fib *fib;
+	struct rt_table *rt;
 	/* Ethernet */
 	const struct ethp_ops *eth_ops;
 	struct ethp_port *eth;
@@ -346,7 +351,8 @@ typedef void (*fwd_defer_fn)(void *ctx, void (*fn)(void *arg), void *arg);
 
 struct fwd_engine_config {
 	unsigned n_workers;  /* 1..FWD_WORKERS_MAX */
-	struct rt_table *rt; /* the routes (the engine adds connected/local/learned) */
+	struct rt_table *rt; /* the default tenant's routes (the engine adds connected/local/
+			      * learned routes to each interface's table) */
 	fwd_defer_fn defer;  /* RCU deferral for old snapshots; NULL: free at once */
 	void *defer_ctx;
 	unsigned msg_pool;             /* messages per pool (per worker and side); 0: 256;
@@ -383,6 +389,11 @@ struct fwd_if_config {
 	struct ibp_port *ib_port;
 	struct ipoib_link *link;
 	struct neigh_table *neigh; /* IPoIB: the link's; Ethernet: NULL (created) or given */
+	/* The routing table of the interface's tenant; NULL: the engine's (tenant default,
+	 * fwd_engine_config.rt). A packet in is looked up there only; it leaves through
+	 * an interface of another tenant only when a route there says so. The table must
+	 * outlive the interface by a grace period. */
+	struct rt_table *rt;
 };
 
 /* Returns 0 and the new interface's index, -ENOSPC, -EINVAL. Added down. With c->index

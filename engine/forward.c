@@ -403,6 +403,9 @@ void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, cons
 		drop(res, FWD_DROP_IF_DOWN);
 		return;
 	}
+	/* A parked packet: its ICMP errors go back through the egress's tenant (the
+	 * ingress's unless a route leaks between tenants). */
+	c->fib = out->fib;
 	output(c, NULL, out, family, nh, pkt, len, true, NULL, res);
 	if (res->v == FWD_V_TX) {
 		if (family == AF_INET)
@@ -420,6 +423,7 @@ void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, c
 		drop(res, FWD_DROP_IF_DOWN);
 		return;
 	}
+	c->fib = out->fib;
 	output(c, NULL, out, family, nh, pkt, len, false, NULL, res);
 	if (res->v == FWD_V_DROP && res->n_tx == 0 && res->drop == FWD_DROP_COUNT)
 		drop(res, FWD_DROP_NO_BUF); /* unresolved: not parked twice */
@@ -640,6 +644,7 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 	enum ip_reason r = ip4_validate(p, len, &ii);
 	uint32_t v;
 
+	c->fib = in->fib; /* the ingress's tenant; its ICMP errors go back through it too */
 	if (r != IP_OK) {
 		FWD_INC(c->st->ip[r]);
 		drop(res, FWD_DROP_IP_INVALID);
@@ -682,6 +687,7 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 	enum ip_reason r = ip6_validate(p, len, &ii);
 	uint32_t v;
 
+	c->fib = in->fib;
 	if (r != IP_OK) {
 		FWD_INC(c->st->ip[r]);
 		drop(res, FWD_DROP_IP_INVALID);
@@ -734,7 +740,8 @@ static inline bool is_nd(const uint8_t *p, size_t len)
  * inside the caller's RCU section; a guess that is off (an ECMP member, a chained
  * entry) only leaves that packet's line cold.
  */
-void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_t *len, unsigned n)
+void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8_t *const *ip,
+			const size_t *len, unsigned n)
 {
 	struct {
 		struct neigh_entry *const *bucket;
@@ -761,16 +768,16 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_
 		}
 	}
 	if (n4)
-		lpm4_lookup_bulk(c->fib->v4, dst4, v4, n4);
+		lpm4_lookup_bulk(fib->v4, dst4, v4, n4);
 	if (n6)
-		lpm6_lookup_bulk(c->fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
+		lpm6_lookup_bulk(fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
 	n4 = n6 = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t r = w[i].family == AF_INET    ? v4[n4++]
 			     : w[i].family == AF_INET6 ? v6[n6++]
 						       : 0;
 
-		nh[i] = rt_fib_nexthop(c->fib, r, 0);
+		nh[i] = rt_fib_nexthop(fib, r, 0);
 		if (nh[i])
 			__builtin_prefetch(nh[i]);
 	}

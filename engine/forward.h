@@ -59,7 +59,7 @@ struct fwd_ctx {
 	struct fwd_engine *e;
 	unsigned worker;
 	const struct fwd_snap *snap; /* set per loop turn: fwd_ctx_begin */
-	const struct rt_fib *fib;
+	const struct rt_fib *fib;    /* of the packet at hand: its ingress's tenant */
 	uint32_t seed;
 	struct fwd_stats *st;
 	uint64_t now_ns, now_ms;
@@ -115,10 +115,12 @@ struct fwd_result {
 };
 
 /* Before a burst goes through fwd_input_*: start the cache misses of every packet's
- * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP). The
- * result of fwd_input_* does not depend on it; up to FWD_PREFETCH_MAX packets. */
+ * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP), looked
+ * up in fib (the ingress interface's, fwd_if.fib). The result of fwd_input_* does not
+ * depend on it; up to FWD_PREFETCH_MAX packets. */
 #define FWD_PREFETCH_MAX 64
-void fwd_prefetch_burst(struct fwd_ctx *c, const uint8_t *const *ip, const size_t *len, unsigned n);
+void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8_t *const *ip,
+			const size_t *len, unsigned n);
 /* The IP header of an untagged IPv4/IPv6 Ethernet frame (and its length), else NULL. */
 const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len);
 

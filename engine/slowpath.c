@@ -97,6 +97,14 @@ static const struct fwd_if *sp_if(struct fwd_engine *e, uint32_t index)
 	return fwd_snap_if(fwd_engine_current(e), index);
 }
 
+/* The routes of interface index's tenant (the engine's when it is gone). */
+static struct rt_table *if_rt(struct fwd_engine *e, uint32_t index)
+{
+	const struct fwd_if *f = sp_if(e, index);
+
+	return f && f->rt ? f->rt : e->rt;
+}
+
 /* ---- sending through the workers --------------------------------------------------- */
 
 /* A control message of class c (CONTROL: heartbeats, the cm's MADs, the tiebreaker's
@@ -162,8 +170,8 @@ int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send
 }
 
 /* Our own IP packet (echo reply, ICMP error): routed here, emitted by the worker. */
-static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_t len,
-			enum fwd_pclass c)
+static void send_own_ip(struct fwd_sp *sp, struct rt_table *rt, int family, const uint8_t *pkt,
+			size_t len, enum fwd_pclass c)
 {
 	struct ip_addr dst = { .family = (uint8_t)family };
 	const struct rt_fib_nh *nh;
@@ -171,7 +179,7 @@ static void send_own_ip(struct fwd_sp *sp, int family, const uint8_t *pkt, size_
 	struct fwd_msg *m;
 
 	memcpy(dst.bytes, family == AF_INET ? pkt + 16 : pkt + 24, family == AF_INET ? 4 : 16);
-	nh = rt_lookup(sp->e->rt, &dst, 0);
+	nh = rt_lookup(rt, &dst, 0);
 	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED) ||
 	    !(out = sp_if(sp->e, nh->ifindex)) || len > FWD_MSG_DATA)
 		return;
@@ -396,13 +404,15 @@ static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const u
 {
 	const struct fwd_snap *s = fwd_engine_current(sp->e);
 	struct rt_route r = { .source = RT_SRC_LEARNED, .metric = 0, .nnh = 1 };
+	struct rt_table *rt = if_rt(sp->e, b);
 	const struct rt_fib_nh *cur;
 	bool proxied = false;
 
+	/* Proxying stays inside the neighbour's tenant (same_tenant). */
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *a = &s->ifs[k];
 
-		if (a->index && k != b &&
+		if (a->index && k != b && a->rt == rt &&
 		    (family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
 			proxied = true;
 	}
@@ -411,7 +421,7 @@ static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const u
 	r.prefix.addr.family = (uint8_t)family;
 	memcpy(r.prefix.addr.bytes, addr, family == AF_INET ? 4 : 16);
 	r.prefix.len = family == AF_INET ? 32 : 128;
-	cur = rt_lookup(sp->e->rt, &r.prefix.addr, 0);
+	cur = rt_lookup(rt, &r.prefix.addr, 0);
 	if (cur && cur->type == RT_NH_CONNECTED && cur->ifindex == b) {
 		/* Already routed to b: by the learned route or by b's connected prefix. Only
 		 * a learned route needs no work; a connected one may still need the host
@@ -419,19 +429,19 @@ static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const u
 		struct rt_route probe = r;
 
 		probe.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = b };
-		if (rt_add(sp->e->rt, &probe) == -EEXIST)
+		if (rt_add(rt, &probe) == -EEXIST)
 			return;
 		sp->st.r[FWD_SP_LEARNED_ROUTE]++;
 	} else {
 		r.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = b };
-		if (rt_replace(sp->e->rt, &r) < 0)
+		if (rt_replace(rt, &r) < 0)
 			return;
 		sp->st.r[FWD_SP_LEARNED_ROUTE]++;
 	}
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *a = &s->ifs[k];
 
-		if (!a->index || k == b || !a->up ||
+		if (!a->index || k == b || !a->up || a->rt != rt ||
 		    !(family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
 			continue;
 		announce_on(sp, a, family, addr);
@@ -448,11 +458,12 @@ static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const u
 void fwd_sp_announce(struct fwd_engine *e, uint32_t from_ifindex, int family, const uint8_t *addr)
 {
 	const struct fwd_snap *s = fwd_engine_current(e);
+	struct rt_table *rt = if_rt(e, from_ifindex);
 
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *a = &s->ifs[k];
 
-		if (a->index && k != from_ifindex && a->up &&
+		if (a->index && k != from_ifindex && a->up && a->rt == rt &&
 		    (family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
 			announce_on(e->sp, a, family, addr);
 	}
@@ -510,7 +521,7 @@ static unsigned learn_create(struct fwd_sp *sp, const struct fwd_if *in, int fam
 	    neigh_on_link(in->proxy.prefixes, in->proxy.n_prefixes, family, addr))
 		return NEIGH_F_CREATE;
 	memcpy(a.bytes, addr, family == AF_INET ? 4 : 16);
-	nh = rt_lookup(sp->e->rt, &a, 0);
+	nh = rt_lookup(in->rt ? in->rt : sp->e->rt, &a, 0);
 	if (nh && nh->type == RT_NH_CONNECTED && nh->ifindex == in->index)
 		return NEIGH_F_CREATE;
 	return NEIGH_F_OFF_LINK;
@@ -963,11 +974,12 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	return send_udp_nh(sp, out, src, dst, dst->bytes, sport, dport, payload, len);
 }
 
-int fwd_sp_send_udp_routed(struct fwd_engine *e, const struct ip_addr *dst, uint16_t sport,
-			   uint16_t dport, const void *payload, size_t len, uint32_t *ifindex)
+int fwd_sp_send_udp_routed(struct fwd_engine *e, struct rt_table *rt, const struct ip_addr *dst,
+			   uint16_t sport, uint16_t dport, const void *payload, size_t len,
+			   uint32_t *ifindex)
 {
 	struct fwd_sp *sp = e->sp;
-	const struct rt_fib_nh *nh = sp ? rt_lookup(e->rt, dst, 0) : NULL;
+	const struct rt_fib_nh *nh = sp ? rt_lookup(rt ? rt : e->rt, dst, 0) : NULL;
 	struct ip_addr src = { .family = dst->family };
 	const struct fwd_if *out;
 	const uint8_t *a;
@@ -1085,10 +1097,11 @@ int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void 
 	return 0;
 }
 
-int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t id, uint16_t seq)
+int fwd_sp_send_echo(struct fwd_engine *e, struct rt_table *rt, const struct ip_addr *dst,
+		     uint16_t id, uint16_t seq)
 {
 	struct fwd_sp *sp = e->sp;
-	const struct rt_fib_nh *nh = sp ? rt_lookup(e->rt, dst, 0) : NULL;
+	const struct rt_fib_nh *nh = sp ? rt_lookup(rt ? rt : e->rt, dst, 0) : NULL;
 	const struct fwd_if *out;
 	const uint8_t *src;
 	uint8_t p[IP6_HDR_LEN + 16];
@@ -1109,7 +1122,7 @@ int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t i
 				 dst->family == AF_INET ? 0 : ip6_pseudo_sum(p + 8, p + 24, 16, 58),
 				 p + hl, 16)));
 	before = sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL];
-	send_own_ip(sp, dst->family, p, len, FWD_PCLASS_CONTROL);
+	send_own_ip(sp, rt ? rt : e->rt, dst->family, p, len, FWD_PCLASS_CONTROL);
 	return sp->st.r[FWD_SP_NO_MSG] + sp->st.r[FWD_SP_RING_FULL] > before ? -ENOBUFS : 0;
 }
 
@@ -1177,7 +1190,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		p[ii.hdr_len + 2] = p[ii.hdr_len + 3] = 0;
 		ip_put16(p + ii.hdr_len + 2,
 			 (uint16_t)~ip_csum_fold(ip_csum_add(0, p + ii.hdr_len, len - ii.hdr_len)));
-		send_own_ip(sp, AF_INET, p, len, FWD_PCLASS_LOCAL);
+		send_own_ip(sp, if_rt(sp->e, m->ifindex), AF_INET, p, len, FWD_PCLASS_LOCAL);
 		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
 		return;
 	}
@@ -1211,7 +1224,7 @@ static void local_in(struct fwd_sp *sp, struct fwd_msg *m)
 		ip_put16(p + IP6_HDR_LEN + 2, (uint16_t)~ip_csum_fold(ip_csum_add(
 						  ip6_pseudo_sum(p + 8, p + 24, (uint32_t)l4, 58),
 						  p + IP6_HDR_LEN, l4)));
-		send_own_ip(sp, AF_INET6, p, len, FWD_PCLASS_LOCAL);
+		send_own_ip(sp, if_rt(sp->e, m->ifindex), AF_INET6, p, len, FWD_PCLASS_LOCAL);
 		sp->st.r[FWD_SP_ECHO_ANSWERED]++;
 		return;
 	}
@@ -1254,7 +1267,7 @@ static void unreachable(struct fwd_sp *sp, struct fwd_msg *m)
 			      : icmp6_error(&err, p, m->len, out, ICMP6_ERR_MAX, &olen);
 	if (r != ICMP_OK)
 		return;
-	send_own_ip(sp, family, out, olen, FWD_PCLASS_UNRES);
+	send_own_ip(sp, if_rt(sp->e, m->ifindex), family, out, olen, FWD_PCLASS_UNRES);
 	sp->st.r[FWD_SP_UNREACH_SENT]++;
 }
 

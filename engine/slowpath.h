@@ -125,13 +125,14 @@ int fwd_sp_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 
 /*
  * Echo for the control thread (the failover tiebreaker's reachability probe): an echo
- * request to dst, routed by the RIB, from our address on the egress interface; the
+ * request to dst, routed by rt (NULL: the engine's table), from our address on the egress interface; the
  * replies to our addresses with that identifier go to fn (one binding; fn NULL
  * unbinds). fwd_sp_send_echo returns 0, -ENETUNREACH (no route), -ENOBUFS.
  */
 typedef void (*fwd_sp_echo_fn)(void *ctx, const struct ip_addr *from, uint16_t id, uint16_t seq);
 int fwd_sp_echo_bind(struct fwd_engine *e, uint16_t id, fwd_sp_echo_fn fn, void *ctx);
-int fwd_sp_send_echo(struct fwd_engine *e, const struct ip_addr *dst, uint16_t id, uint16_t seq);
+int fwd_sp_send_echo(struct fwd_engine *e, struct rt_table *rt, const struct ip_addr *dst,
+		     uint16_t id, uint16_t seq);
 
 /*
  * Router Solicitations (RFC 4861 6.2.6), for the gateway's router advertisements
@@ -158,10 +159,12 @@ typedef void (*fwd_sp_dhcp_fn)(void *ctx, uint32_t ifindex, const struct ip_addr
 			       const struct ip_addr *dst, uint16_t sport, const uint8_t *payload,
 			       size_t len);
 void fwd_sp_dhcp_bind(struct fwd_engine *e, uint32_t ifmask, fwd_sp_dhcp_fn fn, void *ctx);
-/* Send a UDP datagram routed by the RIB, from our address on the egress interface
- * (*ifindex set to it when not NULL). 0, -ENETUNREACH, -ENODEV, -EMSGSIZE, -ENOBUFS. */
-int fwd_sp_send_udp_routed(struct fwd_engine *e, const struct ip_addr *dst, uint16_t sport,
-			   uint16_t dport, const void *payload, size_t len, uint32_t *ifindex);
+/* Send a UDP datagram routed by rt (a tenant's table; NULL: the engine's), from our
+ * address on the egress interface (*ifindex set to it when not NULL). 0, -ENETUNREACH,
+ * -ENODEV, -EMSGSIZE, -ENOBUFS. */
+int fwd_sp_send_udp_routed(struct fwd_engine *e, struct rt_table *rt, const struct ip_addr *dst,
+			   uint16_t sport, uint16_t dport, const void *payload, size_t len,
+			   uint32_t *ifindex);
 /* Send an IPv4 UDP datagram on ifindex to a link-layer address given, no neighbour
  * resolution: a MAC (Ethernet) or a 20-octet IPoIB address; NULL: the link's broadcast
  * (ff:ff:ff:ff:ff:ff, the IPoIB broadcast group). 0, -EINVAL, -ENODEV, -EMSGSIZE,

@@ -423,7 +423,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 				   w->erx[i].len, NULL, 0);
 	for (int i = 0; i < n; i++)
 		w->ip[i] = fwd_eth_ip(w->erx[i].data, w->erx[i].len, &w->ip_len[i]);
-	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, (unsigned)n);
+	fwd_prefetch_burst(&w->ctx, in->fib, w->ip, w->ip_len, (unsigned)n);
 	for (int i = 0; i < n; i++) {
 		FWD_ADD(w->st->rx_bytes, w->erx[i].len);
 		fwd_input_eth(&w->ctx, in, w->erx[i].data, w->erx[i].len, w->erx[i].pkttype,
@@ -534,7 +534,13 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		w->ip[nrx] = rx->kind == IPOIB_RX_IP4 || rx->kind == IPOIB_RX_IP6 ? rx->data : NULL;
 		w->ip_len[nrx++] = rx->len;
 	}
-	fwd_prefetch_burst(&w->ctx, w->ip, w->ip_len, nrx);
+	/* The links of a port may belong to different tenants: warm each run of packets
+	 * in the same FIB. */
+	for (unsigned k = 0, run; k < nrx; k += run) {
+		for (run = 1; k + run < nrx && w->rx_if[k + run]->fib == w->rx_if[k]->fib; run++)
+			;
+		fwd_prefetch_burst(&w->ctx, w->rx_if[k]->fib, w->ip + k, w->ip_len + k, run);
+	}
 	for (unsigned k = 0; k < nrx; k++) {
 		fwd_input_ib(&w->ctx, w->rx_if[k], &w->rx[k], &w->res);
 		take(w, &w->res, true, &w->rx[k]);

@@ -104,7 +104,8 @@ struct schema {
 	check_fn *check;
 };
 
-#define MAX_FIELDS 16
+/* The most fields of one schema (walk_map's arrays; the widest tables are checked below). */
+#define MAX_FIELDS 24
 
 /* Position of each value successfully stored, by address, for checks after the walk. */
 struct posrec {
@@ -198,7 +199,8 @@ const char *gw_eth_backend_name(enum gw_eth_backend b)
 
 static check_fn check_ra, check_ra_prefix, check_dhcp;
 static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_route, check_router,
-    check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours, check_punt;
+    check_failover, check_kernel_routes, check_metrics, check_control, check_neighbours, check_punt,
+    check_tenant;
 
 #define CFG      struct gw_config
 #define IBL      struct gw_ipoib_link_config
@@ -209,6 +211,7 @@ static check_fn check_gateway, check_ipoib, check_eth, check_route, check_gid_ro
 #define HAA      struct gw_ha_address_config
 #define HAG      struct gw_ha_group_config
 #define FO       struct gw_failover_config
+#define TEN      struct gw_tenant_config
 #define SZ(T, m) ((unsigned)sizeof(((T *)0)->m))
 
 /* The number of fields of a table (a schema's count: a hand-written one would drop a key
@@ -430,9 +433,34 @@ static const struct schema mcast_schema = {
 		    "send router advertisements and answer solicitations here; absent: none"       \
 	}
 
+/* A link's, interface's or route's tenant: "" is the default one, printed as nothing. */
+#define TENANT_FIELD(T, what)                                                                      \
+	{                                                                                          \
+		"tenant", T_STR, offsetof(T, tenant), 0, SZ(T, tenant), 0, 0, NULL,                \
+		    "the default tenant", FL_OMIT_EMPTY | FL_NAME, NULL, NULL, what                \
+	}
+
+static const struct field tenant_fields[] = {
+	{ "name", T_STR, offsetof(TEN, name), 0, SZ(TEN, name), 0, 0, NULL, NULL,
+	  FL_REQUIRED | FL_NAME, NULL, NULL,
+	  "name of the tenant, used by links, interfaces and routes (not \"default\")" },
+	{ "export_table", T_UINT, offsetof(TEN, export_table), 0, SZ(TEN, export_table), 0,
+	  UINT32_MAX, "0", NULL, 0, NULL, NULL,
+	  "kernel table that receives this tenant's routes (needs kernel_routes); 0: none" },
+	{ "import_table", T_UINT, offsetof(TEN, import_table), 0, SZ(TEN, import_table), 0,
+	  UINT32_MAX, "0", NULL, 0, NULL, NULL,
+	  "kernel table whose routes are imported into this tenant (needs kernel_routes); 0: "
+	  "none" },
+};
+static const struct schema tenant_schema = {
+	"tenants",   tenant_fields,      N_FIELDS(tenant_fields),
+	sizeof(TEN), offsetof(TEN, pos), check_tenant
+};
+
 static const struct field ipoib_fields[] = {
 	{ "name", T_STR, offsetof(IBL, name), 0, SZ(IBL, name), 0, 0, NULL, NULL,
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "name of the link, used by routes and failover" },
+	TENANT_FIELD(IBL, "tenant whose routing table the link's packets use"),
 	{ "backend", T_ENUM, offsetof(IBL, backend), 0, 0, 0, 0, "verbs", NULL, 0, ib_backends,
 	  NULL, "verbs: an HCA port (on the simulated rack, the verbs shim's)" },
 	{ "device", T_STR, offsetof(IBL, device), 0, SZ(IBL, device), 0, 0, NULL, NULL,
@@ -461,6 +489,7 @@ static const struct field ipoib_fields[] = {
 	DHCP_FIELD(IBL),
 	MCAST_FIELD(IBL),
 };
+_Static_assert(N_FIELDS(ipoib_fields) <= MAX_FIELDS, "walk_map holds MAX_FIELDS values");
 static const struct schema ipoib_schema = { "ipoib_links",          ipoib_fields,
 					    N_FIELDS(ipoib_fields), sizeof(IBL),
 					    offsetof(IBL, pos),     check_ipoib };
@@ -468,6 +497,7 @@ static const struct schema ipoib_schema = { "ipoib_links",          ipoib_fields
 static const struct field eth_fields[] = {
 	{ "name", T_STR, offsetof(ETH, name), 0, SZ(ETH, name), 0, 0, NULL, NULL,
 	  FL_REQUIRED | FL_NAME, NULL, NULL, "name of the interface, used by routes and failover" },
+	TENANT_FIELD(ETH, "tenant whose routing table the interface's packets use"),
 	{ "backend", T_ENUM, offsetof(ETH, backend), 0, 0, 0, 0, "af_packet", NULL, 0, eth_backends,
 	  NULL,
 	  "af_packet: a packet socket per worker, a copy of each frame (the kernel still sees "
@@ -487,6 +517,7 @@ static const struct field eth_fields[] = {
 	DHCP_FIELD(ETH),
 	MCAST_FIELD(ETH),
 };
+_Static_assert(N_FIELDS(eth_fields) <= MAX_FIELDS, "walk_map holds MAX_FIELDS values");
 static const struct schema eth_schema = { "ethernet_interfaces", eth_fields,
 					  N_FIELDS(eth_fields),  sizeof(ETH),
 					  offsetof(ETH, pos),    check_eth };
@@ -500,6 +531,8 @@ static const struct field route_fields[] = {
 	  FL_OMIT_EMPTY | FL_NAME, NULL, NULL, "link or interface to use" },
 	{ "metric", T_UINT, offsetof(RT, metric), 0, SZ(RT, metric), 0, UINT32_MAX, "0", NULL, 0,
 	  NULL, NULL, "lower wins; a backup route for the same prefix needs another metric" },
+	TENANT_FIELD(RT, "tenant whose table holds the route; a dev of another tenant leaks "
+			 "the prefix into it"),
 };
 static const struct schema route_schema = { "routes",   route_fields,      N_FIELDS(route_fields),
 					    sizeof(RT), offsetof(RT, pos), check_route };
@@ -589,6 +622,7 @@ static const struct field failover_fields[] = {
 	{ "groups", T_LIST, offsetof(FO, groups), offsetof(FO, n_groups), 64, 0, 0, NULL, NULL, 0,
 	  NULL, &group_schema, "groups of service addresses" },
 };
+_Static_assert(N_FIELDS(failover_fields) <= MAX_FIELDS, "walk_map holds MAX_FIELDS values");
 static const struct schema failover_schema = {
 	"failover", failover_fields, N_FIELDS(failover_fields), 0, -1, check_failover
 };
@@ -744,6 +778,10 @@ static const struct field top_fields[] = {
 	{ "control", T_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, &control_schema,
 	  "control sockets for gwctl" },
 	{ "logging", T_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, NULL, &logging_schema, "logging" },
+	{ "tenants", T_LIST, offsetof(CFG, tenants), offsetof(CFG, n_tenants), GW_TENANTS_MAX - 1,
+	  0, 0, NULL, NULL, FL_OMIT_EMPTY, NULL, &tenant_schema,
+	  "routing tables of their own for the links and interfaces that name them; none: one "
+	  "table" },
 	{ "ipoib_links", T_LIST, offsetof(CFG, ipoib_links), offsetof(CFG, n_ipoib_links), 64, 0, 0,
 	  NULL, NULL, 0, NULL, &ipoib_schema, "IPoIB links (one per HCA port and P_Key)" },
 	{ "ethernet_interfaces", T_LIST, offsetof(CFG, eth_ifs), offsetof(CFG, n_eth_ifs), 64, 0, 0,
@@ -765,6 +803,7 @@ static const struct field top_fields[] = {
 	{ "punt", T_SECTION, offsetof(CFG, punt), 0, 0, 0, 0, NULL, NULL, 0, NULL, &punt_schema,
 	  "packets the workers hand to the control thread: pools, rate limits; at start only" },
 };
+_Static_assert(N_FIELDS(top_fields) <= MAX_FIELDS, "walk_map holds MAX_FIELDS values");
 static const struct schema top_schema = { "top level", top_fields, N_FIELDS(top_fields),
 					  sizeof(CFG), -1,         NULL };
 
@@ -2157,6 +2196,36 @@ static void check_kernel_routes(struct load *L, void *base, const struct gw_ynod
 	}
 }
 
+static void check_tenant(struct load *L, void *base, const struct gw_ynode *const *vals,
+			 const char *path, const struct gw_ynode *node)
+{
+	struct gw_tenant_config *t = base;
+	const struct gw_ynode *nm = val_of(&tenant_schema, vals, "name"),
+			      *ex = val_of(&tenant_schema, vals, "export_table"),
+			      *im = val_of(&tenant_schema, vals, "import_table");
+	char fpath[200];
+
+	(void)node;
+	if (nm && recorded(L, t->name) && !strcmp(t->name, "default")) {
+		snprintf(fpath, sizeof(fpath), "%s.name", path);
+		verr(L, nm, fpath,
+		     "'default' is the tenant of everything that names none; it is not listed "
+		     "(its kernel tables are kernel_routes')");
+	}
+	if (ex && usable(L, ex, &t->export_table) && t->export_table >= 253 &&
+	    t->export_table <= 255) {
+		snprintf(fpath, sizeof(fpath), "%s.export_table", path);
+		verr(L, ex, fpath, "%u is a kernel table (default, main, local); choose another",
+		     t->export_table);
+	}
+	if (im && usable(L, im, &t->import_table) && t->import_table &&
+	    t->import_table == t->export_table) {
+		snprintf(fpath, sizeof(fpath), "%s.import_table", path);
+		verr(L, im, fpath, "%u is also the export table; the two must differ",
+		     t->import_table);
+	}
+}
+
 static void check_metrics(struct load *L, void *base, const struct gw_ynode *const *vals,
 			  const char *path, const struct gw_ynode *node)
 {
@@ -2292,8 +2361,119 @@ static void bad_ref(struct load *L, const struct named *v, unsigned n, bool ipoi
 
 struct addr_use {
 	const struct ip_prefix *p;
+	const char *owner, *tenant;
+};
+
+unsigned gw_config_tenant_index(const struct gw_config *cfg, const char *name)
+{
+	for (unsigned i = 0; name[0] && i < cfg->n_tenants; i++)
+		if (!strcmp(cfg->tenants[i].name, name))
+			return i + 1;
+	return 0;
+}
+
+/* "ipoib_links[0].tenant: 'bleu' is not in tenants (did you mean 'blue'?)" */
+static void bad_tenant(struct load *L, const struct gw_config *c, const char *name,
+		       const char *list, unsigned i)
+{
+	const struct posrec *p = pos_of(L, name);
+	const char *cands[GW_TENANTS_MAX], *near;
+	unsigned nc = 0;
+
+	if (!p)
+		return;
+	for (unsigned k = 0; k < c->n_tenants; k++)
+		cands[nc++] = c->tenants[k].name;
+	near = closest(name, cands, nc);
+	gw_cfg_err(L->e, p->line, p->col, "%s[%u].tenant: '%s' is not in tenants%s%s%s", list, i,
+		   name, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+}
+
+/* A kernel table given to two owners (kernel_routes and the tenants): each would flush
+ * the other's routes. */
+struct ktable_use {
+	uint32_t table;
+	const void *where;
 	const char *owner;
 };
+
+static void note_ktable(struct load *L, struct ktable_use *v, unsigned *n, uint32_t table,
+			const void *where, const char *owner)
+{
+	const struct posrec *p = pos_of(L, where);
+
+	if (!table)
+		return;
+	for (unsigned i = 0; i < *n; i++)
+		if (v[i].table == table) {
+			if (p)
+				gw_cfg_err(L->e, p->line, p->col,
+					   "kernel table %u is %s's already; each tenant needs "
+					   "tables of its own",
+					   table, v[i].owner);
+			return;
+		}
+	v[(*n)++] = (struct ktable_use){ table, where, owner };
+}
+
+static void check_tenants(struct load *L, const struct gw_config *c)
+{
+	struct ktable_use kt[2 * GW_TENANTS_MAX];
+	unsigned nk = 0;
+
+	for (unsigned i = 0; i < c->n_tenants; i++) {
+		const struct gw_tenant_config *t = &c->tenants[i];
+
+		for (unsigned j = 0; j < i; j++)
+			if (recorded(L, t->name) && !strcmp(t->name, c->tenants[j].name)) {
+				const struct posrec *p = pos_of(L, t->name);
+
+				gw_cfg_err(L->e, p->line, p->col,
+					   "duplicate tenant '%s' (first at line %u)", t->name,
+					   c->tenants[j].pos.line);
+				break;
+			}
+	}
+	if (c->kernel_routes.enabled) {
+		note_ktable(L, kt, &nk, c->kernel_routes.export_table,
+			    &c->kernel_routes.export_table, "kernel_routes");
+		if (c->kernel_routes.import_table != c->kernel_routes.export_table)
+			note_ktable(L, kt, &nk, c->kernel_routes.import_table,
+				    &c->kernel_routes.import_table, "kernel_routes");
+	}
+	for (unsigned i = 0; i < c->n_tenants; i++) {
+		const struct gw_tenant_config *t = &c->tenants[i];
+		const uint32_t *tbl[2] = { &t->export_table, &t->import_table };
+
+		for (unsigned k = 0; k < 2; k++) {
+			const struct posrec *p = pos_of(L, tbl[k]);
+
+			if (!*tbl[k])
+				continue;
+			if (!c->kernel_routes.enabled) {
+				if (p)
+					gw_cfg_err(
+					    L->e, p->line, p->col,
+					    "tenants '%s': a kernel table needs the "
+					    "kernel_routes section (its protocol and metric)",
+					    t->name);
+				continue;
+			}
+			if (k == 0 || t->import_table != t->export_table)
+				note_ktable(L, kt, &nk, *tbl[k], tbl[k], t->name);
+		}
+	}
+	for (unsigned i = 0; i < c->n_ipoib_links; i++)
+		if (c->ipoib_links[i].tenant[0] &&
+		    !gw_config_tenant_index(c, c->ipoib_links[i].tenant))
+			bad_tenant(L, c, c->ipoib_links[i].tenant, "ipoib_links", i);
+	for (unsigned i = 0; i < c->n_eth_ifs; i++)
+		if (c->eth_ifs[i].tenant[0] && !gw_config_tenant_index(c, c->eth_ifs[i].tenant))
+			bad_tenant(L, c, c->eth_ifs[i].tenant, "ethernet_interfaces", i);
+	for (unsigned i = 0; i < c->n_routes; i++)
+		if (c->routes[i].tenant[0] && !gw_config_tenant_index(c, c->routes[i].tenant))
+			bad_tenant(L, c, c->routes[i].tenant, "routes", i);
+}
 
 /* Routes in (prefix, metric, file) order: equal neighbours are duplicates. */
 static int route_key_cmp(const void *a, const void *b)
@@ -2309,6 +2489,8 @@ static int route_key_cmp(const void *a, const void *b)
 			   sizeof(x->prefix.addr.bytes));
 	if (!d)
 		d = x->metric < y->metric ? -1 : x->metric > y->metric;
+	if (!d)
+		d = strcmp(x->tenant, y->tenant);
 	if (!d)
 		d = x < y ? -1 : x > y;
 	return d;
@@ -2335,7 +2517,8 @@ static void duplicate_routes(struct load *L, const struct gw_config *c)
 		const struct gw_route_config *r = v[i];
 
 		if (first && first->metric == r->metric && first->prefix.len == r->prefix.len &&
-		    ip_addr_equal(&first->prefix.addr, &r->prefix.addr)) {
+		    ip_addr_equal(&first->prefix.addr, &r->prefix.addr) &&
+		    !strcmp(first->tenant, r->tenant)) {
 			const struct posrec *p = pos_of(L, &r->prefix);
 
 			gw_cfg_err(
@@ -2435,6 +2618,7 @@ static void check_cross(struct load *L)
 			bad_ref(L, names, n_names, false, r->dev, r->dev, "route dev");
 	}
 	duplicate_routes(L, c);
+	check_tenants(L, c);
 
 	for (unsigned i = 0; i < c->n_gid_routes; i++) {
 		struct gw_gid_route_config *g = &c->gid_routes[i];
@@ -2500,9 +2684,12 @@ static void check_cross(struct load *L)
 		}
 	}
 
-	/* Two interfaces with overlapping subnets would make the route lookup ambiguous. */
+	/* Two interfaces with overlapping subnets would make the route lookup ambiguous;
+	 * in two tenants they are two tables' (addresses may repeat between tenants). */
 	for (unsigned i = 0; i < c->n_ipoib_links + c->n_eth_ifs; i++) {
 		bool ib = i < c->n_ipoib_links;
+		const char *tenant =
+		    ib ? c->ipoib_links[i].tenant : c->eth_ifs[i - c->n_ipoib_links].tenant;
 		const struct ip_prefix *v =
 		    ib ? c->ipoib_links[i].addresses : c->eth_ifs[i - c->n_ipoib_links].addresses;
 		unsigned n = ib ? c->ipoib_links[i].n_addresses
@@ -2525,7 +2712,8 @@ static void check_cross(struct load *L)
 						   op ? op->line : 0);
 					break;
 				}
-				if (o->owner != owner && ip_prefix_overlap(o->p, &v[j])) {
+				if (o->owner != owner && !strcmp(o->tenant, tenant) &&
+				    ip_prefix_overlap(o->p, &v[j])) {
 					gw_cfg_err(L->e, p->line, p->col,
 						   "address %s overlaps %s on '%s' (line %u)",
 						   ip_prefix_format(&v[j], b1, sizeof(b1)),
@@ -2534,7 +2722,7 @@ static void check_cross(struct load *L)
 					break;
 				}
 			}
-			addrs[n_addrs++] = (struct addr_use){ &v[j], owner };
+			addrs[n_addrs++] = (struct addr_use){ &v[j], owner, tenant };
 		}
 	}
 out:
@@ -2861,6 +3049,8 @@ static void elem_text(enum ftype t, const void *e, char *buf, size_t len)
 static bool skip_field(const struct field *f, const void *base)
 {
 	if ((f->flags & FL_OMIT_EMPTY) && f->type == T_STR && !*(const char *)cat(base, f->off))
+		return true;
+	if ((f->flags & FL_OMIT_EMPTY) && f->type == T_LIST && !get_count(base, f->n_off))
 		return true;
 	if ((f->flags & FL_OMIT_EMPTY) && f->type == T_UINT && f->size == 1 &&
 	    !*(const uint8_t *)cat(base, f->off))

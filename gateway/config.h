@@ -22,6 +22,7 @@ struct json_object;
 
 #define GW_WORKERS_MAX 16 /* forwarding threads (the engine's FWD_WORKERS_MAX) */
 #define GW_NAME_MAX    32 /* link, interface and group names */
+#define GW_TENANTS_MAX 16 /* the default tenant and 15 named ones (FWD_TENANTS) */
 #define GW_PATH_MAX    256
 
 /* Where in the file a value came from, for messages after parsing (reload, apply). */
@@ -123,6 +124,7 @@ struct gw_ipoib_link_config {
 	enum gw_ipoib_mode mode;       /* mode: datagram | connected (default datagram) */
 	uint32_t mtu;                  /* mtu: IP MTU; default 2044 datagram, 65520 connected */
 	uint8_t mcast_hop_limit;       /* mcast_hop_limit: 1..255; 0 (absent): 1 */
+	char tenant[GW_NAME_MAX];      /* tenant: "" = the default tenant */
 	struct ip_prefix *addresses;   /* addresses: interface addresses with prefix length */
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
@@ -138,6 +140,7 @@ struct gw_eth_if_config {
 	char device[GW_NAME_MAX];    /* device: kernel netdev (default: name) */
 	uint16_t vlan;               /* vlan: 0 = untagged, 1..4094 = 802.1Q sub-interface */
 	uint32_t mtu;                /* mtu: 68..9216 (default 1500) */
+	char tenant[GW_NAME_MAX];    /* tenant: "" = the default tenant */
 	struct ip_prefix *addresses;
 	unsigned n_addresses;
 	struct gw_proxy_config proxy;
@@ -155,6 +158,17 @@ struct gw_route_config {
 	unsigned n_via;                            /* 0: directly connected on dev */
 	char dev[GW_NAME_MAX];                     /* dev: optional interface or link name */
 	uint32_t metric;                           /* metric: default 0 */
+	char tenant[GW_NAME_MAX];                  /* tenant: "" = the default tenant */
+	struct gw_config_pos pos;
+};
+
+/* A tenant: a routing table of its own for the links and interfaces that name it (see
+ * docs/tenants.md). The default tenant (links, interfaces and routes that name none) is
+ * not listed; its kernel tables are kernel_routes'. */
+struct gw_tenant_config {
+	char name[GW_NAME_MAX]; /* name: not "default" */
+	uint32_t export_table;  /* export_table: kernel table of its routes; 0: none */
+	uint32_t import_table;  /* import_table: kernel table imported into it; 0: none */
 	struct gw_config_pos pos;
 };
 
@@ -289,6 +303,8 @@ struct gw_config {
 	int log_level;  /* level: error | warning | notice | info | debug */
 	int log_target; /* target: auto | stderr | syslog | journal (enum log_target) */
 
+	struct gw_tenant_config *tenants;
+	unsigned n_tenants;
 	struct gw_ipoib_link_config *ipoib_links;
 	unsigned n_ipoib_links;
 	struct gw_eth_if_config *eth_ifs;
@@ -335,6 +351,10 @@ struct json_object *gw_config_to_json(const struct gw_config *cfg);
 /* Every key of the schema as Markdown tables (key, type, default, range, meaning): the
  * key reference in docs/config.md is this output. */
 void gw_config_print_reference(FILE *out);
+
+/* The tenant a link, interface or route names: its index in cfg->tenants + 1, 0 for the
+ * default tenant ("" or unknown, which a loaded config never holds). */
+unsigned gw_config_tenant_index(const struct gw_config *cfg, const char *name);
 
 /* Names for enums, shared with gwctl output. */
 const char *gw_ipoib_mode_name(enum gw_ipoib_mode m);

@@ -116,16 +116,17 @@ static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply 
 static int cmd_show_routes(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
-	struct json_object *v;
+	struct json_object *v, *t;
 	struct ip_prefix p;
 
-	if (opt_arg(args, "prefix", json_type_string, &v, r, "show routes"))
+	if (opt_arg(args, "prefix", json_type_string, &v, r, "show routes") ||
+	    opt_arg(args, "tenant", json_type_string, &t, r, "show routes"))
 		return CTL_EBADREQ;
 	if (v && ip_prefix_parse(json_object_get_string(v), false, &p) < 0)
 		return ctl_reply_error(
 		    r, CTL_EBADREQ, "'%s' is not a prefix (10.1.0.0/16, fd00::/64; no host bits)",
 		    json_object_get_string(v));
-	return gw_dp_show_routes(d->dp, v ? &p : NULL, r);
+	return gw_dp_show_routes(d->dp, t ? json_object_get_string(t) : "", v ? &p : NULL, r);
 }
 
 static int cmd_show_neighbours(void *ctx, struct json_object *args, struct ctl_reply *r)

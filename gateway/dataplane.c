@@ -43,7 +43,6 @@
 
 #include <json-c/json.h>
 
-#include "kernel/kroute.h"
 #include "pkt/nd.h"
 #include "kernel/linkwatch.h"
 #include "table/route.h"
@@ -55,6 +54,7 @@
 #include "gateway/dp_mcast.h"
 #include "gateway/dp_ra.h"
 #include "gateway/dp_routers.h"
+#include "gateway/dp_tenant.h"
 #include "gateway/reconf.h"
 #include "lib/evloop.h"
 #include "lib/log.h"
@@ -89,7 +89,7 @@ static void defer_run(struct rcu_head *h)
 	free(d);
 }
 
-static void dp_defer(void *ctx, void (*fn)(void *arg), void *arg)
+void dp_defer(void *ctx, void (*fn)(void *arg), void *arg)
 {
 	struct defer_item *d = malloc(sizeof(*d));
 	(void)ctx;
@@ -702,6 +702,17 @@ static struct dp_link *link_alloc(struct gw_dp *dp)
 	return k;
 }
 
+/* The tenant of k, whose table its engine interface is given; NULL (k's reason set)
+ * when the tenant has none (it could not be made). */
+static struct dp_tenant *link_tenant(struct gw_dp *dp, struct dp_link *k)
+{
+	struct dp_tenant *t = dp_tenant_by_name(dp, k->tenant);
+
+	if (!t)
+		set_reason(k->reason, "tenant %s has no routing table", k->tenant);
+	return t;
+}
+
 /* ---- IPoIB links -------------------------------------------------------------------------- */
 
 static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_config *c)
@@ -717,6 +728,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 	}
 	k->kind = DP_IPOIB;
 	snprintf(k->name, sizeof(k->name), "%s", c->name);
+	snprintf(k->tenant, sizeof(k->tenant), "%s", c->tenant);
 	snprintf(k->device, sizeof(k->device), "%s", c->device);
 	snprintf(k->backend, sizeof(k->backend), "%s", gw_ipoib_backend_name(c->backend));
 	k->port_num = c->port;
@@ -730,6 +742,8 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 	for (unsigned i = 0; i < c->proxy.n_prefixes && k->n_proxy6 < FWD_IF_MAX_PROXY; i++)
 		if (c->proxy.prefixes[i].addr.family == AF_INET6)
 			k->proxy6[k->n_proxy6++] = c->proxy.prefixes[i];
+	if (!link_tenant(dp, k))
+		return k;
 
 	p = port_get(dp, c);
 	k->port = p;
@@ -807,6 +821,7 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 	struct fwd_if_config fc = {
 		.index = ifindex,
 		.name = k->name,
+		.rt = link_tenant(dp, k)->rt,
 		.kind = FWD_IF_IPOIB,
 		.worker = p->worker,
 		.mtu = c->mtu,
@@ -891,12 +906,15 @@ static struct dp_link *eth_add(struct gw_dp *dp, const struct gw_eth_if_config *
 	}
 	k->kind = DP_ETH;
 	snprintf(k->name, sizeof(k->name), "%s", c->name);
+	snprintf(k->tenant, sizeof(k->tenant), "%s", c->tenant);
 	snprintf(k->device, sizeof(k->device), "%s", c->device);
 	snprintf(k->backend, sizeof(k->backend), "%s", gw_eth_backend_name(c->backend));
 	k->vlan = c->vlan;
 	k->cfg_mtu = c->mtu;
 	k->n_addrs = c->n_addresses < DP_MAX_ADDRS ? c->n_addresses : DP_MAX_ADDRS;
 	memcpy(k->addrs, c->addresses, k->n_addrs * sizeof(k->addrs[0]));
+	if (!link_tenant(dp, k))
+		return k;
 
 	k->eops = ethp_backend(k->backend);
 	if (!k->eops) {
@@ -927,6 +945,7 @@ static struct dp_link *eth_add(struct gw_dp *dp, const struct gw_eth_if_config *
 	}
 	struct fwd_if_config fc = {
 		.name = k->name,
+		.rt = link_tenant(dp, k)->rt,
 		.kind = FWD_IF_ETH,
 		.worker = (dp->n_ports + n) % dp->n_workers,
 		.mtu = k->eattr.mtu && k->eattr.mtu < c->mtu ? k->eattr.mtu : c->mtu,
@@ -965,101 +984,6 @@ static struct dp_link *eth_add(struct gw_dp *dp, const struct gw_eth_if_config *
 		   k->eattr.mac[2], k->eattr.mac[3], k->eattr.mac[4], k->eattr.mac[5], fc.mtu,
 		   k->carrier ? "up" : "down");
 	return k;
-}
-
-/* ---- static routes ------------------------------------------------------------------------ */
-
-static int route_from_config(struct gw_dp *dp, const struct gw_route_config *c, struct rt_route *r)
-{
-	uint32_t ifindex = 0;
-	char buf[IP_PREFIX_STRLEN];
-
-	memset(r, 0, sizeof(*r));
-	r->prefix = c->prefix;
-	r->source = RT_SRC_STATIC;
-	r->metric = c->metric;
-	if (c->dev[0]) {
-		struct dp_link *k = dp_link_by_name(dp, c->dev);
-
-		if (!k || !k->ifindex) {
-			log_warning("route %s: dev %s is not running: route not installed",
-				    ip_prefix_format(&c->prefix, buf, sizeof(buf)), c->dev);
-			return -ENODEV;
-		}
-		ifindex = k->ifindex;
-	}
-	if (c->n_via == 0) {
-		r->nnh = 1;
-		r->nh[0].type = RT_NH_CONNECTED;
-		r->nh[0].ifindex = ifindex;
-		return 0;
-	}
-	r->nnh = (uint8_t)(c->n_via > RT_ECMP_MAX ? RT_ECMP_MAX : c->n_via);
-	for (unsigned i = 0; i < r->nnh; i++) {
-		r->nh[i].type = RT_NH_GATEWAY;
-		r->nh[i].gw = c->via[i];
-		r->nh[i].ifindex = ifindex;
-	}
-	return 0;
-}
-
-static bool same_route_key(const struct rt_route *a, const struct rt_route *b)
-{
-	return a->metric == b->metric && a->prefix.len == b->prefix.len &&
-	       ip_addr_equal(&a->prefix.addr, &b->prefix.addr);
-}
-
-static void routes_apply(struct gw_dp *dp, const struct gw_config *cfg)
-{
-	struct rt_route *nr = calloc(cfg->n_routes ? cfg->n_routes : 1, sizeof(*nr));
-	unsigned n = 0, new_ = 0, gone = 0;
-	char buf[IP_PREFIX_STRLEN];
-
-	if (!nr) {
-		log_error("static routes: out of memory");
-		return;
-	}
-	for (unsigned i = 0; i < cfg->n_routes; i++) {
-		int ret = route_from_config(dp, &cfg->routes[i], &nr[n]);
-
-		if (ret == 0)
-			n++;
-		else
-			gw_reload_note(dp->outcome, true,
-				       "route %s: dev %s is not running: not installed",
-				       ip_prefix_format(&cfg->routes[i].prefix, buf, sizeof(buf)),
-				       cfg->routes[i].dev);
-	}
-	/* Remove what is gone, then add or replace the rest. */
-	for (unsigned i = 0; i < dp->n_routes; i++) {
-		bool keep = false;
-
-		for (unsigned j = 0; j < n && !keep; j++)
-			keep = same_route_key(&dp->routes[i], &nr[j]);
-		if (!keep) {
-			(void)rt_del(dp->rt, &dp->routes[i].prefix, RT_SRC_STATIC,
-				     dp->routes[i].metric);
-			gone++;
-		}
-	}
-	for (unsigned j = 0; j < n; j++) {
-		int ret = rt_replace(dp->rt, &nr[j]);
-
-		if (ret < 0) {
-			log_errno(LOG_ERR, -ret, "route %s metric %u not installed",
-				  ip_prefix_format(&nr[j].prefix, buf, sizeof(buf)), nr[j].metric);
-			gw_reload_note(dp->outcome, true, "route %s metric %u not installed: %s",
-				       buf, nr[j].metric, strerror(-ret));
-		}
-	}
-	/* Keys are unique in a config (and so in dp->routes): what was not kept is new. */
-	new_ = n - (dp->n_routes - gone);
-	if (new_ || gone)
-		gw_reload_note(dp->outcome, false, "static routes: %u added, %u removed", new_,
-			       gone);
-	free(dp->routes);
-	dp->routes = nr;
-	dp->n_routes = n;
 }
 
 /*
@@ -1109,125 +1033,6 @@ static void gidroutes_apply(struct gw_dp *dp, const struct gw_config *cfg)
 	}
 }
 
-/* ---- kernel routes (kernel/kroute.h) ---------------------------------------------------------- */
-
-/* The RIB changed (route.h's change hook): the kernel export follows. */
-static void dp_rib_changed(void *arg)
-{
-	struct gw_dp *dp = arg;
-
-	if (dp->kroute)
-		kroute_export_kick(dp->kroute);
-}
-
-static void on_kernel_route(void *ctx, int event, const struct rt_route *r)
-{
-	struct gw_dp *dp = ctx;
-	char buf[IP_PREFIX_STRLEN];
-	int ret = event == KROUTE_ADD ? rt_replace(dp->rt, r)
-				      : rt_del(dp->rt, &r->prefix, RT_SRC_KERNEL, r->metric);
-
-	if (ret < 0 && !(event == KROUTE_DEL && ret == -ENOENT))
-		log_errno(LOG_WARNING, -ret, "kernel route %s metric %u not %s",
-			  ip_prefix_format(&r->prefix, buf, sizeof(buf)), r->metric,
-			  event == KROUTE_ADD ? "imported" : "withdrawn");
-}
-
-/* An imported route's kernel device: the Ethernet interface on it (untagged first). */
-static uint32_t kernel_ifindex_map(void *ctx, int kernel_ifindex)
-{
-	struct gw_dp *dp = ctx;
-	char name[IF_NAMESIZE];
-	uint32_t tagged = 0;
-
-	if (!if_indextoname((unsigned)kernel_ifindex, name))
-		return 0;
-	for (unsigned i = 0; i < dp->n_links; i++) {
-		const struct dp_link *k = &dp->links[i];
-
-		if (k->kind != DP_ETH || !k->ifindex || strcmp(k->device, name))
-			continue;
-		if (!k->vlan)
-			return k->ifindex;
-		if (!tagged)
-			tagged = k->ifindex;
-	}
-	return tagged;
-}
-
-/* Stop following the kernel. withdraw: delete our exported routes (the routing
- * daemons stop announcing them); drop_imported: remove the imported routes from the RIB.
- * A reload that keeps a table keeps its routes: the next kroute's first sync is a full
- * one that adopts them instead of flapping them. */
-static void kroute_stop(struct gw_dp *dp, bool withdraw, bool drop_imported)
-{
-	if (!dp->kroute)
-		return;
-	if (withdraw && dp->kroute_cfg.export_table)
-		(void)kroute_withdraw(dp->kroute);
-	kroute_free(dp->kroute);
-	dp->kroute = NULL;
-	if (drop_imported && dp->kroute_cfg.import_table)
-		(void)rt_del_source(dp->rt, RT_SRC_KERNEL);
-}
-
-/* Start the export and import the config asks for; the RIB holds the configured
- * routes by now, so the first sync keeps what an earlier run exported. */
-static void kroute_start(struct gw_dp *dp, const struct gw_kernel_routes_config *c)
-{
-	struct kroute_config kc = {
-		.rt = c->export_table ? dp->rt : NULL,
-		.table = c->export_table ? c->export_table : KROUTE_TABLE,
-		.protocol = c->protocol,
-		.priority = c->metric,
-		.import_table = c->import_table,
-		.import_cb = on_kernel_route,
-		.map_ifindex = kernel_ifindex_map,
-		.ctx = dp,
-	};
-	int ret;
-
-	dp->kroute_cfg = *c;
-	if (!c->enabled || (!c->export_table && !c->import_table))
-		return;
-	/* The Ethernet side's own routes are not announced back to it. */
-	for (unsigned i = 0; i < dp->n_links && kc.n_exclude < KROUTE_EXCLUDE_MAX; i++)
-		if (dp->links[i].kind == DP_ETH && dp->links[i].ifindex)
-			kc.exclude_if[kc.n_exclude++] = dp->links[i].ifindex;
-	ret = kroute_new(dp->loop, &kc, &dp->kroute);
-	if (ret < 0) {
-		dp->kroute = NULL;
-		log_errno(LOG_ERR, -ret, "kernel routes (export table %u, import table %u)",
-			  c->export_table, c->import_table);
-		return;
-	}
-	if (c->export_table)
-		kroute_export_kick(dp->kroute);
-	log_notice("kernel routes: export to table %u%s, import %s%.0u", c->export_table,
-		   c->export_table ? "" : " (off)", c->import_table ? "from table " : "off",
-		   c->import_table);
-}
-
-static void kroute_reconfigure(struct gw_dp *dp, const struct gw_kernel_routes_config *c)
-{
-	const struct gw_kernel_routes_config *o = &dp->kroute_cfg;
-	uint32_t old_export = o->enabled ? o->export_table : 0,
-		 old_import = o->enabled ? o->import_table : 0,
-		 new_export = c->enabled ? c->export_table : 0,
-		 new_import = c->enabled ? c->import_table : 0;
-
-	if (old_export == new_export && old_import == new_import && o->protocol == c->protocol &&
-	    o->metric == c->metric)
-		return;
-	/* A changed protocol or metric is a changed route key: withdraw and export anew. */
-	kroute_stop(
-	    dp, old_export != new_export || o->protocol != c->protocol || o->metric != c->metric,
-	    old_import != new_import);
-	kroute_start(dp, c);
-	log_notice("reload: kernel routes reconfigured");
-	gw_reload_note(dp->outcome, false, "kernel routes: reconfigured");
-}
-
 /* ---- start / stop --------------------------------------------------------------------------- */
 
 _Static_assert(GW_WORKERS_MAX == FWD_WORKERS_MAX, "the config's limit is the engine's");
@@ -1249,9 +1054,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	rcu_thread_offline();
 
 	dp->n_workers = workers_of(cfg);
-	struct rt_config rc = { .defer = dp_defer, .changed = dp_rib_changed, .changed_ctx = dp };
-
-	ret = rt_create(&dp->rt, &rc);
+	ret = dp_tenants_init(dp);
 	if (ret < 0) {
 		log_errno(LOG_ERR, -ret, "route table");
 		goto fail;
@@ -1277,6 +1080,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		log_warning("no netlink: Ethernet link state is not followed");
 		dp->linkwatch = NULL;
 	}
+	dp_tenants_add(dp, cfg);
 	dp->start_cfg = cfg;
 	for (unsigned i = 0; i < cfg->n_ipoib_links && dp->n_links < DP_MAX_LINKS; i++)
 		ipoib_add(dp, &cfg->ipoib_links[i]);
@@ -1285,7 +1089,6 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	for (unsigned i = 0; i < cfg->n_eth_ifs && dp->n_links < DP_MAX_LINKS; i++)
 		eth_add(dp, &cfg->eth_ifs[i], i);
 	proxy_apply(dp, cfg);
-	routes_apply(dp, cfg);
 
 	ret = fwd_sp_attach(dp->e, loop);
 	if (ret < 0) {
@@ -1326,7 +1129,7 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 	dp->port_timer = evtimer_new(loop, on_port_timer, dp);
 	if (dp->port_timer)
 		evtimer_start(dp->port_timer, PORT_POLL_MS, PORT_POLL_MS);
-	kroute_start(dp, &cfg->kernel_routes);
+	dp_tenants_apply(dp, cfg);  /* static routes, kernel tables */
 	ret = dp_ha_start(dp, cfg); /* a pair that cannot start is no gateway to run */
 	if (ret < 0)
 		goto fail;
@@ -1368,7 +1171,7 @@ void gw_dp_stop(struct gw_dp *dp)
 	dp_ha_stop(dp); /* its last heartbeats hand the groups over */
 	dp_dhcp_stop(dp);
 	dp_portfail_stop(dp);
-	kroute_stop(dp, true, false);
+	dp_tenants_stop(dp);
 	evtimer_free(dp->port_timer);
 	if (dp->workers_started)
 		fwd_worker_stop_all(dp->e);
@@ -1421,9 +1224,7 @@ void gw_dp_stop(struct gw_dp *dp)
 		sa_gidroutes_free(p->gidroutes); /* after its SA client */
 	}
 	rcu_barrier();
-	if (dp->rt)
-		rt_destroy(dp->rt);
-	free(dp->routes);
+	dp_tenants_free(dp);
 	free(dp);
 	rcu_unregister_thread();
 }
@@ -1477,6 +1278,7 @@ static void reconf_link_of(const struct dp_link *k, struct gw_reconf_link *r)
 	snprintf(r->name, sizeof(r->name), "%s", k->name);
 	snprintf(r->backend, sizeof(r->backend), "%s", k->backend);
 	snprintf(r->device, sizeof(r->device), "%s", k->device);
+	snprintf(r->tenant, sizeof(r->tenant), "%s", k->tenant);
 }
 
 static bool device_watched_by_other(const struct gw_dp *dp, const struct dp_link *k)
@@ -1713,6 +1515,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 	unsigned removed = 0, added = 0, n = dp->n_links;
 
 	dp->outcome = out;
+	dp_tenants_add(dp, cfg);     /* before the links that name them */
 	dp_portfail_config(dp, cfg); /* a reload puts moved links back on their port */
 	dp_routers_config(dp, cfg);
 	/* Decided for all first (gateway/reconf.c), from the links as they run now. */
@@ -1761,8 +1564,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 	}
 	gidroutes_apply(dp, cfg);
 	proxy_apply(dp, cfg);
-	routes_apply(dp, cfg);
-	kroute_reconfigure(dp, &cfg->kernel_routes);
+	dp_tenants_apply(dp, cfg); /* static routes, kernel tables; tenants gone freed */
 	if (cfg->failover.enabled != (dp->ha != NULL)) {
 		log_warning("reload: failover %s takes effect at the next start",
 			    cfg->failover.enabled ? "added" : "removed");

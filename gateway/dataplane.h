@@ -52,7 +52,10 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg,
 
 /* gwctl requests: each adds one JSON record per object to r and returns a ctl_status. */
 int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r);
-int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ctl_reply *r);
+/* The routes of tenant ("" or "default": the default one; "all": every tenant's, one
+ * after the other), all or those of prefix match. */
+int gw_dp_show_routes(struct gw_dp *dp, const char *tenant, const struct ip_prefix *match,
+		      struct ctl_reply *r);
 int gw_dp_show_neighbours(struct gw_dp *dp, const char *dev, struct ctl_reply *r);
 int gw_dp_show_paths(struct gw_dp *dp, struct ctl_reply *r);
 int gw_dp_show_mcast(struct gw_dp *dp, struct ctl_reply *r);

@@ -19,6 +19,7 @@
 #include "ipoib/ipoib_link.h"
 #include "gateway/config.h"
 #include "gateway/dataplane.h"
+#include "gateway/dp_tenant.h"
 #include "sm-client/sa.h"
 
 struct dp_ha;
@@ -71,6 +72,7 @@ enum dp_kind {
 struct dp_link {
 	enum dp_kind kind;
 	char name[GW_NAME_MAX];
+	char tenant[GW_NAME_MAX]; /* "": the default tenant */
 	char device[GW_NAME_MAX];
 	char backend[16];
 	uint32_t cfg_mtu;
@@ -117,12 +119,8 @@ struct gw_dp {
 	unsigned n_ports;
 	struct dp_link links[DP_MAX_LINKS];
 	unsigned n_links;
-	/* Static routes as installed (for a live reload). */
-	struct rt_route *routes;
-	unsigned n_routes;
-	/* Kernel route export/import (NULL: not configured); its settings as running. */
-	struct kroute *kroute;
-	struct gw_kernel_routes_config kroute_cfg;
+	/* The tenants (gateway/dp_tenant.h): slot 0 the default, whose table rt is. */
+	struct dp_tenant tenants[GW_TENANTS_MAX];
 	/* The failover pair (gateway/dp_ha.c); NULL: a single gateway. */
 	struct dp_ha *ha;
 	/* IPoIB links with a backup port (gateway/dp_portfail.c). */
@@ -141,6 +139,9 @@ struct gw_dp {
 	/* The punt pools and limits (config punt:) the engine runs with, fixed at start. */
 	struct gw_punt_config punt;
 };
+
+/* RCU deferral (liburcu QSBR call_rcu) for the route tables and the engine. */
+void dp_defer(void *ctx, void (*fn)(void *arg), void *arg);
 
 struct dp_link *dp_link_by_ifindex(struct gw_dp *dp, uint32_t ifindex);
 struct dp_link *dp_link_by_name(struct gw_dp *dp, const char *name);

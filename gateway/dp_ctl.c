@@ -6,8 +6,8 @@
  * against what runs (the interface exists and is in the engine, the link address fits
  * the link) before anything changes, so that a refused request changes nothing.
  *
- * Operator routes are RT_SRC_STATIC like the config's, but they are not in dp->routes
- * (the config's, reapplied at every reload): a reload leaves them alone and a restart
+ * Operator routes are RT_SRC_STATIC like the config's, but they are not in their
+ * tenant's routes (the config's, reapplied at every reload): a reload leaves them alone and a restart
  * forgets them. A config route with the same prefix and metric replaces an operator
  * route at the next reload (the config is the record of intent); deleting a config
  * route lasts until the next reload puts it back. docs/operations.md says the same.
@@ -79,6 +79,27 @@ static int dev_if(struct gw_dp *dp, const char *dev, struct dp_link **out, struc
 
 /* ---- routes -------------------------------------------------------------------------- */
 
+/* The tenant a request names ("": the default one). */
+static int tenant_of(struct gw_dp *dp, const char *name, struct dp_tenant **out,
+		     struct ctl_reply *r)
+{
+	char names[256];
+	size_t o = 0;
+
+	*out = dp_tenant_by_name(dp, name);
+	if (*out)
+		return CTL_OK;
+	names[0] = '\0';
+	for (unsigned i = 0; i < GW_TENANTS_MAX; i++) {
+		struct dp_tenant *t = dp_tenant_at(dp, i);
+
+		if (t && o < sizeof(names))
+			o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "",
+					      dp_tenant_label(t));
+	}
+	return ctl_reply_error(r, CTL_EBADREQ, "no tenant '%s' (tenants: %s)", name, names);
+}
+
 /* The operator's route as the RIB takes it (interface names -> indexes). */
 static int route_build(struct gw_dp *dp, const struct ctl_route *spec, struct rt_route *out,
 		       struct ctl_reply *r)
@@ -113,13 +134,16 @@ static int route_build(struct gw_dp *dp, const struct ctl_route *spec, struct rt
 int gw_dp_route_add(struct gw_dp *dp, const struct ctl_route *spec, struct ctl_reply *r)
 {
 	char text[CTL_ROUTE_STRLEN], p[IP_PREFIX_STRLEN];
+	struct dp_tenant *t;
 	struct rt_route rt;
-	int st = route_build(dp, spec, &rt, r), ret;
+	int st = tenant_of(dp, spec->tenant, &t, r), ret;
 
+	if (st == CTL_OK)
+		st = route_build(dp, spec, &rt, r);
 	if (st != CTL_OK)
 		return st;
 	ctl_route_format(spec, text, sizeof(text));
-	ret = rt_add(dp->rt, &rt);
+	ret = rt_add(t->rt, &rt);
 	if (ret == -EEXIST)
 		return ctl_reply_error(r, CTL_EFAILED,
 				       "a static route %s metric %u exists already: delete it "
@@ -174,27 +198,20 @@ static bool route_matches(const struct rt_route *have, const struct rt_route *wa
 	return true;
 }
 
-static bool is_config_route(const struct gw_dp *dp, const struct rt_route *rt)
-{
-	for (unsigned i = 0; i < dp->n_routes; i++)
-		if (dp->routes[i].metric == rt->metric &&
-		    dp->routes[i].prefix.len == rt->prefix.len &&
-		    ip_addr_equal(&dp->routes[i].prefix.addr, &rt->prefix.addr))
-			return true;
-	return false;
-}
-
 int gw_dp_route_del(struct gw_dp *dp, const struct ctl_route *spec, struct ctl_reply *r)
 {
 	struct route_find f = { .prefix = &spec->dst, .metric = spec->metric };
 	char text[CTL_ROUTE_STRLEN], p[IP_PREFIX_STRLEN];
+	struct dp_tenant *t;
 	struct rt_route want;
-	int st = route_build(dp, spec, &want, r), ret;
+	int st = tenant_of(dp, spec->tenant, &t, r), ret;
 
+	if (st == CTL_OK)
+		st = route_build(dp, spec, &want, r);
 	if (st != CTL_OK)
 		return st;
 	ip_prefix_format(&spec->dst, p, sizeof(p));
-	rt_walk(dp->rt, spec->dst.addr.family, route_find_cb, &f);
+	rt_walk(t->rt, spec->dst.addr.family, route_find_cb, &f);
 	if (!f.ok)
 		return ctl_reply_error(r, CTL_EFAILED, "no static route %s metric %u", p,
 				       spec->metric);
@@ -203,14 +220,15 @@ int gw_dp_route_del(struct gw_dp *dp, const struct ctl_route *spec, struct ctl_r
 				       "the static route %s metric %u has other next hops "
 				       "(gwctl show routes %s)",
 				       p, spec->metric, p);
-	ret = rt_del(dp->rt, &spec->dst, RT_SRC_STATIC, spec->metric);
+	ret = rt_del(t->rt, &spec->dst, RT_SRC_STATIC, spec->metric);
 	if (ret < 0)
 		return ctl_reply_error(r, CTL_EFAILED, "route %s metric %u not deleted: %s", p,
 				       spec->metric, strerror(-ret));
 	ctl_route_format(spec, text, sizeof(text));
 	log_notice("gwctl: route %s deleted%s", text,
-		   is_config_route(dp, &f.found) ? " (a config route: the next reload puts it back)"
-						 : "");
+		   dp_tenant_route_configured(t, &f.found.prefix, f.found.metric)
+		       ? " (a config route: the next reload puts it back)"
+		       : "");
 	return CTL_OK;
 }
 

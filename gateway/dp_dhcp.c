@@ -146,8 +146,18 @@ static bool relay_v4(struct dp_dhcp *d, const struct dhcp_if *r, const struct fw
 	return if_v4(f, out);
 }
 
-/* The relaying interface that owns giaddr. */
-static struct dhcp_if *by_giaddr(struct dp_dhcp *d, const uint8_t giaddr[4])
+/* The routes the relay on r sends and takes its servers' answers through: its
+ * interface's tenant's (addresses may repeat in another tenant). */
+static struct rt_table *relay_rt(struct dp_dhcp *d, const struct dhcp_if *r)
+{
+	const struct fwd_if *f = fwd_snap_if(fwd_engine_current(d->dp->e), r->ifindex);
+
+	return f ? f->rt : NULL;
+}
+
+/* The relaying interface that owns giaddr in tenant rt (the reply's arrival's). */
+static struct dhcp_if *by_giaddr(struct dp_dhcp *d, const struct rt_table *rt,
+				 const uint8_t giaddr[4])
 {
 	const struct fwd_snap *s = fwd_engine_current(d->dp->e);
 
@@ -155,7 +165,7 @@ static struct dhcp_if *by_giaddr(struct dp_dhcp *d, const uint8_t giaddr[4])
 		const struct fwd_if *f =
 		    d->ifs[i].ifindex ? fwd_snap_if(s, d->ifs[i].ifindex) : NULL;
 
-		for (unsigned j = 0; f && j < f->n_addrs; j++)
+		for (unsigned j = 0; f && f->rt == rt && j < f->n_addrs; j++)
 			if (f->addrs[j].addr.family == AF_INET &&
 			    !memcmp(f->addrs[j].addr.bytes, giaddr, 4))
 				return &d->ifs[i];
@@ -209,8 +219,8 @@ static void from_client(struct dp_dhcp *d, struct dhcp_if *r, const uint8_t *p, 
 	r->st.relayed++;
 	xid_note(r, di);
 	for (unsigned i = 0; i < r->cfg.n_servers; i++) {
-		int ret = fwd_sp_send_udp_routed(d->dp->e, &r->cfg.servers[i], DHCP_SERVER_PORT,
-						 DHCP_SERVER_PORT, out, n, NULL);
+		int ret = fwd_sp_send_udp_routed(d->dp->e, relay_rt(d, r), &r->cfg.servers[i],
+						 DHCP_SERVER_PORT, DHCP_SERVER_PORT, out, n, NULL);
 
 		if (ret < 0)
 			r->st.send_failed++;
@@ -219,9 +229,10 @@ static void from_client(struct dp_dhcp *d, struct dhcp_if *r, const uint8_t *p, 
 	}
 }
 
-static void from_server(struct dp_dhcp *d, const uint8_t *p, size_t len, const struct dhcp_info *di)
+static void from_server(struct dp_dhcp *d, const struct rt_table *rt, const uint8_t *p, size_t len,
+			const struct dhcp_info *di)
 {
-	struct dhcp_if *r = by_giaddr(d, di->giaddr);
+	struct dhcp_if *r = by_giaddr(d, rt, di->giaddr);
 	struct ip_addr src = { .family = AF_INET }, dst = { .family = AF_INET };
 	uint8_t out[DHCP_MAX_LEN];
 	struct dhcp_dest to;
@@ -329,15 +340,15 @@ static void from_client6(struct dp_dhcp *d, struct dhcp_if *r, const struct ip_a
 	for (unsigned i = 0; i < r->cfg.n_servers; i++) {
 		if (r->cfg.servers[i].family != AF_INET6)
 			continue;
-		if (fwd_sp_send_udp_routed(d->dp->e, &r->cfg.servers[i], DHCP6_SERVER_PORT,
-					   DHCP6_SERVER_PORT, out, n, NULL) < 0)
+		if (fwd_sp_send_udp_routed(d->dp->e, relay_rt(d, r), &r->cfg.servers[i],
+					   DHCP6_SERVER_PORT, DHCP6_SERVER_PORT, out, n, NULL) < 0)
 			r->st.send_failed++;
 		else
 			r->st.to_servers++;
 	}
 }
 
-static void from_server6(struct dp_dhcp *d, const uint8_t *p, size_t len)
+static void from_server6(struct dp_dhcp *d, const struct rt_table *rt, const uint8_t *p, size_t len)
 {
 	struct dhcp6_relay_reply rr;
 	struct dhcp_if *r = NULL;
@@ -353,12 +364,12 @@ static void from_server6(struct dp_dhcp *d, const uint8_t *p, size_t len)
 		if (d->ifs[i].v6 && strlen(d->ifs[i].name) == rr.ifid_len &&
 		    !memcmp(d->ifs[i].name, rr.ifid, rr.ifid_len))
 			r = &d->ifs[i];
-	if (!r || !r->ifindex) {
+	f = r && r->ifindex ? fwd_snap_if(fwd_engine_current(d->dp->e), r->ifindex) : NULL;
+	if (!f || f->rt != rt) { /* none, or in another tenant than the reply's */
 		d->unmatched++;
 		return;
 	}
 	r->st.replies++;
-	f = fwd_snap_if(fwd_engine_current(d->dp->e), r->ifindex);
 	a = if_v6(f, true);
 	if (!a)
 		a = if_v6(f, false);
@@ -380,9 +391,10 @@ static void from_server6(struct dp_dhcp *d, const uint8_t *p, size_t len)
 static void on_dhcp6(struct dp_dhcp *d, struct dhcp_if *r, uint32_t ifindex,
 		     const struct ip_addr *src, uint16_t sport, const uint8_t *p, size_t len)
 {
-	(void)ifindex;
 	if (len >= 1 && p[0] == DHCP6_RELAY_REPL && sport == DHCP6_SERVER_PORT) {
-		from_server6(d, p, len);
+		const struct fwd_if *in = fwd_snap_if(fwd_engine_current(d->dp->e), ifindex);
+
+		from_server6(d, in ? in->rt : NULL, p, len);
 		return;
 	}
 	if (!r || !r->v6) {
@@ -422,7 +434,9 @@ static void on_dhcp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 				d->unmatched++;
 			return;
 		}
-		from_server(d, payload, len, &di);
+		const struct fwd_if *in = fwd_snap_if(fwd_engine_current(d->dp->e), ifindex);
+
+		from_server(d, in ? in->rt : NULL, payload, len, &di);
 		return;
 	}
 	if (!r || !r->v4) {

@@ -415,7 +415,7 @@ static void probe_tiebreaker(struct dp_ha *h)
 	pthread_mutex_lock(&h->lock);
 	seq = ++h->tb_seq;
 	pthread_mutex_unlock(&h->lock);
-	ret = fwd_sp_send_echo(h->dp->e, &h->tiebreaker, TB_ECHO_ID, seq);
+	ret = fwd_sp_send_echo(h->dp->e, NULL, &h->tiebreaker, TB_ECHO_ID, seq);
 	pthread_mutex_lock(&h->lock);
 	if (ret < 0) {
 		/* No route to it: this box cannot reach it, which is the answer. */

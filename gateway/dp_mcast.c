@@ -389,6 +389,8 @@ static void mld_in(struct dp_mcast *mc, struct mc_if *r, const uint8_t *p, size_
 static void forward(struct dp_mcast *mc, struct mc_if *r, const uint8_t *p, size_t len)
 {
 	static uint8_t copy[MC_PKT_MAX];
+	const struct fwd_snap *s = fwd_engine_current(mc->dp->e);
+	const struct fwd_if *in = fwd_snap_if(s, r->ifindex);
 	struct ip_addr g;
 	bool v4 = p[0] >> 4 == 4, any = false;
 	uint8_t ttl = v4 ? p[8] : p[7];
@@ -414,7 +416,11 @@ static void forward(struct dp_mcast *mc, struct mc_if *r, const uint8_t *p, size
 		struct mg_group *m;
 		int ret;
 
-		if (o == r || !o->configured || !o->ifindex || !o->t || !(m = mg_find(o->t, &g)))
+		const struct fwd_if *out = fwd_snap_if(s, o->ifindex);
+
+		/* Groups are a tenant's own: never forwarded into another tenant. */
+		if (o == r || !o->configured || !out || !in || out->rt != in->rt || !o->t ||
+		    !(m = mg_find(o->t, &g)))
 			continue;
 		any = true;
 		if (!dp_ha_serves(mc->dp, r->name) || !dp_ha_serves(mc->dp, o->name)) {

@@ -12,6 +12,7 @@
  * Threads: control thread (the tables' writer; the workers' counters are atomics).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ static void sample_by(FILE *out, const char *name, const char *labels, const cha
 struct link_snap {
 	const struct dp_link *k;
 	const struct fwd_if *f; /* NULL: not in the engine */
-	char label[LABEL_MAX];  /* link="ib0" */
+	char label[LABEL_MAX];  /* link="ib0",tenant="default" */
 	bool counted;           /* its port is open: the counters below are read */
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
 	struct ipoib_link_stats ib;
@@ -128,12 +129,15 @@ static void snap_eth(struct dp_link *k, struct link_snap *s)
 
 static void snap_link(struct gw_dp *dp, struct dp_link *k, struct link_snap *s)
 {
-	char name[LABEL_MAX - 8];
+	char name[GW_NAME_MAX * 2], tenant[GW_NAME_MAX * 2];
 
 	s->k = k;
 	s->f = fwd_snap_if(fwd_engine_current(dp->e), k->ifindex);
-	snprintf(s->label, sizeof(s->label), "link=\"%s\"",
-		 metrics_label_escape(k->name, name, sizeof(name)));
+	/* Every link's families carry its tenant, so a tenant's traffic sums by label. */
+	snprintf(
+	    s->label, sizeof(s->label), "link=\"%s\",tenant=\"%s\"",
+	    metrics_label_escape(k->name, name, sizeof(name)),
+	    metrics_label_escape(k->tenant[0] ? k->tenant : "default", tenant, sizeof(tenant)));
 	s->port_moves = k->kind == DP_IPOIB ? dp_portfail_moves(dp, k) : 0;
 	if (k->kind == DP_IPOIB && k->link) {
 		s->counted = true;
@@ -796,17 +800,44 @@ static void write_slowpath(FILE *out, struct gw_dp *dp)
 
 static void write_routes(FILE *out, struct gw_dp *dp)
 {
-	struct rt_stats rs;
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fam[] = {
+		{ "ibgw_route_prefixes", "Prefixes in the tenant's route table.",
+		  offsetof(struct rt_stats, prefixes) },
+		{ "ibgw_routes",
+		  "Routes in the tenant's route table (all sources, selected or not).",
+		  offsetof(struct rt_stats, routes) },
+		{ "ibgw_route_nexthops", "Distinct next hops in use in the tenant's table.",
+		  offsetof(struct rt_stats, nexthops) },
+		{ "ibgw_route_nexthop_groups",
+		  "Distinct multipath next-hop groups in use in the tenant's table.",
+		  offsetof(struct rt_stats, groups) },
+	};
+	struct rt_stats rs[GW_TENANTS_MAX];
+	char lbl[GW_TENANTS_MAX][GW_NAME_MAX * 2 + 16], esc[GW_NAME_MAX * 2];
 
-	rt_stats(dp->rt, &rs);
-	metrics_single(out, "ibgw_route_prefixes", "gauge", "Prefixes in the route table.",
-		       rs.prefixes);
-	metrics_single(out, "ibgw_routes", "gauge",
-		       "Routes in the route table (all sources, selected or not).", rs.routes);
-	metrics_single(out, "ibgw_route_nexthops", "gauge", "Distinct next hops in use.",
-		       rs.nexthops);
-	metrics_single(out, "ibgw_route_nexthop_groups", "gauge",
-		       "Distinct multipath next-hop groups in use.", rs.groups);
+	for (unsigned t = 0; t < GW_TENANTS_MAX; t++) {
+		const struct dp_tenant *d = dp_tenant_at(dp, t);
+
+		if (!d)
+			continue;
+		rt_stats(d->rt, &rs[t]);
+		snprintf(lbl[t], sizeof(lbl[t]), "tenant=\"%s\"",
+			 metrics_label_escape(dp_tenant_label(d), esc, sizeof(esc)));
+	}
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		metrics_family(out, fam[f].name, "gauge", fam[f].help);
+		for (unsigned t = 0; t < GW_TENANTS_MAX; t++) {
+			uint32_t v;
+
+			if (!dp_tenant_at(dp, t))
+				continue;
+			memcpy(&v, (const char *)&rs[t] + fam[f].off, sizeof(v));
+			sample(out, fam[f].name, lbl[t], v);
+		}
+	}
 }
 
 int gw_dp_metrics(struct gw_dp *dp, FILE *out)

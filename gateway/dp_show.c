@@ -134,6 +134,7 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 		o = json_object_new_object();
 		add_str(o, "name", k->name);
 		add_str(o, "kind", k->kind == DP_IPOIB ? "ipoib" : "ether");
+		add_str(o, "tenant", k->tenant[0] ? k->tenant : "default");
 		add_str(o, "state", up ? "up" : "down");
 		if (!up)
 			add_str(o, "reason", k->reason[0] ? k->reason : "down");
@@ -193,12 +194,15 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
 /* Where a streamed `show routes` stopped: the last prefix whose routes were all sent. */
 struct route_cursor {
 	struct gw_dp *dp;
+	unsigned slot; /* the tenant being walked */
+	bool all;      /* every tenant, slot after slot; else only slot */
 	struct ip_prefix last;
 	bool started;
 };
 
 struct route_walk {
 	struct gw_dp *dp;
+	const struct dp_tenant *t;
 	const struct ip_prefix *match;
 	struct route_cursor *cur; /* streamed: stop at a prefix once the piece is full */
 	struct ctl_reply *r;
@@ -300,6 +304,7 @@ static int route_cb(void *ctx, const struct rt_route *rt)
 	    prefsrc(w->dp, rt->nh[0].ifindex, &rt->prefix, &src))
 		add_str(o, "prefsrc", ip_addr_format(&src, buf, sizeof(buf)));
 	add_int(o, "metric", rt->metric);
+	add_str(o, "tenant", dp_tenant_label(w->t));
 	if (rt->nnh > 1) {
 		struct json_object *a = json_object_new_array();
 
@@ -325,14 +330,31 @@ static int route_cb(void *ctx, const struct rt_route *rt)
 static int routes_next(void *ctx, void *cursor, struct ctl_reply *r)
 {
 	struct route_cursor *cur = cursor;
-	struct route_walk w = { .dp = cur->dp, .cur = cur, .r = r, .status = CTL_OK };
-	int rc;
 	(void)ctx;
 
-	rc = rt_walk_after(cur->dp->rt, 0, cur->started ? &cur->last : NULL, route_cb, &w);
-	if (w.status != CTL_OK)
-		return w.status;
-	return rc ? CTL_MORE : CTL_OK;
+	for (; cur->slot < GW_TENANTS_MAX; cur->slot++, cur->started = false) {
+		struct route_walk w = { .dp = cur->dp, .cur = cur, .r = r, .status = CTL_OK };
+		int rc;
+
+		w.t = dp_tenant_at(cur->dp, cur->slot);
+		if (!w.t) { /* removed by a reload meanwhile, or a free slot */
+			if (!cur->all)
+				return CTL_OK;
+			continue;
+		}
+		if (cur->started || !ctl_reply_full(r))
+			rc = rt_walk_after(w.t->rt, 0, cur->started ? &cur->last : NULL, route_cb,
+					   &w);
+		else
+			rc = 1; /* the piece is full: this tenant starts the next one */
+		if (w.status != CTL_OK)
+			return w.status;
+		if (rc)
+			return CTL_MORE;
+		if (!cur->all)
+			return CTL_OK;
+	}
+	return CTL_OK;
 }
 
 /*
@@ -340,19 +362,30 @@ static int routes_next(void *ctx, void *cursor, struct ctl_reply *r)
  * it would take the control thread and hundreds of MB for the walk); one prefix is one
  * walk, answered at once.
  */
-int gw_dp_show_routes(struct gw_dp *dp, const struct ip_prefix *match, struct ctl_reply *r)
+int gw_dp_show_routes(struct gw_dp *dp, const char *tenant, const struct ip_prefix *match,
+		      struct ctl_reply *r)
 {
 	struct route_walk w = { .dp = dp, .match = match, .r = r, .status = CTL_OK };
+	bool all = !strcmp(tenant, "all");
+	const struct dp_tenant *t = all ? NULL : dp_tenant_by_name(dp, tenant);
 	struct route_cursor *cur;
 
+	if (!all && !t)
+		return ctl_reply_error(r, CTL_EBADREQ, "no tenant '%s'", tenant);
 	if (match) {
-		rt_walk(dp->rt, match->addr.family, route_cb, &w);
+		for (unsigned i = 0; i < GW_TENANTS_MAX && w.status == CTL_OK; i++) {
+			w.t = dp_tenant_at(dp, i);
+			if (w.t && (all || w.t == t))
+				rt_walk(w.t->rt, match->addr.family, route_cb, &w);
+		}
 		return w.status;
 	}
 	cur = calloc(1, sizeof(*cur));
 	if (!cur)
 		return ctl_reply_error(r, CTL_EFAILED, "out of memory");
 	cur->dp = dp;
+	cur->all = all;
+	cur->slot = all ? 0 : (unsigned)(t - dp->tenants);
 	ctl_reply_stream(r, routes_next, cur, free);
 	return CTL_OK;
 }

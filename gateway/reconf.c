@@ -75,6 +75,8 @@ static const char *rebuild_reason(const struct gw_reconf_link *run, const struct
 
 		if (!c)
 			return "removed from the config";
+		if (strcmp(run->tenant, c->tenant))
+			return "moved to another tenant";
 		if (strcmp(run->backend, gw_ipoib_backend_name(c->backend)) ||
 		    strcmp(run->device, c->device) || run->port != c->port)
 			return "moved to another port";
@@ -90,6 +92,8 @@ static const char *rebuild_reason(const struct gw_reconf_link *run, const struct
 
 	if (!c)
 		return "removed from the config";
+	if (strcmp(run->tenant, c->tenant))
+		return "moved to another tenant";
 	if (strcmp(run->backend, gw_eth_backend_name(c->backend)) ||
 	    strcmp(run->device, c->device) || run->vlan != c->vlan)
 		return "moved to another device or VLAN";

@@ -41,6 +41,7 @@ enum gw_reconf_kind {
 struct gw_reconf_link {
 	enum gw_reconf_kind kind;
 	char name[GW_NAME_MAX], backend[16], device[GW_NAME_MAX]; /* backend by name */
+	char tenant[GW_NAME_MAX];                                 /* "": the default */
 	uint32_t mtu;                                             /* as configured */
 	const struct ip_prefix *addrs; /* as running (at most GW_RECONF_MAX_ADDRS) */
 	unsigned n_addrs;

@@ -73,19 +73,36 @@ static int parse_addr(const char *text, const char *what, struct ip_addr *out,
 
 /* Interface names: what the config accepts, printable and without blanks (they are
  * quoted into logs and messages). */
-static int parse_dev(const char *text, char out[CTL_NAME_MAX], char why[CTL_ARGS_WHY_LEN])
+/* An interface's or tenant's name (what: "dev", "tenant"; noun: "an interface name"). */
+static int parse_name(const char *text, const char *what, const char *noun, char out[CTL_NAME_MAX],
+		      char why[CTL_ARGS_WHY_LEN])
 {
 	size_t n = strlen(text);
 
 	if (n == 0)
-		return fail(why, "dev needs an interface name");
+		return fail(why, "%s needs %s", what, noun);
 	if (n >= CTL_NAME_MAX)
-		return fail(why, "dev '%.64s' is longer than %d characters", text,
+		return fail(why, "%s '%.64s' is longer than %d characters", what, text,
 			    CTL_NAME_MAX - 1);
 	for (size_t i = 0; i < n; i++)
 		if (!isgraph((unsigned char)text[i]))
-			return fail(why, "dev name contains a blank or control character");
+			return fail(why, "%s name contains a blank or control character", what);
 	memcpy(out, text, n + 1);
+	return 0;
+}
+
+static int parse_dev(const char *text, char out[CTL_NAME_MAX], char why[CTL_ARGS_WHY_LEN])
+{
+	return parse_name(text, "dev", "an interface name", out, why);
+}
+
+/* A tenant's name; "default" (the tenant of what names none) is kept as "". */
+static int parse_tenant(const char *text, char out[CTL_NAME_MAX], char why[CTL_ARGS_WHY_LEN])
+{
+	if (parse_name(text, "tenant", "a tenant name", out, why) < 0)
+		return -EINVAL;
+	if (!strcmp(out, "default"))
+		out[0] = '\0';
 	return 0;
 }
 
@@ -306,18 +323,21 @@ int ctl_route_from_json(struct json_object *args, bool for_add, struct ctl_route
 			char why[CTL_ARGS_WHY_LEN])
 {
 	static const char *const keys[] = { "dst",    "type",     "gateway", "dev",
-					    "metric", "nexthops", NULL };
+					    "metric", "nexthops", "tenant",  NULL };
 	const char *what = for_add ? "route add" : "route del";
-	const char *dst, *type, *gw, *dev;
+	const char *dst, *type, *gw, *dev, *tenant;
 	struct json_object *nhs = NULL;
 
 	memset(out, 0, sizeof(*out));
 	if (!args)
 		return fail(why, "%s needs \"dst\"", what);
 	if (check_keys(args, keys, what,
-		       "\"dst\", \"type\", \"gateway\", \"dev\", \"metric\" and \"nexthops\"",
+		       "\"dst\", \"type\", \"gateway\", \"dev\", \"metric\", \"nexthops\" and "
+		       "\"tenant\"",
 		       why) < 0 ||
 	    get_string(args, "dst", true, what, &dst, why) < 0 ||
+	    get_string(args, "tenant", false, what, &tenant, why) < 0 ||
+	    (tenant && parse_tenant(tenant, out->tenant, why) < 0) ||
 	    get_string(args, "type", false, what, &type, why) < 0 ||
 	    get_string(args, "gateway", false, what, &gw, why) < 0 ||
 	    get_string(args, "dev", false, what, &dev, why) < 0 ||
@@ -420,6 +440,8 @@ struct json_object *ctl_route_to_json(const struct ctl_route *r)
 	if (r->blackhole)
 		add_str(o, "type", "blackhole");
 	json_object_object_add(o, "metric", json_object_new_int64(r->metric));
+	if (r->tenant[0])
+		add_str(o, "tenant", r->tenant);
 	if (r->n_nh == 1) {
 		if (r->nh[0].has_gw)
 			add_str(o, "gateway", ip_addr_format(&r->nh[0].gw, buf, sizeof(buf)));
@@ -551,15 +573,17 @@ enum {
 	RK_SRC,
 	RK_UNRESOLVED,
 	RK_INACTIVE,
+	RK_TENANT,
 };
 static const char *const route_kw[] = { "via",   "dev", "metric",     "nexthop",  "weight", "proto",
-					"scope", "src", "unresolved", "inactive", NULL };
-#define ROUTE_KW_LIST "via, dev, metric, nexthop, weight, proto, scope, unresolved or inactive"
+					"scope", "src", "unresolved", "inactive", "tenant", NULL };
+#define ROUTE_KW_LIST                                                                              \
+	"via, dev, metric, nexthop, weight, proto, scope, unresolved, inactive or tenant"
 
 /* What the words said, before it becomes a ctl_route. */
 struct route_words {
 	bool is_default;
-	bool have_metric, have_dev;
+	bool have_metric, have_dev, have_tenant;
 	char dev[CTL_NAME_MAX]; /* before any nexthop: applies to the via addresses */
 	unsigned n_via, n_groups, n_total;
 	struct ctl_nexthop via[CTL_ROUTE_MAX_NH];
@@ -685,6 +709,13 @@ static int route_word(int argc, char **argv, int *i, struct route_words *w, stru
 	case RK_UNRESOLVED:
 	case RK_INACTIVE:
 		return 0; /* state flags of a shown route: nothing to add */
+	case RK_TENANT:
+		if (w->have_tenant)
+			return fail(why, "tenant is given twice");
+		w->have_tenant = true;
+		return value(argc, argv, i, "tenant", &v, why) < 0
+			   ? -EINVAL
+			   : parse_tenant(v, r->tenant, why);
 	default:
 		return bad_keyword(argv[*i], k, ROUTE_KW_LIST, why);
 	}
@@ -904,6 +935,8 @@ char *ctl_route_format(const struct ctl_route *r, char *buf, size_t len)
 	}
 	if (r->metric)
 		PUT(" metric %u", r->metric);
+	if (r->tenant[0])
+		PUT(" tenant %s", r->tenant);
 #undef PUT
 	return buf;
 }

@@ -42,7 +42,8 @@ struct ctl_route {
 	struct ip_prefix dst; /* host bits clear */
 	bool blackhole;       /* drop: no next hop */
 	uint32_t metric;
-	unsigned n_nh; /* 0 only for a blackhole (add) or a del naming no next hop */
+	char tenant[CTL_NAME_MAX]; /* "": the default tenant */
+	unsigned n_nh;             /* 0 only for a blackhole (add) or a del naming no next hop */
 	struct ctl_nexthop nh[CTL_ROUTE_MAX_NH];
 };
 

@@ -37,21 +37,25 @@ static int fail(char why[CTL_CMD_WHY_LEN], const char *fmt, ...)
 static const struct ctl_cmd c_link_show =
     SHOW("link", CTL_SHOW_LINKS, "", "IPoIB links and Ethernet interfaces (-s: counters)");
 static const struct ctl_cmd c_route_show =
-    SHOW("route", CTL_SHOW_ROUTES, "[PREFIX]", "the routing table, like ip route");
+    SHOW("route", CTL_SHOW_ROUTES, "[tenant NAME|all] [PREFIX]",
+	 "the routing table (the default tenant's unless named), like ip route");
 static const struct ctl_cmd c_route_add = {
 	"route",
 	"add",
 	CTL_ROUTE_ADD,
 	true,
-	"[blackhole] PREFIX [via ADDR ...] [dev NAME] [metric N] [nexthop via ADDR [dev NAME]]...",
+	"[blackhole] PREFIX [via ADDR ...] [dev NAME] [metric N] [nexthop via ADDR [dev NAME]]... "
+	"[tenant NAME]",
 	"add a static route (kept until deleted or restart; a reload leaves it)"
 };
-static const struct ctl_cmd c_route_del = { "route",
-					    "del",
-					    CTL_ROUTE_DEL,
-					    true,
-					    "PREFIX [metric N] [via ADDR ...] [dev NAME]",
-					    "delete a static route" };
+static const struct ctl_cmd c_route_del = {
+	"route",
+	"del",
+	CTL_ROUTE_DEL,
+	true,
+	"PREFIX [metric N] [via ADDR ...] [dev NAME] [tenant NAME]",
+	"delete a static route"
+};
 static const struct ctl_cmd c_neigh_show = SHOW("neigh", CTL_SHOW_NEIGHBOURS, "[dev NAME]",
 						"neighbours of every interface, like ip neigh");
 static const struct ctl_cmd c_neigh_add = {

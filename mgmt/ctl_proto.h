@@ -33,7 +33,7 @@ enum ctl_msg_type {
 	CTL_SHOW_LINKS = 3, /* {"stats": true} optional */
 	CTL_RELOAD = 4,
 	CTL_LOG_LEVEL = 5,
-	CTL_SHOW_ROUTES = 6,     /* {"prefix": "10.1.0.0/16"} optional */
+	CTL_SHOW_ROUTES = 6,     /* {"prefix": "10.1.0.0/16", "tenant": "blue"} optional */
 	CTL_SHOW_NEIGHBOURS = 7, /* {"dev": "eth0"} optional */
 	CTL_SHOW_PATHS = 8,
 	CTL_SHOW_MCAST = 9,

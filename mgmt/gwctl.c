@@ -123,7 +123,10 @@ static void print_link(struct json_object *o, struct output *out)
 		printf(" dev %s", str(o, "device"));
 	if (num(o, "vlan"))
 		printf(" vlan %lld", (long long)num(o, "vlan"));
-	printf(" backend %s\n", str(o, "backend"));
+	printf(" backend %s", str(o, "backend"));
+	if (strcmp(str(o, "tenant"), "default"))
+		opt(o, "tenant", "tenant"); /* ip link: "master VRF" */
+	printf("\n");
 	if (json_object_object_get_ex(o, "addresses", &addrs)) {
 		for (size_t i = 0; i < json_object_array_length(addrs); i++) {
 			const char *a = json_object_get_string(json_object_array_get_idx(addrs, i));
@@ -183,6 +186,8 @@ static void print_route(struct json_object *o, struct output *out)
 	opt(o, "prefsrc", "src");
 	if (num(o, "metric"))
 		printf(" metric %lld", (long long)num(o, "metric"));
+	if (strcmp(str(o, "tenant"), "default"))
+		opt(o, "tenant", "tenant"); /* as ip route show table all names tables */
 	flags(o, "flags");
 	printf("\n");
 	if (json_object_object_get_ex(o, "nexthops", &nhs)) {
@@ -648,16 +653,33 @@ static struct json_object *args_links(int argc, char **argv, const struct output
 static struct json_object *args_routes(int argc, char **argv, const struct output *out,
 				       char why[CTL_ARGS_WHY_LEN])
 {
+	const char *prefix = NULL, *tenant = NULL;
 	struct json_object *a;
 	(void)out;
 
-	if (argc > 1) {
-		snprintf(why, CTL_ARGS_WHY_LEN, "unexpected argument '%s'", argv[1]);
-		return NULL;
+	/* [tenant NAME | vrf NAME | tenant all] [PREFIX], in either order (ip route show
+	 * vrf NAME). */
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "tenant") || !strcmp(argv[i], "vrf")) {
+			if (tenant || i + 1 == argc) {
+				snprintf(why, CTL_ARGS_WHY_LEN,
+					 tenant ? "tenant is given twice" : "%s needs a name",
+					 argv[i]);
+				return NULL;
+			}
+			tenant = argv[++i];
+		} else if (!prefix) {
+			prefix = argv[i];
+		} else {
+			snprintf(why, CTL_ARGS_WHY_LEN, "unexpected argument '%s'", argv[i]);
+			return NULL;
+		}
 	}
 	a = json_object_new_object();
-	if (argc == 1)
-		json_object_object_add(a, "prefix", json_object_new_string(argv[0]));
+	if (prefix)
+		json_object_object_add(a, "prefix", json_object_new_string(prefix));
+	if (tenant)
+		json_object_object_add(a, "tenant", json_object_new_string(tenant));
 	return a;
 }
 

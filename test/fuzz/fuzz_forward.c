@@ -136,13 +136,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ipoib_rx_classify(buf, size - 1, data[0] & 2, &rx);
 		if (rx.kind == IPOIB_RX_IP4 || rx.kind == IPOIB_RX_IP6)
 			ip = rx.data, iplen = rx.len;
-		fwd_prefetch_burst(&ctx, &ip, &iplen, 1); /* the worker warms every burst */
+		fwd_prefetch_burst(&ctx, fwd_snap_if(ctx.snap, iib)->fib, &ip, &iplen,
+				   1); /* as the worker */
 		fwd_input_ib(&ctx, fwd_snap_if(ctx.snap, iib), &rx, &res);
 	} else {
 		size_t iplen = 0;
 		const uint8_t *ip = fwd_eth_ip(buf, size - 1, &iplen);
 
-		fwd_prefetch_burst(&ctx, &ip, &iplen, 1);
+		fwd_prefetch_burst(&ctx, fwd_snap_if(ctx.snap, ieth)->fib, &ip, &iplen, 1);
 		fwd_input_eth(&ctx, fwd_snap_if(ctx.snap, ieth), buf, size - 1, (data[0] >> 1) & 3,
 			      NULL, &res);
 	}

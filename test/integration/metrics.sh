@@ -102,7 +102,7 @@ tap_is "build_info carries the version" \
 tap_like "every family has HELP and TYPE once" \
 	"$(printf '%s\n' "$page" | awk '/^# TYPE/ { t[$3]++ } /^# HELP/ { h[$3]++ }
 		END { for (k in t) if (t[k] != 1 || h[k] != 1) print "bad " k; print "checked" }')" "^checked$"
-tap_is "the Ethernet link is up" "$(until_value 5 'ibgw_link_up{link="eth0"}' 1)" 1
+tap_is "the Ethernet link is up" "$(until_value 5 'ibgw_link_up{link="eth0",tenant="default"}' 1)" 1
 tap_is "start time is the daemon's" \
 	"$(value ibgw_start_time_seconds "$page")" \
 	"$("$gwctl" -S "$sock" -j show version | jq -r '.[0].started')"
@@ -110,8 +110,8 @@ tap_is "start time is the daemon's" \
 before=$(scrape)
 tap_check "the host pings the gateway" hx ping -c 5 -i 0.2 -W 2 192.0.2.1
 after=$(scrape)
-rx0=$(value 'ibgw_link_receive_packets_total{link="eth0"}' "$before")
-rx1=$(value 'ibgw_link_receive_packets_total{link="eth0"}' "$after")
+rx0=$(value 'ibgw_link_receive_packets_total{link="eth0",tenant="default"}' "$before")
+rx1=$(value 'ibgw_link_receive_packets_total{link="eth0",tenant="default"}' "$after")
 tap_like "both scrapes have the link's receive counter" "$rx0 $rx1" "^[0-9]+ [0-9]+$"
 [ -n "$rx0" ] && [ -n "$rx1" ] && [ "$((rx1 - rx0))" -ge 5 ] &&
 	tap_ok "it rose by the 5 pings at least" ||

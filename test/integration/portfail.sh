@@ -100,7 +100,7 @@ tap_is "no failover for it: gw1 still master, no transition on either box" \
 	"master 0 backup 0"
 tap_like "the move is counted (ibgw_ipoib_port_moves_total)" \
 	"$(in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep '^ibgw_ipoib_port_moves_total')" \
-	'link="ib0"} 1$'
+	'link="ib0",tenant="default"} 1$'
 # The IB hosts' ib0 (ibgw-host) names a neighbour by a MAC ending in its GUID's low 40
 # bits (hl2_mac_from_guid).
 tap_like "the IB host's neighbour for the service address is port 1 now" \

@@ -1033,6 +1033,9 @@ static void route_words_parse(void **state)
 {
 	(void)state;
 	route_text("10.1.0.0/16 via 10.0.0.1", "10.1.0.0/16 via 10.0.0.1");
+	route_text("10.1.0.0/16 tenant blue via 10.0.0.1 dev eth2",
+		   "10.1.0.0/16 via 10.0.0.1 dev eth2 tenant blue");
+	route_text("10.1.0.0/16 via 10.0.0.1 tenant default", "10.1.0.0/16 via 10.0.0.1");
 	route_text("10.1.0.0/16 v 10.0.0.1 d eth0 m 10",
 		   "10.1.0.0/16 via 10.0.0.1 dev eth0 metric 10");
 	route_text("10.1.0.0/16 via 10.0.0.1 10.0.0.2 dev ib0",
@@ -1101,12 +1104,14 @@ static void route_words_refused(void **state)
 	route_refused("10.1.0.0/16 via 10.0.0.1 metric -1", true,
 		      "metric '-1' is not a number 0..4294967295");
 	route_refused("10.1.0.0/16 via 10.0.0.1 metric 1 metric 2", true, "metric is given twice");
+	route_refused("10.1.0.0/16 via 10.0.0.1 tenant a tenant b", true, "tenant is given twice");
+	route_refused("10.1.0.0/16 via 10.0.0.1 tenant", true, "tenant needs a value");
 	route_refused("10.1.0.0/16 via 10.0.0.1 s 1", true,
 		      "ambiguous word 's'; expected via, dev, metric, nexthop, weight, proto, "
-		      "scope, unresolved or inactive");
+		      "scope, unresolved, inactive or tenant");
 	route_refused("10.1.0.0/16 via 10.0.0.1 color red", true,
 		      "unknown word 'color'; expected via, dev, metric, nexthop, weight, proto, "
-		      "scope, unresolved or inactive");
+		      "scope, unresolved, inactive or tenant");
 	route_refused("10.1.0.0/16 nexthop via 10.0.0.1 weight 3", true,
 		      "weight 3: next hops share traffic equally here (weight 1)");
 	route_refused("10.1.0.0/16 via 10.0.0.1 nexthop via 10.0.0.2", true,
@@ -1153,7 +1158,7 @@ static void route_json_strict(void **state)
 	assert_string_equal(why, "route add needs \"dst\"");
 	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"via\":\"x\"}", true,
 			   "route add takes only \"dst\", \"type\", \"gateway\", \"dev\", "
-			   "\"metric\" and \"nexthops\"; unknown key \"via\"");
+			   "\"metric\", \"nexthops\" and \"tenant\"; unknown key \"via\"");
 	route_json_refused("{\"dst\":16,\"gateway\":\"10.0.0.1\"}", true,
 			   "\"dst\" must be a string");
 	route_json_refused("{\"dst\":\"10.1.0.0/16\",\"gateway\":\"10.0.0.1\",\"metric\":\"5\"}",

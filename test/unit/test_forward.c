@@ -762,6 +762,88 @@ static void no_route_sends_unreachable(void **state)
 	release_ib(v);
 }
 
+/*
+ * Tenants: an interface given a table of its own (fwd_if_config.rt) is looked up there
+ * only, its addresses may repeat the default tenant's, and a packet reaches another
+ * tenant only through a route in its own table that names an interface there.
+ */
+static void tenants_have_own_tables(void **state)
+{
+	struct env *v = *state;
+	struct rt_config rc = { 0 };
+	struct rt_table *blue;
+	struct fwd_if_config bc = { .name = "eth2",
+				    .kind = FWD_IF_ETH,
+				    .mtu = 1500,
+				    .eth_ops = &ethp_afpacket_ops,
+				    .eth = (struct ethp_port *)&fake_eth_dummy,
+				    .mac = gw_mac };
+	struct ip_prefix same = pfx("10.1.0.1/24");
+	struct rt_route leak = { .prefix = pfx("10.2.0.0/24"), .source = RT_SRC_STATIC, .nnh = 1 };
+	struct neigh_link ll = { .len = 6, .usable = true };
+	struct ip_addr dst;
+	const struct rt_fib_nh *nh;
+	uint32_t e2;
+	uint8_t p[200], f[300], a[16];
+	const struct fwd_if *in2;
+
+	assert_int_equal(rt_create(&blue, &rc), 0);
+	bc.rt = blue;
+	assert_int_equal(fwd_engine_if_add(v->e, &bc, &e2), 0);
+	assert_int_equal(fwd_engine_if_set_up(v->e, e2, true), 0);
+	/* The default tenant's subnet again: accepted, and connected in blue only. */
+	assert_int_equal(fwd_engine_if_add_addr(v->e, e2, &same), 0);
+	assert_int_equal(ip_addr_parse("10.1.0.9", &dst), 0);
+	nh = rt_lookup(v->rt, &dst, 0);
+	assert_non_null(nh);
+	assert_int_equal(nh->ifindex, v->eth);
+	nh = rt_lookup(blue, &dst, 0);
+	assert_non_null(nh);
+	assert_int_equal(nh->ifindex, e2);
+	in2 = fwd_snap_if(fwd_engine_current(v->e), e2);
+	addr("10.1.0.2", a);
+	memcpy(ll.addr, h3_mac, 6);
+	assert_non_null(neigh_update(in2->neigh, AF_INET, a, &ll, NEIGH_F_CREATE | NEIGH_F_ADMIN));
+
+	/* From IB (default tenant) to 10.1.0.2: the default tenant's host on eth1. */
+	fwd_ctx_begin(&v->c, 2000000000ull);
+	mk4(p, "10.2.0.2", "10.1.0.2", 17, 100, 64, false);
+	from_ib(v, p, 100);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.tx[0].ifp->index, v->eth);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h_mac, 6);
+
+	/* From blue's eth2 to the IB subnet: no route in blue, unreachable back on eth2. */
+	mk4(p, "10.1.0.2", "10.2.0.2", 17, 100, 64, false);
+	memcpy(f, gw_mac, 6);
+	memcpy(f + 6, h3_mac, 6);
+	f[12] = 0x08, f[13] = 0x00;
+	memcpy(f + 14, p, 100);
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, e2), f, 114, ETHP_PKT_HOST, NULL, &v->res);
+	assert_int_equal(v->res.v, FWD_V_DROP);
+	assert_int_equal(v->res.drop, FWD_DROP_NO_ROUTE);
+	assert_int_equal(v->res.n_tx, 1);
+	assert_int_equal(v->res.tx[0].ifp->index, e2);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h3_mac, 6);
+
+	/* A route in blue naming the IB link leaks that prefix into the default tenant. */
+	leak.nh[0] = (struct rt_nexthop){ .type = RT_NH_CONNECTED, .ifindex = v->ib };
+	assert_int_equal(rt_add(blue, &leak), 0);
+	mk4(p, "10.1.0.2", "10.2.0.2", 17, 100, 64, false);
+	memcpy(f + 14, p, 100);
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_eth(&v->c, fwd_snap_if(v->c.snap, e2), f, 114, ETHP_PKT_HOST, NULL, &v->res);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 1);
+	assert_int_equal(v->res.tx[0].ifp->index, v->ib);
+	assert_int_equal(v->res.tx[0].ib.remote_qpn, 0x48);
+	release_ib(v);
+
+	assert_int_equal(fwd_engine_if_del(v->e, e2), 0);
+	rt_destroy(blue);
+}
+
 static void ecmp_spreads_and_sticks(void **state)
 {
 	struct env *v = *state;
@@ -833,6 +915,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(dhcp6_solicit_punted_where_relayed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(multicast_punted_where_forwarded, setup, teardown),
+		cmocka_unit_test_setup_teardown(tenants_have_own_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
 	};

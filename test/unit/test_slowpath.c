@@ -720,8 +720,8 @@ static void echo_probe(void **state)
 	assert_int_equal(ip_addr_parse("10.2.0.77", &tb), 0);
 	assert_int_equal(ip_addr_parse("192.0.2.1", &none), 0);
 	assert_int_equal(fwd_sp_echo_bind(v->e, 0x4242, echo_cb, &seen), 0);
-	assert_int_equal(fwd_sp_send_echo(v->e, &none, 0x4242, 1), -ENETUNREACH);
-	assert_int_equal(fwd_sp_send_echo(v->e, &tb, 0x4242, 7), 0);
+	assert_int_equal(fwd_sp_send_echo(v->e, NULL, &none, 0x4242, 1), -ENETUNREACH);
+	assert_int_equal(fwd_sp_send_echo(v->e, NULL, &tb, 0x4242, 7), 0);
 	m = next_out(v);
 	assert_non_null(m);
 	assert_int_equal(m->type, FWD_MSG_TX_IP);
