@@ -77,7 +77,8 @@ struct ethp_port_config {
 			      * chunk, 2048 when buf_size is at most that, else one page;
 			      * a frame starts 258 bytes into it */
 	unsigned rx_depth;   /* buffers kept posted for receive, shared by the queues:
-			      * default n_bufs / 2 */
+			      * default n_bufs / 2. af_xdp: at least 4096 over the device
+			      * queues (its rings), n_bufs grown to feed them */
 	enum ethp_io_mode io;
 	bool no_vnet_hdr; /* no PACKET_VNET_HDR: GSO frames neither received (truncated
 			   * when larger than a buffer) nor sent whole */
