@@ -87,6 +87,8 @@ HOST_BIN    := $(if $(wildcard sim/host/main.c),$(O)/bin/ibgw-host)
 # Test helper programs: test/tools/<name>.c -> build/tools/<name>.
 TOOL_SRCS := $(wildcard test/tools/*.c)
 TOOL_BINS := $(patsubst test/tools/%.c,$(O)/tools/%,$(TOOL_SRCS))
+# Test tools that run in the kernel (tc BPF programs): built for BPF like the af_xdp port's.
+TOOL_BPF  := $(patsubst test/tools/bpf/%.c,$(O)/tools/%.o,$(wildcard test/tools/bpf/*.bpf.c))
 
 # Benchmarks: bench/<name>.c -> build/bench/<name>; `make bench` runs them all. Peers
 # from DPDK (Debian libdpdk-dev, installed by `make bench-deps`) are compiled in when
@@ -127,6 +129,9 @@ BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -ffile-prefix-map=$(CURDIR)=. \
               -I/usr/include/$(shell $(BPF_CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 XSK_PROG   := $(O)/port/bpf/eth_port_afxdp.bpf.o
 $(XSK_PROG): port/bpf/eth_port_afxdp.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CC) $(BPF_CFLAGS) -c -o $@ $<
+$(O)/tools/%.bpf.o: test/tools/bpf/%.bpf.c
 	@mkdir -p $(@D)
 	$(BPF_CC) $(BPF_CFLAGS) -c -o $@ $<
 $(O)/port/eth_port_afxdp.o: $(XSK_PROG)
@@ -196,7 +201,7 @@ $(O)/fuzz/%: $(O)/test/fuzz/%.o $(ARCHIVES)
 	@mkdir -p $(@D)
 	$(LINK)
 
-unit-tests: $(UNIT_BINS) $(BINS) $(TOOL_BINS)
+unit-tests: $(UNIT_BINS) $(BINS) $(TOOL_BINS) $(TOOL_BPF)
 fuzzers: $(FUZZ_BINS)
 
 deps:

@@ -134,19 +134,9 @@ const struct fwd_snap *fwd_engine_current(const struct fwd_engine *e)
 	return fwd_engine_snap(e);
 }
 
-const struct rt_fib *fwd_engine_fib(const struct fwd_engine *e)
-{
-	return e->fib;
-}
-
 uint32_t fwd_engine_flow_seed(const struct fwd_engine *e)
 {
 	return e->seed;
-}
-
-struct rt_table *fwd_engine_rt(const struct fwd_engine *e)
-{
-	return e->rt;
 }
 
 unsigned fwd_engine_n_workers(const struct fwd_engine *e)

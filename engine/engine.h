@@ -33,8 +33,8 @@
  * straight back to their pools, and a parked one that is released is copied into a
  * message of the egress interface's (running) worker. A later increase reuses it.
  *
- * Threads: every function here is for the control thread, except fwd_engine_snap,
- * fwd_engine_fib and the inline readers, which workers call (inside their RCU read-side
+ * Threads: every function here is for the control thread, except fwd_engine_snap
+ * and the inline readers, which workers call (inside their RCU read-side
  * state); fwd_engine_stats may be called from any thread (counters are relaxed atomics).
  */
 #ifndef IBGW_ENGINE_ENGINE_H
@@ -441,7 +441,6 @@ uint32_t fwd_engine_if_by_name(const struct fwd_engine *e, const char *name);
 
 /* The control thread's view (always the latest snapshot). */
 const struct fwd_snap *fwd_engine_current(const struct fwd_engine *e);
-struct rt_table *fwd_engine_rt(const struct fwd_engine *e);
 /* The workers interfaces may be assigned to: 0..n-1 (fwd_worker_set_count changes n). */
 unsigned fwd_engine_n_workers(const struct fwd_engine *e);
 
@@ -453,7 +452,6 @@ void fwd_engine_stats(const struct fwd_engine *e, int worker, struct fwd_stats *
 
 /* The snapshot to use until the next quiescent state (acquire load). */
 const struct fwd_snap *fwd_engine_snap(const struct fwd_engine *e);
-const struct rt_fib *fwd_engine_fib(const struct fwd_engine *e);
 uint32_t fwd_engine_flow_seed(const struct fwd_engine *e);
 
 /* The rings and pools of worker w (worker.c and slowpath.c). */

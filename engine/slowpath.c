@@ -197,11 +197,14 @@ static void send_own_ip(struct fwd_sp *sp, struct rt_table *rt, int family, cons
 
 /* ---- addresses and where they live ---------------------------------------------------- */
 
-static bool is_own(const struct fwd_snap *s, int family, const uint8_t *a, uint32_t *where)
+static bool is_own(const struct fwd_snap *s, const struct rt_table *rt, int family,
+		   const uint8_t *a, uint32_t *where)
 {
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
 
+		if (f->rt != rt) /* another tenant's: the same address may be there too */
+			continue;
 		for (unsigned i = 0; f->index && i < f->n_addrs; i++) {
 			if (f->addrs[i].addr.family == family &&
 			    !memcmp(f->addrs[i].addr.bytes, a, family == AF_INET ? 4 : 16)) {
@@ -270,14 +273,15 @@ static enum proxy_where where_lookup(void *arg, int family, const uint8_t *addr)
 	struct where_ctx *w = arg;
 	const struct fwd_snap *s = fwd_engine_current(w->e);
 
-	if (is_own(s, family, addr, NULL))
+	if (is_own(s, w->in->rt, family, addr, NULL))
 		return PROXY_WHERE_SELF;
 	if (fwd_neigh_usable(w->in, family, addr))
 		return PROXY_WHERE_ASKER_SIDE;
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
 
-		if (f->index && k != w->in->index && f->up && fwd_neigh_usable(f, family, addr)) {
+		if (f->index && k != w->in->index && f->up && f->rt == w->in->rt &&
+		    fwd_neigh_usable(f, family, addr)) {
 			w->other = k;
 			return PROXY_WHERE_OTHER_SIDE;
 		}
@@ -287,7 +291,8 @@ static enum proxy_where where_lookup(void *arg, int family, const uint8_t *addr)
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
 
-		if (f->index && k != w->in->index && f->up && in_proxy_prefix(f, family, addr)) {
+		if (f->index && k != w->in->index && f->up && f->rt == w->in->rt &&
+		    in_proxy_prefix(f, family, addr)) {
 			w->other = k;
 			return PROXY_WHERE_OTHER_PREFIX;
 		}
@@ -416,7 +421,7 @@ static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const u
 		    (family == AF_INET ? a->proxy.proxy_arp : a->proxy.proxy_nd))
 			proxied = true;
 	}
-	if (!proxied || is_own(s, family, addr, NULL))
+	if (!proxied || is_own(s, rt, family, addr, NULL))
 		return;
 	r.prefix.addr.family = (uint8_t)family;
 	memcpy(r.prefix.addr.bytes, addr, family == AF_INET ? 4 : 16);
@@ -548,18 +553,18 @@ static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *f
 	memcpy(ll.addr, a.sha, 6);
 	if (!memcmp(a.sha, in->mac, 6))
 		return; /* our own, looped back */
-	if (a.spa && is_own(s, AF_INET, spa, NULL)) {
+	if (a.spa && is_own(s, in->rt, AF_INET, spa, NULL)) {
 		/* Another host claims one of our addresses: a conflict or a spoof. Learning
 		 * it would make a neighbour entry for our own address. */
 		sp->st.r[FWD_SP_OWN_CLAIMED]++;
 		return;
 	}
-	for_us = if_src(in, AF_INET, NULL) && is_own(s, AF_INET, tpa, NULL);
+	for_us = if_src(in, AF_INET, NULL) && is_own(s, in->rt, AF_INET, tpa, NULL);
 	/* Only addresses of this interface are answered here; others are proxy matters. */
 	if (for_us) {
 		uint32_t where = 0;
 
-		(void)is_own(s, AF_INET, tpa, &where);
+		(void)is_own(s, in->rt, AF_INET, tpa, &where);
 		for_us = where == in->index;
 	}
 	if (a.spa) {
@@ -642,7 +647,7 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 	}
 	if (m.type != ND_NS)
 		return; /* RA, Redirect: not taken by a gateway */
-	if (!m.dad && is_own(s, AF_INET6, m.src, NULL)) {
+	if (!m.dad && is_own(s, in->rt, AF_INET6, m.src, NULL)) {
 		/* Another host gives one of our addresses as its source (as in eth_arp). */
 		sp->st.r[FWD_SP_OWN_CLAIMED]++;
 		return;
@@ -653,7 +658,7 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 				 learn_create(sp, in, AF_INET6, m.src) | NEIGH_F_OVERRIDE))
 			neighbour_learned(sp, in->index, AF_INET6, m.src);
 	}
-	if (is_own(s, AF_INET6, m.target, &where) && where == in->index) {
+	if (is_own(s, in->rt, AF_INET6, m.target, &where) && where == in->index) {
 		size_t n = nd_build_na_reply(out, sizeof(out), ND_LINK_ETHER, &m, m.target,
 					     ND_NA_OVERRIDE | (in->proxy.router ? ND_NA_ROUTER : 0),
 					     in->mac);
@@ -823,7 +828,7 @@ static void ib_ctl(struct fwd_sp *sp, const struct fwd_if *in, struct fwd_msg *m
 		else if (nm.type == ND_NS && !nm.dad)
 			neighbour_learned(sp, in->index, AF_INET6, nm.src);
 		if (nm.type == ND_NS && in->proxy.proxy_nd &&
-		    !is_own(fwd_engine_current(sp->e), AF_INET6, nm.target, NULL))
+		    !is_own(fwd_engine_current(sp->e), in->rt, AF_INET6, nm.target, NULL))
 			ib_proxy_nd(sp, in, &nm);
 	}
 }
@@ -1245,7 +1250,7 @@ static void unreachable(struct fwd_sp *sp, struct fwd_msg *m)
 	struct icmp_err err = { .type = family == AF_INET ? ICMP4_DEST_UNREACH : ICMP6_DEST_UNREACH,
 				.code = family == AF_INET ? ICMP4_CODE_HOST : ICMP6_CODE_ADDR };
 	const struct fwd_snap *s = fwd_engine_current(sp->e);
-	const struct fwd_if *in = NULL;
+	const struct fwd_if *in, *at;
 	enum icmp_reason r;
 
 	if (m->len < (family == AF_INET ? IP4_HDR_LEN : IP6_HDR_LEN))
@@ -1255,8 +1260,12 @@ static void unreachable(struct fwd_sp *sp, struct fwd_msg *m)
 		sp->st.r[FWD_SP_ICMP_LIMITED]++;
 		return;
 	}
-	for (uint32_t k = 1; k < FWD_IF_MAX && !in; k++)
-		if (s->ifs[k].index && if_src(&s->ifs[k], family, NULL))
+	/* The source: our address on the interface the packet waited for, else on another
+	 * interface of its tenant. */
+	at = sp_if(sp->e, m->ifindex);
+	in = at && if_src(at, family, NULL) ? at : NULL;
+	for (uint32_t k = 1; k < FWD_IF_MAX && at && !in; k++)
+		if (s->ifs[k].index && s->ifs[k].rt == at->rt && if_src(&s->ifs[k], family, NULL))
 			in = &s->ifs[k];
 	src = in ? if_src(in, family, NULL) : NULL;
 	if (!src)

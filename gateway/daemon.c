@@ -116,12 +116,20 @@ static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply 
 static int cmd_show_routes(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
-	struct json_object *v, *t;
+	struct json_object *v = NULL, *t = NULL;
 	struct ip_prefix p;
 
-	if (opt_arg(args, "prefix", json_type_string, &v, r, "show routes") ||
-	    opt_arg(args, "tenant", json_type_string, &t, r, "show routes"))
-		return CTL_EBADREQ;
+	if (args) {
+		json_object_object_foreach(args, k, a)
+		{
+			if (!json_object_is_type(a, json_type_string) ||
+			    (strcmp(k, "prefix") && strcmp(k, "tenant")))
+				return ctl_reply_error(r, CTL_EBADREQ,
+						       "show routes takes only \"prefix\" and "
+						       "\"tenant\" (strings)");
+			*(strcmp(k, "prefix") ? &t : &v) = a;
+		}
+	}
 	if (v && ip_prefix_parse(json_object_get_string(v), false, &p) < 0)
 		return ctl_reply_error(
 		    r, CTL_EBADREQ, "'%s' is not a prefix (10.1.0.0/16, fd00::/64; no host bits)",

@@ -297,7 +297,8 @@ static void kroute_start(struct dp_tenant *t, const struct gw_kernel_routes_conf
 	ret = kroute_new(dp->loop, &kc, &t->kroute);
 	if (ret < 0) {
 		t->kroute = NULL;
-		log_errno(LOG_ERR, -ret, "tenant %s: kernel routes (export table %u, import table %u)",
+		log_errno(LOG_ERR, -ret,
+			  "tenant %s: kernel routes (export table %u, import table %u)",
 			  dp_tenant_label(t), c->export_table, c->import_table);
 		return;
 	}
@@ -335,9 +336,9 @@ static void kroute_reconfigure(struct dp_tenant *t, const struct gw_kernel_route
 	    o->metric == c->metric)
 		return;
 	/* A changed protocol or metric is a changed route key: withdraw and export anew. */
-	kroute_stop(t, old_export != new_export || o->protocol != c->protocol ||
-			   o->metric != c->metric,
-		    old_import != new_import);
+	kroute_stop(
+	    t, old_export != new_export || o->protocol != c->protocol || o->metric != c->metric,
+	    old_import != new_import);
 	kroute_start(t, c);
 	log_notice("tenant %s: kernel routes reconfigured", dp_tenant_label(t));
 	gw_reload_note(t->dp->outcome, false, "%s%skernel routes: reconfigured",

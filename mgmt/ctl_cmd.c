@@ -38,7 +38,7 @@ static const struct ctl_cmd c_link_show =
     SHOW("link", CTL_SHOW_LINKS, "", "IPoIB links and Ethernet interfaces (-s: counters)");
 static const struct ctl_cmd c_route_show =
     SHOW("route", CTL_SHOW_ROUTES, "[tenant NAME|all] [PREFIX]",
-	 "the routing table (the default tenant's unless named), like ip route");
+	 "the routing table (default: the default tenant's), like ip route");
 static const struct ctl_cmd c_route_add = {
 	"route",
 	"add",

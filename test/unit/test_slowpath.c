@@ -239,6 +239,55 @@ static void answered_to_asker(struct env *v, int family)
 	assert_null(next_out(v));
 }
 
+/* Tenants: eth3, in a tenant of its own, holds eth1's address 10.1.0.1 too. An ARP for it
+ * on eth3 is answered there with eth3's MAC (before tenants, the first interface holding
+ * the address won and eth3 stayed silent), and one on eth1 by eth1 alone. */
+static void arp_answered_in_the_askers_tenant(void **state)
+{
+	struct env *v = *state;
+	struct rt_config rc = { 0 };
+	struct rt_table *blue;
+	static const uint8_t mac3[6] = { 2, 0, 0, 0, 3, 1 };
+	struct fwd_if_config c3 = { .name = "eth3",
+				    .kind = FWD_IF_ETH,
+				    .mtu = 1500,
+				    .eth_ops = &ethp_afpacket_ops,
+				    .eth = (struct ethp_port *)&dummy_port,
+				    .mac = mac3 };
+	struct ip_prefix p;
+	struct fwd_msg *m;
+	struct arp_pkt r;
+	uint32_t if3;
+	uint8_t f[128];
+
+	assert_int_equal(rt_create(&blue, &rc), 0);
+	c3.rt = blue;
+	assert_int_equal(fwd_engine_if_add(v->e, &c3, &if3), 0);
+	assert_int_equal(fwd_engine_if_set_up(v->e, if3, true), 0);
+	assert_int_equal(ip_prefix_parse("10.1.0.1/24", true, &p), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, if3, &p), 0);
+
+	punt(v, FWD_PUNT_ARP, if3, f,
+	     arp_frame(f, h2mac, ARP_OP_REQUEST, "10.1.0.2", "10.1.0.1", NULL), 0, NULL);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->type, FWD_MSG_TX_ETH);
+	assert_int_equal(m->ifindex, if3);
+	assert_memory_equal(m->data + 6, mac3, 6);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(r.op, ARP_OP_REPLY);
+	assert_memory_equal(r.sha, mac3, 6);
+	done(v, m);
+	assert_null(next_out(v));
+
+	punt(v, FWD_PUNT_ARP, v->if1, f,
+	     arp_frame(f, hmac, ARP_OP_REQUEST, "10.1.0.2", "10.1.0.1", NULL), 0, NULL);
+	answered_to_asker(v, AF_INET);
+
+	assert_int_equal(fwd_engine_if_del(v->e, if3), 0);
+	rt_destroy(blue);
+}
+
 static uint64_t learn_refused(struct env *v, uint32_t ifindex)
 {
 	struct neigh_stats st;
@@ -1202,6 +1251,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(arp_for_us_answered_and_learned, setup, teardown),
+		cmocka_unit_test_setup_teardown(arp_answered_in_the_askers_tenant, setup, teardown),
 		cmocka_unit_test_setup_teardown(learning_refused_off_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(proxy_arp_for_the_other_side_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
