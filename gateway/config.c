@@ -2172,28 +2172,34 @@ static void check_failover(struct load *L, void *base, const struct gw_ynode *co
 	}
 }
 
+/* An export and an import table (kernel_routes', a tenant's): 253-255 are the kernel's
+ * default, main and local tables, never ours to fill; the two must differ. */
+static void check_ktables(struct load *L, const char *path, const struct gw_ynode *ex,
+			  uint32_t *export_table, const struct gw_ynode *im, uint32_t *import_table)
+{
+	char fpath[200];
+
+	if (ex && usable(L, ex, export_table) && *export_table >= 253 && *export_table <= 255) {
+		snprintf(fpath, sizeof(fpath), "%s.export_table", path);
+		verr(L, ex, fpath, "%u is a kernel table (default, main, local); choose another",
+		     *export_table);
+	}
+	if (im && usable(L, im, import_table) && *import_table && *import_table == *export_table) {
+		snprintf(fpath, sizeof(fpath), "%s.import_table", path);
+		verr(L, im, fpath, "%u is also the export table; the two must differ",
+		     *import_table);
+	}
+}
+
 static void check_kernel_routes(struct load *L, void *base, const struct gw_ynode *const *vals,
 				const char *path, const struct gw_ynode *node)
 {
 	struct gw_kernel_routes_config *k = base;
-	const struct gw_ynode *ex = val_of(&kernel_routes_schema, vals, "export_table"),
-			      *im = val_of(&kernel_routes_schema, vals, "import_table");
-	char fpath[200];
 
 	(void)node;
-	/* 253-255 are the kernel's default, main and local tables: never ours to fill. */
-	if (ex && usable(L, ex, &k->export_table) && k->export_table >= 253 &&
-	    k->export_table <= 255) {
-		snprintf(fpath, sizeof(fpath), "%s.export_table", path);
-		verr(L, ex, fpath, "%u is a kernel table (default, main, local); choose another",
-		     k->export_table);
-	}
-	if (im && usable(L, im, &k->import_table) && k->import_table &&
-	    k->import_table == k->export_table) {
-		snprintf(fpath, sizeof(fpath), "%s.import_table", path);
-		verr(L, im, fpath, "%u is also the export table; the two must differ",
-		     k->import_table);
-	}
+	check_ktables(L, path, val_of(&kernel_routes_schema, vals, "export_table"),
+		      &k->export_table, val_of(&kernel_routes_schema, vals, "import_table"),
+		      &k->import_table);
 }
 
 static void check_tenant(struct load *L, void *base, const struct gw_ynode *const *vals,
@@ -2212,18 +2218,7 @@ static void check_tenant(struct load *L, void *base, const struct gw_ynode *cons
 		     "'default' is the tenant of everything that names none; it is not listed "
 		     "(its kernel tables are kernel_routes')");
 	}
-	if (ex && usable(L, ex, &t->export_table) && t->export_table >= 253 &&
-	    t->export_table <= 255) {
-		snprintf(fpath, sizeof(fpath), "%s.export_table", path);
-		verr(L, ex, fpath, "%u is a kernel table (default, main, local); choose another",
-		     t->export_table);
-	}
-	if (im && usable(L, im, &t->import_table) && t->import_table &&
-	    t->import_table == t->export_table) {
-		snprintf(fpath, sizeof(fpath), "%s.import_table", path);
-		verr(L, im, fpath, "%u is also the export table; the two must differ",
-		     t->import_table);
-	}
+	check_ktables(L, path, ex, &t->export_table, im, &t->import_table);
 }
 
 static void check_metrics(struct load *L, void *base, const struct gw_ynode *const *vals,
