@@ -39,6 +39,7 @@ static void start(struct running *r, const struct gw_config *cfg)
 
 		k->kind = GW_RECONF_IPOIB;
 		snprintf(k->name, sizeof(k->name), "%s", c->name);
+		snprintf(k->tenant, sizeof(k->tenant), "%s", c->tenant);
 		snprintf(k->backend, sizeof(k->backend), "%s", gw_ipoib_backend_name(c->backend));
 		snprintf(k->device, sizeof(k->device), "%s", c->device);
 		k->port = c->port;
@@ -61,6 +62,7 @@ static void start(struct running *r, const struct gw_config *cfg)
 
 		k->kind = GW_RECONF_ETH;
 		snprintf(k->name, sizeof(k->name), "%s", c->name);
+		snprintf(k->tenant, sizeof(k->tenant), "%s", c->tenant);
 		snprintf(k->backend, sizeof(k->backend), "%s", gw_eth_backend_name(c->backend));
 		snprintf(k->device, sizeof(k->device), "%s", c->device);
 		k->vlan = c->vlan;
@@ -197,7 +199,7 @@ static void addresses_and_proxy_update(void **state)
 	done(&x);
 }
 
-/* What an IPoIB link is built on: port, P_Key, mode, device, multicast hop limit. It is taken down
+/* What an IPoIB link is built on: port, P_Key, mode, device, multicast hop limit, tenant. It is taken down
  * with the reason and added again from the new config. */
 static void ipoib_rebuilds(void **state)
 {
@@ -218,6 +220,9 @@ static void ipoib_rebuilds(void **state)
 		/* The first difference found names the reason; the rest follows the rebuild. */
 		{ "{name: ib0, backend: verbs, device: gw1, port: 2, pkey: 0x8002, mtu: 1500}",
 		  "moved to another port" },
+		/* Its interface takes the tenant's table when it is made. */
+		{ "{name: ib0, tenant: blue, backend: verbs, device: gw1, port: 1, mtu: 2044}",
+		  "moved to another tenant" },
 	};
 	(void)state;
 
@@ -226,6 +231,7 @@ static void ipoib_rebuilds(void **state)
 		struct reload x;
 
 		snprintf(to, sizeof(to),
+			 "tenants: [{name: blue}]\n"
 			 "ipoib_links:\n  - %s\n  - {name: ib1, backend: verbs, device: gw1}\n",
 			 cases[i].ib0);
 		reload(
@@ -240,12 +246,14 @@ static void ipoib_rebuilds(void **state)
 	}
 }
 
-/* An Ethernet interface is built on its device, backend and VLAN. */
+/* An Ethernet interface is built on its device, backend, VLAN and tenant. */
 static void eth_rebuilds(void **state)
 {
 	static const char *const to[] = {
 		"ethernet_interfaces: [{name: eth0, device: veth1}]\n",
 		"ethernet_interfaces: [{name: eth0, device: veth0, vlan: 7}]\n",
+		"tenants: [{name: blue}]\n"
+		"ethernet_interfaces: [{name: eth0, device: veth0, tenant: blue}]\n",
 		/* No backend change: af_packet is the only one the loader accepts. */
 	};
 	(void)state;
@@ -254,7 +262,9 @@ static void eth_rebuilds(void **state)
 		struct reload x;
 
 		reload(&x, "ethernet_interfaces: [{name: eth0, device: veth0}]\n", to[i]);
-		assert_verdict(&x, "eth0", GW_RECONF_REBUILD, 0, "moved to another device or VLAN");
+		assert_verdict(&x, "eth0", GW_RECONF_REBUILD, 0,
+			       strstr(to[i], "tenant") ? "moved to another tenant"
+						       : "moved to another device or VLAN");
 		assert_string_equal(x.adds, "eth0");
 		done(&x);
 	}
