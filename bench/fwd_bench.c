@@ -24,6 +24,14 @@
  * via 20,000 gateways on each side, all resolved; ours with and without warming only
  * (the reference loops are IPv4).
  *
+ * Two workers (issue 13: "two workers sharing one port pair's queues at least 1.8x one
+ * worker on a flow mix, in memory"): the engine has two workers; each set's packets are
+ * dealt to them by flow (every other packet: each has a destination of its own), as a
+ * port's queues would deal them, and both run at once, each on its own CPU, with its own
+ * context, counters and send buffers, reading the one FIB and neighbour tables. Printed:
+ * the packets of both per second of wall time against one worker alone on the whole set
+ * in the same round (ideal: 2.0; the machine needs two idle CPUs).
+ *
  * Packets: IPv4/UDP, 64 and 1500 octets at the IP layer, destinations inside random
  * prefixes of the side they route to (a different prefix per packet), sources on the
  * ingress side. Every round restores the packets (untimed), then times PASSES passes
@@ -42,7 +50,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench/bench_util.h"
 #include "bench/bench_geoip.h"
@@ -142,20 +153,32 @@ static const uint8_t our_mac[6] = { 0x02, 0x99, 0, 0, 0, 1 };
 /* ---- fake IB send buffers (the emit's one copy lands here) ---- */
 
 #define NIB 256
-static struct ibp_buf ibufs[NIB];
-static struct ibp_buf *ifree[NIB];
-static unsigned nifree;
+struct fbpool {
+	struct ibp_buf bufs[NIB];
+	struct ibp_buf *free[NIB];
+	unsigned n;
+};
+/* Each worker thread its own (a worker's sends complete on its own thread here). */
+static __thread struct fbpool *fbp;
+
+static void fb_init(struct fbpool *p)
+{
+	for (unsigned b = 0; b < NIB; b++) {
+		p->bufs[b] = (struct ibp_buf){ .data = xmalloc(2100), .cap = 2100, .id = b };
+		p->free[p->n++] = &p->bufs[b];
+	}
+}
 
 static struct ibp_buf *fb_get(struct ibp_port *p)
 {
 	(void)p;
-	return nifree ? ifree[--nifree] : NULL;
+	return fbp->n ? fbp->free[--fbp->n] : NULL;
 }
 
 static void fb_put(struct ibp_port *p, struct ibp_buf *b)
 {
 	(void)p;
-	ifree[nifree++] = b;
+	fbp->free[fbp->n++] = b;
 }
 
 static const struct ibp_ops fake_ib = { .name = "bench", .buf_get = fb_get, .buf_put = fb_put };
@@ -177,16 +200,24 @@ static const struct neigh_ops nops = { .solicit = nop_solicit, .xmit = nop_xmit,
 
 /* ---- the engine ---- */
 
+/* One worker's state: its pipeline context, result and send queue. */
+struct lane {
+	struct ours *o;
+	struct fwd_ctx c;
+	struct fwd_result res;
+	struct fwd_tx txq[TXQ];
+	unsigned ntx;
+};
+
+#define LANES 2
+
 struct ours {
 	struct rt_table *rt;
 	struct fwd_engine *e;
 	struct neigh_table *ibn;
-	struct fwd_ctx c;
-	struct fwd_result res;
 	const struct fwd_if *eth, *ib;
 	uint32_t ie, iib; /* their ifindexes */
-	struct fwd_tx txq[TXQ];
-	unsigned ntx;
+	struct lane l[LANES];
 };
 
 /* Gateway g of side s, resolved (REACHABLE): a MAC on Ethernet, a QPN on IPoIB. */
@@ -221,7 +252,7 @@ static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t 
 {
 	struct rt_config rc = { .max_nexthops = 2 * NGW + 2 * NGW6 + 1024,
 				.lpm4_groups = groups + groups / 4 };
-	struct fwd_engine_config ec = { .n_workers = 1, .flow_seed = 7, .msg_pool = 16 };
+	struct fwd_engine_config ec = { .n_workers = LANES, .flow_seed = 7, .msg_pool = 16 };
 	struct neigh_config nc = { .ops = &nops };
 	struct fwd_if_config ei = { .name = "eth0",
 				    .kind = FWD_IF_ETH,
@@ -286,11 +317,14 @@ static void ours_build(struct ours *o, const struct pfx4 *p, size_t n, uint32_t 
 		if ((ret = rt_add(o->rt, &r)) < 0 && ret != -EEXIST)
 			die("rt_add", ret);
 	}
-	if ((ret = fwd_ctx_init(&o->c, o->e, 0)) < 0)
-		die("fwd_ctx_init", ret);
-	fwd_ctx_begin(&o->c, 1000000000ull);
-	o->eth = fwd_snap_if(o->c.snap, ie);
-	o->ib = fwd_snap_if(o->c.snap, ib);
+	for (unsigned w = 0; w < LANES; w++) {
+		o->l[w].o = o;
+		if ((ret = fwd_ctx_init(&o->l[w].c, o->e, w)) < 0)
+			die("fwd_ctx_init", ret);
+		fwd_ctx_begin(&o->l[w].c, 1000000000ull);
+	}
+	o->eth = fwd_snap_if(o->l[0].c.snap, ie);
+	o->ib = fwd_snap_if(o->l[0].c.snap, ib);
 	o->ie = ie;
 	o->iib = ib;
 	printf("  engine: %zu routes, 100000 neighbours, built in %.1f s\n", n, bench_now() - t0);
@@ -333,9 +367,10 @@ static void ours_build6(struct ours *o, const struct pfx6 *p, size_t n)
 		if ((ret = rt_add(o->rt, &r)) < 0 && ret != -EEXIST)
 			die("rt_add (IPv6)", ret);
 	}
-	fwd_ctx_begin(&o->c, 1000000000ull);
-	o->eth = fwd_snap_if(o->c.snap, o->ie);
-	o->ib = fwd_snap_if(o->c.snap, o->iib);
+	for (unsigned w = 0; w < LANES; w++)
+		fwd_ctx_begin(&o->l[w].c, 1000000000ull);
+	o->eth = fwd_snap_if(o->l[0].c.snap, o->ie);
+	o->ib = fwd_snap_if(o->l[0].c.snap, o->iib);
 	printf("  engine: %zu IPv6 routes, %u IPv6 neighbours, built in %.1f s\n", n, 2 * NGW6,
 	       bench_now() - t0);
 }
@@ -488,24 +523,25 @@ static uint32_t lookup_rte(void *t, uint32_t dst)
 
 /* ---- ours, per packet as the worker runs it ---- */
 
-static inline void ours_take(struct ours *o)
+static inline void ours_take(struct lane *l)
 {
-	for (unsigned i = 0; i < o->res.n_tx; i++) {
-		o->txq[o->ntx++ & (TXQ - 1)] = o->res.tx[i];
-		if (o->res.tx[i].ifp->kind == FWD_IF_IPOIB)
-			fb_put(NULL, o->res.tx[i].ib.buf); /* the send completes at once */
+	for (unsigned i = 0; i < l->res.n_tx; i++) {
+		l->txq[l->ntx++ & (TXQ - 1)] = l->res.tx[i];
+		if (l->res.tx[i].ifp->kind == FWD_IF_IPOIB)
+			fb_put(NULL, l->res.tx[i].ib.buf); /* the send completes at once */
 	}
-	if (o->res.v == FWD_V_DROP && o->res.drop < FWD_DROP_COUNT)
-		o->c.st->drops[o->res.drop]++;
-	fwd_ctx_scratch_reset(&o->c);
+	if (l->res.v == FWD_V_DROP && l->res.drop < FWD_DROP_COUNT)
+		l->c.st->drops[l->res.drop]++;
+	fwd_ctx_scratch_reset(&l->c);
 }
 
 /* One receive burst as the worker runs it: classify, warm the caches for the whole
  * burst (fwd_prefetch_burst; skipped when !warm, the previous design, measured for
  * comparison), then each packet through fwd_input_*. Returns how many were sent. */
-static unsigned ours_burst(struct ours *o, bool from_ib, uint8_t *const *bufs, size_t len,
+static unsigned ours_burst(struct lane *l, bool from_ib, uint8_t *const *bufs, size_t len,
 			   unsigned n, bool warm)
 {
+	const struct ours *o = l->o;
 	struct ipoib_rx rx[BURST];
 	const uint8_t *ip[BURST];
 	size_t iplen[BURST];
@@ -523,14 +559,14 @@ static unsigned ours_burst(struct ours *o, bool from_ib, uint8_t *const *bufs, s
 		}
 	}
 	if (warm)
-		fwd_prefetch_burst(&o->c, (from_ib ? o->ib : o->eth)->fib, ip, iplen, n);
+		fwd_prefetch_burst(&l->c, (from_ib ? o->ib : o->eth)->fib, ip, iplen, n);
 	for (unsigned i = 0; i < n; i++) {
 		if (from_ib)
-			fwd_input_ib(&o->c, o->ib, &rx[i], &o->res);
+			fwd_input_ib(&l->c, o->ib, &rx[i], &l->res);
 		else
-			fwd_input_eth(&o->c, o->eth, bufs[i], len, ETHP_PKT_HOST, NULL, &o->res);
-		ours_take(o);
-		sent += o->res.v == FWD_V_TX;
+			fwd_input_eth(&l->c, o->eth, bufs[i], len, ETHP_PKT_HOST, NULL, &l->res);
+		ours_take(l);
+		sent += l->res.v == FWD_V_TX;
 	}
 	return sent;
 }
@@ -539,6 +575,7 @@ static unsigned ours_burst(struct ours *o, bool from_ib, uint8_t *const *bufs, s
 
 struct pktset {
 	const char *name;
+	unsigned n; /* packets: npkts (a worker's share: half) */
 	bool from_ib;
 	size_t iplen, stride, off; /* off: where the IP header starts in a slot */
 	uint8_t *pristine, *work;
@@ -562,6 +599,7 @@ static size_t pktset_alloc(struct pktset *ps, bool from_ib, size_t iplen)
 {
 	size_t hdr = from_ib ? GRH + 4 : 14;
 
+	ps->n = npkts;
 	ps->from_ib = from_ib;
 	ps->iplen = iplen;
 	ps->off = hdr;
@@ -637,28 +675,40 @@ static void pkt_build6(struct pktset *ps, const struct pfx6 *p, size_t n, bool f
 
 static void pkt_restore(struct pktset *ps)
 {
-	memcpy(ps->work, ps->pristine, npkts * ps->stride);
+	memcpy(ps->work, ps->pristine, ps->n * ps->stride);
+}
+
+/* Worker w's share of ps, dealt by flow: packets w, w + LANES, ... */
+static void pkt_share(const struct pktset *ps, unsigned w, struct pktset *out)
+{
+	*out = *ps;
+	out->n = 0;
+	out->pristine = xmalloc(ps->n / LANES * ps->stride + ps->stride);
+	out->work = xmalloc(ps->n / LANES * ps->stride + ps->stride);
+	for (unsigned i = w; i < ps->n; i += LANES)
+		memcpy(out->pristine + out->n++ * ps->stride, ps->pristine + i * ps->stride,
+		       ps->stride);
 }
 
 /* One timed run: PASSES passes over the set. Returns seconds; *ok the packets sent. */
-static double run_ours(struct ours *o, struct pktset *ps, bool warm, unsigned *ok)
+static double run_ours(struct lane *l, struct pktset *ps, bool warm, unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
 	unsigned sent = 0;
 	double t0 = bench_now();
 
 	for (int pass = 0; pass < PASSES; pass++) {
-		for (unsigned i = 0; i < npkts; i += BURST) {
+		for (unsigned i = 0; i < ps->n; i += BURST) {
 			uint8_t *bufs[BURST];
-			unsigned n = npkts - i < BURST ? npkts - i : BURST;
+			unsigned n = ps->n - i < BURST ? ps->n - i : BURST;
 			struct timespec ts;
 
 			clock_gettime(CLOCK_MONOTONIC, &ts); /* the worker's loop turn */
-			fwd_ctx_begin(&o->c,
+			fwd_ctx_begin(&l->c,
 				      (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 			for (unsigned k = 0; k < n; k++)
 				bufs[k] = ps->work + (i + k) * ps->stride;
-			sent += ours_burst(o, ps->from_ib, bufs, len, n, warm);
+			sent += ours_burst(l, ps->from_ib, bufs, len, n, warm);
 		}
 	}
 	*ok = sent;
@@ -692,17 +742,17 @@ static void cross_check(struct ours *o, struct ref *refs, int nref, struct pktse
 		uint8_t *s = ps->work + i * ps->stride;
 		uint8_t want[6];
 		uint32_t wqpn = 0;
-		bool ok = ours_burst(o, ps->from_ib, &s, len, 1, true) == 1;
+		bool ok = ours_burst(&o->l[0], ps->from_ib, &s, len, 1, true) == 1;
 
 		if (!ok) {
 			fprintf(stderr, "MISMATCH %s packet %u: ours did not forward (drop %s)\n",
-				ps->name, i, fwd_drop_name(o->res.drop));
+				ps->name, i, fwd_drop_name(o->l[0].res.drop));
 			exit(1);
 		}
 		if (ps->from_ib)
-			memcpy(want, o->res.tx[0].eth.hdr, 6);
+			memcpy(want, o->l[0].res.tx[0].eth.hdr, 6);
 		else
-			wqpn = o->res.tx[0].ib.remote_qpn;
+			wqpn = o->l[0].res.tx[0].ib.remote_qpn;
 		for (int k = 0; k < nref; k++) {
 			struct ref *r = &refs[k];
 			unsigned slot = r->n & (TXQ - 1);
@@ -715,6 +765,96 @@ static void cross_check(struct ours *o, struct ref *refs, int nref, struct pktse
 					ps->name, i, ps->dst[i], r->name);
 				exit(1);
 			}
+		}
+	}
+}
+
+/* ---- two workers at once ---- */
+
+struct worker_run {
+	struct lane *l;
+	struct pktset *ps;
+	unsigned cpu;
+	pthread_barrier_t *go;
+	double secs;
+	unsigned ok;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker_run *w = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* best effort */
+	if (!fbp) {
+		fbp = xmalloc(sizeof(*fbp));
+		fbp->n = 0;
+		fb_init(fbp);
+	}
+	pthread_barrier_wait(w->go);
+	w->secs = run_ours(w->l, w->ps, true, &w->ok);
+	return NULL;
+}
+
+/* The workers on their shares at once: wall seconds from the start until the last ends. */
+static double run_lanes(struct ours *o, struct pktset *share, unsigned *ok)
+{
+	pthread_barrier_t go;
+	pthread_t th[LANES];
+	struct worker_run w[LANES];
+	double t0, t1 = 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	pthread_barrier_init(&go, NULL, LANES + 1);
+	for (unsigned k = 0; k < LANES; k++) {
+		pkt_restore(&share[k]);
+		w[k] = (struct worker_run){ &o->l[k], &share[k], ncpu > 0 ? k % (unsigned)ncpu : 0,
+					    &go,      0,         0 };
+		if (pthread_create(&th[k], NULL, worker_main, &w[k]) != 0)
+			die("pthread_create", EAGAIN);
+	}
+	pthread_barrier_wait(&go);
+	t0 = bench_now();
+	*ok = 0;
+	for (unsigned k = 0; k < LANES; k++) {
+		pthread_join(th[k], NULL);
+		*ok += w[k].ok;
+	}
+	t1 = bench_now();
+	pthread_barrier_destroy(&go);
+	return t1 - t0;
+}
+
+static void two_workers(struct ours *o, struct pktset *sets, int nsets)
+{
+	printf("  two workers at once, each on its share of the flows (wall time), against one "
+	       "worker on all:\n");
+	printf("  %-22s %12s %12s %9s\n", "Mpackets/s", "one worker", "two workers", "ratio");
+	for (int s = 0; s < nsets; s += 2) { /* the 64-octet sets */
+		struct pktset *ps = &sets[s], share[LANES];
+		double t1[64], t2[64], m1, m2;
+		unsigned want = PASSES * ps->n, ok;
+
+		for (unsigned k = 0; k < LANES; k++)
+			pkt_share(ps, k, &share[k]);
+		for (int r = 0; r < rounds; r++) {
+			pkt_restore(ps);
+			t1[r] = run_ours(&o->l[0], ps, true, &ok);
+			if (ok != want)
+				die("one worker: not all forwarded", EIO);
+			t2[r] = run_lanes(o, share, &ok);
+			if (ok != want)
+				die("two workers: not all forwarded", EIO);
+		}
+		m1 = bench_median(t1, rounds);
+		m2 = bench_median(t2, rounds);
+		printf("  %-22s %12.2f %12.2f %8.2fx\n", ps->name, want / m1 / 1e6, want / m2 / 1e6,
+		       m1 / m2);
+		for (unsigned k = 0; k < LANES; k++) {
+			free(share[k].pristine);
+			free(share[k].work);
 		}
 	}
 }
@@ -786,10 +926,9 @@ int main(int argc, char **argv)
 	printf("DPDK was not compiled in (no libdpdk-dev at build time): the reference loop "
 	       "runs on lpm4 only\n");
 #endif
-	for (unsigned b = 0; b < NIB; b++) {
-		ibufs[b] = (struct ibp_buf){ .data = xmalloc(2100), .cap = 2100, .id = b };
-		ifree[nifree++] = &ibufs[b];
-	}
+	fbp = xmalloc(sizeof(*fbp));
+	fbp->n = 0;
+	fb_init(fbp);
 	memset(&o, 0, sizeof(o));
 	ours_build(&o, p, v.n, groups);
 	/* IPv6: ours with and without warming only (the references are IPv4 loops). */
@@ -865,7 +1004,7 @@ int main(int argc, char **argv)
 				unsigned ok;
 
 				pkt_restore(ps);
-				t[k][r] = k < 2 ? run_ours(&o, ps, k == 0, &ok)
+				t[k][r] = k < 2 ? run_ours(&o.l[0], ps, k == 0, &ok)
 						: run_ref(&refs[k - 2], ps, &ok);
 				if (ok != want) {
 					fprintf(stderr, "fwd_bench: %s: %u of %u forwarded\n",
@@ -885,5 +1024,6 @@ int main(int argc, char **argv)
 	}
 	printf("  (ours/ref: the reference's median time over ours; below 1, the minimal loop "
 	       "is faster)\n");
+	two_workers(&o, sets, nsets);
 	return 0;
 }
