@@ -84,8 +84,12 @@ struct lpm128 {
 	size_t nprefix, nnode, bytes;
 };
 
-/* Create an empty table. free_fn (may be NULL) receives each replaced allocation. */
+/* Create an empty table. free_fn (may be NULL) receives each replaced allocation, which
+ * it must pass to lpm128_mem_free once no reader can hold it (after a grace period);
+ * NULL: lpm128 releases them at once. */
 int lpm128_new(struct lpm128 **out, lpm128_free_fn free_fn, void *free_ctx);
+/* Give back an allocation that free_fn received. Any thread. */
+void lpm128_mem_free(void *ptr);
 /* Free the table and every node at once (no readers may remain). */
 void lpm128_free(struct lpm128 *t);
 
@@ -98,7 +102,10 @@ int lpm128_del(struct lpm128 *t, const uint8_t key[16], unsigned len);
 uint32_t lpm128_get(const struct lpm128 *t, const uint8_t key[16], unsigned len);
 
 struct lpm128_stats {
-	size_t prefixes, nodes, bytes;
+	size_t prefixes, nodes;
+	size_t bytes;       /* this table: dir, writer tables, nodes and lists in use */
+	size_t arena_bytes; /* the process's node arena, all tables: slabs carved so far
+			       (in use, free, or waiting for a grace period) */
 };
 void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out);
 

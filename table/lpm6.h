@@ -55,6 +55,7 @@ uint32_t lpm6_get(const struct lpm6 *t, const uint8_t addr[16], unsigned len);
 struct lpm6_stats {
 	size_t prefixes, nodes;
 	size_t reader_bytes; /* the published trie */
+	size_t arena_bytes;  /* lib/lpm128's node arena (the process's, all tables) */
 };
 void lpm6_stats(const struct lpm6 *t, struct lpm6_stats *out);
 

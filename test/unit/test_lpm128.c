@@ -239,7 +239,7 @@ static void test_rcu_snapshot(void **state)
 	assert_int_equal(lpm128_new(&t, defer, d), 0);
 	assert_int_equal(lpm128_add(t, a, 32, 1), 0);
 	for (unsigned i = 0; i < d->n; i++)
-		free(d->ptrs[i]);
+		lpm128_mem_free(d->ptrs[i]);
 	d->n = 0;
 	old = *t; /* a reader's snapshot of the dir entries it loaded */
 	old.dir = malloc((sizeof(*t->dir)) << LPM128_DIR_BITS);
@@ -259,7 +259,7 @@ static void test_rcu_snapshot(void **state)
 	assert_int_equal(lpm128_lookup(&old, a), 0);
 	assert_int_equal(lpm128_lookup(t, a), 3);
 	for (unsigned i = 0; i < d->n; i++)
-		free(d->ptrs[i]);
+		lpm128_mem_free(d->ptrs[i]);
 	d->n = 0;
 	free(old.dir);
 	lpm128_free(t);
