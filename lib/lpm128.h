@@ -20,7 +20,9 @@
  *   the last level reads (leafvec, and up to LPM128_INLINE leaf runs inline, so most
  *   last levels need no third line). Memory: 128 octets per node, 8 per prefix (the
  *   writer's list) and 4 per leaf run beyond LPM128_INLINE, plus 512 KiB for dir and
- *   512 KiB for the writer's table of prefixes of length <= 16.
+ *   512 KiB for the writer's table of prefixes of length <= 16. Nodes and lists come
+ *   from one arena per process on transparent huge pages (lpm128.c), so that the
+ *   loads of a walk rarely miss the TLB.
  *
  * Lookup: one dir load; then per level one cache line (test a bit, one popcount, take
  * def when non-zero); at the last level one leaf. No backtracking: the best value is
@@ -32,9 +34,9 @@
  * store of the dir entry; a prefix of length <= 16 stores each dir entry it covers
  * (one per /16, each a whole 64-bit word). A lookup reads one dir entry (acquire), so
  * it sees the trie either before or after any update. Replaced allocations go to the
- * free function given at create time (for example a call_rcu/defer_rcu wrapper); with
- * none, they are freed at once, which is only right when there are no concurrent
- * readers.
+ * free function given at create time (for example a call_rcu/defer_rcu wrapper), which
+ * hands them to lpm128_mem_free after the grace period; with none, they are released
+ * at once, which is only right when there are no concurrent readers.
  * Threads: lpm128_lookup and lpm128_lookup_bulk from any number of threads; every other
  * call from one writer thread at a time.
  *
