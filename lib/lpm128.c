@@ -42,9 +42,9 @@ static uint32_t *sv(const struct lpm128 *t, unsigned len)
  * Node memory. Every node, block of siblings and prefix/leaf list comes from one arena
  * shared by all tables of the process, carved from 32 MiB chunks on transparent huge
  * pages (madvise(MADV_HUGEPAGE); best effort): a lookup's loads then rarely miss the
- * TLB (measured +8-17% on the geoip6 table's keys inside it). Chunks are cut into 64 KiB
- * slabs, each of one size class (64-octet steps up to 4 KiB, 1 KiB steps up to 32 KiB;
- * larger requests, which the trie never makes, go to malloc). A freed object goes on its
+ * TLB (docs/routing.md has the figures). Chunks are cut into 32 KiB slabs, each of one
+ * size class (64-octet steps up to 4 KiB, 1 KiB steps up to 32 KiB; larger requests,
+ * which the trie never makes, go to aligned_alloc). A freed object goes on its
  * class's free list. One mutex: the writer allocates and frees, and so does whichever
  * thread runs the RCU defer callback (lpm128_mem_free); readers never enter it.
  * Chunks are kept for the life of the process.
@@ -63,7 +63,7 @@ static uint32_t *sv(const struct lpm128 *t, unsigned len)
 #endif
 
 #define ARENA_CHUNK   (32u << 20)
-#define ARENA_SLAB    (64u << 10)
+#define ARENA_SLAB    (32u << 10)
 #define ARENA_HUGE    (2u << 20)
 #define ARENA_CHUNKS  256 /* 8 GiB */
 #define ARENA_SMALL   4096u
