@@ -19,9 +19,11 @@
 #include "lib/lpm128.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 _Static_assert(sizeof(struct lpm128_node) == 128, "two cache lines");
 _Static_assert(offsetof(struct lpm128_node, leafvec) == 64, "line 1 starts with leafvec");
@@ -34,6 +36,159 @@ _Static_assert(offsetof(struct lpm128_node, leafvec) == 64, "line 1 starts with 
 static uint32_t *sv(const struct lpm128 *t, unsigned len)
 {
 	return t->sval + (1u << len) - 1;
+}
+
+/*
+ * Node memory. Every node, block of siblings and prefix/leaf list comes from one arena
+ * shared by all tables of the process, carved from 32 MiB chunks on transparent huge
+ * pages (madvise(MADV_HUGEPAGE); best effort): a lookup's loads then rarely miss the
+ * TLB (docs/routing.md has the figures). Chunks are cut into 32 KiB slabs, each of one
+ * size class (64-octet steps up to 4 KiB, 1 KiB steps up to 32 KiB; larger requests,
+ * which the trie never makes, go to aligned_alloc). A freed object goes on its
+ * class's free list. One mutex: the writer allocates and frees, and so does whichever
+ * thread runs the RCU defer callback (lpm128_mem_free); readers never enter it.
+ * Chunks are kept for the life of the process.
+ * Under AddressSanitizer every object is a plain aligned_alloc/free instead, so that a
+ * reader touching a node freed too early (an RCU bug) is still reported.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_OFF 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_OFF 1
+#endif
+#endif
+#ifndef ARENA_OFF
+#define ARENA_OFF 0
+#endif
+
+#define ARENA_CHUNK   (32u << 20)
+#define ARENA_SLAB    (32u << 10)
+#define ARENA_HUGE    (2u << 20)
+#define ARENA_CHUNKS  256 /* 8 GiB */
+#define ARENA_SMALL   4096u
+#define ARENA_MAX     32768u
+#define ARENA_CLASSES (ARENA_SMALL / 64 + (ARENA_MAX - ARENA_SMALL) / 1024)
+
+static struct {
+	pthread_mutex_t lock;
+	void *free[ARENA_CLASSES];
+	char *cur[ARENA_CLASSES], *end[ARENA_CLASSES]; /* the class's slab being cut */
+	char *next, *last;                             /* slabs not handed out yet */
+	char *chunk[ARENA_CHUNKS];
+	uint8_t cls[ARENA_CHUNKS][ARENA_CHUNK / ARENA_SLAB]; /* class of each slab */
+	unsigned nchunk;
+	size_t slabs; /* handed out to size classes */
+} arena = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The class of a request of sz octets (-1: malloc), *rounded its size. */
+static int arena_class(size_t sz, size_t *rounded)
+{
+	if (sz <= ARENA_SMALL) {
+		size_t c = sz ? (sz + 63) / 64 - 1 : 0;
+
+		*rounded = (c + 1) * 64;
+		return (int)c;
+	}
+	if (sz <= ARENA_MAX) {
+		size_t c = (sz - ARENA_SMALL + 1023) / 1024;
+
+		*rounded = ARENA_SMALL + c * 1024;
+		return (int)(ARENA_SMALL / 64 + c - 1);
+	}
+	*rounded = sz;
+	return -1;
+}
+
+/* What an allocation of sz octets costs (the size the accounting counts). */
+static size_t asize(size_t sz)
+{
+	size_t r;
+
+	(void)arena_class(sz, &r);
+	return r;
+}
+
+static bool arena_chunk(void)
+{
+	char *p, *a;
+
+	if (arena.nchunk == ARENA_CHUNKS)
+		return false;
+	p = mmap(NULL, ARENA_CHUNK + ARENA_HUGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	a = (char *)(((uintptr_t)p + ARENA_HUGE - 1) & ~(uintptr_t)(ARENA_HUGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + ARENA_CHUNK < p + ARENA_CHUNK + ARENA_HUGE)
+		munmap(a + ARENA_CHUNK, (size_t)(p + ARENA_CHUNK + ARENA_HUGE - (a + ARENA_CHUNK)));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(a, ARENA_CHUNK, MADV_HUGEPAGE); /* best effort: THP may be off */
+#endif
+	arena.chunk[arena.nchunk++] = a;
+	arena.next = a;
+	arena.last = a + ARENA_CHUNK;
+	return true;
+}
+
+/* 64-octet aligned, zeroed when zero is set. NULL when out of memory. */
+static void *mem_alloc(size_t sz, bool zero)
+{
+	size_t rounded;
+	int c = arena_class(sz, &rounded);
+	void *p = NULL;
+
+	if (c < 0 || ARENA_OFF) {
+		p = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+		if (p && zero)
+			memset(p, 0, sz);
+		return p;
+	}
+	pthread_mutex_lock(&arena.lock);
+	if (arena.free[c]) {
+		p = arena.free[c];
+		arena.free[c] = *(void **)p;
+	} else {
+		if ((size_t)(arena.end[c] - arena.cur[c]) < rounded) {
+			if (arena.next == arena.last && !arena_chunk())
+				goto out;
+			arena.cls[arena.nchunk - 1][(arena.next - arena.chunk[arena.nchunk - 1]) /
+						    ARENA_SLAB] = (uint8_t)c;
+			arena.cur[c] = arena.next;
+			arena.end[c] = arena.next + ARENA_SLAB / rounded * rounded;
+			arena.next += ARENA_SLAB;
+			arena.slabs++;
+		}
+		p = arena.cur[c];
+		arena.cur[c] += rounded;
+	}
+out:
+	pthread_mutex_unlock(&arena.lock);
+	if (p && zero)
+		memset(p, 0, sz);
+	return p;
+}
+
+void lpm128_mem_free(void *ptr)
+{
+	char *p = ptr;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&arena.lock);
+	for (unsigned i = 0; i < arena.nchunk; i++)
+		if (p >= arena.chunk[i] && p < arena.chunk[i] + ARENA_CHUNK) {
+			unsigned c = arena.cls[i][(size_t)(p - arena.chunk[i]) / ARENA_SLAB];
+
+			*(void **)p = arena.free[c];
+			arena.free[c] = p;
+			pthread_mutex_unlock(&arena.lock);
+			return;
+		}
+	pthread_mutex_unlock(&arena.lock);
+	free(p); /* a large request's */
 }
 
 /* Allocations made (freed on failure) and replaced (retired after publishing). */
@@ -49,20 +204,18 @@ struct txn {
 
 static void *txn_alloc(struct txn *x, size_t sz, bool block)
 {
-	void *p = block ? aligned_alloc(64, sz) : malloc(sz);
+	void *p = mem_alloc(sz, block);
 
 	if (!p)
 		return NULL;
-	if (block)
-		memset(p, 0, sz);
-	x->made[x->nmade++] = (struct alloc){ p, sz };
+	x->made[x->nmade++] = (struct alloc){ p, asize(sz) };
 	return p;
 }
 
 static void txn_retire(struct txn *x, const void *p, size_t sz)
 {
 	if (p)
-		x->old[x->nold++] = (struct alloc){ (void *)(uintptr_t)p, sz };
+		x->old[x->nold++] = (struct alloc){ (void *)(uintptr_t)p, asize(sz) };
 }
 
 static void retire_now(struct lpm128 *t, const void *p, size_t sz)
@@ -73,7 +226,7 @@ static void retire_now(struct lpm128 *t, const void *p, size_t sz)
 	if (t->free_fn)
 		t->free_fn(t->free_ctx, (void *)(uintptr_t)p);
 	else
-		free((void *)(uintptr_t)p);
+		lpm128_mem_free((void *)(uintptr_t)p);
 }
 
 static void txn_commit(struct lpm128 *t, struct txn *x)
@@ -88,7 +241,7 @@ static void txn_commit(struct lpm128 *t, struct txn *x)
 static void txn_abort(struct txn *x)
 {
 	for (unsigned i = 0; i < x->nmade; i++)
-		free(x->made[i].p);
+		lpm128_mem_free(x->made[i].p);
 }
 
 static size_t ext_size(const struct lpm128_node *n)
@@ -425,7 +578,7 @@ static int apply_short(struct lpm128 *t, const uint8_t key[16], unsigned len, ui
 		def = dir_cover(t, i);
 		if (n->def == def)
 			continue;
-		fresh[i - lo] = aligned_alloc(64, NODE_SZ);
+		fresh[i - lo] = mem_alloc(NODE_SZ, false);
 		if (!fresh[i - lo])
 			goto nomem;
 		nfresh++;
@@ -453,7 +606,7 @@ static int apply_short(struct lpm128 *t, const uint8_t key[16], unsigned len, ui
 nomem:
 	*slot = old;
 	for (unsigned j = 0; fresh && nfresh && j < cnt; j++)
-		free(fresh[j]);
+		lpm128_mem_free(fresh[j]);
 	free(fresh);
 	return -ENOMEM;
 }
@@ -525,8 +678,8 @@ static void free_owned(struct lpm128_node *n)
 {
 	for (unsigned c = 0; c < n->nchild; c++)
 		free_owned((struct lpm128_node *)(uintptr_t)&n->children[c]);
-	free((void *)(uintptr_t)n->children);
-	free(n->pfx);
+	lpm128_mem_free((void *)(uintptr_t)n->children);
+	lpm128_mem_free(n->pfx);
 }
 
 void lpm128_free(struct lpm128 *t)
@@ -538,7 +691,7 @@ void lpm128_free(struct lpm128 *t)
 			struct lpm128_node *n = (struct lpm128_node *)(uintptr_t)t->dir[i];
 
 			free_owned(n);
-			free(n);
+			lpm128_mem_free(n);
 		}
 	free(t->dir);
 	free(t->sval);
@@ -550,6 +703,9 @@ void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out)
 	out->prefixes = t->nprefix;
 	out->nodes = t->nnode;
 	out->bytes = t->bytes;
+	pthread_mutex_lock(&arena.lock);
+	out->arena_bytes = arena.slabs * ARENA_SLAB;
+	pthread_mutex_unlock(&arena.lock);
 }
 
 /*
@@ -577,8 +733,10 @@ void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint3
 		__builtin_prefetch(&dir[(unsigned)keys[i][0] << 8 | keys[i][1]]);
 	for (unsigned base = 0; base < n; base += BULK_CHUNK) {
 		const struct lpm128_node *nd[BULK_CHUNK];
+		const struct lpm128_node *last[BULK_CHUNK];
 		const uint32_t *leaf[BULK_CHUNK];
 		uint32_t best[BULK_CHUNK];
+		uint8_t pos[BULK_CHUNK];
 		uint8_t walk[BULK_CHUNK], walked[BULK_CHUNK];
 		unsigned m = n - base < BULK_CHUNK ? n - base : BULK_CHUNK, nw = 0, nwalked;
 
@@ -614,24 +772,26 @@ void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint3
 						  (c->cbase[w] + (unsigned)__builtin_popcountll(
 								     cv & ((1ull << b) - 1))) *
 						      sizeof(*c);
-				const uint32_t *lf = c->leaves + c->lbase[w] +
-						     (unsigned)__builtin_popcountll(
-							 c->leafvec[w] & ((2ull << b) - 1)) -
-						     1;
-				const char *next =
-				    has ? (const char *)child : (const char *)(uintptr_t)lf;
 
 				best[j] = c->def ? c->def : best[j];
-				/* The child's two lines, or the leaf (and the line after it,
-				 * which costs less than a branch). */
-				__builtin_prefetch(next);
-				__builtin_prefetch(next + 64);
+				__builtin_prefetch((const void *)child);
+				__builtin_prefetch((const char *)child + 64);
+				last[j] = c;
 				nd[j] = (const struct lpm128_node *)child;
-				leaf[j] = lf;
+				pos[j] = (uint8_t)s;
 				walk[nn] = (uint8_t)j;
 				nn += has;
 			}
 			nw = nn;
+		}
+		for (unsigned q = 0; q < nwalked; q++) {
+			unsigned j = walked[q], s = pos[j], w = s >> 6, b = s & 63;
+			const struct lpm128_node *c = last[j];
+
+			leaf[j] =
+			    c->leaves + c->lbase[w] +
+			    (unsigned)__builtin_popcountll(c->leafvec[w] & ((2ull << b) - 1)) - 1;
+			__builtin_prefetch(leaf[j]);
 		}
 		for (unsigned q = 0; q < nwalked; q++) {
 			unsigned j = walked[q];

@@ -20,7 +20,9 @@
  *   the last level reads (leafvec, and up to LPM128_INLINE leaf runs inline, so most
  *   last levels need no third line). Memory: 128 octets per node, 8 per prefix (the
  *   writer's list) and 4 per leaf run beyond LPM128_INLINE, plus 512 KiB for dir and
- *   512 KiB for the writer's table of prefixes of length <= 16.
+ *   512 KiB for the writer's table of prefixes of length <= 16. Nodes and lists come
+ *   from one arena per process on transparent huge pages (lpm128.c), so that the
+ *   loads of a walk rarely miss the TLB.
  *
  * Lookup: one dir load; then per level one cache line (test a bit, one popcount, take
  * def when non-zero); at the last level one leaf. No backtracking: the best value is
@@ -32,9 +34,9 @@
  * store of the dir entry; a prefix of length <= 16 stores each dir entry it covers
  * (one per /16, each a whole 64-bit word). A lookup reads one dir entry (acquire), so
  * it sees the trie either before or after any update. Replaced allocations go to the
- * free function given at create time (for example a call_rcu/defer_rcu wrapper); with
- * none, they are freed at once, which is only right when there are no concurrent
- * readers.
+ * free function given at create time (for example a call_rcu/defer_rcu wrapper), which
+ * hands them to lpm128_mem_free after the grace period; with none, they are released
+ * at once, which is only right when there are no concurrent readers.
  * Threads: lpm128_lookup and lpm128_lookup_bulk from any number of threads; every other
  * call from one writer thread at a time.
  *
@@ -84,8 +86,12 @@ struct lpm128 {
 	size_t nprefix, nnode, bytes;
 };
 
-/* Create an empty table. free_fn (may be NULL) receives each replaced allocation. */
+/* Create an empty table. free_fn (may be NULL) receives each replaced allocation, which
+ * it must pass to lpm128_mem_free once no reader can hold it (after a grace period);
+ * NULL: lpm128 releases them at once. */
 int lpm128_new(struct lpm128 **out, lpm128_free_fn free_fn, void *free_ctx);
+/* Give back an allocation that free_fn received. Any thread. */
+void lpm128_mem_free(void *ptr);
 /* Free the table and every node at once (no readers may remain). */
 void lpm128_free(struct lpm128 *t);
 
@@ -98,7 +104,10 @@ int lpm128_del(struct lpm128 *t, const uint8_t key[16], unsigned len);
 uint32_t lpm128_get(const struct lpm128 *t, const uint8_t key[16], unsigned len);
 
 struct lpm128_stats {
-	size_t prefixes, nodes, bytes;
+	size_t prefixes, nodes;
+	size_t bytes;       /* this table: dir, writer tables, nodes and lists in use */
+	size_t arena_bytes; /* the process's node arena, all tables: slabs carved so far
+			       (in use, free, or waiting for a grace period) */
 };
 void lpm128_stats(const struct lpm128 *t, struct lpm128_stats *out);
 

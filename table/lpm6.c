@@ -11,7 +11,7 @@
 
 static void free_node(void *ptr)
 {
-	free(ptr);
+	lpm128_mem_free(ptr);
 }
 
 static void defer_node(void *ctx, void *ptr)
@@ -96,6 +96,7 @@ void lpm6_stats(const struct lpm6 *t, struct lpm6_stats *out)
 	out->prefixes = s.prefixes;
 	out->nodes = s.nodes;
 	out->reader_bytes = s.bytes;
+	out->arena_bytes = s.arena_bytes;
 }
 
 void lpm6_lookup_bulk(const struct lpm6 *t, const uint8_t (*addrs)[16], uint32_t *values,

@@ -8,10 +8,10 @@
  *
  * Concurrency (RCU): lpm128 publishes each change as a new root (release store) and
  * hands every replaced node to lpm6, which passes it to the defer function given at
- * create time together with free(): the node is freed when the defer function calls
- * back, which it must do after an RCU grace period (liburcu's call_rcu, or
- * synchronize_rcu then the call). Without a defer function nodes are freed at once,
- * which is only right with no concurrent readers.
+ * create time together with a function returning it to lpm128's node arena: the node
+ * is freed when the defer function calls back, which it must do after an RCU grace
+ * period (liburcu's call_rcu, or synchronize_rcu then the call). Without a defer
+ * function nodes are freed at once, which is only right with no concurrent readers.
  *
  * Threads: lpm6_lookup and lpm6_lookup_bulk from any number of reader threads (inside an
  * RCU read-side section when a writer runs); every other call from one writer thread at
@@ -55,6 +55,7 @@ uint32_t lpm6_get(const struct lpm6 *t, const uint8_t addr[16], unsigned len);
 struct lpm6_stats {
 	size_t prefixes, nodes;
 	size_t reader_bytes; /* the published trie */
+	size_t arena_bytes;  /* lib/lpm128's node arena (the process's, all tables) */
 };
 void lpm6_stats(const struct lpm6 *t, struct lpm6_stats *out);
 

@@ -34,6 +34,7 @@ struct rpfx {
 static struct rpfx ref6[MAX_PFX], ref4[MAX_PFX];
 static unsigned n6, n4;
 static void *retired[4096];
+static void (*retired_fn[4096])(void *arg);
 static unsigned nretired;
 static bool retired_full;
 
@@ -50,14 +51,14 @@ static void defer(void *ctx, void (*fn)(void *arg), void *arg)
 		retired_full = true; /* cannot happen with MAX_PFX records; fail loudly */
 		abort();
 	}
+	retired_fn[nretired] = fn;
 	retired[nretired++] = arg;
-	(void)fn; /* lpm6 frees its nodes with free() */
 }
 
 static void grace_period(void)
 {
 	for (unsigned i = 0; i < nretired; i++)
-		free(retired[i]);
+		retired_fn[i](retired[i]);
 	nretired = 0;
 }
 
