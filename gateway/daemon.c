@@ -106,11 +106,23 @@ static int opt_arg(struct json_object *args, const char *key, enum json_type typ
 static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
-	struct json_object *v;
+	struct json_object *v = NULL, *t = NULL;
 
-	if (opt_arg(args, "stats", json_type_boolean, &v, r, "show links"))
-		return CTL_EBADREQ;
-	return gw_dp_show_links(d->dp, v && json_object_get_boolean(v), r);
+	if (args) {
+		json_object_object_foreach(args, k, a)
+		{
+			bool stats = !strcmp(k, "stats");
+
+			if ((!stats && strcmp(k, "tenant")) ||
+			    !json_object_is_type(a, stats ? json_type_boolean : json_type_string))
+				return ctl_reply_error(r, CTL_EBADREQ,
+						       "show links takes only \"stats\" (boolean) "
+						       "and \"tenant\" (string)");
+			*(stats ? &v : &t) = a;
+		}
+	}
+	return gw_dp_show_links(d->dp, v && json_object_get_boolean(v),
+				t ? json_object_get_string(t) : NULL, r);
 }
 
 static int cmd_show_routes(void *ctx, struct json_object *args, struct ctl_reply *r)

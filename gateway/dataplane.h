@@ -51,7 +51,8 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg,
 		       struct gw_reload_outcome *out);
 
 /* gwctl requests: each adds one JSON record per object to r and returns a ctl_status. */
-int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r);
+/* Every link, or those of tenant (NULL: all; "default": the default tenant's). */
+int gw_dp_show_links(struct gw_dp *dp, bool stats, const char *tenant, struct ctl_reply *r);
 /* The routes of tenant ("" or "default": the default one; "all": every tenant's, one
  * after the other), all or those of prefix match. */
 int gw_dp_show_routes(struct gw_dp *dp, const char *tenant, const struct ip_prefix *match,

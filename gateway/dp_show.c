@@ -118,18 +118,21 @@ static struct json_object *eth_stats_json(struct dp_link *k)
 	return o;
 }
 
-int gw_dp_show_links(struct gw_dp *dp, bool stats, struct ctl_reply *r)
+int gw_dp_show_links(struct gw_dp *dp, bool stats, const char *tenant, struct ctl_reply *r)
 {
 	const struct fwd_snap *s = fwd_engine_current(dp->e);
+	const struct dp_tenant *t = tenant ? dp_tenant_by_name(dp, tenant) : NULL;
 	char buf[IPOIB_HWADDR_STRLEN];
 
+	if (tenant && !t)
+		return ctl_reply_error(r, CTL_EBADREQ, "no tenant '%s'", tenant);
 	for (unsigned i = 0; i < dp->n_links; i++) {
 		struct dp_link *k = &dp->links[i];
 		const struct fwd_if *f = fwd_snap_if(s, k->ifindex);
 		struct json_object *o;
 		bool up = f && f->up;
 
-		if (k->kind == DP_NONE)
+		if (k->kind == DP_NONE || (t && strcmp(k->tenant, t->name)))
 			continue;
 		o = json_object_new_object();
 		add_str(o, "name", k->name);

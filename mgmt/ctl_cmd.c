@@ -34,8 +34,8 @@ static int fail(char why[CTL_CMD_WHY_LEN], const char *fmt, ...)
 		obj, "show", t, false, args, h                                                     \
 	}
 
-static const struct ctl_cmd c_link_show =
-    SHOW("link", CTL_SHOW_LINKS, "", "IPoIB links and Ethernet interfaces (-s: counters)");
+static const struct ctl_cmd c_link_show = SHOW(
+    "link", CTL_SHOW_LINKS, "[tenant NAME]", "IPoIB links and Ethernet interfaces (-s: counters)");
 static const struct ctl_cmd c_route_show =
     SHOW("route", CTL_SHOW_ROUTES, "[tenant NAME|all] [PREFIX]",
 	 "the routing table (default: the default tenant's), like ip route");

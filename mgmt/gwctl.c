@@ -640,13 +640,17 @@ static struct json_object *args_links(int argc, char **argv, const struct output
 {
 	struct json_object *a;
 
-	if (argc != 0) {
-		snprintf(why, CTL_ARGS_WHY_LEN, "unexpected argument '%s'", argv[0]);
+	/* [tenant NAME] (ip link show vrf NAME) */
+	if (argc != 0 && (argc != 2 || (strcmp(argv[0], "tenant") && strcmp(argv[0], "vrf")))) {
+		snprintf(why, CTL_ARGS_WHY_LEN, "expected tenant NAME or nothing, not '%s'",
+			 argv[0]);
 		return NULL;
 	}
 	a = json_object_new_object();
 	if (out->stats)
 		json_object_object_add(a, "stats", json_object_new_boolean(true));
+	if (argc == 2)
+		json_object_object_add(a, "tenant", json_object_new_string(argv[1]));
 	return a;
 }
 

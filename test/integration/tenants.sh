@@ -30,7 +30,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init tenant
 rackcmd() { R "$@"; }
 
-tap_plan 30
+tap_plan 31
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 [ -f "$build/tools/vlan_host.bpf.o" ] || { tap_not_ok "built: $build/tools/vlan_host.bpf.o" "make unit-tests"; exit 1; }
 suite_need_root
@@ -189,6 +189,8 @@ tap_like "gwctl show links: eth20 (VLAN 20) in tenant blue" "$links" \
 	'eth20: ether state UP .* vlan 20 backend af_packet tenant blue'
 tap_like "gwctl show links: ib0 in the default tenant (no tenant word)" \
 	"$(echo "$links" | grep '^ib0:')" 'backend verbs$'
+tap_is "gwctl show links tenant blue: ib1 and eth20 only" \
+	"$(gwctl show links tenant blue | grep -o '^[a-z0-9]*:' | tr '\n' ' ')" "ib1: eth20: "
 blue=$(gwctl show routes tenant blue)
 tap_like "gwctl show routes tenant blue: the IB subnet on ib1" "$blue" \
 	'^10\.10\.0\.0/24 dev ib1 proto kernel scope link src 10\.10\.0\.1 tenant blue'
