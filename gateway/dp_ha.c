@@ -677,7 +677,9 @@ static void sync_send(struct dp_ha *h)
 		if (f && f->neigh)
 			neigh_foreach(f->neigh, collect_neigh, &c);
 	}
-	(void)rt_walk(h->dp->rt, 0, collect_route, &c);
+	for (unsigned t = 0; t < GW_TENANTS_MAX; t++) /* every tenant's learned routes */
+		if (dp_tenant_at(h->dp, t))
+			(void)rt_walk(dp_tenant_at(h->dp, t)->rt, 0, collect_route, &c);
 	ha_sync_queue_clear(&h->sync_q); /* what is left of the last dump: this one says it */
 	/* The FSM's sequence numbers are shared with the heartbeats (anti-replay). */
 	pthread_mutex_lock(&h->lock);
@@ -838,7 +840,9 @@ static void sync_apply(struct dp_ha *h, struct ha_sync_msg *m)
 
 			if (what == GW_HANDS_ROUTE_REFUSED)
 				sync_refuse(h, HA_SYNC_ROUTE, &r.u.route.prefix, NULL);
-			else if (what == GW_HANDS_ROUTE_TAKE && rt_add(h->dp->rt, &rt) == 0)
+			/* Into the table of the tenant whose interface holds the neighbour. */
+			else if (what == GW_HANDS_ROUTE_TAKE &&
+				 rt_add(fwd_snap_if(s, rt.nh[0].ifindex)->rt, &rt) == 0)
 				h->sync_applied[HA_SYNC_ROUTE]++;
 		}
 	}
