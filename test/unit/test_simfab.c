@@ -316,10 +316,32 @@ static void test_client(void **state)
 	assert_int_equal(ev.type, SIMFAB_PACKET);
 	assert_int_equal(ev.len, sizeof(pkt));
 	assert_memory_equal(ev.data, pkt, sizeof(pkt));
+	/* A burst: polling takes it in batches; a request answered meanwhile keeps what
+	 * came before its answer behind what the last batch still holds, all in order. */
+	for (unsigned i = 0; i < 20; i++) {
+		pkt[0] = (uint8_t)i;
+		assert_int_equal(simfab_client_send(c, qpn, pkt, sizeof(pkt)), 0);
+	}
+	usleep(200000); /* all 20 echoed */
+	assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+	assert_int_equal(ev.data[0], 0);
+	assert_int_equal(simfab_client_qp_create(c, SIMFAB_QP_UD, 0x0b1b, &qpn), 0);
+	for (unsigned i = 1; i < 20; i++) {
+		assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+		assert_int_equal(ev.type, SIMFAB_PACKET);
+		assert_int_equal(ev.len, sizeof(pkt));
+		assert_int_equal(ev.data[0], i);
+	}
+	assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+	assert_int_equal(ev.qpn, 0x47);
+	assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+	assert_int_equal(ev.type, SIMFAB_PORT_STATE);
+	assert_int_equal(simfab_client_recv(c, &ev, 0), -EAGAIN);
 	/* No answer: a timeout; then the fabric goes away. */
 	simfab_client_set_timeout(c, 100);
 	assert_int_equal(simfab_client_qp_destroy(c, qpn), -ETIMEDOUT);
 	assert_int_equal(simfab_client_recv(c, &ev, 2000), -ECONNRESET);
+	assert_int_equal(simfab_client_recv(c, &ev, 0), -ECONNRESET); /* polled, too */
 	simfab_client_close(c);
 	pthread_join(fk.thread, NULL);
 	assert_int_equal(fk.hellos, 1);
