@@ -506,20 +506,37 @@ void simfab_ring_view(uint8_t *mem, uint32_t slots, int dir, struct simfab_ring 
 	r->pos = 0;
 }
 
-int simfab_ring_push(struct simfab_ring *r, uint32_t qpn, const uint8_t *pkt, size_t len)
+uint8_t *simfab_ring_slot(struct simfab_ring *r, int *err)
 {
 	uint32_t tail = atomic_load_explicit(ring_word(r, RING_TAIL), memory_order_acquire);
-	uint32_t used = r->pos - tail, one = 1;
-	uint8_t *slot;
+	uint32_t used = r->pos - tail;
 
-	if (used > r->n)
-		return -EPROTO;
-	if (used == r->n)
-		return -EAGAIN;
+	*err = used > r->n ? -EPROTO : used == r->n ? -EAGAIN : 0;
+	if (*err)
+		return NULL;
+	return r->slots + (size_t)(r->pos & (r->n - 1)) * SIMFAB_RING_SLOT + 8;
+}
+
+int simfab_ring_push(struct simfab_ring *r, uint32_t qpn, const uint8_t *pkt, size_t len)
+{
+	int err;
+	uint8_t *d = simfab_ring_slot(r, &err);
+
+	if (!d)
+		return err;
 	if (len < IB_PACKET_MIN_LEN || len > IB_PACKET_MAX_LEN || qpn > IB_QPN_MAX)
 		return -EINVAL;
-	slot = r->slots + (size_t)(r->pos & (r->n - 1)) * SIMFAB_RING_SLOT;
-	memcpy(slot + 8, pkt, len);
+	memcpy(d, pkt, len);
+	return simfab_ring_commit(r, qpn, len);
+}
+
+int simfab_ring_commit(struct simfab_ring *r, uint32_t qpn, size_t len)
+{
+	uint8_t *slot = r->slots + (size_t)(r->pos & (r->n - 1)) * SIMFAB_RING_SLOT;
+	uint32_t one = 1;
+
+	if (len < IB_PACKET_MIN_LEN || len > IB_PACKET_MAX_LEN || qpn > IB_QPN_MAX)
+		return -EINVAL;
 	memcpy(slot, &(uint32_t){ (uint32_t)len }, 4);
 	memcpy(slot + 4, &qpn, 4);
 	r->pos++;
@@ -943,6 +960,25 @@ static void send_kick(struct simfab_client *c)
 
 	if (simfab_encode(&m, buf, sizeof(buf)) > 0)
 		(void)send(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+uint8_t *simfab_client_tx_slot(struct simfab_client *c)
+{
+	int err;
+
+	return c->rmap ? simfab_ring_slot(&c->rtx, &err) : NULL;
+}
+
+int simfab_client_send_slot(struct simfab_client *c, uint32_t src_qpn, size_t len)
+{
+	int ret;
+
+	if (!c->rmap)
+		return -EINVAL;
+	ret = simfab_ring_commit(&c->rtx, src_qpn, len);
+	if (ret == 1)
+		send_kick(c);
+	return ret == 1 ? 0 : ret;
 }
 
 int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t *pkt, size_t len)

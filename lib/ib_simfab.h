@@ -275,6 +275,11 @@ int simfab_client_mcast_detach(struct simfab_client *c, uint32_t qpn, const unio
 /* Send one wire packet from local QP src_qpn. Never blocks: -EAGAIN when the socket is
  * full (the caller may poll for EPOLLOUT, or count a drop as a full send queue would). */
 int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t *pkt, size_t len);
+/* Zero-copy send through the rings: where to build the next packet (IB_PACKET_MAX_LEN
+ * octets), or NULL (no rings, or the ring is full: use simfab_client_send); then
+ * simfab_client_send_slot publishes the len octets built there. */
+uint8_t *simfab_client_tx_slot(struct simfab_client *c);
+int simfab_client_send_slot(struct simfab_client *c, uint32_t src_qpn, size_t len);
 
 /* What simfab_client_recv returns: a PACKET (qpn, data/len valid until the next call
  * on c) or a PORT_STATE. */
@@ -310,6 +315,12 @@ void simfab_ring_view(uint8_t *mem, uint32_t slots, int dir, struct simfab_ring 
  * asked to be woken: send KICK), -EAGAIN (full) or -EPROTO (the consumer's tail is
  * impossible). */
 int simfab_ring_push(struct simfab_ring *r, uint32_t qpn, const uint8_t *pkt, size_t len);
+/* The same in two steps, for a producer that builds the packet in place: the packet
+ * area of the next slot (IB_PACKET_MAX_LEN octets), or NULL with *err -EAGAIN (full) or
+ * -EPROTO; then publish len octets written there (returns as simfab_ring_push, or
+ * -EINVAL for a length or QPN out of range, the slot then not published). */
+uint8_t *simfab_ring_slot(struct simfab_ring *r, int *err);
+int simfab_ring_commit(struct simfab_ring *r, uint32_t qpn, size_t len);
 /* Consumer: the oldest packet, left in its slot until simfab_ring_pop. Returns 1, 0
  * (empty: the producer will KICK after its next push) or -EPROTO (head or slot out of
  * range). */
