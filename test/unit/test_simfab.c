@@ -433,6 +433,22 @@ static void test_ring(void **state)
 		}
 		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
 	}
+	/* Built in place: nothing is published until the commit, and a bad length is not. */
+	{
+		int err;
+		uint8_t *w = simfab_ring_slot(&prod, &err);
+
+		assert_non_null(w);
+		memset(w, 0x77, IB_PACKET_MIN_LEN);
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
+		assert_int_equal(simfab_ring_commit(&prod, 9, IB_PACKET_MAX_LEN + 1), -EINVAL);
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
+		assert_int_equal(simfab_ring_commit(&prod, 9, IB_PACKET_MIN_LEN), 1); /* it slept */
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 1);
+		assert_int_equal(qpn, 9);
+		assert_int_equal(d[0], 0x77);
+		simfab_ring_pop(&cons);
+	}
 	/* The other end's word out of range: refused, not followed. */
 	bad = cons.pos + n + 1;
 	memcpy(cons.ctl, &bad, 4); /* head */
