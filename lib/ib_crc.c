@@ -11,11 +11,28 @@
  * before main (a constructor), so no call pays an init check and nothing is shared
  * that is ever written afterwards. The variant fields are masked in a small stack copy
  * of the headers, never in place.
+ *
+ * On x86-64 CPUs with PCLMULQDQ (checked once, in the same constructor), runs of 64
+ * octets or more are first folded with carry-less multiplies, 64 octets a round, down
+ * to 16 octets congruent to them modulo the polynomial ("Fast CRC Computation for
+ * Generic Polynomials Using PCLMULQDQ", Intel 2009; zlib's crc32_simd does the same
+ * for CRC-32); the slices finish those 16 octets and the tail. The CRC-16 folds with
+ * the degree-32 polynomial 0x100B * x^16: what is congruent modulo it is congruent
+ * modulo 0x100B, so the same code serves both, with constants x^k mod P computed in the
+ * constructor. Ten times the slices' rate on 2 KiB packets: the rack's three CRC
+ * passes per packet (sender, fabric, receiver) were 18 % of its CPU at 8 octets a
+ * round (bench/README.md).
  */
 #include "lib/ib_crc.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define CRC_CLMUL 1
+#endif
 
 /* Reflected CRC-32, polynomial 0x04C11DB7 (reversed 0xEDB88320). */
 static const uint32_t crc32_table[256] = {
@@ -90,8 +107,46 @@ static const uint16_t crc16_table[256] = {
  * both (a 16-bit register shifted right stays 16 bits). */
 static uint32_t crc32_slice[8][256], crc16_slice[8][256];
 
+#ifdef CRC_CLMUL
+/* Folding constants, reflected and shifted left by one as the carry-less multiply of
+ * reflected operands needs: x^544 and x^480 mod P (fold 64 octets forward: the low and
+ * high halves of a 16-octet lane), x^160 and x^96 mod P (fold 16 octets). */
+static uint64_t crc32_fold_k[4], crc16_fold_k[4];
+static bool have_clmul;
+
+/* x^e mod p (p of degree 32, bit i the coefficient of x^i), bit-reversed over 32 bits
+ * and shifted left by one. */
+static uint64_t fold_constant(unsigned e, uint64_t p)
+{
+	uint64_t r = 1, v = 0;
+
+	while (e--) {
+		r <<= 1;
+		if (r >> 32 & 1)
+			r ^= p;
+	}
+	for (int i = 0; i < 32; i++)
+		v |= (r >> i & 1) << (31 - i);
+	return v << 1;
+}
+
+static void fold_constants(uint64_t k[4], uint64_t p)
+{
+	static const unsigned e[4] = { 544, 480, 160, 96 };
+
+	for (int i = 0; i < 4; i++)
+		k[i] = fold_constant(e[i], p);
+}
+#endif
+
 __attribute__((constructor)) static void crc_slices_init(void)
 {
+#ifdef CRC_CLMUL
+	__builtin_cpu_init();
+	have_clmul = __builtin_cpu_supports("pclmul");
+	fold_constants(crc32_fold_k, 0x104c11db7ull);
+	fold_constants(crc16_fold_k, 0x100000000ull | 0x100bull << 16);
+#endif
 	for (unsigned b = 0; b < 256; b++) {
 		crc32_slice[0][b] = crc32_table[b];
 		crc16_slice[0][b] = crc16_table[b];
@@ -126,9 +181,81 @@ static inline uint32_t crc_sliced(const uint32_t (*t)[256], uint32_t state, cons
 	return state;
 }
 
+#ifdef CRC_CLMUL
+/* Fold len octets (a multiple of 16, at least 64) with the register state XORed into
+ * the first ones, into 16 octets at out whose CRC from a zero register is the same. */
+__attribute__((target("pclmul"))) static void
+crc_fold(const uint64_t k[4], uint32_t state, const uint8_t *buf, size_t len, uint8_t out[16])
+{
+	__m128i k12 = _mm_set_epi64x((long long)k[1], (long long)k[0]);
+	__m128i k34 = _mm_set_epi64x((long long)k[3], (long long)k[2]);
+	__m128i x1 = _mm_loadu_si128((const __m128i *)buf);
+	__m128i x2 = _mm_loadu_si128((const __m128i *)(buf + 16));
+	__m128i x3 = _mm_loadu_si128((const __m128i *)(buf + 32));
+	__m128i x4 = _mm_loadu_si128((const __m128i *)(buf + 48));
+
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)state));
+	for (buf += 64, len -= 64; len >= 64; buf += 64, len -= 64) {
+		__m128i y1 = _mm_clmulepi64_si128(x1, k12, 0x00);
+		__m128i y2 = _mm_clmulepi64_si128(x2, k12, 0x00);
+		__m128i y3 = _mm_clmulepi64_si128(x3, k12, 0x00);
+		__m128i y4 = _mm_clmulepi64_si128(x4, k12, 0x00);
+
+		x1 = _mm_xor_si128(_mm_clmulepi64_si128(x1, k12, 0x11), y1);
+		x2 = _mm_xor_si128(_mm_clmulepi64_si128(x2, k12, 0x11), y2);
+		x3 = _mm_xor_si128(_mm_clmulepi64_si128(x3, k12, 0x11), y3);
+		x4 = _mm_xor_si128(_mm_clmulepi64_si128(x4, k12, 0x11), y4);
+		x1 = _mm_xor_si128(x1, _mm_loadu_si128((const __m128i *)buf));
+		x2 = _mm_xor_si128(x2, _mm_loadu_si128((const __m128i *)(buf + 16)));
+		x3 = _mm_xor_si128(x3, _mm_loadu_si128((const __m128i *)(buf + 32)));
+		x4 = _mm_xor_si128(x4, _mm_loadu_si128((const __m128i *)(buf + 48)));
+	}
+	/* Four lanes into one, then the remaining 16-octet blocks. */
+	x1 = _mm_xor_si128(
+	    _mm_xor_si128(_mm_clmulepi64_si128(x1, k34, 0x00), _mm_clmulepi64_si128(x1, k34, 0x11)),
+	    x2);
+	x1 = _mm_xor_si128(
+	    _mm_xor_si128(_mm_clmulepi64_si128(x1, k34, 0x00), _mm_clmulepi64_si128(x1, k34, 0x11)),
+	    x3);
+	x1 = _mm_xor_si128(
+	    _mm_xor_si128(_mm_clmulepi64_si128(x1, k34, 0x00), _mm_clmulepi64_si128(x1, k34, 0x11)),
+	    x4);
+	for (; len >= 16; buf += 16, len -= 16)
+		x1 = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x1, k34, 0x00),
+						 _mm_clmulepi64_si128(x1, k34, 0x11)),
+				   _mm_loadu_si128((const __m128i *)buf));
+	_mm_storeu_si128((__m128i *)out, x1);
+}
+#endif
+
+static inline uint32_t crc_update(const uint32_t (*t)[256], const uint64_t *k, uint32_t state,
+				  const uint8_t *buf, size_t len)
+{
+#ifdef CRC_CLMUL
+	if (have_clmul && len >= 64) {
+		uint8_t r[16];
+		size_t n = len & ~(size_t)15;
+
+		crc_fold(k, state, buf, n, r);
+		state = crc_sliced(t, 0, r, sizeof(r));
+		buf += n;
+		len -= n;
+	}
+#else
+	(void)k;
+#endif
+	return crc_sliced(t, state, buf, len);
+}
+
+#ifdef CRC_CLMUL
+#define FOLD_K(name) name
+#else
+#define FOLD_K(name) NULL
+#endif
+
 uint32_t ib_crc32_update(uint32_t state, const uint8_t *buf, size_t len)
 {
-	return crc_sliced(crc32_slice, state, buf, len);
+	return crc_update(crc32_slice, FOLD_K(crc32_fold_k), state, buf, len);
 }
 
 uint32_t ib_crc32(const uint8_t *buf, size_t len)
@@ -138,7 +265,7 @@ uint32_t ib_crc32(const uint8_t *buf, size_t len)
 
 uint16_t ib_crc16_update(uint16_t state, const uint8_t *buf, size_t len)
 {
-	return (uint16_t)crc_sliced(crc16_slice, state, buf, len);
+	return (uint16_t)crc_update(crc16_slice, FOLD_K(crc16_fold_k), state, buf, len);
 }
 
 /* Header sizes repeated here so the CRC code needs no other header of ours. */

@@ -16,9 +16,11 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -44,6 +46,8 @@ static const char *const type_names[] = {
 	[SIMFAB_PORT_STATE] = "PORT_STATE",
 	[SIMFAB_OK] = "OK",
 	[SIMFAB_ERROR] = "ERROR",
+	[SIMFAB_RING] = "RING",
+	[SIMFAB_KICK] = "KICK",
 };
 
 const char *simfab_type_name(uint8_t type)
@@ -117,6 +121,8 @@ static int body_len_ok(uint8_t type, size_t blen, const uint8_t *body, const cha
 	case SIMFAB_QP_DESTROY:
 	case SIMFAB_PORT_STATE:
 	case SIMFAB_OK:
+	case SIMFAB_RING:
+	case SIMFAB_KICK:
 		want = 4;
 		break;
 	case SIMFAB_MCAST_ATTACH:
@@ -268,6 +274,15 @@ int simfab_decode(const uint8_t *buf, size_t len, struct simfab_msg *m, const ch
 	case SIMFAB_OK:
 		m->u.ok.value = ib_get_be32(b);
 		return 0;
+	case SIMFAB_RING:
+		m->u.ring.slots = ib_get_be32(b);
+		if (!simfab_ring_bytes(m->u.ring.slots))
+			return fail(why, "RING slots not a power of two in 16..1024", -EINVAL);
+		return 0;
+	case SIMFAB_KICK:
+		if (ib_get_be32(b))
+			return fail(why, "reserved octets of KICK are not 0", -EINVAL);
+		return 0;
 	case SIMFAB_ERROR:
 		m->u.error.err = ib_get_be32(b);
 		m->u.error.text = (const char *)b + 4;
@@ -354,6 +369,12 @@ int simfab_encode(const struct simfab_msg *m, uint8_t *buf, size_t len)
 		blen = 4;
 		break;
 	case SIMFAB_OK:
+	case SIMFAB_KICK:
+		blen = 4;
+		break;
+	case SIMFAB_RING:
+		if (!simfab_ring_bytes(m->u.ring.slots))
+			return -EINVAL;
 		blen = 4;
 		break;
 	case SIMFAB_ERROR:
@@ -418,6 +439,9 @@ int simfab_encode(const struct simfab_msg *m, uint8_t *buf, size_t len)
 	case SIMFAB_OK:
 		ib_put_be32(b, m->u.ok.value);
 		break;
+	case SIMFAB_RING:
+		ib_put_be32(b, m->u.ring.slots);
+		break;
 	case SIMFAB_ERROR:
 		ib_put_be32(b, m->u.error.err);
 		memcpy(b + 4, m->u.error.text, m->u.error.len);
@@ -456,9 +480,115 @@ int simfab_build_ud(const struct simfab_port_info *port, uint32_t src_qpn, uint3
 	return ib_packet_build(&p, buf, len);
 }
 
+/* ---- shared rings (layout and rules: ib_simfab.h) ------------------------------------ */
+
+#define RING_HEAD     0 /* offsets in a direction's control lines */
+#define RING_TAIL     64
+#define RING_SLEEPING 68
+
+static _Atomic uint32_t *ring_word(const struct simfab_ring *r, size_t off)
+{
+	return (_Atomic uint32_t *)(void *)(r->ctl + off);
+}
+
+size_t simfab_ring_bytes(uint32_t slots)
+{
+	if (slots < SIMFAB_RING_SLOTS_MIN || slots > SIMFAB_RING_SLOTS_MAX || (slots & (slots - 1)))
+		return 0;
+	return 2 * SIMFAB_RING_CTL + 2 * (size_t)slots * SIMFAB_RING_SLOT;
+}
+
+void simfab_ring_view(uint8_t *mem, uint32_t slots, int dir, struct simfab_ring *r)
+{
+	r->ctl = mem + (size_t)dir * SIMFAB_RING_CTL;
+	r->slots = mem + 2 * SIMFAB_RING_CTL + (size_t)dir * slots * SIMFAB_RING_SLOT;
+	r->n = slots;
+	r->pos = 0;
+}
+
+uint8_t *simfab_ring_slot(struct simfab_ring *r, int *err)
+{
+	uint32_t tail = atomic_load_explicit(ring_word(r, RING_TAIL), memory_order_acquire);
+	uint32_t used = r->pos - tail;
+
+	*err = used > r->n ? -EPROTO : used == r->n ? -EAGAIN : 0;
+	if (*err)
+		return NULL;
+	return r->slots + (size_t)(r->pos & (r->n - 1)) * SIMFAB_RING_SLOT + 8;
+}
+
+int simfab_ring_push(struct simfab_ring *r, uint32_t qpn, const uint8_t *pkt, size_t len)
+{
+	int err;
+	uint8_t *d = simfab_ring_slot(r, &err);
+
+	if (!d)
+		return err;
+	if (len < IB_PACKET_MIN_LEN || len > IB_PACKET_MAX_LEN || qpn > IB_QPN_MAX)
+		return -EINVAL;
+	memcpy(d, pkt, len);
+	return simfab_ring_commit(r, qpn, len);
+}
+
+int simfab_ring_commit(struct simfab_ring *r, uint32_t qpn, size_t len)
+{
+	uint8_t *slot = r->slots + (size_t)(r->pos & (r->n - 1)) * SIMFAB_RING_SLOT;
+	uint32_t one = 1;
+
+	if (len < IB_PACKET_MIN_LEN || len > IB_PACKET_MAX_LEN || qpn > IB_QPN_MAX)
+		return -EINVAL;
+	memcpy(slot, &(uint32_t){ (uint32_t)len }, 4);
+	memcpy(slot + 4, &qpn, 4);
+	r->pos++;
+	atomic_store_explicit(ring_word(r, RING_HEAD), r->pos, memory_order_release);
+	/* Pairs with the consumer's barrier between setting sleeping and looking again:
+	 * either it sees the new head, or this sees sleeping. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(ring_word(r, RING_SLEEPING), memory_order_relaxed) &&
+	    atomic_compare_exchange_strong(ring_word(r, RING_SLEEPING), &one, 0))
+		return 1;
+	return 0;
+}
+
+int simfab_ring_peek(struct simfab_ring *r, uint32_t *qpn, const uint8_t **pkt, size_t *len)
+{
+	uint32_t head = atomic_load_explicit(ring_word(r, RING_HEAD), memory_order_acquire);
+	uint32_t l, q;
+	const uint8_t *slot;
+
+	if (head == r->pos) {
+		atomic_store_explicit(ring_word(r, RING_SLEEPING), 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		head = atomic_load_explicit(ring_word(r, RING_HEAD), memory_order_acquire);
+		if (head == r->pos)
+			return 0;
+		atomic_store_explicit(ring_word(r, RING_SLEEPING), 0, memory_order_relaxed);
+	}
+	if (head - r->pos > r->n)
+		return -EPROTO;
+	slot = r->slots + (size_t)(r->pos & (r->n - 1)) * SIMFAB_RING_SLOT;
+	memcpy(&l, slot, 4);
+	memcpy(&q, slot + 4, 4);
+	if (l < IB_PACKET_MIN_LEN || l > IB_PACKET_MAX_LEN || q > IB_QPN_MAX)
+		return -EPROTO;
+	*qpn = q;
+	*pkt = slot + 8;
+	*len = l;
+	return 1;
+}
+
+void simfab_ring_pop(struct simfab_ring *r)
+{
+	r->pos++;
+	atomic_store_explicit(ring_word(r, RING_TAIL), r->pos, memory_order_release);
+}
+
 /* ---- client ------------------------------------------------------------------------ */
 
 #define CLIENT_RING 64 /* PACKET/PORT_STATE messages kept while waiting for an answer */
+/* Messages one recvmmsg takes when a caller polls (timeout 0): a busy port's burst costs
+ * one system call, not one per packet (bench/README.md, "A faster simulated fabric"). */
+#define CLIENT_BATCH 16
 
 struct simfab_client {
 	int fd;
@@ -474,6 +604,17 @@ struct simfab_client {
 	unsigned head, count;
 	uint8_t *ring_mem;
 	uint64_t ring_drops;
+	/* The last recvmmsg: messages bat_next..bat_n-1 not handed out yet. They are older
+	 * than anything in the ring (filled only when the ring is empty), so they go first. */
+	struct mmsghdr bat_mm[CLIENT_BATCH];
+	struct iovec bat_iov[CLIENT_BATCH];
+	unsigned bat_next, bat_n;
+	uint8_t *bat_mem;
+	/* Shared rings (simfab_client_ring): rmap is NULL while PACKETs use the socket. */
+	uint8_t *rmap;
+	size_t rmap_len;
+	struct simfab_ring rtx, rrx;
+	bool rx_held; /* the packet last handed out is still in its rx slot */
 };
 
 int simfab_client_connect(const char *path, struct simfab_client **out)
@@ -487,13 +628,20 @@ int simfab_client_connect(const char *path, struct simfab_client **out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->ring_mem = malloc((size_t)CLIENT_RING * SIMFAB_MSG_MAX);
+	c->ring_mem = malloc((size_t)(CLIENT_RING + CLIENT_BATCH) * SIMFAB_MSG_MAX);
 	if (!c->ring_mem) {
 		rc = -ENOMEM;
 		goto fail;
 	}
 	for (unsigned i = 0; i < CLIENT_RING; i++)
 		c->ring[i].buf = c->ring_mem + (size_t)i * SIMFAB_MSG_MAX;
+	c->bat_mem = c->ring_mem + (size_t)CLIENT_RING * SIMFAB_MSG_MAX;
+	for (unsigned i = 0; i < CLIENT_BATCH; i++) {
+		c->bat_iov[i].iov_base = c->bat_mem + (size_t)i * SIMFAB_MSG_MAX;
+		c->bat_iov[i].iov_len = SIMFAB_MSG_MAX;
+		c->bat_mm[i].msg_hdr.msg_iov = &c->bat_iov[i];
+		c->bat_mm[i].msg_hdr.msg_iovlen = 1;
+	}
 	c->timeout_ms = 5000;
 	strcpy(sa.sun_path, path);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -520,6 +668,8 @@ void simfab_client_close(struct simfab_client *c)
 {
 	if (!c)
 		return;
+	if (c->rmap)
+		munmap(c->rmap, c->rmap_len);
 	close(c->fd);
 	free(c->ring_mem);
 	free(c);
@@ -587,8 +737,16 @@ static int read_msg(struct simfab_client *c, int timeout_ms)
 	}
 }
 
-static int send_req(struct simfab_client *c, struct simfab_msg *m, uint32_t *value)
+/* Send a request (with file descriptor fd attached when fd >= 0) and wait for its
+ * answer, keeping traffic that overtakes it. */
+static int send_req_fd(struct simfab_client *c, struct simfab_msg *m, uint32_t *value, int fd)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int64_t deadline;
 	int len, n;
 
@@ -597,7 +755,21 @@ static int send_req(struct simfab_client *c, struct simfab_msg *m, uint32_t *val
 	len = simfab_encode(m, c->tx, sizeof(c->tx));
 	if (len < 0)
 		return len;
-	if (send(c->fd, c->tx, (size_t)len, MSG_NOSIGNAL) != len)
+	iov.iov_base = c->tx;
+	iov.iov_len = (size_t)len;
+	if (fd >= 0) {
+		struct cmsghdr *ch;
+
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		ch = CMSG_FIRSTHDR(&mh);
+		ch->cmsg_level = SOL_SOCKET;
+		ch->cmsg_type = SCM_RIGHTS;
+		ch->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(ch), &fd, sizeof(int));
+	}
+	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) != len)
 		return errno == EPIPE ? -ECONNRESET : -errno;
 	deadline = now_ms() + c->timeout_ms;
 	for (;;) {
@@ -615,6 +787,8 @@ static int send_req(struct simfab_client *c, struct simfab_msg *m, uint32_t *val
 				 why);
 			return -EPROTO;
 		}
+		if (r.type == SIMFAB_KICK)
+			continue; /* simfab_client_recv looks at the ring anyway */
 		if (r.type == SIMFAB_PACKET || r.type == SIMFAB_PORT_STATE) {
 			/* Traffic that overtook the answer: keep it for simfab_client_recv. */
 			if (c->count == CLIENT_RING) {
@@ -643,6 +817,11 @@ static int send_req(struct simfab_client *c, struct simfab_msg *m, uint32_t *val
 			*value = r.u.ok.value;
 		return 0;
 	}
+}
+
+static int send_req(struct simfab_client *c, struct simfab_msg *m, uint32_t *value)
+{
+	return send_req_fd(c, m, value, -1);
 }
 
 int simfab_client_hello(struct simfab_client *c, const struct simfab_port_info *info)
@@ -730,12 +909,91 @@ int simfab_client_mcast_detach(struct simfab_client *c, uint32_t qpn, const unio
 	return mcast(c, SIMFAB_MCAST_DETACH, qpn, mgid, mlid);
 }
 
+int simfab_client_ring(struct simfab_client *c, uint32_t slots)
+{
+	size_t bytes = simfab_ring_bytes(slots);
+	struct simfab_msg m = { .type = SIMFAB_RING };
+	uint8_t *mem;
+	int fd, ret;
+
+	if (!bytes)
+		return -EINVAL;
+	if (c->rmap)
+		return -EALREADY;
+	fd = memfd_create("ibgw-simfab-ring", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	/* Both consumers start asleep: the first packet each way comes with a KICK. */
+	simfab_ring_view(mem, slots, 0, &c->rtx);
+	simfab_ring_view(mem, slots, 1, &c->rrx);
+	atomic_store(ring_word(&c->rtx, RING_SLEEPING), 1);
+	atomic_store(ring_word(&c->rrx, RING_SLEEPING), 1);
+	m.u.ring.slots = slots;
+	ret = send_req_fd(c, &m, NULL, fd);
+	close(fd); /* the mapping (ours and the fabric's) keeps the memory */
+	if (ret < 0) {
+		munmap(mem, bytes);
+		return ret;
+	}
+	c->rmap = mem;
+	c->rmap_len = bytes;
+	return 0;
+}
+
+/* Tell the fabric its ring from us has packets (it said it may sleep). Best effort: a
+ * full socket means the fabric has messages to read, and it drains the ring first. */
+static void send_kick(struct simfab_client *c)
+{
+	uint8_t buf[SIMFAB_HDR_LEN + 4];
+	struct simfab_msg m = { .type = SIMFAB_KICK };
+
+	if (simfab_encode(&m, buf, sizeof(buf)) > 0)
+		(void)send(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+uint8_t *simfab_client_tx_slot(struct simfab_client *c)
+{
+	int err;
+
+	return c->rmap ? simfab_ring_slot(&c->rtx, &err) : NULL;
+}
+
+int simfab_client_send_slot(struct simfab_client *c, uint32_t src_qpn, size_t len)
+{
+	int ret;
+
+	if (!c->rmap)
+		return -EINVAL;
+	ret = simfab_ring_commit(&c->rtx, src_qpn, len);
+	if (ret == 1)
+		send_kick(c);
+	return ret == 1 ? 0 : ret;
+}
+
 int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t *pkt, size_t len)
 {
 	uint8_t hdr[SIMFAB_HDR_LEN + SIMFAB_PACKET_BODY];
 	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)pkt, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
+	if (c->rmap) {
+		int ret = simfab_ring_push(&c->rtx, src_qpn, pkt, len);
+
+		if (ret == 1)
+			send_kick(c);
+		return ret == 1 ? 0 : ret;
+	}
 	if (simfab_packet_header(hdr, src_qpn, len) < 0)
 		return -EINVAL;
 	if (sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -764,29 +1022,106 @@ static int to_event(struct simfab_client *c, const uint8_t *buf, size_t n, struc
 		ev->port_state = r.u.port_state.state;
 		return 0;
 	}
+	if (r.type == SIMFAB_KICK)
+		return 1; /* nothing to hand out: look again */
 	snprintf(c->errmsg, sizeof(c->errmsg), "unexpected %s from the fabric",
 		 simfab_type_name(r.type));
 	return -EPROTO;
 }
 
+/* Hand out the next message of the last recvmmsg (its buffer stays untouched until the
+ * batch is refilled, after the last one is handed out and a later call). */
+static int batch_next(struct simfab_client *c, struct simfab_event *ev)
+{
+	unsigned i = c->bat_next++;
+	const struct mmsghdr *m = &c->bat_mm[i];
+
+	if (m->msg_len == 0) { /* orderly shutdown */
+		c->bat_next = c->bat_n = 0;
+		return -ECONNRESET;
+	}
+	if (m->msg_hdr.msg_flags & MSG_TRUNC) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "message longer than %d octets",
+			 SIMFAB_MSG_MAX);
+		return -EPROTO;
+	}
+	return to_event(c, c->bat_mem + (size_t)i * SIMFAB_MSG_MAX, m->msg_len, ev);
+}
+
 int simfab_client_recv(struct simfab_client *c, struct simfab_event *ev, int timeout_ms)
 {
-	int n;
+	int n, rc;
 
-	if (c->count) {
-		unsigned slot = c->head;
-		size_t len = c->ring[slot].len;
-
-		/* Copy out so the slot is free and ev->data stays valid until the next call. */
-		memcpy(c->rx, c->ring[slot].buf, len);
-		c->head = (c->head + 1) % CLIENT_RING;
-		c->count--;
-		return to_event(c, c->rx, len, ev);
+	if (c->rx_held) {
+		simfab_ring_pop(&c->rrx);
+		c->rx_held = false;
 	}
-	n = read_msg(c, timeout_ms);
-	if (n == -ETIMEDOUT)
-		n = -EAGAIN;
-	if (n < 0)
-		return n;
-	return to_event(c, c->rx, (size_t)n, ev);
+	/* rc 1: a KICK, nothing to hand out; look again. */
+	for (;;) {
+		if (c->bat_next < c->bat_n) {
+			rc = batch_next(c, ev);
+			if (rc != 1)
+				return rc;
+			continue;
+		}
+		if (c->count) {
+			unsigned slot = c->head;
+			size_t len = c->ring[slot].len;
+
+			/* Copy out so the slot is free and ev->data stays valid until the next
+			 * call. */
+			memcpy(c->rx, c->ring[slot].buf, len);
+			c->head = (c->head + 1) % CLIENT_RING;
+			c->count--;
+			rc = to_event(c, c->rx, len, ev);
+			if (rc != 1)
+				return rc;
+			continue;
+		}
+		if (c->rmap) {
+			uint32_t qpn;
+			const uint8_t *data;
+			size_t len;
+
+			rc = simfab_ring_peek(&c->rrx, &qpn, &data, &len);
+			if (rc < 0) {
+				snprintf(c->errmsg, sizeof(c->errmsg),
+					 "the fabric's ring holds an impossible index or length");
+				return -EPROTO;
+			}
+			if (rc == 1) {
+				memset(ev, 0, sizeof(*ev));
+				ev->type = SIMFAB_PACKET;
+				ev->qpn = qpn;
+				ev->data = data;
+				ev->len = len;
+				c->rx_held = true;
+				return 0;
+			}
+		}
+		if (timeout_ms == 0) {
+			for (unsigned i = 0; i < CLIENT_BATCH; i++)
+				c->bat_mm[i].msg_hdr.msg_flags = 0;
+			do
+				n = recvmmsg(c->fd, c->bat_mm, CLIENT_BATCH, MSG_DONTWAIT, NULL);
+			while (n < 0 && errno == EINTR);
+			if (n < 0)
+				return errno == EAGAIN                         ? -EAGAIN
+				       : errno == ECONNRESET || errno == EPIPE ? -ECONNRESET
+									       : -errno;
+			if (n == 0)
+				return -ECONNRESET;
+			c->bat_next = 0;
+			c->bat_n = (unsigned)n;
+			continue;
+		}
+		n = read_msg(c, timeout_ms);
+		if (n == -ETIMEDOUT)
+			n = -EAGAIN;
+		if (n < 0)
+			return n;
+		rc = to_event(c, c->rx, (size_t)n, ev);
+		if (rc != 1)
+			return rc;
+	}
 }

@@ -44,6 +44,29 @@
  *   OK (fabric -> client)     body 4:  0-3: value
  *   ERROR (fabric -> client)  body 4 + text:  0-3: errno (positive)  4..: message,
  *        1..SIMFAB_ERRMSG_MAX octets of printable ASCII, not NUL terminated
+ *   RING (client -> fabric)  body 4:  0-3: slots per direction (a power of two,
+ *        SIMFAB_RING_SLOTS_MIN..MAX); the datagram carries one file descriptor
+ *        (SCM_RIGHTS), a memfd of at least simfab_ring_bytes(slots) octets laid out as
+ *        below. From the answer OK on, PACKETs go both ways through the two rings in
+ *        it instead of the socket (the socket keeps requests, answers and PORT_STATE).
+ *        Optional: a client that never sends it stays on the socket.
+ *   KICK (both ways)  body 4: 0-3: reserved (0). "The ring you consume has packets":
+ *        sent only when the consumer said it may sleep (below); carries nothing else.
+ *
+ * The rings (shared memory, host byte order: both ends are on one machine). At 0 and
+ * 128: the control lines of ring 0 (port -> fabric) and ring 1 (fabric -> port), each
+ * { u32 head (written by the producer only); 60 octets pad; u32 tail (consumer);
+ * u32 sleeping (consumer sets, producer clears) }. At 256: ring 0's slots, then ring 1's,
+ * SIMFAB_RING_SLOT octets each: u32 packet length, u32 QPN (as in PACKET), the packet.
+ * Single producer, single consumer: the producer writes slot head % slots and then
+ * head + 1 (release); the consumer reads slot tail % slots and then writes tail + 1.
+ * A consumer that finds its ring empty sets sleeping and looks once more (with a full
+ * barrier between); a producer that, after publishing, finds sleeping set clears it and
+ * sends KICK on the socket, which is what wakes a consumer blocked in poll/epoll. So a
+ * burst costs one wake-up, not one per packet, the way virtio rings suppress
+ * notifications. Neither end trusts the other's indexes: head - tail above the slot
+ * count, or a slot length outside IB_PACKET_MIN_LEN..IB_PACKET_MAX_LEN, is a protocol
+ * error (the fabric closes that port's connection).
  *
  * The codec (simfab_encode/simfab_decode) checks every length against its type and
  * every field against its range, so both sides reject a malformed message with a
@@ -83,7 +106,16 @@ enum simfab_type {
 	SIMFAB_PORT_STATE = 9,
 	SIMFAB_OK = 10,
 	SIMFAB_ERROR = 11,
+	SIMFAB_RING = 12,
+	SIMFAB_KICK = 13,
 };
+
+/* Rings: slots per direction, and one slot (8-octet header + the longest packet,
+ * rounded up to a cache line). */
+#define SIMFAB_RING_SLOTS_MIN 16
+#define SIMFAB_RING_SLOTS_MAX 1024
+#define SIMFAB_RING_SLOT      ((8 + IB_PACKET_MAX_LEN + 63) / 64 * 64)
+#define SIMFAB_RING_CTL       128 /* one direction's control lines */
 
 enum simfab_qp_type {
 	SIMFAB_QP_UD = 1,
@@ -159,6 +191,9 @@ struct simfab_msg {
 			const char *text; /* not NUL terminated */
 			size_t len;
 		} error;
+		struct {
+			uint32_t slots;
+		} ring;
 	} u;
 };
 
@@ -240,6 +275,11 @@ int simfab_client_mcast_detach(struct simfab_client *c, uint32_t qpn, const unio
 /* Send one wire packet from local QP src_qpn. Never blocks: -EAGAIN when the socket is
  * full (the caller may poll for EPOLLOUT, or count a drop as a full send queue would). */
 int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t *pkt, size_t len);
+/* Zero-copy send through the rings: where to build the next packet (IB_PACKET_MAX_LEN
+ * octets), or NULL (no rings, or the ring is full: use simfab_client_send); then
+ * simfab_client_send_slot publishes the len octets built there. */
+uint8_t *simfab_client_tx_slot(struct simfab_client *c);
+int simfab_client_send_slot(struct simfab_client *c, uint32_t src_qpn, size_t len);
 
 /* What simfab_client_recv returns: a PACKET (qpn, data/len valid until the next call
  * on c) or a PORT_STATE. */
@@ -254,5 +294,41 @@ struct simfab_event {
 /* Wait at most timeout_ms (0: do not wait, -1: forever) for the next PACKET or
  * PORT_STATE. Returns 0, -EAGAIN (nothing yet), -ECONNRESET (fabric gone), -EPROTO. */
 int simfab_client_recv(struct simfab_client *c, struct simfab_event *ev, int timeout_ms);
+
+/*
+ * One direction of the shared rings (layout above). pos is this end's own index: the
+ * producer's head or the consumer's tail, never read back from the shared memory.
+ */
+struct simfab_ring {
+	uint8_t *ctl;   /* the direction's control lines */
+	uint8_t *slots; /* its first slot */
+	uint32_t n;     /* slots, a power of two */
+	uint32_t pos;
+};
+
+/* Octets of shared memory two rings of `slots` slots need (0: slots out of range or not
+ * a power of two). */
+size_t simfab_ring_bytes(uint32_t slots);
+/* The view of direction dir (0: port -> fabric, 1: fabric -> port) of mapped memory. */
+void simfab_ring_view(uint8_t *mem, uint32_t slots, int dir, struct simfab_ring *r);
+/* Producer: copy a packet into the next slot. Returns 0, 1 (done, and the consumer
+ * asked to be woken: send KICK), -EAGAIN (full) or -EPROTO (the consumer's tail is
+ * impossible). */
+int simfab_ring_push(struct simfab_ring *r, uint32_t qpn, const uint8_t *pkt, size_t len);
+/* The same in two steps, for a producer that builds the packet in place: the packet
+ * area of the next slot (IB_PACKET_MAX_LEN octets), or NULL with *err -EAGAIN (full) or
+ * -EPROTO; then publish len octets written there (returns as simfab_ring_push, or
+ * -EINVAL for a length or QPN out of range, the slot then not published). */
+uint8_t *simfab_ring_slot(struct simfab_ring *r, int *err);
+int simfab_ring_commit(struct simfab_ring *r, uint32_t qpn, size_t len);
+/* Consumer: the oldest packet, left in its slot until simfab_ring_pop. Returns 1, 0
+ * (empty: the producer will KICK after its next push) or -EPROTO (head or slot out of
+ * range). */
+int simfab_ring_peek(struct simfab_ring *r, uint32_t *qpn, const uint8_t **pkt, size_t *len);
+void simfab_ring_pop(struct simfab_ring *r);
+
+/* Move this client's PACKETs to shared rings of `slots` slots per direction (RING
+ * above). Returns 0, or -errno (the client stays on the socket). */
+int simfab_client_ring(struct simfab_client *c, uint32_t slots);
 
 #endif

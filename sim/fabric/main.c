@@ -11,7 +11,12 @@
  * One thread, one epoll loop. Receives are batched with recvmmsg; a delivery is one
  * non-blocking sendmsg (header and packet as two iovecs, no copy); a port whose socket
  * is full loses the packet (counted rx_overflow), as an HCA without receive buffers
- * drops UD packets. Captures go through a large stdio buffer, flushed when stopped.
+ * drops UD packets. A port that sent RING (lib/ib_simfab.h) exchanges PACKETs through
+ * two shared-memory rings instead: its ring is drained whenever its socket is readable
+ * (the port sends KICK when the fabric said it may sleep), before the requests read
+ * with it, so a packet never overtakes a QP_DESTROY sent after it; deliveries go into
+ * the port's other ring (full: rx_overflow), with a KICK only when the port sleeps.
+ * Captures go through a large stdio buffer, flushed when stopped.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -43,6 +49,10 @@ struct conn {
 	int fd;
 	int port; /* fabric port, -1 before HELLO */
 	struct fab *fab;
+	/* After RING: the shared memory, the port's ring to us and ours to it. */
+	uint8_t *rmap;
+	size_t rmap_len;
+	struct simfab_ring in, out;
 };
 
 struct ctl_conn {
@@ -67,6 +77,14 @@ struct fab {
 	struct mmsghdr mm[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	uint8_t *rx; /* RX_BATCH * SIMFAB_MSG_MAX */
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cmsg[RX_BATCH]; /* RING's file descriptor */
+	int rx_fd[RX_BATCH];
+	/* A packet taken from a ring: copied first, so that the port cannot change it
+	 * between the checks and the delivery. */
+	uint8_t ring_pkt[IB_PACKET_MAX_LEN];
 };
 
 static uint64_t wall_ns(void)
@@ -79,6 +97,8 @@ static uint64_t wall_ns(void)
 
 /* ---- core callbacks -------------------------------------------------------------- */
 
+static void send_msg(struct conn *c, const struct simfab_msg *m);
+
 static int cb_deliver(void *arg, int port, uint32_t qpn, const uint8_t *pkt, size_t len)
 {
 	struct fab *x = arg;
@@ -87,6 +107,16 @@ static int cb_deliver(void *arg, int port, uint32_t qpn, const uint8_t *pkt, siz
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	int ci = x->port_conn[port];
 
+	if (ci >= 0 && x->conns[ci].rmap) {
+		int rc = simfab_ring_push(&x->conns[ci].out, qpn, pkt, len);
+
+		if (rc == 1) {
+			struct simfab_msg k = { .type = SIMFAB_KICK };
+
+			send_msg(&x->conns[ci], &k);
+		}
+		return rc == -EAGAIN ? -ENOBUFS : rc < 0 ? rc : 0;
+	}
 	if (ci < 0 || simfab_packet_header(hdr, qpn, len) < 0)
 		return -EINVAL;
 	if (sendmsg(x->conns[ci].fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
@@ -99,7 +129,8 @@ static void send_msg(struct conn *c, const struct simfab_msg *m)
 	uint8_t buf[SIMFAB_HDR_LEN + 4 + SIMFAB_ERRMSG_MAX];
 	int n = simfab_encode(m, buf, sizeof(buf));
 
-	if (n > 0 && send(c->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (n > 0 && send(c->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+	    m->type != SIMFAB_KICK) /* a full socket will be read anyway */
 		log_errno(LOG_WARNING, errno, "fabric: answer to port connection %d lost", c->fd);
 }
 
@@ -228,10 +259,68 @@ static void conn_close(struct fab *x, struct conn *c)
 		fabric_port_remove(x->f, c->port);
 		x->port_conn[c->port] = -1;
 	}
+	if (c->rmap)
+		munmap(c->rmap, c->rmap_len);
+	c->rmap = NULL;
 	evloop_del_fd(x->loop, c->fd);
 	close(c->fd);
 	c->fd = -1;
 	c->port = -1;
+}
+
+/* RING: map the port's memory (fd: the descriptor it carried, ours to close). */
+static int ring_attach(struct conn *c, int fd, uint32_t slots, const char **why)
+{
+	size_t bytes = simfab_ring_bytes(slots);
+	struct stat st;
+	void *mem;
+
+	if (fd < 0)
+		return *why = "RING carries no file descriptor", -EINVAL;
+	if (c->rmap)
+		return *why = "this port has its rings", -EALREADY;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < bytes)
+		return *why = "the memory is not a file of simfab_ring_bytes(slots) octets",
+		       -EINVAL;
+	mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return *why = "cannot map the memory", -errno;
+	c->rmap = mem;
+	c->rmap_len = bytes;
+	simfab_ring_view(mem, slots, 0, &c->in);
+	simfab_ring_view(mem, slots, 1, &c->out);
+	return 0;
+}
+
+/* Everything the port put in its ring, in order. Returns false when the port broke the
+ * ring's rules (the connection is closed). */
+static bool conn_drain(struct fab *x, struct conn *c)
+{
+	struct fabric_verdict v;
+	const uint8_t *pkt;
+	bool held = false;
+	uint32_t qpn;
+	size_t len;
+	int rc;
+
+	while (c->rmap && c->port >= 0 && (rc = simfab_ring_peek(&c->in, &qpn, &pkt, &len)) != 0) {
+		if (rc < 0) {
+			const struct simfab_port_info *i = fabric_port_info(x->f, c->port);
+
+			log_error("fabric: %s port %u: its ring holds an impossible index or "
+				  "length: connection closed",
+				  i->name, i->port_num);
+			conn_close(x, c);
+			return false;
+		}
+		memcpy(x->ring_pkt, pkt, len);
+		simfab_ring_pop(&c->in);
+		fabric_packet(x->f, c->port, qpn, x->ring_pkt, len, evloop_now_ns(), &v);
+		held |= v.held;
+	}
+	if (held)
+		arm_delay_timer(x);
+	return true;
 }
 
 static void reply_err(struct conn *c, uint32_t seq, int err, const char *what, const char *why)
@@ -254,7 +343,7 @@ static void reply_ok(struct conn *c, uint32_t seq, uint32_t value)
 	send_msg(c, &m);
 }
 
-static void handle_msg(struct fab *x, struct conn *c, const uint8_t *buf, size_t len)
+static void handle_msg(struct fab *x, struct conn *c, const uint8_t *buf, size_t len, int *fd)
 {
 	struct simfab_msg m;
 	const char *why = NULL;
@@ -337,6 +426,20 @@ static void handle_msg(struct fab *x, struct conn *c, const uint8_t *buf, size_t
 		rc = fabric_mcast_detach(x->f, c->port, m.u.mcast.qpn, &m.u.mcast.mgid,
 					 m.u.mcast.mlid);
 		break;
+	case SIMFAB_RING:
+		rc = ring_attach(c, *fd, m.u.ring.slots, &why);
+		if (rc == 0) {
+			const struct simfab_port_info *i = fabric_port_info(x->f, c->port);
+
+			log_info("fabric: %s port %u: packets through shared rings of %u slots",
+				 i->name, i->port_num, m.u.ring.slots);
+			reply_ok(c, m.seq, 0);
+			conn_drain(x, c); /* empty: says we sleep, so the first packet kicks */
+			return;
+		}
+		break;
+	case SIMFAB_KICK:
+		return; /* conn_read drained the ring */
 	default:
 		rc = -EPROTO;
 		why = "not a message a port sends";
@@ -358,7 +461,12 @@ static void conn_read(struct evloop *loop, int fd, uint32_t events, void *arg)
 	(void)loop;
 	(void)fd;
 	(void)events;
-	n = recvmmsg(c->fd, x->mm, RX_BATCH, MSG_DONTWAIT, NULL);
+	for (int i = 0; i < RX_BATCH; i++) {
+		x->mm[i].msg_hdr.msg_control = x->cmsg[i].buf;
+		x->mm[i].msg_hdr.msg_controllen = sizeof(x->cmsg[i].buf);
+		x->rx_fd[i] = -1;
+	}
+	n = recvmmsg(c->fd, x->mm, RX_BATCH, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -372,18 +480,42 @@ static void conn_read(struct evloop *loop, int fd, uint32_t events, void *arg)
 		return;
 	}
 	for (int i = 0; i < n; i++) {
+		struct msghdr *mh = &x->mm[i].msg_hdr;
+
+		for (struct cmsghdr *ch = CMSG_FIRSTHDR(mh); ch; ch = CMSG_NXTHDR(mh, ch))
+			if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS)
+				for (size_t k = 0; k < (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+				     k++) {
+					int rfd;
+
+					memcpy(&rfd, CMSG_DATA(ch) + k * sizeof(int), sizeof(int));
+					if (x->rx_fd[i] < 0)
+						x->rx_fd[i] = rfd;
+					else
+						close(rfd);
+				}
+	}
+	/* Packets the port put in its ring before what it sent on the socket. */
+	if (!conn_drain(x, c))
+		goto out;
+	for (int i = 0; i < n; i++) {
 		if (x->mm[i].msg_len == 0) {
 			conn_close(x, c);
-			return;
+			goto out;
 		} /* orderly shutdown */
 		if (x->mm[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			reply_err(c, 0, EMSGSIZE, "message", "longer than the longest PACKET");
 			continue;
 		}
-		handle_msg(x, c, x->rx + (size_t)i * SIMFAB_MSG_MAX, x->mm[i].msg_len);
+		handle_msg(x, c, x->rx + (size_t)i * SIMFAB_MSG_MAX, x->mm[i].msg_len,
+			   &x->rx_fd[i]);
 		if (c->fd < 0)
-			return;
+			goto out;
 	}
+out:
+	for (int i = 0; i < n; i++)
+		if (x->rx_fd[i] >= 0)
+			close(x->rx_fd[i]);
 }
 
 static void accept_port(struct evloop *loop, int fd, uint32_t events, void *arg)

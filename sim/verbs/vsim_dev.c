@@ -37,6 +37,9 @@
 #include "lib/log.h"
 
 #define RX_BUDGET 64
+/* Slots of each shared ring per port: 256 x 8 KiB each way (the memory is touched only
+ * as far as packets fill the slots). */
+#define VSIM_RING_SLOTS 256
 
 /* The devices: one per process from libibumad, or the tests' nodes. */
 static struct {
@@ -406,6 +409,16 @@ static void port_connect(struct vsim_ctx *ctx, struct vsim_port *p)
 		p->fab = NULL;
 		return;
 	}
+	/* Packets through shared rings (lib/ib_simfab.h, RING) unless IBVSIM_RING=0: no
+	 * system call per packet, one wake-up per burst. A fabric that refuses them
+	 * leaves the port on its socket. */
+	if (!getenv("IBVSIM_RING") || strcmp(getenv("IBVSIM_RING"), "0") != 0) {
+		ret = simfab_client_ring(p->fab, VSIM_RING_SLOTS);
+		if (ret < 0)
+			log_warning("libibverbs2sim: %s port %u: no shared rings (%s): packets "
+				    "go through the socket",
+				    p->sp.info.name, p->num, simfab_client_errmsg(p->fab));
+	}
 	p->link_up = true;
 	ev.data.u32 = p->num;
 	if (ctx->epfd >= 0 &&
@@ -516,14 +529,20 @@ int vsim_pkey_index_valid(const struct vsim_port *port, uint16_t index)
 
 /* --- the progress thread ---------------------------------------------------------------- */
 
-static void rx_port(struct vsim_ctx *ctx, struct vsim_port *p, uint64_t now)
+/* Returns true when the budget ran out before the port had nothing more: the ring has
+ * no level-triggered readiness (the fabric kicks only a consumer that found it empty),
+ * so the caller must come back without sleeping. */
+static bool rx_port(struct vsim_ctx *ctx, struct vsim_port *p, uint64_t now)
 {
-	for (unsigned i = 0; i < RX_BUDGET && p->fab; i++) {
+	for (unsigned i = 0; i < RX_BUDGET; i++) {
 		struct simfab_event ev;
-		int ret = simfab_client_recv(p->fab, &ev, 0);
+		int ret;
 
+		if (!p->fab)
+			return false;
+		ret = simfab_client_recv(p->fab, &ev, 0);
 		if (ret == -EAGAIN)
-			break;
+			return false;
 		if (ret == -ECONNRESET) {
 			log_error("libibverbs2sim: %s port %u: the fabric closed the connection",
 				  p->sp.info.name, p->num);
@@ -532,7 +551,7 @@ static void rx_port(struct vsim_ctx *ctx, struct vsim_port *p, uint64_t now)
 				p->active = false;
 				vsim_event(ctx, IBV_EVENT_PORT_ERR, NULL, p->num);
 			}
-			break;
+			return false;
 		}
 		if (ret < 0)
 			continue;
@@ -548,6 +567,7 @@ static void rx_port(struct vsim_ctx *ctx, struct vsim_port *p, uint64_t now)
 		}
 		vsim_qp_rx(ctx, p, ev.qpn, ev.data, ev.len, now);
 	}
+	return true;
 }
 
 static unsigned port_ms(void)
@@ -561,11 +581,12 @@ static unsigned port_ms(void)
 static void *progress(void *arg)
 {
 	struct vsim_ctx *ctx = arg;
+	bool more = false; /* a port's budget ran out: receive again at once */
 
 	for (;;) {
 		struct epoll_event evs[VSIM_MAX_PORTS + 1];
 		uint64_t now = vsim_now_ns(), dl, v;
-		bool work = false;
+		bool work = more;
 		int timeout, n;
 
 		pthread_mutex_lock(&ctx->lock);
@@ -598,9 +619,10 @@ static void *progress(void *arg)
 			;
 		now = vsim_now_ns();
 		pthread_mutex_lock(&ctx->lock);
+		more = false;
 		for (unsigned i = 0; i < ctx->n_ports; i++) {
 			ctx->port[i].tx_blocked = false;
-			rx_port(ctx, &ctx->port[i], now);
+			more |= rx_port(ctx, &ctx->port[i], now);
 		}
 		vsim_rc_service(ctx, now);
 		if (ctx->fatal_pending)

@@ -127,6 +127,36 @@ static void test_crc32_slices(void **state)
 					 vcrc_msb_first(buf + off, n));
 }
 
+/* Runs of 64 octets and more take the carry-less multiply fold where the CPU has one:
+ * packet-sized lengths (up to the longest IB packet and past it), every start offset
+ * mod 16, any register value, and pieces that end inside and outside a 16-octet block. */
+static void test_crc_long_runs(void **state)
+{
+	static uint8_t buf[4400];
+	uint32_t x = 4242;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t n = 60; n <= 4300; n += 29) {
+		size_t off = n % 16, cut = n / 5 + (n & 7);
+		uint32_t seed = x = x * 1103515245u + 12345u;
+		uint32_t want = crc32_bitwise(seed, buf + off, n);
+		uint16_t vwant = vcrc_msb_first(buf + off, n);
+
+		assert_int_equal(ib_crc32_update(seed, buf + off, n), want);
+		assert_int_equal(ib_crc32_update(ib_crc32_update(seed, buf + off, cut),
+						 buf + off + cut, n - cut),
+				 want);
+		assert_int_equal(ib_vcrc_compute(buf + off, n), vwant);
+		assert_int_equal((uint16_t)~ib_crc16_update(ib_crc16_update(0xffff, buf + off, cut),
+							    buf + off + cut, n - cut),
+				 vwant);
+	}
+}
+
 static void test_icrc_local_vector(void **state)
 {
 	uint32_t icrc;
@@ -258,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_icrc_global_vector_and_rxe),
 		cmocka_unit_test(test_icrc_global_masking),
 		cmocka_unit_test(test_icrc_refuses),
+		cmocka_unit_test(test_crc_long_runs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

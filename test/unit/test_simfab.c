@@ -5,6 +5,7 @@
  * SOCK_SEQPACKET socket (answers, ERROR texts, traffic that overtakes an answer,
  * timeouts, the fabric going away).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,10 +317,32 @@ static void test_client(void **state)
 	assert_int_equal(ev.type, SIMFAB_PACKET);
 	assert_int_equal(ev.len, sizeof(pkt));
 	assert_memory_equal(ev.data, pkt, sizeof(pkt));
+	/* A burst: polling takes it in batches; a request answered meanwhile keeps what
+	 * came before its answer behind what the last batch still holds, all in order. */
+	for (unsigned i = 0; i < 20; i++) {
+		pkt[0] = (uint8_t)i;
+		assert_int_equal(simfab_client_send(c, qpn, pkt, sizeof(pkt)), 0);
+	}
+	usleep(200000); /* all 20 echoed */
+	assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+	assert_int_equal(ev.data[0], 0);
+	assert_int_equal(simfab_client_qp_create(c, SIMFAB_QP_UD, 0x0b1b, &qpn), 0);
+	for (unsigned i = 1; i < 20; i++) {
+		assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+		assert_int_equal(ev.type, SIMFAB_PACKET);
+		assert_int_equal(ev.len, sizeof(pkt));
+		assert_int_equal(ev.data[0], i);
+	}
+	assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+	assert_int_equal(ev.qpn, 0x47);
+	assert_int_equal(simfab_client_recv(c, &ev, 0), 0);
+	assert_int_equal(ev.type, SIMFAB_PORT_STATE);
+	assert_int_equal(simfab_client_recv(c, &ev, 0), -EAGAIN);
 	/* No answer: a timeout; then the fabric goes away. */
 	simfab_client_set_timeout(c, 100);
 	assert_int_equal(simfab_client_qp_destroy(c, qpn), -ETIMEDOUT);
 	assert_int_equal(simfab_client_recv(c, &ev, 2000), -ECONNRESET);
+	assert_int_equal(simfab_client_recv(c, &ev, 0), -ECONNRESET); /* polled, too */
 	simfab_client_close(c);
 	pthread_join(fk.thread, NULL);
 	assert_int_equal(fk.hellos, 1);
@@ -362,13 +385,93 @@ static void test_build_ud(void **state)
 	assert_int_equal(simfab_mtu_bytes(6), 0);
 }
 
+/* The shared rings, one process playing both ends: order, wrap-around, full, the
+ * wake-up rule (a KICK only for a consumer that found the ring empty, once), and the
+ * peer's impossible indexes and lengths refused. */
+static void test_ring(void **state)
+{
+	const uint32_t n = SIMFAB_RING_SLOTS_MIN;
+	size_t bytes = simfab_ring_bytes(n);
+	uint8_t *mem = calloc(1, bytes), pkt[IB_PACKET_MAX_LEN];
+	struct simfab_ring prod, cons;
+	const uint8_t *d;
+	uint32_t qpn, bad;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(simfab_ring_bytes(24), 0);   /* not a power of two */
+	assert_int_equal(simfab_ring_bytes(8), 0);    /* too few */
+	assert_int_equal(simfab_ring_bytes(2048), 0); /* too many */
+	assert_non_null(mem);
+	simfab_ring_view(mem, n, 1, &prod);
+	simfab_ring_view(mem, n, 1, &cons);
+	/* The consumer finds it empty: the next push kicks, the one after does not. */
+	memset(pkt, 0x5a, sizeof(pkt));
+	assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
+	assert_int_equal(simfab_ring_push(&prod, 0x48, pkt, IB_PACKET_MIN_LEN), 1);
+	assert_int_equal(simfab_ring_push(&prod, 0x49, pkt, IB_PACKET_MIN_LEN), 0);
+	assert_int_equal(simfab_ring_push(&prod, 0x49, pkt, 3), -EINVAL);
+	for (uint32_t i = 0; i < 2; i++) {
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 1);
+		assert_int_equal(qpn, 0x48 + i);
+		assert_int_equal(len, IB_PACKET_MIN_LEN);
+		simfab_ring_pop(&cons);
+	}
+	/* Around the ring three times, filling it each time; the longest packet fits. */
+	for (uint32_t round = 0; round < 3; round++) {
+		for (uint32_t i = 0; i < n; i++) {
+			pkt[0] = (uint8_t)i;
+			assert_true(simfab_ring_push(&prod, i, pkt, IB_PACKET_MAX_LEN) >= 0);
+		}
+		assert_int_equal(simfab_ring_push(&prod, 1, pkt, IB_PACKET_MAX_LEN), -EAGAIN);
+		for (uint32_t i = 0; i < n; i++) {
+			assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 1);
+			assert_int_equal(qpn, i);
+			assert_int_equal(len, IB_PACKET_MAX_LEN);
+			assert_int_equal(d[0], (uint8_t)i);
+			simfab_ring_pop(&cons);
+		}
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
+	}
+	/* Built in place: nothing is published until the commit, and a bad length is not. */
+	{
+		int err;
+		uint8_t *w = simfab_ring_slot(&prod, &err);
+
+		assert_non_null(w);
+		memset(w, 0x77, IB_PACKET_MIN_LEN);
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
+		assert_int_equal(simfab_ring_commit(&prod, 9, IB_PACKET_MAX_LEN + 1), -EINVAL);
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 0);
+		assert_int_equal(simfab_ring_commit(&prod, 9, IB_PACKET_MIN_LEN), 1); /* it slept */
+		assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), 1);
+		assert_int_equal(qpn, 9);
+		assert_int_equal(d[0], 0x77);
+		simfab_ring_pop(&cons);
+	}
+	/* The other end's word out of range: refused, not followed. */
+	bad = cons.pos + n + 1;
+	memcpy(cons.ctl, &bad, 4); /* head */
+	assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), -EPROTO);
+	bad = prod.pos + 5; /* a tail ahead of the head */
+	memcpy(prod.ctl + 64, &bad, 4);
+	assert_int_equal(simfab_ring_push(&prod, 1, pkt, IB_PACKET_MIN_LEN), -EPROTO);
+	/* A slot whose length is beyond the longest packet. */
+	simfab_ring_view(mem, n, 0, &prod);
+	simfab_ring_view(mem, n, 0, &cons);
+	assert_int_equal(simfab_ring_push(&prod, 7, pkt, IB_PACKET_MIN_LEN), 0);
+	bad = IB_PACKET_MAX_LEN + 1;
+	memcpy(cons.slots, &bad, 4);
+	assert_int_equal(simfab_ring_peek(&cons, &qpn, &d, &len), -EPROTO);
+	free(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_client),
-		cmocka_unit_test(test_build_ud),
+		cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_client),    cmocka_unit_test(test_build_ud),
+		cmocka_unit_test(test_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
