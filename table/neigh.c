@@ -7,6 +7,24 @@
  * removal unlinks with one release store and frees through cfg.defer. The link address
  * of an entry is a separate immutable object swapped the same way.
  *
+ * The data path does not walk the chains: it reads a flat, open-addressed index (linear
+ * probing, a power of two >= 2 * gc_thresh3 slots of one cache line each) whose slot
+ * holds what sending needs: the key, a copy of the state and of the link pointer, the
+ * entry and the use hint. A hit costs the slot's line and the link's, not a bucket's, an
+ * entry's and a link's. The chains stay the control thread's structure (walks, GC,
+ * neigh_walk_from's stable order); the index follows them:
+ *   - a slot's key is written once, before its family is stored with release; it never
+ *     changes while the index lives, so a reader that matched a key reads that entry's
+ *     fields, never another's;
+ *   - set_state and publish_link store the state and the link into the slot too (the
+ *     same release stores as the entry's; a reader sees each copy old or new, as it
+ *     would the entry's);
+ *   - a removal marks the slot dead (link NULL, state NONE, family SLOT_DEAD); dead
+ *     slots are not reused, so probing never meets a key that changed under it;
+ *   - when live + dead slots pass 3/4 of the index, a new index is built from the
+ *     chains, published with one release store, and the old one freed through cfg.defer
+ *     (a reader still on it reads entries and links that the same defer keeps alive).
+ *
  * Timers: each entry has one deadline; neigh_tick() walks the table (the control
  * thread calls it at least once a second, which also turns "used while STALE" hints
  * into DELAY), plus a periodic GC pass.
@@ -22,6 +40,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "lib/addr.h"
@@ -32,7 +51,8 @@
 #define REACHABLE_REDRAW_MS 300000
 
 struct neigh_entry {
-	/* the data path's part: the first cache line (line_alloc) */
+	/* the data path's part: the first cache line (line_alloc); neigh_lookup_link
+	 * reads the slot instead */
 	struct neigh_entry *next; /* RCU chain */
 	struct neigh_link *link;  /* RCU: immutable, NULL when none */
 	uint8_t state;            /* written by control with release, read with acquire */
@@ -52,6 +72,30 @@ struct neigh_entry {
 	void **queue; /* unres_qlen slots */
 	/* the INCOMPLETE list, oldest first (control thread only) */
 	struct neigh_entry *unres_prev, *unres_next;
+	unsigned slot; /* in t->idx (control thread only) */
+};
+
+#define SLOT_DEAD 0xff /* a removed entry's slot: probing goes on past it */
+
+/* One slot of the data path's index: one cache line. family is stored last with
+ * release (0: empty, SLOT_DEAD, AF_INET / AF_INET6), state and link with release;
+ * readers load those three with acquire, the rest is immutable once published. */
+struct neigh_slot {
+	uint8_t family;
+	uint8_t state;
+	uint8_t addr[16];
+	struct neigh_link *link;
+	struct neigh_entry *e;
+	uint64_t used_hint; /* data path hint (relaxed atomics) */
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct neigh_slot) == 64, "a slot is one cache line");
+
+struct neigh_index {
+	unsigned mask;
+	unsigned used; /* live and dead slots (control thread only) */
+	size_t bytes;  /* of the mapping */
+	struct neigh_slot s[];
 };
 
 _Static_assert(offsetof(struct neigh_entry, confirmed_hint) + sizeof(uint64_t) <= 64,
@@ -63,6 +107,8 @@ struct neigh_table {
 	struct neigh_params p;
 	struct neigh_entry **buckets;
 	unsigned mask;
+	struct neigh_index *idx; /* RCU: replaced whole by idx_rebuild */
+	unsigned idx_mask;       /* its size less one (fixed) */
 	unsigned count;
 	uint32_t seed, rng;
 	uint32_t reachable_ms;
@@ -178,6 +224,35 @@ static inline bool key_eq(const struct neigh_entry *e, int family, const uint8_t
 	return family == AF_INET ? !memcmp(e->addr, addr, 4) : !memcmp(e->addr, addr, 16);
 }
 
+/*
+ * The index is its own mapping, on huge pages when it is large enough (best effort:
+ * THP may be off): a 200,000-entry table has 16 MiB of slots, and a lookup that missed
+ * the TLB as well as the cache would pay a page walk on top of the miss.
+ */
+static struct neigh_index *idx_alloc(unsigned mask)
+{
+	size_t sz = sizeof(struct neigh_index) + ((size_t)mask + 1) * sizeof(struct neigh_slot);
+	struct neigh_index *x = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (x == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	if (sz >= 2u << 20)
+		(void)madvise(x, sz, MADV_HUGEPAGE);
+#endif
+	x->mask = mask; /* the rest is zero: every slot empty */
+	x->bytes = sz;
+	return x;
+}
+
+static void idx_free(void *p)
+{
+	struct neigh_index *x = p;
+
+	munmap(x, x->bytes);
+}
+
 int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
 {
 	struct neigh_table *t = calloc(1, sizeof(*t));
@@ -202,6 +277,13 @@ int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
 		return -ENOMEM;
 	}
 	t->mask = n - 1;
+	t->idx_mask = 2 * n - 1;
+	t->idx = idx_alloc(t->idx_mask);
+	if (!t->idx) {
+		free(t->buckets);
+		free(t);
+		return -ENOMEM;
+	}
 	t->seed = cfg->seed ? cfg->seed : (uint32_t)evloop_now_ns() | 1;
 	t->rng = t->seed;
 	uint64_t now = now_ms(t);
@@ -214,38 +296,70 @@ int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
 
 /* ---- data path -------------------------------------------------------------------- */
 
+/* The slot of (family, addr) in x, or NULL. The index always has empty slots (it is
+ * rebuilt at 3/4), so the probe ends. */
+static inline struct neigh_slot *idx_find(const struct neigh_table *t, const struct neigh_index *x,
+					  int family, const uint8_t *addr)
+{
+	unsigned i = hash_key(t, family, addr) & x->mask;
+
+	for (;; i = (i + 1) & x->mask) {
+		struct neigh_slot *s = (struct neigh_slot *)&x->s[i];
+		uint8_t f = __atomic_load_n(&s->family, __ATOMIC_ACQUIRE);
+
+		if (f == 0)
+			return NULL;
+		if (f == (uint8_t)family &&
+		    (family == AF_INET ? !memcmp(s->addr, addr, 4) : !memcmp(s->addr, addr, 16)))
+			return s;
+	}
+}
+
 struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const uint8_t *addr)
 {
-	uint32_t h = hash_key(t, family, addr);
-	struct neigh_entry *e = __atomic_load_n(&t->buckets[h & t->mask], __ATOMIC_ACQUIRE);
+	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
+	const struct neigh_slot *s = idx_find(t, x, family, addr);
 
-	for (; e; e = __atomic_load_n(&e->next, __ATOMIC_ACQUIRE))
-		if (key_eq(e, family, addr))
-			return e;
-	return NULL;
+	return s ? s->e : NULL;
 }
 
-struct neigh_entry *const *neigh_warm_bucket(const struct neigh_table *t, int family,
-					     const uint8_t *addr)
+static inline bool state_sends(enum neigh_state s)
 {
-	struct neigh_entry *const *b = &t->buckets[hash_key(t, family, addr) & t->mask];
-
-	__builtin_prefetch(b);
-	return b;
+	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
+	       s == NEIGH_PERMANENT;
 }
 
-const struct neigh_entry *neigh_warm_entry(struct neigh_entry *const *bucket)
+const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
+					   const uint8_t *addr, uint64_t now)
 {
-	const struct neigh_entry *e = __atomic_load_n(bucket, __ATOMIC_ACQUIRE);
+	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
+	struct neigh_slot *s = idx_find(t, x, family, addr);
+	const struct neigh_link *ll;
 
-	if (e)
-		__builtin_prefetch(e);
-	return e;
+	if (!s)
+		return NULL;
+	ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
+	if (!ll || !ll->usable ||
+	    !state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
+		return NULL;
+	if (__atomic_load_n(&s->used_hint, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&s->used_hint, now, __ATOMIC_RELAXED);
+	return ll;
 }
 
-void neigh_warm_link(const struct neigh_entry *e)
+const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
+					 const uint8_t *addr)
 {
-	const struct neigh_link *ll = __atomic_load_n(&e->link, __ATOMIC_ACQUIRE);
+	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
+	const struct neigh_slot *s = &x->s[hash_key(t, family, addr) & x->mask];
+
+	__builtin_prefetch(s);
+	return s;
+}
+
+void neigh_warm_link(const struct neigh_slot *s)
+{
+	const struct neigh_link *ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
 
 	if (ll)
 		__builtin_prefetch(ll);
@@ -322,6 +436,7 @@ static void set_state(struct neigh_table *t, struct neigh_entry *e, enum neigh_s
 	else if (old != NEIGH_INCOMPLETE && s == NEIGH_INCOMPLETE)
 		unres_append(t, e);
 	__atomic_store_n(&e->state, (uint8_t)s, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->idx->s[e->slot].state, (uint8_t)s, __ATOMIC_RELEASE);
 	e->updated = now;
 }
 
@@ -362,6 +477,7 @@ static int publish_link(struct neigh_table *t, struct neigh_entry *e, const stru
 	}
 	old = e->link;
 	__atomic_store_n(&e->link, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->idx->s[e->slot].link, n, __ATOMIC_RELEASE);
 	retire(t, old);
 	return 0;
 }
@@ -378,12 +494,6 @@ static void queue_drop_all(struct neigh_table *t, struct neigh_entry *e)
 		if (t->cfg.ops && t->cfg.ops->drop)
 			t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
 	}
-}
-
-static bool state_sends(enum neigh_state s)
-{
-	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
-	       s == NEIGH_PERMANENT;
 }
 
 static void queue_flush(struct neigh_table *t, struct neigh_entry *e)
@@ -413,6 +523,80 @@ static void entry_free(void *p)
 	free(e);
 }
 
+/* Put e into index x (the control thread's; unpublished or current), its use hint
+ * from the slot it had (NULL: none). The caller leaves x an empty slot. */
+static void idx_put(const struct neigh_table *t, struct neigh_index *x, struct neigh_entry *e,
+		    const struct neigh_slot *was)
+{
+	unsigned i = hash_key(t, e->family, e->addr) & x->mask;
+	struct neigh_slot *s;
+
+	while (x->s[i].family)
+		i = (i + 1) & x->mask;
+	s = &x->s[i];
+	memcpy(s->addr, e->addr, 16);
+	s->e = e;
+	__atomic_store_n(&s->link, e->link, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->state, e->state, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->used_hint,
+			 was ? __atomic_load_n(&was->used_hint, __ATOMIC_RELAXED) : 0,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&s->family, e->family, __ATOMIC_RELEASE);
+	x->used++;
+	e->slot = i;
+}
+
+/* A new index of the live entries (the dead slots left out), published whole; the old
+ * one goes through cfg.defer, as a removed entry does. */
+static int idx_rebuild(struct neigh_table *t)
+{
+	struct neigh_index *old = t->idx, *x = idx_alloc(t->idx_mask);
+
+	if (!x)
+		return -ENOMEM;
+	for (unsigned b = 0; b <= t->mask; b++)
+		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next)
+			idx_put(t, x, e, &old->s[e->slot]);
+	__atomic_store_n(&t->idx, x, __ATOMIC_RELEASE);
+	if (t->cfg.defer)
+		t->cfg.defer(t->cfg.defer_ctx, idx_free, old);
+	else
+		idx_free(old);
+	return 0;
+}
+
+/* The slot of a new entry (not yet on a chain). Fails only when the index is full of
+ * dead slots and a new one could not be allocated. */
+static int idx_add(struct neigh_table *t, struct neigh_entry *e)
+{
+	if (t->idx->used >= (t->idx_mask + 1) / 4 * 3)
+		(void)idx_rebuild(t); /* on failure, the room left (if any) serves */
+	if (t->idx->used >= t->idx_mask)
+		return -ENOMEM; /* one empty slot always stays: probes end there */
+	idx_put(t, t->idx, e, NULL);
+	return 0;
+}
+
+/* e leaves the index: readers that match its key from now on find no link. */
+static void idx_del(struct neigh_table *t, struct neigh_entry *e)
+{
+	struct neigh_slot *s = &t->idx->s[e->slot];
+
+	__atomic_store_n(&s->link, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->state, (uint8_t)NEIGH_NONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->family, (uint8_t)SLOT_DEAD, __ATOMIC_RELEASE);
+}
+
+/* The data path's use hint: left in the slot (neigh_lookup_link) or the entry
+ * (neigh_entry_used). */
+static uint64_t used_hint(const struct neigh_table *t, const struct neigh_entry *e)
+{
+	uint64_t a = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t b = __atomic_load_n(&t->idx->s[e->slot].used_hint, __ATOMIC_RELAXED);
+
+	return a > b ? a : b;
+}
+
 static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
 {
 	uint32_t h = hash_key(t, e->family, e->addr);
@@ -420,6 +604,7 @@ static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
 
 	if (t->cfg.ops && t->cfg.ops->release)
 		t->cfg.ops->release(t->cfg.ops_ctx, e, e->link);
+	idx_del(t, e);
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			__atomic_store_n(pp, e->next, __ATOMIC_RELEASE);
@@ -467,9 +652,9 @@ static unsigned gc_run(struct neigh_table *t, uint64_t now)
 }
 
 /* The last use the control thread knows of, hint included (0: never used). */
-static uint64_t last_used(const struct neigh_entry *e)
+static uint64_t last_used(const struct neigh_table *t, const struct neigh_entry *e)
 {
-	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t uh = used_hint(t, e);
 
 	return uh > e->used_seen ? uh : e->used_seen;
 }
@@ -493,7 +678,7 @@ static bool evict_one(struct neigh_table *t, uint64_t now)
 	}
 	for (unsigned b = 0; b <= t->mask; b++) {
 		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next) {
-			uint64_t used = last_used(e), idle;
+			uint64_t used = last_used(t, e), idle;
 
 			if (e->state != NEIGH_STALE || (used && now - used < t->reachable_ms))
 				continue;
@@ -539,6 +724,11 @@ static struct neigh_entry *create(struct neigh_table *t, int family, const uint8
 	memcpy(e->addr, addr, addr_len(family));
 	e->updated = now;
 	e->deadline = NEVER;
+	if (idx_add(t, e) < 0) {
+		free(e->queue);
+		free(e);
+		return NULL;
+	}
 	h = hash_key(t, family, addr);
 	e->next = t->buckets[h & t->mask];
 	__atomic_store_n(&t->buckets[h & t->mask], e, __ATOMIC_RELEASE);
@@ -718,7 +908,7 @@ static void fail(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
 static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
 {
 	uint64_t ch = __atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED);
-	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t uh = used_hint(t, e);
 
 	if (ch > e->confirmed)
 		e->confirmed = ch;
@@ -851,6 +1041,7 @@ void neigh_table_free(struct neigh_table *t)
 			entry_free(e);
 		}
 	}
+	idx_free(t->idx);
 	free(t->buckets);
 	free(t);
 }
@@ -860,7 +1051,7 @@ void neigh_info_of(const struct neigh_table *t, const struct neigh_entry *e, str
 	uint64_t now = now_ms(t);
 	uint64_t c = e->confirmed, u = e->used_seen;
 	uint64_t ch = __atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED);
-	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t uh = used_hint(t, e);
 
 	if (ch > c)
 		c = ch;
