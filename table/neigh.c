@@ -253,14 +253,6 @@ static inline uint32_t hash_key(const struct neigh_table *t, int family, const u
 	return h;
 }
 
-/* The key compare with constant lengths, so that it compiles to loads, not a call. */
-static inline bool key_eq(const struct neigh_entry *e, int family, const uint8_t *addr)
-{
-	if (e->family != family)
-		return false;
-	return family == AF_INET ? !memcmp(e->addr, addr, 4) : !memcmp(e->addr, addr, 16);
-}
-
 /* ---- link address cells ------------------------------------------------------------ */
 
 static struct link_arena *arena_new(unsigned gc_thresh3)

@@ -6,9 +6,12 @@
  * after many inserts and deletes, and the limits under attack (issue 20, RFC 6583): a
  * scan of 10,000 addresses next to a neighbour in use, the cap on INCOMPLETE entries,
  * the eviction order of a full table, and the learning guard (neigh_on_link); the data
- * path's flat index (neigh_lookup_link) through rebuilds, and what it sends to.
+ * path's flat index (neigh_lookup_link) through rebuilds, what it sends to, and a reader
+ * thread beside a churning writer (the RCU contract).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -842,6 +845,93 @@ static void test_lookup_link(void **s)
 	neigh_table_free(t);
 }
 
+/*
+ * The RCU contract under a reader thread: while the control thread adds, deletes and
+ * re-links entries (rebuilding the index many times), a worker looking them up with
+ * neigh_lookup_link only ever gets the link address of the key it asked for, and
+ * nothing it reads is freed under it (ASan, TSan). Grace periods are quiescent-state
+ * based as liburcu QSBR's: the reader counts a quiescent state after each batch, and
+ * held frees run once the count moved past the moment they were held.
+ */
+struct rcu_sim {
+	unsigned qs;  /* atomic: quiescent states of the reader */
+	unsigned end; /* atomic */
+	struct neigh_table *t;
+	unsigned bad, hits;
+};
+
+static void *churn_reader(void *arg)
+{
+	struct rcu_sim *r = arg;
+
+	while (!__atomic_load_n(&r->end, __ATOMIC_SEQ_CST)) {
+		for (unsigned k = 0; k < 48; k++) {
+			uint8_t a[16];
+			int fam;
+			const struct neigh_link *ll;
+
+			addr_of(k, &fam, a);
+			ll = neigh_lookup_link(r->t, fam, a, 1);
+			if (!ll)
+				continue;
+			r->hits++;
+			if (ll->addr[5] != (uint8_t)k || ll->addr[4] != 0 || !ll->usable)
+				r->bad++;
+		}
+		__atomic_add_fetch(&r->qs, 1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+static void test_index_readers(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 64, .gc_thresh2 = 64, .gc_thresh3 = 64 };
+	struct neigh_config c = {
+		.ops = &ops, .now_ms = clock_fn, .seed = 11, .params = p, .defer = hold_defer
+	};
+	struct rcu_sim r = { 0 };
+	pthread_t th;
+
+	(void)s;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(neigh_table_new(&c, &r.t), 0);
+	assert_int_equal(pthread_create(&th, NULL, churn_reader, &r), 0);
+	for (unsigned i = 0; i < 4000; i++) {
+		unsigned k = i % 48;
+		struct neigh_link l = mac_link((uint8_t)k);
+		struct neigh_entry *e;
+		uint8_t a[16];
+		int fam;
+
+		l.addr[3] = (uint8_t)i; /* a new link address each time: cells replaced */
+		addr_of(k, &fam, a);
+		e = neigh_lookup(r.t, fam, a);
+		if (e && i % 3 == 0)
+			neigh_delete(r.t, e);
+		else if (e)
+			neigh_set_link(r.t, e, &l);
+		else
+			assert_non_null(
+			    neigh_update(r.t, fam, a, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
+		if (i % 64 == 63) {
+			unsigned n = n_held, q0 = __atomic_load_n(&r.qs, __ATOMIC_SEQ_CST);
+
+			while (__atomic_load_n(&r.qs, __ATOMIC_SEQ_CST) == q0)
+				sched_yield();
+			for (unsigned j = 0; j < n; j++)
+				held[j].fn(held[j].arg);
+			memmove(held, held + n, (n_held - n) * sizeof(held[0]));
+			n_held -= n;
+		}
+	}
+	__atomic_store_n(&r.end, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+	assert_int_equal(r.bad, 0);
+	assert_true(r.hits > 0);
+	neigh_table_free(r.t);
+	run_held();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_scan),           cmocka_unit_test(test_eviction_order),
 		cmocka_unit_test(test_unresolved_cap), cmocka_unit_test(test_on_link),
 		cmocka_unit_test(test_index_churn),    cmocka_unit_test(test_lookup_link),
+		cmocka_unit_test(test_index_readers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
