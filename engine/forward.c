@@ -124,12 +124,6 @@ static const uint8_t *src_addr(const struct fwd_snap *s, const struct fwd_if *if
 
 /* ---- egress ---------------------------------------------------------------------- */
 
-static inline bool neigh_sendable(enum neigh_state s)
-{
-	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
-	       s == NEIGH_PERMANENT;
-}
-
 /* Put pkt[0..len) on the wire to ll: Ethernet by reference, IPoIB by one copy. With a
  * plan, segment seg of the GSO packet pkt instead (len: the segment's length): cut into
  * scratch for Ethernet, straight into the IB buffer for IPoIB (still one copy). */
@@ -298,11 +292,11 @@ static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_
 		   const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
 		   const struct gso_pkt *g, struct fwd_result *res)
 {
-	struct neigh_entry *ne = neigh_lookup(out->neigh, family, nh);
-	const struct neigh_link *ll = ne ? neigh_entry_link(ne) : NULL;
+	/* The entry's slot in the flat index: state, link and the use hint together. */
+	const struct neigh_link *ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms);
 	uint32_t mtu;
 
-	if (!ll || !ll->usable || !neigh_sendable(neigh_entry_state(ne))) {
+	if (!ll) {
 		if (!decrement) {
 			/* Our own error toward an unresolved source: not worth parking. */
 			FWD_INC(c->st->icmp_not_sent);
@@ -313,7 +307,6 @@ static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_
 		memcpy(res->punt_nh, nh, family == AF_INET ? 4 : 16);
 		return;
 	}
-	neigh_entry_used(ne, c->now_ms);
 	mtu = out->mtu;
 	if (out->kind == FWD_IF_IPOIB && ll->mtu && ll->mtu < mtu)
 		mtu = ll->mtu;
@@ -733,8 +726,8 @@ static inline bool is_nd(const uint8_t *p, size_t len)
 /* ---- cache warming for a burst ------------------------------------------------------ */
 
 /*
- * One packet's lookups depend on each other (FIB entry -> next hop -> neighbour bucket
- * -> entry -> link address), so a packet alone pays their cache misses one after the
+ * One packet's lookups depend on each other (FIB entry -> next hop -> neighbour index
+ * slot -> link address), so a packet alone pays their cache misses one after the
  * other. Here each step runs over the whole burst before the next, so the misses of
  * one step overlap across packets; fwd_input_* then finds them in cache. Reads only,
  * inside the caller's RCU section; a guess that is off (an ECMP member, a chained
@@ -744,8 +737,7 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 			const size_t *len, unsigned n)
 {
 	struct {
-		struct neigh_entry *const *bucket;
-		const struct neigh_entry *e;
+		const struct neigh_slot *slot;
 		int family;
 	} w[FWD_PREFETCH_MAX];
 	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
@@ -785,19 +777,17 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 		const struct fwd_if *out = nh[i] ? fwd_snap_if(c->snap, nh[i]->ifindex) : NULL;
 		const uint8_t *nha;
 
-		w[i].bucket = NULL;
+		w[i].slot = NULL;
 		if (!out || !out->neigh || nh[i]->family != w[i].family)
 			continue;
 		nha = nh[i]->type == RT_NH_GATEWAY ? nh[i]->gw
 		      : w[i].family == AF_INET     ? ip[i] + 16
 						   : ip[i] + 24;
-		w[i].bucket = neigh_warm_bucket(out->neigh, w[i].family, nha);
+		w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nha);
 	}
 	for (unsigned i = 0; i < n; i++)
-		w[i].e = w[i].bucket ? neigh_warm_entry(w[i].bucket) : NULL;
-	for (unsigned i = 0; i < n; i++)
-		if (w[i].e)
-			neigh_warm_link(w[i].e);
+		if (w[i].slot)
+			neigh_warm_link(w[i].slot);
 }
 
 const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len)

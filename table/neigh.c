@@ -7,6 +7,33 @@
  * removal unlinks with one release store and frees through cfg.defer. The link address
  * of an entry is a separate immutable object swapped the same way.
  *
+ * The data path does not walk the chains: it reads a flat, open-addressed index (linear
+ * probing, a power of two >= 2 * gc_thresh3 slots of one cache line each) whose slot
+ * holds what sending needs: the key, a copy of the state and of the link pointer, the
+ * entry and the use hint. A hit costs the slot's line and the link's, not a bucket's, an
+ * entry's and a link's. The chains stay the control thread's structure (walks, GC,
+ * neigh_walk_from's stable order); the index follows them:
+ *   - a slot's key is written once, before its family is stored with release; it never
+ *     changes while the index lives, so a reader that matched a key reads that entry's
+ *     fields, never another's;
+ *   - set_state and publish_link store the state and the link into the slot too (the
+ *     same release stores as the entry's; a reader sees each copy old or new, as it
+ *     would the entry's);
+ *   - a removal marks the slot dead (link NULL, state NONE, family SLOT_DEAD); dead
+ *     slots are not reused, so probing never meets a key that changed under it;
+ *   - when live + dead slots pass 3/4 of the index, a new index is built from the
+ *     chains, published with one release store, and the old one freed through cfg.defer
+ *     (a reader still on it reads entries and links that the same defer keeps alive).
+ *
+ * Link addresses live in cells of 64 octets carved from the table's own mappings (huge
+ * pages for a large table), not malloc's heap: the data path's second line per packet
+ * then rarely misses the TLB as well (a 100,000-entry table's links on 4 KiB pages are
+ * a page walk each). A replaced link's cell comes back through cfg.defer, which may run
+ * on another thread (liburcu's call_rcu thread): it is pushed on a lock-free stack
+ * that the control thread takes whole. The mappings are reference counted -- the table
+ * and each cell still in a grace period -- so a callback that runs after
+ * neigh_table_free finds them still there and the last one unmaps them.
+ *
  * Timers: each entry has one deadline; neigh_tick() walks the table (the control
  * thread calls it at least once a second, which also turns "used while STALE" hints
  * into DELAY), plus a periodic GC pass.
@@ -22,6 +49,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "lib/addr.h"
@@ -32,7 +60,8 @@
 #define REACHABLE_REDRAW_MS 300000
 
 struct neigh_entry {
-	/* the data path's part: the first cache line (line_alloc) */
+	/* the data path's part: the first cache line (line_alloc); neigh_lookup_link
+	 * reads the slot instead */
 	struct neigh_entry *next; /* RCU chain */
 	struct neigh_link *link;  /* RCU: immutable, NULL when none */
 	uint8_t state;            /* written by control with release, read with acquire */
@@ -52,17 +81,71 @@ struct neigh_entry {
 	void **queue; /* unres_qlen slots */
 	/* the INCOMPLETE list, oldest first (control thread only) */
 	struct neigh_entry *unres_prev, *unres_next;
+	unsigned slot; /* in t->idx (control thread only) */
+};
+
+#define SLOT_DEAD 0xff /* a removed entry's slot: probing goes on past it */
+
+/* One slot of the data path's index: one cache line. family is stored last with
+ * release (0: empty, SLOT_DEAD, AF_INET / AF_INET6), state and link with release;
+ * readers load those three with acquire, the rest is immutable once published. */
+struct neigh_slot {
+	uint8_t family;
+	uint8_t state;
+	uint8_t addr[16];
+	struct neigh_link *link;
+	struct neigh_entry *e;
+	uint64_t used_hint; /* data path hint (relaxed atomics) */
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct neigh_slot) == 64, "a slot is one cache line");
+
+struct neigh_index {
+	unsigned mask;
+	unsigned used; /* live and dead slots (control thread only) */
+	size_t bytes;  /* of the mapping */
+	struct neigh_slot s[];
 };
 
 _Static_assert(offsetof(struct neigh_entry, confirmed_hint) + sizeof(uint64_t) <= 64,
 	       "the data path's part of an entry fits one cache line");
 _Static_assert(sizeof(struct neigh_link) <= 64, "a link address fits one cache line");
 
+/* A link address's cell: the link, and the arena it returns to (on the free stacks, the
+ * next free cell overlays the link). */
+struct link_cell {
+	union {
+		struct neigh_link link;
+		struct link_cell *next_free;
+	};
+	struct link_arena *arena;
+};
+
+_Static_assert(sizeof(struct link_cell) <= 64, "a link cell fits one cache line");
+
+/* A chunk's first cell is its header: the next chunk, for the unmap. */
+struct link_chunk {
+	struct link_chunk *next;
+	size_t bytes;
+};
+
+struct link_arena {
+	unsigned refs;                 /* atomic: the table's, and one per deferred cell */
+	struct link_cell *remote_free; /* atomic: pushed by deferred frees (any thread) */
+	struct link_cell *local_free;  /* control thread */
+	struct link_chunk *chunks;     /* control thread */
+	uint8_t *carve, *carve_end;    /* control thread: the chunk being cut */
+	size_t chunk_bytes;
+};
+
 struct neigh_table {
 	struct neigh_config cfg;
+	struct link_arena *links;
 	struct neigh_params p;
 	struct neigh_entry **buckets;
 	unsigned mask;
+	struct neigh_index *idx; /* RCU: replaced whole by idx_rebuild */
+	unsigned idx_mask;       /* its size less one (fixed) */
 	unsigned count;
 	uint32_t seed, rng;
 	uint32_t reachable_ms;
@@ -170,12 +253,127 @@ static inline uint32_t hash_key(const struct neigh_table *t, int family, const u
 	return h;
 }
 
-/* The key compare with constant lengths, so that it compiles to loads, not a call. */
-static inline bool key_eq(const struct neigh_entry *e, int family, const uint8_t *addr)
+/* ---- link address cells ------------------------------------------------------------ */
+
+static struct link_arena *arena_new(unsigned gc_thresh3)
 {
-	if (e->family != family)
-		return false;
-	return family == AF_INET ? !memcmp(e->addr, addr, 4) : !memcmp(e->addr, addr, 16);
+	struct link_arena *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->refs = 1;
+	/* 2 MiB (one huge page) for large tables, 64 KiB (1,023 cells) for the rest */
+	a->chunk_bytes = gc_thresh3 >= 8192 ? 2u << 20 : 64u << 10;
+	return a;
+}
+
+static void arena_unref(struct link_arena *a)
+{
+	if (__atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (struct link_chunk *c = a->chunks, *nx; c; c = nx) {
+		nx = c->next;
+		munmap(c, c->bytes);
+	}
+	free(a);
+}
+
+static struct neigh_link *cell_alloc(struct link_arena *a)
+{
+	struct link_cell *c = a->local_free;
+
+	if (!c)
+		c = a->local_free = __atomic_exchange_n(&a->remote_free, NULL, __ATOMIC_ACQUIRE);
+	if (c) {
+		a->local_free = c->next_free;
+	} else {
+		if (a->carve == a->carve_end) {
+			struct link_chunk *k =
+			    mmap(NULL, a->chunk_bytes, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+			if (k == MAP_FAILED)
+				return NULL;
+#ifdef MADV_HUGEPAGE
+			if (a->chunk_bytes >= 2u << 20)
+				(void)madvise(k, a->chunk_bytes, MADV_HUGEPAGE);
+#endif
+			k->bytes = a->chunk_bytes;
+			k->next = a->chunks;
+			a->chunks = k;
+			a->carve = (uint8_t *)k + 64;
+			a->carve_end = (uint8_t *)k + a->chunk_bytes;
+		}
+		c = (struct link_cell *)(void *)a->carve;
+		a->carve += 64;
+	}
+	memset(c, 0, sizeof(*c));
+	c->arena = a;
+	return &c->link;
+}
+
+/* Back to its arena's free stack; any thread (a deferred free) or the control thread. */
+static void cell_push(struct link_cell *c)
+{
+	struct link_arena *a = c->arena;
+	struct link_cell *head = __atomic_load_n(&a->remote_free, __ATOMIC_RELAXED);
+
+	do
+		c->next_free = head;
+	while (!__atomic_compare_exchange_n(&a->remote_free, &head, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+/* A deferred free: the cell returns, and the reference its grace period held goes. */
+static void cell_free_deferred(void *p)
+{
+	struct link_cell *c = p;
+	struct link_arena *a = c->arena;
+
+	cell_push(c);
+	arena_unref(a);
+}
+
+/* A link address no reader may see any more once a grace period has passed. */
+static void retire(struct neigh_table *t, struct neigh_link *ll)
+{
+	if (!ll)
+		return;
+	if (t->cfg.defer) {
+		__atomic_add_fetch(&t->links->refs, 1, __ATOMIC_RELAXED);
+		t->cfg.defer(t->cfg.defer_ctx, cell_free_deferred, ll);
+	} else {
+		cell_push((struct link_cell *)(void *)ll);
+	}
+}
+
+/*
+ * The index is its own mapping, on huge pages when it is large enough (best effort:
+ * THP may be off): a 200,000-entry table has 16 MiB of slots, and a lookup that missed
+ * the TLB as well as the cache would pay a page walk on top of the miss.
+ */
+static struct neigh_index *idx_alloc(unsigned mask)
+{
+	size_t sz = sizeof(struct neigh_index) + ((size_t)mask + 1) * sizeof(struct neigh_slot);
+	struct neigh_index *x = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (x == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	if (sz >= 2u << 20)
+		(void)madvise(x, sz, MADV_HUGEPAGE);
+#endif
+	x->mask = mask; /* the rest is zero: every slot empty */
+	x->bytes = sz;
+	return x;
+}
+
+static void idx_free(void *p)
+{
+	struct neigh_index *x = p;
+
+	munmap(x, x->bytes);
 }
 
 int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
@@ -202,6 +400,17 @@ int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
 		return -ENOMEM;
 	}
 	t->mask = n - 1;
+	t->idx_mask = 2 * n - 1;
+	t->idx = idx_alloc(t->idx_mask);
+	t->links = arena_new(t->p.gc_thresh3);
+	if (!t->idx || !t->links) {
+		if (t->idx)
+			idx_free(t->idx);
+		free(t->links);
+		free(t->buckets);
+		free(t);
+		return -ENOMEM;
+	}
 	t->seed = cfg->seed ? cfg->seed : (uint32_t)evloop_now_ns() | 1;
 	t->rng = t->seed;
 	uint64_t now = now_ms(t);
@@ -214,38 +423,70 @@ int neigh_table_new(const struct neigh_config *cfg, struct neigh_table **out)
 
 /* ---- data path -------------------------------------------------------------------- */
 
+/* The slot of (family, addr) in x, or NULL. The index always has empty slots (it is
+ * rebuilt at 3/4), so the probe ends. */
+static inline struct neigh_slot *idx_find(const struct neigh_table *t, const struct neigh_index *x,
+					  int family, const uint8_t *addr)
+{
+	unsigned i = hash_key(t, family, addr) & x->mask;
+
+	for (;; i = (i + 1) & x->mask) {
+		struct neigh_slot *s = (struct neigh_slot *)&x->s[i];
+		uint8_t f = __atomic_load_n(&s->family, __ATOMIC_ACQUIRE);
+
+		if (f == 0)
+			return NULL;
+		if (f == (uint8_t)family &&
+		    (family == AF_INET ? !memcmp(s->addr, addr, 4) : !memcmp(s->addr, addr, 16)))
+			return s;
+	}
+}
+
 struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const uint8_t *addr)
 {
-	uint32_t h = hash_key(t, family, addr);
-	struct neigh_entry *e = __atomic_load_n(&t->buckets[h & t->mask], __ATOMIC_ACQUIRE);
+	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
+	const struct neigh_slot *s = idx_find(t, x, family, addr);
 
-	for (; e; e = __atomic_load_n(&e->next, __ATOMIC_ACQUIRE))
-		if (key_eq(e, family, addr))
-			return e;
-	return NULL;
+	return s ? s->e : NULL;
 }
 
-struct neigh_entry *const *neigh_warm_bucket(const struct neigh_table *t, int family,
-					     const uint8_t *addr)
+static inline bool state_sends(enum neigh_state s)
 {
-	struct neigh_entry *const *b = &t->buckets[hash_key(t, family, addr) & t->mask];
-
-	__builtin_prefetch(b);
-	return b;
+	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
+	       s == NEIGH_PERMANENT;
 }
 
-const struct neigh_entry *neigh_warm_entry(struct neigh_entry *const *bucket)
+const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
+					   const uint8_t *addr, uint64_t now)
 {
-	const struct neigh_entry *e = __atomic_load_n(bucket, __ATOMIC_ACQUIRE);
+	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
+	struct neigh_slot *s = idx_find(t, x, family, addr);
+	const struct neigh_link *ll;
 
-	if (e)
-		__builtin_prefetch(e);
-	return e;
+	if (!s)
+		return NULL;
+	ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
+	if (!ll || !ll->usable ||
+	    !state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
+		return NULL;
+	if (__atomic_load_n(&s->used_hint, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&s->used_hint, now, __ATOMIC_RELAXED);
+	return ll;
 }
 
-void neigh_warm_link(const struct neigh_entry *e)
+const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
+					 const uint8_t *addr)
 {
-	const struct neigh_link *ll = __atomic_load_n(&e->link, __ATOMIC_ACQUIRE);
+	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
+	const struct neigh_slot *s = &x->s[hash_key(t, family, addr) & x->mask];
+
+	__builtin_prefetch(s);
+	return s;
+}
+
+void neigh_warm_link(const struct neigh_slot *s)
+{
+	const struct neigh_link *ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
 
 	if (ll)
 		__builtin_prefetch(ll);
@@ -322,17 +563,8 @@ static void set_state(struct neigh_table *t, struct neigh_entry *e, enum neigh_s
 	else if (old != NEIGH_INCOMPLETE && s == NEIGH_INCOMPLETE)
 		unres_append(t, e);
 	__atomic_store_n(&e->state, (uint8_t)s, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->idx->s[e->slot].state, (uint8_t)s, __ATOMIC_RELEASE);
 	e->updated = now;
-}
-
-static void retire(struct neigh_table *t, void *p)
-{
-	if (!p)
-		return;
-	if (t->cfg.defer)
-		t->cfg.defer(t->cfg.defer_ctx, free, p);
-	else
-		free(p);
 }
 
 /*
@@ -355,13 +587,14 @@ static int publish_link(struct neigh_table *t, struct neigh_entry *e, const stru
 	struct neigh_link *n = NULL, *old;
 
 	if (ll) {
-		n = line_alloc(sizeof(*n));
+		n = cell_alloc(t->links);
 		if (!n)
 			return -ENOMEM;
 		*n = *ll;
 	}
 	old = e->link;
 	__atomic_store_n(&e->link, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->idx->s[e->slot].link, n, __ATOMIC_RELEASE);
 	retire(t, old);
 	return 0;
 }
@@ -378,12 +611,6 @@ static void queue_drop_all(struct neigh_table *t, struct neigh_entry *e)
 		if (t->cfg.ops && t->cfg.ops->drop)
 			t->cfg.ops->drop(t->cfg.ops_ctx, pkt);
 	}
-}
-
-static bool state_sends(enum neigh_state s)
-{
-	return s == NEIGH_REACHABLE || s == NEIGH_STALE || s == NEIGH_DELAY || s == NEIGH_PROBE ||
-	       s == NEIGH_PERMANENT;
 }
 
 static void queue_flush(struct neigh_table *t, struct neigh_entry *e)
@@ -404,13 +631,89 @@ static void queue_flush(struct neigh_table *t, struct neigh_entry *e)
 	}
 }
 
+/* An entry and its link address (a deferred free, or the table's end). */
 static void entry_free(void *p)
 {
 	struct neigh_entry *e = p;
 
-	free(e->link);
+	if (e->link)
+		cell_free_deferred(e->link); /* the reference unlink_entry took for it */
 	free(e->queue);
 	free(e);
+}
+
+/* Put e into index x (the control thread's; unpublished or current), its use hint
+ * from the slot it had (NULL: none). The caller leaves x an empty slot. */
+static void idx_put(const struct neigh_table *t, struct neigh_index *x, struct neigh_entry *e,
+		    const struct neigh_slot *was)
+{
+	unsigned i = hash_key(t, e->family, e->addr) & x->mask;
+	struct neigh_slot *s;
+
+	while (x->s[i].family)
+		i = (i + 1) & x->mask;
+	s = &x->s[i];
+	memcpy(s->addr, e->addr, 16);
+	s->e = e;
+	__atomic_store_n(&s->link, e->link, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->state, e->state, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->used_hint,
+			 was ? __atomic_load_n(&was->used_hint, __ATOMIC_RELAXED) : 0,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&s->family, e->family, __ATOMIC_RELEASE);
+	x->used++;
+	e->slot = i;
+}
+
+/* A new index of the live entries (the dead slots left out), published whole; the old
+ * one goes through cfg.defer, as a removed entry does. */
+static int idx_rebuild(struct neigh_table *t)
+{
+	struct neigh_index *old = t->idx, *x = idx_alloc(t->idx_mask);
+
+	if (!x)
+		return -ENOMEM;
+	for (unsigned b = 0; b <= t->mask; b++)
+		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next)
+			idx_put(t, x, e, &old->s[e->slot]);
+	__atomic_store_n(&t->idx, x, __ATOMIC_RELEASE);
+	if (t->cfg.defer)
+		t->cfg.defer(t->cfg.defer_ctx, idx_free, old);
+	else
+		idx_free(old);
+	return 0;
+}
+
+/* The slot of a new entry (not yet on a chain). Fails only when the index is full of
+ * dead slots and a new one could not be allocated. */
+static int idx_add(struct neigh_table *t, struct neigh_entry *e)
+{
+	if (t->idx->used >= (t->idx_mask + 1) / 4 * 3)
+		(void)idx_rebuild(t); /* on failure, the room left (if any) serves */
+	if (t->idx->used >= t->idx_mask)
+		return -ENOMEM; /* one empty slot always stays: probes end there */
+	idx_put(t, t->idx, e, NULL);
+	return 0;
+}
+
+/* e leaves the index: readers that match its key from now on find no link. */
+static void idx_del(struct neigh_table *t, struct neigh_entry *e)
+{
+	struct neigh_slot *s = &t->idx->s[e->slot];
+
+	__atomic_store_n(&s->link, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->state, (uint8_t)NEIGH_NONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->family, (uint8_t)SLOT_DEAD, __ATOMIC_RELEASE);
+}
+
+/* The data path's use hint: left in the slot (neigh_lookup_link) or the entry
+ * (neigh_entry_used). */
+static uint64_t used_hint(const struct neigh_table *t, const struct neigh_entry *e)
+{
+	uint64_t a = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t b = __atomic_load_n(&t->idx->s[e->slot].used_hint, __ATOMIC_RELAXED);
+
+	return a > b ? a : b;
 }
 
 static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
@@ -420,6 +723,7 @@ static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
 
 	if (t->cfg.ops && t->cfg.ops->release)
 		t->cfg.ops->release(t->cfg.ops_ctx, e, e->link);
+	idx_del(t, e);
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			__atomic_store_n(pp, e->next, __ATOMIC_RELEASE);
@@ -431,6 +735,8 @@ static void unlink_entry(struct neigh_table *t, struct neigh_entry *e)
 	queue_drop_all(t, e);
 	t->count--;
 	t->st.destroys++;
+	if (e->link)
+		__atomic_add_fetch(&t->links->refs, 1, __ATOMIC_RELAXED); /* entry_free's */
 	if (t->cfg.defer)
 		t->cfg.defer(t->cfg.defer_ctx, entry_free, e);
 	else
@@ -467,9 +773,9 @@ static unsigned gc_run(struct neigh_table *t, uint64_t now)
 }
 
 /* The last use the control thread knows of, hint included (0: never used). */
-static uint64_t last_used(const struct neigh_entry *e)
+static uint64_t last_used(const struct neigh_table *t, const struct neigh_entry *e)
 {
-	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t uh = used_hint(t, e);
 
 	return uh > e->used_seen ? uh : e->used_seen;
 }
@@ -493,7 +799,7 @@ static bool evict_one(struct neigh_table *t, uint64_t now)
 	}
 	for (unsigned b = 0; b <= t->mask; b++) {
 		for (struct neigh_entry *e = t->buckets[b]; e; e = e->next) {
-			uint64_t used = last_used(e), idle;
+			uint64_t used = last_used(t, e), idle;
 
 			if (e->state != NEIGH_STALE || (used && now - used < t->reachable_ms))
 				continue;
@@ -539,6 +845,11 @@ static struct neigh_entry *create(struct neigh_table *t, int family, const uint8
 	memcpy(e->addr, addr, addr_len(family));
 	e->updated = now;
 	e->deadline = NEVER;
+	if (idx_add(t, e) < 0) {
+		free(e->queue);
+		free(e);
+		return NULL;
+	}
 	h = hash_key(t, family, addr);
 	e->next = t->buckets[h & t->mask];
 	__atomic_store_n(&t->buckets[h & t->mask], e, __ATOMIC_RELEASE);
@@ -718,7 +1029,7 @@ static void fail(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
 static void entry_timer(struct neigh_table *t, struct neigh_entry *e, uint64_t now)
 {
 	uint64_t ch = __atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED);
-	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t uh = used_hint(t, e);
 
 	if (ch > e->confirmed)
 		e->confirmed = ch;
@@ -848,9 +1159,13 @@ void neigh_table_free(struct neigh_table *t)
 		for (; e; e = next) {
 			next = e->next;
 			queue_drop_all(t, e);
+			if (e->link)
+				__atomic_add_fetch(&t->links->refs, 1, __ATOMIC_RELAXED);
 			entry_free(e);
 		}
 	}
+	idx_free(t->idx);
+	arena_unref(t->links); /* the table's; deferred frees still in flight hold theirs */
 	free(t->buckets);
 	free(t);
 }
@@ -860,7 +1175,7 @@ void neigh_info_of(const struct neigh_table *t, const struct neigh_entry *e, str
 	uint64_t now = now_ms(t);
 	uint64_t c = e->confirmed, u = e->used_seen;
 	uint64_t ch = __atomic_load_n(&e->confirmed_hint, __ATOMIC_RELAXED);
-	uint64_t uh = __atomic_load_n(&e->used_hint, __ATOMIC_RELAXED);
+	uint64_t uh = used_hint(t, e);
 
 	if (ch > c)
 		c = ch;

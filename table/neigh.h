@@ -45,9 +45,9 @@
  * entry, counted "learn_refused" where one would have been made.
  *
  * Threads: the control thread is the only writer (every function below not marked
- * "data path"). Workers look entries up without locks (RCU: entries and link addresses
- * are published with release stores; a removed entry and a replaced link address are
- * freed through cfg.defer, which must wait for a grace period -- liburcu QSBR's call_rcu
+ * "data path"). Workers look entries up without locks (RCU: entries, link addresses and
+ * the flat lookup index are published with release stores; a removed entry, a replaced
+ * link address and a replaced index are freed through cfg.defer, which must wait for a grace period -- liburcu QSBR's call_rcu
  * in the gateway; NULL frees at once, for single-threaded users such as the IB host role
  * and the unit tests). Workers leave "used" and "confirmed" hints in atomics; the
  * control thread acts on them in neigh_tick().
@@ -179,14 +179,22 @@ void neigh_table_free(struct neigh_table *t);
 /* ---- data path (any thread, lock free) --------------------------------------- */
 /* The entry for (family, addr) or NULL. addr: 4 or 16 octets, network order. */
 struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const uint8_t *addr);
+/* The forwarder's lookup: the link address to send to (family, addr) with, or NULL when
+ * there is no entry, no usable link address, or a state that does not send (as below).
+ * Leaves the use hint (now: ms of the table's clock), as neigh_entry_used would. Reads
+ * one slot of the table's flat index (key, state, link, hint on one cache line) and the
+ * link address, not the entry. */
+const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
+					   const uint8_t *addr, uint64_t now_ms);
 enum neigh_state neigh_entry_state(const struct neigh_entry *e);
 /* Cache warming for a burst (fwd_prefetch_burst), one step over every packet before
- * the next: the bucket of (family, addr), then its first entry, then that entry's link
- * address. Each starts the load of what the next step reads; no result is used. */
-struct neigh_entry *const *neigh_warm_bucket(const struct neigh_table *t, int family,
-					     const uint8_t *addr);
-const struct neigh_entry *neigh_warm_entry(struct neigh_entry *const *bucket);
-void neigh_warm_link(const struct neigh_entry *e);
+ * the next: the index slot where (family, addr) starts its probe, then the link
+ * address in that slot. Each starts the load of what the next step reads; no result
+ * is used (a key that probed further only leaves its line cold). */
+struct neigh_slot;
+const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
+					 const uint8_t *addr);
+void neigh_warm_link(const struct neigh_slot *s);
 /* The published link address (NULL when none): send when ->usable and the state is
  * REACHABLE, STALE, DELAY, PROBE or PERMANENT. */
 const struct neigh_link *neigh_entry_link(const struct neigh_entry *e);

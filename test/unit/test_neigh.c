@@ -5,9 +5,13 @@
  * (overflow drops the oldest, counted; flushed when usable), GC thresholds, lookups
  * after many inserts and deletes, and the limits under attack (issue 20, RFC 6583): a
  * scan of 10,000 addresses next to a neighbour in use, the cap on INCOMPLETE entries,
- * the eviction order of a full table, and the learning guard (neigh_on_link).
+ * the eviction order of a full table, and the learning guard (neigh_on_link); the data
+ * path's flat index (neigh_lookup_link) through rebuilds, what it sends to, and a reader
+ * thread beside a churning writer (the RCU contract).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -710,6 +714,224 @@ static void test_on_link(void **s)
 	neigh_table_free(t);
 }
 
+/* A defer that holds callbacks until the test runs them: a grace period that ends late. */
+struct deferred {
+	void (*fn)(void *);
+	void *arg;
+};
+static struct deferred held[8192];
+static unsigned n_held;
+
+static void hold_defer(void *ctx, void (*fn)(void *arg), void *arg)
+{
+	(void)ctx;
+	assert_true(n_held < 8192);
+	held[n_held++] = (struct deferred){ fn, arg };
+}
+
+static void run_held(void)
+{
+	for (unsigned i = 0; i < n_held; i++)
+		held[i].fn(held[i].arg);
+	n_held = 0;
+}
+
+static void addr_of(unsigned i, int *family, uint8_t a[16])
+{
+	memset(a, 0, 16);
+	if (i % 3 == 0) {
+		*family = AF_INET6;
+		a[0] = 0xfd;
+		memcpy(a + 12, &i, 4);
+	} else {
+		*family = AF_INET;
+		a[0] = 10;
+		a[1] = (uint8_t)(i >> 16);
+		a[2] = (uint8_t)(i >> 8);
+		a[3] = (uint8_t)i;
+	}
+}
+
+/*
+ * The data path's flat index (neigh_lookup_link): after thousands of adds and deletes
+ * in a small table (so its dead slots force many rebuilds, each old index freed through
+ * the defer), every live entry is found with its own link address, every deleted one is
+ * not; IPv4 and IPv6 keys side by side.
+ */
+static void test_index_churn(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 64, .gc_thresh2 = 64, .gc_thresh3 = 64 };
+	struct neigh_config c = {
+		.ops = &ops, .now_ms = clock_fn, .seed = 7, .params = p, .defer = hold_defer
+	};
+	struct neigh_table *t;
+	const unsigned window = 40, total = 3000;
+
+	(void)s;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(neigh_table_new(&c, &t), 0);
+	for (unsigned i = 0; i < total; i++) {
+		struct neigh_link l = mac_link((uint8_t)i);
+		uint8_t a[16];
+		int fam;
+
+		l.addr[4] = (uint8_t)(i >> 8);
+		addr_of(i, &fam, a);
+		assert_non_null(neigh_update(t, fam, a, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
+		if (i >= window) {
+			addr_of(i - window, &fam, a);
+			neigh_delete(t, neigh_lookup(t, fam, a));
+		}
+		if (i % 97 && i != total - 1)
+			continue;
+		for (unsigned k = 0; k <= i; k++) {
+			const struct neigh_link *ll;
+
+			addr_of(k, &fam, a);
+			ll = neigh_lookup_link(t, fam, a, fake_now);
+			if (k + window > i) {
+				assert_non_null(ll);
+				assert_int_equal(ll->addr[5], (uint8_t)k);
+				assert_int_equal(ll->addr[4], (uint8_t)(k >> 8));
+				assert_ptr_equal(neigh_entry_link(neigh_lookup(t, fam, a)), ll);
+			} else {
+				assert_null(ll);
+				assert_null(neigh_lookup(t, fam, a));
+			}
+		}
+		run_held(); /* a grace period ends */
+	}
+	neigh_table_free(t);
+	run_held();
+}
+
+/* neigh_lookup_link sends only with a usable link in a sending state, and its use hint
+ * is the one neigh_tick acts on (STALE and used: DELAY). */
+static void test_lookup_link(void **s)
+{
+	struct neigh_table *t = mk(NULL);
+	struct neigh_link l = mac_link(9), unusable = mac_link(9);
+	struct neigh_info ni;
+	struct neigh_entry *e;
+
+	(void)s;
+	unusable.usable = false;
+	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now));
+	assert_int_equal(neigh_resolve(t, AF_INET, ip_a, NULL), 0); /* INCOMPLETE */
+	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now));
+	e = neigh_update(t, AF_INET, ip_a, &unusable, NEIGH_F_SOLICITED);
+	assert_non_null(e);
+	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
+	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now)); /* not usable yet */
+	neigh_set_link(t, e, &l);
+	assert_non_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now));
+	/* unsolicited: STALE, still sent to; the use moves it to DELAY */
+	assert_non_null(neigh_update(t, AF_INET, ip_b, &l, NEIGH_F_CREATE));
+	e = neigh_lookup(t, AF_INET, ip_b);
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE);
+	fake_now += 10;
+	neigh_tick(t);
+	assert_int_equal(neigh_entry_state(e), NEIGH_STALE); /* unused */
+	fake_now += 10;
+	assert_ptr_equal(neigh_lookup_link(t, AF_INET, ip_b, fake_now), neigh_entry_link(e));
+	neigh_info_of(t, e, &ni);
+	assert_int_equal(ni.used_ms, 0);
+	neigh_tick(t);
+	assert_int_equal(neigh_entry_state(e), NEIGH_DELAY);
+	/* FAILED after the delay and the probes (5 + 3 s): not sent to */
+	run_for(t, 8500);
+	assert_int_equal(neigh_entry_state(e), NEIGH_FAILED);
+	assert_null(neigh_lookup_link(t, AF_INET, ip_b, fake_now));
+	neigh_table_free(t);
+}
+
+/*
+ * The RCU contract under a reader thread: while the control thread adds, deletes and
+ * re-links entries (rebuilding the index many times), a worker looking them up with
+ * neigh_lookup_link only ever gets the link address of the key it asked for, and
+ * nothing it reads is freed under it (ASan, TSan). Grace periods are quiescent-state
+ * based as liburcu QSBR's: the reader counts a quiescent state after each batch, and
+ * held frees run once the count moved past the moment they were held.
+ */
+struct rcu_sim {
+	unsigned qs;  /* atomic: quiescent states of the reader */
+	unsigned end; /* atomic */
+	struct neigh_table *t;
+	unsigned bad, hits;
+};
+
+static void *churn_reader(void *arg)
+{
+	struct rcu_sim *r = arg;
+
+	while (!__atomic_load_n(&r->end, __ATOMIC_SEQ_CST)) {
+		for (unsigned k = 0; k < 48; k++) {
+			uint8_t a[16];
+			int fam;
+			const struct neigh_link *ll;
+
+			addr_of(k, &fam, a);
+			ll = neigh_lookup_link(r->t, fam, a, 1);
+			if (!ll)
+				continue;
+			r->hits++;
+			if (ll->addr[5] != (uint8_t)k || ll->addr[4] != 0 || !ll->usable)
+				r->bad++;
+		}
+		__atomic_add_fetch(&r->qs, 1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+static void test_index_readers(void **s)
+{
+	struct neigh_params p = { .gc_thresh1 = 64, .gc_thresh2 = 64, .gc_thresh3 = 64 };
+	struct neigh_config c = {
+		.ops = &ops, .now_ms = clock_fn, .seed = 11, .params = p, .defer = hold_defer
+	};
+	struct rcu_sim r = { 0 };
+	pthread_t th;
+
+	(void)s;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(neigh_table_new(&c, &r.t), 0);
+	assert_int_equal(pthread_create(&th, NULL, churn_reader, &r), 0);
+	for (unsigned i = 0; i < 4000; i++) {
+		unsigned k = i % 48;
+		struct neigh_link l = mac_link((uint8_t)k);
+		struct neigh_entry *e;
+		uint8_t a[16];
+		int fam;
+
+		l.addr[3] = (uint8_t)i; /* a new link address each time: cells replaced */
+		addr_of(k, &fam, a);
+		e = neigh_lookup(r.t, fam, a);
+		if (e && i % 3 == 0)
+			neigh_delete(r.t, e);
+		else if (e)
+			neigh_set_link(r.t, e, &l);
+		else
+			assert_non_null(
+			    neigh_update(r.t, fam, a, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
+		if (i % 64 == 63) {
+			unsigned n = n_held, q0 = __atomic_load_n(&r.qs, __ATOMIC_SEQ_CST);
+
+			while (__atomic_load_n(&r.qs, __ATOMIC_SEQ_CST) == q0)
+				sched_yield();
+			for (unsigned j = 0; j < n; j++)
+				held[j].fn(held[j].arg);
+			memmove(held, held + n, (n_held - n) * sizeof(held[0]));
+			n_held -= n;
+		}
+	}
+	__atomic_store_n(&r.end, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+	assert_int_equal(r.bad, 0);
+	assert_true(r.hits > 0);
+	neigh_table_free(r.t);
+	run_held();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -720,6 +942,8 @@ int main(void)
 		cmocka_unit_test(test_walk_pieces),    cmocka_unit_test(test_limit_params),
 		cmocka_unit_test(test_scan),           cmocka_unit_test(test_eviction_order),
 		cmocka_unit_test(test_unresolved_cap), cmocka_unit_test(test_on_link),
+		cmocka_unit_test(test_index_churn),    cmocka_unit_test(test_lookup_link),
+		cmocka_unit_test(test_index_readers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
