@@ -413,7 +413,7 @@ static void neighbour_learned(struct fwd_sp *sp, uint32_t b, int family, const u
 	const struct rt_fib_nh *cur;
 	bool proxied = false;
 
-	/* Proxying stays inside the neighbour's tenant (same_tenant). */
+	/* Proxying stays inside the neighbour's tenant: only its interfaces count. */
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *a = &s->ifs[k];
 
