@@ -43,7 +43,6 @@ suite_need_cmds ibsim opensm jq iperf3 nft curl
 suite_ibhost_helpers
 . "$top/test/lib/ha.sh"
 path_alive() { g "$1" -j show ha | jq -r --arg p "$2" '.[] | select(.kind == "path" and .path == $p) | .alive'; }
-pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/received/ { print $4 }'; }
 # Gap bounds: the largest gap docs/failover.md reports for each case ("Measured on the
 # simulated rack"), plus a margin of 60 ms (three heartbeat intervals) for a loaded
 # two-core machine. A bound is a promise the docs make, not a generous timeout.

@@ -34,11 +34,6 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$
 suite_need_root
 suite_need_cmds ibsim opensm saquery tshark iperf3 jq python3
 suite_ibhost_helpers
-pings() {   # NODE ARGS...: "N received" of a bounded ping
-	local n=$1; shift
-	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
-}
-
 if ! IBGW_GW_CONFIG=$top/sim/etc/rack-gw1-fwd.yaml R up >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up with ibgwd on gw1 (rack-gw1-fwd.yaml)" "$(tail -5 "$work/up.log")"
 	exit 1

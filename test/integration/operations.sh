@@ -34,11 +34,6 @@ suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$
 suite_need_root
 suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
-pings() { # NODE ARGS...: "N received" of a bounded ping
-	local n=$1
-	shift
-	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
-}
 wait_link() { # LINK STATE SECONDS: until show links says LINK is in STATE ("gone": absent)
 	local i out
 	for i in $(seq $(($3 * 10))); do

@@ -27,11 +27,6 @@ suite_need_root
 suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
 gwctl() { g gw1 "$@"; }
-pings() { # NODE ARGS...: "N received" of a bounded ping
-	local n=$1
-	shift
-	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
-}
 ib0_line() { gwctl show links 2>/dev/null | grep -A3 '^ib0: ' | tr '\n' ' '; }
 wait_ib0() { # REGEX SECONDS: until show links' ib0 block matches
 	local i

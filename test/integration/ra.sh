@@ -147,7 +147,6 @@ tap_like "ibhost3 had no route to fd00:20::/64 but the default" \
 	"$(in_ns ibhost3 ip -6 route get fd00:20::99 2>&1)" "via $ib_ll dev ib0"
 
 # --- across, with no static route ----------------------------------------------------
-pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "$2" 2>&1 | awk '/received/ { print $4 }'; }
 tap_is "ping6 Ethernet host (SLAAC address) -> IB host, routes from RAs only" \
 	"$(pings ethhost1 fd00:10::13)" 3
 tap_is "ping6 IB host -> Ethernet host's SLAAC address" "$(pings ibhost3 "$eaddr")" 3

@@ -27,12 +27,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/vlan_host.sh"
 suite_init tenant
 rackcmd() { R "$@"; }
 
 tap_plan 31
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
-[ -f "$build/tools/vlan_host.bpf.o" ] || { tap_not_ok "built: $build/tools/vlan_host.bpf.o" "make unit-tests"; exit 1; }
+vlan_host_need_built
 suite_need_root
 suite_need_cmds ibsim opensm jq curl python3 tc
 suite_ibhost_helpers
@@ -46,11 +47,6 @@ suite_cleanup_hook() {
 	return 0
 }
 
-pings() { # NODE ARGS...: "N received" of a bounded ping
-	local n=$1
-	shift
-	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
-}
 # serve NODE NAME: a TCP server on port 7777 (both families) answering NAME.
 serve() {
 	# Not through in_ns: a function in the background is a subshell, and killing it
@@ -149,22 +145,8 @@ done
 in_ns gw2 ip addr add 10.50.0.12/24 dev ib0
 wait_dad gw2
 in_ns gw2 ip -6 route replace fd00:20::/64 via fd00:10::1 dev ib0
-# Blue's Ethernet host: a namespace on the rack's switch, its frames in VLAN 20. The
-# kernels here have no 802.1Q (CONFIG_VLAN_8021Q unset): tc BPF programs on its veth
-# tag what it sends and untag (and keep only) VLAN 20 (test/tools/bpf/vlan_host.bpf.c).
-ip netns add "$rack-ethb"
-ip link add ethb netns "$RACK_ETHSW_NS" type veth peer name eth0 netns "$rack-ethb"
-ip -n "$RACK_ETHSW_NS" link set ethb master br0 up
-ip -n "$rack-ethb" link set lo up
-ip -n "$rack-ethb" link set eth0 up
-veth_tx_csum_off "$rack-ethb" eth0
-in_ns ethb tc qdisc add dev eth0 clsact
-in_ns ethb tc filter add dev eth0 egress bpf da obj "$build/tools/vlan_host.bpf.o" sec tc/egress
-in_ns ethb tc filter add dev eth0 ingress bpf da obj "$build/tools/vlan_host.bpf.o" sec tc/ingress
-ip -n "$rack-ethb" addr add 10.20.0.11/24 dev eth0
-ip -n "$rack-ethb" -6 addr add fd00:20::11/64 dev eth0 nodad
-ip -n "$rack-ethb" route add default via 10.20.0.1
-ip -n "$rack-ethb" -6 route add default via fd00:20::1
+# Blue's Ethernet host: a namespace on the rack's switch, its frames in VLAN 20.
+vlan_host_up ethb 10.20.0.11/24 10.20.0.1 fd00:20::11/64 fd00:20::1
 if ! gateway_start gw1 "$work/gw.yaml" >"$work/gw.log" 2>&1; then
 	tap_not_ok "ibgwd on gw1 with tenant blue" "$(tail -5 "$work/gw.log")"
 	exit 1

@@ -18,11 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/vlan_host.sh"
 suite_init tenha
 
 tap_plan 10
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
-[ -f "$build/tools/vlan_host.bpf.o" ] || { tap_not_ok "built: $build/tools/vlan_host.bpf.o" "make unit-tests"; exit 1; }
+vlan_host_need_built
 suite_need_root
 suite_need_cmds ibsim opensm jq python3 tc
 suite_ibhost_helpers
@@ -31,11 +32,6 @@ suite_ibhost_helpers
 suite_cleanup_hook() {
 	ip netns del "$rack-ethb" 2>/dev/null
 	return 0
-}
-pings() { # NODE ARGS...: "N received" of a bounded ping
-	local n=$1
-	shift
-	in_ns "$n" timeout 15 ping -c 3 -i 0.2 -W 3 "$@" 2>&1 | awk '/received/ { print $4 }'
 }
 gstate() { # NODE GROUP
 	g "$1" -j show ha 2>/dev/null | jq -r ".[] | select(.kind == \"group\" and .group == \"$2\") | .state"
@@ -87,18 +83,8 @@ for i in $(seq 100); do
 	in_ns ibhost3 ip route replace 10.20.0.0/24 via 10.10.0.1 dev ib0 2>/dev/null && break
 	sleep 0.1
 done
-# Blue's Ethernet host, VLAN 20 by tc BPF (test/tools/bpf/vlan_host.bpf.c).
-ip netns add "$rack-ethb"
-ip link add ethb netns "$RACK_ETHSW_NS" type veth peer name eth0 netns "$rack-ethb"
-ip -n "$RACK_ETHSW_NS" link set ethb master br0 up
-ip -n "$rack-ethb" link set lo up
-ip -n "$rack-ethb" link set eth0 up
-veth_tx_csum_off "$rack-ethb" eth0
-in_ns ethb tc qdisc add dev eth0 clsact
-in_ns ethb tc filter add dev eth0 egress bpf da obj "$build/tools/vlan_host.bpf.o" sec tc/egress
-in_ns ethb tc filter add dev eth0 ingress bpf da obj "$build/tools/vlan_host.bpf.o" sec tc/ingress
-ip -n "$rack-ethb" addr add 10.20.0.11/24 dev eth0
-ip -n "$rack-ethb" route add default via 10.20.0.1
+# Blue's Ethernet host, VLAN 20 (test/lib/vlan_host.sh).
+vlan_host_up ethb 10.20.0.11/24 10.20.0.1
 
 tap_is "ethb (blue) -> ibhost3 (blue, 10.10.0.13) through gw1: 3 of 3" "$(pings ethb 10.10.0.13)" 3
 tap_is "ibhost3 -> ethb (10.20.0.11 in blue): 3 of 3" "$(pings ibhost3 10.20.0.11)" 3

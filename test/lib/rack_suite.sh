@@ -66,6 +66,7 @@ suite_need_cmds() {
 # suite_ibhost_helpers: source the rack's own libraries (rack_*, fabric_*, role_*) for
 # this suite's rack, and define the helpers the IB-host suites share:
 #   in_ns NODE CMD...        run CMD in the node's namespace
+#   pings NODE ARGS...       "N received" of a bounded ping (3, 0.2 s apart) from NODE
 #   dump NODE [WHAT]         ibgw-host's control-socket dump (link, stats, neigh, conns ...)
 #   link_state NODE          up|down as ibgw-host reports its link
 #   wait_link NODE STATE S   until link_state is STATE, at most S seconds
@@ -84,6 +85,7 @@ suite_ibhost_helpers() {
 	rack_init "$rack"
 }
 in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
+pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/received/ { print $4 }'; }
 dump() { in_ns "$1" "$host" --ctl "$RACK_STATE/nodes/$1/ibgw-host.sock" dump "${2:-all}"; }
 link_state() { dump "$1" link 2>/dev/null | awk '{ print $6 }'; }
 wait_link() {
