@@ -530,7 +530,6 @@ int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
 		};
 	}
 	e->rt = cfg->rt;
-	e->fib = rt_fib(cfg->rt);
 	e->n_workers = cfg->n_workers;
 	e->seed = cfg->flow_seed;
 	if (!e->seed) {

@@ -129,7 +129,6 @@ struct fwd_engine {
 	struct fwd_engine_config cfg;
 	_Atomic(struct fwd_snap *) snap; /* written by control (release), read by workers */
 	struct rt_table *rt;
-	const struct rt_fib *fib;
 	uint32_t seed;
 	unsigned n_workers;  /* running or to run: interfaces are assigned to 0..n-1 */
 	unsigned n_slots;    /* slots set up (n_workers <= n_slots): the rest are retired */

@@ -32,7 +32,7 @@ int fwd_ctx_init(struct fwd_ctx *c, struct fwd_engine *e, unsigned worker)
 	c->e = e;
 	c->worker = worker;
 	c->st = e->wk[worker].st;
-	c->fib = e->fib;
+	c->fib = rt_fib(e->rt); /* until the first packet names its tenant's */
 	c->seed = e->seed;
 	c->ip_id = (uint16_t)(e->seed ^ worker);
 	ret = icmp_rl_init(&c->rl, c->rl_b, FWD_RL_BUCKETS, &e->cfg.icmp_rl);

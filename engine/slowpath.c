@@ -102,7 +102,7 @@ static struct rt_table *if_rt(struct fwd_engine *e, uint32_t index)
 {
 	const struct fwd_if *f = sp_if(e, index);
 
-	return f && f->rt ? f->rt : e->rt;
+	return f ? f->rt : e->rt;
 }
 
 /* ---- sending through the workers --------------------------------------------------- */
@@ -516,8 +516,7 @@ static void resolve_other(struct fwd_sp *sp, uint32_t k, int family, const uint8
  * learned, and counted learn_refused by the table when it had no entry; answering is
  * not affected.
  */
-static unsigned learn_create(struct fwd_sp *sp, const struct fwd_if *in, int family,
-			     const uint8_t *addr)
+static unsigned learn_create(const struct fwd_if *in, int family, const uint8_t *addr)
 {
 	struct ip_addr a = { .family = (uint8_t)family };
 	const struct rt_fib_nh *nh;
@@ -526,7 +525,7 @@ static unsigned learn_create(struct fwd_sp *sp, const struct fwd_if *in, int fam
 	    neigh_on_link(in->proxy.prefixes, in->proxy.n_prefixes, family, addr))
 		return NEIGH_F_CREATE;
 	memcpy(a.bytes, addr, family == AF_INET ? 4 : 16);
-	nh = rt_lookup(in->rt ? in->rt : sp->e->rt, &a, 0);
+	nh = rt_lookup(in->rt, &a, 0);
 	if (nh && nh->type == RT_NH_CONNECTED && nh->ifindex == in->index)
 		return NEIGH_F_CREATE;
 	return NEIGH_F_OFF_LINK;
@@ -573,7 +572,7 @@ static void eth_arp(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *f
 					  NEIGH_F_SOLICITED | NEIGH_F_OVERRIDE);
 		else if (for_us && kind == ARP_KIND_REQUEST)
 			ne = neigh_update(in->neigh, AF_INET, spa, &ll,
-					  learn_create(sp, in, AF_INET, spa) | NEIGH_F_OVERRIDE);
+					  learn_create(in, AF_INET, spa) | NEIGH_F_OVERRIDE);
 		else
 			ne = neigh_update(in->neigh, AF_INET, spa, &ll, NEIGH_F_OVERRIDE);
 		if (ne)
@@ -655,7 +654,7 @@ static void eth_nd(struct fwd_sp *sp, const struct fwd_if *in, const uint8_t *fr
 	if (!m.dad && m.sllao) {
 		memcpy(ll.addr, m.sllao, 6);
 		if (neigh_update(in->neigh, AF_INET6, m.src, &ll,
-				 learn_create(sp, in, AF_INET6, m.src) | NEIGH_F_OVERRIDE))
+				 learn_create(in, AF_INET6, m.src) | NEIGH_F_OVERRIDE))
 			neighbour_learned(sp, in->index, AF_INET6, m.src);
 	}
 	if (is_own(s, in->rt, AF_INET6, m.target, &where) && where == in->index) {

@@ -87,40 +87,60 @@ static int cmd_show_config(void *ctx, struct json_object *args, struct ctl_reply
 	return ctl_reply_record(r, gw_config_to_json(d->cfg)) < 0 ? CTL_EFAILED : CTL_OK;
 }
 
-/* Optional arguments: one known key of a given type, nothing else. */
-static int opt_arg(struct json_object *args, const char *key, enum json_type type,
-		   struct json_object **out, struct ctl_reply *r, const char *what)
+/* Optional arguments: known keys, each of its type, nothing else. */
+struct opt_spec {
+	const char *key;
+	enum json_type type;
+	struct json_object **out; /* NULL when absent */
+};
+
+static int opt_args(struct json_object *args, const struct opt_spec *spec, unsigned n,
+		    struct ctl_reply *r, const char *what)
 {
-	*out = NULL;
+	for (unsigned i = 0; i < n; i++)
+		*spec[i].out = NULL;
 	if (!args)
 		return 0;
 	json_object_object_foreach(args, k, v)
 	{
-		if (strcmp(k, key) || !json_object_is_type(v, type))
-			return ctl_reply_error(r, CTL_EBADREQ, "%s takes only \"%s\"", what, key);
-		*out = v;
+		unsigned i = 0;
+
+		while (i < n && strcmp(k, spec[i].key))
+			i++;
+		if (i == n || !json_object_is_type(v, spec[i].type)) {
+			char keys[128];
+			size_t o = 0;
+
+			for (unsigned j = 0; j < n && o < sizeof(keys); j++)
+				o += (size_t)snprintf(keys + o, sizeof(keys) - o, "%s\"%s\"",
+						      j == 0      ? ""
+						      : j + 1 < n ? ", "
+								  : " and ",
+						      spec[j].key);
+			return ctl_reply_error(r, CTL_EBADREQ, "%s takes only %s", what, keys);
+		}
+		*spec[i].out = v;
 	}
 	return 0;
+}
+
+static int opt_arg(struct json_object *args, const char *key, enum json_type type,
+		   struct json_object **out, struct ctl_reply *r, const char *what)
+{
+	const struct opt_spec spec = { key, type, out };
+
+	return opt_args(args, &spec, 1, r, what);
 }
 
 static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
-	struct json_object *v = NULL, *t = NULL;
+	struct json_object *v, *t;
+	const struct opt_spec spec[] = { { "stats", json_type_boolean, &v },
+					 { "tenant", json_type_string, &t } };
 
-	if (args) {
-		json_object_object_foreach(args, k, a)
-		{
-			bool stats = !strcmp(k, "stats");
-
-			if ((!stats && strcmp(k, "tenant")) ||
-			    !json_object_is_type(a, stats ? json_type_boolean : json_type_string))
-				return ctl_reply_error(r, CTL_EBADREQ,
-						       "show links takes only \"stats\" (boolean) "
-						       "and \"tenant\" (string)");
-			*(stats ? &v : &t) = a;
-		}
-	}
+	if (opt_args(args, spec, 2, r, "show links"))
+		return CTL_EBADREQ;
 	return gw_dp_show_links(d->dp, v && json_object_get_boolean(v),
 				t ? json_object_get_string(t) : NULL, r);
 }
@@ -128,20 +148,13 @@ static int cmd_show_links(void *ctx, struct json_object *args, struct ctl_reply 
 static int cmd_show_routes(void *ctx, struct json_object *args, struct ctl_reply *r)
 {
 	struct gw_daemon *d = ctx;
-	struct json_object *v = NULL, *t = NULL;
+	struct json_object *v, *t;
+	const struct opt_spec spec[] = { { "prefix", json_type_string, &v },
+					 { "tenant", json_type_string, &t } };
 	struct ip_prefix p;
 
-	if (args) {
-		json_object_object_foreach(args, k, a)
-		{
-			if (!json_object_is_type(a, json_type_string) ||
-			    (strcmp(k, "prefix") && strcmp(k, "tenant")))
-				return ctl_reply_error(r, CTL_EBADREQ,
-						       "show routes takes only \"prefix\" and "
-						       "\"tenant\" (strings)");
-			*(strcmp(k, "prefix") ? &t : &v) = a;
-		}
-	}
+	if (opt_args(args, spec, 2, r, "show routes"))
+		return CTL_EBADREQ;
 	if (v && ip_prefix_parse(json_object_get_string(v), false, &p) < 0)
 		return ctl_reply_error(
 		    r, CTL_EBADREQ, "'%s' is not a prefix (10.1.0.0/16, fd00::/64; no host bits)",
