@@ -539,6 +539,7 @@ int fwd_engine_new(const struct fwd_engine_config *cfg, struct fwd_engine **out)
 		e->seed = (uint32_t)(ts.tv_nsec ^ ts.tv_sec * 2654435761u) | 1;
 	}
 	fwd_knobs_defaults(&s->knobs);
+	s->pollers = cfg->n_workers;
 	snap_fixup(s);
 	atomic_init(&e->snap, s);
 	e->hb_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -597,7 +598,7 @@ int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n)
 	return 0;
 }
 
-int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
+int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX], unsigned pollers,
 		      void (*wait)(void))
 {
 	struct fwd_snap *moving = snap_edit(e), *n = malloc(sizeof(*n));
@@ -607,9 +608,13 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 		free(n);
 		return -ENOMEM;
 	}
-	for (uint32_t k = 1; k < FWD_IF_MAX; k++)
-		if (moving->ifs[k].index && moving->ifs[k].worker != worker_of[k])
-			moving->ifs[k].moving = true;
+	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
+		struct fwd_if *f = &moving->ifs[k];
+
+		if (f->index && (f->worker != worker_of[k] ||
+				 (f->kind == FWD_IF_IPOIB && moving->pollers != pollers)))
+			f->moving = true;
+	}
 	snap_publish(e, moving);
 	wait();
 	memcpy(n, fwd_engine_snap(e), sizeof(*n));
@@ -619,6 +624,7 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 			n->ifs[k].moving = false;
 		}
 	}
+	n->pollers = pollers;
 	snap_publish(e, n);
 	return 0;
 }
@@ -653,41 +659,6 @@ int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n)
 }
 
 /* ---- interfaces --------------------------------------------------------------------- */
-
-static const void *if_port(const struct fwd_if *f)
-{
-	return f->ops->port(f);
-}
-
-/* The lock of a port: the slot already serving it, else a free one (there are as many
- * slots as interfaces). */
-static struct fwd_port_lock *port_lock_of(struct fwd_engine *e, const void *port)
-{
-	struct fwd_port_lock *free_slot = NULL;
-
-	for (unsigned i = 0; i < FWD_IF_MAX; i++) {
-		if (e->plock[i].port == port)
-			return &e->plock[i];
-		if (!e->plock[i].port && !free_slot)
-			free_slot = &e->plock[i];
-	}
-	if (free_slot)
-		free_slot->port = port;
-	return free_slot;
-}
-
-/* After an interface is gone from snapshot n: free its port's slot if no interface
- * uses that port any more. A worker still on an older snapshot may take the lock
- * once more; if the slot serves another port by then, the two share it for a moment. */
-static void port_lock_release(struct fwd_engine *e, const struct fwd_snap *n, const void *port)
-{
-	for (unsigned k = 1; k < FWD_IF_MAX; k++)
-		if (n->ifs[k].index && if_port(&n->ifs[k]) == port)
-			return;
-	for (unsigned i = 0; i < FWD_IF_MAX; i++)
-		if (e->plock[i].port == port)
-			e->plock[i].port = NULL;
-}
 
 /* Whether an address of f other than addrs[i] (from addrs[from] on) lies in the same
  * subnet: deleting addrs[i] must then keep the subnet's connected route. */
@@ -808,8 +779,6 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 			free(n);
 			return ret;
 		}
-	} else if (c->kind == FWD_IF_IPOIB) {
-		f->port_lock = port_lock_of(e, if_port(f));
 	}
 	snap_publish(e, n);
 	e->reserved[i] = false;
@@ -832,7 +801,6 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 	struct fwd_snap *n;
 	struct fwd_if *f;
 	struct neigh_table *t;
-	const void *port;
 
 	if (index && index < FWD_IF_MAX && e->reserved[index]) {
 		e->reserved[index] = false; /* never added */
@@ -849,9 +817,7 @@ int fwd_engine_if_del(struct fwd_engine *e, uint32_t index)
 	for (unsigned a = 0; a < f->n_addrs; a++)
 		(void)rt_del_connected(f->rt, &f->addrs[a], index, subnet_shared(f, a, a + 1));
 	t = e->own_neigh[index] ? f->neigh : NULL;
-	port = if_port(f);
 	memset(f, 0, sizeof(*f));
-	port_lock_release(e, n, port);
 	/* A capture of it ends (its owner sees the interface gone and stops it): a later
 	 * interface given this index is not captured into it. */
 	atomic_store_explicit(&e->cap[index], NULL, memory_order_release);
@@ -1076,7 +1042,7 @@ int fwd_engine_ib_post_send(void *ctx, struct ibp_send *s)
 	struct fwd_ib_hook *h = ctx;
 
 	if (!workers_running(h->e)) /* the control thread is alone on the port */
-		return h->ops ? h->ops->post_send(s, 1) : 0;
+		return h->ops ? h->ops->post_send(0, s, 1) : 0;
 	return fwd_sp_send_ib(h->e, h->ifindex, s, ib_send_class(h, s)) == 0 ? 1 : 0;
 }
 

@@ -57,7 +57,6 @@
 
 struct fwd_engine;
 struct fwd_if_ops;
-struct fwd_port_lock;
 struct ipoib_link;
 struct ring;
 
@@ -96,19 +95,18 @@ struct fwd_if {
 	enum fwd_if_kind kind;
 	char name[FWD_IF_NAME_MAX];
 	bool up;
-	uint32_t mtu;    /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
-	unsigned worker; /* IPoIB: the worker owning the port's data path; both kinds: the
-			  * worker whose pools and rings carry the control thread's sends */
-	bool moving;     /* IPoIB: between two workers (fwd_worker_set_count): polled by
-			  * none */
-	/* IPoIB: the port's data path lock. Every worker transmits on any port (a packet
-	 * leaves through its egress port from the worker that received it), so each
-	 * data-path call (poll, post_send, post_recv, arm) is made under the lock of its
-	 * port, one per port whichever interfaces share it. Engine memory: valid for the
-	 * engine's life. Ethernet: NULL; every worker has a queue of its own on every
-	 * Ethernet port (as many queues as workers: fwd_engine_if_add and
-	 * fwd_worker_set_count see to it), receives on it and sends on it, unlocked. */
-	struct fwd_port_lock *port_lock;
+	uint32_t mtu; /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
+	/* Both kinds: the worker whose pools and rings carry the control thread's sends.
+	 * IPoIB: also where the port's queues start: queue q of the port is polled by
+	 * worker (worker + q) % fwd_snap.pollers. Every worker transmits on any port (a
+	 * packet leaves through its egress port from the worker that received it): on an
+	 * IB port through the queue of its own number (the port serialises a queue
+	 * internally, uncontended while there are as many queues as workers); on an
+	 * Ethernet port through its own queue (as many as workers: fwd_engine_if_add and
+	 * fwd_worker_set_count see to it), unlocked. */
+	unsigned worker;
+	bool moving; /* IPoIB: its queues between workers (fwd_worker_set_count): polled
+		      * by none */
 	struct neigh_table *neigh;
 	/* The routes of the interface's tenant (a table of its own: fwd_if_config.rt): the
 	 * FIB its packets are looked up in (workers), and the RIB its connected routes go to
@@ -156,6 +154,7 @@ struct fwd_snap {
 	struct ip4_martian_cfg m4; /* built from knobs, pointing into knobs */
 	struct ip6_martian_cfg m6;
 	struct fwd_if ifs[FWD_IF_MAX]; /* by index; ifs[0] unused */
+	unsigned pollers;              /* the workers IB ports' queues are spread over */
 };
 
 static inline const struct fwd_if *fwd_snap_if(const struct fwd_snap *s, uint32_t index)

@@ -58,28 +58,6 @@ struct fwd_wk {
 	void *wctx; /* worker.c's state */
 };
 
-/* A port's data-path lock (see fwd_if.port_lock): a test-and-set spinlock, held around
- * one port call or one batch of them (poll_ib's reposts), never while taking another.
- * One slot per port in use, found by port pointer (engine.c's port_lock_of). */
-struct fwd_port_lock {
-	_Alignas(64) atomic_flag held;
-	const void *port; /* the ethp_port / ibp_port it serves; NULL: free slot */
-};
-
-static inline void fwd_port_lock(struct fwd_port_lock *l)
-{
-	while (atomic_flag_test_and_set_explicit(&l->held, memory_order_acquire)) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-	}
-}
-
-static inline void fwd_port_unlock(struct fwd_port_lock *l)
-{
-	atomic_flag_clear_explicit(&l->held, memory_order_release);
-}
-
 /* Per Ethernet interface: the neighbour table's ops context. */
 struct fwd_nctx {
 	struct fwd_engine *e;
@@ -109,19 +87,18 @@ struct txq;
  * switches too: each is one call of its own, not a pattern. Tables in worker.c.
  */
 struct fwd_if_ops {
-	/* The port (ethp_port / ibp_port): its lock's key and a worker's port identity. */
+	/* The port (ethp_port / ibp_port): a worker's port identity. */
 	const void *(*port)(const struct fwd_if *f);
-	/* The fd a sleeping worker wid waits on (epoll). */
-	int (*wait_fd)(const struct fwd_if *f, unsigned wid);
+	/* The fd a worker sleeping on the port's queue waits on (epoll). */
+	int (*wait_fd)(const struct fwd_if *f, unsigned queue);
 	/* f is polled through p, its port's entry in the worker (once per interface). */
 	void (*attach)(struct wport *p, const struct fwd_if *f);
 	/* One receive burst of the port, forwarded; returns the completions handled. */
 	unsigned (*poll)(struct wstate *w, struct wport *p, const struct fwd_snap *s);
 	/* One transmit burst of q (q->n > 0) on its interface. */
 	void (*flush)(struct wstate *w, struct txq *q);
-	/* Arm the port's fd (worker wid's queue's; an IB port under its lock) before
-	 * sleeping. */
-	int (*arm)(const struct wport *p, unsigned wid);
+	/* Arm the fd of the port's queue the worker polls, before sleeping. */
+	int (*arm)(const struct wport *p);
 };
 extern const struct fwd_if_ops fwd_if_eth_ops, fwd_if_ipoib_ops;
 
@@ -135,8 +112,7 @@ struct fwd_engine {
 	unsigned eth_queues; /* queues of every Ethernet port (fwd_engine_eth_queues); 0:
 			      * never set, no worker has run (a test's ports may have none) */
 	struct fwd_wk wk[FWD_WORKERS_MAX];
-	bool own_neigh[FWD_IF_MAX];             /* the engine created ifs[i].neigh */
-	struct fwd_port_lock plock[FWD_IF_MAX]; /* by port; .port written by control only */
+	bool own_neigh[FWD_IF_MAX]; /* the engine created ifs[i].neigh */
 	struct fwd_nctx nctx[FWD_IF_MAX];
 	bool reserved[FWD_IF_MAX];              /* fwd_engine_if_reserve: taken, not added yet */
 	struct fwd_ib_hook if_hook[FWD_IF_MAX]; /* by interface index */
@@ -193,10 +169,11 @@ int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
  * added later too: grown before new workers start, shrunk once the workers beyond n
  * have stopped. 0, or -errno with nothing changed. */
 int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n);
-/* Give each interface the worker worker_of[index] in two publications: first those
- * that change worker as moving (polled by none), then, after wait() (a grace period),
- * with their new worker. 0, or -ENOMEM with nothing published. */
-int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX],
+/* Give each interface the worker worker_of[index], and the IB ports' queues to pollers
+ * workers, in two publications: first the interfaces that change worker (IPoIB: whose
+ * queues change worker) as moving (polled by none), then, after wait() (a grace
+ * period), with their new worker. 0, or -ENOMEM with nothing published. */
+int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX], unsigned pollers,
 		      void (*wait)(void));
 
 /* slowpath.c: whether f has a neighbour entry for a (4 or 16 octets) that a worker

@@ -27,6 +27,9 @@
 #define BURST_MAX 64
 #define TXQ       64
 #define PUNTQ     64
+/* The port queues one worker may poll: an IB port may give it more than one (after a
+ * reload lowered the worker count below the port's queues). */
+#define WPORTS_MAX (FWD_IF_MAX * IBP_QUEUES_MAX)
 
 struct wport {
 	const struct fwd_if_ops *ops; /* its kind's */
@@ -36,7 +39,7 @@ struct wport {
 	uint32_t eth_if;       /* the Ethernet interface of this port */
 	const struct ibp_ops *iops;
 	struct ibp_port *ib;
-	struct fwd_port_lock *lk; /* IPoIB: the port's data-path lock */
+	unsigned queue; /* the port's queue this worker polls (Ethernet: the worker's id) */
 	/* IPoIB: the port's links as of the snapshot (UD QP: NULL while down). */
 	unsigned nlinks;
 	struct {
@@ -64,7 +67,7 @@ struct wstate {
 	int epfd;
 	uint64_t gen;
 	unsigned nports;
-	struct wport ports[FWD_IF_MAX];
+	struct wport ports[WPORTS_MAX];
 	struct txq txq[FWD_IF_MAX];
 	unsigned npunt;
 	void *punts[PUNTQ];
@@ -111,8 +114,36 @@ static void wport_add_link(struct wport *p, const struct fwd_if *f)
 	p->nlinks++;
 }
 
+/* f is polled through queue of its port: the worker's entry for that port and queue,
+ * made on first use. */
+static void wport_use(struct wstate *w, const struct fwd_if *f, unsigned queue)
+{
+	const void *port = f->ops->port(f);
+	struct wport *p = NULL;
+
+	for (unsigned i = 0; i < w->nports && !p; i++)
+		if (w->ports[i].port == port && w->ports[i].queue == queue)
+			p = &w->ports[i];
+	if (!p) {
+		p = &w->ports[w->nports++];
+		*p = (struct wport){
+			.ops = f->ops,
+			.port = port,
+			.eops = f->eth_ops,
+			.eth = f->eth,
+			.iops = f->ib_ops,
+			.ib = f->ib_port,
+			.queue = queue,
+		};
+		epoll_add(w, f->ops->wait_fd(f, queue));
+	}
+	f->ops->attach(p, f);
+}
+
 static void rescan(struct wstate *w, const struct fwd_snap *s)
 {
+	unsigned pollers = s->pollers ? s->pollers : 1;
+
 	if (w->epfd >= 0)
 		close(w->epfd);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -120,31 +151,20 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 	w->nports = 0;
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
-		const void *port;
-		struct wport *p = NULL;
 
-		/* Every worker polls every Ethernet port (its own queue); an IB port, its
-		 * owner only. */
-		if (!f->index || (f->kind != FWD_IF_ETH && (f->worker != w->id || f->moving)))
+		if (!f->index)
 			continue;
-		port = f->ops->port(f);
-		for (unsigned i = 0; i < w->nports && !p; i++)
-			if (w->ports[i].port == port)
-				p = &w->ports[i];
-		if (!p) {
-			p = &w->ports[w->nports++];
-			*p = (struct wport){
-				.ops = f->ops,
-				.port = port,
-				.eops = f->eth_ops,
-				.eth = f->eth,
-				.iops = f->ib_ops,
-				.ib = f->ib_port,
-				.lk = f->port_lock,
-			};
-			epoll_add(w, f->ops->wait_fd(f, w->id));
+		/* Every worker polls every Ethernet port (its own queue); an IB port's queues
+		 * are dealt out from the port's worker on (none while they move). */
+		if (f->kind == FWD_IF_ETH) {
+			wport_use(w, f, w->id);
+		} else if (!f->moving) {
+			unsigned nq = f->ib_ops->queues(f->ib_port);
+
+			for (unsigned q = 0; q < nq; q++)
+				if ((f->worker + q) % pollers == w->id)
+					wport_use(w, f, q);
 		}
-		f->ops->attach(p, f);
 	}
 	w->gen = s->gen;
 }
@@ -152,7 +172,7 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 /* ---- transmit ------------------------------------------------------------------------ */
 
 /* One TX burst of an Ethernet interface, on this worker's own queue of the port: no
- * lock (flush_ib's IB port may be another worker's: its data path under its lock). */
+ * lock. */
 static void flush_eth(struct wstate *w, struct txq *q)
 {
 	const struct fwd_if *f = q->ifp;
@@ -201,9 +221,7 @@ static void flush_ib(struct wstate *w, struct txq *q)
 		if (cap)
 			capture_ib_tx(cap, w->id, &q->ib[i]);
 	}
-	fwd_port_lock(f->port_lock);
-	n = f->ib_ops->post_send(q->ib, q->n);
-	fwd_port_unlock(f->port_lock);
+	n = f->ib_ops->post_send(w->id, q->ib, q->n);
 	if (n < 0)
 		n = 0;
 	for (int i = 0; i < n; i++) {
@@ -496,9 +514,7 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 	unsigned nrx = 0;
 	int n;
 
-	fwd_port_lock(p->lk);
-	n = p->iops->poll(p->ib, w->wcs, w->cfg.burst);
-	fwd_port_unlock(p->lk);
+	n = p->iops->poll(p->ib, p->queue, w->wcs, w->cfg.burst);
 
 	if (n <= 0)
 		return 0;
@@ -510,8 +526,8 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 
 		w->wl[i] = l;
 		if (wc->kind == IBP_WC_SEND) {
-			/* Buffers back to the pool (any thread): no port lock. RC send errors
-			 * are noted for the control thread (teardown). */
+			/* Buffers back to the pool (any thread). RC send errors are noted for
+			 * the control thread (teardown). */
 			if (l)
 				ipoib_link_tx_done(l, wc);
 			else if (wc->buf)
@@ -526,7 +542,7 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 			continue;
 		}
 		/* UD through the link's QP, RC through its SRQ: ipoib_link_rx tells. */
-		ipoib_link_rx(l, wc, rx);
+		ipoib_link_rx(l, p->queue, wc, rx);
 		cap = fwd_capture_of(w->e, in->index);
 		if (cap)
 			capture_ib_rx(cap, w->id, in, wc, rx);
@@ -546,18 +562,16 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		take(w, &w->res, true, &w->rx[k]);
 	}
 	flush_all(w);
-	fwd_port_lock(p->lk); /* post_recv, post_srq_recv */
 	for (int i = 0; i < n; i++) {
 		struct ibp_wc *wc = &w->wcs[i];
 
 		if (wc->kind != IBP_WC_RECV || !wc->buf)
 			continue;
-		if (w->wl[i])
-			ipoib_link_repost(w->wl[i], wc->buf); /* the SRQ first when it is owed */
+		if (w->wl[i]) /* the queue's SRQ first when it is owed */
+			ipoib_link_repost(w->wl[i], p->queue, wc->buf);
 		else
 			p->iops->buf_put(p->ib, wc->buf);
 	}
-	fwd_port_unlock(p->lk);
 	return (unsigned)n;
 }
 
@@ -620,9 +634,9 @@ static const void *eth_port(const struct fwd_if *f)
 	return f->eth;
 }
 
-static int eth_wait_fd(const struct fwd_if *f, unsigned wid)
+static int eth_wait_fd(const struct fwd_if *f, unsigned queue)
 {
-	return f->eth_ops->wait_fd(f->eth, wid);
+	return f->eth_ops->wait_fd(f->eth, queue);
 }
 
 /* The port's first interface receives its frames. */
@@ -632,9 +646,9 @@ static void eth_attach(struct wport *p, const struct fwd_if *f)
 		p->eth_if = f->index;
 }
 
-static int eth_arm(const struct wport *p, unsigned wid)
+static int eth_arm(const struct wport *p)
 {
-	return p->eops->arm(p->eth, wid);
+	return p->eops->arm(p->eth, p->queue);
 }
 
 static const void *ib_port(const struct fwd_if *f)
@@ -642,21 +656,14 @@ static const void *ib_port(const struct fwd_if *f)
 	return f->ib_port;
 }
 
-static int ib_wait_fd(const struct fwd_if *f, unsigned wid)
+static int ib_wait_fd(const struct fwd_if *f, unsigned queue)
 {
-	(void)wid;
-	return f->ib_ops->cq_fd(f->ib_port);
+	return f->ib_ops->cq_fd(f->ib_port, queue);
 }
 
-static int ib_arm(const struct wport *p, unsigned wid)
+static int ib_arm(const struct wport *p)
 {
-	int r;
-
-	(void)wid;
-	fwd_port_lock(p->lk);
-	r = p->iops->arm(p->ib);
-	fwd_port_unlock(p->lk);
-	return r;
+	return p->iops->arm(p->ib, p->queue);
 }
 
 const struct fwd_if_ops fwd_if_eth_ops = {
@@ -684,7 +691,7 @@ static bool arm_all(struct wstate *w)
 	for (unsigned i = 0; i < w->nports; i++) {
 		struct wport *p = &w->ports[i];
 
-		(void)p->ops->arm(p, w->id);
+		(void)p->ops->arm(p);
 	}
 	return true;
 }
@@ -943,7 +950,7 @@ int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker
 		e->wk[id].retired = false; /* its pools are the new thread's again */
 	}
 	if (ret == 0)
-		ret = fwd_engine_assign(e, worker_of, synchronize_rcu);
+		ret = fwd_engine_assign(e, worker_of, n, synchronize_rcu);
 	/* Stop the workers beyond n, or on failure the new ones (nothing moved to them). */
 	for (unsigned id = ret == 0 ? n : old; id < e->n_workers; id++) {
 		worker_stop(e, id);

@@ -16,13 +16,17 @@
  * polls once more, announces sleep on its ring (ring_sleep_prepare), goes RCU-offline
  * and sleeps in epoll on the ports' fds and the ring's eventfd.
  *
+ * Receive spreads over workers: every worker polls its own queue of every Ethernet port
+ * (the device's RSS or PACKET_FANOUT's hash keeps a flow on one), and the queues of the
+ * IB ports given to it (queue q of a port on worker (fwd_if.worker + q) % pollers; the
+ * HCA's RSS keeps a datagram flow on one queue, an RC connection is on one queue).
+ *
  * Transmit crosses workers: a packet leaves through its egress port from the worker
- * that received it. On an Ethernet port, through that worker's own queue, unlocked;
- * what one queue sends leaves in order, and one flow arrives on one queue, so a flow
- * keeps its order through the gateway. On an IB port, two workers may post sends:
- * every data-path call on an IB port (poll, post_send, repost, arm) is made under that
- * port's lock (fwd_if.port_lock), held for that one call only, which keeps the ports'
- * rule: one thread at a time in a port's data path.
+ * that received it, through that worker's own queue of the port: unlocked on Ethernet;
+ * on IB the port serialises each queue (a lock per batch, uncontended while the port
+ * has a queue per worker; an RC connection's sends go through its own queue). What one
+ * queue sends leaves in order, and one flow arrives on one queue, so a flow keeps its
+ * order through the gateway.
  *
  * Threads: start/stop from the control thread; the loop runs on its own thread
  * (registered with liburcu QSBR).

@@ -398,9 +398,11 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 		.device = p->device,
 		.port = p->num,
 		.buf_size = p->connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
-		/* each connected link keeps 256 UD + 256 SRQ receives posted and sends up
-		 * to 256 */
-		.n_bufs = p->connected ? IB_N_BUFS_CM * p->connected : IB_N_BUFS,
+		/* A queue per worker (the port's receives spread over them: RSS where the
+		 * device has it for UD, else one queue). Each connected link keeps 256 UD +
+		 * 256 SRQ receives posted on each queue and sends up to 256 on each. */
+		.n_queues = dp->n_workers,
+		.n_bufs = (p->connected ? IB_N_BUFS_CM * p->connected : IB_N_BUFS) * dp->n_workers,
 	};
 	int ret;
 
@@ -1152,13 +1154,15 @@ static void port_drain(struct dp_port *p)
 	int n;
 
 	/* The workers are stopped: reap the completions the QPs' destruction flushed. */
-	for (int round = 0; round < 64; round++) {
-		n = p->ops->poll(p->port, wcs, 64);
-		if (n <= 0)
-			break;
-		for (int i = 0; i < n; i++)
-			if (wcs[i].buf)
-				p->ops->buf_put(p->port, wcs[i].buf);
+	for (unsigned q = 0; q < p->ops->queues(p->port); q++) {
+		for (int round = 0; round < 64; round++) {
+			n = p->ops->poll(p->port, q, wcs, 64);
+			if (n <= 0)
+				break;
+			for (int i = 0; i < n; i++)
+				if (wcs[i].buf)
+					p->ops->buf_put(p->port, wcs[i].buf);
+		}
 	}
 }
 

@@ -178,17 +178,22 @@ static int cb_qp_create(void *ctx, const struct cm_conn_info *ci, void **qp, uin
 {
 	struct ipoib_link *l = ctx;
 	struct ipoib_conn *c = calloc(1, sizeof(*c));
+	/* Connections take the queues in turn: each peer's traffic on one worker, the
+	 * peers spread over all (a connection's packets stay in order). */
+	unsigned queue = l->next_queue++ % l->nq;
 	struct ibp_qp_init qi = {
 		.type = IBP_QPT_RC,
 		.pkey_index = l->pkey_index,
 		.send_depth = l->cfg.send_depth,
-		.srq = l->srq,
+		.srq = l->srq[queue],
+		.queue = queue,
 	};
 	int r;
 
 	if (!c)
 		return -ENOMEM;
 	qi.user = c;
+	c->queue = queue;
 	c->magic = CONN_MAGIC;
 	c->l = l;
 	c->peer = ci->peer;
@@ -238,7 +243,7 @@ static void cb_qp_destroy(void *ctx, void *qp)
 	conn_drop_queue(l, c);
 	l->ops->destroy_qp(c->qp);
 	/* A receive the QP had taken from the SRQ went back to the pool with it. */
-	atomic_fetch_add_explicit(&l->srq_owed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&l->srq_owed[c->queue], 1, memory_order_relaxed);
 	if (l->cfg.defer)
 		l->cfg.defer(l->cfg.defer_ctx, conn_free_fn, c);
 	else
@@ -406,18 +411,20 @@ int ipoib_cm_start(struct ipoib_link *l)
 	l->ops->buf_put(l->cfg.port, b);
 	if (l->rx_mtu < l->mtu + IPOIB_ENCAP_LEN)
 		l->rx_mtu = l->mtu + IPOIB_ENCAP_LEN;
-	r = l->ops->create_srq(l->cfg.port, l->cfg.recv_depth, &l->srq);
-	if (r < 0) {
-		log_errno(LOG_ERR, -r, "%s: cannot create the SRQ", l->name);
-		return r;
-	}
-	for (unsigned i = 0; i < l->cfg.recv_depth; i++) {
-		b = l->ops->buf_get(l->cfg.port);
-		if (!b)
-			break;
-		if (l->ops->post_srq_recv(l->srq, &b, 1) != 1) {
-			l->ops->buf_put(l->cfg.port, b);
-			break;
+	for (unsigned q = 0; q < l->nq; q++) {
+		r = l->ops->create_srq(l->cfg.port, q, l->cfg.recv_depth, &l->srq[q]);
+		if (r < 0) {
+			log_errno(LOG_ERR, -r, "%s: cannot create the SRQ of queue %u", l->name, q);
+			return r;
+		}
+		for (unsigned i = 0; i < l->cfg.recv_depth; i++) {
+			b = l->ops->buf_get(l->cfg.port);
+			if (!b)
+				break;
+			if (l->ops->post_srq_recv(l->srq[q], &b, 1) != 1) {
+				l->ops->buf_put(l->cfg.port, b);
+				break;
+			}
 		}
 	}
 	memset(&cc, 0, sizeof(cc));
@@ -457,9 +464,11 @@ void ipoib_cm_stop(struct ipoib_link *l)
 		cm_free(l->cm); /* DREQs; down + qp_destroy for each connection */
 		l->cm = NULL;
 	}
-	if (l->srq) {
-		l->ops->destroy_srq(l->srq);
-		l->srq = NULL;
+	for (unsigned q = 0; q < IBP_QUEUES_MAX; q++) {
+		if (l->srq[q]) {
+			l->ops->destroy_srq(l->srq[q]);
+			l->srq[q] = NULL;
+		}
 	}
 }
 

@@ -7,9 +7,10 @@
  * atomics the control thread reads, and what needs the control thread (a failed RC
  * send, an RC peer without a connection) is a flag it reads every tick.
  *
- * Threads: the worker that polls the link's port (one at a time: a port changes worker
- * only across a grace period); ipoib_link_repost under the port's data-path lock;
- * ipoib_link_count_tx from any worker. In the host role, its one thread.
+ * Threads: the worker that polls one of the port's queues, for that queue (one at a time:
+ * a queue changes worker only across a grace period): each queue has its own receive
+ * counters, SRQ and SRQ debt; ipoib_link_count_tx from any worker. In the host role,
+ * its one thread.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -80,12 +81,13 @@ static inline void dp_count(_Atomic uint64_t *c, uint64_t n)
 			      memory_order_relaxed);
 }
 
-/* A receive through the SRQ (wc->qp is one of our RC QPs). */
-static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc, struct ipoib_rx *out)
+/* A receive through queue's SRQ (wc->qp is one of our RC QPs). */
+static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, unsigned queue, const struct ibp_wc *wc,
+				struct ipoib_rx *out)
 {
 	struct ipoib_conn *c = wc->qp_user;
 
-	atomic_fetch_add_explicit(&l->srq_owed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&l->srq_owed[queue], 1, memory_order_relaxed);
 	memset(out, 0, sizeof(*out));
 	out->kind = IPOIB_RX_DROP;
 	out->rc = true;
@@ -100,29 +102,30 @@ static enum ipoib_rx_kind rx_rc(struct ipoib_link *l, const struct ibp_wc *wc, s
 		out->sgid = c->peer.gid;
 	}
 	if (out->kind == IPOIB_RX_DROP) {
-		dp_count(&l->dp_rx.drops[out->why], 1);
+		dp_count(&l->dp_rx[queue].drops[out->why], 1);
 		return IPOIB_RX_DROP;
 	}
-	dp_count(&l->dp_rx.packets, 1);
-	dp_count(&l->dp_rx.bytes, wc->byte_len);
-	dp_count(&l->dp_rx.rc_packets, 1);
-	dp_count(&l->dp_rx.rc_bytes, wc->byte_len);
+	dp_count(&l->dp_rx[queue].packets, 1);
+	dp_count(&l->dp_rx[queue].bytes, wc->byte_len);
+	dp_count(&l->dp_rx[queue].rc_packets, 1);
+	dp_count(&l->dp_rx[queue].rc_bytes, wc->byte_len);
 	atomic_fetch_add_explicit(&c->rx_packets, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->rx_bytes, wc->byte_len, memory_order_relaxed);
 	atomic_store_explicit(&c->active, 1, memory_order_relaxed);
 	return out->kind;
 }
 
-enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
+enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, unsigned queue, const struct ibp_wc *wc,
 				 struct ipoib_rx *out)
 {
-	if (l->srq && wc->qp != l->qp)
-		return rx_rc(l, wc, out);
+	queue %= l->nq;
+	if (l->srq[0] && wc->qp != l->qp)
+		return rx_rc(l, queue, wc, out);
 	if (wc->status != IBP_WC_OK || !wc->buf) {
 		memset(out, 0, sizeof(*out));
 		out->kind = IPOIB_RX_DROP;
 		out->why = IPOIB_DROP_RX_ERROR;
-		dp_count(&l->dp_rx.drops[IPOIB_DROP_RX_ERROR], 1);
+		dp_count(&l->dp_rx[queue].drops[IPOIB_DROP_RX_ERROR], 1);
 		return IPOIB_RX_DROP;
 	}
 	ipoib_rx_classify(wc->buf->data, wc->byte_len, wc->has_grh, out);
@@ -133,26 +136,27 @@ enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
 		out->why = IPOIB_DROP_RX_LOOP;
 	}
 	if (out->kind == IPOIB_RX_DROP) {
-		dp_count(&l->dp_rx.drops[out->why], 1);
+		dp_count(&l->dp_rx[queue].drops[out->why], 1);
 		return IPOIB_RX_DROP;
 	}
-	dp_count(&l->dp_rx.packets, 1);
-	dp_count(&l->dp_rx.bytes, out->len + IPOIB_ENCAP_LEN);
+	dp_count(&l->dp_rx[queue].packets, 1);
+	dp_count(&l->dp_rx[queue].bytes, out->len + IPOIB_ENCAP_LEN);
 	if (out->mcast)
-		dp_count(&l->dp_rx.mcast, 1);
+		dp_count(&l->dp_rx[queue].mcast, 1);
 	return out->kind;
 }
 
-void ipoib_link_repost(struct ipoib_link *l, struct ibp_buf *b)
+void ipoib_link_repost(struct ipoib_link *l, unsigned queue, struct ibp_buf *b)
 {
+	queue %= l->nq;
 	/* Buffers are the port's, all alike: the SRQ gets back what RC receives took. */
-	if (l->srq && atomic_load_explicit(&l->srq_owed, memory_order_relaxed)) {
-		atomic_fetch_sub_explicit(&l->srq_owed, 1, memory_order_relaxed);
+	if (l->srq[queue] && atomic_load_explicit(&l->srq_owed[queue], memory_order_relaxed)) {
+		atomic_fetch_sub_explicit(&l->srq_owed[queue], 1, memory_order_relaxed);
 		b->len = 0;
-		if (l->ops->post_srq_recv(l->srq, &b, 1) == 1)
+		if (l->ops->post_srq_recv(l->srq[queue], &b, 1) == 1)
 			return;
 	}
-	if (!l->qp || l->ops->post_recv(l->qp, &b, 1) != 1)
+	if (!l->qp || l->ops->post_recv(l->qp, queue, &b, 1) != 1)
 		l->ops->buf_put(l->cfg.port, b);
 }
 
@@ -188,7 +192,7 @@ void ipoib_link_send_fill(struct ipoib_link *l, const struct neigh_link *ll, str
 	s->ah = ll->ah;
 	s->remote_qpn = ll->qpn;
 	s->remote_qkey = l->qkey;
-	if (l->srq && ll->len == IPOIB_HWADDR_LEN && (ll->addr[0] & IPOIB_HWADDR_F_RC))
+	if (l->srq[0] && ll->len == IPOIB_HWADDR_LEN && (ll->addr[0] & IPOIB_HWADDR_F_RC))
 		atomic_store_explicit(&l->want_conn, 1, memory_order_relaxed);
 }
 

@@ -53,9 +53,9 @@
  *   the xmit functions and ipoib_link_buf run (ARP/ND answers, proxy answers, packets
  *   parked for resolution) and ipoib_link_input_ctl (ARP/ND the workers punt); cfg.post
  *   then hands every send to the worker that owns the port;
- * - the worker polling the link's port (engine/worker.c, engine/forward.c): ipoib_link_rx,
- *   ipoib_link_repost (under the port's data-path lock), ipoib_link_tx_done,
- *   ipoib_link_of_rc and ipoib_link_send_fill; one worker at a time per port;
+ * - the worker polling one of the port's queues (engine/worker.c, engine/forward.c):
+ *   ipoib_link_rx, ipoib_link_repost, ipoib_link_tx_done, ipoib_link_of_rc and
+ *   ipoib_link_send_fill; one worker at a time per queue;
  * - any thread: ipoib_rx_classify (pure), ipoib_link_count_tx (relaxed atomics);
  * - the host role (sim/host/main.c) calls everything from its one thread.
  *
@@ -63,7 +63,7 @@
  * connected mode, arpnd.c ARP/ND, xmit.c the sends, datapath.c the workers' side.
  *
  * Connected mode (RFC 4755, cfg.connected; docs/connected-mode.md): the link advertises
- * the RC flag (0x80) in its hardware address, receives RC messages through one SRQ, and
+ * the RC flag (0x80) in its hardware address, receives RC messages through an SRQ per port queue, and
  * runs a cm (cm/cm.h) whose MADs go through a libibumad agent (cm/cm_umad.h: the kernel
  * owns QP1 on an HCA): one struct ipoib_cm_port per port, shared by the port's links (CM MADs offered to the links of the P_Key index they
  * came on, each link's cm claiming its service ID / communication IDs, answering on its
@@ -350,12 +350,13 @@ struct ipoib_link *ipoib_link_of_rc(const struct ibp_wc *wc);
  * (its activity and counters recorded), else the UD QP, ll's AH and QPN, the link's
  * Q_Key. s->buf is the caller's (IPoIB header written, len set). */
 void ipoib_link_send_fill(struct ipoib_link *l, const struct neigh_link *ll, struct ibp_send *s);
-/* Receive completion of the link's QP: classify (drops counted). The buffer stays the
- * caller's: give it back with ipoib_link_repost (under the port's data-path lock: it
- * posts on the QP or the SRQ) when done with rx->data. */
-enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, const struct ibp_wc *wc,
+/* Receive completion of the link's QP, polled from the port's queue (drops counted in
+ * that queue's counters). The buffer stays the caller's: give it back with
+ * ipoib_link_repost on the same queue (it posts on the queue's part of the UD QP or on
+ * the queue's SRQ) when done with rx->data. */
+enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, unsigned queue, const struct ibp_wc *wc,
 				 struct ipoib_rx *out);
-void ipoib_link_repost(struct ipoib_link *l, struct ibp_buf *b);
+void ipoib_link_repost(struct ipoib_link *l, unsigned queue, struct ibp_buf *b);
 /* Send completion of the link's QP: the buffer returns to the pool. */
 void ipoib_link_tx_done(struct ipoib_link *l, const struct ibp_wc *wc);
 /* Packets (and their octets, IPoIB header included) the caller's own sends put on the

@@ -100,6 +100,7 @@ struct ipoib_conn {
 	struct ipoib_hwaddr peer; /* flags RC, UD QPN, GID */
 	struct ibp_qp *qp;
 	uint32_t qpn, remote_qpn, mtu;
+	unsigned queue; /* the port queue it completes on (its SRQ's) */
 	uint16_t dlid;
 	bool up, dead, fail_told;
 	uint64_t created;
@@ -160,26 +161,30 @@ struct ipoib_link {
 	uint64_t last_spoof_log;
 	uint64_t spoof_suppressed;
 	struct ipoib_link_stats st;
+	unsigned nq; /* the port's queues (ibp_ops.queues): a UD QP and an SRQ feed each */
 	/* connected mode (control thread, but srq_owed and want_conn: data path too; srq
-	 * is read there, fixed while the link is published) */
+	 * is read there, fixed while the link is published): an SRQ per queue, each
+	 * connection on one of them (ipoib_conn.queue) */
 	struct ipoib_cm_port *cmp;
 	uint8_t cm_tag;
 	struct cm *cm;
-	struct ibp_srq *srq;
+	struct ibp_srq *srq[IBP_QUEUES_MAX];
+	unsigned next_queue; /* the queue of the next connection (round robin) */
 	struct ipoib_conn *conns;
-	uint32_t rx_mtu;      /* receive MTU incl. the IPoIB header */
-	atomic_uint srq_owed; /* RC receives not yet given back to the SRQ */
+	uint32_t rx_mtu; /* receive MTU incl. the IPoIB header */
+	/* RC receives not yet given back to each queue's SRQ */
+	atomic_uint srq_owed[IBP_QUEUES_MAX];
 	/* UD sends of the workers' data path (ipoib_link_count_tx): any worker may send on
 	 * the link, so these are atomics, added into st by ipoib_link_stats. */
 	_Atomic uint64_t dp_tx_packets, dp_tx_bytes;
-	/* Receive counters of ipoib_link_rx, on the worker polling the link's port (one at a
-	 * time: a port changes worker only across a grace period): single-writer relaxed
-	 * atomics, so the control thread reads them without a race; added into st by
-	 * ipoib_link_stats. */
+	/* Receive counters of ipoib_link_rx, one set per queue, written by the worker
+	 * polling that queue (one at a time: a queue changes worker only across a grace
+	 * period): single-writer relaxed atomics, so the control thread reads them without
+	 * a race; added into st by ipoib_link_stats. */
 	struct {
 		_Atomic uint64_t packets, bytes, mcast, rc_packets, rc_bytes;
 		_Atomic uint64_t drops[IPOIB_DROP_COUNT];
-	} dp_rx;
+	} __attribute__((aligned(64))) dp_rx[IBP_QUEUES_MAX];
 	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
 	/* Control thread: peers of neighbour entries that left (ipoib_neigh_release). */
 	struct ipoib_hwaddr expired[EXPIRE_MAX];

@@ -71,6 +71,7 @@ int ipoib_link_new(const struct ipoib_link_config *cfg, struct ipoib_link **out)
 		l->cfg.recv_depth = 256;
 	if (!l->cfg.send_depth)
 		l->cfg.send_depth = 256;
+	l->nq = l->ops->queues(cfg->port);
 	if (cfg->attr) {
 		l->pa = *cfg->attr;
 	} else if ((ret = l->ops->query(cfg->port, &l->pa)) < 0) {
@@ -168,14 +169,16 @@ int ipoib_create_qp(struct ipoib_link *l)
 	l->hw.qpn = l->qpn;
 	l->hw.gid = l->gid;
 	ipoib_hwaddr_encode(&l->hw, l->hw_bytes, sizeof(l->hw_bytes));
-	for (unsigned i = 0; i < l->cfg.recv_depth; i++) {
-		struct ibp_buf *b = l->ops->buf_get(l->cfg.port);
+	for (unsigned q = 0; q < l->nq; q++) {
+		for (unsigned i = 0; i < l->cfg.recv_depth; i++) {
+			struct ibp_buf *b = l->ops->buf_get(l->cfg.port);
 
-		if (!b)
-			break;
-		if (l->ops->post_recv(l->qp, &b, 1) != 1) {
-			l->ops->buf_put(l->cfg.port, b);
-			break;
+			if (!b)
+				break;
+			if (l->ops->post_recv(l->qp, q, &b, 1) != 1) {
+				l->ops->buf_put(l->cfg.port, b);
+				break;
+			}
 		}
 	}
 	if (l->cfg.connected && !l->cm && (ret = ipoib_cm_start(l)) < 0) {
@@ -419,11 +422,13 @@ void ipoib_link_stats(const struct ipoib_link *l, struct ipoib_link_stats *out)
 	*out = l->st;
 	out->tx_packets += dp_read(&l->dp_tx_packets);
 	out->tx_bytes += dp_read(&l->dp_tx_bytes);
-	out->rx_packets += dp_read(&l->dp_rx.packets);
-	out->rx_bytes += dp_read(&l->dp_rx.bytes);
-	out->rx_mcast += dp_read(&l->dp_rx.mcast);
-	out->rc_rx_packets += dp_read(&l->dp_rx.rc_packets);
-	out->rc_rx_bytes += dp_read(&l->dp_rx.rc_bytes);
-	for (unsigned i = 0; i < IPOIB_DROP_COUNT; i++)
-		out->drops[i] += dp_read(&l->dp_rx.drops[i]);
+	for (unsigned q = 0; q < l->nq; q++) {
+		out->rx_packets += dp_read(&l->dp_rx[q].packets);
+		out->rx_bytes += dp_read(&l->dp_rx[q].bytes);
+		out->rx_mcast += dp_read(&l->dp_rx[q].mcast);
+		out->rc_rx_packets += dp_read(&l->dp_rx[q].rc_packets);
+		out->rc_rx_bytes += dp_read(&l->dp_rx[q].rc_bytes);
+		for (unsigned i = 0; i < IPOIB_DROP_COUNT; i++)
+			out->drops[i] += dp_read(&l->dp_rx[q].drops[i]);
+	}
 }

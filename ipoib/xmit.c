@@ -50,7 +50,7 @@ static int ipoib_post_send(struct ipoib_link *l, struct ibp_send *s)
 {
 	if (l->cfg.post)
 		return l->cfg.post(l->cfg.post_ctx, s);
-	return l->ops->post_send(s, 1);
+	return l->ops->post_send(0, s, 1);
 }
 
 /* Post an encapsulated buffer. Takes ownership. */

@@ -8,19 +8,29 @@
  * It keeps its packet buffers in the pool of port/ib_bufpool.h.
  *
  * The model is verbs, reduced to what IPoIB needs: one protection domain and one
- * memory registration per port (the packet buffer pool), UD and RC queue pairs, a
- * shared receive queue for RC (RFC 4755 recommends it), address handles, multicast
- * attach, batched post/poll, a completion fd for the worker and an event fd for the
+ * memory registration per port (the packet buffer pool), UD and RC queue pairs, shared
+ * receive queues for RC (RFC 4755 recommends them), address handles, multicast
+ * attach, batched post/poll, completion fds for the workers and an event fd for the
  * control thread.
  *
+ * Queues: a port has one or more queues (ibp_port_config.n_queues asks, queues() says
+ * what the device granted), each a completion queue with its own fd, polled by one
+ * worker, the way enhanced IPoIB spreads a link over cores. A UD QP spans every queue:
+ * one receive QP whose datagrams the HCA spreads by a hash of their flow (verbs RSS:
+ * receive work queues behind an indirection table), and one send QP per queue sending
+ * with the receive QP's number as its source, so peers see one QPN. An RC QP and an
+ * SRQ belong to one queue. A device without RSS for UD QPs gets one queue.
+ *
  * Threads: control operations (open, query, create/modify/destroy of QPs and AHs,
- * multicast attach/detach, next_event) are called from the control thread only. The
- * data path of a port (post_send, post_recv, post_srq_recv, poll) belongs to one thread
- * at a time, the port's owning worker. buf_get/buf_put are safe from any thread. A
- * backend must allow control operations concurrently with the data path; a QP is
- * destroyed only after its owner has stopped posting to it; the owner keeps polling
- * the port meanwhile, so the QP's flushed completions are reaped (destroy waits for
- * them, as the Linux IPoIB driver does).
+ * multicast attach/detach, next_event) are called from the control thread only. A
+ * queue's data path (poll, arm, post_recv and post_srq_recv on it) belongs to one
+ * thread at a time, its worker; post_send may come from any thread (a UD send leaves
+ * on the caller's queue, an RC send on its QP's); buf_get/buf_put are safe from any
+ * thread. The backend serialises each queue internally (one lock per queue, taken
+ * once per batch), and allows control operations concurrently with the data path; a
+ * QP is destroyed only after its senders have stopped posting to it; the queues'
+ * pollers keep polling meanwhile, so the QP's flushed completions are reaped (destroy
+ * waits for them, as the Linux IPoIB driver does).
  */
 #ifndef IBGW_PORT_IB_PORT_H
 #define IBGW_PORT_IB_PORT_H
@@ -68,7 +78,10 @@ struct ibp_port_config {
 	uint8_t port;        /* 1-based */
 	size_t buf_size;     /* size of each packet buffer (largest receive) */
 	unsigned n_bufs;     /* buffers in the port's pool */
+	unsigned n_queues;   /* queues wanted (0: one); at most IBP_QUEUES_MAX */
 };
+
+#define IBP_QUEUES_MAX 16
 
 /* Address handle attributes: where a UD packet goes. */
 struct ibp_ah_attr {
@@ -96,8 +109,9 @@ struct ibp_qp_init {
 	uint16_t pkey_index;
 	uint32_t qkey;       /* UD */
 	unsigned send_depth; /* outstanding sends */
-	unsigned recv_depth; /* UD: receive queue depth; RC with srq: ignored */
-	struct ibp_srq *srq; /* RC: receive through this shared receive queue */
+	unsigned recv_depth; /* UD: receive depth of each queue; RC with srq: ignored */
+	struct ibp_srq *srq; /* RC: receive through this shared receive queue (its queue's) */
+	unsigned queue;      /* RC: the queue it completes on; UD: ignored (spans them all) */
 	void *user;          /* returned in completions */
 };
 
@@ -191,7 +205,11 @@ struct ibp_ops {
 	struct ibp_buf *(*buf_get)(struct ibp_port *port);
 	void (*buf_put)(struct ibp_port *port, struct ibp_buf *buf);
 
-	int (*create_srq)(struct ibp_port *port, unsigned depth, struct ibp_srq **out);
+	/* How many queues the port has (1..IBP_QUEUES_MAX), fixed at open. */
+	unsigned (*queues)(struct ibp_port *port);
+
+	int (*create_srq)(struct ibp_port *port, unsigned queue, unsigned depth,
+			  struct ibp_srq **out);
 	void (*destroy_srq)(struct ibp_srq *srq);
 	int (*create_qp)(struct ibp_port *port, const struct ibp_qp_init *init,
 			 struct ibp_qp **out);
@@ -207,19 +225,21 @@ struct ibp_ops {
 	int (*attach_mcast)(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid);
 	int (*detach_mcast)(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid);
 
-	/* Batched data path: return how many were accepted (0..n) or -errno. */
-	int (*post_send)(struct ibp_send *sends, unsigned n);
-	int (*post_recv)(struct ibp_qp *qp, struct ibp_buf **bufs, unsigned n);
+	/* Batched data path: return how many were accepted (0..n) or -errno. queue: the
+	 * caller's (UD sends leave through it; queue % queues()). post_recv of a UD QP
+	 * feeds that queue's receives. */
+	int (*post_send)(unsigned queue, struct ibp_send *sends, unsigned n);
+	int (*post_recv)(struct ibp_qp *qp, unsigned queue, struct ibp_buf **bufs, unsigned n);
 	int (*post_srq_recv)(struct ibp_srq *srq, struct ibp_buf **bufs, unsigned n);
-	/* Reap up to max completions (sends and receives of every QP of the port);
-	 * never blocks. Returns the count or -errno. */
-	int (*poll)(struct ibp_port *port, struct ibp_wc *wcs, unsigned max);
+	/* Reap up to max completions of one queue (sends and receives of the QPs that
+	 * complete on it); never blocks. Returns the count or -errno. */
+	int (*poll)(struct ibp_port *port, unsigned queue, struct ibp_wc *wcs, unsigned max);
 
-	/* Worker: an fd that becomes readable when poll() may return completions,
-	 * once arm() has been called; a worker that sleeps calls arm(), polls once
-	 * more (completions that came before arm raise no event), then waits. */
-	int (*cq_fd)(struct ibp_port *port);
-	int (*arm)(struct ibp_port *port);
+	/* Worker: an fd that becomes readable when poll() of the queue may return
+	 * completions, once arm() has been called; a worker that sleeps calls arm(), polls
+	 * once more (completions that came before arm raise no event), then waits. */
+	int (*cq_fd)(struct ibp_port *port, unsigned queue);
+	int (*arm)(struct ibp_port *port, unsigned queue);
 	/* Control thread: an fd readable when next_event() has an event; the next
 	 * port or QP event, or -EAGAIN. (Two fds, because the worker and the control
 	 * thread each wait on their own: one shared level-triggered fd would make

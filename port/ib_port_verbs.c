@@ -2,24 +2,32 @@
  * The verbs backend of the IB port ops table: libibverbs on a real HCA.
  *
  * One port = one device context, one protection domain, one packet buffer pool
- * registered as a single memory region, one completion channel and one CQ shared by
- * every QP of the port. The completion channel's fd is the port's cq_fd (the worker
- * waits on it) and the context's async fd its async_fd (the control thread's).
- * docs/ib-port.md maps each op to its verbs calls.
+ * registered as a single memory region, and one to IBP_QUEUES_MAX queues, each a
+ * completion channel and a CQ with a lock of its own. The channels' fds are the
+ * queues' cq_fd (their workers wait on them) and the context's async fd the port's
+ * async_fd (the control thread's). docs/ib-port.md maps each op to its verbs calls.
  *
- * The CQ is created at open with room for n_bufs + IBP_VERBS_CQ_SLACK entries and is
+ * A UD QP with more than one queue is several verbs objects (enhanced IPoIB's shape,
+ * in verbs): a receive QP with an RSS hash over the IP flow (IPv4/IPv6 addresses and
+ * TCP/UDP ports) whose indirection table points at one receive work queue (WQ) per
+ * queue, and one send QP per queue created with IBV_QP_CREATE_SOURCE_QPN, so that
+ * every datagram carries the receive QP's number. With one queue it is one UD QP.
+ *
+ * Each CQ is created at open with room for n_bufs + IBP_VERBS_CQ_SLACK entries and is
  * never resized: every completion but the internal drain WRs is for a posted pool
- * buffer, and a buffer is posted at most once until its completion is reaped, so the
- * CQ cannot overrun whatever QPs are created later.
+ * buffer, and a buffer is posted at most once until its completion is reaped, so no
+ * CQ can overrun whatever QPs are created later.
  *
  * Buffers are tracked (state, owner, generation) so that completions can be checked
  * against what was posted. The generation travels in the upper half of wr_id, so a
  * stale completion of a destroyed QP is recognised and dropped instead of handing
- * out a buffer twice. Every send is signaled (see docs/ib-port.md for why).
+ * out a buffer twice. Every send is signaled (see docs/ib-port.md for why). A buffer
+ * posted on a queue's QP, WQ or SRQ completes on that queue's CQ: its state changes
+ * under that queue's lock.
  *
  * QP destruction follows the Linux IPoIB driver: move to ERR so posted WRs flush,
- * wait until their completions have been reaped by the port's poller (and, for a QP
- * on the SRQ, for the Last WQE Reached event and a drain WR), then destroy. The
+ * wait until their completions have been reaped by the queues' pollers (and, for a QP
+ * on an SRQ, for the Last WQE Reached event and a drain WR), then destroy. The
  * flushed buffers go back to the pool here; the caller sees no completion of a QP
  * after destroy_qp has started.
  */
@@ -49,6 +57,7 @@
 #define IBP_VERBS_STASH    16   /* events read early by destroy_qp */
 #define IBP_VERBS_REAP_MS  20   /* destroy_qp reaps itself when nobody did for this long */
 #define IBP_VERBS_WC_STASH 256  /* completions of live QPs destroy_qp reaped for poll */
+#define IBP_VERBS_RSS_LOG  6    /* indirection table of 64 entries (fewer if the device says) */
 #define WRID_DRAIN         (1ull << 63)
 #define GEN_MASK           0x7fffffffu
 
@@ -56,16 +65,16 @@ enum vbuf_state {
 	VB_FREE = IBP_POOL_FREE,   /* on the free list */
 	VB_OWNED = IBP_POOL_OWNED, /* held by a caller thread */
 	VB_SEND = IBP_POOL_POSTED, /* posted on owner's send queue */
-	VB_RECV,                   /* posted on owner's receive queue */
+	VB_RECV,                   /* posted on owner's receive queue (or WQ) */
 	VB_SRQ,                    /* posted on an SRQ */
 };
 
 /*
  * Buffer descriptor, the pool's head first (pb.pub is what callers hold). Its state
  * changes only by the thread that owns the buffer in its current state (free list:
- * the pool's lock; posted: port_lock; owned: the holder); destroy_qp/destroy_srq scan
- * all descriptors under port_lock while other threads move owned buffers to the free
- * list (port/ib_bufpool.h).
+ * the pool's lock; posted: the lock of the queue it was posted on; owned: the holder);
+ * destroy_qp/destroy_srq scan all descriptors under every queue lock while other
+ * threads move owned buffers to the free list (port/ib_bufpool.h).
  */
 struct vbuf {
 	struct ibp_pool_buf pb;
@@ -74,10 +83,22 @@ struct vbuf {
 	uint32_t gen;        /* bumped at each post; travels in wr_id */
 };
 
-/* Control thread owns the fields, except those marked port_lock. */
+/* A QP's part on one queue: where its sends and receives of that queue go. For an RC
+ * QP and a one-queue UD QP, the QP itself; for a UD QP over several queues, the
+ * queue's send QP and receive WQ. The counters: under the queue's lock. */
+struct qp_part {
+	struct ibv_qp *sqp; /* sends (and receives when wq is NULL and not RSS) */
+	struct ibv_wq *wq;  /* receives of a UD QP over several queues */
+	unsigned queue;
+	unsigned sq_out, rq_out; /* posted and not yet reaped */
+	bool drain_seen;
+};
+
+/* Control thread owns the fields, except the parts' counters and dying (queue locks). */
 struct ibp_qp {
 	struct ibp_port *port;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp;             /* the QP peers address: plain, or the RSS receive QP */
+	struct ibv_rwq_ind_table *ind; /* RSS: the WQs behind qp */
 	struct ibp_srq *srq;
 	enum ibp_qp_type type;
 	void *user;
@@ -86,18 +107,20 @@ struct ibp_qp {
 	uint32_t qkey;
 	unsigned send_depth, recv_depth;
 	uint32_t max_inline;
-	enum ibv_qp_state state; /* as last moved by us */
-	bool last_wqe;           /* SRQ QP: Last WQE Reached seen */
-	/* port_lock: */
-	unsigned sq_out, rq_out; /* posted and not yet reaped */
-	bool dying, drain_seen;
+	enum ibv_qp_state state;    /* as last moved by us */
+	bool last_wqe;              /* SRQ QP: Last WQE Reached seen */
+	bool dying;                 /* every queue lock to write; any to read */
+	struct ibp_qp *prev, *next; /* the port's list (control thread) */
+	unsigned nparts;            /* 1, or the port's queue count (UD over several) */
+	struct qp_part part[];
 };
 
-/* Control thread. */
+/* Control thread, but for the lock's fields. */
 struct ibp_srq {
 	struct ibp_port *port;
 	struct ibv_srq *srq;
 	unsigned depth;
+	unsigned queue;
 	struct ibp_srq *next;
 };
 
@@ -109,39 +132,42 @@ struct ibp_ah {
 };
 
 /*
- * Port. Immutable after open, except as marked. Lock order: port_lock, then the pool's
- * lock.
+ * One queue: a CQ and its channel, polled by one worker. lock: taken once per post or
+ * poll batch (uncontended, but for a send from another worker to an RC QP of this
+ * queue) and by the control thread to create and destroy QPs. It guards the qpn table,
+ * the parts' counters of this queue and the buffers posted on it.
  */
+struct vqueue {
+	pthread_mutex_t lock;
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *cq;
+	struct ibp_qp **qpt; /* SRQ QPs of this queue by qpn: open addressing, linear probing */
+	size_t qpt_cap, qpt_len;
+	uint64_t stale_wcs; /* completions dropped as stale (statistics) */
+	/* Completions of live QPs that destroy_qp reaped while waiting for a dying QP's
+	 * (nobody polled the queue): poll hands them out first. */
+	struct ibp_wc wc_stash[IBP_VERBS_WC_STASH];
+	unsigned wc_stash_len;
+	unsigned cq_events_unacked; /* the poller (arm) */
+};
+
+/* Port. Immutable after open, except as marked. Lock order: queue locks by index,
+ * then the pool's lock. */
 struct ibp_port {
 	char name[64];
 	uint8_t port_num;
 	struct ibv_context *ctx;
 	struct ibv_device_attr dev;
+	unsigned rss_log; /* log2 of the RSS indirection table (queues > 1) */
 	struct ibv_pd *pd;
 	struct ibp_pool pool; /* any thread: its own lock */
 	struct ibv_mr *mr;    /* over the pool's region */
 	struct vbuf *vbufs;   /* the pool's descriptors */
-	struct ibv_comp_channel *chan;
-	struct ibv_cq *cq;
-
-	/* port_lock: taken once per post/poll batch (the owner thread, uncontended) and by
-	 * the control thread to create/destroy QPs. Guards the qpn table, the QPs'
-	 * port_lock fields and posted buffers. drained is signalled when a dying QP's
-	 * last completion is reaped. */
-	pthread_mutex_t port_lock;
-	pthread_cond_t drained;
-	struct ibp_qp **qpt; /* open addressing by qpn, linear probing */
-	size_t qpt_cap, qpt_len;
-	uint64_t stale_wcs; /* completions dropped as stale (statistics) */
-	/* Completions of live QPs that destroy_qp reaped while waiting for a dying QP's
-	 * (nobody polled the port): poll hands them out first. */
-	struct ibp_wc wc_stash[IBP_VERBS_WC_STASH];
-	unsigned wc_stash_len;
-
-	/* Owner thread (arm). */
-	unsigned cq_events_unacked;
+	unsigned nq;
+	struct vqueue *q; /* nq of them */
 
 	/* Control thread. */
+	struct ibp_qp *qps;
 	struct ibp_srq *srqs;
 	struct ibp_ah *ahs;
 	struct ibp_event stash[IBP_VERBS_STASH];
@@ -178,26 +204,28 @@ static uint64_t vb_wrid(struct ibp_port *port, struct vbuf *v)
 	return (uint64_t)v->gen << 32 | (uint64_t)(v - port->vbufs);
 }
 
-/* Back to the free list. Caller holds port_lock or owns the buffer. */
+/* Back to the free list. Caller holds the lock of the queue it was posted on, or owns
+ * the buffer. */
 static void free_push(struct ibp_port *port, struct vbuf *v)
 {
 	ibp_pool_release(&port->pool, &v->pb);
 }
 
-/* --- qpn -> QP table (port_lock) --- */
+/* --- qpn -> QP table of a queue (its lock): the QPs on an SRQ, whose receive
+ * completions name them only by number --- */
 
 static size_t qpt_home(uint32_t qpn, size_t cap)
 {
 	return (size_t)(qpn * 0x9e3779b1u) & (cap - 1);
 }
 
-static struct ibp_qp *qpt_find(struct ibp_port *port, uint32_t qpn)
+static struct ibp_qp *qpt_find(struct vqueue *q, uint32_t qpn)
 {
-	size_t mask = port->qpt_cap - 1;
+	size_t mask = q->qpt_cap - 1;
 
-	for (size_t i = qpt_home(qpn, port->qpt_cap); port->qpt[i]; i = (i + 1) & mask)
-		if (port->qpt[i]->qpn == qpn)
-			return port->qpt[i];
+	for (size_t i = qpt_home(qpn, q->qpt_cap); q->qpt[i]; i = (i + 1) & mask)
+		if (q->qpt[i]->qpn == qpn)
+			return q->qpt[i];
 	return NULL;
 }
 
@@ -210,46 +238,66 @@ static void qpt_place(struct ibp_qp **t, size_t cap, struct ibp_qp *qp)
 	t[i] = qp;
 }
 
-static int qpt_insert(struct ibp_port *port, struct ibp_qp *qp)
+static int qpt_insert(struct vqueue *q, struct ibp_qp *qp)
 {
-	if ((port->qpt_len + 1) * 2 > port->qpt_cap) {
-		size_t cap = port->qpt_cap * 2;
+	if ((q->qpt_len + 1) * 2 > q->qpt_cap) {
+		size_t cap = q->qpt_cap * 2;
 		struct ibp_qp **t = calloc(cap, sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
-		for (size_t i = 0; i < port->qpt_cap; i++)
-			if (port->qpt[i])
-				qpt_place(t, cap, port->qpt[i]);
-		free(port->qpt);
-		port->qpt = t;
-		port->qpt_cap = cap;
+		for (size_t i = 0; i < q->qpt_cap; i++)
+			if (q->qpt[i])
+				qpt_place(t, cap, q->qpt[i]);
+		free(q->qpt);
+		q->qpt = t;
+		q->qpt_cap = cap;
 	}
-	qpt_place(port->qpt, port->qpt_cap, qp);
-	port->qpt_len++;
+	qpt_place(q->qpt, q->qpt_cap, qp);
+	q->qpt_len++;
 	return 0;
 }
 
 /* Backward-shift deletion: no tombstones, so lookups stay short. */
-static void qpt_remove(struct ibp_port *port, struct ibp_qp *qp)
+static void qpt_remove(struct vqueue *q, struct ibp_qp *qp)
 {
-	size_t mask = port->qpt_cap - 1, i = qpt_home(qp->qpn, port->qpt_cap);
+	size_t mask = q->qpt_cap - 1, i = qpt_home(qp->qpn, q->qpt_cap);
 
-	while (port->qpt[i] && port->qpt[i] != qp)
+	while (q->qpt[i] && q->qpt[i] != qp)
 		i = (i + 1) & mask;
-	if (!port->qpt[i])
+	if (!q->qpt[i])
 		return;
-	port->qpt[i] = NULL;
-	port->qpt_len--;
-	for (size_t j = (i + 1) & mask; port->qpt[j]; j = (j + 1) & mask) {
-		size_t home = qpt_home(port->qpt[j]->qpn, port->qpt_cap);
+	q->qpt[i] = NULL;
+	q->qpt_len--;
+	for (size_t j = (i + 1) & mask; q->qpt[j]; j = (j + 1) & mask) {
+		size_t home = qpt_home(q->qpt[j]->qpn, q->qpt_cap);
 
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			port->qpt[i] = port->qpt[j];
-			port->qpt[j] = NULL;
+			q->qpt[i] = q->qpt[j];
+			q->qpt[j] = NULL;
 			i = j;
 		}
 	}
+}
+
+/* --- queues --- */
+
+static void lock_all(struct ibp_port *port)
+{
+	for (unsigned i = 0; i < port->nq; i++)
+		pthread_mutex_lock(&port->q[i].lock);
+}
+
+static void unlock_all(struct ibp_port *port)
+{
+	for (unsigned i = port->nq; i-- > 0;)
+		pthread_mutex_unlock(&port->q[i].lock);
+}
+
+/* The part of qp on queue qi (a QP of one part is on its own queue only). */
+static struct qp_part *part_of(struct ibp_qp *qp, unsigned qi)
+{
+	return qp->nparts > 1 ? &qp->part[qi] : &qp->part[0];
 }
 
 /* --- open / close --- */
@@ -307,32 +355,109 @@ out:
 
 static void verbs_close(struct ibp_port *port);
 
+/* The fields the RSS hash reads: the IP flow, as enhanced IPoIB spreads it. */
+#define RSS_FIELDS                                                                                 \
+	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 |                      \
+	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |              \
+	 IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
+
+/* How many queues the device gives a port that asks for want (> 1): as many, when it
+ * spreads UD receives over work queues with a Toeplitz hash (verbs RSS); else one. */
+static unsigned rss_queues(struct ibp_port *port, unsigned want)
+{
+	struct ibv_device_attr_ex dx;
+	const struct ibv_rss_caps *rc = &dx.rss_caps;
+
+	memset(&dx, 0, sizeof(dx));
+	if (ibv_query_device_ex(port->ctx, NULL, &dx) != 0 ||
+	    !(rc->supported_qpts & (1u << IBV_QPT_UD)) || dx.max_wq_type_rq < want ||
+	    rc->max_rwq_indirection_table_size < want ||
+	    !(rc->rx_hash_function & IBV_RX_HASH_FUNC_TOEPLITZ) ||
+	    !(rc->rx_hash_fields_mask & IBV_RX_HASH_SRC_IPV4)) {
+		log_notice("verbs: %s: %u queues asked for, but the device spreads no UD "
+			   "receives (no verbs RSS for UD QPs): one queue",
+			   port->name, want);
+		return 1;
+	}
+	port->rss_log = IBP_VERBS_RSS_LOG;
+	while (port->rss_log && (1u << port->rss_log) > rc->max_rwq_indirection_table_size)
+		port->rss_log--;
+	return want;
+}
+
+static int queue_open(struct ibp_port *port, struct vqueue *q, unsigned cqe)
+{
+	int ret;
+
+	pthread_mutex_init(&q->lock, NULL);
+	q->qpt_cap = 16;
+	q->qpt = calloc(q->qpt_cap, sizeof(*q->qpt));
+	if (!q->qpt)
+		return -ENOMEM;
+	q->chan = ibv_create_comp_channel(port->ctx);
+	if (!q->chan) {
+		ret = neg_errno(ENOMEM);
+		log_errno(LOG_ERR, -ret, "verbs: %s: ibv_create_comp_channel", port->name);
+		return ret;
+	}
+	q->cq = ibv_create_cq(port->ctx, (int)cqe, q, q->chan, 0);
+	if (!q->cq) {
+		ret = neg_errno(ENOMEM);
+		log_errno(LOG_ERR, -ret, "verbs: %s: ibv_create_cq", port->name);
+		return ret;
+	}
+	ret = ibv_req_notify_cq(q->cq, 0);
+	if (ret) {
+		log_errno(LOG_ERR, ret, "verbs: %s: ibv_req_notify_cq", port->name);
+		return -ret;
+	}
+	/* Non-blocking, so arm() never waits. */
+	return set_nonblock(q->chan->fd);
+}
+
+static void queue_close(struct ibp_port *port, struct vqueue *q)
+{
+	int ret;
+
+	if (q->cq) {
+		/* ibv_destroy_cq waits for every CQ event to be acked. */
+		if (q->cq_events_unacked)
+			ibv_ack_cq_events(q->cq, q->cq_events_unacked);
+		ret = ibv_destroy_cq(q->cq);
+		if (ret)
+			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_cq", port->name);
+	}
+	if (q->chan) {
+		ret = ibv_destroy_comp_channel(q->chan);
+		if (ret)
+			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_comp_channel", port->name);
+	}
+	free(q->qpt);
+	if (q->qpt_cap)
+		pthread_mutex_destroy(&q->lock);
+}
+
 static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 {
 	struct ibp_port *port = NULL;
 	struct ibv_port_attr pa;
+	unsigned want;
 	int ret;
 
 	if (!cfg || !cfg->device || !out || cfg->port == 0 || cfg->n_bufs == 0 ||
-	    cfg->buf_size == 0 || cfg->buf_size > UINT32_MAX || cfg->n_bufs > UINT32_MAX / 2) {
+	    cfg->buf_size == 0 || cfg->buf_size > UINT32_MAX || cfg->n_bufs > UINT32_MAX / 2 ||
+	    cfg->n_queues > IBP_QUEUES_MAX) {
 		log_error("verbs: invalid port config (device, port >= 1, n_bufs and buf_size "
-			  "are required)");
+			  "are required; at most %u queues)",
+			  IBP_QUEUES_MAX);
 		return -EINVAL;
 	}
+	want = cfg->n_queues ? cfg->n_queues : 1;
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
 	port->port_num = cfg->port;
 	snprintf(port->name, sizeof(port->name), "%s:%u", cfg->device, cfg->port);
-	pthread_mutex_init(&port->port_lock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&port->drained, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 
 	ret = open_device(cfg->device, &port->ctx);
 	if (ret < 0)
@@ -393,41 +518,23 @@ static int verbs_open(const struct ibp_port_config *cfg, struct ibp_port **out)
 			  port->name, port->pool.mem_len);
 		goto fail;
 	}
-	port->qpt_cap = 64;
-	port->qpt = calloc(port->qpt_cap, sizeof(*port->qpt));
-	if (!port->qpt) {
+
+	/* Every buffer may be posted on one queue: each CQ holds them all. */
+	port->nq = want > 1 ? rss_queues(port, want) : 1;
+	port->q = calloc(port->nq, sizeof(*port->q));
+	if (!port->q) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-
-	port->chan = ibv_create_comp_channel(port->ctx);
-	if (!port->chan) {
-		ret = neg_errno(ENOMEM);
-		log_errno(LOG_ERR, -ret, "verbs: %s: ibv_create_comp_channel", port->name);
-		goto fail;
-	}
-	port->cq =
-	    ibv_create_cq(port->ctx, (int)(cfg->n_bufs + IBP_VERBS_CQ_SLACK), port, port->chan, 0);
-	if (!port->cq) {
-		ret = neg_errno(ENOMEM);
-		log_errno(LOG_ERR, -ret, "verbs: %s: ibv_create_cq", port->name);
-		goto fail;
-	}
-	ret = ibv_req_notify_cq(port->cq, 0);
-	if (ret) {
-		ret = -ret;
-		log_errno(LOG_ERR, -ret, "verbs: %s: ibv_req_notify_cq", port->name);
-		goto fail;
-	}
-
-	/* Both fds non-blocking, so arm() and next_event() never wait. */
-	ret = set_nonblock(port->chan->fd);
-	if (ret == 0)
-		ret = set_nonblock(port->ctx->async_fd);
+	for (unsigned i = 0; i < port->nq; i++)
+		if ((ret = queue_open(port, &port->q[i], cfg->n_bufs + IBP_VERBS_CQ_SLACK)) < 0)
+			goto fail;
+	ret = set_nonblock(port->ctx->async_fd); /* next_event never waits */
 	if (ret < 0)
 		goto fail;
-	log_info("verbs: %s open: %u buffers of %zu bytes, CQ of %d", port->name, port->pool.n_bufs,
-		 cfg->buf_size, port->cq->cqe);
+	log_info("verbs: %s open: %u buffers of %zu bytes, %u queue%s, CQs of %d", port->name,
+		 port->pool.n_bufs, cfg->buf_size, port->nq, port->nq > 1 ? "s" : "",
+		 port->q[0].cq->cqe);
 	*out = port;
 	return 0;
 
@@ -436,8 +543,7 @@ fail:
 	return ret;
 }
 
-static void qp_free(struct ibp_qp *qp);
-static void stash_forget(struct ibp_port *port, const struct ibp_qp *qp);
+static void qp_release(struct ibp_qp *qp);
 
 /* Tears down whatever open or the caller left: callers must have stopped the data
  * path of the port. QPs, SRQs and AHs still alive are destroyed here. */
@@ -447,20 +553,12 @@ static void verbs_close(struct ibp_port *port)
 
 	if (!port)
 		return;
-	if (port->qpt) {
-		for (size_t i = 0; i < port->qpt_cap; i++) {
-			struct ibp_qp *qp = port->qpt[i];
+	while (port->qps) {
+		struct ibp_qp *qp = port->qps;
 
-			if (!qp)
-				continue;
-			/* No poller any more: flushing would only wait; destroy outright. */
-			stash_forget(port, qp);
-			ret = ibv_destroy_qp(qp->qp);
-			if (ret)
-				log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_qp %u", port->name,
-					  qp->qpn);
-			free(qp);
-		}
+		/* No poller any more: flushing would only wait; destroy outright. */
+		port->qps = qp->next;
+		qp_release(qp);
 	}
 	while (port->srqs) {
 		struct ibp_srq *srq = port->srqs;
@@ -480,19 +578,9 @@ static void verbs_close(struct ibp_port *port)
 			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_ah", port->name);
 		free(ah);
 	}
-	if (port->cq) {
-		/* ibv_destroy_cq waits for every CQ event to be acked. */
-		if (port->cq_events_unacked)
-			ibv_ack_cq_events(port->cq, port->cq_events_unacked);
-		ret = ibv_destroy_cq(port->cq);
-		if (ret)
-			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_cq", port->name);
-	}
-	if (port->chan) {
-		ret = ibv_destroy_comp_channel(port->chan);
-		if (ret)
-			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_comp_channel", port->name);
-	}
+	for (unsigned i = 0; port->q && i < port->nq; i++)
+		queue_close(port, &port->q[i]);
+	free(port->q);
 	if (port->mr) {
 		ret = ibv_dereg_mr(port->mr);
 		if (ret)
@@ -509,9 +597,6 @@ static void verbs_close(struct ibp_port *port)
 		if (ret)
 			log_errno(LOG_ERR, ret, "verbs: %s: ibv_close_device", port->name);
 	}
-	free(port->qpt);
-	pthread_cond_destroy(&port->drained);
-	pthread_mutex_destroy(&port->port_lock);
 	free(port);
 }
 
@@ -603,15 +688,16 @@ static void verbs_buf_put(struct ibp_port *port, struct ibp_buf *buf)
 
 /* --- SRQ --- */
 
-static int verbs_create_srq(struct ibp_port *port, unsigned depth, struct ibp_srq **out)
+static int verbs_create_srq(struct ibp_port *port, unsigned queue, unsigned depth,
+			    struct ibp_srq **out)
 {
 	struct ibv_srq_init_attr ia = { .attr = { .max_wr = depth, .max_sge = 1 } };
 	struct ibp_srq *srq;
 	int ret;
 
-	if (depth == 0 || depth > (unsigned)port->dev.max_srq_wr) {
-		log_error("verbs: %s: SRQ depth %u outside 1..%d", port->name, depth,
-			  port->dev.max_srq_wr);
+	if (depth == 0 || depth > (unsigned)port->dev.max_srq_wr || queue >= port->nq) {
+		log_error("verbs: %s: SRQ depth %u outside 1..%d, or queue %u of %u", port->name,
+			  depth, port->dev.max_srq_wr, queue, port->nq);
 		return -EINVAL;
 	}
 	srq = calloc(1, sizeof(*srq));
@@ -626,6 +712,7 @@ static int verbs_create_srq(struct ibp_port *port, unsigned depth, struct ibp_sr
 	}
 	srq->port = port;
 	srq->depth = depth;
+	srq->queue = queue;
 	srq->next = port->srqs;
 	port->srqs = srq;
 	*out = srq;
@@ -648,14 +735,14 @@ static void verbs_destroy_srq(struct ibp_srq *srq)
 			  port->name);
 		return;
 	}
-	pthread_mutex_lock(&port->port_lock);
+	pthread_mutex_lock(&port->q[srq->queue].lock);
 	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
 		struct vbuf *v = &port->vbufs[i];
 
 		if (vb_state(v) == VB_SRQ && v->owner == srq)
 			free_push(port, v);
 	}
-	pthread_mutex_unlock(&port->port_lock);
+	pthread_mutex_unlock(&port->q[srq->queue].lock);
 	for (struct ibp_srq **p = &port->srqs; *p; p = &(*p)->next) {
 		if (*p == srq) {
 			*p = srq->next;
@@ -667,16 +754,27 @@ static void verbs_destroy_srq(struct ibp_srq *srq)
 
 /* --- QPs --- */
 
+static int modify_one(struct ibp_qp *qp, struct ibv_qp *vqp, struct ibv_qp_attr *a, int mask,
+		      const char *what)
+{
+	int ret = ibv_modify_qp(vqp, a, mask);
+
+	if (ret)
+		log_errno(LOG_ERR, ret, "verbs: %s: QP %u to %s", qp->port->name, vqp->qp_num,
+			  what);
+	return -ret;
+}
+
+/* qp->qp, and the send QPs of a UD QP over several queues. */
 static int modify(struct ibp_qp *qp, struct ibv_qp_attr *a, int mask, const char *what)
 {
-	int ret = ibv_modify_qp(qp->qp, a, mask);
+	int ret = modify_one(qp, qp->qp, a, mask, what);
 
-	if (ret) {
-		log_errno(LOG_ERR, ret, "verbs: %s: QP %u to %s", qp->port->name, qp->qpn, what);
-		return -ret;
-	}
-	qp->state = a->qp_state;
-	return 0;
+	for (unsigned i = 0; ret == 0 && qp->ind && i < qp->nparts; i++)
+		ret = modify_one(qp, qp->part[i].sqp, a, mask, what);
+	if (ret == 0)
+		qp->state = a->qp_state;
+	return ret;
 }
 
 static int qp_to_init(struct ibp_qp *qp)
@@ -699,24 +797,168 @@ static int qp_to_init(struct ibp_qp *qp)
 	return modify(qp, &a, mask, "INIT");
 }
 
+/* Create a QP, retrying without inline sends when the device refuses them (they are
+ * only an optimisation). */
+static struct ibv_qp *create_sender(struct ibp_port *port, struct ibv_qp_init_attr_ex *ia,
+				    uint32_t *max_inline)
+{
+	struct ibv_qp *q;
+
+	ia->cap.max_inline_data = IBP_VERBS_INLINE;
+	q = ibv_create_qp_ex(port->ctx, ia);
+	if (!q) {
+		ia->cap.max_inline_data = 0;
+		q = ibv_create_qp_ex(port->ctx, ia);
+	}
+	if (q)
+		*max_inline = ia->cap.max_inline_data;
+	return q;
+}
+
+/* A plain QP (RC, or UD on a port of one queue) completing on its queue. */
+static int create_plain(struct ibp_qp *qp, unsigned queue)
+{
+	struct ibp_port *port = qp->port;
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_context = qp,
+		.send_cq = port->q[queue].cq,
+		.recv_cq = port->q[queue].cq,
+		.srq = qp->srq ? qp->srq->srq : NULL,
+		.qp_type = qp->type == IBP_QPT_RC ? IBV_QPT_RC : IBV_QPT_UD,
+		.sq_sig_all = 1,
+		.cap = { .max_send_wr = qp->send_depth + 1, /* and the drain WR */
+			 .max_recv_wr = qp->recv_depth,
+			 .max_send_sge = 1,
+			 .max_recv_sge = qp->srq ? 0 : 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = port->pd,
+	};
+
+	qp->qp = create_sender(port, &ia, &qp->max_inline);
+	if (!qp->qp)
+		return neg_errno(ENOMEM);
+	qp->part[0].sqp = qp->qp;
+	qp->part[0].queue = queue;
+	return 0;
+}
+
+/* A UD QP over every queue: a WQ per queue behind an RSS receive QP, and a send QP per
+ * queue with the receive QP's number as its source. */
+static int create_spread(struct ibp_qp *qp)
+{
+	static uint8_t key[40] = { /* symmetric: both directions of a flow hash alike */
+				   0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+				   0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+				   0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+				   0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a
+	};
+	struct ibp_port *port = qp->port;
+	struct ibv_wq *tbl[1u << IBP_VERBS_RSS_LOG];
+	unsigned size = 1u << port->rss_log;
+
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct ibv_wq_init_attr wa = {
+			.wq_context = qp,
+			.wq_type = IBV_WQT_RQ,
+			.max_wr = qp->recv_depth,
+			.max_sge = 1,
+			.pd = port->pd,
+			.cq = port->q[i].cq,
+		};
+		struct ibv_wq_attr rdy = { .attr_mask = IBV_WQ_ATTR_STATE,
+					   .wq_state = IBV_WQS_RDY };
+
+		qp->part[i].queue = i;
+		qp->part[i].wq = ibv_create_wq(port->ctx, &wa);
+		if (!qp->part[i].wq || ibv_modify_wq(qp->part[i].wq, &rdy))
+			return neg_errno(ENOMEM);
+	}
+	for (unsigned i = 0; i < size; i++)
+		tbl[i] = qp->part[i % qp->nparts].wq;
+	struct ibv_rwq_ind_table_init_attr ta = { .log_ind_tbl_size = port->rss_log,
+						  .ind_tbl = tbl };
+
+	qp->ind = ibv_create_rwq_ind_table(port->ctx, &ta);
+	if (!qp->ind)
+		return neg_errno(ENOMEM);
+	struct ibv_qp_init_attr_ex ra = {
+		.qp_context = qp,
+		.qp_type = IBV_QPT_UD,
+		.comp_mask =
+		    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH,
+		.pd = port->pd,
+		.rwq_ind_tbl = qp->ind,
+		.rx_hash_conf = { .rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ,
+				  .rx_hash_key_len = sizeof(key),
+				  .rx_hash_key = key,
+				  .rx_hash_fields_mask = RSS_FIELDS },
+	};
+
+	qp->qp = ibv_create_qp_ex(port->ctx, &ra);
+	if (!qp->qp)
+		return neg_errno(ENOMEM);
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct ibv_qp_init_attr_ex sa = {
+			.qp_context = qp,
+			.send_cq = port->q[i].cq,
+			.recv_cq = port->q[i].cq,
+			.qp_type = IBV_QPT_UD,
+			.sq_sig_all = 1,
+			.cap = { .max_send_wr = qp->send_depth + 1, .max_send_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+			.pd = port->pd,
+			.create_flags = IBV_QP_CREATE_SOURCE_QPN,
+			.source_qpn = qp->qp->qp_num,
+		};
+
+		qp->part[i].sqp = create_sender(port, &sa, &qp->max_inline);
+		if (!qp->part[i].sqp)
+			return neg_errno(ENOMEM);
+	}
+	return 0;
+}
+
+/* Destroy what create_* made of qp and free it (its buffers are the caller's care). */
+static void qp_release(struct ibp_qp *qp)
+{
+	struct ibp_port *port = qp->port;
+	int ret;
+
+	for (unsigned i = 0; qp->ind && i < qp->nparts; i++)
+		if (qp->part[i].sqp && (ret = ibv_destroy_qp(qp->part[i].sqp)))
+			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_qp (send QP of %u)",
+				  port->name, qp->qpn);
+	if (qp->qp && (ret = ibv_destroy_qp(qp->qp)))
+		log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_qp %u", port->name, qp->qpn);
+	if (qp->ind && (ret = ibv_destroy_rwq_ind_table(qp->ind)))
+		log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_rwq_ind_table", port->name);
+	for (unsigned i = 0; i < qp->nparts; i++)
+		if (qp->part[i].wq && (ret = ibv_destroy_wq(qp->part[i].wq)))
+			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_wq", port->name);
+	free(qp);
+}
+
 static int verbs_create_qp(struct ibp_port *port, const struct ibp_qp_init *init,
 			   struct ibp_qp **out)
 {
-	struct ibv_qp_init_attr ia;
 	struct ibp_qp *qp;
 	bool rc = init->type == IBP_QPT_RC;
 	unsigned max_wr = (unsigned)port->dev.max_qp_wr;
+	unsigned nparts = rc ? 1 : port->nq;
+	unsigned queue = rc ? init->queue : 0;
 	int ret;
 
 	/* One send slot more than asked for: the drain WR of destroy_qp. */
 	if (init->send_depth == 0 || init->send_depth + 1 > max_wr ||
 	    (!(rc && init->srq) && (init->recv_depth == 0 || init->recv_depth > max_wr)) ||
-	    (init->type == IBP_QPT_UD && init->srq) || (init->srq && init->srq->port != port)) {
-		log_error("verbs: %s: invalid QP request (depths %u/%u, device max %u)", port->name,
-			  init->send_depth, init->recv_depth, max_wr);
+	    (init->type == IBP_QPT_UD && init->srq) || (init->srq && init->srq->port != port) ||
+	    queue >= port->nq || (init->srq && init->srq->queue != queue)) {
+		log_error("verbs: %s: invalid QP request (depths %u/%u, device max %u, queue %u "
+			  "of %u)",
+			  port->name, init->send_depth, init->recv_depth, max_wr, queue, port->nq);
 		return -EINVAL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = calloc(1, sizeof(*qp) + nparts * sizeof(qp->part[0]));
 	if (!qp)
 		return -ENOMEM;
 	qp->port = port;
@@ -727,51 +969,34 @@ static int verbs_create_qp(struct ibp_port *port, const struct ibp_qp_init *init
 	qp->qkey = init->qkey;
 	qp->send_depth = init->send_depth;
 	qp->recv_depth = qp->srq ? 0 : init->recv_depth;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_context = qp;
-	ia.send_cq = port->cq;
-	ia.recv_cq = port->cq;
-	ia.srq = qp->srq ? qp->srq->srq : NULL;
-	ia.qp_type = rc ? IBV_QPT_RC : IBV_QPT_UD;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = init->send_depth + 1;
-	ia.cap.max_recv_wr = qp->recv_depth;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = qp->srq ? 0 : 1;
-	ia.cap.max_inline_data = IBP_VERBS_INLINE;
-	qp->qp = ibv_create_qp(port->pd, &ia);
-	if (!qp->qp) {
-		/* Devices without (enough) inline support refuse the request: retry
-		 * without inline sends, which are only an optimisation. */
-		ia.cap.max_inline_data = 0;
-		qp->qp = ibv_create_qp(port->pd, &ia);
-	}
-	if (!qp->qp) {
-		ret = neg_errno(ENOMEM);
-		log_errno(LOG_ERR, -ret, "verbs: %s: ibv_create_qp %s", port->name,
-			  rc ? "RC" : "UD");
-		free(qp);
-		return ret;
-	}
-	qp->max_inline = ia.cap.max_inline_data;
-	qp->qpn = qp->qp->qp_num;
+	qp->nparts = nparts;
 	qp->state = IBV_QPS_RESET;
-
-	if (rc) {
-		ret = qp_to_init(qp);
+	ret = nparts > 1 ? create_spread(qp) : create_plain(qp, queue);
+	if (ret < 0) {
+		log_errno(LOG_ERR, -ret, "verbs: %s: cannot create a%s QP", port->name,
+			  rc           ? "n RC"
+			  : nparts > 1 ? " UD QP over several queues (RSS)"
+				       : " UD");
+		goto fail;
+	}
+	qp->qpn = qp->qp->qp_num;
+	if (rc && (ret = qp_to_init(qp)) < 0)
+		goto fail;
+	if (qp->srq) {
+		pthread_mutex_lock(&port->q[queue].lock);
+		ret = qpt_insert(&port->q[queue], qp);
+		pthread_mutex_unlock(&port->q[queue].lock);
 		if (ret < 0)
 			goto fail;
 	}
-	pthread_mutex_lock(&port->port_lock);
-	ret = qpt_insert(port, qp);
-	pthread_mutex_unlock(&port->port_lock);
-	if (ret < 0)
-		goto fail;
+	qp->next = port->qps;
+	if (port->qps)
+		port->qps->prev = qp;
+	port->qps = qp;
 	*out = qp;
 	return 0;
 fail:
-	qp_free(qp);
+	qp_release(qp);
 	return ret;
 }
 
@@ -870,10 +1095,16 @@ static uint32_t verbs_qp_num(const struct ibp_qp *qp)
 	return qp->qpn;
 }
 
-/* port_lock held. */
+/* Every queue lock held. */
 static bool qp_drained(const struct ibp_qp *qp)
 {
-	return qp->sq_out == 0 && qp->rq_out == 0 && (!qp->srq || qp->drain_seen);
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		const struct qp_part *pt = &qp->part[i];
+
+		if (pt->sq_out || pt->rq_out || (qp->srq && !pt->drain_seen))
+			return false;
+	}
+	return true;
 }
 
 /* Forget stashed events that name this QP (it is about to go away). */
@@ -946,38 +1177,42 @@ static bool wait_last_wqe(struct ibp_port *port, struct ibp_qp *qp, const struct
 	return true;
 }
 
-/* Free a QP that was never posted to (create_qp failure path). */
-static void qp_free(struct ibp_qp *qp)
-{
-	int ret = ibv_destroy_qp(qp->qp);
+static bool translate_wc(struct ibp_port *port, struct vqueue *q, const struct ibv_wc *wc,
+			 struct ibp_wc *out);
 
-	if (ret)
-		log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_qp %u", qp->port->name, qp->qpn);
-	free(qp);
-}
-
-static bool translate_wc(struct ibp_port *port, const struct ibv_wc *wc, struct ibp_wc *out);
-
-/* port_lock held: poll the CQ for destroy_qp. Dying QPs' completions are consumed as
+/* q's lock held: poll its CQ for destroy_qp. Dying QPs' completions are consumed as
  * poll consumes them; live QPs' are kept for poll (while there is room). */
-static void reap_locked(struct ibp_port *port)
+static void reap_locked(struct ibp_port *port, struct vqueue *q)
 {
-	while (port->wc_stash_len + IBP_VERBS_BATCH <= IBP_VERBS_WC_STASH) {
+	while (q->wc_stash_len + IBP_VERBS_BATCH <= IBP_VERBS_WC_STASH) {
 		struct ibv_wc wc[IBP_VERBS_BATCH];
-		int got = ibv_poll_cq(port->cq, IBP_VERBS_BATCH, wc);
+		int got = ibv_poll_cq(q->cq, IBP_VERBS_BATCH, wc);
 
 		for (int i = 0; i < got; i++)
-			if (translate_wc(port, &wc[i], &port->wc_stash[port->wc_stash_len]))
-				port->wc_stash_len++;
+			if (translate_wc(port, q, &wc[i], &q->wc_stash[q->wc_stash_len]))
+				q->wc_stash_len++;
 		if (got < IBP_VERBS_BATCH)
 			break;
+	}
+}
+
+/* Move the QP's receive WQs to ERR: their posted receives flush. */
+static void wqs_to_err(struct ibp_qp *qp)
+{
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct ibv_wq_attr a = { .attr_mask = IBV_WQ_ATTR_STATE, .wq_state = IBV_WQS_ERR };
+		int ret;
+
+		if (qp->part[i].wq && (ret = ibv_modify_wq(qp->part[i].wq, &a)))
+			log_errno(LOG_ERR, ret, "verbs: %s: QP %u: WQ to ERR", qp->port->name,
+				  qp->qpn);
 	}
 }
 
 static void verbs_destroy_qp(struct ibp_qp *qp)
 {
 	struct ibp_port *port;
-	struct timespec dl;
+	struct timespec dl, reap;
 	bool flushing = false;
 	int ret;
 
@@ -986,9 +1221,9 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 	port = qp->port;
 	deadline_in(&dl, IBP_VERBS_DRAIN_MS);
 
-	pthread_mutex_lock(&port->port_lock);
+	lock_all(port);
 	qp->dying = true; /* from now on its completions stay inside the backend */
-	pthread_mutex_unlock(&port->port_lock);
+	unlock_all(port);
 
 	/* A QP in RESET holds no WRs (and RESET -> ERR is not a valid transition). */
 	if (qp->state != IBV_QPS_RESET) {
@@ -996,6 +1231,7 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 
 		flushing = modify(qp, &a, IBV_QP_STATE, "ERR") == 0;
 	}
+	wqs_to_err(qp);
 	if (flushing && qp->srq) {
 		/* After Last WQE Reached, a zero-length send on the flushed SQ completes
 		 * after every receive completion of this QP: the drain marker. */
@@ -1014,33 +1250,40 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 			flushing = false;
 		}
 	}
-	pthread_mutex_lock(&port->port_lock);
+	/* The queues' pollers reap the flushed completions; a queue nobody polls (a link
+	 * taken down leaves the engine before its QPs are destroyed) is reaped here. */
+	deadline_in(&reap, IBP_VERBS_REAP_MS);
+	lock_all(port);
 	while (flushing && !qp_drained(qp)) {
-		struct timespec slice;
-
-		deadline_in(&slice, IBP_VERBS_REAP_MS);
-		if (pthread_cond_timedwait(&port->drained, &port->port_lock, &slice) != ETIMEDOUT)
-			continue;
+		unlock_all(port);
 		if (ms_until(&dl) == 0) {
 			log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms",
 				    port->name, qp->qpn, IBP_VERBS_DRAIN_MS);
+			lock_all(port);
 			break;
 		}
-		/* Nobody reaped for a while: the port's poller may be gone already (a link
-		 * taken down leaves the engine before its QPs are destroyed). Reap here. */
-		reap_locked(port);
+		usleep(1000);
+		lock_all(port);
+		if (ms_until(&reap) == 0) {
+			for (unsigned i = 0; i < port->nq; i++)
+				reap_locked(port, &port->q[i]);
+			deadline_in(&reap, IBP_VERBS_REAP_MS);
+		}
 	}
-	pthread_mutex_unlock(&port->port_lock);
+	unlock_all(port);
 
 	stash_forget(port, qp);
-	ret = ibv_destroy_qp(qp->qp);
-	if (ret)
-		log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_qp %u", port->name, qp->qpn);
+	if (qp->prev)
+		qp->prev->next = qp->next;
+	else
+		port->qps = qp->next;
+	if (qp->next)
+		qp->next->prev = qp->prev;
 
 	/* Buffers whose completions never came (timeout, or a provider that cleans the
 	 * CQ on destroy) return to the pool; their late completions, if any, fail the
 	 * generation check in poll. */
-	pthread_mutex_lock(&port->port_lock);
+	lock_all(port);
 	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
 		struct vbuf *v = &port->vbufs[i];
 		enum vbuf_state s = vb_state(v);
@@ -1049,20 +1292,24 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 			free_push(port, v);
 	}
 	/* Its completions kept for poll (from another QP's destroy) go too. */
-	unsigned kept = 0;
+	for (unsigned k = 0; k < port->nq; k++) {
+		struct vqueue *q = &port->q[k];
+		unsigned kept = 0;
 
-	for (unsigned i = 0; i < port->wc_stash_len; i++) {
-		struct ibp_wc *w = &port->wc_stash[i];
+		for (unsigned i = 0; i < q->wc_stash_len; i++) {
+			struct ibp_wc *w = &q->wc_stash[i];
 
-		if (w->qp == qp)
-			free_push(port, vbuf_of(port, w->buf));
-		else
-			port->wc_stash[kept++] = *w;
+			if (w->qp == qp)
+				free_push(port, vbuf_of(port, w->buf));
+			else
+				q->wc_stash[kept++] = *w;
+		}
+		q->wc_stash_len = kept;
 	}
-	port->wc_stash_len = kept;
-	qpt_remove(port, qp);
-	pthread_mutex_unlock(&port->port_lock);
-	free(qp);
+	if (qp->srq)
+		qpt_remove(&port->q[qp->part[0].queue], qp);
+	unlock_all(port);
+	qp_release(qp);
 }
 
 /* --- AHs and multicast --- */
@@ -1140,10 +1387,11 @@ static int verbs_detach_mcast(struct ibp_qp *qp, const union ib_gid *mgid, uint1
 
 /* --- data path --- */
 
-/* Post sends[0..n) (all on one QP, validated and marked VB_SEND): one chained
- * ibv_post_send. Returns the
- * number accepted; *err gets the provider's error when fewer. port_lock held. */
-static unsigned post_send_run(struct ibp_qp *qp, struct ibp_send *sends, unsigned n, int *err)
+/* Post sends[0..n) (all on one QP part, validated and marked VB_SEND): one chained
+ * ibv_post_send. Returns the number accepted; *err gets the provider's error when
+ * fewer. The part's queue lock held. */
+static unsigned post_send_run(struct ibp_qp *qp, struct qp_part *pt, struct ibp_send *sends,
+			      unsigned n, int *err)
 {
 	struct ibp_port *port = qp->port;
 	struct ibv_send_wr wr[IBP_VERBS_BATCH], *bad = NULL;
@@ -1174,9 +1422,9 @@ static unsigned post_send_run(struct ibp_qp *qp, struct ibp_send *sends, unsigne
 		v->user_wr_id = s->wr_id;
 		v->owner = qp;
 	}
-	ret = ibv_post_send(qp->qp, wr, &bad);
+	ret = ibv_post_send(pt->sqp, wr, &bad);
 	if (ret == 0) {
-		qp->sq_out += n;
+		pt->sq_out += n;
 		return n;
 	}
 	*err = -ret;
@@ -1185,7 +1433,7 @@ static unsigned post_send_run(struct ibp_qp *qp, struct ibp_send *sends, unsigne
 
 	for (i = ok; i < n; i++)
 		vb_set(&port->vbufs[sends[i].buf->id], VB_OWNED);
-	qp->sq_out += ok;
+	pt->sq_out += ok;
 	return ok;
 }
 
@@ -1197,7 +1445,7 @@ static bool send_valid(struct ibp_port *port, const struct ibp_send *s)
 	       s->buf->len <= s->buf->cap && (s->qp->type != IBP_QPT_UD || s->ah);
 }
 
-static int verbs_post_send(struct ibp_send *sends, unsigned n)
+static int verbs_post_send(unsigned queue, struct ibp_send *sends, unsigned n)
 {
 	struct ibp_port *port;
 	unsigned done = 0;
@@ -1208,11 +1456,20 @@ static int verbs_post_send(struct ibp_send *sends, unsigned n)
 	if (!sends[0].qp)
 		return -EINVAL;
 	port = sends[0].qp->port;
-	pthread_mutex_lock(&port->port_lock);
+	queue %= port->nq;
 	while (done < n && !err) {
 		struct ibp_qp *qp = sends[done].qp;
+		struct qp_part *pt;
+		struct vqueue *q;
 		unsigned run = 0;
 
+		if (!qp || qp->port != port) {
+			err = -EINVAL;
+			break;
+		}
+		pt = part_of(qp, queue);
+		q = &port->q[pt->queue];
+		pthread_mutex_lock(&q->lock);
 		/* A run: consecutive valid sends on the same QP, within its depth.
 		 * Each is marked posted as it is accepted, so a buffer listed twice fails
 		 * the second time. */
@@ -1221,27 +1478,29 @@ static int verbs_post_send(struct ibp_send *sends, unsigned n)
 				err = -EINVAL;
 				break;
 			}
-			if (qp->sq_out + run >= qp->send_depth) {
+			if (pt->sq_out + run >= qp->send_depth) {
 				err = -ENOMEM; /* send queue full: reap completions first */
 				break;
 			}
 			vb_set(&port->vbufs[sends[done + run].buf->id], VB_SEND);
 			run++;
 		}
+		if (run) {
+			int run_err = 0;
+			unsigned ok = post_send_run(qp, pt, &sends[done], run, &run_err);
+
+			done += ok;
+			if (ok < run)
+				err = run_err;
+		}
+		pthread_mutex_unlock(&q->lock);
 		if (run == 0)
 			break;
-		int run_err = 0;
-		unsigned ok = post_send_run(qp, &sends[done], run, &run_err);
-
-		done += ok;
-		if (ok < run)
-			err = run_err;
 	}
-	pthread_mutex_unlock(&port->port_lock);
 	return done ? (int)done : err;
 }
 
-/* Fill wr[]/sge[] for receive buffers and mark them posted; port_lock held. */
+/* Fill wr[]/sge[] for receive buffers and mark them posted; the queue's lock held. */
 static int recv_prepare(struct ibp_port *port, struct ibp_buf **bufs, unsigned n, void *owner,
 			enum vbuf_state state, struct ibv_recv_wr *wr, struct ibv_sge *sge)
 {
@@ -1266,16 +1525,18 @@ static int recv_prepare(struct ibp_port *port, struct ibp_buf **bufs, unsigned n
 	return 0;
 }
 
-/* Shared by post_recv and post_srq_recv: chains of at most IBP_VERBS_BATCH. */
-static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *srq,
-		      struct ibp_buf **bufs, unsigned n)
+/* Shared by post_recv (qp and its part pt) and post_srq_recv (srq): chains of at most
+ * IBP_VERBS_BATCH, under the queue's lock. */
+static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct qp_part *pt,
+		      struct ibp_srq *srq, struct ibp_buf **bufs, unsigned n)
 {
+	struct vqueue *q = &port->q[qp ? pt->queue : srq->queue];
 	struct ibv_recv_wr wr[IBP_VERBS_BATCH], *bad = NULL;
 	struct ibv_sge sge[IBP_VERBS_BATCH];
 	unsigned done = 0;
 	int err = 0;
 
-	pthread_mutex_lock(&port->port_lock);
+	pthread_mutex_lock(&q->lock);
 	while (done < n) {
 		unsigned run = n - done < IBP_VERBS_BATCH ? n - done : IBP_VERBS_BATCH;
 		int ret;
@@ -1285,8 +1546,8 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *
 				err = -EINVAL;
 				break;
 			}
-			if (qp->rq_out + run > qp->recv_depth)
-				run = qp->recv_depth - qp->rq_out;
+			if (pt->rq_out + run > qp->recv_depth)
+				run = qp->recv_depth - pt->rq_out;
 			if (run == 0) {
 				err = -ENOMEM;
 				break;
@@ -1296,37 +1557,42 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct ibp_srq *
 				   qp ? VB_RECV : VB_SRQ, wr, sge);
 		if (err)
 			break;
-		ret = qp ? ibv_post_recv(qp->qp, wr, &bad) : ibv_post_srq_recv(srq->srq, wr, &bad);
+		if (!qp)
+			ret = ibv_post_srq_recv(srq->srq, wr, &bad);
+		else if (pt->wq)
+			ret = ibv_post_wq_recv(pt->wq, wr, &bad);
+		else
+			ret = ibv_post_recv(qp->qp, wr, &bad);
 		unsigned ok = ret == 0 ? run : bad ? (unsigned)(bad - wr) : 0;
 
 		for (unsigned i = ok; i < run; i++)
 			vb_set(&port->vbufs[bufs[done + i]->id], VB_OWNED);
 		if (qp)
-			qp->rq_out += ok;
+			pt->rq_out += ok;
 		done += ok;
 		if (ret) {
 			err = -ret;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&port->port_lock);
+	pthread_mutex_unlock(&q->lock);
 	return done ? (int)done : err;
 }
 
-static int verbs_post_recv(struct ibp_qp *qp, struct ibp_buf **bufs, unsigned n)
+static int verbs_post_recv(struct ibp_qp *qp, unsigned queue, struct ibp_buf **bufs, unsigned n)
 {
 	if (n == 0)
 		return 0;
-	if (qp->srq)
+	if (qp->srq || queue >= qp->port->nq)
 		return -EINVAL; /* receives of an SRQ QP go to the SRQ */
-	return post_recvs(qp->port, qp, NULL, bufs, n);
+	return post_recvs(qp->port, qp, part_of(qp, queue), NULL, bufs, n);
 }
 
 static int verbs_post_srq_recv(struct ibp_srq *srq, struct ibp_buf **bufs, unsigned n)
 {
 	if (n == 0)
 		return 0;
-	return post_recvs(srq->port, NULL, srq, bufs, n);
+	return post_recvs(srq->port, NULL, NULL, srq, bufs, n);
 }
 
 static enum ibp_wc_status map_wc_status(enum ibv_wc_status s)
@@ -1352,45 +1618,43 @@ static enum ibp_wc_status map_wc_status(enum ibv_wc_status s)
 }
 
 /*
- * One ibv_wc to at most one ibp_wc; returns false when the completion stays inside
- * the backend (drain marker, stale, or a QP being destroyed). port_lock held. Only
- * wr_id, status, qp_num and vendor_err are valid in a failed ibv_wc, so the kind and
- * the QP come from our own record of what was posted.
+ * One ibv_wc of queue q to at most one ibp_wc; returns false when the completion stays
+ * inside the backend (drain marker, stale, or a QP being destroyed). q's lock held.
+ * Only wr_id, status, qp_num and vendor_err are valid in a failed ibv_wc, so the kind
+ * and the QP come from our own record of what was posted.
  */
-static bool translate_wc(struct ibp_port *port, const struct ibv_wc *wc, struct ibp_wc *out)
+static bool translate_wc(struct ibp_port *port, struct vqueue *q, const struct ibv_wc *wc,
+			 struct ibp_wc *out)
 {
+	unsigned qi = (unsigned)(q - port->q);
 	struct ibp_qp *qp;
 	struct vbuf *v;
 	uint32_t idx = (uint32_t)wc->wr_id;
 	enum vbuf_state s;
 
 	if (wc->wr_id & WRID_DRAIN) {
-		qp = qpt_find(port, wc->qp_num);
-		if (qp) {
-			qp->drain_seen = true;
-			pthread_cond_broadcast(&port->drained);
-		}
+		qp = qpt_find(q, wc->qp_num);
+		if (qp)
+			part_of(qp, qi)->drain_seen = true;
 		return false;
 	}
 	v = idx < port->pool.n_bufs ? &port->vbufs[idx] : NULL;
 	s = v ? vb_state(v) : VB_FREE;
 	if (!v || v->gen != (uint32_t)(wc->wr_id >> 32) || s < VB_SEND) {
-		port->stale_wcs++;
+		q->stale_wcs++;
 		return false;
 	}
 	if (s == VB_SEND || s == VB_RECV) {
 		qp = v->owner;
 		if (s == VB_SEND)
-			qp->sq_out--;
+			part_of(qp, qi)->sq_out--;
 		else
-			qp->rq_out--;
+			part_of(qp, qi)->rq_out--;
 	} else {
-		qp = qpt_find(port, wc->qp_num);
+		qp = qpt_find(q, wc->qp_num);
 	}
 	if (!qp || qp->dying) {
 		free_push(port, v);
-		if (qp && qp_drained(qp))
-			pthread_cond_broadcast(&port->drained);
 		return false;
 	}
 	vb_set(v, VB_OWNED);
@@ -1420,46 +1684,54 @@ static bool translate_wc(struct ibp_port *port, const struct ibv_wc *wc, struct 
 	return true;
 }
 
-static int verbs_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
+static int verbs_poll(struct ibp_port *port, unsigned queue, struct ibp_wc *wcs, unsigned max)
 {
 	struct ibv_wc wc[IBP_VERBS_BATCH];
+	struct vqueue *q;
 	unsigned n = 0;
 	int ret = 0;
 
-	pthread_mutex_lock(&port->port_lock);
-	if (port->wc_stash_len) {
+	if (queue >= port->nq)
+		return -EINVAL;
+	q = &port->q[queue];
+	pthread_mutex_lock(&q->lock);
+	if (q->wc_stash_len) {
 		/* reaped by destroy_qp: theirs first, in order */
-		unsigned k = port->wc_stash_len < max ? port->wc_stash_len : max;
+		unsigned k = q->wc_stash_len < max ? q->wc_stash_len : max;
 
-		memcpy(wcs, port->wc_stash, k * sizeof(*wcs));
-		memmove(port->wc_stash, port->wc_stash + k,
-			(port->wc_stash_len - k) * sizeof(*wcs));
-		port->wc_stash_len -= k;
+		memcpy(wcs, q->wc_stash, k * sizeof(*wcs));
+		memmove(q->wc_stash, q->wc_stash + k, (q->wc_stash_len - k) * sizeof(*wcs));
+		q->wc_stash_len -= k;
 		n = k;
 	}
 	while (n < max) {
 		int want = (int)(max - n < IBP_VERBS_BATCH ? max - n : IBP_VERBS_BATCH);
-		int got = ibv_poll_cq(port->cq, want, wc);
+		int got = ibv_poll_cq(q->cq, want, wc);
 
 		if (got < 0) {
 			ret = -EIO;
 			break;
 		}
 		for (int i = 0; i < got; i++)
-			if (translate_wc(port, &wc[i], &wcs[n]))
+			if (translate_wc(port, q, &wc[i], &wcs[n]))
 				n++;
 		if (got < want)
 			break;
 	}
-	pthread_mutex_unlock(&port->port_lock);
+	pthread_mutex_unlock(&q->lock);
 	return n ? (int)n : ret;
 }
 
 /* --- events --- */
 
-static int verbs_cq_fd(struct ibp_port *port)
+static unsigned verbs_queues(struct ibp_port *port)
 {
-	return port->chan->fd;
+	return port->nq;
+}
+
+static int verbs_cq_fd(struct ibp_port *port, unsigned queue)
+{
+	return queue < port->nq ? port->q[queue].chan->fd : -EINVAL;
 }
 
 static int verbs_async_fd(struct ibp_port *port)
@@ -1470,21 +1742,25 @@ static int verbs_async_fd(struct ibp_port *port)
 /* Ack pending completion events (batched: each ack takes the CQ's mutex in libibverbs)
  * and re-request notification. Then poll once more before sleeping: completions that
  * arrived before the request raise no event. */
-static int verbs_arm(struct ibp_port *port)
+static int verbs_arm(struct ibp_port *port, unsigned queue)
 {
+	struct vqueue *q;
 	struct ibv_cq *cq;
 	void *cq_ctx;
 	int ret;
 
-	while (ibv_get_cq_event(port->chan, &cq, &cq_ctx) == 0) {
-		if (++port->cq_events_unacked >= IBP_VERBS_ACK_MAX) {
-			ibv_ack_cq_events(port->cq, port->cq_events_unacked);
-			port->cq_events_unacked = 0;
+	if (queue >= port->nq)
+		return -EINVAL;
+	q = &port->q[queue];
+	while (ibv_get_cq_event(q->chan, &cq, &cq_ctx) == 0) {
+		if (++q->cq_events_unacked >= IBP_VERBS_ACK_MAX) {
+			ibv_ack_cq_events(q->cq, q->cq_events_unacked);
+			q->cq_events_unacked = 0;
 		}
 	}
 	if (errno != EAGAIN && errno != EWOULDBLOCK)
 		log_errno(LOG_ERR, errno, "verbs: %s: ibv_get_cq_event", port->name);
-	ret = ibv_req_notify_cq(port->cq, 0);
+	ret = ibv_req_notify_cq(q->cq, 0);
 	if (ret) {
 		log_errno(LOG_ERR, ret, "verbs: %s: ibv_req_notify_cq", port->name);
 		return -ret;
@@ -1593,6 +1869,7 @@ const struct ibp_ops ibp_verbs_ops = {
 	.query = verbs_query,
 	.buf_get = verbs_buf_get,
 	.buf_put = verbs_buf_put,
+	.queues = verbs_queues,
 	.create_srq = verbs_create_srq,
 	.destroy_srq = verbs_destroy_srq,
 	.create_qp = verbs_create_qp,

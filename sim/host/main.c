@@ -286,7 +286,7 @@ static void handle_wc(struct host *h, struct ibp_wc *wc)
 		ipoib_link_tx_done(h->link, wc);
 		return;
 	}
-	k = ipoib_link_rx(h->link, wc, &rx);
+	k = ipoib_link_rx(h->link, 0, wc, &rx);
 	if (k == IPOIB_RX_ARP || k == IPOIB_RX_ND) {
 		/* Learned by the link; spoofed or malformed ARP/ND stops here. */
 		if (ipoib_link_input_ctl(h->link, &rx) == 0)
@@ -295,7 +295,7 @@ static void handle_wc(struct host *h, struct ibp_wc *wc)
 		to_tap(h, &rx);
 	}
 	if (wc->buf)
-		ipoib_link_repost(h->link, wc->buf);
+		ipoib_link_repost(h->link, 0, wc->buf);
 }
 
 static void poll_port(struct host *h)
@@ -304,15 +304,15 @@ static void poll_port(struct host *h)
 	int n, rounds = 0;
 
 	for (;;) {
-		n = h->ops->poll(h->port, wcs, WC_BATCH);
+		n = h->ops->poll(h->port, 0, wcs, WC_BATCH);
 		for (int i = 0; i < n; i++)
 			handle_wc(h, &wcs[i]);
 		if (n > 0 && ++rounds < 16)
 			continue;
 		if (n > 0)
 			return; /* let the loop run other work; the fd stays readable */
-		h->ops->arm(h->port);
-		n = h->ops->poll(h->port, wcs, WC_BATCH);
+		h->ops->arm(h->port, 0);
+		n = h->ops->poll(h->port, 0, wcs, WC_BATCH);
 		for (int i = 0; i < n; i++)
 			handle_wc(h, &wcs[i]);
 		if (n <= 0)
@@ -1176,11 +1176,11 @@ int main(int argc, char **argv)
 	h.sig_fd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 	evloop_add_fd(h.loop, h.sig_fd, EPOLLIN, on_signal, &h);
 	evloop_add_fd(h.loop, h.tap_fd, EPOLLIN, on_tap, &h);
-	evloop_add_fd(h.loop, h.ops->cq_fd(h.port), EPOLLIN, on_cq, &h);
+	evloop_add_fd(h.loop, h.ops->cq_fd(h.port, 0), EPOLLIN, on_cq, &h);
 	evloop_add_fd(h.loop, h.ops->async_fd(h.port), EPOLLIN, on_async, &h);
 	h.tick = evtimer_new(h.loop, on_tick, &h);
 	evtimer_start(h.tick, 1000, 1000);
-	h.ops->arm(h.port);
+	h.ops->arm(h.port, 0);
 
 	if ((r = ipoib_link_start(h.link)) < 0)
 		die("link start", r);

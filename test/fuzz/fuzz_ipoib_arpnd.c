@@ -187,8 +187,9 @@ static int f_detach(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid)
 	check(qp == &fqp && qp->live);
 	return 0;
 }
-static int f_post_recv(struct ibp_qp *qp, struct ibp_buf **b, unsigned n)
+static int f_post_recv(struct ibp_qp *qp, unsigned queue, struct ibp_buf **b, unsigned n)
 {
+	(void)queue;
 	check(qp == &fqp && qp->live);
 	for (unsigned i = 0; i < n; i++) {
 		check(qp->n_posted < NBUF);
@@ -231,8 +232,9 @@ static bool nd_sane(const uint8_t *p, size_t n)
 
 /* Every send of the link (through the engine's hook: no worker runs, so it is posted
  * here directly): checked, then completed at once. */
-static int f_post_send(struct ibp_send *s, unsigned n)
+static int f_post_send(unsigned queue, struct ibp_send *s, unsigned n)
 {
+	(void)queue;
 	for (unsigned i = 0; i < n; i++) {
 		struct ibp_buf *b = s[i].buf;
 		uint16_t et;
@@ -257,8 +259,15 @@ static int f_post_send(struct ibp_send *s, unsigned n)
 	return (int)n;
 }
 
+static unsigned f_queues(struct ibp_port *port)
+{
+	(void)port;
+	return 1;
+}
+
 static const struct ibp_ops fake_ib = {
 	.name = "fuzz",
+	.queues = f_queues,
 	.buf_get = f_buf_get,
 	.buf_put = f_buf_put,
 	.create_qp = f_create_qp,
@@ -685,7 +694,7 @@ static void ib_receive(uint16_t et, const uint8_t *pl, size_t n, uint8_t meta)
 	wc.slid = src_lid[src];
 	wc.has_grh = meta & 1;
 	/* IP is forwarded by the worker: not this harness's business. */
-	if (ipoib_link_rx(ibl, &wc, &rx) == IPOIB_RX_ARP || rx.kind == IPOIB_RX_ND) {
+	if (ipoib_link_rx(ibl, 0, &wc, &rx) == IPOIB_RX_ARP || rx.kind == IPOIB_RX_ND) {
 		fwd_ctx_begin(&wctx, fake_now * 1000000);
 		fwd_ctx_scratch_reset(&wctx);
 		fwd_input_ib(&wctx, fwd_snap_if(wctx.snap, iib), &rx, &res);
@@ -718,7 +727,7 @@ static void ib_receive(uint16_t et, const uint8_t *pl, size_t n, uint8_t meta)
 			check(ring_enqueue_burst(fwd_engine_ring_to_ctl(eng, 0), &p, 1) == 1);
 		}
 	}
-	ipoib_link_repost(ibl, b);
+	ipoib_link_repost(ibl, 0, b);
 	fwd_sp_poll(eng);
 }
 

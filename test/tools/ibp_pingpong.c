@@ -132,7 +132,7 @@ static void wait_cq(struct ibp_port *port, int epfd, int ms)
 {
 	struct epoll_event ev;
 
-	ops->arm(port);
+	ops->arm(port, 0);
 	epoll_wait(epfd, &ev, 1, ms);
 }
 
@@ -141,7 +141,7 @@ static int cq_epoll(struct ibp_port *port)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int epfd = epoll_create1(0);
 
-	if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, ops->cq_fd(port), &ev) < 0)
+	if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, ops->cq_fd(port, 0), &ev) < 0)
 		die("epoll", errno);
 	return epfd;
 }
@@ -169,7 +169,7 @@ static void post_recvs(struct ibp_qp *qp, struct ibp_srq *srq, struct ibp_port *
 
 		if (!b)
 			die("buf_get", ENOMEM);
-		ret = srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, &b, 1);
+		ret = srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, 0, &b, 1);
 		if (ret != 1)
 			die("post_recv", ret);
 	}
@@ -177,7 +177,7 @@ static void post_recvs(struct ibp_qp *qp, struct ibp_srq *srq, struct ibp_port *
 
 static void repost(struct ibp_qp *qp, struct ibp_srq *srq, struct ibp_buf *b)
 {
-	int ret = srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, &b, 1);
+	int ret = srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, 0, &b, 1);
 
 	if (ret != 1)
 		die("repost", ret);
@@ -247,7 +247,7 @@ static void *churn_main(void *arg)
 			struct ibp_buf *b = ops->buf_get(c->port);
 
 			ops->qp_ready(qp, NULL);
-			if (b && ops->post_recv(qp, &b, 1) != 1)
+			if (b && ops->post_recv(qp, 0, &b, 1) != 1)
 				ops->buf_put(c->port, b);
 			ops->attach_mcast(qp, &mgid, 0xc010);
 			ops->detach_mcast(qp, &mgid, 0xc010);
@@ -301,7 +301,7 @@ static int cmd_ud_recv(const struct opts *o)
 		die("pthread_create", errno);
 	end = now_s() + o->timeout;
 	while (now_s() < end && (!o->count || got < o->count)) {
-		int n = ops->poll(port, wc, WC_BATCH);
+		int n = ops->poll(port, 0, wc, WC_BATCH);
 
 		if (n < 0)
 			die("poll", n);
@@ -385,14 +385,14 @@ static int cmd_ud_send(const struct opts *o, uint16_t dlid, uint32_t dqpn)
 			k++;
 		}
 		if (k) {
-			ret = ops->post_send(s, k);
+			ret = ops->post_send(0, s, k);
 			if (ret < 0)
 				ret = 0;
 			for (unsigned i = (unsigned)ret; i < k; i++)
 				ops->buf_put(port, s[i].buf);
 			sent += (unsigned)ret;
 		}
-		int n = ops->poll(port, wc, WC_BATCH);
+		int n = ops->poll(port, 0, wc, WC_BATCH);
 
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IBP_WC_OK)
@@ -468,7 +468,7 @@ static int cmd_rc(const struct opts *o, const char *peer)
 	ret = ops->query(port, &a);
 	if (ret < 0)
 		die("query", ret);
-	ret = ops->create_srq(port, RQ_DEPTH, &srq);
+	ret = ops->create_srq(port, 0, RQ_DEPTH, &srq);
 	if (ret < 0)
 		die("create_srq", ret);
 	init.srq = srq;
@@ -527,14 +527,14 @@ static int cmd_rc(const struct opts *o, const char *peer)
 			k++;
 		}
 		if (k) {
-			ret = ops->post_send(s, k);
+			ret = ops->post_send(0, s, k);
 			if (ret < 0)
 				ret = 0;
 			for (unsigned i = (unsigned)ret; i < k; i++)
 				ops->buf_put(port, s[i].buf);
 			sent += (unsigned)ret;
 		}
-		n = ops->poll(port, wc, WC_BATCH);
+		n = ops->poll(port, 0, wc, WC_BATCH);
 		if (n < 0)
 			die("poll", n);
 		for (int i = 0; i < n; i++) {
@@ -585,7 +585,7 @@ static int cmd_rc(const struct opts *o, const char *peer)
 		/* Stay until the peer is done too: it may still need our ACKs. */
 		write_file(o->dir, o->node, "done", "done\n");
 		while (read_file(o->dir, peer, "done", text, sizeof(text)) < 0 && now_s() < end) {
-			int n = ops->poll(port, wc, WC_BATCH);
+			int n = ops->poll(port, 0, wc, WC_BATCH);
 
 			for (int i = 0; i < n; i++) {
 				if (wc[i].kind == IBP_WC_RECV && wc[i].status == IBP_WC_OK) {
@@ -600,7 +600,7 @@ static int cmd_rc(const struct opts *o, const char *peer)
 		}
 		/* A little longer: a last duplicate must not be delivered twice. */
 		for (double stop = now_s() + 0.3; now_s() < stop;) {
-			int n = ops->poll(port, wc, WC_BATCH);
+			int n = ops->poll(port, 0, wc, WC_BATCH);
 
 			for (int i = 0; i < n; i++) {
 				if (wc[i].kind == IBP_WC_RECV && wc[i].status == IBP_WC_OK) {

@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 		s = (struct ibp_send){
 			.qp = qp, .ah = ah, .remote_qpn = dqpn, .remote_qkey = qkey, .buf = b
 		};
-		if (ops->post_send(&s, 1) != 1) {
+		if (ops->post_send(0, &s, 1) != 1) {
 			ops->buf_put(port, b);
 			die("post_send", EIO);
 		}
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 	/* Collect the send completions (the buffers go back to the pool). */
 	for (unsigned done = 0, tries = 0; done < sent && tries < 200; tries++) {
 		struct ibp_wc wc[16];
-		int n = ops->poll(port, wc, 16);
+		int n = ops->poll(port, 0, wc, 16);
 
 		for (int k = 0; k < n; k++) {
 			ops->buf_put(port, wc[k].buf);

@@ -139,21 +139,25 @@ static struct outcome oc;
 static struct fwd_engine *eng;
 static uint32_t fake_if[NIF];
 
-/* An IB port is polled (received from, armed) only by the worker the latest snapshot
- * gives it: a port changes worker only through fwd_worker_set_count's hand-over, so the
- * old worker lets go before the new one is named. An Ethernet port's queue q only by
- * worker q (q: -1 for an IB port). Workers are told apart by thread name. */
+/* An IB port's queue q is polled (received from, armed) only by the worker the latest
+ * snapshot gives it, (worker + q) % pollers: queues change worker only through
+ * fwd_worker_set_count's hand-over, so the old worker lets go before the new one is
+ * named. An Ethernet port's queue q only by worker q. Workers are told apart by thread
+ * name. */
 static void check_poller(unsigned i, int q)
 {
 	char name[16];
 	unsigned id;
+	const struct fwd_snap *s;
 	const struct fwd_if *f;
 
 	if (pthread_getname_np(pthread_self(), name, sizeof(name)) ||
 	    sscanf(name, "ibgw-fwd%u", &id) != 1)
 		return;
-	f = fwd_snap_if(fwd_engine_current(eng), fake_if[i]);
-	if (!f || (q < 0 ? f->worker != id : (unsigned)q != id))
+	s = fwd_engine_current(eng);
+	f = fwd_snap_if(s, fake_if[i]);
+	if (!f || (f->kind == FWD_IF_IPOIB ? (f->worker + (unsigned)q) % s->pollers != id
+					   : (unsigned)q != id))
 		atomic_fetch_add(&oc.wrong_poller, 1);
 	atomic_fetch_add(&oc.polls_checked, 1);
 }
@@ -468,15 +472,19 @@ static const struct ethp_ops fake_eth_ops = {
 	.arm = fe_arm,
 };
 
-/* The IB port: transmit only (IPoIB receive needs a real link). */
+/* The IB port: transmit only (IPoIB receive needs a real link), two queues. Sends come
+ * from any worker (the port serialises them: tx_lock, as the verbs backend's queue
+ * locks); a queue is polled and armed by one thread at a time. */
+#define IB_QUEUES 2
 struct fake_ib {
-	struct dp_guard dp;
+	struct dp_guard dp[IB_QUEUES];
+	pthread_mutex_t tx_lock;
 	pthread_mutex_t pool_lock; /* buf_get/buf_put: any thread */
 	unsigned nfree;
 	struct ibp_buf *free[IBUFS];
 	struct ibp_buf bufs[IBUFS];
 	uint8_t (*mem)[2100];
-	uint64_t tx_frames; /* data path only */
+	uint64_t tx_frames; /* tx_lock */
 	int qp, ah[NGW];    /* their addresses are the QP's and the AHs' */
 };
 static struct fake_ib fib_;
@@ -502,11 +510,12 @@ static void fi_buf_put(struct ibp_port *port, struct ibp_buf *b)
 	pthread_mutex_unlock(&f->pool_lock);
 }
 
-static int fi_post_send(struct ibp_send *s, unsigned n)
+static int fi_post_send(unsigned queue, struct ibp_send *s, unsigned n)
 {
 	struct fake_ib *f = &fib_;
 
-	dp_enter(&f->dp);
+	(void)queue;
+	pthread_mutex_lock(&f->tx_lock);
 	for (unsigned t = 0; t < n; t++) {
 		const uint8_t *d = s[t].buf->data;
 		int g = -2;
@@ -525,34 +534,41 @@ static int fi_post_send(struct ibp_send *s, unsigned n)
 		}
 		fi_buf_put((struct ibp_port *)(void *)f, s[t].buf);
 	}
-	dp_leave(&f->dp);
+	pthread_mutex_unlock(&f->tx_lock);
 	return (int)n;
 }
 
-static int fi_poll(struct ibp_port *port, struct ibp_wc *wcs, unsigned max)
+static int fi_poll(struct ibp_port *port, unsigned queue, struct ibp_wc *wcs, unsigned max)
 {
 	struct fake_ib *f = (struct fake_ib *)(void *)port;
 
 	(void)wcs, (void)max;
-	dp_enter(&f->dp);
-	check_poller(IF_C, -1);
-	dp_leave(&f->dp);
+	dp_enter(&f->dp[queue]);
+	check_poller(IF_C, (int)queue);
+	dp_leave(&f->dp[queue]);
 	return 0;
 }
 
-static int fi_cq_fd(struct ibp_port *port)
+static int fi_cq_fd(struct ibp_port *port, unsigned queue)
 {
-	(void)port;
+	(void)port, (void)queue;
 	return -1;
 }
 
-static int fi_arm(struct ibp_port *port)
+static int fi_arm(struct ibp_port *port, unsigned queue)
 {
-	return fi_poll(port, NULL, 0);
+	return fi_poll(port, queue, NULL, 0);
+}
+
+static unsigned fi_queues(struct ibp_port *port)
+{
+	(void)port;
+	return IB_QUEUES;
 }
 
 static const struct ibp_ops fake_ib_ops = {
 	.name = "fake",
+	.queues = fi_queues,
 	.buf_get = fi_buf_get,
 	.buf_put = fi_buf_put,
 	.post_send = fi_post_send,

@@ -119,8 +119,9 @@ static int f_detach(struct ibp_qp *qp, const union ib_gid *mgid, uint16_t mlid)
 	qp->detaches++;
 	return 0;
 }
-static int f_post_send(struct ibp_send *s, unsigned n)
+static int f_post_send(unsigned queue, struct ibp_send *s, unsigned n)
 {
+	(void)queue;
 	for (unsigned i = 0; i < n; i++) {
 		fp.last = s[i];
 		fp.last_len = s[i].buf->len;
@@ -132,16 +133,23 @@ static int f_post_send(struct ibp_send *s, unsigned n)
 	}
 	return (int)n;
 }
-static int f_post_recv(struct ibp_qp *qp, struct ibp_buf **bufs, unsigned n)
+static int f_post_recv(struct ibp_qp *qp, unsigned queue, struct ibp_buf **bufs, unsigned n)
 {
-	(void)qp;
+	(void)qp, (void)queue;
 	for (unsigned i = 0; i < n; i++)
 		free(bufs[i]);
 	return (int)n;
 }
 
+static unsigned f_queues(struct ibp_port *port)
+{
+	(void)port;
+	return 1;
+}
+
 static const struct ibp_ops fake_ops = {
 	.name = "fake",
+	.queues = f_queues,
 	.buf_get = f_buf_get,
 	.buf_put = f_buf_put,
 	.create_qp = f_create_qp,

@@ -109,8 +109,8 @@ static void post_recvs(struct ibp_port *p, struct ibp_qp *qp, struct ibp_srq *sr
 		struct ibp_buf *b = ops->buf_get(p);
 
 		assert_non_null(b);
-		assert_int_equal(srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, &b, 1),
-				 1);
+		assert_int_equal(
+		    srq ? ops->post_srq_recv(srq, &b, 1) : ops->post_recv(qp, 0, &b, 1), 1);
 	}
 }
 
@@ -134,7 +134,7 @@ static void send_one(struct ibp_port *p, struct ibp_qp *qp, struct ibp_ah *ah, u
 	memset(b->data, fill, len);
 	b->len = len;
 	s.buf = b;
-	assert_int_equal(ops->post_send(&s, 1), 1);
+	assert_int_equal(ops->post_send(0, &s, 1), 1);
 }
 
 /* Poll until n completions or ms; returns how many came (at most n). */
@@ -144,7 +144,7 @@ static unsigned wait_wcs_keep(struct ibp_port *p, struct ibp_wc *wcs, unsigned n
 	unsigned got = 0;
 
 	while (got < n && now_ms() < end) {
-		int r = ops->poll(p, wcs + got, n - got);
+		int r = ops->poll(p, 0, wcs + got, n - got);
 
 		assert_true(r >= 0);
 		got += (unsigned)r;
@@ -339,8 +339,8 @@ static void rc_qp_error_recovers(void **state)
 	uint64_t t0;
 	(void)state;
 
-	assert_int_equal(ops->create_srq(a.p, 16, &a.srq), 0);
-	assert_int_equal(ops->create_srq(b.p, 16, &b.srq), 0);
+	assert_int_equal(ops->create_srq(a.p, 0, 16, &a.srq), 0);
+	assert_int_equal(ops->create_srq(b.p, 0, 16, &b.srq), 0);
 	post_recvs(a.p, NULL, a.srq, 16);
 	post_recvs(b.p, NULL, b.srq, 16);
 	rc_qp(&a);
