@@ -24,6 +24,12 @@
  *                             DOWN, PORT_ACTIVE, the same QP receives again
  *   reg_mr_failure_recovers   ibv_reg_mr fails (fault): open fails with -ENOMEM and
  *                             releases what it made, the next open works
+ *   ud_queues_spread_flows    a port of two queues: a UD flow's datagrams complete on
+ *                             one queue, the flows on both; a send from either queue
+ *                             carries the UD QP's number; an RC QP must use its
+ *                             queue's SRQ; destroy takes back both queues' receives
+ *   one_queue_without_rss     a device without RSS for UD (IBVSIM_RSS=0) gives a port
+ *                             that asks for two queues one, and it passes traffic
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,18 +70,25 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static struct ibp_port *port_open(const char *node, size_t buf_size, unsigned n_bufs)
+static struct ibp_port *port_open_queues(const char *node, size_t buf_size, unsigned n_bufs,
+				       unsigned n_queues)
 {
 	struct ibp_port_config c = { .backend = "verbs",
 				     .device = node,
 				     .port = 1,
 				     .buf_size = buf_size,
-				     .n_bufs = n_bufs };
+				     .n_bufs = n_bufs,
+				     .n_queues = n_queues };
 	struct ibp_port *p = NULL;
 
 	assert_int_equal(ops->open(&c, &p), 0);
 	assert_non_null(p);
 	return p;
+}
+
+static struct ibp_port *port_open(const char *node, size_t buf_size, unsigned n_bufs)
+{
+	return port_open_queues(node, buf_size, n_bufs, 1);
 }
 
 /* How many buffers the pool hands out now (all taken, then all given back). */
@@ -525,6 +538,155 @@ static void reg_mr_failure_recovers(void **state)
 	ud_pair_free(a, qa, b, qb);
 }
 
+/* An IPoIB datagram of UDP flow f (IPoIB header, IPv4, UDP from port 40000 + f). */
+static void send_flow(struct ibp_port *p, struct ibp_qp *qp, struct ibp_ah *ah, uint32_t dqpn,
+		      unsigned f)
+{
+	struct ibp_buf *b = ops->buf_get(p);
+	struct ibp_send s = { .qp = qp, .ah = ah, .remote_qpn = dqpn, .remote_qkey = QKEY };
+	static const uint8_t hdr[32] = {
+		0x08, 0x00, 0, 0,                                     /* IPoIB: IPv4 */
+		0x45, 0,    0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, /* 10.0.0.1 -> */
+		10,   0,    0, 2,                                     /* 10.0.0.2 */
+		0,    0,    0x17, 0x70, 0, 8, 0, 0                    /* UDP -> 6000 */
+	};
+
+	assert_non_null(b);
+	memcpy(b->data, hdr, sizeof(hdr));
+	b->data[24] = (uint8_t)((40000 + f) >> 8);
+	b->data[25] = (uint8_t)(40000 + f);
+	b->len = sizeof(hdr);
+	s.buf = b;
+	assert_int_equal(ops->post_send(0, &s, 1), 1);
+}
+
+static void ud_queues_spread_flows(void **state)
+{
+	enum { FLOWS = 16, PER_FLOW = 4 };
+	struct ibp_port *a = port_open_queues("nodeA", BUF_SIZE, N_BUFS * 2, 2);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa, *qb = ud_qp(b), *rc;
+	struct ibp_ah *ah = ah_to(b, 1), *back;
+	struct ibp_srq *srq1;
+	struct ibp_wc wc[64];
+	int flow_queue[FLOWS];
+	unsigned per_queue[2] = { 0, 0 };
+	(void)state;
+
+	assert_int_equal(ops->queues(a), 2);
+	qa = ud_qp(a);
+	for (unsigned q = 0; q < 2; q++)
+		for (unsigned i = 0; i < 40; i++) {
+			struct ibp_buf *buf = ops->buf_get(a);
+
+			assert_non_null(buf);
+			assert_int_equal(ops->post_recv(qa, q, &buf, 1), 1);
+		}
+	for (unsigned f = 0; f < FLOWS; f++)
+		flow_queue[f] = -1;
+	for (unsigned k = 0; k < PER_FLOW; k++)
+		for (unsigned f = 0; f < FLOWS; f++)
+			send_flow(b, qb, ah, ops->qp_num(qa), f);
+	assert_int_equal(wait_wcs(b, wc, FLOWS * PER_FLOW, 2000), FLOWS * PER_FLOW);
+
+	/* Each queue polled on its own: every datagram once, a flow on one queue. */
+	uint64_t end = now_ms() + 3000;
+
+	while (per_queue[0] + per_queue[1] < FLOWS * PER_FLOW && now_ms() < end) {
+		for (unsigned q = 0; q < 2; q++) {
+			int n = ops->poll(a, q, wc, 64);
+
+			assert_true(n >= 0);
+			for (int i = 0; i < n; i++) {
+				unsigned f;
+
+				assert_int_equal(wc[i].kind, IBP_WC_RECV);
+				assert_int_equal(wc[i].status, IBP_WC_OK);
+				assert_ptr_equal(wc[i].qp, qa);
+				f = (unsigned)((wc[i].buf->data[IBP_GRH_AREA + 24] << 8 |
+						wc[i].buf->data[IBP_GRH_AREA + 25]) -
+					       40000);
+				assert_true(f < FLOWS);
+				if (flow_queue[f] < 0)
+					flow_queue[f] = (int)q;
+				assert_int_equal(flow_queue[f], (int)q);
+				per_queue[q]++;
+				ops->buf_put(a, wc[i].buf);
+			}
+		}
+		usleep(1000);
+	}
+	assert_int_equal(per_queue[0] + per_queue[1], FLOWS * PER_FLOW);
+	assert_true(per_queue[0] > 0 && per_queue[1] > 0);
+
+	/* Either queue's send carries the UD QP's number (peers see one QPN); its
+	 * completion comes on that queue. */
+	back = ah_to(a, 2);
+	post_recvs(b, qb, NULL, 2);
+	for (unsigned q = 0; q < 2; q++) {
+		struct ibp_buf *buf = ops->buf_get(a);
+		struct ibp_send s = { .qp = qa, .ah = back, .remote_qpn = ops->qp_num(qb),
+				      .remote_qkey = QKEY, .buf = buf };
+
+		assert_non_null(buf);
+		memset(buf->data, 0x11, 64);
+		buf->len = 64;
+		assert_int_equal(ops->post_send(q, &s, 1), 1);
+		end = now_ms() + 2000;
+		int n = 0;
+
+		while (n == 0 && now_ms() < end) {
+			n = ops->poll(a, q, wc, 1);
+			if (n == 0)
+				usleep(1000);
+		}
+		assert_int_equal(n, 1);
+		assert_int_equal(wc[0].kind, IBP_WC_SEND);
+		ops->buf_put(a, wc[0].buf);
+		poll_one(b, &wc[0]);
+		assert_int_equal(wc[0].kind, IBP_WC_RECV);
+		assert_int_equal(wc[0].src_qp, ops->qp_num(qa));
+		ops->buf_put(b, wc[0].buf);
+	}
+
+	/* An RC QP completes on one queue, through that queue's SRQ. */
+	struct ibp_qp_init ri = { .type = IBP_QPT_RC, .send_depth = 8, .queue = 0 };
+
+	assert_int_equal(ops->create_srq(a, 1, 8, &srq1), 0);
+	ri.srq = srq1;
+	assert_int_equal(ops->create_qp(a, &ri, &rc), -EINVAL); /* queue 0, SRQ of 1 */
+	ri.queue = 1;
+	assert_int_equal(ops->create_qp(a, &ri, &rc), 0);
+	ops->destroy_qp(rc);
+	ops->destroy_srq(srq1);
+
+	/* Destroyed with receives posted on both queues: all of them back in the pool. */
+	ops->destroy_qp(qa);
+	assert_int_equal(pool_free(a), N_BUFS * 2);
+	ops->destroy_ah(back);
+	ops->destroy_ah(ah);
+	ops->destroy_qp(qb);
+	ops->close(a);
+	ops->close(b);
+}
+
+static void one_queue_without_rss(void **state)
+{
+	struct ibp_port *a, *b;
+	struct ibp_qp *qa, *qb;
+	(void)state;
+
+	setenv("IBVSIM_RSS", "0", 1);
+	a = port_open_queues("nodeA", BUF_SIZE, N_BUFS, 2);
+	unsetenv("IBVSIM_RSS");
+	b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	assert_int_equal(ops->queues(a), 1);
+	qa = ud_qp(a);
+	qb = ud_qp(b);
+	ud_passes(a, qa, b, qb, 0x3c);
+	ud_pair_free(a, qa, b, qb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +696,8 @@ int main(void)
 		cmocka_unit_test_teardown(cq_overrun_recovers, teardown),
 		cmocka_unit_test_teardown(port_down_recovers, teardown),
 		cmocka_unit_test_teardown(reg_mr_failure_recovers, teardown),
+		cmocka_unit_test_teardown(ud_queues_spread_flows, teardown),
+		cmocka_unit_test_teardown(one_queue_without_rss, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, vsim_fabric_setup, vsim_fabric_teardown);
