@@ -77,6 +77,26 @@ unsigned vsim_test_objects_leaked(void)
 	return atomic_load(&objects_leaked);
 }
 
+/* UD datagrams dropped for want of a receive WQE, over the process's life. */
+static atomic_ulong rx_drops;
+
+void vsim_count_rx_drop(void)
+{
+	atomic_fetch_add_explicit(&rx_drops, 1, memory_order_relaxed);
+}
+
+unsigned long vsim_test_rx_drops(void)
+{
+	return atomic_load(&rx_drops);
+}
+
+bool vsim_rss_enabled(void)
+{
+	const char *s = getenv("IBVSIM_RSS");
+
+	return !s || strcmp(s, "0") != 0;
+}
+
 /* A fault asked for in the environment: its value as a number, 0 when unset or not a
  * positive number. */
 static unsigned fault(const char *name)
@@ -667,6 +687,8 @@ static int vsim_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 static int vsim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_attr *attr,
 			 size_t len);
+static int query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t len);
 
 static void ctx_free(struct vsim_ctx *ctx)
 {
@@ -744,6 +766,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = query_port_ex;
+	ctx->vctx.query_device_ex = query_device_ex;
+	ctx->vctx.create_qp_ex = vsim_create_qp_ex;
+	ctx->vctx.create_wq = vsim_create_wq;
+	ctx->vctx.modify_wq = vsim_modify_wq;
+	ctx->vctx.destroy_wq = vsim_destroy_wq;
+	ctx->vctx.create_rwq_ind_table = vsim_create_ind;
+	ctx->vctx.destroy_rwq_ind_table = vsim_destroy_ind;
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	c->device = device;
 	c->cmd_fd = -1;
@@ -851,6 +880,32 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_pkeys = VSIM_PKEY_TBL;
 	a->local_ca_ack_delay = 16;
 	a->phys_port_cnt = (uint8_t)ctx->n_ports;
+	return 0;
+}
+
+/* ibv_query_device_ex (verbs_context->query_device_ex): ibv_query_device's limits, and
+ * UD RSS as a ConnectX-5 reports it for enhanced IPoIB (Toeplitz over IPv4/IPv6 and
+ * TCP/UDP ports; WQs and indirection tables). IBVSIM_RSS=0 reports none, an HCA without
+ * it. Everything else an mlx5 reports here (ODP, TSO, timestamps...) is not emulated:
+ * zero. */
+static int query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t len)
+{
+	struct ibv_device_attr_ex a;
+
+	if ((in && in->comp_mask) || len < sizeof(a.orig_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	ibv_query_device(c, &a.orig_attr);
+	if (vsim_rss_enabled()) {
+		a.rss_caps.supported_qpts = 1u << IBV_QPT_UD;
+		a.rss_caps.max_rwq_indirection_tables = VSIM_MAX_IND_TBL;
+		a.rss_caps.max_rwq_indirection_table_size = 1u << VSIM_MAX_IND_LOG;
+		a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+		a.rss_caps.rx_hash_fields_mask = VSIM_RSS_FIELDS;
+		a.max_wq_type_rq = VSIM_MAX_WQ;
+	}
+	memcpy(attr, &a, len < sizeof(a) ? len : sizeof(a));
 	return 0;
 }
 
