@@ -290,6 +290,13 @@ fail:
 	return NULL;
 }
 
+static const char *wq_state_name(enum ibv_wq_state s)
+{
+	static const char *const n[] = { "RESET", "RDY", "ERR" };
+
+	return (unsigned)s <= IBV_WQS_ERR ? n[s] : "?";
+}
+
 int vsim_modify_wq(struct ibv_wq *ibwq, struct ibv_wq_attr *a)
 {
 	struct vsim_ctx *ctx = vsim_ctx_of(ibwq->context);
@@ -310,9 +317,12 @@ int vsim_modify_wq(struct ibv_wq *ibwq, struct ibv_wq_attr *a)
 	if (((a->attr_mask & IBV_WQ_ATTR_CURR_STATE) && a->curr_wq_state != cur) ||
 	    !(next == IBV_WQS_RESET || (cur == IBV_WQS_RESET && next == IBV_WQS_RDY) ||
 	      (cur == IBV_WQS_RDY && next == IBV_WQS_ERR))) {
-		log_error("libibverbs2sim: ibv_modify_wq %u: %d -> %d is no WQ transition "
+		log_error("libibverbs2sim: ibv_modify_wq %u: %s -> %s%s is no WQ transition "
 			  "(RESET -> RDY, RDY -> ERR, any -> RESET)",
-			  ibwq->wq_num, (int)cur, (int)next);
+			  ibwq->wq_num, wq_state_name(cur), wq_state_name(next),
+			  (a->attr_mask & IBV_WQ_ATTR_CURR_STATE) && a->curr_wq_state != cur
+			      ? " (not the current state given)"
+			      : "");
 		ret = EINVAL;
 		goto out;
 	}
