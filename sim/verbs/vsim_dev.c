@@ -18,7 +18,8 @@
  * verbs backend's error paths can be driven; nothing else looks at them.
  *
  * Threads: the program's, in each verb, the progress thread and the port watcher;
- * ctx->lock serialises them (vsim_pvt.h).
+ * ctx->lock serialises them, but ibv_poll_cq and ibv_req_notify_cq take only the CQ's
+ * own lock (vsim_pvt.h, Threads).
  */
 #include <endian.h>
 #include <errno.h>
@@ -320,7 +321,11 @@ void vsim_event_forget(struct vsim_ctx *ctx, const struct ibv_qp *qp, const stru
 bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *wc,
 		 struct vsim_qp *qp)
 {
+	bool fire;
+
+	pthread_mutex_lock(&cq->lock);
 	if (cq->overrun || cq->len == cq->cap) {
+		pthread_mutex_unlock(&cq->lock);
 		/* CQ overrun (IBA 11.4.2.1: an affiliated asynchronous error of the CQ; the
 		 * completion is lost). mlx5 raises IBV_EVENT_CQ_ERR once and the CQ stays in
 		 * error; a QP whose completion was lost is of no use any more: it goes to
@@ -341,10 +346,13 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 	cq->ring[(cq->head + cq->len++) % cq->cap] = *wc;
 	/* One event per arm: the next completion (solicited_only: the next error one, as
 	 * the shim never sets the solicited bit) disarms the CQ and queues one event. */
-	if (cq->armed && (!cq->solicited_only || wc->status != IBV_WC_SUCCESS)) {
+	fire = cq->armed && (!cq->solicited_only || wc->status != IBV_WC_SUCCESS);
+	if (fire)
+		cq->armed = false;
+	pthread_mutex_unlock(&cq->lock);
+	if (fire) {
 		struct vsim_chan *ch = (struct vsim_chan *)cq->cq.channel;
 
-		cq->armed = false;
 		if (ch->len == ch->cap) {
 			unsigned cap = ch->cap ? ch->cap * 2 : 16;
 			struct ibv_cq **q = calloc(cap, sizeof(*q));
@@ -366,21 +374,28 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 	return true;
 }
 
+void vsim_cq_remove(struct vsim_cq *cq, uint32_t qp_num)
+{
+	unsigned kept = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	for (unsigned i = 0; i < cq->len; i++) {
+		struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
+
+		if (wc->qp_num != qp_num)
+			cq->ring[(cq->head + kept++) % cq->cap] = *wc;
+	}
+	cq->len = kept;
+	pthread_mutex_unlock(&cq->lock);
+}
+
 void vsim_cq_clean(struct vsim_ctx *ctx, struct vsim_qp *qp)
 {
-	for (struct vsim_cq *cq = ctx->cqs; cq; cq = cq->next) {
-		unsigned kept = 0;
-
-		if (&cq->cq != qp->qp.send_cq && &cq->cq != qp->qp.recv_cq)
-			continue;
-		for (unsigned i = 0; i < cq->len; i++) {
-			struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
-
-			if (wc->qp_num != qp->qp.qp_num)
-				cq->ring[(cq->head + kept++) % cq->cap] = *wc;
-		}
-		cq->len = kept;
-	}
+	(void)ctx;
+	if (qp->qp.send_cq)
+		vsim_cq_remove((struct vsim_cq *)qp->qp.send_cq, qp->qp.qp_num);
+	if (qp->qp.recv_cq && qp->qp.recv_cq != qp->qp.send_cq)
+		vsim_cq_remove((struct vsim_cq *)qp->qp.recv_cq, qp->qp.qp_num);
 }
 
 /* --- ports: identity, fabric connection, events --------------------------------------- */
@@ -1189,6 +1204,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	cq->cq.cqe = (int)cap - 1;
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
+	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_lock(&ctx->lock);
 	cq->cq.handle = ctx->next_key++;
 	if (channel)
@@ -1243,6 +1259,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&cq->cq.mutex);
 	pthread_cond_destroy(&cq->cq.cond);
+	pthread_mutex_destroy(&cq->lock);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -1250,19 +1267,20 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 static int vsim_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
-	struct vsim_ctx *ctx = vsim_ctx_of(ibcq->context);
 	struct vsim_cq *cq = (struct vsim_cq *)ibcq;
 	int n = 0;
 
 	if (num < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	/* Only the CQ's lock: a worker polling its CQ does not wait for the progress
+	 * thread's batch, nor for other CQs' pollers (vsim_pvt.h, Threads). */
+	pthread_mutex_lock(&cq->lock);
 	while (n < num && cq->len) {
 		wc[n++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
 		cq->len--;
 	}
-	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_unlock(&cq->lock);
 	return n;
 }
 
@@ -1270,15 +1288,14 @@ static int vsim_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
  * CQ raise none (the consumer polls once more after arming). */
 static int vsim_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct vsim_ctx *ctx = vsim_ctx_of(ibcq->context);
 	struct vsim_cq *cq = (struct vsim_cq *)ibcq;
 
 	if (!ibcq->channel)
 		return EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	pthread_mutex_lock(&cq->lock);
 	cq->armed = true;
 	cq->solicited_only = solicited_only != 0;
-	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
 

@@ -13,10 +13,20 @@
  *               Toeplitz hash of an IPoIB datagram's flow picking the WQ
  *
  * Threads. Each context has one mutex, ctx->lock, over everything of that context:
- * its fabric connections, QPs, SRQs, CQs and their rings, channels' event queues and
- * the async event queue. The program's threads take it in each verb; the context's
- * progress thread (the HCA's "firmware": receives packets, runs RC timers, re-reads the
- * ports) takes it for each batch. Nothing in the shim calls back into the program, so
+ * its fabric connections, QPs, SRQs, WQs, CQs, channels' event queues and the async
+ * event queue. The program's threads take it in each verb; the context's progress
+ * thread (the HCA's "firmware": receives packets, runs RC timers, re-reads the ports)
+ * takes it for each batch. Two finer locks let the threads of a program that spreads
+ * its receives (one worker per WQ and CQ: enhanced IPoIB's RSS) poll and post beside
+ * the progress thread without waiting for its batch:
+ *   cq->lock  a CQ's ring and arming (vsim_cq): ibv_poll_cq and ibv_req_notify_cq take
+ *             only it; whoever adds or removes completions holds ctx->lock, then it;
+ *   wq->lock  a WQ's receive ring and state (vsim_wq): ibv_post_wq_recv takes only it
+ *             (ctx->lock first when the WQ is in ERR: the post completes flushed);
+ *             the progress thread holds ctx->lock, then it while it lands a datagram.
+ * Order: ctx->lock, wq->lock, cq->lock. Sends (any QP) and posts to a QP's receive
+ * queue or an SRQ take ctx->lock: the sends of a port share its fabric connection,
+ * whose ring has one producer. Nothing in the shim calls back into the program, so
  * a program's own locks held across a verb (ibgwd's port_lock) cannot deadlock with
  * it. The SMPs that read a port (simnode) are sent without ctx->lock.
  */
@@ -48,13 +58,13 @@
 #define VSIM_QP_BUCKETS      256
 #define VSIM_EVQ             256 /* async events kept until read */
 /* RSS (ibv_query_device_ex): what a ConnectX-5 reports for UD (enhanced IPoIB). */
-#define VSIM_MAX_WQ          64  /* max_wq_type_rq: WQs per context */
-#define VSIM_MAX_IND_TBL     64  /* max_rwq_indirection_tables */
-#define VSIM_MAX_IND_LOG     8   /* max_rwq_indirection_table_size 2^8 */
-#define VSIM_RSS_KEY_LEN     40  /* the Toeplitz key (Microsoft RSS) */
-#define VSIM_RSS_FIELDS                                                                    \
-	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 |              \
-	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |      \
+#define VSIM_MAX_WQ      64 /* max_wq_type_rq: WQs per context */
+#define VSIM_MAX_IND_TBL 64 /* max_rwq_indirection_tables */
+#define VSIM_MAX_IND_LOG 8  /* max_rwq_indirection_table_size 2^8 */
+#define VSIM_RSS_KEY_LEN 40 /* the Toeplitz key (Microsoft RSS) */
+#define VSIM_RSS_FIELDS                                                                            \
+	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 |                      \
+	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |              \
 	 IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
 
 struct vsim_ctx;
@@ -95,9 +105,11 @@ struct vsim_chan {
 
 struct vsim_cq {
 	struct ibv_cq cq;
+	pthread_mutex_t lock; /* ring, head, len, armed, solicited_only (see Threads) */
 	struct ibv_wc *ring;
 	unsigned cap, head, len;
-	bool armed, solicited_only, overrun;
+	bool armed, solicited_only;
+	bool overrun; /* ctx->lock */
 	unsigned events_got, events_acked;
 	unsigned users; /* QPs */
 	struct vsim_cq *next;
@@ -129,6 +141,7 @@ struct vsim_srq {
 struct vsim_wq {
 	struct ibv_wq wq;
 	struct vsim_port *port;
+	pthread_mutex_t lock; /* rq, and wq.state (changed with ctx->lock held too) */
 	struct vsim_rq rq;
 	unsigned users; /* indirection tables naming it: destroy refuses (EBUSY) while any */
 	struct vsim_wq *next;
@@ -259,6 +272,8 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 		 struct vsim_qp *qp);
 /* Remove qp's completions from its CQs (mlx5 does so at destroy and at RESET). */
 void vsim_cq_clean(struct vsim_ctx *ctx, struct vsim_qp *qp);
+/* Remove the completions of queue number qp_num from cq (ctx->lock). */
+void vsim_cq_remove(struct vsim_cq *cq, uint32_t qp_num);
 /* The MR that holds [addr, addr + len) with lkey in pd and grants access, or NULL. */
 struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey, uint64_t addr,
 			     uint64_t len, int access);
@@ -304,8 +319,8 @@ int vsim_destroy_ind(struct ibv_rwq_ind_table *t);
 /* The Toeplitz hash (Microsoft RSS) of an IPoIB datagram's flow: the fields selected
  * (IBV_RX_HASH_*) of the IPv4 or IPv6 packet after the 4-octet IPoIB header; 0 for
  * anything else (ARP, truncated). */
-uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields,
-		       const uint8_t *payload, size_t len);
+uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields, const uint8_t *payload,
+		       size_t len);
 /* An RSS QP's datagram to the WQ its hash picks (ctx->lock). */
 void vsim_rss_rx(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *wire);
 /* Free the context's WQs and indirection tables (close; QPs already gone). */

@@ -593,7 +593,7 @@ static struct ibv_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 		qp->sq_sig_all = ia->sq_sig_all != 0;
 		/* mlx5 rounds the queues up to powers of two and reports what it made. */
 		qp->max_send_wr = cap->max_send_wr ? vsim_pow2_at_least(cap->max_send_wr) : 0;
-		qp->max_recv_wr = ia->srq		? 0
+		qp->max_recv_wr = ia->srq            ? 0
 				  : cap->max_recv_wr ? vsim_pow2_at_least(cap->max_recv_wr)
 						     : 0;
 		qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
@@ -628,9 +628,10 @@ static struct ibv_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 		src = ud_qp_numbered(ctx, k->source_qpn);
 		if (!src) {
 			pthread_mutex_unlock(&ctx->lock);
-			log_error("libibverbs2sim: ibv_create_qp_ex: source QPN 0x%x is no UD QP of "
-				  "this context",
-				  k->source_qpn);
+			log_error(
+			    "libibverbs2sim: ibv_create_qp_ex: source QPN 0x%x is no UD QP of "
+			    "this context",
+			    k->source_qpn);
 			qp_free(qp);
 			errno = EINVAL;
 			return NULL;
@@ -732,15 +733,17 @@ struct ibv_qp *vsim_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_
 			return NULL;
 		}
 		/* UD only (what the shim emulates of mlx5's RSS: enhanced IPoIB's). */
-		if (ia->qp_type != IBV_QPT_UD || !ia->rwq_ind_tbl || ia->rwq_ind_tbl->context != c ||
+		if (ia->qp_type != IBV_QPT_UD || !ia->rwq_ind_tbl ||
+		    ia->rwq_ind_tbl->context != c ||
 		    h->rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ ||
 		    h->rx_hash_key_len != VSIM_RSS_KEY_LEN || !h->rx_hash_key ||
 		    (h->rx_hash_fields_mask & ~(uint64_t)VSIM_RSS_FIELDS)) {
-			log_error("libibverbs2sim: RSS QP: type %d, hash function 0x%x, key of %u "
-				  "octets, fields 0x%llx: UD, Toeplitz, 40 octets and IPv4/IPv6/TCP/"
-				  "UDP fields are what is emulated",
-				  (int)ia->qp_type, h->rx_hash_function, h->rx_hash_key_len,
-				  (unsigned long long)h->rx_hash_fields_mask);
+			log_error(
+			    "libibverbs2sim: RSS QP: type %d, hash function 0x%x, key of %u "
+			    "octets, fields 0x%llx: UD, Toeplitz, 40 octets and IPv4/IPv6/TCP/"
+			    "UDP fields are what is emulated",
+			    (int)ia->qp_type, h->rx_hash_function, h->rx_hash_key_len,
+			    (unsigned long long)h->rx_hash_fields_mask);
 			errno = EINVAL;
 			return NULL;
 		}
@@ -848,6 +851,7 @@ void vsim_qp_destroy_all(struct vsim_ctx *ctx)
 		struct vsim_cq *cq = ctx->cqs;
 
 		ctx->cqs = cq->next;
+		pthread_mutex_destroy(&cq->lock);
 		free(cq->ring);
 		free(cq);
 	}

@@ -25,7 +25,8 @@
  * anything else, and a truncated packet hash as 0.
  *
  * Threads: the program's threads in the verbs below and the progress thread in
- * vsim_rss_rx, all with ctx->lock held (vsim_pvt.h).
+ * vsim_rss_rx, with ctx->lock held; a WQ's ring and state also under wq->lock, so that
+ * ibv_post_wq_recv (a worker's) takes only that one (vsim_pvt.h, Threads).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,8 +47,8 @@
 static uint32_t toeplitz(const uint8_t key[VSIM_RSS_KEY_LEN], const uint8_t *in, size_t n)
 {
 	uint32_t h = 0;
-	uint32_t v = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 |
-		     key[3];
+	uint32_t v =
+	    (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
 
 	for (size_t i = 0; i < n; i++) {
 		uint8_t next = i + 4 < VSIM_RSS_KEY_LEN ? key[i + 4] : 0;
@@ -61,8 +62,8 @@ static uint32_t toeplitz(const uint8_t key[VSIM_RSS_KEY_LEN], const uint8_t *in,
 	return h;
 }
 
-uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields,
-		       const uint8_t *d, size_t len)
+uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields, const uint8_t *d,
+		       size_t len)
 {
 	uint8_t in[36];
 	size_t n = 0, alen, hlen;
@@ -110,10 +111,10 @@ uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields,
 		n += alen;
 	}
 	if (ports_ok && (proto == PROTO_TCP || proto == PROTO_UDP)) {
-		uint64_t p_src = proto == PROTO_TCP ? IBV_RX_HASH_SRC_PORT_TCP
-						    : IBV_RX_HASH_SRC_PORT_UDP;
-		uint64_t p_dst = proto == PROTO_TCP ? IBV_RX_HASH_DST_PORT_TCP
-						    : IBV_RX_HASH_DST_PORT_UDP;
+		uint64_t p_src =
+		    proto == PROTO_TCP ? IBV_RX_HASH_SRC_PORT_TCP : IBV_RX_HASH_SRC_PORT_UDP;
+		uint64_t p_dst =
+		    proto == PROTO_TCP ? IBV_RX_HASH_DST_PORT_TCP : IBV_RX_HASH_DST_PORT_UDP;
 
 		if (fields & (p_src | p_dst) && len < hlen + 4)
 			return 0; /* truncated */
@@ -134,15 +135,14 @@ uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields,
 static void wq_wc(struct vsim_ctx *ctx, struct vsim_wq *wq, uint64_t wr_id,
 		  enum ibv_wc_status status)
 {
-	struct ibv_wc wc = { .wr_id = wr_id,
-			     .status = status,
-			     .opcode = IBV_WC_RECV,
-			     .qp_num = wq->wq.wq_num };
+	struct ibv_wc wc = {
+		.wr_id = wr_id, .status = status, .opcode = IBV_WC_RECV, .qp_num = wq->wq.wq_num
+	};
 
 	vsim_cq_add(ctx, (struct vsim_cq *)wq->wq.cq, &wc, NULL);
 }
 
-/* To ERR: every posted WQE completes flushed. */
+/* To ERR: every posted WQE completes flushed (ctx->lock, wq->lock). */
 static void wq_to_err(struct vsim_ctx *ctx, struct vsim_wq *wq)
 {
 	struct vsim_rwqe w;
@@ -153,22 +153,15 @@ static void wq_to_err(struct vsim_ctx *ctx, struct vsim_wq *wq)
 }
 
 /* To RESET: WQEs forgotten, the WQ's completions removed from its CQ (mlx5 cleans a
- * QP's at RESET and at destroy; a WQ is the same queue without the QP). */
+ * QP's at RESET and at destroy; a WQ is the same queue without the QP). ctx->lock,
+ * wq->lock. */
 static void wq_reset(struct vsim_wq *wq)
 {
-	struct vsim_cq *cq = (struct vsim_cq *)wq->wq.cq;
 	struct vsim_rwqe w;
-	unsigned kept = 0;
 
 	while (vsim_rq_take(&wq->rq, &w))
 		;
-	for (unsigned i = 0; i < cq->len; i++) {
-		struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
-
-		if (wc->qp_num != wq->wq.wq_num)
-			cq->ring[(cq->head + kept++) % cq->cap] = *wc;
-	}
-	cq->len = kept;
+	vsim_cq_remove((struct vsim_cq *)wq->wq.cq, wq->wq.wq_num);
 	wq->wq.state = IBV_WQS_RESET;
 }
 
@@ -181,12 +174,17 @@ void vsim_rss_rx(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *w
 	struct vsim_wq *wq = t->wq[h & (t->size - 1)];
 	struct vsim_rwqe w;
 
+	/* wq->lock across the landing: the WQE's SGEs stay in its ring slot, which a
+	 * post would otherwise reuse at once. */
+	pthread_mutex_lock(&wq->lock);
 	if (wq->wq.state != IBV_WQS_RDY || !vsim_rq_take(&wq->rq, &w)) {
+		pthread_mutex_unlock(&wq->lock);
 		vsim_count_rx_drop(); /* as a UD QP with no receive WQE */
 		return;
 	}
 	if (!vsim_ud_land(qp, wq->wq.pd, wq->wq.cq, wq->wq.wq_num, &w, p, wire))
 		wq_to_err(qp->ctx, wq); /* a receive error: the queue to ERR, as a QP's */
+	pthread_mutex_unlock(&wq->lock);
 }
 
 /* --- WQs ------------------------------------------------------------------------------------- */
@@ -198,11 +196,23 @@ static int post_wq_recv(struct ibv_wq *ibwq, struct ibv_recv_wr *wr, struct ibv_
 	struct vsim_rwqe w;
 	int ret;
 
+	/* RESET, RDY: the WQ's own lock only (a worker's post does not wait for the
+	 * progress thread's batch). */
+	pthread_mutex_lock(&wq->lock);
+	if (ibwq->state != IBV_WQS_ERR) {
+		ret = vsim_rq_post(&wq->rq, wr, bad);
+		pthread_mutex_unlock(&wq->lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&wq->lock);
+	/* ERR: the post completes flushed, and completions are added under ctx->lock. */
 	pthread_mutex_lock(&ctx->lock);
+	pthread_mutex_lock(&wq->lock);
 	ret = vsim_rq_post(&wq->rq, wr, bad);
 	if (ibwq->state == IBV_WQS_ERR)
 		while (vsim_rq_take(&wq->rq, &w))
 			wq_wc(ctx, wq, w.wr_id, IBV_WC_WR_FLUSH_ERR);
+	pthread_mutex_unlock(&wq->lock);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -226,8 +236,8 @@ struct ibv_wq *vsim_create_wq(struct ibv_context *c, struct ibv_wq_init_attr *ia
 		return NULL;
 	}
 	if (ia->wq_type != IBV_WQT_RQ || (ia->comp_mask & ~(uint32_t)IBV_WQ_INIT_ATTR_FLAGS) ||
-	    !ia->pd || ia->pd->context != c || !ia->cq || ia->cq->context != c ||
-	    ia->max_wr < 1 || ia->max_wr > VSIM_MAX_QP_WR || ia->max_sge > VSIM_MAX_SGE) {
+	    !ia->pd || ia->pd->context != c || !ia->cq || ia->cq->context != c || ia->max_wr < 1 ||
+	    ia->max_wr > VSIM_MAX_QP_WR || ia->max_sge > VSIM_MAX_SGE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -249,8 +259,7 @@ struct ibv_wq *vsim_create_wq(struct ibv_context *c, struct ibv_wq_init_attr *ia
 	port = &ctx->port[ctx->home_port - 1];
 	vsim_port_claim(ctx, port);
 	if (!port->fab) {
-		log_error("libibverbs2sim: ibv_create_wq: port %u is not on the fabric",
-			  port->num);
+		log_error("libibverbs2sim: ibv_create_wq: port %u is not on the fabric", port->num);
 		ret = -ENETDOWN;
 		goto fail;
 	}
@@ -264,6 +273,7 @@ struct ibv_wq *vsim_create_wq(struct ibv_context *c, struct ibv_wq_init_attr *ia
 		goto fail;
 	}
 	wq->port = port;
+	pthread_mutex_init(&wq->lock, NULL);
 	wq->wq.context = c;
 	wq->wq.wq_context = ia->wq_context;
 	wq->wq.pd = ia->pd;
@@ -326,12 +336,14 @@ int vsim_modify_wq(struct ibv_wq *ibwq, struct ibv_wq_attr *a)
 		ret = EINVAL;
 		goto out;
 	}
+	pthread_mutex_lock(&wq->lock);
 	if (next == IBV_WQS_RESET)
 		wq_reset(wq);
 	else if (next == IBV_WQS_ERR)
 		wq_to_err(ctx, wq);
 	else
 		ibwq->state = next;
+	pthread_mutex_unlock(&wq->lock);
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -347,7 +359,9 @@ static void wq_gone(struct vsim_ctx *ctx, struct vsim_wq *wq)
 		;
 	if (*pp)
 		*pp = wq->next;
+	pthread_mutex_lock(&wq->lock);
 	wq_reset(wq);
+	pthread_mutex_unlock(&wq->lock);
 	if (wq->port->fab) {
 		do
 			ret = simfab_client_qp_destroy(wq->port->fab, wq->wq.wq_num);
@@ -358,6 +372,7 @@ static void wq_gone(struct vsim_ctx *ctx, struct vsim_wq *wq)
 	((struct vsim_cq *)wq->wq.cq)->users--;
 	ctx->n_wqs--;
 	ctx->n_objs--;
+	pthread_mutex_destroy(&wq->lock);
 	vsim_rq_fini(&wq->rq);
 	free(wq);
 }

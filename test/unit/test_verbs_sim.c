@@ -897,8 +897,8 @@ static void flow4(struct flow *f, uint8_t proto, const uint8_t src[4], const uin
 	f->dport = dport;
 }
 
-static void flow6(struct flow *f, uint8_t proto, const char *src, const char *dst,
-		  uint16_t sport, uint16_t dport)
+static void flow6(struct flow *f, uint8_t proto, const char *src, const char *dst, uint16_t sport,
+		  uint16_t dport)
 {
 	memset(f, 0, sizeof(*f));
 	f->v6 = true;
@@ -1053,7 +1053,9 @@ static int wq_to(struct ibv_wq *wq, enum ibv_wq_state s)
 
 static int post_wq(struct ibv_wq *wq, struct end *e, size_t off, uint32_t len, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(e->buf + off), .length = len, .lkey = e->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)(e->buf + off),
+			       .length = len,
+			       .lkey = e->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
 
 	return ibv_post_wq_recv(wq, &wr, &bad);
@@ -1063,8 +1065,8 @@ static struct ibv_qp *rss_qp_new(struct end *e, struct ibv_rwq_ind_table *t, uin
 {
 	struct ibv_qp_init_attr_ex ia = {
 		.qp_type = IBV_QPT_UD,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
-			     IBV_QP_INIT_ATTR_RX_HASH,
+		.comp_mask =
+		    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH,
 		.pd = e->pd,
 		.rwq_ind_tbl = t,
 		.rx_hash_conf = { .rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ,
@@ -1083,8 +1085,8 @@ static struct ibv_qp *src_qp_new(struct end *e, uint32_t n)
 					  .qp_type = IBV_QPT_UD,
 					  .sq_sig_all = 1,
 					  .cap = { .max_send_wr = 8, .max_send_sge = 1 },
-					  .comp_mask = IBV_QP_INIT_ATTR_PD |
-						       IBV_QP_INIT_ATTR_CREATE_FLAGS,
+					  .comp_mask =
+					      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
 					  .pd = e->pd,
 					  .create_flags = IBV_QP_CREATE_SOURCE_QPN,
 					  .source_qpn = n };
@@ -1129,9 +1131,11 @@ static void wq_state_machine(void **state)
 	/* Posting in RESET is allowed (mlx5 takes it); the sizes hold. */
 	assert_int_equal(post_wq(wq, &e, 0, 256, 1), 0);
 	{
-		struct ibv_sge sge[3] = { { .addr = (uintptr_t)e.buf, .length = 8, .lkey = e.mr->lkey },
-					  { .addr = (uintptr_t)e.buf, .length = 8, .lkey = e.mr->lkey },
-					  { .addr = (uintptr_t)e.buf, .length = 8, .lkey = e.mr->lkey } };
+		struct ibv_sge sge[3] = {
+			{ .addr = (uintptr_t)e.buf, .length = 8, .lkey = e.mr->lkey },
+			{ .addr = (uintptr_t)e.buf, .length = 8, .lkey = e.mr->lkey },
+			{ .addr = (uintptr_t)e.buf, .length = 8, .lkey = e.mr->lkey }
+		};
 		struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = sge, .num_sge = 3 }, *bad = NULL;
 
 		assert_int_equal(ibv_post_wq_recv(wq, &wr, &bad), EINVAL);
@@ -1338,7 +1342,8 @@ static void flow_send(struct ibv_qp *qp, struct end *e, struct ibv_ah *ah, uint3
 	size_t off = (size_t)(seq % 4096) * 128;
 	size_t len = flow_build(f, seq, e->buf + off);
 
-	assert_int_equal(send_ud(qp, e, ah, dqpn, QKEY, off, (uint32_t)len, e->mr->lkey, seq, 0), 0);
+	assert_int_equal(send_ud(qp, e, ah, dqpn, QKEY, off, (uint32_t)len, e->mr->lkey, seq, 0),
+			 0);
 }
 
 /* The seq a received datagram carries (its last four octets). */
@@ -1384,9 +1389,9 @@ static void rss_spreading(void **state)
 		memset(d, 0, 40);
 		d[0] = 0x08, d[1] = 0x06;
 		memcpy(d + 36, &s, 4);
-		assert_int_equal(send_ud(qa, &a, ah, r.qp->qp_num, QKEY, (size_t)s * 128, 40,
-					 a.mr->lkey, s, 0),
-				 0);
+		assert_int_equal(
+		    send_ud(qa, &a, ah, r.qp->qp_num, QKEY, (size_t)s * 128, 40, a.mr->lkey, s, 0),
+		    0);
 	}
 	memset(seen, 0, sizeof(seen));
 	for (int i = 0; i < 2000 && got[0] + got[1] < n; i++) {
@@ -1449,7 +1454,7 @@ static void rss_multicast_and_errors(void **state)
 	struct ibv_ah *ah;
 	struct ibv_ah_attr aa = { .dlid = 0xc001, .is_global = 1, .port_num = 1 };
 	union ibv_gid mgid = { .raw = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0,
-					 0, 1 } };
+					0, 1 } };
 	struct flow f[N_FLOWS];
 	struct ibv_wc wc[64];
 	int want[2] = { 0, 0 };
@@ -1628,8 +1633,9 @@ static void *worker_run(void *arg)
 		for (int j = 0; j < m; j++) {
 			uint32_t seq = wc_seq(k->e, k->w, &wc[j]);
 
-			if (wc[j].status != IBV_WC_SUCCESS || wc[j].qp_num != k->r->wq[k->w]->wq_num ||
-			    seq >= 4096 || flow_wq(&k->f[seq % N_FLOWS]) != k->w)
+			if (wc[j].status != IBV_WC_SUCCESS ||
+			    wc[j].qp_num != k->r->wq[k->w]->wq_num || seq >= 4096 ||
+			    flow_wq(&k->f[seq % N_FLOWS]) != k->w)
 				k->bad++;
 			else if (k->seen[seq])
 				k->dup++;
@@ -1665,7 +1671,10 @@ static void *worker_run(void *arg)
 
 static void rss_concurrent(void **state)
 {
-	enum { N = 1200, WINDOW = 48 };
+	enum {
+		N = 1200,
+		WINDOW = 48
+	};
 	struct end a, b;
 	struct rss r;
 	struct ibv_qp *qa;
@@ -1689,8 +1698,9 @@ static void rss_concurrent(void **state)
 		expect[flow_wq(&f[i % N_FLOWS])]++;
 	drops = vsim_test_rx_drops();
 	for (int w = 0; w < 2; w++) {
-		k[w] = (struct worker){ .e = &b, .r = &r, .w = w, .expect = expect[w], .seen = seen,
-					.f = f };
+		k[w] = (struct worker){
+			.e = &b, .r = &r, .w = w, .expect = expect[w], .seen = seen, .f = f
+		};
 		atomic_init(&k[w].got, 0);
 		assert_int_equal(pthread_create(&th[w], NULL, worker_run, &k[w]), 0);
 	}
