@@ -11,7 +11,12 @@
  * (CQ_ERR, QP_FATAL), RC delivery and RNR retry exhaustion, port events; the CM MAD
  * carrier under libibumad (vsim_gsi.c) against a raw fabric client as the peer: the
  * wire packet of a umad_send (SL, P_Key, QP1, Q_Key), and a QP1 packet's way to
- * umad_recv (SLID, SL, P_Key index, GRH, the eventfd).
+ * umad_recv (SLID, SL, P_Key index, GRH, the eventfd). RSS (vsim_wq.c): the Toeplitz
+ * hash against Microsoft's verification vectors and a reference, ibv_query_device_ex
+ * and IBVSIM_RSS=0, the WQ state machine and the EBUSY rules, flows spread over two
+ * WQs as the reference hash says (ARP to entry 0, a WQ not RDY drops), multicast to the
+ * RSS QP, a WQ receive error, source-QPN send QPs, and two worker threads on their own
+ * WQs, CQs and channels while the other node sends.
  */
 #include <setjmp.h>
 #include <stdarg.h>
