@@ -1384,6 +1384,35 @@ static void rss_spreading(void **state)
 		flows_in[flow_wq(&f[i])]++;
 	/* The flows chosen give both WQs some (else the test would prove little). */
 	assert_true(flows_in[0] > 0 && flows_in[1] > 0);
+	/* Each WQ's CQ has its own completion channel: a datagram for one WQ raises an
+	 * event on that WQ's channel, for that CQ, and none on the other's. */
+	for (int w = 1; w >= 0; w--) {
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+		int i = 0;
+
+		while (flow_wq(&f[i]) != w)
+			i++;
+		assert_int_equal(ibv_req_notify_cq(r.cq[0], 0), 0);
+		assert_int_equal(ibv_req_notify_cq(r.cq[1], 0), 0);
+		flow_send(qa, &a, ah, r.qp->qp_num, &f[i], 5000);
+		assert_true(readable(r.ch[w]->fd, 1000));
+		assert_false(readable(r.ch[!w]->fd, 50));
+		assert_int_equal(ibv_get_cq_event(r.ch[w], &ev_cq, &ev_ctx), 0);
+		assert_ptr_equal(ev_cq, r.cq[w]);
+		assert_ptr_equal(ev_ctx, &r);
+		ibv_ack_cq_events(ev_cq, 1);
+		assert_int_equal(poll_n(r.cq[w], wc, 1), 1);
+		assert_int_equal(wc[0].qp_num, r.wq[w]->wq_num);
+		assert_int_equal(wc_seq(&b, w, &wc[0]), 5000);
+		assert_int_equal(
+		    post_wq(r.wq[w], &b, rss_off(w, (unsigned)wc[0].wr_id), RSS_BUF, wc[0].wr_id),
+		    0);
+	}
+	/* The other channel's arm is still pending: drain it with one datagram each way
+	 * below; an event left unread would keep its CQ from being destroyed. */
+	assert_int_equal(ibv_req_notify_cq(r.cq[0], 0), 0);
+	assert_int_equal(ibv_req_notify_cq(r.cq[1], 0), 0);
 	for (int k = 0; k < per_flow; k++)
 		for (int i = 0; i < N_FLOWS; i++)
 			flow_send(qa, &a, ah, r.qp->qp_num, &f[i], (uint32_t)(k * N_FLOWS + i));
@@ -1431,6 +1460,17 @@ static void rss_spreading(void **state)
 	}
 	assert_int_equal(got[0] + got[1], n);
 	assert_true(got[0] > 0 && got[1] > 0);
+	/* Each channel raised one event for its own CQ (armed above). */
+	for (int w = 0; w < 2; w++) {
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+
+		assert_true(readable(r.ch[w]->fd, 1000));
+		assert_int_equal(ibv_get_cq_event(r.ch[w], &ev_cq, &ev_ctx), 0);
+		assert_ptr_equal(ev_cq, r.cq[w]);
+		ibv_ack_cq_events(ev_cq, 1);
+		assert_false(readable(r.ch[w]->fd, 0));
+	}
 
 	/* A WQ not RDY drops what its entries get (counted as a UD QP's empty queue); the
 	 * other WQ still receives. */
