@@ -12,6 +12,9 @@
  *   IBVSIM_SOCKET   the fabric's socket (default $IBGW_RACK_STATE/fabric.sock)
  *   IBVSIM_PORT_MS  how often the simulated HCA re-reads its ports for events
  *                   (PortInfo by SMP; default 500 ms)
+ *   IBVSIM_RSS=0    an HCA without UD RSS (read at each call): ibv_query_device_ex
+ *                   reports no rss_caps and no WQs, and WQs, indirection tables, RSS
+ *                   QPs and source-QPN QPs fail with EOPNOTSUPP
  * and the faults it makes on demand, to drive the error paths of the code above it
  * (each read by the verb at each call: set or unset between calls):
  *   IBVSIM_FAULT_REG_MR=E     every ibv_reg_mr fails with errno E (12: ENOMEM, what a
@@ -46,5 +49,9 @@ void vsim_test_set_nodes(const struct vsim_test_node *nodes, unsigned n);
 /* Tests only: how many verbs objects (PD, MR, CQ, channel, QP...) contexts still held
  * when they were closed, over the process's life (each is also logged). */
 unsigned vsim_test_objects_leaked(void);
+
+/* Tests only: UD datagrams the shim dropped for want of a receive WQE (a QP's or SRQ's
+ * receive queue empty, an RSS QP's WQ empty or not RDY), over the process's life. */
+unsigned long vsim_test_rx_drops(void);
 
 #endif

@@ -18,7 +18,8 @@
  * verbs backend's error paths can be driven; nothing else looks at them.
  *
  * Threads: the program's, in each verb, the progress thread and the port watcher;
- * ctx->lock serialises them (vsim_pvt.h).
+ * ctx->lock serialises them, but ibv_poll_cq and ibv_req_notify_cq take only the CQ's
+ * own lock (vsim_pvt.h, Threads).
  */
 #include <endian.h>
 #include <errno.h>
@@ -75,6 +76,26 @@ static atomic_uint objects_leaked;
 unsigned vsim_test_objects_leaked(void)
 {
 	return atomic_load(&objects_leaked);
+}
+
+/* UD datagrams dropped for want of a receive WQE, over the process's life. */
+static atomic_ulong rx_drops;
+
+void vsim_count_rx_drop(void)
+{
+	atomic_fetch_add_explicit(&rx_drops, 1, memory_order_relaxed);
+}
+
+unsigned long vsim_test_rx_drops(void)
+{
+	return atomic_load(&rx_drops);
+}
+
+bool vsim_rss_enabled(void)
+{
+	const char *s = getenv("IBVSIM_RSS");
+
+	return !s || strcmp(s, "0") != 0;
 }
 
 /* A fault asked for in the environment: its value as a number, 0 when unset or not a
@@ -300,7 +321,11 @@ void vsim_event_forget(struct vsim_ctx *ctx, const struct ibv_qp *qp, const stru
 bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *wc,
 		 struct vsim_qp *qp)
 {
+	bool fire;
+
+	pthread_mutex_lock(&cq->lock);
 	if (cq->overrun || cq->len == cq->cap) {
+		pthread_mutex_unlock(&cq->lock);
 		/* CQ overrun (IBA 11.4.2.1: an affiliated asynchronous error of the CQ; the
 		 * completion is lost). mlx5 raises IBV_EVENT_CQ_ERR once and the CQ stays in
 		 * error; a QP whose completion was lost is of no use any more: it goes to
@@ -321,10 +346,13 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 	cq->ring[(cq->head + cq->len++) % cq->cap] = *wc;
 	/* One event per arm: the next completion (solicited_only: the next error one, as
 	 * the shim never sets the solicited bit) disarms the CQ and queues one event. */
-	if (cq->armed && (!cq->solicited_only || wc->status != IBV_WC_SUCCESS)) {
+	fire = cq->armed && (!cq->solicited_only || wc->status != IBV_WC_SUCCESS);
+	if (fire)
+		cq->armed = false;
+	pthread_mutex_unlock(&cq->lock);
+	if (fire) {
 		struct vsim_chan *ch = (struct vsim_chan *)cq->cq.channel;
 
-		cq->armed = false;
 		if (ch->len == ch->cap) {
 			unsigned cap = ch->cap ? ch->cap * 2 : 16;
 			struct ibv_cq **q = calloc(cap, sizeof(*q));
@@ -346,21 +374,28 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 	return true;
 }
 
+void vsim_cq_remove(struct vsim_cq *cq, uint32_t qp_num)
+{
+	unsigned kept = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	for (unsigned i = 0; i < cq->len; i++) {
+		struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
+
+		if (wc->qp_num != qp_num)
+			cq->ring[(cq->head + kept++) % cq->cap] = *wc;
+	}
+	cq->len = kept;
+	pthread_mutex_unlock(&cq->lock);
+}
+
 void vsim_cq_clean(struct vsim_ctx *ctx, struct vsim_qp *qp)
 {
-	for (struct vsim_cq *cq = ctx->cqs; cq; cq = cq->next) {
-		unsigned kept = 0;
-
-		if (&cq->cq != qp->qp.send_cq && &cq->cq != qp->qp.recv_cq)
-			continue;
-		for (unsigned i = 0; i < cq->len; i++) {
-			struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
-
-			if (wc->qp_num != qp->qp.qp_num)
-				cq->ring[(cq->head + kept++) % cq->cap] = *wc;
-		}
-		cq->len = kept;
-	}
+	(void)ctx;
+	if (qp->qp.send_cq)
+		vsim_cq_remove((struct vsim_cq *)qp->qp.send_cq, qp->qp.qp_num);
+	if (qp->qp.recv_cq && qp->qp.recv_cq != qp->qp.send_cq)
+		vsim_cq_remove((struct vsim_cq *)qp->qp.recv_cq, qp->qp.qp_num);
 }
 
 /* --- ports: identity, fabric connection, events --------------------------------------- */
@@ -667,6 +702,8 @@ static int vsim_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 static int vsim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 static int query_port_ex(struct ibv_context *c, uint8_t num, struct ibv_port_attr *attr,
 			 size_t len);
+static int query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t len);
 
 static void ctx_free(struct vsim_ctx *ctx)
 {
@@ -744,6 +781,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = query_port_ex;
+	ctx->vctx.query_device_ex = query_device_ex;
+	ctx->vctx.create_qp_ex = vsim_create_qp_ex;
+	ctx->vctx.create_wq = vsim_create_wq;
+	ctx->vctx.modify_wq = vsim_modify_wq;
+	ctx->vctx.destroy_wq = vsim_destroy_wq;
+	ctx->vctx.create_rwq_ind_table = vsim_create_ind;
+	ctx->vctx.destroy_rwq_ind_table = vsim_destroy_ind;
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	c->device = device;
 	c->cmd_fd = -1;
@@ -851,6 +895,32 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_pkeys = VSIM_PKEY_TBL;
 	a->local_ca_ack_delay = 16;
 	a->phys_port_cnt = (uint8_t)ctx->n_ports;
+	return 0;
+}
+
+/* ibv_query_device_ex (verbs_context->query_device_ex): ibv_query_device's limits, and
+ * UD RSS as a ConnectX-5 reports it for enhanced IPoIB (Toeplitz over IPv4/IPv6 and
+ * TCP/UDP ports; WQs and indirection tables). IBVSIM_RSS=0 reports none, an HCA without
+ * it. Everything else an mlx5 reports here (ODP, TSO, timestamps...) is not emulated:
+ * zero. */
+static int query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t len)
+{
+	struct ibv_device_attr_ex a;
+
+	if ((in && in->comp_mask) || len < sizeof(a.orig_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	ibv_query_device(c, &a.orig_attr);
+	if (vsim_rss_enabled()) {
+		a.rss_caps.supported_qpts = 1u << IBV_QPT_UD;
+		a.rss_caps.max_rwq_indirection_tables = VSIM_MAX_IND_TBL;
+		a.rss_caps.max_rwq_indirection_table_size = 1u << VSIM_MAX_IND_LOG;
+		a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+		a.rss_caps.rx_hash_fields_mask = VSIM_RSS_FIELDS;
+		a.max_wq_type_rq = VSIM_MAX_WQ;
+	}
+	memcpy(attr, &a, len < sizeof(a) ? len : sizeof(a));
 	return 0;
 }
 
@@ -1134,6 +1204,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	cq->cq.cqe = (int)cap - 1;
 	pthread_mutex_init(&cq->cq.mutex, NULL);
 	pthread_cond_init(&cq->cq.cond, NULL);
+	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_lock(&ctx->lock);
 	cq->cq.handle = ctx->next_key++;
 	if (channel)
@@ -1188,6 +1259,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&cq->cq.mutex);
 	pthread_cond_destroy(&cq->cq.cond);
+	pthread_mutex_destroy(&cq->lock);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -1195,19 +1267,20 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 static int vsim_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
-	struct vsim_ctx *ctx = vsim_ctx_of(ibcq->context);
 	struct vsim_cq *cq = (struct vsim_cq *)ibcq;
 	int n = 0;
 
 	if (num < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	/* Only the CQ's lock: a worker polling its CQ does not wait for the progress
+	 * thread's batch, nor for other CQs' pollers (vsim_pvt.h, Threads). */
+	pthread_mutex_lock(&cq->lock);
 	while (n < num && cq->len) {
 		wc[n++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
 		cq->len--;
 	}
-	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_unlock(&cq->lock);
 	return n;
 }
 
@@ -1215,15 +1288,14 @@ static int vsim_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
  * CQ raise none (the consumer polls once more after arming). */
 static int vsim_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct vsim_ctx *ctx = vsim_ctx_of(ibcq->context);
 	struct vsim_cq *cq = (struct vsim_cq *)ibcq;
 
 	if (!ibcq->channel)
 		return EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	pthread_mutex_lock(&cq->lock);
 	cq->armed = true;
 	cq->solicited_only = solicited_only != 0;
-	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
 

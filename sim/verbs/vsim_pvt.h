@@ -7,13 +7,26 @@
  *               connections, port identity and port events, PD, MR, CQ, completion
  *               channel, async events
  *   vsim_qp.c   QPs and their ibv_modify_qp state machine, SRQ, AH, multicast,
- *               post/poll, UD packets in and out, the RC transport's glue (ib_rc)
+ *               post/poll, UD packets in and out, the RC transport's glue (ib_rc);
+ *               the RSS receive QP and the source-QPN send QP
+ *   vsim_wq.c   receive work queues, indirection tables, and the RSS receive: the
+ *               Toeplitz hash of an IPoIB datagram's flow picking the WQ
  *
  * Threads. Each context has one mutex, ctx->lock, over everything of that context:
- * its fabric connections, QPs, SRQs, CQs and their rings, channels' event queues and
- * the async event queue. The program's threads take it in each verb; the context's
- * progress thread (the HCA's "firmware": receives packets, runs RC timers, re-reads the
- * ports) takes it for each batch. Nothing in the shim calls back into the program, so
+ * its fabric connections, QPs, SRQs, WQs, CQs, channels' event queues and the async
+ * event queue. The program's threads take it in each verb; the context's progress
+ * thread (the HCA's "firmware": receives packets, runs RC timers, re-reads the ports)
+ * takes it for each batch. Two finer locks let the threads of a program that spreads
+ * its receives (one worker per WQ and CQ: enhanced IPoIB's RSS) poll and post beside
+ * the progress thread without waiting for its batch:
+ *   cq->lock  a CQ's ring and arming (vsim_cq): ibv_poll_cq and ibv_req_notify_cq take
+ *             only it; whoever adds or removes completions holds ctx->lock, then it;
+ *   wq->lock  a WQ's receive ring and state (vsim_wq): ibv_post_wq_recv takes only it
+ *             (ctx->lock first when the WQ is in ERR: the post completes flushed);
+ *             the progress thread holds ctx->lock, then it while it lands a datagram.
+ * Order: ctx->lock, wq->lock, cq->lock. Sends (any QP) and posts to a QP's receive
+ * queue or an SRQ take ctx->lock: the sends of a port share its fabric connection,
+ * whose ring has one producer. Nothing in the shim calls back into the program, so
  * a program's own locks held across a verb (ibgwd's port_lock) cannot deadlock with
  * it. The SMPs that read a port (simnode) are sent without ctx->lock.
  */
@@ -44,6 +57,15 @@
 #define VSIM_GRH             40 /* UD receive buffers start with the GRH area */
 #define VSIM_QP_BUCKETS      256
 #define VSIM_EVQ             256 /* async events kept until read */
+/* RSS (ibv_query_device_ex): what a ConnectX-5 reports for UD (enhanced IPoIB). */
+#define VSIM_MAX_WQ      64 /* max_wq_type_rq: WQs per context */
+#define VSIM_MAX_IND_TBL 64 /* max_rwq_indirection_tables */
+#define VSIM_MAX_IND_LOG 8  /* max_rwq_indirection_table_size 2^8 */
+#define VSIM_RSS_KEY_LEN 40 /* the Toeplitz key (Microsoft RSS) */
+#define VSIM_RSS_FIELDS                                                                            \
+	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 |                      \
+	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |              \
+	 IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
 
 struct vsim_ctx;
 struct vsim_qp;
@@ -83,9 +105,11 @@ struct vsim_chan {
 
 struct vsim_cq {
 	struct ibv_cq cq;
+	pthread_mutex_t lock; /* ring, head, len, armed, solicited_only (see Threads) */
 	struct ibv_wc *ring;
 	unsigned cap, head, len;
-	bool armed, solicited_only, overrun;
+	bool armed, solicited_only;
+	bool overrun; /* ctx->lock */
 	unsigned events_got, events_acked;
 	unsigned users; /* QPs */
 	struct vsim_cq *next;
@@ -108,6 +132,28 @@ struct vsim_srq {
 	struct ibv_srq srq;
 	struct vsim_rq rq;
 	unsigned users;
+};
+
+/* A receive work queue (ibv_create_wq, IBV_WQT_RQ): a receive ring on its own CQ, fed
+ * by the RSS QPs whose indirection tables name it. Its number is a QPN the fabric gave
+ * on port (a UD QP there that nothing is delivered to), so it is unique among the
+ * context's QPNs on that port and completions can carry it as qp_num. */
+struct vsim_wq {
+	struct ibv_wq wq;
+	struct vsim_port *port;
+	pthread_mutex_t lock; /* rq, and wq.state (changed with ctx->lock held too) */
+	struct vsim_rq rq;
+	unsigned users; /* indirection tables naming it: destroy refuses (EBUSY) while any */
+	struct vsim_wq *next;
+};
+
+/* A receive WQ indirection table (ibv_create_rwq_ind_table). */
+struct vsim_ind {
+	struct ibv_rwq_ind_table t;
+	unsigned size; /* 2^log_ind_tbl_size entries */
+	struct vsim_wq **wq;
+	unsigned users; /* RSS QPs: destroy refuses (EBUSY) while any */
+	struct vsim_ind *next;
 };
 
 struct vsim_ah {
@@ -156,6 +202,15 @@ struct vsim_qp {
 	bool touched;
 	unsigned events_got, events_acked;
 	unsigned mcast;
+	/* RSS receive QP (IBV_QP_INIT_ATTR_IND_TABLE | RX_HASH): no queues of its own;
+	 * each datagram goes to the WQ its flow's hash picks in rss. */
+	struct vsim_ind *rss;
+	uint8_t rss_key[VSIM_RSS_KEY_LEN];
+	uint64_t rss_fields;
+	/* Source-QPN send QP (IBV_QP_CREATE_SOURCE_QPN): its datagrams carry src's QPN in
+	 * the DETH and reach the fabric as src's; it receives nothing. */
+	struct vsim_qp *src;
+	unsigned src_users; /* source-QPN QPs sending as this one: destroy refuses (EBUSY) */
 	struct vsim_qp *hnext, *next, *prev;
 };
 
@@ -170,6 +225,9 @@ struct vsim_ctx {
 	struct vsim_qp *qps;
 	struct vsim_mr *mrs;
 	struct vsim_cq *cqs;
+	struct vsim_wq *wqs;
+	struct vsim_ind *inds;
+	unsigned n_wqs, n_inds;
 	unsigned n_objs; /* PDs, CQs, channels, SRQs, QPs, AHs alive (close warns) */
 	uint32_t next_key;
 	struct ibv_async_event evq[VSIM_EVQ];
@@ -214,6 +272,8 @@ bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *
 		 struct vsim_qp *qp);
 /* Remove qp's completions from its CQs (mlx5 does so at destroy and at RESET). */
 void vsim_cq_clean(struct vsim_ctx *ctx, struct vsim_qp *qp);
+/* Remove the completions of queue number qp_num from cq (ctx->lock). */
+void vsim_cq_remove(struct vsim_cq *cq, uint32_t qp_num);
 /* The MR that holds [addr, addr + len) with lkey in pd and grants access, or NULL. */
 struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t lkey, uint64_t addr,
 			     uint64_t len, int access);
@@ -221,7 +281,23 @@ struct vsim_mr *vsim_mr_find(struct vsim_ctx *ctx, struct ibv_pd *pd, uint32_t l
 bool vsim_ctl_again(struct vsim_port *port, int ret, int *tries);
 int vsim_pkey_index_valid(const struct vsim_port *port, uint16_t index);
 
+/* IBVSIM_RSS=0 plays an HCA without UD RSS (read at each call). */
+bool vsim_rss_enabled(void);
+/* A UD datagram dropped for want of a receive WQE (or a WQ not ready). */
+void vsim_count_rx_drop(void);
+
 /* vsim_qp.c */
+bool vsim_rq_take(struct vsim_rq *rq, struct vsim_rwqe *out);
+int vsim_rq_init(struct vsim_rq *rq, unsigned cap, unsigned max_sge);
+void vsim_rq_fini(struct vsim_rq *rq);
+int vsim_rq_post(struct vsim_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+unsigned vsim_pow2_at_least(unsigned v);
+/* A UD datagram p (wire: the packet as received) into receive WQE w of a queue of pd
+ * whose completions go to cq as qp_num; rx_qp is the QP it was addressed to (P_Key
+ * index, port). false: the WQE failed (LOC_PROT_ERR, LOC_LEN_ERR, completed so): the
+ * queue goes to ERR. */
+bool vsim_ud_land(struct vsim_qp *rx_qp, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t qp_num,
+		  const struct vsim_rwqe *w, const struct ib_packet *p, const uint8_t *wire);
 void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, const uint8_t *wire,
 		size_t len, uint64_t now);
 void vsim_rc_service(struct vsim_ctx *ctx, uint64_t now);
@@ -231,5 +307,23 @@ int vsim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 int vsim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int vsim_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vsim_qp_destroy_all(struct vsim_ctx *ctx);
+struct ibv_qp *vsim_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ia);
+
+/* vsim_wq.c */
+struct ibv_wq *vsim_create_wq(struct ibv_context *c, struct ibv_wq_init_attr *ia);
+int vsim_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *a);
+int vsim_destroy_wq(struct ibv_wq *wq);
+struct ibv_rwq_ind_table *vsim_create_ind(struct ibv_context *c,
+					  struct ibv_rwq_ind_table_init_attr *ia);
+int vsim_destroy_ind(struct ibv_rwq_ind_table *t);
+/* The Toeplitz hash (Microsoft RSS) of an IPoIB datagram's flow: the fields selected
+ * (IBV_RX_HASH_*) of the IPv4 or IPv6 packet after the 4-octet IPoIB header; 0 for
+ * anything else (ARP, truncated). */
+uint32_t vsim_rss_hash(const uint8_t key[VSIM_RSS_KEY_LEN], uint64_t fields, const uint8_t *payload,
+		       size_t len);
+/* An RSS QP's datagram to the WQ its hash picks (ctx->lock). */
+void vsim_rss_rx(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *wire);
+/* Free the context's WQs and indirection tables (close; QPs already gone). */
+void vsim_wq_destroy_all(struct vsim_ctx *ctx);
 
 #endif

@@ -65,7 +65,7 @@ static void wc_add(struct vsim_qp *qp, bool send, uint64_t wr_id, enum ibv_wc_st
 	vsim_cq_add(qp->ctx, (struct vsim_cq *)(send ? qp->qp.send_cq : qp->qp.recv_cq), &wc, qp);
 }
 
-static bool rq_take(struct vsim_rq *rq, struct vsim_rwqe *out)
+bool vsim_rq_take(struct vsim_rq *rq, struct vsim_rwqe *out)
 {
 	if (!rq->len)
 		return false;
@@ -75,7 +75,7 @@ static bool rq_take(struct vsim_rq *rq, struct vsim_rwqe *out)
 	return true;
 }
 
-static int rq_init(struct vsim_rq *rq, unsigned cap, unsigned max_sge)
+int vsim_rq_init(struct vsim_rq *rq, unsigned cap, unsigned max_sge)
 {
 	rq->cap = cap ? cap : 1;
 	rq->max_sge = max_sge ? max_sge : 1;
@@ -88,7 +88,7 @@ static int rq_init(struct vsim_rq *rq, unsigned cap, unsigned max_sge)
 	return 0;
 }
 
-static void rq_fini(struct vsim_rq *rq)
+void vsim_rq_fini(struct vsim_rq *rq)
 {
 	free(rq->ring);
 	free(rq->sges);
@@ -96,7 +96,7 @@ static void rq_fini(struct vsim_rq *rq)
 }
 
 /* Post a chain to a receive ring: the accepted prefix, *bad at the first refused. */
-static int rq_post(struct vsim_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+int vsim_rq_post(struct vsim_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	for (; wr; wr = wr->next) {
 		struct vsim_rwqe *w;
@@ -161,7 +161,7 @@ static void qp_to_err(struct vsim_qp *qp)
 	if (qp->type == IBV_QPT_RC && qp->rc_init)
 		ibrc_fail(&qp->rc, IBRC_WC_FLUSHED); /* sends and a message half received */
 	if (!qp->srq)
-		while (rq_take(&qp->rq, &w))
+		while (vsim_rq_take(&qp->rq, &w))
 			wc_add(qp, false, w.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0);
 	if (qp->srq && !qp->last_wqe_told) {
 		qp->last_wqe_told = true;
@@ -295,7 +295,7 @@ static void *rc_rx_buf(void *c, uint8_t **data, uint32_t *cap)
 	struct vsim_rwqe w;
 	static struct rc_rbuf marker; /* the engine only hands the handle back */
 
-	if (!rq_take(qp->srq ? &qp->srq->rq : &qp->rq, &w))
+	if (!vsim_rq_take(qp->srq ? &qp->srq->rq : &qp->rq, &w))
 		return NULL; /* RNR NAK */
 	if (w.num_sge != 1 || !vsim_mr_find(qp->ctx, qp->qp.pd, w.sge[0].lkey, w.sge[0].addr,
 					    w.sge[0].length, IBV_ACCESS_LOCAL_WRITE)) {
@@ -405,49 +405,64 @@ static void scatter(const struct vsim_rwqe *w, size_t off, const uint8_t *src, s
 	}
 }
 
-static void rx_ud(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *wire)
+bool vsim_ud_land(struct vsim_qp *rx_qp, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t qp_num,
+		  const struct vsim_rwqe *w, const struct ib_packet *p, const uint8_t *wire)
 {
-	struct vsim_rwqe w;
 	uint64_t cap = 0;
-	struct ibv_wc wc = { .opcode = IBV_WC_RECV,
-			     .qp_num = qp->qp.qp_num,
-			     .pkey_index = qp->pkey_index };
+	struct ibv_wc wc = { .wr_id = w->wr_id,
+			     .opcode = IBV_WC_RECV,
+			     .qp_num = qp_num,
+			     .pkey_index = rx_qp->pkey_index };
 
-	/* A QP receives from RTR on; before, packets are dropped (IBA 10.3.1). */
-	if (qp->qp.state < IBV_QPS_RTR || qp->qp.state == IBV_QPS_ERR ||
-	    p->bth.opcode != IB_OP_UD_SEND_ONLY)
-		return;
-	if (!rq_take(qp->srq ? &qp->srq->rq : &qp->rq, &w))
-		return; /* no receive WQE: UD drops silently */
-	wc.wr_id = w.wr_id;
-	for (int i = 0; i < w.num_sge; i++) {
-		if (!vsim_mr_find(qp->ctx, qp->qp.pd, w.sge[i].lkey, w.sge[i].addr, w.sge[i].length,
+	for (int i = 0; i < w->num_sge; i++) {
+		if (!vsim_mr_find(rx_qp->ctx, pd, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
 				  IBV_ACCESS_LOCAL_WRITE)) {
 			wc.status = IBV_WC_LOC_PROT_ERR;
 			goto fail;
 		}
-		cap += w.sge[i].length;
+		cap += w->sge[i].length;
 	}
 	if (VSIM_GRH + p->payload_len > cap) {
 		wc.status = IBV_WC_LOC_LEN_ERR;
 		goto fail;
 	}
 	if (p->has_grh)
-		scatter(&w, 0, wire + IB_LRH_LEN, VSIM_GRH);
-	scatter(&w, VSIM_GRH, p->payload, p->payload_len);
+		scatter(w, 0, wire + IB_LRH_LEN, VSIM_GRH);
+	scatter(w, VSIM_GRH, p->payload, p->payload_len);
 	wc.status = IBV_WC_SUCCESS;
 	wc.byte_len = (uint32_t)(VSIM_GRH + p->payload_len);
 	wc.src_qp = p->deth.src_qp;
 	wc.slid = p->lrh.slid;
 	wc.sl = p->lrh.sl;
 	wc.wc_flags = p->has_grh ? IBV_WC_GRH : 0;
-	wc.dlid_path_bits = (uint8_t)(p->lrh.dlid & ((1u << qp->port->sp.info.lmc) - 1));
-	vsim_cq_add(qp->ctx, (struct vsim_cq *)qp->qp.recv_cq, &wc, qp);
-	return;
+	wc.dlid_path_bits = (uint8_t)(p->lrh.dlid & ((1u << rx_qp->port->sp.info.lmc) - 1));
+	vsim_cq_add(rx_qp->ctx, (struct vsim_cq *)cq, &wc, rx_qp->rss ? NULL : rx_qp);
+	return true;
 fail:
+	vsim_cq_add(rx_qp->ctx, (struct vsim_cq *)cq, &wc, rx_qp->rss ? NULL : rx_qp);
+	return false;
+}
+
+static void rx_ud(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *wire)
+{
+	struct vsim_rwqe w;
+
+	/* A QP receives from RTR on; before, packets are dropped (IBA 10.3.1). A
+	 * source-QPN send QP receives nothing (its datagrams name another QP). */
+	if (qp->qp.state < IBV_QPS_RTR || qp->qp.state == IBV_QPS_ERR ||
+	    p->bth.opcode != IB_OP_UD_SEND_ONLY || qp->src)
+		return;
+	if (qp->rss) {
+		vsim_rss_rx(qp, p, wire);
+		return;
+	}
+	if (!vsim_rq_take(qp->srq ? &qp->srq->rq : &qp->rq, &w)) {
+		vsim_count_rx_drop(); /* no receive WQE: UD drops */
+		return;
+	}
 	/* A receive error puts the QP in ERR (IBA 10.8.3.2), as on mlx5. */
-	vsim_cq_add(qp->ctx, (struct vsim_cq *)qp->qp.recv_cq, &wc, qp);
-	qp_to_err(qp);
+	if (!vsim_ud_land(qp, qp->qp.pd, qp->qp.recv_cq, qp->qp.qp_num, &w, p, wire))
+		qp_to_err(qp);
 }
 
 void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, const uint8_t *wire,
@@ -485,7 +500,7 @@ void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, cons
 
 /* --- QPs ------------------------------------------------------------------------------------ */
 
-static unsigned pow2_at_least(unsigned v)
+unsigned vsim_pow2_at_least(unsigned v)
 {
 	unsigned r = 1;
 
@@ -505,18 +520,45 @@ static void qp_free(struct vsim_qp *qp)
 			if (w->copy_alloc)
 				free(w->copy);
 		}
-	rq_fini(&qp->rq);
+	vsim_rq_fini(&qp->rq);
 	free(qp->sq);
 	free(qp->inline_area);
 	free(qp);
 }
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+/* The UD QP of this context numbered qpn, on the home port first (the fabric numbers
+ * QPs per port), or NULL. */
+static struct vsim_qp *ud_qp_numbered(struct vsim_ctx *ctx, uint32_t qpn)
+{
+	struct vsim_qp *any = NULL;
+
+	for (struct vsim_qp *qp = ctx->qps; qp; qp = qp->next) {
+		if (qp->type != IBV_QPT_UD || qp->qp.qp_num != qpn || qp->src)
+			continue;
+		if (qp->port->num == ctx->home_port)
+			return qp;
+		any = qp;
+	}
+	return any;
+}
+
+/* What ibv_create_qp_ex adds to a plain QP: an RSS receive QP (rss, hash) or a
+ * source-QPN send QP (source). */
+struct qp_kind {
+	struct vsim_ind *rss;
+	const struct ibv_rx_hash_conf *hash;
+	bool has_source;
+	uint32_t source_qpn;
+};
+
+static struct ibv_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+				const struct qp_kind *k)
 {
 	struct vsim_ctx *ctx = vsim_ctx_of(pd->context);
-	struct vsim_qp *qp;
+	struct vsim_qp *qp, *src = NULL;
 	struct vsim_port *port;
 	struct ibv_qp_cap *cap = &ia->cap;
+	bool rss = k->rss != NULL;
 	int ret, tries = 0;
 
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD) {
@@ -525,11 +567,13 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!ia->send_cq || !ia->recv_cq || ia->send_cq->context != pd->context ||
-	    ia->recv_cq->context != pd->context || (ia->srq && ia->srq->context != pd->context) ||
-	    cap->max_send_wr > VSIM_MAX_QP_WR || (!ia->srq && cap->max_recv_wr > VSIM_MAX_QP_WR) ||
-	    cap->max_send_sge > VSIM_MAX_SGE || cap->max_recv_sge > VSIM_MAX_SGE ||
-	    cap->max_inline_data > VSIM_MAX_INLINE) {
+	/* An RSS QP has no queues: mlx5 ignores its CQs, SRQ and capabilities. */
+	if (!rss &&
+	    (!ia->send_cq || !ia->recv_cq || ia->send_cq->context != pd->context ||
+	     ia->recv_cq->context != pd->context || (ia->srq && ia->srq->context != pd->context) ||
+	     cap->max_send_wr > VSIM_MAX_QP_WR || (!ia->srq && cap->max_recv_wr > VSIM_MAX_QP_WR) ||
+	     cap->max_send_sge > VSIM_MAX_SGE || cap->max_recv_sge > VSIM_MAX_SGE ||
+	     cap->max_inline_data > VSIM_MAX_INLINE)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -540,17 +584,25 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	}
 	qp->ctx = ctx;
 	qp->type = ia->qp_type;
-	qp->sq_sig_all = ia->sq_sig_all != 0;
-	/* mlx5 rounds the queues up to powers of two and reports what it made. */
-	qp->max_send_wr = cap->max_send_wr ? pow2_at_least(cap->max_send_wr) : 0;
-	qp->max_recv_wr = ia->srq ? 0 : cap->max_recv_wr ? pow2_at_least(cap->max_recv_wr) : 0;
-	qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
-	qp->max_recv_sge = ia->srq ? 0 : cap->max_recv_sge ? cap->max_recv_sge : 1;
-	qp->max_inline = cap->max_inline_data;
-	qp->srq = (struct vsim_srq *)ia->srq;
 	ret = 0;
-	if (!qp->srq)
-		ret = rq_init(&qp->rq, qp->max_recv_wr, qp->max_recv_sge);
+	if (rss) {
+		qp->rss = k->rss;
+		memcpy(qp->rss_key, k->hash->rx_hash_key, VSIM_RSS_KEY_LEN);
+		qp->rss_fields = k->hash->rx_hash_fields_mask;
+	} else {
+		qp->sq_sig_all = ia->sq_sig_all != 0;
+		/* mlx5 rounds the queues up to powers of two and reports what it made. */
+		qp->max_send_wr = cap->max_send_wr ? vsim_pow2_at_least(cap->max_send_wr) : 0;
+		qp->max_recv_wr = ia->srq            ? 0
+				  : cap->max_recv_wr ? vsim_pow2_at_least(cap->max_recv_wr)
+						     : 0;
+		qp->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+		qp->max_recv_sge = ia->srq ? 0 : cap->max_recv_sge ? cap->max_recv_sge : 1;
+		qp->max_inline = cap->max_inline_data;
+		qp->srq = (struct vsim_srq *)ia->srq;
+		if (!qp->srq)
+			ret = vsim_rq_init(&qp->rq, qp->max_recv_wr, qp->max_recv_sge);
+	}
 	if (ret == 0 && qp->type == IBV_QPT_RC) {
 		qp->sq_cap = qp->max_send_wr ? qp->max_send_wr : 1;
 		qp->sq = calloc(qp->sq_cap, sizeof(*qp->sq));
@@ -569,6 +621,23 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	port = &ctx->port[ctx->home_port - 1];
+	if (k->has_source) {
+		/* The QP whose number it sends as: a UD QP (plain or RSS) of this context.
+		 * It sends through that QP's port connection (the fabric knows QPs per
+		 * port), so it is numbered on that port too. */
+		src = ud_qp_numbered(ctx, k->source_qpn);
+		if (!src) {
+			pthread_mutex_unlock(&ctx->lock);
+			log_error(
+			    "libibverbs2sim: ibv_create_qp_ex: source QPN 0x%x is no UD QP of "
+			    "this context",
+			    k->source_qpn);
+			qp_free(qp);
+			errno = EINVAL;
+			return NULL;
+		}
+		port = src->port;
+	}
 	vsim_port_claim(ctx, port);
 	if (!port->fab) {
 		/* A simulation limit: the fabric numbers QPs per port connection, and this
@@ -597,9 +666,11 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	qp->qp.context = pd->context;
 	qp->qp.qp_context = ia->qp_context;
 	qp->qp.pd = pd;
-	qp->qp.send_cq = ia->send_cq;
-	qp->qp.recv_cq = ia->recv_cq;
-	qp->qp.srq = ia->srq;
+	if (!rss) {
+		qp->qp.send_cq = ia->send_cq;
+		qp->qp.recv_cq = ia->recv_cq;
+		qp->qp.srq = ia->srq;
+	}
 	qp->qp.handle = ctx->next_key++;
 	qp->qp.state = IBV_QPS_RESET;
 	qp->qp.qp_type = ia->qp_type;
@@ -612,10 +683,18 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 		ctx->qps->prev = qp;
 	ctx->qps = qp;
 	((struct vsim_pd *)pd)->users++;
-	((struct vsim_cq *)ia->send_cq)->users++;
-	((struct vsim_cq *)ia->recv_cq)->users++;
+	if (!rss) {
+		((struct vsim_cq *)ia->send_cq)->users++;
+		((struct vsim_cq *)ia->recv_cq)->users++;
+	}
 	if (qp->srq)
 		qp->srq->users++;
+	if (qp->rss)
+		qp->rss->users++;
+	if (src) {
+		qp->src = src;
+		src->src_users++;
+	}
 	ctx->n_objs++;
 	pthread_mutex_unlock(&ctx->lock);
 	cap->max_send_wr = qp->max_send_wr;
@@ -623,6 +702,73 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = qp->max_recv_sge;
 	return &qp->qp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	return qp_create(pd, ia, &(struct qp_kind){ 0 });
+}
+
+/* ibv_create_qp_ex (verbs_context->create_qp_ex; the inline hands a PD-only request to
+ * ibv_create_qp itself): a plain QP, an RSS receive QP, or a source-QPN send QP. */
+struct ibv_qp *vsim_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ia)
+{
+	const uint32_t rss_mask =
+	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+	const uint32_t src_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	struct qp_kind k = { 0 };
+
+	if (!(ia->comp_mask & IBV_QP_INIT_ATTR_PD) || !ia->pd || ia->pd->context != c) {
+		errno = EINVAL; /* the shim's QPs all have a PD (XRC is not emulated) */
+		return NULL;
+	}
+	if (ia->comp_mask == IBV_QP_INIT_ATTR_PD ||
+	    (ia->comp_mask == src_mask && ia->create_flags == 0))
+		return qp_create(ia->pd, (struct ibv_qp_init_attr *)ia, &k);
+	if (ia->comp_mask == rss_mask) {
+		const struct ibv_rx_hash_conf *h = &ia->rx_hash_conf;
+
+		if (!vsim_rss_enabled()) {
+			errno = EOPNOTSUPP; /* IBVSIM_RSS=0: an HCA without UD RSS */
+			return NULL;
+		}
+		/* UD only (what the shim emulates of mlx5's RSS: enhanced IPoIB's). */
+		if (ia->qp_type != IBV_QPT_UD || !ia->rwq_ind_tbl ||
+		    ia->rwq_ind_tbl->context != c ||
+		    h->rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ ||
+		    h->rx_hash_key_len != VSIM_RSS_KEY_LEN || !h->rx_hash_key ||
+		    (h->rx_hash_fields_mask & ~(uint64_t)VSIM_RSS_FIELDS)) {
+			log_error(
+			    "libibverbs2sim: RSS QP: type %d, hash function 0x%x, key of %u "
+			    "octets, fields 0x%llx: UD, Toeplitz, 40 octets and IPv4/IPv6/TCP/"
+			    "UDP fields are what is emulated",
+			    (int)ia->qp_type, h->rx_hash_function, h->rx_hash_key_len,
+			    (unsigned long long)h->rx_hash_fields_mask);
+			errno = EINVAL;
+			return NULL;
+		}
+		k.rss = (struct vsim_ind *)ia->rwq_ind_tbl;
+		k.hash = h;
+		return qp_create(ia->pd, (struct ibv_qp_init_attr *)ia, &k);
+	}
+	if (ia->comp_mask == src_mask && ia->create_flags == IBV_QP_CREATE_SOURCE_QPN) {
+		if (!vsim_rss_enabled()) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if (ia->qp_type != IBV_QPT_UD) {
+			errno = EINVAL;
+			return NULL;
+		}
+		k.has_source = true;
+		k.source_qpn = ia->source_qpn;
+		return qp_create(ia->pd, (struct ibv_qp_init_attr *)ia, &k);
+	}
+	log_error("libibverbs2sim: ibv_create_qp_ex: comp_mask 0x%x, create_flags 0x%x are not "
+		  "emulated",
+		  ia->comp_mask, ia->create_flags);
+	errno = EOPNOTSUPP;
+	return NULL;
 }
 
 /* ctx->lock held: unlink and free, telling the fabric. */
@@ -651,10 +797,16 @@ static void qp_gone(struct vsim_ctx *ctx, struct vsim_qp *qp)
 	}
 	vsim_event_forget(ctx, &qp->qp, NULL);
 	((struct vsim_pd *)qp->qp.pd)->users--;
-	((struct vsim_cq *)qp->qp.send_cq)->users--;
-	((struct vsim_cq *)qp->qp.recv_cq)->users--;
+	if (qp->qp.send_cq)
+		((struct vsim_cq *)qp->qp.send_cq)->users--;
+	if (qp->qp.recv_cq)
+		((struct vsim_cq *)qp->qp.recv_cq)->users--;
 	if (qp->srq)
 		qp->srq->users--;
+	if (qp->rss)
+		qp->rss->users--;
+	if (qp->src)
+		qp->src->src_users--;
 	ctx->n_objs--;
 	pthread_mutex_destroy(&qp->qp.mutex);
 	pthread_cond_destroy(&qp->qp.cond);
@@ -667,6 +819,11 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct vsim_qp *qp = (struct vsim_qp *)ibqp;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (qp->src_users) {
+		/* Source-QPN QPs still send as this one (mlx5 keeps the underlay QP). */
+		pthread_mutex_unlock(&ctx->lock);
+		return EBUSY;
+	}
 	if (qp->events_got != qp->events_acked) {
 		log_error("libibverbs2sim: ibv_destroy_qp %u with %u async events not acked: "
 			  "this call never returns on a real HCA",
@@ -681,12 +838,20 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 void vsim_qp_destroy_all(struct vsim_ctx *ctx)
 {
+	/* Source-QPN QPs first: they point at the QP they send as. */
+	for (struct vsim_qp *qp = ctx->qps, *next; qp; qp = next) {
+		next = qp->next;
+		if (qp->src)
+			qp_gone(ctx, qp);
+	}
 	while (ctx->qps)
 		qp_gone(ctx, ctx->qps);
+	vsim_wq_destroy_all(ctx);
 	while (ctx->cqs) {
 		struct vsim_cq *cq = ctx->cqs;
 
 		ctx->cqs = cq->next;
+		pthread_mutex_destroy(&cq->lock);
 		free(cq->ring);
 		free(cq);
 	}
@@ -832,7 +997,7 @@ static void qp_reset(struct vsim_qp *qp)
 		qp->rc_init = ibrc_init(&qp->rc, &rc_ops, qp, qp->sq_cap) == 0;
 	}
 	if (!qp->srq)
-		while (rq_take(&qp->rq, &w))
+		while (vsim_rq_take(&qp->rq, &w))
 			;
 	vsim_cq_clean(qp->ctx, qp);
 	qp->ud_psn = 0;
@@ -1064,10 +1229,13 @@ static void send_ud(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signa
 	qp->ud_psn = (qp->ud_psn + 1) & IB_PSN_MAX;
 	/* A Q_Key with the high bit set in the WR means the QP's own (IBA 10.2.5). */
 	p.deth.qkey = wr->wr.ud.remote_qkey & IB_QKEY_PRIVILEGED ? qp->qkey : wr->wr.ud.remote_qkey;
-	p.deth.src_qp = qp->qp.qp_num;
+	/* A source-QPN QP's datagrams carry the other QP's number, and the fabric takes
+	 * them as that QP's (it checks the DETH against the sending QP, as an HCA would
+	 * its own). */
+	p.deth.src_qp = qp->src ? qp->src->qp.qp_num : qp->qp.qp_num;
 	p.payload = payload;
 	p.payload_len = len;
-	if (tx_packet(qp->port, qp->qp.qp_num, &p) == TX_FULL)
+	if (tx_packet(qp->port, p.deth.src_qp, &p) == TX_FULL)
 		qp->port->tx_blocked = false; /* UD does not wait: the packet is dropped */
 	if (signaled)
 		wc_add(qp, true, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
@@ -1131,6 +1299,11 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	bool rc = qp->type == IBV_QPT_RC;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (qp->rss && wr) {
+		/* An RSS QP has no send queue (mlx5: EINVAL). */
+		ret = EINVAL;
+		goto out;
+	}
 	for (; wr; wr = wr->next) {
 		bool signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 		enum ibv_qp_state s = ibqp->state;
@@ -1180,6 +1353,7 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		ibrc_push(&qp->rc, vsim_now_ns());
 	if (rc)
 		rc_check(qp);
+out:
 	if (ret)
 		*bad = wr;
 	pthread_mutex_unlock(&ctx->lock);
@@ -1193,8 +1367,9 @@ int vsim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	int ret = 0;
 
 	pthread_mutex_lock(&ctx->lock);
-	if (ibqp->state == IBV_QPS_RESET || qp->srq) {
-		/* Receives are posted from INIT on; a QP on an SRQ receives through it. */
+	if (ibqp->state == IBV_QPS_RESET || qp->srq || qp->rss) {
+		/* Receives are posted from INIT on; a QP on an SRQ receives through it, an
+		 * RSS QP through its WQs (mlx5: EINVAL). */
 		*bad = wr;
 		ret = EINVAL;
 	} else if (qp->type == IBV_QPT_RC && wr && wr->num_sge != 1) {
@@ -1204,12 +1379,12 @@ int vsim_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad = wr;
 		ret = EINVAL;
 	} else {
-		ret = rq_post(&qp->rq, wr, bad);
+		ret = vsim_rq_post(&qp->rq, wr, bad);
 	}
 	if (ibqp->state == IBV_QPS_ERR) {
 		struct vsim_rwqe w;
 
-		while (rq_take(&qp->rq, &w))
+		while (vsim_rq_take(&qp->rq, &w))
 			wc_add(qp, false, w.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -1230,10 +1405,10 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia)
 		return NULL;
 	}
 	srq = calloc(1, sizeof(*srq));
-	cap = pow2_at_least(ia->attr.max_wr + 1) - 1; /* mlx5: 2^n - 1 */
-	if (!srq || rq_init(&srq->rq, cap, ia->attr.max_sge) < 0) {
+	cap = vsim_pow2_at_least(ia->attr.max_wr + 1) - 1; /* mlx5: 2^n - 1 */
+	if (!srq || vsim_rq_init(&srq->rq, cap, ia->attr.max_sge) < 0) {
 		if (srq)
-			rq_fini(&srq->rq);
+			vsim_rq_fini(&srq->rq);
 		free(srq);
 		errno = ENOMEM;
 		return NULL;
@@ -1267,7 +1442,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	ctx->n_objs--;
 	pthread_mutex_unlock(&ctx->lock);
 	/* Its WQEs go with it, without completions (as on hardware). */
-	rq_fini(&srq->rq);
+	vsim_rq_fini(&srq->rq);
 	pthread_mutex_destroy(&srq->srq.mutex);
 	pthread_cond_destroy(&srq->srq.cond);
 	free(srq);
@@ -1281,7 +1456,7 @@ int vsim_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
-	ret = rq_post(&srq->rq, wr, bad);
+	ret = vsim_rq_post(&srq->rq, wr, bad);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
