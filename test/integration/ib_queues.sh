@@ -6,10 +6,11 @@
 # receive QP's number as its source (docs/ib-port.md). Shows, as a user sees it:
 #   - the port opened with two queues (ibgwd's log);
 #   - 64 UDP flows from an IB host to an Ethernet host, 300 numbered datagrams each: every
-#     flow arrives in order (none of its datagrams overtakes another), IPv4 and IPv6;
+#     datagram arrives and every flow in order (none of its datagrams overtakes another),
+#     IPv4 and IPv6;
 #   - both workers received from the IB side (show stats, per_worker, before and after);
 #   - 64 flows the other way, Ethernet -> IB (both workers send into the IB port, each
-#     through its own queue): in order;
+#     through its own queue): all of them, in order;
 #   - TCP both ways with 16 MiB: every byte intact;
 #   - a reload to one worker and back to two: the IB queues are dealt out again and
 #     flows stay in order.
@@ -40,7 +41,7 @@ tap_ok "rack up with ibgwd on gw1 (two workers)"
 wait_up ib0 20
 wait_up eth0 5
 tap_like "the IB port opened with two queues" \
-	"$(grep -h 'verbs: gw1:1 open' "$RACK_STATE"/nodes/gw1/*.log 2>/dev/null)" \
+	"$(grep -h 'verbs: gw1:1 open' "$RACK_STATE/logs/ibgwd-gw1.log")" \
 	"open: [0-9]+ buffers of [0-9]+ bytes, 2 queues"
 tap_is "ping IB host -> Ethernet host" "$(pings ibhost1 10.20.0.11)" 3
 tap_is "ping6 IB host -> Ethernet host" "$(pings ibhost1 -6 fd00:20::11)" 3
@@ -49,32 +50,38 @@ tap_is "ping6 IB host -> Ethernet host" "$(pings ibhost1 -6 fd00:20::11)" 3
 workers() { gwctl -j show stats | jq -r '.[0].per_worker | to_entries | map("\(.key)=\(.value.rx_packets)") | join(" ")'; }
 rx_of() { echo "$1" | tr ' ' '\n' | awk -F= -v w="$2" '$1 == w { print $2 }'; }
 
+# The simulated fabric's UD has no flow control and a python sender outruns the
+# gateway's receive queues in bursts: 2 ms after each flow's 20 datagrams.
+pause=0.002
 w0=$(workers)
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11)
+got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11 "$pause")
 echo "# IB -> Ethernet, IPv4: $got (of 19200)"
-tap_like "IB -> Ethernet, IPv4: all 64 flows arrive, none reordered" "$got" \
-	"^received [0-9]+ flows 64 reordered 0$"
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" fd00:20::11)
+tap_like "IB -> Ethernet, IPv4: every datagram of the 64 flows arrives, none reordered" "$got" \
+	"^received 19200 flows 64 reordered 0$"
+got=$(flows "$rack-ibhost1" "$rack-ethhost1" fd00:20::11 "$pause")
 echo "# IB -> Ethernet, IPv6: $got (of 19200)"
-tap_like "IB -> Ethernet, IPv6: all 64 flows arrive, none reordered" "$got" \
-	"^received [0-9]+ flows 64 reordered 0$"
+tap_like "IB -> Ethernet, IPv6: every datagram of the 64 flows arrives, none reordered" "$got" \
+	"^received 19200 flows 64 reordered 0$"
 w1=$(workers)
+
 d0=$(($(rx_of "$w1" 0) - $(rx_of "$w0" 0)))
 d1=$(($(rx_of "$w1" 1) - $(rx_of "$w0" 1)))
 echo "# received per worker during the IB -> Ethernet flows: 0: $d0, 1: $d1"
-tap_like "both workers received from the IB port (each above 2000 of the flows' datagrams)" \
-	"$d0 $d1" "^[0-9]{4,} [0-9]{4,}$"
-tap_ok_if() { if [ "$2" -gt 2000 ] && [ "$3" -gt 2000 ]; then tap_ok "$1"; else tap_not_ok "$1" "$2 $3"; fi; }
-tap_ok_if "and neither worker took it all: 0 took $d0, 1 took $d1" "$d0" "$d1"
+if [ "$d0" -gt 2000 ] && [ "$d1" -gt 2000 ]; then
+	tap_ok "both workers received from the IB port (each more than 2000 of the datagrams)"
+else
+	tap_not_ok "both workers received from the IB port (each more than 2000 of the datagrams)" \
+		"worker 0: $d0, worker 1: $d1"
+fi
 
-got=$(flows "$rack-ethhost1" "$rack-ibhost1" 10.10.0.11)
+got=$(flows "$rack-ethhost1" "$rack-ibhost1" 10.10.0.11 "$pause")
 echo "# Ethernet -> IB, IPv4: $got (of 19200)"
-tap_like "Ethernet -> IB, IPv4: all 64 flows arrive, none reordered" "$got" \
-	"^received [0-9]+ flows 64 reordered 0$"
-got=$(flows "$rack-ethhost1" "$rack-ibhost1" fd00:10::11)
+tap_like "Ethernet -> IB, IPv4: every datagram of the 64 flows arrives, none reordered" "$got" \
+	"^received 19200 flows 64 reordered 0$"
+got=$(flows "$rack-ethhost1" "$rack-ibhost1" fd00:10::11 "$pause")
 echo "# Ethernet -> IB, IPv6: $got (of 19200)"
-tap_like "Ethernet -> IB, IPv6: all 64 flows arrive, none reordered" "$got" \
-	"^received [0-9]+ flows 64 reordered 0$"
+tap_like "Ethernet -> IB, IPv6: every datagram of the 64 flows arrives, none reordered" "$got" \
+	"^received 19200 flows 64 reordered 0$"
 
 head -c 16M /dev/urandom >"$work/blob"
 blob_sum=$(sha256sum <"$work/blob" | cut -d' ' -f1)
@@ -86,13 +93,13 @@ tap_is "TCP Ethernet host -> IB host (IPv6): 16 MiB arrive intact" \
 # A reload to one worker deals both queues to worker 0, and back to two.
 sed -i 's/^  workers: 2$/  workers: 1/' "$work/gw1.yaml"
 tap_check "reload to one worker" gwctl reload
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11)
+got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11 "$pause")
 echo "# one worker, IB -> Ethernet: $got (of 19200)"
-tap_like "one worker: IB -> Ethernet, all 64 flows arrive, none reordered" "$got" \
-	"^received [0-9]+ flows 64 reordered 0$"
+tap_like "one worker: IB -> Ethernet, every datagram of the 64 flows arrives, none reordered" "$got" \
+	"^received 19200 flows 64 reordered 0$"
 sed -i 's/^  workers: 1$/  workers: 2/' "$work/gw1.yaml"
 tap_check "reload back to two workers" gwctl reload
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11)
+got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11 "$pause")
 echo "# two workers again, IB -> Ethernet: $got (of 19200)"
-tap_like "two workers again: IB -> Ethernet, all 64 flows arrive, none reordered" "$got" \
-	"^received [0-9]+ flows 64 reordered 0$"
+tap_like "two workers again: IB -> Ethernet, every datagram of the 64 flows arrives, none reordered" "$got" \
+	"^received 19200 flows 64 reordered 0$"

@@ -1,4 +1,4 @@
-# flows NS_A NS_B ADDR: 64 UDP flows (source ports 41000..41063) from namespace NS_A to
+# flows NS_A NS_B ADDR [PAUSE]: 64 UDP flows (source ports 41000..41063) from namespace NS_A to
 # ADDR (port 6000) in NS_B, 300 datagrams each carrying (flow, number), 20 of a flow back
 # to back, flow after flow, round after round: the datagrams of a flow follow each other
 # closely, so that a flow spread over two workers would be reordered (with the frames
@@ -7,7 +7,10 @@
 # A send the host's veth refuses (its ring full: a veth whose peer runs XDP pushes back,
 # and with no qdisc the send fails with ENETDOWN or ENOBUFS) is retried a millisecond
 # later, for up to 2 s (under load the XDP peer may push back for more than 100 ms).
-# Needs python3 and $work. Used by fanout.sh and afxdp.sh.
+# PAUSE (optional, seconds): a pause after each flow's 20, for a path whose receive
+# queues are shallower than the rate a python sender reaches (the simulated IB fabric's
+# UD has no flow control: ib_queues.sh).
+# Needs python3 and $work. Used by fanout.sh, afxdp.sh and ib_queues.sh.
 flows() {
 	ip netns exec "$2" python3 -c '
 import socket, sys
@@ -30,6 +33,7 @@ print("received %d flows %d reordered %d" % (got, len(last), reordered))' "$3" >
 	ip netns exec "$1" python3 -c '
 import socket, sys, time
 fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+pause = float(sys.argv[2])
 socks = []
 for f in range(64):
     s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -43,7 +47,8 @@ for r in range(0, 300, 20):
                     break
                 except OSError:
                     time.sleep(0.001)
-    time.sleep(0.01)' "$3"
+        time.sleep(pause)
+    time.sleep(0.01)' "$3" "${4:-0}"
 	wait "$rx"
 	cat "$work/flows"
 }
