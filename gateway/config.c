@@ -222,7 +222,9 @@ static const struct field gateway_fields[] = {
 	{ "name", T_STR, offsetof(CFG, name), 0, SZ(CFG, name), 0, 0, NULL, "the host name",
 	  FL_NONEMPTY, NULL, NULL, "name of this gateway in logs, gwctl and failover" },
 	{ "workers", T_UINT, offsetof(CFG, workers), 0, SZ(CFG, workers), 1, GW_WORKERS_MAX, "1",
-	  NULL, 0, NULL, NULL, "number of forwarding threads; a reload changes it live" },
+	  NULL, 0, NULL, NULL,
+	  "number of forwarding threads; each IB port opens a queue per worker at start (and "
+	  "as many buffers again); a reload changes it live" },
 	{ "worker_cpus", T_CPU_LIST, offsetof(CFG, worker_cpus), offsetof(CFG, n_worker_cpus),
 	  GW_WORKERS_MAX, 0, 1023, NULL, NULL, 0, NULL, NULL,
 	  "CPU to pin each worker to, one per worker; empty: not pinned" },

@@ -35,6 +35,7 @@ static void every_op_is_set(void **state)
 	assert_non_null(o->query);
 	assert_non_null(o->buf_get);
 	assert_non_null(o->buf_put);
+	assert_non_null(o->queues);
 	assert_non_null(o->create_srq);
 	assert_non_null(o->destroy_srq);
 	assert_non_null(o->create_qp);

@@ -71,7 +71,7 @@ static uint64_t now_ms(void)
 }
 
 static struct ibp_port *port_open_queues(const char *node, size_t buf_size, unsigned n_bufs,
-				       unsigned n_queues)
+					 unsigned n_queues)
 {
 	struct ibp_port_config c = { .backend = "verbs",
 				     .device = node,
@@ -545,10 +545,10 @@ static void send_flow(struct ibp_port *p, struct ibp_qp *qp, struct ibp_ah *ah, 
 	struct ibp_buf *b = ops->buf_get(p);
 	struct ibp_send s = { .qp = qp, .ah = ah, .remote_qpn = dqpn, .remote_qkey = QKEY };
 	static const uint8_t hdr[32] = {
-		0x08, 0x00, 0, 0,                                     /* IPoIB: IPv4 */
-		0x45, 0,    0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, /* 10.0.0.1 -> */
-		10,   0,    0, 2,                                     /* 10.0.0.2 */
-		0,    0,    0x17, 0x70, 0, 8, 0, 0                    /* UDP -> 6000 */
+		0x08, 0x00, 0,    0,                                           /* IPoIB: IPv4 */
+		0x45, 0,    0,    28,   0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, /* 10.0.0.1 -> */
+		10,   0,    0,    2,                                           /* 10.0.0.2 */
+		0,    0,    0x17, 0x70, 0, 8, 0, 0                             /* UDP -> 6000 */
 	};
 
 	assert_non_null(b);
@@ -562,7 +562,10 @@ static void send_flow(struct ibp_port *p, struct ibp_qp *qp, struct ibp_ah *ah, 
 
 static void ud_queues_spread_flows(void **state)
 {
-	enum { FLOWS = 16, PER_FLOW = 4 };
+	enum {
+		FLOWS = 16,
+		PER_FLOW = 4
+	};
 	struct ibp_port *a = port_open_queues("nodeA", BUF_SIZE, N_BUFS * 3, 2);
 	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
 	struct ibp_qp *qa, *qb = ud_qp(b), *rc;
@@ -632,8 +635,11 @@ static void ud_queues_spread_flows(void **state)
 	post_recvs(b, qb, NULL, 2);
 	for (unsigned q = 0; q < 2; q++) {
 		struct ibp_buf *buf = ops->buf_get(a);
-		struct ibp_send s = { .qp = qa, .ah = back, .remote_qpn = ops->qp_num(qb),
-				      .remote_qkey = QKEY, .buf = buf };
+		struct ibp_send s = { .qp = qa,
+				      .ah = back,
+				      .remote_qpn = ops->qp_num(qb),
+				      .remote_qkey = QKEY,
+				      .buf = buf };
 
 		assert_non_null(buf);
 		memset(buf->data, 0x11, 64);
