@@ -53,15 +53,18 @@ rx_of() { echo "$1" | tr ' ' '\n' | awk -F= -v w="$2" '$1 == w { print $2 }'; }
 # The simulated fabric's UD has no flow control and a python sender outruns the
 # gateway's receive queues in bursts: 2 ms after each flow's 20 datagrams.
 pause=0.002
+# all_flows LABEL SRC DST ADDR: 64 flows from node SRC to ADDR on node DST arrive whole
+# and in order.
+all_flows() {
+	local got
+	got=$(flows "$rack-$2" "$rack-$3" "$4" "$pause")
+	echo "# $1: $got (of 19200)"
+	tap_like "$1: every datagram of the 64 flows arrives, none reordered" "$got" \
+		"^received 19200 flows 64 reordered 0$"
+}
 w0=$(workers)
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11 "$pause")
-echo "# IB -> Ethernet, IPv4: $got (of 19200)"
-tap_like "IB -> Ethernet, IPv4: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" fd00:20::11 "$pause")
-echo "# IB -> Ethernet, IPv6: $got (of 19200)"
-tap_like "IB -> Ethernet, IPv6: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+all_flows "IB -> Ethernet, IPv4" ibhost1 ethhost1 10.20.0.11
+all_flows "IB -> Ethernet, IPv6" ibhost1 ethhost1 fd00:20::11
 w1=$(workers)
 
 d0=$(($(rx_of "$w1" 0) - $(rx_of "$w0" 0)))
@@ -74,14 +77,8 @@ else
 		"worker 0: $d0, worker 1: $d1"
 fi
 
-got=$(flows "$rack-ethhost1" "$rack-ibhost1" 10.10.0.11 "$pause")
-echo "# Ethernet -> IB, IPv4: $got (of 19200)"
-tap_like "Ethernet -> IB, IPv4: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
-got=$(flows "$rack-ethhost1" "$rack-ibhost1" fd00:10::11 "$pause")
-echo "# Ethernet -> IB, IPv6: $got (of 19200)"
-tap_like "Ethernet -> IB, IPv6: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+all_flows "Ethernet -> IB, IPv4" ethhost1 ibhost1 10.10.0.11
+all_flows "Ethernet -> IB, IPv6" ethhost1 ibhost1 fd00:10::11
 
 head -c 16M /dev/urandom >"$work/blob"
 blob_sum=$(sha256sum <"$work/blob" | cut -d' ' -f1)
@@ -93,13 +90,7 @@ tap_is "TCP Ethernet host -> IB host (IPv6): 16 MiB arrive intact" \
 # A reload to one worker deals both queues to worker 0, and back to two.
 sed -i 's/^  workers: 2$/  workers: 1/' "$work/gw1.yaml"
 tap_check "reload to one worker" gwctl reload
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11 "$pause")
-echo "# one worker, IB -> Ethernet: $got (of 19200)"
-tap_like "one worker: IB -> Ethernet, every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+all_flows "one worker, IB -> Ethernet" ibhost1 ethhost1 10.20.0.11
 sed -i 's/^  workers: 1$/  workers: 2/' "$work/gw1.yaml"
 tap_check "reload back to two workers" gwctl reload
-got=$(flows "$rack-ibhost1" "$rack-ethhost1" 10.20.0.11 "$pause")
-echo "# two workers again, IB -> Ethernet: $got (of 19200)"
-tap_like "two workers again: IB -> Ethernet, every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+all_flows "two workers again, IB -> Ethernet" ibhost1 ethhost1 10.20.0.11
