@@ -443,6 +443,11 @@ static uint64_t port_sm_lid(const struct dp_port *p)
 	return p->port ? p->pi.sm_lid : 0;
 }
 
+static uint64_t port_queues(const struct dp_port *p)
+{
+	return p->port ? p->ops->queues(p->port) : 0;
+}
+
 static const struct u64_field sa_counters[] = {
 	{ "ibgw_sa_mads_sent_total", "MADs the SA client sent (requests, resends, report answers).",
 	  offsetof(struct sa_stats, sent) },
@@ -601,6 +606,9 @@ static int write_ports(FILE *out, struct gw_dp *dp)
 	write_port_gauge(out, dp, "ibgw_ib_port_lid", "The IB port's LID (0: none yet).", port_lid);
 	write_port_gauge(out, dp, "ibgw_ib_port_sm_lid", "The LID of the port's subnet manager.",
 			 port_sm_lid);
+	write_port_gauge(out, dp, "ibgw_ib_port_queues",
+			 "The IB port's receive queues, each polled by one worker (0: not open).",
+			 port_queues);
 	return write_sa(out, dp);
 }
 

@@ -166,6 +166,9 @@ int gw_dp_show_links(struct gw_dp *dp, bool stats, const char *tenant, struct ct
 			if (k->port && k->port->port) {
 				add_hex(o, "lid", k->port->pi.lid, 0);
 				add_hex(o, "sm_lid", k->port->pi.sm_lid, 0);
+				/* the port's receive queues: one per worker when the HCA spreads
+				 * UD receives (RSS), else 1 (docs/ib-port.md, "Queues") */
+				add_int(o, "queues", k->port->ops->queues(k->port->port));
 			}
 		} else {
 			add_str(o, "device", k->device);

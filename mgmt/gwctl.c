@@ -141,6 +141,7 @@ static void print_link(struct json_object *o, struct output *out)
 		opt(o, "qkey", "qkey");
 		opt(o, "lid", "lid");
 		opt(o, "sm_lid", "sm_lid");
+		opt(o, "queues", "queues");
 		opt(o, "io", "io");
 		printf("\n");
 	}

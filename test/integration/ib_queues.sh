@@ -4,7 +4,7 @@
 # receive QP whose datagrams the HCA (the verbs shim's RSS: docs/verbs-sim.md) spreads
 # over one work queue per queue by a hash of the IP flow, and a send QP per queue with the
 # receive QP's number as its source (docs/ib-port.md). Shows, as a user sees it:
-#   - the port opened with two queues (ibgwd's log);
+#   - the port opened with two queues (ibgwd's log, gwctl show links);
 #   - 64 UDP flows from an IB host to an Ethernet host, 300 numbered datagrams each: every
 #     datagram arrives and every flow in order (none of its datagrams overtakes another),
 #     IPv4 and IPv6;
@@ -27,7 +27,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/intact.sh"
 suite_init ibq
 
-tap_plan 15
+tap_plan 18
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq python3
@@ -43,8 +43,16 @@ wait_up eth0 5
 tap_like "the IB port opened with two queues" \
 	"$(grep -h 'verbs: gw1:1 open' "$RACK_STATE/logs/ibgwd-gw1.log")" \
 	"open: [0-9]+ buffers of [0-9]+ bytes, 2 queues"
+tap_like "show links: ib0's port has two queues" "$(gwctl show links | grep 'link/infiniband')" \
+	" queues 2$"
 tap_is "ping IB host -> Ethernet host" "$(pings ibhost1 10.20.0.11)" 3
+wait_dad ibhost1 # its IPv6 address usable (duplicate address detection done)
 tap_is "ping6 IB host -> Ethernet host" "$(pings ibhost1 -6 fd00:20::11)" 3
+# The other way too: the gateway resolves the IB host's addresses (it answered from its
+# SLAAC address above), so the flows below find their neighbours resolved (resolution
+# parks unres_qlen packets and drops the rest, as Linux does).
+tap_is "ping Ethernet host -> IB host" "$(pings ethhost1 10.10.0.11)" 3
+tap_is "ping6 Ethernet host -> IB host" "$(pings ethhost1 -6 fd00:10::11)" 3
 
 # rx_packets of each worker, "0=N 1=M".
 workers() { gwctl -j show stats | jq -r '.[0].per_worker | to_entries | map("\(.key)=\(.value.rx_packets)") | join(" ")'; }
