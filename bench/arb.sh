@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/arb.sh: routing between two veths, A - R - B, the Linux kernel forwarding in R
 # against ibgwd in R (af_packet on both veths: 1 and 2 workers, and 1 worker that never
-# sleeps: gateway.busy_poll_us 1000000; af_xdp on both veths: 1 and 2 workers), in one
+# sleeps: gateway.busy_poll_us 1000000; af_xdp on both veths: 1 and 2 workers, and 1
+# that never sleeps), in one
 # run, printed as ratios ibgwd / kernel (above 1: ibgwd is faster; for the RTT, below 1
 # is better). Every veth has two queues (ethtool -L rx 2 tx 2), so that af_xdp's two
 # workers each drain a device queue; the kernel and af_packet run on the same veths.
@@ -106,11 +107,11 @@ ip -n "$R" addr flush dev ra
 ip -n "$R" addr flush dev rb
 in_ns "$R" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 \
 	net.ipv6.conf.ra.disable_ipv6=1 net.ipv6.conf.rb.disable_ipv6=1
-for run in 1 2 1bp x1 x2; do
+for run in 1 2 1bp x1 x2 x1bp; do
 	w=${run%bp}
 	w=${w#x}
 	bp=50
-	[ "$run" = 1bp ] && bp=1000000
+	[ "${run%bp}" != "$run" ] && bp=1000000
 	be=af_packet
 	[ "${run#x}" != "$run" ] && be=af_xdp
 	cat >"$work/ibgwd.yaml" <<EOF
@@ -150,8 +151,8 @@ done
 # --- the table -------------------------------------------------------------------------
 val() { awk -v k="$2" '$1 == k { print $2 }' "$work/$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-printf '%-9s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s\n' case kernel apk-1w apk-2w \
-	apk-1wbp xdp-1w xdp-2w "a1/k" "a2/k" "a1bp/k" "x1/k" "x2/k"
+printf '%-9s %8s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s %6s\n' case kernel apk-1w \
+	apk-2w apk-1wbp xdp-1w xdp-2w xdp-1wbp "a1/k" "a2/k" "a1bp/k" "x1/k" "x2/k" "x1bp/k"
 for k in tcp4 tcp-off4 udp4 rtt4 tcp6 tcp-off6 udp6 rtt6; do
 	kv=$(val kernel "$k")
 	i1=$(val ibgwd1 "$k")
@@ -159,9 +160,10 @@ for k in tcp4 tcp-off4 udp4 rtt4 tcp6 tcp-off6 udp6 rtt6; do
 	ib=$(val ibgwd1bp "$k")
 	x1=$(val ibgwdx1 "$k")
 	x2=$(val ibgwdx2 "$k")
-	printf '%-9s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s\n' "$k" "$kv" "$i1" "$i2" "$ib" \
-		"$x1" "$x2" "$(ratio "$i1" "$kv")" "$(ratio "$i2" "$kv")" "$(ratio "$ib" "$kv")" \
-		"$(ratio "$x1" "$kv")" "$(ratio "$x2" "$kv")"
+	xb=$(val ibgwdx1bp "$k")
+	printf '%-9s %8s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s %6s\n' "$k" "$kv" "$i1" "$i2" \
+		"$ib" "$x1" "$x2" "$xb" "$(ratio "$i1" "$kv")" "$(ratio "$i2" "$kv")" \
+		"$(ratio "$ib" "$kv")" "$(ratio "$x1" "$kv")" "$(ratio "$x2" "$kv")" "$(ratio "$xb" "$kv")"
 done
 echo "(tcp, tcp-off: Mbit/s; udp: packets/s received; rtt: microseconds, lower is better;"
 echo " apk: ibgwd with af_packet, xdp: with af_xdp; 1w/2w: workers; bp: never sleeps)"

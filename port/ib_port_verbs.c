@@ -1823,6 +1823,13 @@ static int read_async(struct ibp_port *port, struct ibp_event *ev)
 		/* A QP being destroyed is in ERR on purpose. */
 		ret = !ev->qp->dying;
 		break;
+	case IBV_EVENT_WQ_FATAL:
+		/* A receive work queue of a UD QP over several queues: the QP's receives on
+		 * that queue stopped; the caller recreates the QP as for QP_FATAL. */
+		ev->type = IBP_EVENT_QP_FATAL;
+		ev->qp = e.element.wq->wq_context;
+		ret = !ev->qp->dying;
+		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		((struct ibp_qp *)e.element.qp->qp_context)->last_wqe = true;
 		ret = 0;
