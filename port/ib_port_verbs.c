@@ -1824,11 +1824,12 @@ static int read_async(struct ibp_port *port, struct ibp_event *ev)
 		ret = !ev->qp->dying;
 		break;
 	case IBV_EVENT_WQ_FATAL:
-		/* A receive work queue of a UD QP over several queues: the QP's receives on
-		 * that queue stopped; the caller recreates the QP as for QP_FATAL. */
-		ev->type = IBP_EVENT_QP_FATAL;
-		ev->qp = e.element.wq->wq_context;
-		ret = !ev->qp->dying;
+		/* A receive work queue of a UD QP over several queues: nothing recovers it
+		 * (as nothing recovers a UD QP's QP_FATAL), so say so where operators look. */
+		log_error("verbs: %s: a receive work queue of UD QP %u failed: its flows are "
+			  "not received until the link is restarted",
+			  port->name, ((struct ibp_qp *)e.element.wq->wq_context)->qpn);
+		ret = 0;
 		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		((struct ibp_qp *)e.element.qp->qp_context)->last_wqe = true;
