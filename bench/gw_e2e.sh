@@ -4,7 +4,11 @@
 # forwarding engine, IPoIB datagram mode on the simulated fabric, ibgw-host's TAP),
 # next to the Linux kernel forwarding the same traffic between the same kind of
 # namespaces (a router namespace with ip_forward=1 between two veths), measured in the
-# same run and printed as ratios. Root. Figures, not pass/fail.
+# same run and printed as ratios. Then the rack again with ib0 in connected mode (MTU
+# 65520, the IB host connected too): TCP Ethernet -> IB with the Ethernet host's veth as the rack
+# sets it (tx checksumming off: a wire's 1500-octet frames) and with its default
+# offloads (TSO: 64 KiB super-frames, which leave over the RC connection whole). Root.
+# Figures, not pass/fail.
 #
 #   bench/gw_e2e.sh [BUILD_DIR] [SECONDS]
 set -u
@@ -52,7 +56,9 @@ ip -n "$k-b" route add 10.20.0.0/24 via 10.10.0.1
 kn r sysctl -qw net.ipv4.ip_forward=1
 
 # --- the rack with the gateway -----------------------------------------------------------
-"$top/sim/rack" up --name "$rack" >/dev/null 2>&1 || { echo "rack up failed" >&2; exit 1; }
+cp "$top/sim/etc/rack-gw1.yaml" "$work/gw1.yaml"
+IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
+	{ echo "rack up failed" >&2; exit 1; }
 for _ in $(seq 100); do
 	on gw1 "$build/bin/gwctl" show links 2>/dev/null | grep -q "^ib0: .*state UP" && break
 	sleep 0.1
@@ -73,3 +79,29 @@ printf '%-34s %9s Mb %9s Mb %8s\n' "TCP IB -> Ethernet (Mbit/s)" "$gw_down" "$k_
 printf '%-34s %9s us %9s us %8s\n' "ping RTT, average (us)" "$gw_rtt" "$k_rtt" "$(ratio "$gw_rtt" "$k_rtt")"
 echo "(ratio = ibgwd / kernel; the gateway's path adds the simulated IB fabric and the IB"
 echo " host's TAP, which the kernel's veth path does not have)"
+
+# --- connected mode ----------------------------------------------------------------------
+# A rack of its own: an IB port sizes its buffers for connected mode when it opens, so a
+# reload into connected mode would run with the datagram buffers' MTU.
+RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
+sed -i -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' "$work/gw1.yaml"
+IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
+	{ echo "rack up (connected mode) failed" >&2; exit 1; }
+for _ in $(seq 100); do
+	on gw1 "$build/bin/gwctl" show links 2>/dev/null | grep -q "^ib0: .*state UP mtu 65520" && break
+	sleep 0.1
+done
+for _ in $(seq 50); do # the gateway's connection to ibhost1 up before the runs
+	on ethhost1 ping -c 1 -W 1 10.10.0.11 >/dev/null 2>&1
+	on gw1 "$build/bin/gwctl" show connections 2>/dev/null | grep -q "UP$" && break
+	sleep 0.1
+done
+cm_wire=$(tput "on ibhost1" "on ethhost1" 10.10.0.11)
+on ethhost1 ethtool -K eth0 tx on tso on gso on >/dev/null 2>&1
+cm_tso=$(tput "on ibhost1" "on ethhost1" 10.10.0.11)
+on ethhost1 ethtool -K eth0 tx off >/dev/null 2>&1
+echo "connected mode (ib0 MTU 65520, ibhost1 connected), TCP Ethernet -> IB:"
+printf '%-34s %9s Mb %9s Mb %8s\n' "  Ethernet host as a wire" "$cm_wire" "$k_up" "$(ratio "$cm_wire" "$k_up")"
+printf '%-34s %9s Mb %9s Mb %8s\n' "  Ethernet host's default offloads" "$cm_tso" "$k_up" "$(ratio "$cm_tso" "$k_up")"
+on gw1 "$build/bin/gwctl" -j show stats |
+	jq -r '.[0] | "  (super-frames sent whole \(.gso_whole), segmented \(.gso_segmented))"'
