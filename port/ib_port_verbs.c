@@ -918,8 +918,8 @@ static int create_spread(struct ibp_qp *qp)
 	return 0;
 }
 
-/* Destroy what create_* made of qp and free it (its buffers are the caller's care). */
-static void qp_release(struct ibp_qp *qp)
+/* Destroy what create_* made of qp (its buffers are the caller's care). */
+static void qp_objects_destroy(struct ibp_qp *qp)
 {
 	struct ibp_port *port = qp->port;
 	int ret;
@@ -935,6 +935,14 @@ static void qp_release(struct ibp_qp *qp)
 	for (unsigned i = 0; i < qp->nparts; i++)
 		if (qp->part[i].wq && (ret = ibv_destroy_wq(qp->part[i].wq)))
 			log_errno(LOG_ERR, ret, "verbs: %s: ibv_destroy_wq", port->name);
+	qp->qp = NULL;
+	qp->ind = NULL;
+	memset(qp->part, 0, qp->nparts * sizeof(qp->part[0]));
+}
+
+static void qp_release(struct ibp_qp *qp)
+{
+	qp_objects_destroy(qp);
 	free(qp);
 }
 
@@ -972,11 +980,20 @@ static int verbs_create_qp(struct ibp_port *port, const struct ibp_qp_init *init
 	qp->nparts = nparts;
 	qp->state = IBV_QPS_RESET;
 	ret = nparts > 1 ? create_spread(qp) : create_plain(qp, queue);
+	if (ret < 0 && nparts > 1) {
+		/* A device that lists UD RSS may still refuse a part (source-QPN send QPs,
+		 * the hash fields): one QP on the first queue still carries the link. */
+		log_errno(LOG_WARNING, -ret,
+			  "verbs: %s: a UD QP over %u queues (RSS) could not be made: its "
+			  "receives stay on one queue",
+			  port->name, nparts);
+		qp_objects_destroy(qp);
+		qp->nparts = 1;
+		ret = create_plain(qp, 0);
+	}
 	if (ret < 0) {
 		log_errno(LOG_ERR, -ret, "verbs: %s: cannot create a%s QP", port->name,
-			  rc           ? "n RC"
-			  : nparts > 1 ? " UD QP over several queues (RSS)"
-				       : " UD");
+			  rc ? "n RC" : " UD");
 		goto fail;
 	}
 	qp->qpn = qp->qp->qp_num;

@@ -28,6 +28,8 @@
  *                             one queue, the flows on both; a send from either queue
  *                             carries the UD QP's number; an RC QP must use its
  *                             queue's SRQ; destroy takes back both queues' receives
+ *   spread_qp_refused_falls_back  RSS listed but the QP over two queues refused: one
+ *                             plain QP on queue 0 passes traffic, sends of queue 1 too
  *   one_queue_without_rss     a device without RSS for UD (IBVSIM_RSS=0) gives a port
  *                             that asks for two queues one, and it passes traffic
  */
@@ -683,6 +685,48 @@ static void ud_queues_spread_flows(void **state)
 	ops->close(b);
 }
 
+/* RSS listed, but the UD QP over both queues refused (the shim's RSS off once the port
+ * is open): one plain QP on queue 0 carries the traffic, every queue's sends included. */
+static void spread_qp_refused_falls_back(void **state)
+{
+	struct ibp_port *a = port_open_queues("nodeA", BUF_SIZE, N_BUFS, 2);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa, *qb = ud_qp(b);
+	struct ibp_ah *back = ah_to(a, 2);
+	struct ibp_buf *buf;
+	struct ibp_wc wc;
+	(void)state;
+
+	assert_int_equal(ops->queues(a), 2);
+	setenv("IBVSIM_RSS", "0", 1);
+	qa = ud_qp(a);
+	unsetenv("IBVSIM_RSS");
+	ud_passes(a, qa, b, qb, 0x6b);
+	/* A second queue's receives go to the one QP: at most its depth in all. */
+	post_recvs(a, qa, NULL, 32);
+	buf = ops->buf_get(a);
+	assert_int_equal(ops->post_recv(qa, 1, &buf, 1), -ENOMEM);
+	ops->buf_put(a, buf);
+	/* A send from queue 1 leaves, with the QP's number, and completes on queue 0. */
+	post_recvs(b, qb, NULL, 1);
+	buf = ops->buf_get(a);
+	memset(buf->data, 0x22, 64);
+	buf->len = 64;
+	struct ibp_send s = {
+		.qp = qa, .ah = back, .remote_qpn = ops->qp_num(qb), .remote_qkey = QKEY, .buf = buf
+	};
+
+	assert_int_equal(ops->post_send(1, &s, 1), 1);
+	poll_one(a, &wc);
+	assert_int_equal(wc.kind, IBP_WC_SEND);
+	ops->buf_put(a, wc.buf);
+	poll_one(b, &wc);
+	assert_int_equal(wc.src_qp, ops->qp_num(qa));
+	ops->buf_put(b, wc.buf);
+	ops->destroy_ah(back);
+	ud_pair_free(a, qa, b, qb);
+}
+
 static void one_queue_without_rss(void **state)
 {
 	struct ibp_port *a, *b;
@@ -710,6 +754,7 @@ int main(void)
 		cmocka_unit_test_teardown(port_down_recovers, teardown),
 		cmocka_unit_test_teardown(reg_mr_failure_recovers, teardown),
 		cmocka_unit_test_teardown(ud_queues_spread_flows, teardown),
+		cmocka_unit_test_teardown(spread_qp_refused_falls_back, teardown),
 		cmocka_unit_test_teardown(one_queue_without_rss, teardown),
 	};
 
