@@ -899,8 +899,9 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 }
 
 /* ibv_query_device_ex (verbs_context->query_device_ex): ibv_query_device's limits, and
- * UD RSS as a ConnectX-5 reports it for enhanced IPoIB (Toeplitz over IPv4/IPv6 and
- * TCP/UDP ports; WQs and indirection tables). IBVSIM_RSS=0 reports none, an HCA without
+ * RSS for UD QPs, the way enhanced IPoIB spreads a link (Toeplitz over IPv4/IPv6 and
+ * TCP/UDP ports; WQs and indirection tables): offered for the rack, not known to be
+ * what a ConnectX lists for UD. IBVSIM_RSS=0 reports none, an HCA without
  * it. Everything else an mlx5 reports here (ODP, TSO, timestamps...) is not emulated:
  * zero. */
 static int query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,

@@ -57,7 +57,7 @@
 #define VSIM_GRH             40 /* UD receive buffers start with the GRH area */
 #define VSIM_QP_BUCKETS      256
 #define VSIM_EVQ             256 /* async events kept until read */
-/* RSS (ibv_query_device_ex): what a ConnectX-5 reports for UD (enhanced IPoIB). */
+/* RSS for UD QPs (ibv_query_device_ex), offered for the rack (docs/verbs-sim.md). */
 #define VSIM_MAX_WQ      64 /* max_wq_type_rq: WQs per context */
 #define VSIM_MAX_IND_TBL 64 /* max_rwq_indirection_tables */
 #define VSIM_MAX_IND_LOG 8  /* max_rwq_indirection_table_size 2^8 */

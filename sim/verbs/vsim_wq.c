@@ -1,8 +1,8 @@
 /*
  * libibverbs2sim, part three: receive work queues (ibv_create_wq, IBV_WQT_RQ), receive
  * WQ indirection tables, and what an RSS receive QP does with a datagram: the Toeplitz
- * hash (Microsoft RSS) of its flow picks a WQ of the QP's table, as a ConnectX spreads
- * enhanced IPoIB's receives over several queues (docs/verbs-sim.md, "RSS").
+ * hash (Microsoft RSS) of its flow picks a WQ of the QP's table, the way enhanced IPoIB
+ * spreads a link's receives over several queues (docs/verbs-sim.md, "RSS on UD").
  *
  *   - A WQ is a receive ring on its own CQ. ibv_modify_wq: RESET -> RDY, RDY -> ERR,
  *     any -> RESET (IBV_WQ_ATTR_CURR_STATE must match when given). Posting is allowed
