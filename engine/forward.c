@@ -289,11 +289,12 @@ static void output_gso(struct fwd_ctx *c, const struct fwd_if *in, const struct 
  * packet as it came); false for our own ICMP errors.
  */
 static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out, int family,
-		   const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
+		   const uint8_t *nh, uint32_t *nh_hint, uint8_t *p, size_t len, bool decrement,
 		   const struct gso_pkt *g, struct fwd_result *res)
 {
-	/* The entry's slot in the flat index: state, link and the use hint together. */
-	const struct neigh_link *ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms);
+	/* The entry's slot in the flat index: state, link and the use hint together;
+	 * found through the route's hint (nh_hint, a gateway's) when it still holds. */
+	const struct neigh_link *ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
 	uint32_t mtu;
 
 	if (!ll) {
@@ -399,7 +400,7 @@ void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, cons
 	/* A parked packet: its ICMP errors go back through the egress's tenant (the
 	 * ingress's unless a route leaks between tenants). */
 	c->fib = out->fib;
-	output(c, NULL, out, family, nh, pkt, len, true, NULL, res);
+	output(c, NULL, out, family, nh, NULL, pkt, len, true, NULL, res);
 	if (res->v == FWD_V_TX) {
 		if (family == AF_INET)
 			FWD_INC(c->st->forwarded4);
@@ -417,7 +418,7 @@ void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, c
 		return;
 	}
 	c->fib = out->fib;
-	output(c, NULL, out, family, nh, pkt, len, false, NULL, res);
+	output(c, NULL, out, family, nh, NULL, pkt, len, false, NULL, res);
 	if (res->v == FWD_V_DROP && res->n_tx == 0 && res->drop == FWD_DROP_COUNT)
 		drop(res, FWD_DROP_NO_BUF); /* unresolved: not parked twice */
 }
@@ -440,8 +441,10 @@ static void send_own(struct fwd_ctx *c, int family, uint8_t *p, size_t len, stru
 		FWD_INC(c->st->icmp_not_sent);
 		return;
 	}
-	output(c, NULL, out, family, nh->type == RT_NH_GATEWAY ? nh->gw : dst, p, len, false, NULL,
-	       res);
+	if (nh->type == RT_NH_GATEWAY)
+		output(c, NULL, out, family, nh->gw, rt_fib_nh_hint(nh), p, len, false, NULL, res);
+	else
+		output(c, NULL, out, family, dst, NULL, p, len, false, NULL, res);
 	/* The original packet's verdict stands; the error only adds a frame. */
 	res->v = keep_v;
 	res->drop = keep_d;
@@ -558,6 +561,7 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 {
 	const struct fwd_if *out;
 	const uint8_t *nha;
+	uint32_t *hint;
 
 	if (!nh) {
 		if (!l2_mcast)
@@ -589,13 +593,19 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 		drop(res, FWD_DROP_TTL_EXPIRED);
 		return false;
 	}
-	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + f->dst_off;
+	if (nh->type == RT_NH_GATEWAY) {
+		nha = nh->gw;
+		hint = rt_fib_nh_hint(nh);
+	} else {
+		nha = p + f->dst_off; /* one next hop for many neighbours: no hint */
+		hint = NULL;
+	}
 	if (out == in && (f->alen == 4 ? memcmp(nha, p + f->src_off, 4)
 				       : memcmp(nha, p + f->src_off, 16)) == 0) {
 		drop(res, FWD_DROP_LOOP);
 		return false;
 	}
-	output(c, in, out, f->family, nha, p, len, true, g, res);
+	output(c, in, out, f->family, nha, hint, p, len, true, g, res);
 	return res->v == FWD_V_TX;
 }
 
@@ -775,15 +785,17 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct fwd_if *out = nh[i] ? fwd_snap_if(c->snap, nh[i]->ifindex) : NULL;
-		const uint8_t *nha;
 
 		w[i].slot = NULL;
 		if (!out || !out->neigh || nh[i]->family != w[i].family)
 			continue;
-		nha = nh[i]->type == RT_NH_GATEWAY ? nh[i]->gw
-		      : w[i].family == AF_INET     ? ip[i] + 16
-						   : ip[i] + 24;
-		w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nha);
+		if (nh[i]->type == RT_NH_GATEWAY)
+			w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nh[i]->gw,
+						    rt_fib_nh_hint(nh[i]));
+		else
+			w[i].slot =
+			    neigh_warm_slot(out->neigh, w[i].family,
+					    ip[i] + (w[i].family == AF_INET ? 16 : 24), NULL);
 	}
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].slot)

@@ -23,7 +23,12 @@
  *     slots are not reused, so probing never meets a key that changed under it;
  *   - when live + dead slots pass 3/4 of the index, a new index is built from the
  *     chains, published with one release store, and the old one freed through cfg.defer
- *     (a reader still on it reads entries and links that the same defer keeps alive).
+ *     (a reader still on it reads entries and links that the same defer keeps alive);
+ *   - a caller may keep where a key was found (neigh_lookup_link's slot hint: a FIB
+ *     next hop keeps its gateway's). The hint is only a slot number, read against
+ *     whichever index is current and used when that slot holds the key (the two rules
+ *     above make such a match the key's own slot); else the hash and probe run and the
+ *     hint is rewritten. Nothing here keeps hints right, so none can be wrong.
  *
  * Link addresses live in cells of 64 octets carved from the table's own mappings (huge
  * pages for a large table), not malloc's heap: the data path's second line per packet
@@ -456,15 +461,42 @@ static inline bool state_sends(enum neigh_state s)
 	       s == NEIGH_PERMANENT;
 }
 
+/* The hinted slot (hint: slot + 1, 0 none) when it holds (family, addr), else NULL. A
+ * slot's key never changes while its index lives and a dead slot's family is
+ * SLOT_DEAD, so a match is this key's entry in x, whatever wrote the hint. */
+static inline struct neigh_slot *idx_hinted(const struct neigh_index *x, int family,
+					    const uint8_t *addr, uint32_t hint)
+{
+	struct neigh_slot *s;
+
+	if (!hint)
+		return NULL;
+	s = (struct neigh_slot *)&x->s[(hint - 1) & x->mask];
+	if (__atomic_load_n(&s->family, __ATOMIC_ACQUIRE) == (uint8_t)family &&
+	    (family == AF_INET ? !memcmp(s->addr, addr, 4) : !memcmp(s->addr, addr, 16)))
+		return s;
+	return NULL;
+}
+
 const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
-					   const uint8_t *addr, uint64_t now)
+					   const uint8_t *addr, uint64_t now, uint32_t *slot_hint)
 {
 	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
-	struct neigh_slot *s = idx_find(t, x, family, addr);
+	uint32_t hint = slot_hint ? __atomic_load_n(slot_hint, __ATOMIC_RELAXED) : 0;
+	struct neigh_slot *s = idx_hinted(x, family, addr, hint);
 	const struct neigh_link *ll;
 
-	if (!s)
-		return NULL;
+	if (!s) {
+		s = idx_find(t, x, family, addr);
+		if (slot_hint) {
+			uint32_t h = s ? (uint32_t)(s - x->s) + 1 : 0;
+
+			if (h != hint)
+				__atomic_store_n(slot_hint, h, __ATOMIC_RELAXED);
+		}
+		if (!s)
+			return NULL;
+	}
 	ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
 	if (!ll || !ll->usable ||
 	    !state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
@@ -475,10 +507,11 @@ const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int fami
 }
 
 const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
-					 const uint8_t *addr)
+					 const uint8_t *addr, const uint32_t *slot_hint)
 {
 	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
-	const struct neigh_slot *s = &x->s[hash_key(t, family, addr) & x->mask];
+	uint32_t hint = slot_hint ? __atomic_load_n(slot_hint, __ATOMIC_RELAXED) : 0;
+	const struct neigh_slot *s = &x->s[(hint ? hint - 1 : hash_key(t, family, addr)) & x->mask];
 
 	__builtin_prefetch(s);
 	return s;

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <search.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,8 @@ struct slot_meta {
 struct pool {
 	uint32_t cap, used;
 	size_t size; /* bytes per slot */
+	size_t key;  /* its first key bytes are the value (hashed, compared); the rest is
+		      * the readers' cache, copied from the value interned */
 	void *slots; /* published to readers */
 	struct slot_meta *meta;
 	uint32_t *free_ids, nfree;
@@ -76,14 +79,21 @@ static uint32_t hash_bytes(const void *p, size_t n)
 	return (uint32_t)(h ^ h >> 32);
 }
 
-static int pool_init(struct pool *p, uint32_t cap, size_t size, const struct rt_config *cfg)
+static int pool_init(struct pool *p, uint32_t cap, size_t size, size_t key,
+		     const struct rt_config *cfg)
 {
+	size_t bytes = ((size_t)cap * size + 63) & ~(size_t)63;
+
 	p->cap = cap;
 	p->size = size;
+	p->key = key;
 	p->nbuckets = 1;
 	while (p->nbuckets < cap)
 		p->nbuckets <<= 1;
-	p->slots = calloc(cap, size);
+	/* On cache lines: a 32-octet next hop then never straddles two. */
+	p->slots = aligned_alloc(64, bytes);
+	if (p->slots)
+		memset(p->slots, 0, bytes);
 	p->meta = calloc(cap, sizeof(*p->meta));
 	p->free_ids = calloc(cap, sizeof(*p->free_ids));
 	p->buckets = malloc(p->nbuckets * sizeof(*p->buckets));
@@ -126,13 +136,13 @@ static void slot_returned(void *arg)
 					    __ATOMIC_RELAXED));
 }
 
-/* The slot holding exactly *val (size bytes), taking a reference; NONE when full. */
+/* The slot holding *val (its key bytes), taking a reference; NONE when full. */
 static uint32_t pool_intern(struct pool *p, const void *val)
 {
-	uint32_t h = hash_bytes(val, p->size), b = h & (p->nbuckets - 1), id;
+	uint32_t h = hash_bytes(val, p->key), b = h & (p->nbuckets - 1), id;
 
 	for (id = p->buckets[b]; id != NONE; id = p->meta[id].chain)
-		if (p->meta[id].hash == h && !memcmp(slot(p, id), val, p->size)) {
+		if (p->meta[id].hash == h && !memcmp(slot(p, id), val, p->key)) {
 			p->meta[id].refs++;
 			return id;
 		}
@@ -787,9 +797,11 @@ int rt_create(struct rt_table **out, const struct rt_config *cfg)
 					  .defer_ctx = cfg->defer_ctx };
 		struct lpm6_config l6 = { .defer = cfg->defer, .defer_ctx = cfg->defer_ctx };
 
-		rc = pool_init(&rt->nh, nnh, sizeof(struct rt_fib_nh), cfg);
+		rc = pool_init(&rt->nh, nnh, sizeof(struct rt_fib_nh),
+			       offsetof(struct rt_fib_nh, neigh_hint), cfg);
 		if (!rc)
-			rc = pool_init(&rt->grp, ngrp, sizeof(struct rt_fib_group), cfg);
+			rc = pool_init(&rt->grp, ngrp, sizeof(struct rt_fib_group),
+				       sizeof(struct rt_fib_group), cfg);
 		if (!rc)
 			rc = lpm4_create(&rt->fib.v4, &l4);
 		if (!rc)
