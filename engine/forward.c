@@ -55,6 +55,7 @@ void fwd_ctx_fini(struct fwd_ctx *c)
 void fwd_ctx_begin(struct fwd_ctx *c, uint64_t now_ns)
 {
 	c->snap = fwd_engine_snap(c->e);
+	c->warmed.n = c->warmed.next = 0;
 	c->now_ns = now_ns;
 	c->now_ms = now_ns / 1000000u;
 }
@@ -640,6 +641,28 @@ static bool mcast_punted(const struct fwd_ctx *c, const struct fwd_if *in)
 	return mask && in->index < 32 && (mask >> in->index & 1);
 }
 
+/* The FIB's answer fwd_prefetch_burst found for this packet (p: its IP header) in this
+ * packet's FIB, when it did; inputs come in the warmed order, so the search starts past
+ * the last one taken. Same FIB and destination within one RCU turn: the lookup's answer,
+ * as of a moment earlier in the turn. */
+static inline bool warmed_route(struct fwd_ctx *c, const uint8_t *p, const uint8_t *dst,
+				size_t alen, uint32_t *v)
+{
+	struct fwd_warmed *w = &c->warmed;
+
+	for (unsigned k = w->next; k < w->n; k++) {
+		if (w->ip[k] != p)
+			continue;
+		w->next = k + 1;
+		if (w->fib[k] != c->fib ||
+		    (alen == 4 ? memcmp(w->dst[k], dst, 4) : memcmp(w->dst[k], dst, 16)))
+			return false;
+		*v = w->v[k];
+		return true;
+	}
+	return false;
+}
+
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
 		     bool l2_mcast, const struct gso_pkt *g, struct fwd_result *res)
 {
@@ -676,7 +699,8 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		drop(res, FWD_DROP_MULTICAST);
 		return;
 	}
-	v = rt_fib_lookup4(c->fib, ii.dst);
+	if (!warmed_route(c, p, p + 16, 4, &v))
+		v = rt_fib_lookup4(c->fib, ii.dst);
 	if (route_out(c, &fam4, in,
 		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow4(c, p, &ii) : 0), p, len,
 		      ii.ttl, l2_mcast, g, res))
@@ -719,7 +743,8 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		drop(res, FWD_DROP_MULTICAST);
 		return;
 	}
-	v = rt_fib_lookup6(c->fib, p + 24);
+	if (!warmed_route(c, p, p + 24, 16, &v))
+		v = rt_fib_lookup6(c->fib, p + 24);
 	if (route_out(c, &fam6, in,
 		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow6(c, p, &ii) : 0), p, len,
 		      ii.hop_limit, l2_mcast, g, res))
@@ -753,10 +778,14 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
 	uint8_t dst6[FWD_PREFETCH_MAX][16];
 	const struct rt_fib_nh *nh[FWD_PREFETCH_MAX];
+	struct fwd_warmed *wd = &c->warmed;
 	unsigned n4 = 0, n6 = 0;
 
 	if (n > FWD_PREFETCH_MAX)
 		n = FWD_PREFETCH_MAX;
+	/* A new burst (inputs took from the last), or no room: start over. */
+	if (wd->next || wd->n + n > FWD_PREFETCH_MAX)
+		wd->n = wd->next = 0;
 	for (unsigned i = 0; i < n; i++) {
 		w[i].family = 0;
 		if (!ip[i] || len[i] < 20)
@@ -779,6 +808,15 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 			     : w[i].family == AF_INET6 ? v6[n6++]
 						       : 0;
 
+		if (w[i].family) {
+			unsigned k = wd->n++;
+
+			wd->ip[k] = ip[i];
+			wd->fib[k] = fib;
+			wd->v[k] = r;
+			memcpy(wd->dst[k], ip[i] + (w[i].family == AF_INET ? 16 : 24),
+			       w[i].family == AF_INET ? 4 : 16);
+		}
 		nh[i] = rt_fib_nexthop(fib, r, 0);
 		if (nh[i])
 			__builtin_prefetch(nh[i]);

@@ -974,6 +974,50 @@ static void gateway_hint_follows_neighbour(void **state)
 	to_gateway(v, h3_mac);
 }
 
+/*
+ * fwd_input_* takes the route the warming looked up for the same packet, in the same
+ * turn, FIB and destination, and nothing else: a route replaced between the warming and
+ * the next turn's input (fwd_ctx_begin) is the one used; a packet that follows in the
+ * same buffer unwarmed, or that was rewritten after its warming, goes by what it holds.
+ */
+static void warmed_route_only_its_own(void **state)
+{
+	struct env *v = *state;
+	struct rt_route r = { .prefix = pfx("203.0.113.0/24"), .source = RT_SRC_STATIC, .nnh = 1 };
+	const struct rt_fib *fib = fwd_snap_if(v->c.snap, v->ib)->fib;
+	uint8_t p[200];
+	const uint8_t *ip = p;
+	size_t l = 60;
+
+	eth_neigh(v, "10.1.0.4", h_mac);
+	r.nh[0] = (struct rt_nexthop){ .type = RT_NH_GATEWAY, .ifindex = v->eth };
+	assert_int_equal(ip_addr_parse("10.1.0.3", &r.nh[0].gw), 0);
+	assert_int_equal(rt_add(v->rt, &r), 0);
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	fwd_prefetch_burst(&v->c, fib, &ip, &l, 1);
+	assert_int_equal(ip_addr_parse("10.1.0.4", &r.nh[0].gw), 0);
+	assert_int_equal(rt_replace(v->rt, &r), 0);
+	fwd_ctx_begin(&v->c, 2000000000ull);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h_mac, 6); /* 10.1.0.4's, not 10.1.0.3's */
+
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	from_ib_warmed(v, p, 60);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h_mac, 6);
+	mk4(p, "10.2.0.2", "10.1.0.3", 17, 60, 64, false); /* same buffer, unwarmed */
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h3_mac, 6);
+
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	fwd_prefetch_burst(&v->c, fib, &ip, &l, 1);
+	mk4(p, "10.2.0.2", "10.1.0.3", 17, 60, 64, false); /* rewritten since */
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h3_mac, 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -999,6 +1043,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
 		cmocka_unit_test_setup_teardown(gateway_hint_follows_neighbour, setup, teardown),
+		cmocka_unit_test_setup_teardown(warmed_route_only_its_own, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
