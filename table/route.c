@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define NONE UINT32_MAX
 
@@ -43,7 +44,8 @@ struct pool {
 	size_t size; /* bytes per slot */
 	size_t key;  /* its first key bytes are the value (hashed, compared); the rest is
 		      * the readers' cache, copied from the value interned */
-	void *slots; /* published to readers */
+	void *slots; /* published to readers; its own mapping */
+	size_t slots_bytes;
 	struct slot_meta *meta;
 	uint32_t *free_ids, nfree;
 	uint32_t *buckets, nbuckets;
@@ -82,22 +84,27 @@ static uint32_t hash_bytes(const void *p, size_t n)
 static int pool_init(struct pool *p, uint32_t cap, size_t size, size_t key,
 		     const struct rt_config *cfg)
 {
-	size_t bytes = ((size_t)cap * size + 63) & ~(size_t)63;
-
 	p->cap = cap;
 	p->size = size;
 	p->key = key;
 	p->nbuckets = 1;
 	while (p->nbuckets < cap)
 		p->nbuckets <<= 1;
-	/* On cache lines: a 32-octet next hop then never straddles two. */
-	p->slots = aligned_alloc(64, bytes);
-	if (p->slots)
-		memset(p->slots, 0, bytes);
+	/* The slots the workers read: their own mapping, page aligned (a 32-octet next hop
+	 * never straddles two lines) and touched only where used (65,536 next hops are
+	 * 2 MiB). Huge pages (madvise) were tried for fwd_bench's 141,024 and made no
+	 * difference there (bench/README.md). */
+	p->slots_bytes = (size_t)cap * size;
+	p->slots = mmap(NULL, p->slots_bytes, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p->slots == MAP_FAILED) {
+		p->slots = NULL;
+		return -ENOMEM;
+	}
 	p->meta = calloc(cap, sizeof(*p->meta));
 	p->free_ids = calloc(cap, sizeof(*p->free_ids));
 	p->buckets = malloc(p->nbuckets * sizeof(*p->buckets));
-	if (!p->slots || !p->meta || !p->free_ids || !p->buckets)
+	if (!p->meta || !p->free_ids || !p->buckets)
 		return -ENOMEM;
 	memset(p->buckets, 0xff, p->nbuckets * sizeof(*p->buckets));
 	for (uint32_t i = 0; i < cap; i++) {
@@ -113,7 +120,8 @@ static int pool_init(struct pool *p, uint32_t cap, size_t size, size_t key,
 
 static void pool_fini(struct pool *p)
 {
-	free(p->slots);
+	if (p->slots)
+		munmap(p->slots, p->slots_bytes);
 	free(p->meta);
 	free(p->free_ids);
 	free(p->buckets);
