@@ -66,7 +66,9 @@ struct ipoib_rx;
  * same destination, in input order. Emptied by fwd_ctx_begin (a lookup result is an
  * index into the FIB, good only until the worker's next quiescent state) and by a
  * warming after inputs took from it; filled across the calls that warm one burst in
- * runs (IPoIB: one per tenant).
+ * runs (IPoIB: one per tenant). A caller that changes the tables itself between a
+ * warming and its inputs (a single-threaded test, tables without a defer) calls
+ * fwd_ctx_begin in between: a route slot may be reused at once there.
  */
 struct fwd_warmed {
 	unsigned n, next;
