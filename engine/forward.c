@@ -294,9 +294,19 @@ static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_
 		   const struct gso_pkt *g, struct fwd_result *res)
 {
 	/* The entry's slot in the flat index: state, link and the use hint together;
-	 * found through the route's hint (nh_hint, a gateway's) when it still holds. */
-	const struct neigh_link *ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
+	 * found through the route's hint (nh_hint, a gateway's) when it still holds. An
+	 * Ethernet egress reads the MAC from the slot itself (not the link's line): the
+	 * stand-in link below, whose addr is all that Ethernet's emit reads. */
+	struct neigh_link mac_ll;
+	const struct neigh_link *ll;
 	uint32_t mtu;
+
+	if (out->kind == FWD_IF_ETH)
+		ll = neigh_lookup_mac(out->neigh, family, nh, c->now_ms, nh_hint, mac_ll.addr)
+			 ? &mac_ll
+			 : NULL;
+	else
+		ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
 
 	if (!ll) {
 		if (!decrement) {
@@ -774,6 +784,7 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 	struct {
 		const struct neigh_slot *slot;
 		int family;
+		bool link; /* the link's line is read too (not an Ethernet egress) */
 	} w[FWD_PREFETCH_MAX];
 	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
 	uint8_t dst6[FWD_PREFETCH_MAX][16];
@@ -827,6 +838,7 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 		w[i].slot = NULL;
 		if (!out || !out->neigh || nh[i]->family != w[i].family)
 			continue;
+		w[i].link = out->kind != FWD_IF_ETH;
 		if (nh[i]->type == RT_NH_GATEWAY)
 			w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nh[i]->gw,
 						    rt_fib_nh_hint(nh[i]));
@@ -836,7 +848,7 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 					    ip[i] + (w[i].family == AF_INET ? 16 : 24), NULL);
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (w[i].slot)
+		if (w[i].slot && w[i].link)
 			neigh_warm_link(w[i].slot);
 }
 

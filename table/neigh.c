@@ -18,7 +18,9 @@
  *     fields, never another's;
  *   - set_state and publish_link store the state and the link into the slot too (the
  *     same release stores as the entry's; a reader sees each copy old or new, as it
- *     would the entry's);
+ *     would the entry's); publish_link also stores a 6-octet address (a MAC) and its
+ *     usable flag as one word of the slot, so that an Ethernet sender
+ *     (neigh_lookup_mac) reads one line, not the slot's and the link's;
  *   - a removal marks the slot dead (link NULL, state NONE, family SLOT_DEAD); dead
  *     slots are not reused, so probing never meets a key that changed under it;
  *   - when live + dead slots pass 3/4 of the index, a new index is built from the
@@ -101,6 +103,7 @@ struct neigh_slot {
 	struct neigh_link *link;
 	struct neigh_entry *e;
 	uint64_t used_hint; /* data path hint (relaxed atomics) */
+	uint64_t mac;       /* the link's MAC, for neigh_lookup_mac: see slot_mac */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct neigh_slot) == 64, "a slot is one cache line");
@@ -461,6 +464,31 @@ static inline bool state_sends(enum neigh_state s)
 	       s == NEIGH_PERMANENT;
 }
 
+/* A slot's copy of its link for an Ethernet sender, one word so that a reader never sees
+ * half of two: the MAC in octets 0-5, octet 6 the link's usable, octet 7 MAC_HERE (0:
+ * no link; MAC_ELSEWHERE: not a 6-octet address, read the link). Stored with release
+ * beside the link pointer, by the same writers. */
+#define MAC_HERE      1
+#define MAC_ELSEWHERE 2
+
+static uint64_t slot_mac(const struct neigh_link *ll)
+{
+	uint8_t b[8] = { 0 };
+	uint64_t w;
+
+	if (ll) {
+		if (ll->len == 6) {
+			memcpy(b, ll->addr, 6);
+			b[6] = ll->usable;
+			b[7] = MAC_HERE;
+		} else {
+			b[7] = MAC_ELSEWHERE;
+		}
+	}
+	memcpy(&w, b, 8);
+	return w;
+}
+
 /* The hinted slot (hint: slot + 1, 0 none) when it holds (family, addr), else NULL. A
  * slot's key never changes while its index lives and a dead slot's family is
  * SLOT_DEAD, so a match is this key's entry in x, whatever wrote the hint. */
@@ -478,13 +506,14 @@ static inline struct neigh_slot *idx_hinted(const struct neigh_index *x, int fam
 	return NULL;
 }
 
-const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
-					   const uint8_t *addr, uint64_t now, uint32_t *slot_hint)
+/* The data path's slot of (family, addr): the hinted one when it holds the key, else
+ * found by hash and probe (the hint then rewritten). NULL: no entry. */
+static inline struct neigh_slot *slot_of(const struct neigh_table *t, int family,
+					 const uint8_t *addr, uint32_t *slot_hint)
 {
 	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
 	uint32_t hint = slot_hint ? __atomic_load_n(slot_hint, __ATOMIC_RELAXED) : 0;
 	struct neigh_slot *s = idx_hinted(x, family, addr, hint);
-	const struct neigh_link *ll;
 
 	if (!s) {
 		s = idx_find(t, x, family, addr);
@@ -494,16 +523,57 @@ const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int fami
 			if (h != hint)
 				__atomic_store_n(slot_hint, h, __ATOMIC_RELAXED);
 		}
-		if (!s)
-			return NULL;
 	}
-	ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
-	if (!ll || !ll->usable ||
-	    !state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
-		return NULL;
+	return s;
+}
+
+/* The slot sends (state) and is used now: the use hint left. */
+static inline bool slot_use(struct neigh_slot *s, uint64_t now)
+{
+	if (!state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
+		return false;
 	if (__atomic_load_n(&s->used_hint, __ATOMIC_RELAXED) != now)
 		__atomic_store_n(&s->used_hint, now, __ATOMIC_RELAXED);
+	return true;
+}
+
+const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
+					   const uint8_t *addr, uint64_t now, uint32_t *slot_hint)
+{
+	struct neigh_slot *s = slot_of(t, family, addr, slot_hint);
+	const struct neigh_link *ll;
+
+	if (!s)
+		return NULL;
+	ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
+	if (!ll || !ll->usable || !slot_use(s, now))
+		return NULL;
 	return ll;
+}
+
+bool neigh_lookup_mac(const struct neigh_table *t, int family, const uint8_t *addr, uint64_t now,
+		      uint32_t *slot_hint, uint8_t mac[6])
+{
+	struct neigh_slot *s = slot_of(t, family, addr, slot_hint);
+	uint64_t w;
+	uint8_t b[8];
+
+	if (!s)
+		return false;
+	w = __atomic_load_n(&s->mac, __ATOMIC_ACQUIRE);
+	memcpy(b, &w, 8);
+	if (b[7] == MAC_ELSEWHERE) {
+		const struct neigh_link *ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
+
+		if (!ll || !ll->usable || ll->len < 6 || !slot_use(s, now))
+			return false;
+		memcpy(mac, ll->addr, 6);
+		return true;
+	}
+	if (b[7] != MAC_HERE || !b[6] || !slot_use(s, now))
+		return false;
+	memcpy(mac, b, 6);
+	return true;
 }
 
 const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
@@ -628,6 +698,7 @@ static int publish_link(struct neigh_table *t, struct neigh_entry *e, const stru
 	old = e->link;
 	__atomic_store_n(&e->link, n, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->idx->s[e->slot].link, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->idx->s[e->slot].mac, slot_mac(n), __ATOMIC_RELEASE);
 	retire(t, old);
 	return 0;
 }
@@ -689,6 +760,7 @@ static void idx_put(const struct neigh_table *t, struct neigh_index *x, struct n
 	memcpy(s->addr, e->addr, 16);
 	s->e = e;
 	__atomic_store_n(&s->link, e->link, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->mac, slot_mac(e->link), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state, e->state, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->used_hint,
 			 was ? __atomic_load_n(&was->used_hint, __ATOMIC_RELAXED) : 0,
@@ -735,6 +807,7 @@ static void idx_del(struct neigh_table *t, struct neigh_entry *e)
 	struct neigh_slot *s = &t->idx->s[e->slot];
 
 	__atomic_store_n(&s->link, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->mac, (uint64_t)0, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->state, (uint8_t)NEIGH_NONE, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->family, (uint8_t)SLOT_DEAD, __ATOMIC_RELEASE);
 }

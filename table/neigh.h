@@ -194,6 +194,11 @@ struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const 
 const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
 					   const uint8_t *addr, uint64_t now_ms,
 					   uint32_t *slot_hint);
+/* neigh_lookup_link for a sender that needs only a MAC (an Ethernet egress): true and
+ * the MAC in mac where neigh_lookup_link would return a link, read from the index slot
+ * (a copy published with the link), not from the link address: one line, not two. */
+bool neigh_lookup_mac(const struct neigh_table *t, int family, const uint8_t *addr, uint64_t now_ms,
+		      uint32_t *slot_hint, uint8_t mac[6]);
 enum neigh_state neigh_entry_state(const struct neigh_entry *e);
 /* Cache warming for a burst (fwd_prefetch_burst), one step over every packet before
  * the next: the index slot where (family, addr) starts its probe (or the hinted one, as

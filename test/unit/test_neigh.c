@@ -801,6 +801,16 @@ static void test_index_churn(void **s)
 			/* a found key leaves its slot, an absent one no hint */
 			assert_true(ll ? hints[k] != 0 && other == hints[k] : hints[k] == 0);
 			assert_ptr_equal(neigh_lookup_link(t, fam, a, fake_now, &hints[k]), ll);
+			/* the slot's copy of the MAC: the link's */
+			{
+				uint8_t mac[6];
+
+				assert_int_equal(
+				    neigh_lookup_mac(t, fam, a, fake_now, &hints[k], mac),
+				    ll != NULL);
+				if (ll)
+					assert_memory_equal(mac, ll->addr, 6);
+			}
 			if (k + window > i) {
 				assert_non_null(ll);
 				assert_int_equal(ll->addr[5], (uint8_t)k);
@@ -819,25 +829,45 @@ static void test_index_churn(void **s)
 }
 
 /* neigh_lookup_link sends only with a usable link in a sending state, and its use hint
- * is the one neigh_tick acts on (STALE and used: DELAY). */
+ * is the one neigh_tick acts on (STALE and used: DELAY); neigh_lookup_mac answers the
+ * same, with the link's MAC (a 20-octet address: its first 6, read from the link). */
+static bool mac_of(struct neigh_table *t, const uint8_t *ip, uint8_t mac[6])
+{
+	return neigh_lookup_mac(t, AF_INET, ip, fake_now, NULL, mac);
+}
+
 static void test_lookup_link(void **s)
 {
 	struct neigh_table *t = mk(NULL);
-	struct neigh_link l = mac_link(9), unusable = mac_link(9);
+	struct neigh_link l = mac_link(9), unusable = mac_link(9), wide = { 0 };
 	struct neigh_info ni;
+	uint8_t mac[6];
 	struct neigh_entry *e;
 
 	(void)s;
 	unusable.usable = false;
 	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL));
+	assert_false(mac_of(t, ip_a, mac));
 	assert_int_equal(neigh_resolve(t, AF_INET, ip_a, NULL), 0); /* INCOMPLETE */
 	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL));
+	assert_false(mac_of(t, ip_a, mac));
 	e = neigh_update(t, AF_INET, ip_a, &unusable, NEIGH_F_SOLICITED);
 	assert_non_null(e);
 	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
 	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL)); /* not usable yet */
+	assert_false(mac_of(t, ip_a, mac));
 	neigh_set_link(t, e, &l);
 	assert_non_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL));
+	assert_true(mac_of(t, ip_a, mac));
+	assert_memory_equal(mac, l.addr, 6);
+	wide.len = 20;
+	wide.usable = true;
+	for (int i = 0; i < 20; i++)
+		wide.addr[i] = (uint8_t)(0x40 + i);
+	neigh_set_link(t, e, &wide);
+	assert_true(mac_of(t, ip_a, mac));
+	assert_memory_equal(mac, wide.addr, 6);
+	neigh_set_link(t, e, &l);
 	/* unsolicited: STALE, still sent to; the use moves it to DELAY */
 	assert_non_null(neigh_update(t, AF_INET, ip_b, &l, NEIGH_F_CREATE));
 	e = neigh_lookup(t, AF_INET, ip_b);
@@ -855,6 +885,10 @@ static void test_lookup_link(void **s)
 	run_for(t, 8500);
 	assert_int_equal(neigh_entry_state(e), NEIGH_FAILED);
 	assert_null(neigh_lookup_link(t, AF_INET, ip_b, fake_now, NULL));
+	assert_false(mac_of(t, ip_b, mac));
+	assert_true(mac_of(t, ip_a, mac)); /* still REACHABLE (15 s at the least) */
+	neigh_delete(t, neigh_lookup(t, AF_INET, ip_a));
+	assert_false(mac_of(t, ip_a, mac));
 	neigh_table_free(t);
 }
 
@@ -899,6 +933,17 @@ static void *churn_reader(void *arg)
 			addr_of(k, &fam, a);
 			if (hint && __atomic_load_n(&r->hints[k], __ATOMIC_RELAXED))
 				r->hinted[me->id]++;
+			if ((turn + k) % 3 == 0) { /* the slot's MAC word */
+				uint8_t mac[6];
+
+				if (!neigh_lookup_mac(r->t, fam, a, 1, hint ? &r->hints[k] : NULL,
+						      mac))
+					continue;
+				r->hits[me->id]++;
+				if (mac[5] != (uint8_t)k || mac[4] != 0)
+					r->bad[me->id]++;
+				continue;
+			}
 			ll = neigh_lookup_link(r->t, fam, a, 1, hint ? &r->hints[k] : NULL);
 			if (!ll)
 				continue;
