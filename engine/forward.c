@@ -55,6 +55,7 @@ void fwd_ctx_fini(struct fwd_ctx *c)
 void fwd_ctx_begin(struct fwd_ctx *c, uint64_t now_ns)
 {
 	c->snap = fwd_engine_snap(c->e);
+	c->warmed.n = c->warmed.next = 0;
 	c->now_ns = now_ns;
 	c->now_ms = now_ns / 1000000u;
 }
@@ -289,12 +290,23 @@ static void output_gso(struct fwd_ctx *c, const struct fwd_if *in, const struct 
  * packet as it came); false for our own ICMP errors.
  */
 static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_if *out, int family,
-		   const uint8_t *nh, uint8_t *p, size_t len, bool decrement,
+		   const uint8_t *nh, uint32_t *nh_hint, uint8_t *p, size_t len, bool decrement,
 		   const struct gso_pkt *g, struct fwd_result *res)
 {
-	/* The entry's slot in the flat index: state, link and the use hint together. */
-	const struct neigh_link *ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms);
+	/* The entry's slot in the flat index: state, link and the use hint together;
+	 * found through the route's hint (nh_hint, a gateway's) when it still holds. An
+	 * Ethernet egress reads the MAC from the slot itself (not the link's line): the
+	 * stand-in link below, whose addr is all that Ethernet's emit reads. */
+	struct neigh_link mac_ll;
+	const struct neigh_link *ll;
 	uint32_t mtu;
+
+	if (out->kind == FWD_IF_ETH)
+		ll = neigh_lookup_mac(out->neigh, family, nh, c->now_ms, nh_hint, mac_ll.addr)
+			 ? &mac_ll
+			 : NULL;
+	else
+		ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
 
 	if (!ll) {
 		if (!decrement) {
@@ -399,7 +411,7 @@ void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, cons
 	/* A parked packet: its ICMP errors go back through the egress's tenant (the
 	 * ingress's unless a route leaks between tenants). */
 	c->fib = out->fib;
-	output(c, NULL, out, family, nh, pkt, len, true, NULL, res);
+	output(c, NULL, out, family, nh, NULL, pkt, len, true, NULL, res);
 	if (res->v == FWD_V_TX) {
 		if (family == AF_INET)
 			FWD_INC(c->st->forwarded4);
@@ -417,7 +429,7 @@ void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, c
 		return;
 	}
 	c->fib = out->fib;
-	output(c, NULL, out, family, nh, pkt, len, false, NULL, res);
+	output(c, NULL, out, family, nh, NULL, pkt, len, false, NULL, res);
 	if (res->v == FWD_V_DROP && res->n_tx == 0 && res->drop == FWD_DROP_COUNT)
 		drop(res, FWD_DROP_NO_BUF); /* unresolved: not parked twice */
 }
@@ -440,8 +452,10 @@ static void send_own(struct fwd_ctx *c, int family, uint8_t *p, size_t len, stru
 		FWD_INC(c->st->icmp_not_sent);
 		return;
 	}
-	output(c, NULL, out, family, nh->type == RT_NH_GATEWAY ? nh->gw : dst, p, len, false, NULL,
-	       res);
+	if (nh->type == RT_NH_GATEWAY)
+		output(c, NULL, out, family, nh->gw, rt_fib_nh_hint(nh), p, len, false, NULL, res);
+	else
+		output(c, NULL, out, family, dst, NULL, p, len, false, NULL, res);
 	/* The original packet's verdict stands; the error only adds a frame. */
 	res->v = keep_v;
 	res->drop = keep_d;
@@ -558,6 +572,7 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 {
 	const struct fwd_if *out;
 	const uint8_t *nha;
+	uint32_t *hint;
 
 	if (!nh) {
 		if (!l2_mcast)
@@ -589,13 +604,19 @@ static bool route_out(struct fwd_ctx *c, const struct ip_family *f, const struct
 		drop(res, FWD_DROP_TTL_EXPIRED);
 		return false;
 	}
-	nha = nh->type == RT_NH_GATEWAY ? nh->gw : p + f->dst_off;
+	if (nh->type == RT_NH_GATEWAY) {
+		nha = nh->gw;
+		hint = rt_fib_nh_hint(nh);
+	} else {
+		nha = p + f->dst_off; /* one next hop for many neighbours: no hint */
+		hint = NULL;
+	}
 	if (out == in && (f->alen == 4 ? memcmp(nha, p + f->src_off, 4)
 				       : memcmp(nha, p + f->src_off, 16)) == 0) {
 		drop(res, FWD_DROP_LOOP);
 		return false;
 	}
-	output(c, in, out, f->family, nha, p, len, true, g, res);
+	output(c, in, out, f->family, nha, hint, p, len, true, g, res);
 	return res->v == FWD_V_TX;
 }
 
@@ -628,6 +649,28 @@ static bool mcast_punted(const struct fwd_ctx *c, const struct fwd_if *in)
 	uint32_t mask = atomic_load_explicit(&c->e->mcast_ifmask, memory_order_relaxed);
 
 	return mask && in->index < 32 && (mask >> in->index & 1);
+}
+
+/* The FIB's answer fwd_prefetch_burst found for this packet (p: its IP header) in this
+ * packet's FIB, when it did; inputs come in the warmed order, so the search starts past
+ * the last one taken. Same FIB and destination within one RCU turn: the lookup's answer,
+ * as of a moment earlier in the turn. */
+static inline bool warmed_route(struct fwd_ctx *c, const uint8_t *p, const uint8_t *dst,
+				size_t alen, uint32_t *v)
+{
+	struct fwd_warmed *w = &c->warmed;
+
+	for (unsigned k = w->next; k < w->n; k++) {
+		if (w->ip[k] != p)
+			continue;
+		w->next = k + 1;
+		if (w->fib[k] != c->fib ||
+		    (alen == 4 ? memcmp(w->dst[k], dst, 4) : memcmp(w->dst[k], dst, 16)))
+			return false;
+		*v = w->v[k];
+		return true;
+	}
+	return false;
 }
 
 static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, size_t len,
@@ -666,7 +709,8 @@ static void ip4_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		drop(res, FWD_DROP_MULTICAST);
 		return;
 	}
-	v = rt_fib_lookup4(c->fib, ii.dst);
+	if (!warmed_route(c, p, p + 16, 4, &v))
+		v = rt_fib_lookup4(c->fib, ii.dst);
 	if (route_out(c, &fam4, in,
 		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow4(c, p, &ii) : 0), p, len,
 		      ii.ttl, l2_mcast, g, res))
@@ -709,7 +753,8 @@ static void ip6_path(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *p, siz
 		drop(res, FWD_DROP_MULTICAST);
 		return;
 	}
-	v = rt_fib_lookup6(c->fib, p + 24);
+	if (!warmed_route(c, p, p + 24, 16, &v))
+		v = rt_fib_lookup6(c->fib, p + 24);
 	if (route_out(c, &fam6, in,
 		      rt_fib_nexthop(c->fib, v, (v & RT_FIB_GROUP) ? flow6(c, p, &ii) : 0), p, len,
 		      ii.hop_limit, l2_mcast, g, res))
@@ -739,14 +784,19 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 	struct {
 		const struct neigh_slot *slot;
 		int family;
+		bool link; /* the link's line is read too (not an Ethernet egress) */
 	} w[FWD_PREFETCH_MAX];
 	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
 	uint8_t dst6[FWD_PREFETCH_MAX][16];
 	const struct rt_fib_nh *nh[FWD_PREFETCH_MAX];
+	struct fwd_warmed *wd = &c->warmed;
 	unsigned n4 = 0, n6 = 0;
 
 	if (n > FWD_PREFETCH_MAX)
 		n = FWD_PREFETCH_MAX;
+	/* A new burst (inputs took from the last), or no room: start over. */
+	if (wd->next || wd->n + n > FWD_PREFETCH_MAX)
+		wd->n = wd->next = 0;
 	for (unsigned i = 0; i < n; i++) {
 		w[i].family = 0;
 		if (!ip[i] || len[i] < 20)
@@ -769,24 +819,36 @@ void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8
 			     : w[i].family == AF_INET6 ? v6[n6++]
 						       : 0;
 
+		if (w[i].family) {
+			unsigned k = wd->n++;
+
+			wd->ip[k] = ip[i];
+			wd->fib[k] = fib;
+			wd->v[k] = r;
+			memcpy(wd->dst[k], ip[i] + (w[i].family == AF_INET ? 16 : 24),
+			       w[i].family == AF_INET ? 4 : 16);
+		}
 		nh[i] = rt_fib_nexthop(fib, r, 0);
 		if (nh[i])
 			__builtin_prefetch(nh[i]);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct fwd_if *out = nh[i] ? fwd_snap_if(c->snap, nh[i]->ifindex) : NULL;
-		const uint8_t *nha;
 
 		w[i].slot = NULL;
 		if (!out || !out->neigh || nh[i]->family != w[i].family)
 			continue;
-		nha = nh[i]->type == RT_NH_GATEWAY ? nh[i]->gw
-		      : w[i].family == AF_INET     ? ip[i] + 16
-						   : ip[i] + 24;
-		w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nha);
+		w[i].link = out->kind != FWD_IF_ETH;
+		if (nh[i]->type == RT_NH_GATEWAY)
+			w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nh[i]->gw,
+						    rt_fib_nh_hint(nh[i]));
+		else
+			w[i].slot =
+			    neigh_warm_slot(out->neigh, w[i].family,
+					    ip[i] + (w[i].family == AF_INET ? 16 : 24), NULL);
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (w[i].slot)
+		if (w[i].slot && w[i].link)
 			neigh_warm_link(w[i].slot);
 }
 

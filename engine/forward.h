@@ -54,6 +54,30 @@ struct ipoib_rx;
 #define FWD_SCRATCH_PKT (112 * 1024)
 #define FWD_RL_BUCKETS  1024
 
+/* Before a burst goes through fwd_input_*: start the cache misses of every packet's
+ * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP), looked
+ * up in fib (the ingress interface's, fwd_if.fib). The result of fwd_input_* does not
+ * depend on it; up to FWD_PREFETCH_MAX packets per call. */
+#define FWD_PREFETCH_MAX 64
+
+/*
+ * The FIB lookups of the warmed packets, for fwd_input_* to take instead of looking up
+ * again: the entry of the same packet (its IP header's address), the same FIB and the
+ * same destination, in input order. Emptied by fwd_ctx_begin (a lookup result is an
+ * index into the FIB, good only until the worker's next quiescent state) and by a
+ * warming after inputs took from it; filled across the calls that warm one burst in
+ * runs (IPoIB: one per tenant). A caller that changes the tables itself between a
+ * warming and its inputs (a single-threaded test, tables without a defer) calls
+ * fwd_ctx_begin in between: a route slot may be reused at once there.
+ */
+struct fwd_warmed {
+	unsigned n, next;
+	const uint8_t *ip[FWD_PREFETCH_MAX];
+	const struct rt_fib *fib[FWD_PREFETCH_MAX];
+	uint32_t v[FWD_PREFETCH_MAX];
+	uint8_t dst[FWD_PREFETCH_MAX][16]; /* network order; IPv4 in the first 4 */
+};
+
 /* Per-worker pipeline state. Owner: its worker thread. */
 struct fwd_ctx {
 	struct fwd_engine *e;
@@ -70,6 +94,7 @@ struct fwd_ctx {
 	 * have been transmitted (fwd_ctx_scratch_reset). */
 	uint8_t *scratch;
 	size_t scratch_cap, scratch_used;
+	struct fwd_warmed warmed; /* fwd_prefetch_burst's routes */
 };
 
 int fwd_ctx_init(struct fwd_ctx *c, struct fwd_engine *e, unsigned worker);
@@ -114,11 +139,8 @@ struct fwd_result {
 	struct fwd_tx tx[FWD_TX_MAX];
 };
 
-/* Before a burst goes through fwd_input_*: start the cache misses of every packet's
- * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP), looked
- * up in fib (the ingress interface's, fwd_if.fib). The result of fwd_input_* does not
- * depend on it; up to FWD_PREFETCH_MAX packets. */
-#define FWD_PREFETCH_MAX 64
+/* fwd_prefetch_burst (FWD_PREFETCH_MAX above): called with the packets in the order
+ * they then go through fwd_input_*, within the same fwd_ctx_begin turn. */
 void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8_t *const *ip,
 			const size_t *len, unsigned n);
 /* The IP header of an untagged IPv4/IPv6 Ethernet frame (and its length), else NULL. */

@@ -18,12 +18,19 @@
  *     fields, never another's;
  *   - set_state and publish_link store the state and the link into the slot too (the
  *     same release stores as the entry's; a reader sees each copy old or new, as it
- *     would the entry's);
+ *     would the entry's); publish_link also stores a 6-octet address (a MAC) and its
+ *     usable flag as one word of the slot, so that an Ethernet sender
+ *     (neigh_lookup_mac) reads one line, not the slot's and the link's;
  *   - a removal marks the slot dead (link NULL, state NONE, family SLOT_DEAD); dead
  *     slots are not reused, so probing never meets a key that changed under it;
  *   - when live + dead slots pass 3/4 of the index, a new index is built from the
  *     chains, published with one release store, and the old one freed through cfg.defer
- *     (a reader still on it reads entries and links that the same defer keeps alive).
+ *     (a reader still on it reads entries and links that the same defer keeps alive);
+ *   - a caller may keep where a key was found (neigh_lookup_link's slot hint: a FIB
+ *     next hop keeps its gateway's). The hint is only a slot number, read against
+ *     whichever index is current and used when that slot holds the key (the two rules
+ *     above make such a match the key's own slot); else the hash and probe run and the
+ *     hint is rewritten. Nothing here keeps hints right, so none can be wrong.
  *
  * Link addresses live in cells of 64 octets carved from the table's own mappings (huge
  * pages for a large table), not malloc's heap: the data path's second line per packet
@@ -96,6 +103,7 @@ struct neigh_slot {
 	struct neigh_link *link;
 	struct neigh_entry *e;
 	uint64_t used_hint; /* data path hint (relaxed atomics) */
+	uint64_t mac;       /* the link's MAC, for neigh_lookup_mac: see slot_mac */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct neigh_slot) == 64, "a slot is one cache line");
@@ -456,29 +464,124 @@ static inline bool state_sends(enum neigh_state s)
 	       s == NEIGH_PERMANENT;
 }
 
-const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
-					   const uint8_t *addr, uint64_t now)
+/* A slot's copy of its link for an Ethernet sender, one word so that a reader never sees
+ * half of two: the MAC in octets 0-5, octet 6 the link's usable, octet 7 MAC_HERE (0:
+ * no link; MAC_ELSEWHERE: not a 6-octet address, read the link). Stored with release
+ * beside the link pointer, by the same writers. */
+#define MAC_HERE      1
+#define MAC_ELSEWHERE 2
+
+static uint64_t slot_mac(const struct neigh_link *ll)
+{
+	uint8_t b[8] = { 0 };
+	uint64_t w;
+
+	if (ll) {
+		if (ll->len == 6) {
+			memcpy(b, ll->addr, 6);
+			b[6] = ll->usable;
+			b[7] = MAC_HERE;
+		} else {
+			b[7] = MAC_ELSEWHERE;
+		}
+	}
+	memcpy(&w, b, 8);
+	return w;
+}
+
+/* The hinted slot (hint: slot + 1, 0 none) when it holds (family, addr), else NULL. A
+ * slot's key never changes while its index lives and a dead slot's family is
+ * SLOT_DEAD, so a match is this key's entry in x, whatever wrote the hint. */
+static inline struct neigh_slot *idx_hinted(const struct neigh_index *x, int family,
+					    const uint8_t *addr, uint32_t hint)
+{
+	struct neigh_slot *s;
+
+	if (!hint)
+		return NULL;
+	s = (struct neigh_slot *)&x->s[(hint - 1) & x->mask];
+	if (__atomic_load_n(&s->family, __ATOMIC_ACQUIRE) == (uint8_t)family &&
+	    (family == AF_INET ? !memcmp(s->addr, addr, 4) : !memcmp(s->addr, addr, 16)))
+		return s;
+	return NULL;
+}
+
+/* The data path's slot of (family, addr): the hinted one when it holds the key, else
+ * found by hash and probe (the hint then rewritten). NULL: no entry. */
+static inline struct neigh_slot *slot_of(const struct neigh_table *t, int family,
+					 const uint8_t *addr, uint32_t *slot_hint)
 {
 	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
-	struct neigh_slot *s = idx_find(t, x, family, addr);
+	uint32_t hint = slot_hint ? __atomic_load_n(slot_hint, __ATOMIC_RELAXED) : 0;
+	struct neigh_slot *s = idx_hinted(x, family, addr, hint);
+
+	if (!s) {
+		s = idx_find(t, x, family, addr);
+		if (slot_hint) {
+			uint32_t h = s ? (uint32_t)(s - x->s) + 1 : 0;
+
+			if (h != hint)
+				__atomic_store_n(slot_hint, h, __ATOMIC_RELAXED);
+		}
+	}
+	return s;
+}
+
+/* The slot sends (state) and is used now: the use hint left. */
+static inline bool slot_use(struct neigh_slot *s, uint64_t now)
+{
+	if (!state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
+		return false;
+	if (__atomic_load_n(&s->used_hint, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&s->used_hint, now, __ATOMIC_RELAXED);
+	return true;
+}
+
+const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
+					   const uint8_t *addr, uint64_t now, uint32_t *slot_hint)
+{
+	struct neigh_slot *s = slot_of(t, family, addr, slot_hint);
 	const struct neigh_link *ll;
 
 	if (!s)
 		return NULL;
 	ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
-	if (!ll || !ll->usable ||
-	    !state_sends((enum neigh_state)__atomic_load_n(&s->state, __ATOMIC_ACQUIRE)))
+	if (!ll || !ll->usable || !slot_use(s, now))
 		return NULL;
-	if (__atomic_load_n(&s->used_hint, __ATOMIC_RELAXED) != now)
-		__atomic_store_n(&s->used_hint, now, __ATOMIC_RELAXED);
 	return ll;
 }
 
+bool neigh_lookup_mac(const struct neigh_table *t, int family, const uint8_t *addr, uint64_t now,
+		      uint32_t *slot_hint, uint8_t mac[6])
+{
+	struct neigh_slot *s = slot_of(t, family, addr, slot_hint);
+	uint64_t w;
+	uint8_t b[8];
+
+	if (!s)
+		return false;
+	w = __atomic_load_n(&s->mac, __ATOMIC_ACQUIRE);
+	memcpy(b, &w, 8);
+	if (b[7] == MAC_ELSEWHERE) {
+		const struct neigh_link *ll = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
+
+		if (!ll || !ll->usable || ll->len < 6 || !slot_use(s, now))
+			return false;
+		memcpy(mac, ll->addr, 6);
+		return true;
+	}
+	if (b[7] != MAC_HERE || !b[6] || !slot_use(s, now))
+		return false;
+	memcpy(mac, b, 6);
+	return true;
+}
+
 const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
-					 const uint8_t *addr)
+					 const uint8_t *addr, const uint32_t *slot_hint)
 {
 	const struct neigh_index *x = __atomic_load_n(&t->idx, __ATOMIC_ACQUIRE);
-	const struct neigh_slot *s = &x->s[hash_key(t, family, addr) & x->mask];
+	uint32_t hint = slot_hint ? __atomic_load_n(slot_hint, __ATOMIC_RELAXED) : 0;
+	const struct neigh_slot *s = &x->s[(hint ? hint - 1 : hash_key(t, family, addr)) & x->mask];
 
 	__builtin_prefetch(s);
 	return s;
@@ -595,6 +698,7 @@ static int publish_link(struct neigh_table *t, struct neigh_entry *e, const stru
 	old = e->link;
 	__atomic_store_n(&e->link, n, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->idx->s[e->slot].link, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->idx->s[e->slot].mac, slot_mac(n), __ATOMIC_RELEASE);
 	retire(t, old);
 	return 0;
 }
@@ -656,6 +760,7 @@ static void idx_put(const struct neigh_table *t, struct neigh_index *x, struct n
 	memcpy(s->addr, e->addr, 16);
 	s->e = e;
 	__atomic_store_n(&s->link, e->link, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->mac, slot_mac(e->link), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state, e->state, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->used_hint,
 			 was ? __atomic_load_n(&was->used_hint, __ATOMIC_RELAXED) : 0,
@@ -702,6 +807,7 @@ static void idx_del(struct neigh_table *t, struct neigh_entry *e)
 	struct neigh_slot *s = &t->idx->s[e->slot];
 
 	__atomic_store_n(&s->link, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->mac, (uint64_t)0, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->state, (uint8_t)NEIGH_NONE, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->family, (uint8_t)SLOT_DEAD, __ATOMIC_RELEASE);
 }

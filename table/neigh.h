@@ -179,21 +179,35 @@ void neigh_table_free(struct neigh_table *t);
 /* ---- data path (any thread, lock free) --------------------------------------- */
 /* The entry for (family, addr) or NULL. addr: 4 or 16 octets, network order. */
 struct neigh_entry *neigh_lookup(const struct neigh_table *t, int family, const uint8_t *addr);
-/* The forwarder's lookup: the link address to send to (family, addr) with, or NULL when
+/*
+ * The forwarder's lookup: the link address to send to (family, addr) with, or NULL when
  * there is no entry, no usable link address, or a state that does not send (as below).
  * Leaves the use hint (now: ms of the table's clock), as neigh_entry_used would. Reads
  * one slot of the table's flat index (key, state, link, hint on one cache line) and the
- * link address, not the entry. */
+ * link address, not the entry.
+ * slot_hint (NULL: none) is the caller's cache of where the key sits in the index,
+ * kept beside the address (a FIB next hop's neigh_hint), 0 when unknown: a hinted slot
+ * that still holds this key is used without the hash and the probe; any other value
+ * (a slot died, the index was rebuilt, the hint is another table's) costs the usual
+ * lookup, which then rewrites the hint (relaxed atomics: workers share it).
+ */
 const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int family,
-					   const uint8_t *addr, uint64_t now_ms);
+					   const uint8_t *addr, uint64_t now_ms,
+					   uint32_t *slot_hint);
+/* neigh_lookup_link for a sender that needs only a MAC (an Ethernet egress): true and
+ * the MAC in mac where neigh_lookup_link would return a link, read from the index slot
+ * (a copy published with the link), not from the link address: one line, not two. */
+bool neigh_lookup_mac(const struct neigh_table *t, int family, const uint8_t *addr, uint64_t now_ms,
+		      uint32_t *slot_hint, uint8_t mac[6]);
 enum neigh_state neigh_entry_state(const struct neigh_entry *e);
 /* Cache warming for a burst (fwd_prefetch_burst), one step over every packet before
- * the next: the index slot where (family, addr) starts its probe, then the link
- * address in that slot. Each starts the load of what the next step reads; no result
- * is used (a key that probed further only leaves its line cold). */
+ * the next: the index slot where (family, addr) starts its probe (or the hinted one, as
+ * neigh_lookup_link's slot_hint), then the link address in that slot. Each starts the
+ * load of what the next step reads; no result is used (a key that probed further or a
+ * stale hint only leaves its line cold). */
 struct neigh_slot;
 const struct neigh_slot *neigh_warm_slot(const struct neigh_table *t, int family,
-					 const uint8_t *addr);
+					 const uint8_t *addr, const uint32_t *slot_hint);
 void neigh_warm_link(const struct neigh_slot *s);
 /* The published link address (NULL when none): send when ->usable and the state is
  * REACHABLE, STALE, DELAY, PROBE or PERMANENT. */

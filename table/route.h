@@ -21,8 +21,9 @@
  * FIB (read by workers, written by the control thread). lpm4 and lpm6 map a prefix to a
  * value: either a next-hop index + 1, or RT_FIB_GROUP | group index for ECMP. Next hops
  * and groups are shared by every prefix that uses the same ones (reference counted by
- * the writer), immutable once published, and their slots are reused only after an RCU
- * grace period (the defer function, same contract as lpm4's). A worker does:
+ * the writer), immutable once published (but for a next hop's neighbour hint, the
+ * workers' own cache), and their slots are reused only after an RCU grace period (the
+ * defer function, same contract as lpm4's). A worker does:
  *
  *     uint32_t v = rt_fib_lookup4(fib, dst);           // host byte order
  *     const struct rt_fib_nh *nh = rt_fib_nexthop(fib, v, rt_flow_hash4(...));
@@ -84,14 +85,25 @@ struct rt_route {
 #define RT_FIB_GROUP     (1u << 24)
 #define RT_FIB_INDEX_MAX (RT_FIB_GROUP - 2)
 
-/* Immutable once published; reused after a grace period. */
+/*
+ * Immutable once published (but for neigh_hint); reused after a grace period. 32
+ * octets on a 32-octet boundary, so that a next hop is one cache line, never two.
+ */
 struct rt_fib_nh {
 	uint8_t type;   /* enum rt_nh_type */
 	uint8_t family; /* AF_INET or AF_INET6 */
 	uint16_t reserved;
 	uint32_t ifindex;
 	uint8_t gw[16]; /* RT_NH_GATEWAY: network order, IPv4 in the first 4 */
-};
+	/* Not part of the next hop's value: the workers' cache of where the gateway's
+	 * entry sits in the egress's neighbour index (neigh_lookup_link's hint), read and
+	 * written with relaxed atomics through rt_fib_nh_hint. Any value is safe: the
+	 * neighbour table checks it against the key before use. 0 when published. */
+	uint32_t neigh_hint;
+	uint32_t pad;
+} __attribute__((aligned(32)));
+
+_Static_assert(sizeof(struct rt_fib_nh) == 32, "a FIB next hop is 32 octets");
 
 struct rt_fib_group {
 	uint32_t n;               /* 2..RT_ECMP_MAX */
@@ -127,6 +139,12 @@ static inline const struct rt_fib_nh *rt_fib_nexthop(const struct rt_fib *f, uin
 		return &f->nh[g->nh[(uint32_t)(((uint64_t)flow_hash * g->n) >> 32)]];
 	}
 	return &f->nh[v - 1];
+}
+
+/* The next hop's neighbour hint (the one field a worker writes; see struct rt_fib_nh). */
+static inline uint32_t *rt_fib_nh_hint(const struct rt_fib_nh *nh)
+{
+	return (uint32_t *)(uintptr_t)&nh->neigh_hint;
 }
 
 /* Flow hashes for ECMP: the same flow always takes the same next hop; seed per box so

@@ -1,8 +1,10 @@
 /*
  * libFuzzer harness for engine/forward: arbitrary input from either side (first octet
  * chooses Ethernet or IPoIB and the frame's packet type) through the pipeline against a
- * fixed small engine (one Ethernet and one IPoIB interface, addresses, a route, one
- * neighbour each side), cache warming (fwd_prefetch_burst) first as the worker does.
+ * fixed small engine (one Ethernet and one IPoIB interface, addresses, their connected
+ * routes, one neighbour each side, routes via gateways on both sides -- one gateway
+ * unresolved -- so that the next hops' neighbour hints are in play), cache warming
+ * (fwd_prefetch_burst) first as the worker does.
  * Never crashes; every input ends forwarded, punted or dropped with a named reason;
  * every frame sent is within the egress MTU.
  */
@@ -113,6 +115,28 @@ static void init(void)
 	}
 	neigh_update(ibn, AF_INET, a2, &li, NEIGH_F_CREATE | NEIGH_F_ADMIN);
 	neigh_update(ibn, AF_INET6, b2, &li, NEIGH_F_CREATE | NEIGH_F_ADMIN);
+	{
+		static const struct {
+			const char *pfx, *gw;
+			int eth;
+		} gws[] = {
+			{ "198.51.100.0/24", "10.1.0.2", 1 },
+			{ "203.0.113.0/24", "10.2.0.2", 0 },
+			{ "192.0.2.0/24", "10.1.0.9", 1 }, /* no neighbour: punted */
+			{ "2001:db8:ff::/48", "2001:db8:1::2", 1 },
+			{ "2001:db8:fe::/48", "2001:db8:2::2", 0 },
+		};
+
+		for (unsigned k = 0; k < sizeof(gws) / sizeof(gws[0]); k++) {
+			struct rt_route r = { .source = RT_SRC_STATIC, .nnh = 1 };
+
+			check(ip_prefix_parse(gws[k].pfx, true, &r.prefix) == 0);
+			r.nh[0].type = RT_NH_GATEWAY;
+			r.nh[0].ifindex = gws[k].eth ? ieth : iib;
+			check(ip_addr_parse(gws[k].gw, &r.nh[0].gw) == 0);
+			check(rt_add(rt, &r) == 0);
+		}
+	}
 	check(fwd_ctx_init(&ctx, eng, 0) == 0);
 }
 

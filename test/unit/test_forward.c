@@ -894,6 +894,130 @@ static void snapshot_changes_are_seen(void **state)
 	assert_string_equal(fwd_drop_name(FWD_DROP_MARTIAN), "martian");
 }
 
+/* As the worker runs a burst of one: warm (fwd_prefetch_burst), then the input. */
+static void from_ib_warmed(struct env *v, uint8_t *p, size_t len)
+{
+	const uint8_t *ip = p;
+	size_t l = len;
+
+	fwd_prefetch_burst(&v->c, fwd_snap_if(v->c.snap, v->ib)->fib, &ip, &l, 1);
+	from_ib(v, p, len);
+}
+
+/* One IPv4 packet from IB to 203.0.113.5: sent to mac, or (mac NULL) punted for want of
+ * the gateway 10.1.0.2. */
+static void to_gateway(struct env *v, const uint8_t *mac)
+{
+	uint8_t p[200], gw[4];
+
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	from_ib_warmed(v, p, 60);
+	if (!mac) {
+		assert_int_equal(v->res.v, FWD_V_PUNT);
+		assert_int_equal(v->res.punt, FWD_PUNT_UNRESOLVED);
+		addr("10.1.0.2", gw);
+		assert_memory_equal(v->res.punt_nh, gw, 4);
+		return;
+	}
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.tx[0].ifp->index, v->eth);
+	assert_memory_equal(v->res.tx[0].eth.hdr, mac, 6);
+}
+
+/*
+ * A gateway route's next hop keeps a hint to its neighbour's slot: the gateway's entry
+ * deleted (punted, never sent to the old address), created again elsewhere with another
+ * address, the index rebuilt under it by churn, or the hint holding garbage -- every
+ * packet goes where a lookup without the hint would send it.
+ */
+static void gateway_hint_follows_neighbour(void **state)
+{
+	struct env *v = *state;
+	struct rt_route r = { .prefix = pfx("203.0.113.0/24"), .source = RT_SRC_STATIC, .nnh = 1 };
+	const struct fwd_if *eth = fwd_snap_if(v->c.snap, v->eth);
+	const struct rt_fib_nh *nh;
+	struct ip_addr dst;
+	uint8_t gw[4], a[4];
+
+	r.nh[0] = (struct rt_nexthop){ .type = RT_NH_GATEWAY, .ifindex = v->eth };
+	assert_int_equal(ip_addr_parse("10.1.0.2", &r.nh[0].gw), 0);
+	assert_int_equal(rt_add(v->rt, &r), 0);
+	assert_int_equal(ip_addr_parse("203.0.113.5", &dst), 0);
+	nh = rt_lookup(v->rt, &dst, 0);
+	assert_non_null(nh);
+	addr("10.1.0.2", gw);
+
+	to_gateway(v, h_mac);
+	assert_int_not_equal(*rt_fib_nh_hint(nh), 0); /* learned */
+	to_gateway(v, h_mac);
+	neigh_delete(eth->neigh, neigh_lookup(eth->neigh, AF_INET, gw));
+	to_gateway(v, NULL);
+	assert_int_equal(*rt_fib_nh_hint(nh), 0);
+	eth_neigh(v, "10.1.0.2", h3_mac);
+	to_gateway(v, h3_mac);
+	/* 3000 neighbours come and go (dead slots: the index is rebuilt several times) */
+	for (unsigned i = 0; i < 3000; i++) {
+		struct neigh_link ll = { .len = 6, .usable = true };
+
+		a[0] = 10, a[1] = 1, a[2] = (uint8_t)(1 + i / 250), a[3] = (uint8_t)(i % 250);
+		assert_non_null(
+		    neigh_update(eth->neigh, AF_INET, a, &ll, NEIGH_F_CREATE | NEIGH_F_ADMIN));
+		if (i >= 100) {
+			a[2] = (uint8_t)(1 + (i - 100) / 250), a[3] = (uint8_t)((i - 100) % 250);
+			neigh_delete(eth->neigh, neigh_lookup(eth->neigh, AF_INET, a));
+		}
+		if (i % 7 == 0)
+			to_gateway(v, h3_mac);
+	}
+	to_gateway(v, h3_mac);
+	*rt_fib_nh_hint(nh) = 0xfffffff0u; /* another table's, say */
+	to_gateway(v, h3_mac);
+}
+
+/*
+ * fwd_input_* takes the route the warming looked up for the same packet, in the same
+ * turn, FIB and destination, and nothing else: a route replaced between the warming and
+ * the next turn's input (fwd_ctx_begin) is the one used; a packet that follows in the
+ * same buffer unwarmed, or that was rewritten after its warming, goes by what it holds.
+ */
+static void warmed_route_only_its_own(void **state)
+{
+	struct env *v = *state;
+	struct rt_route r = { .prefix = pfx("203.0.113.0/24"), .source = RT_SRC_STATIC, .nnh = 1 };
+	const struct rt_fib *fib = fwd_snap_if(v->c.snap, v->ib)->fib;
+	uint8_t p[200];
+	const uint8_t *ip = p;
+	size_t l = 60;
+
+	eth_neigh(v, "10.1.0.4", h_mac);
+	r.nh[0] = (struct rt_nexthop){ .type = RT_NH_GATEWAY, .ifindex = v->eth };
+	assert_int_equal(ip_addr_parse("10.1.0.3", &r.nh[0].gw), 0);
+	assert_int_equal(rt_add(v->rt, &r), 0);
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	fwd_prefetch_burst(&v->c, fib, &ip, &l, 1);
+	assert_int_equal(ip_addr_parse("10.1.0.4", &r.nh[0].gw), 0);
+	assert_int_equal(rt_replace(v->rt, &r), 0);
+	fwd_ctx_begin(&v->c, 2000000000ull);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h_mac, 6); /* 10.1.0.4's, not 10.1.0.3's */
+
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	from_ib_warmed(v, p, 60);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h_mac, 6);
+	mk4(p, "10.2.0.2", "10.1.0.3", 17, 60, 64, false); /* same buffer, unwarmed */
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h3_mac, 6);
+
+	mk4(p, "10.2.0.2", "203.0.113.5", 17, 60, 64, false);
+	fwd_prefetch_burst(&v->c, fib, &ip, &l, 1);
+	mk4(p, "10.2.0.2", "10.1.0.3", 17, 60, 64, false); /* rewritten since */
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_memory_equal(v->res.tx[0].eth.hdr, h3_mac, 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -918,6 +1042,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(tenants_have_own_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(ecmp_spreads_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
+		cmocka_unit_test_setup_teardown(gateway_hint_follows_neighbour, setup, teardown),
+		cmocka_unit_test_setup_teardown(warmed_route_only_its_own, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

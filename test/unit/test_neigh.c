@@ -756,7 +756,9 @@ static void addr_of(unsigned i, int *family, uint8_t a[16])
  * The data path's flat index (neigh_lookup_link): after thousands of adds and deletes
  * in a small table (so its dead slots force many rebuilds, each old index freed through
  * the defer), every live entry is found with its own link address, every deleted one is
- * not; IPv4 and IPv6 keys side by side.
+ * not; IPv4 and IPv6 keys side by side. The same with each key's slot hint kept across
+ * the run (stale after its slot died or the index was rebuilt), and with a hint that
+ * names another key's slot: the answers never differ from the unhinted lookup.
  */
 static void test_index_churn(void **s)
 {
@@ -766,8 +768,11 @@ static void test_index_churn(void **s)
 	};
 	struct neigh_table *t;
 	const unsigned window = 40, total = 3000;
+	static uint32_t hints[3000];
+	unsigned stale = 0;
 
 	(void)s;
+	memset(hints, 0, sizeof(hints));
 	memset(&rec, 0, sizeof(rec));
 	assert_int_equal(neigh_table_new(&c, &t), 0);
 	for (unsigned i = 0; i < total; i++) {
@@ -782,13 +787,30 @@ static void test_index_churn(void **s)
 			addr_of(i - window, &fam, a);
 			neigh_delete(t, neigh_lookup(t, fam, a));
 		}
-		if (i % 97 && i != total - 1)
+		if (i % 13 && i != total - 1)
 			continue;
 		for (unsigned k = 0; k <= i; k++) {
 			const struct neigh_link *ll;
+			uint32_t was = hints[k], other = k ? hints[k - 1] : 0;
 
 			addr_of(k, &fam, a);
-			ll = neigh_lookup_link(t, fam, a, fake_now);
+			ll = neigh_lookup_link(t, fam, a, fake_now, NULL);
+			assert_ptr_equal(neigh_lookup_link(t, fam, a, fake_now, &hints[k]), ll);
+			stale += was && hints[k] && hints[k] != was;
+			assert_ptr_equal(neigh_lookup_link(t, fam, a, fake_now, &other), ll);
+			/* a found key leaves its slot, an absent one no hint */
+			assert_true(ll ? hints[k] != 0 && other == hints[k] : hints[k] == 0);
+			assert_ptr_equal(neigh_lookup_link(t, fam, a, fake_now, &hints[k]), ll);
+			/* the slot's copy of the MAC: the link's */
+			{
+				uint8_t mac[6];
+
+				assert_int_equal(
+				    neigh_lookup_mac(t, fam, a, fake_now, &hints[k], mac),
+				    ll != NULL);
+				if (ll)
+					assert_memory_equal(mac, ll->addr, 6);
+			}
 			if (k + window > i) {
 				assert_non_null(ll);
 				assert_int_equal(ll->addr[5], (uint8_t)k);
@@ -801,30 +823,51 @@ static void test_index_churn(void **s)
 		}
 		run_held(); /* a grace period ends */
 	}
+	assert_true(stale > 0); /* rebuilds moved keys the hints still named */
 	neigh_table_free(t);
 	run_held();
 }
 
 /* neigh_lookup_link sends only with a usable link in a sending state, and its use hint
- * is the one neigh_tick acts on (STALE and used: DELAY). */
+ * is the one neigh_tick acts on (STALE and used: DELAY); neigh_lookup_mac answers the
+ * same, with the link's MAC (a 20-octet address: its first 6, read from the link). */
+static bool mac_of(struct neigh_table *t, const uint8_t *ip, uint8_t mac[6])
+{
+	return neigh_lookup_mac(t, AF_INET, ip, fake_now, NULL, mac);
+}
+
 static void test_lookup_link(void **s)
 {
 	struct neigh_table *t = mk(NULL);
-	struct neigh_link l = mac_link(9), unusable = mac_link(9);
+	struct neigh_link l = mac_link(9), unusable = mac_link(9), wide = { 0 };
 	struct neigh_info ni;
+	uint8_t mac[6];
 	struct neigh_entry *e;
 
 	(void)s;
 	unusable.usable = false;
-	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now));
+	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL));
+	assert_false(mac_of(t, ip_a, mac));
 	assert_int_equal(neigh_resolve(t, AF_INET, ip_a, NULL), 0); /* INCOMPLETE */
-	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now));
+	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL));
+	assert_false(mac_of(t, ip_a, mac));
 	e = neigh_update(t, AF_INET, ip_a, &unusable, NEIGH_F_SOLICITED);
 	assert_non_null(e);
 	assert_int_equal(neigh_entry_state(e), NEIGH_REACHABLE);
-	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now)); /* not usable yet */
+	assert_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL)); /* not usable yet */
+	assert_false(mac_of(t, ip_a, mac));
 	neigh_set_link(t, e, &l);
-	assert_non_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now));
+	assert_non_null(neigh_lookup_link(t, AF_INET, ip_a, fake_now, NULL));
+	assert_true(mac_of(t, ip_a, mac));
+	assert_memory_equal(mac, l.addr, 6);
+	wide.len = 20;
+	wide.usable = true;
+	for (int i = 0; i < 20; i++)
+		wide.addr[i] = (uint8_t)(0x40 + i);
+	neigh_set_link(t, e, &wide);
+	assert_true(mac_of(t, ip_a, mac));
+	assert_memory_equal(mac, wide.addr, 6);
+	neigh_set_link(t, e, &l);
 	/* unsolicited: STALE, still sent to; the use moves it to DELAY */
 	assert_non_null(neigh_update(t, AF_INET, ip_b, &l, NEIGH_F_CREATE));
 	e = neigh_lookup(t, AF_INET, ip_b);
@@ -833,7 +876,7 @@ static void test_lookup_link(void **s)
 	neigh_tick(t);
 	assert_int_equal(neigh_entry_state(e), NEIGH_STALE); /* unused */
 	fake_now += 10;
-	assert_ptr_equal(neigh_lookup_link(t, AF_INET, ip_b, fake_now), neigh_entry_link(e));
+	assert_ptr_equal(neigh_lookup_link(t, AF_INET, ip_b, fake_now, NULL), neigh_entry_link(e));
 	neigh_info_of(t, e, &ni);
 	assert_int_equal(ni.used_ms, 0);
 	neigh_tick(t);
@@ -841,44 +884,75 @@ static void test_lookup_link(void **s)
 	/* FAILED after the delay and the probes (5 + 3 s): not sent to */
 	run_for(t, 8500);
 	assert_int_equal(neigh_entry_state(e), NEIGH_FAILED);
-	assert_null(neigh_lookup_link(t, AF_INET, ip_b, fake_now));
+	assert_null(neigh_lookup_link(t, AF_INET, ip_b, fake_now, NULL));
+	assert_false(mac_of(t, ip_b, mac));
+	assert_true(mac_of(t, ip_a, mac)); /* still REACHABLE (15 s at the least) */
+	neigh_delete(t, neigh_lookup(t, AF_INET, ip_a));
+	assert_false(mac_of(t, ip_a, mac));
 	neigh_table_free(t);
 }
 
 /*
- * The RCU contract under a reader thread: while the control thread adds, deletes and
- * re-links entries (rebuilding the index many times), a worker looking them up with
- * neigh_lookup_link only ever gets the link address of the key it asked for, and
- * nothing it reads is freed under it (ASan, TSan). Grace periods are quiescent-state
- * based as liburcu QSBR's: the reader counts a quiescent state after each batch, and
- * held frees run once the count moved past the moment they were held.
+ * The RCU contract under reader threads: while the control thread adds, deletes and
+ * re-links entries (rebuilding the index many times), two workers looking them up with
+ * neigh_lookup_link only ever get the link address of the key they asked for, and
+ * nothing they read is freed under them (ASan, TSan). The workers share one slot hint
+ * per key, as they share a route's next hop, and rewrite it as slots die and move;
+ * every other lookup of the second is unhinted. Grace periods are quiescent-state
+ * based as liburcu QSBR's: each reader counts a quiescent state after each batch, and
+ * held frees run once both counts moved past the moment they were held.
  */
+#define N_READERS 2
+
 struct rcu_sim {
-	unsigned qs;  /* atomic: quiescent states of the reader */
-	unsigned end; /* atomic */
+	unsigned qs[N_READERS]; /* atomic: quiescent states of each reader */
+	unsigned end;           /* atomic */
 	struct neigh_table *t;
-	unsigned bad, hits;
+	uint32_t hints[48]; /* atomic (relaxed): the readers' shared slot hints */
+	unsigned bad[N_READERS], hits[N_READERS], hinted[N_READERS];
+};
+
+struct rcu_reader {
+	struct rcu_sim *r;
+	unsigned id;
 };
 
 static void *churn_reader(void *arg)
 {
-	struct rcu_sim *r = arg;
+	const struct rcu_reader *me = arg;
+	struct rcu_sim *r = me->r;
+	unsigned turn = 0;
 
 	while (!__atomic_load_n(&r->end, __ATOMIC_SEQ_CST)) {
 		for (unsigned k = 0; k < 48; k++) {
+			bool hint = me->id == 0 || (turn + k) % 2;
 			uint8_t a[16];
 			int fam;
 			const struct neigh_link *ll;
 
 			addr_of(k, &fam, a);
-			ll = neigh_lookup_link(r->t, fam, a, 1);
+			if (hint && __atomic_load_n(&r->hints[k], __ATOMIC_RELAXED))
+				r->hinted[me->id]++;
+			if ((turn + k) % 3 == 0) { /* the slot's MAC word */
+				uint8_t mac[6];
+
+				if (!neigh_lookup_mac(r->t, fam, a, 1, hint ? &r->hints[k] : NULL,
+						      mac))
+					continue;
+				r->hits[me->id]++;
+				if (mac[5] != (uint8_t)k || mac[4] != 0)
+					r->bad[me->id]++;
+				continue;
+			}
+			ll = neigh_lookup_link(r->t, fam, a, 1, hint ? &r->hints[k] : NULL);
 			if (!ll)
 				continue;
-			r->hits++;
+			r->hits[me->id]++;
 			if (ll->addr[5] != (uint8_t)k || ll->addr[4] != 0 || !ll->usable)
-				r->bad++;
+				r->bad[me->id]++;
 		}
-		__atomic_add_fetch(&r->qs, 1, __ATOMIC_SEQ_CST);
+		turn++;
+		__atomic_add_fetch(&r->qs[me->id], 1, __ATOMIC_SEQ_CST);
 	}
 	return NULL;
 }
@@ -890,12 +964,16 @@ static void test_index_readers(void **s)
 		.ops = &ops, .now_ms = clock_fn, .seed = 11, .params = p, .defer = hold_defer
 	};
 	struct rcu_sim r = { 0 };
-	pthread_t th;
+	struct rcu_reader rd[N_READERS];
+	pthread_t th[N_READERS];
 
 	(void)s;
 	memset(&rec, 0, sizeof(rec));
 	assert_int_equal(neigh_table_new(&c, &r.t), 0);
-	assert_int_equal(pthread_create(&th, NULL, churn_reader, &r), 0);
+	for (unsigned j = 0; j < N_READERS; j++) {
+		rd[j] = (struct rcu_reader){ &r, j };
+		assert_int_equal(pthread_create(&th[j], NULL, churn_reader, &rd[j]), 0);
+	}
 	for (unsigned i = 0; i < 4000; i++) {
 		unsigned k = i % 48;
 		struct neigh_link l = mac_link((uint8_t)k);
@@ -914,10 +992,14 @@ static void test_index_readers(void **s)
 			assert_non_null(
 			    neigh_update(r.t, fam, a, &l, NEIGH_F_CREATE | NEIGH_F_SOLICITED));
 		if (i % 64 == 63) {
-			unsigned n = n_held, q0 = __atomic_load_n(&r.qs, __ATOMIC_SEQ_CST);
+			unsigned n = n_held;
 
-			while (__atomic_load_n(&r.qs, __ATOMIC_SEQ_CST) == q0)
-				sched_yield();
+			for (unsigned j = 0; j < N_READERS; j++) {
+				unsigned q0 = __atomic_load_n(&r.qs[j], __ATOMIC_SEQ_CST);
+
+				while (__atomic_load_n(&r.qs[j], __ATOMIC_SEQ_CST) == q0)
+					sched_yield();
+			}
 			for (unsigned j = 0; j < n; j++)
 				held[j].fn(held[j].arg);
 			memmove(held, held + n, (n_held - n) * sizeof(held[0]));
@@ -925,9 +1007,12 @@ static void test_index_readers(void **s)
 		}
 	}
 	__atomic_store_n(&r.end, 1, __ATOMIC_SEQ_CST);
-	pthread_join(th, NULL);
-	assert_int_equal(r.bad, 0);
-	assert_true(r.hits > 0);
+	for (unsigned j = 0; j < N_READERS; j++) {
+		pthread_join(th[j], NULL);
+		assert_int_equal(r.bad[j], 0);
+		assert_true(r.hits[j] > 0);
+		assert_true(r.hinted[j] > 0); /* the hints were there to be trusted or not */
+	}
 	neigh_table_free(r.t);
 	run_held();
 }

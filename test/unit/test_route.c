@@ -349,6 +349,46 @@ static void test_slots_full_and_deferred(void **state)
 	rt_destroy(rt);
 }
 
+/* A next hop's neighbour hint (the workers' cache) is not part of its value: a route via
+ * the same gateway shares the next hop whatever its hint holds (with no slot left, a
+ * second one would fail), and a slot reused for another gateway starts at 0. Next hops
+ * sit on 32-octet boundaries (one cache line each). */
+static void test_nh_hint_not_value(void **state)
+{
+	struct parked pk = { .n = 0 };
+	struct rt_config cfg = { .max_nexthops = 3, .defer = park, .defer_ctx = &pk };
+	struct rt_table *rt;
+	struct rt_route r;
+	struct ip_prefix ifa = P("10.0.0.1/24"), p1 = P("10.1.0.0/16"), p3 = P("10.3.0.0/16");
+	struct ip_addr d1 = A("10.1.0.1"), d3 = A("10.3.0.1"), d2 = A("10.2.0.1");
+	const struct rt_fib_nh *nh;
+
+	(void)state;
+	assert_int_equal(rt_create(&rt, &cfg), 0);
+	assert_int_equal(rt_add_connected(rt, &ifa, 1), 0); /* 2 slots */
+	r = via("10.1.0.0/16", RT_SRC_STATIC, 0, "10.0.0.2", 0);
+	assert_int_equal(rt_add(rt, &r), 0);
+	nh = rt_lookup(rt, &d1, 0);
+	assert_non_null(nh);
+	assert_int_equal((uintptr_t)nh % 32, 0);
+	assert_int_equal(*rt_fib_nh_hint(nh), 0);
+	*rt_fib_nh_hint(nh) = 77;
+	r = via("10.3.0.0/16", RT_SRC_STATIC, 0, "10.0.0.2", 0);
+	assert_int_equal(rt_add(rt, &r), 0);
+	assert_ptr_equal(rt_lookup(rt, &d3, 0), nh);
+	assert_int_equal(rt_del(rt, &p1, RT_SRC_STATIC, 0), 0);
+	assert_int_equal(rt_del(rt, &p3, RT_SRC_STATIC, 0), 0);
+	for (unsigned i = 0; i < pk.n; i++)
+		pk.fn[i](pk.arg[i]);
+	pk.n = 0;
+	r = via("10.2.0.0/16", RT_SRC_STATIC, 0, "10.0.0.3", 0);
+	assert_int_equal(rt_add(rt, &r), 0);
+	assert_ptr_equal(rt_lookup(rt, &d2, 0), nh); /* the only slot free */
+	assert_int_equal(*rt_fib_nh_hint(nh), 0);
+	assert_string_equal(fwd(rt, "10.2.0.1", 0), "10.0.0.3@1");
+	rt_destroy(rt);
+}
+
 static void count_change(void *ctx)
 {
 	(*(unsigned *)ctx)++;
@@ -558,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_walk_and_ipv6),
 		cmocka_unit_test(test_walk_after),
 		cmocka_unit_test(test_slots_full_and_deferred),
+		cmocka_unit_test(test_nh_hint_not_value),
 		cmocka_unit_test(test_change_hook),
 		cmocka_unit_test(test_del_source),
 		cmocka_unit_test(test_two_addresses_one_subnet),
