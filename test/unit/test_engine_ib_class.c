@@ -47,7 +47,22 @@ static int f_post_send(unsigned queue, struct ibp_send *s, unsigned n)
 	return (int)n;
 }
 
-static const struct ibp_ops fake_ib = { .name = "fake", .post_send = f_post_send };
+static unsigned f_queues(struct ibp_port *port)
+{
+	(void)port;
+	return 1;
+}
+
+static int f_cq_fd(struct ibp_port *port, unsigned queue)
+{
+	(void)port, (void)queue;
+	return -1;
+}
+
+/* The worker looks at the port's queues (rescan), never polls them: no receive here. */
+static const struct ibp_ops fake_ib = {
+	.name = "fake", .queues = f_queues, .cq_fd = f_cq_fd, .post_send = f_post_send
+};
 static int dummy_port;
 
 static void nsol(void *c, const struct neigh_entry *e, const struct neigh_link *l)
