@@ -56,13 +56,16 @@ ip -n "$k-b" route add 10.20.0.0/24 via 10.10.0.1
 kn r sysctl -qw net.ipv4.ip_forward=1
 
 # --- the rack with the gateway -----------------------------------------------------------
+rack_up() { # WANT: the rack on $work/gw1.yaml, waiting for "ib0: ... state UP$WANT"
+	IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
+		{ echo "rack up failed" >&2; exit 1; }
+	for _ in $(seq 100); do
+		on gw1 "$build/bin/gwctl" show links 2>/dev/null | grep -q "^ib0: .*state UP$1" && break
+		sleep 0.1
+	done
+}
 cp "$top/sim/etc/rack-gw1.yaml" "$work/gw1.yaml"
-IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
-	{ echo "rack up failed" >&2; exit 1; }
-for _ in $(seq 100); do
-	on gw1 "$build/bin/gwctl" show links 2>/dev/null | grep -q "^ib0: .*state UP" && break
-	sleep 0.1
-done
+rack_up ""
 on ethhost1 ping -c 2 10.10.0.13 >/dev/null 2>&1
 kn a ping -c 2 10.10.0.13 >/dev/null 2>&1
 
@@ -85,12 +88,7 @@ echo " host's TAP, which the kernel's veth path does not have)"
 # reload into connected mode would run with the datagram buffers' MTU.
 RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
 sed -i -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' "$work/gw1.yaml"
-IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
-	{ echo "rack up (connected mode) failed" >&2; exit 1; }
-for _ in $(seq 100); do
-	on gw1 "$build/bin/gwctl" show links 2>/dev/null | grep -q "^ib0: .*state UP mtu 65520" && break
-	sleep 0.1
-done
+rack_up " mtu 65520"
 for _ in $(seq 50); do # the gateway's connection to ibhost1 up before the runs
 	on ethhost1 ping -c 1 -W 1 10.10.0.11 >/dev/null 2>&1
 	on gw1 "$build/bin/gwctl" show connections 2>/dev/null | grep -q "UP$" && break
