@@ -1296,6 +1296,11 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 		port->qps = qp->next;
 	if (qp->next)
 		qp->next->prev = qp->prev;
+	/* The verbs objects first: once they are gone no WR of theirs can still land in a
+	 * buffer given back below (qp_objects_destroy clears the parts: keep the queue). */
+	unsigned srq_queue = qp->part[0].queue;
+
+	qp_objects_destroy(qp);
 
 	/* Buffers whose completions never came (timeout, or a provider that cleans the
 	 * CQ on destroy) return to the pool; their late completions, if any, fail the
@@ -1324,9 +1329,9 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 		q->wc_stash_len = kept;
 	}
 	if (qp->srq)
-		qpt_remove(&port->q[qp->part[0].queue], qp);
+		qpt_remove(&port->q[srq_queue], qp);
 	unlock_all(port);
-	qp_release(qp);
+	free(qp);
 }
 
 /* --- AHs and multicast --- */
