@@ -1316,6 +1316,17 @@ static void rss_close(struct rss *r)
 	}
 }
 
+/* The end of an RSS test: a's sender (its QP and AH), the RSS objects, both nodes. */
+static void rss_pair_close(struct end *a, struct end *b, struct rss *r, struct ibv_qp *qa,
+			   struct ibv_ah *ah)
+{
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_destroy_qp(qa), 0);
+	rss_close(r);
+	end_close(a);
+	end_close(b);
+}
+
 /* Which WQ flow f lands in, by the reference hash. */
 static int flow_wq(const struct flow *f)
 {
@@ -1484,11 +1495,7 @@ static void rss_spreading(void **state)
 	assert_int_equal(vsim_test_rx_drops(), drops + (unsigned long)flows_in[1]);
 	assert_int_equal(ibv_poll_cq(r.cq[1], 64, wc), 0);
 
-	assert_int_equal(ibv_destroy_ah(ah), 0);
-	assert_int_equal(ibv_destroy_qp(qa), 0);
-	rss_close(&r);
-	end_close(&a);
-	end_close(&b);
+	rss_pair_close(&a, &b, &r, qa, ah);
 }
 
 static void rss_multicast_and_errors(void **state)
@@ -1570,11 +1577,7 @@ static void rss_multicast_and_errors(void **state)
 		assert_int_equal(ibv_poll_cq(r.cq[1], 64, wc), 0);
 		assert_int_equal(vsim_test_rx_drops(), drops);
 	}
-	assert_int_equal(ibv_destroy_ah(ah), 0);
-	assert_int_equal(ibv_destroy_qp(qa), 0);
-	rss_close(&r);
-	end_close(&a);
-	end_close(&b);
+	rss_pair_close(&a, &b, &r, qa, ah);
 }
 
 static void source_qpn(void **state)
@@ -1777,12 +1780,8 @@ static void rss_concurrent(void **state)
 		assert_int_equal(seen[i], 1 + flow_wq(&f[i % N_FLOWS]));
 	assert_int_equal(vsim_test_rx_drops(), drops);
 	free(seen);
-	assert_int_equal(ibv_destroy_ah(ah), 0);
-	assert_int_equal(ibv_destroy_qp(qa), 0);
 	/* Events got by the workers were acked: the CQs can go. */
-	rss_close(&r);
-	end_close(&a);
-	end_close(&b);
+	rss_pair_close(&a, &b, &r, qa, ah);
 }
 
 int main(void)
