@@ -6,7 +6,7 @@ PKGS="
 build-essential pkg-config clang clang-format libclang-rt-14-dev bc git
 libibverbs-dev libibumad-dev
 libnl-3-dev libnl-route-3-dev liburing-dev libyaml-dev libjson-c-dev libbpf-dev libxdp-dev
-liburcu-dev libsystemd-dev libmicrohttpd-dev libcmocka-dev libsodium-dev
+liburcu-dev libsystemd-dev libmicrohttpd-dev libcmocka-dev libsodium-dev libpcap-dev
 ibsim-utils opensm infiniband-diags
 tshark iperf3 iproute2 ethtool ndisc6 iputils-ping procps psmisc gdb keepalived nftables jq man-db python3 bird2 prometheus curl
 dnsmasq-base busybox isc-dhcp-client
