@@ -278,7 +278,8 @@ struct fwd_msg {
 	bool has_grh;
 	union ib_gid sgid, dgid;
 	struct ibp_send ib_send; /* TX_IB */
-	bool own; /* TX_IP: the gateway's own packet (echo reply, ICMP error): no TTL change */
+	bool own;  /* TX_IP: the gateway's own packet (echo reply, ICMP error): no TTL change */
+	bool held; /* a worker's UNRESOLVED punt its worker counts (fwd_held_add) */
 	uint32_t len;
 	uint8_t data[FWD_MSG_DATA];
 };
@@ -336,6 +337,7 @@ struct fwd_stats {
 	uint64_t eth[16];                 /* the ethf_result behind ETH_FRAME */
 	uint64_t icmp[ICMP_REASON_COUNT]; /* why an ICMP error was not built */
 	uint64_t ctl_tx;                  /* frames sent for the control thread */
+	uint64_t unres_held; /* punted behind earlier packets of their next hop (fwd_held) */
 	/* Punts by class (enum fwd_pclass): handed to the control thread, refused for the
 	 * class's message budget (also in drops[PUNT_FULL]), refused by its rate limit
 	 * (also in drops[PUNT_LIMITED]). */

@@ -60,6 +60,69 @@ void fwd_ctx_begin(struct fwd_ctx *c, uint64_t now_ns)
 	c->now_ms = now_ns / 1000000u;
 }
 
+/* ---- next hops held for order (struct fwd_held) --------------------------------------- */
+
+static struct fwd_held_hop *held_set(struct fwd_held *h, uint32_t ifindex, int family,
+				     const uint8_t *nh)
+{
+	uint32_t k = ifindex * 0x9e3779b1u ^ (uint32_t)family, w;
+
+	for (unsigned i = 0; i < (family == AF_INET ? 4u : 16u); i += 4) {
+		memcpy(&w, nh + i, 4);
+		k = (k ^ w) * 0x85ebca6bu;
+		k ^= k >> 16; /* the high octets down too: hosts differ in the last ones */
+	}
+	k = (k ^ k >> 15) * 0x846ca68bu;
+	return h->set[(k >> 16) % FWD_HELD_SETS];
+}
+
+static bool held_is(const struct fwd_held_hop *x, uint32_t ifindex, int family, const uint8_t *nh)
+{
+	return x->count && x->ifindex == ifindex && x->family == family &&
+	       !memcmp(x->nh, nh, family == AF_INET ? 4 : 16);
+}
+
+static struct fwd_held_hop *held_find(struct fwd_held *h, uint32_t ifindex, int family,
+				      const uint8_t *nh)
+{
+	struct fwd_held_hop *s = held_set(h, ifindex, family, nh);
+
+	for (unsigned i = 0; i < FWD_HELD_WAYS; i++)
+		if (held_is(&s[i], ifindex, family, nh))
+			return &s[i];
+	return NULL;
+}
+
+bool fwd_held_add(struct fwd_ctx *c, uint32_t ifindex, int family, const uint8_t *nh)
+{
+	struct fwd_held_hop *s = held_set(&c->held, ifindex, family, nh), *free_way = NULL;
+
+	for (unsigned i = 0; i < FWD_HELD_WAYS; i++) {
+		if (held_is(&s[i], ifindex, family, nh)) {
+			s[i].count++;
+			return true;
+		}
+		if (!s[i].count && !free_way)
+			free_way = &s[i];
+	}
+	if (!free_way)
+		return false;
+	free_way->count = 1;
+	free_way->ifindex = (uint16_t)ifindex;
+	free_way->family = (uint8_t)family;
+	memcpy(free_way->nh, nh, family == AF_INET ? 4 : 16);
+	c->held.n++;
+	return true;
+}
+
+void fwd_held_done(struct fwd_ctx *c, uint32_t ifindex, int family, const uint8_t *nh)
+{
+	struct fwd_held_hop *x = held_find(&c->held, ifindex, family, nh);
+
+	if (x && !--x->count)
+		c->held.n--;
+}
+
 static uint8_t *scratch_alloc(struct fwd_ctx *c, size_t n)
 {
 	uint8_t *p;
@@ -307,6 +370,12 @@ static void output(struct fwd_ctx *c, const struct fwd_if *in, const struct fwd_
 			 : NULL;
 	else
 		ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
+	/* A forwarded packet whose next hop still has earlier packets on the control
+	 * thread goes after them (struct fwd_held). */
+	if (ll && in && c->held.n && held_find(&c->held, out->index, family, nh)) {
+		FWD_INC(c->st->unres_held);
+		ll = NULL;
+	}
 
 	if (!ll) {
 		if (!decrement) {

@@ -79,6 +79,30 @@ struct fwd_warmed {
 };
 
 /* Per-worker pipeline state. Owner: its worker thread. */
+/*
+ * The next hops this worker punted packets toward unresolved (FWD_PUNT_UNRESOLVED) and
+ * has not had all of them back. While a next hop is held, its later packets are punted
+ * too, even once its neighbour is usable: they queue behind the earlier ones on the
+ * control thread, which sends them all back through this worker's ring in order,
+ * instead of overtaking the parked ones as soon as the neighbour is published (a flow
+ * keeps its order across a resolution; docs/dataplane.md, "Order"). The worker adds a
+ * hop when it hands such a punt over (fwd_held_add) and drops it when the last one comes
+ * back, sent or dropped (fwd_held_done). 32 sets of 4: a next hop that finds its set
+ * full is not held (a scan fills them; bystanders' hops then resolve as before).
+ */
+#define FWD_HELD_SETS 32
+#define FWD_HELD_WAYS 4
+struct fwd_held_hop {
+	uint32_t count; /* punts out; 0: a free way */
+	uint16_t ifindex;
+	uint8_t family;
+	uint8_t nh[16];
+};
+struct fwd_held {
+	unsigned n; /* hops held: the data path looks only when there are some */
+	struct fwd_held_hop set[FWD_HELD_SETS][FWD_HELD_WAYS];
+};
+
 struct fwd_ctx {
 	struct fwd_engine *e;
 	unsigned worker;
@@ -95,6 +119,7 @@ struct fwd_ctx {
 	uint8_t *scratch;
 	size_t scratch_cap, scratch_used;
 	struct fwd_warmed warmed; /* fwd_prefetch_burst's routes */
+	struct fwd_held held;
 };
 
 int fwd_ctx_init(struct fwd_ctx *c, struct fwd_engine *e, unsigned worker);
@@ -164,6 +189,12 @@ void fwd_output_ip(struct fwd_ctx *c, const struct fwd_if *out, int family, cons
 /* The same for the gateway's own packets (TTL / hop limit left alone, no ICMP errors). */
 void fwd_output_local(struct fwd_ctx *c, const struct fwd_if *out, int family, const uint8_t *nh,
 		      uint8_t *pkt, size_t len, struct fwd_result *res);
+
+/* An unresolved punt toward (ifindex, family, nh) was handed to the control thread:
+ * false when its set is full (not held: the message must not call fwd_held_done). */
+bool fwd_held_add(struct fwd_ctx *c, uint32_t ifindex, int family, const uint8_t *nh);
+/* One such punt came back (sent through fwd_output_ip, or dropped). */
+void fwd_held_done(struct fwd_ctx *c, uint32_t ifindex, int family, const uint8_t *nh);
 
 /* Count a result in c->st (the worker and tests call it once per input). */
 void fwd_count(struct fwd_ctx *c, const struct fwd_result *res);

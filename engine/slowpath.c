@@ -27,6 +27,25 @@
 
 #define SP_RL_BUCKETS 256
 
+/*
+ * IPoIB egress: a worker's unresolved packet is copied into an IB buffer that the link
+ * queues while it resolves (ipoib_link_xmit_ip). The worker's message, which holds the
+ * next hop on the worker (struct fwd_held), stays here until the link posts that buffer:
+ * the send then goes through the worker's own ring and the message after it, so the
+ * worker sends the hop's next packets behind it. An entry also ends when the link posts
+ * a later buffer of the same hop (it dropped this one: the oldest of a full queue), or
+ * after SP_IB_HELD_MS (the link gave the resolution up, or the interface went). Full:
+ * the message goes back at once, as before.
+ */
+#define SP_IB_HELD    256
+#define SP_IB_HELD_MS 5000
+struct sp_ib_held {
+	const struct ibp_buf *b;
+	struct fwd_msg *m;
+	uint64_t seq; /* order of arrival */
+	uint64_t since_ns;
+};
+
 struct fwd_sp {
 	struct fwd_engine *e;
 	struct evloop *loop;
@@ -49,6 +68,12 @@ struct fwd_sp {
 	uint32_t dhcp_ifmask;
 	fwd_sp_mcast_fn mcast_fn; /* fwd_sp_mcast_bind */
 	void *mcast_ctx;
+	struct sp_ib_held ib_held[SP_IB_HELD];
+	unsigned n_ib_held;
+	uint64_t ib_held_seq;
+	const struct ibp_buf *ib_now; /* the copy unresolved() is handing to its link */
+	struct fwd_msg *ib_now_msg;   /* and the message it copies */
+	bool ib_now_posted;
 };
 
 static const char *const sp_names[FWD_SP_REASON_COUNT] = {
@@ -109,9 +134,10 @@ static struct rt_table *if_rt(struct fwd_engine *e, uint32_t index)
 
 /* A control message of class c (CONTROL: heartbeats, the cm's MADs, the tiebreaker's
  * echo; the others leave that class a share of the pool: fwd_msg_get). */
-static struct fwd_msg *ctl_msg(struct fwd_sp *sp, const struct fwd_if *f, enum fwd_pclass c)
+static struct fwd_msg *ctl_msg_on(struct fwd_sp *sp, const struct fwd_if *f, unsigned worker,
+				  enum fwd_pclass c)
 {
-	struct fwd_msg *m = fwd_msg_get(sp->e, f->worker, FWD_OWNER_CONTROL, c);
+	struct fwd_msg *m = fwd_msg_get(sp->e, worker, FWD_OWNER_CONTROL, c);
 
 	if (!m) {
 		sp->st.r[FWD_SP_NO_MSG]++;
@@ -120,6 +146,11 @@ static struct fwd_msg *ctl_msg(struct fwd_sp *sp, const struct fwd_if *f, enum f
 	m->ifindex = (uint16_t)f->index;
 	m->own = false;
 	return m;
+}
+
+static struct fwd_msg *ctl_msg(struct fwd_sp *sp, const struct fwd_if *f, enum fwd_pclass c)
+{
+	return ctl_msg_on(sp, f, f->worker, c);
 }
 
 static int ctl_enqueue(struct fwd_sp *sp, struct fwd_msg *m)
@@ -152,21 +183,92 @@ int fwd_sp_send_eth(struct fwd_engine *e, uint32_t ifindex, const uint8_t *frame
 	return ctl_enqueue(e->sp, m);
 }
 
+static bool same_hop(const struct fwd_msg *a, const struct fwd_msg *b)
+{
+	return a->ifindex == b->ifindex && a->family == b->family &&
+	       !memcmp(a->nh, b->nh, a->family == AF_INET ? 4 : 16);
+}
+
+static void parked_done(struct fwd_engine *e, const struct fwd_msg *m);
+
+/* Entry i of the IPoIB holds ends: its message goes back to its worker. */
+static void ib_held_end(struct fwd_sp *sp, unsigned i)
+{
+	struct fwd_msg *m = sp->ib_held[i].m;
+
+	sp->ib_held[i] = sp->ib_held[--sp->n_ib_held];
+	parked_done(sp->e, m);
+	fwd_msg_put(sp->e, m, FWD_OWNER_CONTROL);
+}
+
+/* The link queued b, a copy of m: it waits for the post. A buffer is queued once at a
+ * time: an entry that still names b is stale (the link dropped that copy and the pool
+ * handed the buffer out again). */
+static void ib_held_add(struct fwd_sp *sp, const struct ibp_buf *b, struct fwd_msg *m)
+{
+	for (unsigned i = sp->n_ib_held; i-- > 0;)
+		if (sp->ib_held[i].b == b)
+			ib_held_end(sp, i);
+	sp->ib_held[sp->n_ib_held++] = (struct sp_ib_held){
+		.b = b, .m = m, .seq = ++sp->ib_held_seq, .since_ns = now_ns(sp->e)
+	};
+}
+
+/* The link posts buffer b: the worker whose message waits for it, if one does (*hold:
+ * the entry, which ib_held_release ends once the send is queued), else -1. The copy
+ * unresolved() is handing over, posted at once, is its message's worker's, and every
+ * entry still waiting for its hop is older (the link would have queued this one
+ * behind it): those copies were dropped. */
+static int ib_held_worker(struct fwd_sp *sp, const struct ibp_buf *b, struct sp_ib_held *hold)
+{
+	if (sp->ib_now && sp->ib_now == b) {
+		sp->ib_now_posted = true;
+		*hold = (struct sp_ib_held){ .m = sp->ib_now_msg, .seq = UINT64_MAX };
+		return sp->ib_now_msg->worker;
+	}
+	for (unsigned i = 0; i < sp->n_ib_held; i++)
+		if (sp->ib_held[i].b == b) {
+			*hold = sp->ib_held[i];
+			return hold->m->worker;
+		}
+	return -1;
+}
+
+/* The entry and every older one of its hop end (those the link dropped: the oldest of a
+ * full queue; a post that failed), their messages behind the send on the worker's
+ * ring. */
+static void ib_held_release(struct fwd_sp *sp, const struct sp_ib_held *hold)
+{
+	for (unsigned i = sp->n_ib_held; i-- > 0;)
+		if (sp->ib_held[i].seq <= hold->seq && same_hop(sp->ib_held[i].m, hold->m))
+			ib_held_end(sp, i);
+}
+
 int fwd_sp_send_ib(struct fwd_engine *e, uint32_t ifindex, const struct ibp_send *s,
 		   enum fwd_pclass c)
 {
 	const struct fwd_if *f = sp_if(e, ifindex);
+	struct sp_ib_held hold = { 0 };
 	struct fwd_msg *m;
+	int w, ret;
 
 	if (!f || f->kind != FWD_IF_IPOIB)
 		return -EINVAL;
-	m = ctl_msg(e->sp, f, c);
-	if (!m)
-		return -ENOBUFS;
-	m->type = FWD_MSG_TX_IB;
-	m->ib_send = *s;
-	m->len = 0;
-	return ctl_enqueue(e->sp, m);
+	w = s->buf ? ib_held_worker(e->sp, s->buf, &hold) : -1;
+	if (w < 0 || e->wk[w].retired)
+		w = (int)f->worker;
+	m = ctl_msg_on(e->sp, f, (unsigned)w, c);
+	if (m) {
+		m->type = FWD_MSG_TX_IB;
+		m->ib_send = *s;
+		m->len = 0;
+		ret = ctl_enqueue(e->sp, m);
+	} else {
+		ret = -ENOBUFS;
+	}
+	if (hold.m) /* its worker sends the hop's next packets after this one */
+		ib_held_release(e->sp, &hold);
+	return ret;
 }
 
 /* Our own IP packet (echo reply, ICMP error): routed here, emitted by the worker. */
@@ -1414,15 +1516,14 @@ const struct neigh_ops fwd_sp_neigh_ops = {
 static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 {
 	const struct fwd_if *out = sp_if(sp->e, m->ifindex);
-	int family = m->family;
+	unsigned *parked = &sp->e->wk[m->worker].parked;
+	int family = m->family, ret;
 
 	if (!out || !out->neigh) {
 		sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 		return false;
 	}
 	if (out->kind == FWD_IF_ETH) {
-		unsigned *parked = &sp->e->wk[m->worker].parked;
-		int ret;
 
 		/* A worker's messages parked here hold its UNRES share until resolution ends
 		 * (up to mcast_probes * retrans_ms): at most park_max of them, so that a scan
@@ -1461,9 +1562,20 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 		memcpy(b->data + IPOIB_ENCAP_LEN, m->data, m->len);
 		b->len = m->len;
 		sp->st.r[FWD_SP_PARKED]++;
-		(void)ipoib_link_xmit_ip(out->link, family, m->nh,
+		sp->ib_now = b;
+		sp->ib_now_msg = m;
+		sp->ib_now_posted = false;
+		ret = ipoib_link_xmit_ip(out->link, family, m->nh,
 					 family == AF_INET ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6, b);
-		return false;
+		sp->ib_now = NULL;
+		/* Queued by the link (1, not posted meanwhile): a held message of a worker
+		 * waits for the post (SP_IB_HELD). */
+		if (ret != 1 || sp->ib_now_posted || !m->held || sp->n_ib_held == SP_IB_HELD ||
+		    *parked >= sp->e->cfg.punt.park_max)
+			return false;
+		(*parked)++;
+		ib_held_add(sp, b, m);
+		return true;
 	}
 	sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 	return false;
@@ -1541,7 +1653,11 @@ unsigned fwd_sp_poll(struct fwd_engine *e)
 uint64_t fwd_sp_tick(struct fwd_engine *e)
 {
 	const struct fwd_snap *s = fwd_engine_current(e);
-	uint64_t next = 1000;
+	uint64_t next = 1000, now = now_ns(e);
+
+	for (unsigned i = e->sp->n_ib_held; i-- > 0;)
+		if (now - e->sp->ib_held[i].since_ns >= SP_IB_HELD_MS * 1000000ull)
+			ib_held_end(e->sp, i);
 
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		if (e->own_neigh[k] && s->ifs[k].neigh) {

@@ -306,6 +306,16 @@ static void queue_tx(struct wstate *w, const struct fwd_tx *t, bool fwd)
 
 /* ---- punts --------------------------------------------------------------------------- */
 
+/* One of our punts is back, or never left: an unresolved one no longer holds its next
+ * hop (struct fwd_held). */
+static void punt_back(struct wstate *w, struct fwd_msg *m)
+{
+	if (m->held) {
+		m->held = false;
+		fwd_held_done(&w->ctx, m->ifindex, m->family, m->nh);
+	}
+}
+
 static void flush_punts(struct wstate *w)
 {
 	struct ring *r = w->e->wk[w->id].to_ctl;
@@ -323,7 +333,9 @@ static void flush_punts(struct wstate *w)
 		return;
 	n = ring_enqueue_burst(r, w->punts, w->npunt);
 	for (unsigned i = n; i < w->npunt; i++) {
-		fwd_msg_recycle(w->e, w->punts[i]); /* cannot happen: the ring holds both pools */
+		/* cannot happen: the ring holds both pools */
+		punt_back(w, w->punts[i]);
+		fwd_msg_recycle(w->e, w->punts[i]);
 		FWD_INC(w->st->drops[FWD_DROP_PUNT_FULL]);
 	}
 	w->npunt = 0;
@@ -344,6 +356,7 @@ static struct fwd_msg *punt_msg(struct wstate *w, enum fwd_pclass c)
 		return NULL;
 	}
 	FWD_INC(w->st->pclass_sent[c]);
+	m->held = false;
 	return m;
 }
 
@@ -401,6 +414,8 @@ static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 	}
 	memcpy(m->data, res->punt_data, res->punt_len);
 	m->len = res->punt_len;
+	if (res->punt == FWD_PUNT_UNRESOLVED) /* its next hop's later packets follow it */
+		m->held = fwd_held_add(&w->ctx, m->ifindex, m->family, m->nh);
 	FWD_INC(w->st->punts[res->punt]);
 	if (c == FWD_PCLASS_CONTROL && res->punt == FWD_PUNT_LOCAL &&
 	    fwd_hb_match(w->e, m->data, m->len)) {
@@ -589,6 +604,7 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s, struct ri
 		const struct fwd_if *f;
 
 		if (m->owner == FWD_OWNER_WORKER && m->type != FWD_MSG_TX_IP) {
+			punt_back(w, m);
 			fwd_msg_recycle(w->e, m); /* a punt came back */
 			continue;
 		}
@@ -619,7 +635,10 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s, struct ri
 					      &w->res);
 			take(w, &w->res, false, NULL);
 		}
-		w->rets[w->nret++] = m; /* to its pool or its owner after the flush (a parked
+		if (m->owner == FWD_OWNER_WORKER)
+			punt_back(w, m); /* after the send above: its hop's next packets go
+					  * out behind it */
+		w->rets[w->nret++] = m;  /* to its pool or its owner after the flush (a parked
 					 * punt of ours, sent, is recycled) */
 	}
 	if (n)

@@ -644,6 +644,10 @@ static const struct u64_field worker_counters[] = {
 	  offsetof(struct fwd_stats, icmp_rate_limited) },
 	{ "ibgw_worker_icmp_not_sent_total", "ICMP errors not sent, for any reason.",
 	  offsetof(struct fwd_stats, icmp_not_sent) },
+	{ "ibgw_worker_unresolved_held_total",
+	  "Packets punted behind earlier ones of their next hop still on the control thread "
+	  "(a flow keeps its order across a resolution).",
+	  offsetof(struct fwd_stats, unres_held) },
 	{ "ibgw_worker_control_frames_sent_total", "Frames the worker sent for the control thread.",
 	  offsetof(struct fwd_stats, ctl_tx) },
 	{ "ibgw_worker_loops_total", "Passes of the worker's polling loop.",

@@ -794,6 +794,7 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 	add_int(o, "fragmented", (int64_t)st.fragmented);
 	add_int(o, "frags_sent", (int64_t)st.frags_sent);
 	add_int(o, "mss_clamped", (int64_t)st.mss_clamped);
+	add_int(o, "unresolved_held", (int64_t)st.unres_held);
 	add_int(o, "gso_whole", (int64_t)st.gso_whole);
 	add_int(o, "gso_segmented", (int64_t)st.gso_segmented);
 	add_int(o, "gso_segments", (int64_t)st.gso_segments);

@@ -52,3 +52,43 @@ for r in range(0, 300, 20):
 	wait "$rx"
 	cat "$work/flows"
 }
+
+# one_flow NS_A NS_B ADDR: one UDP flow of 3000 numbered datagrams from namespace NS_A to
+# ADDR (port 6001) in NS_B, sent back to back (a short pause every 50, so that the
+# simulated fabric's receive queues keep up). Prints "received N reordered R last L": R
+# counts datagrams that arrived after a later one, L is the highest number that arrived
+# (-1: none). Used by ib_queues.sh to start a flow toward a next hop the gateway must
+# resolve first. Needs python3 and $work.
+one_flow() {
+	ip netns exec "$2" python3 -c '
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+s.bind((sys.argv[1], 6001)); s.settimeout(3)
+last, got, reordered = -1, 0, 0
+try:
+    while True:
+        n = int(s.recv(64))
+        got += 1
+        if n < last: reordered += 1
+        last = max(n, last)
+except socket.timeout:
+    pass
+print("received %d reordered %d last %d" % (got, reordered, last))' "$3" >"$work/one_flow" &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "$1" python3 -c '
+import socket, sys, time
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+for n in range(3000):
+    try:
+        s.sendto(b"%d" % n, (sys.argv[1], 6001))
+    except OSError:
+        time.sleep(0.001)
+    if n % 50 == 49:
+        time.sleep(0.0005)' "$3"
+	wait "$rx"
+	cat "$work/one_flow"
+}

@@ -746,6 +746,78 @@ static void unresolved_punts_with_next_hop(void **state)
 	assert_int_equal(v->res.punt, FWD_PUNT_ARP);
 }
 
+/* A next hop the worker still has unresolved punts out for (struct fwd_held): its later
+ * packets are punted behind them even once the neighbour is usable, until the last one
+ * is back; the packets that come back (fwd_output_ip) go out; other hops are not held. */
+static void held_next_hop_keeps_order(void **state)
+{
+	struct env *v = *state;
+	const struct fwd_if *eth = fwd_snap_if(v->c.snap, v->eth);
+	uint8_t p[200], nh[4];
+
+	addr("10.1.0.9", nh);
+	mk4(p, "10.2.0.2", "10.1.0.9", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.punt, FWD_PUNT_UNRESOLVED);
+	assert_true(fwd_held_add(&v->c, v->eth, AF_INET, nh)); /* the worker hands it over */
+	assert_true(fwd_held_add(&v->c, v->eth, AF_INET, nh)); /* and a second one */
+	eth_neigh(v, "10.1.0.9", h_mac);                       /* resolved meanwhile */
+	mk4(p, "10.2.0.2", "10.1.0.9", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_PUNT); /* behind the two */
+	assert_int_equal(v->res.punt, FWD_PUNT_UNRESOLVED);
+	assert_int_equal(v->c.st->unres_held, 1);
+	/* One comes back: sent (the egress stage without the hold), the hop still held. */
+	mk4(p, "10.2.0.2", "10.1.0.9", 17, 60, 63, false);
+	fwd_output_ip(&v->c, eth, AF_INET, nh, p, 60, &v->res);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	fwd_held_done(&v->c, v->eth, AF_INET, nh);
+	mk4(p, "10.2.0.3", "10.1.0.2", 17, 60, 64, false); /* another hop: not held */
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	release_ib(v);
+	mk4(p, "10.2.0.2", "10.1.0.9", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_PUNT);
+	/* The last one back: the hop's packets go straight out again. */
+	fwd_held_done(&v->c, v->eth, AF_INET, nh);
+	assert_int_equal(v->c.held.n, 0);
+	mk4(p, "10.2.0.2", "10.1.0.9", 17, 60, 64, false);
+	from_ib(v, p, 60);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	release_ib(v);
+	fwd_held_done(&v->c, v->eth, AF_INET, nh); /* one too many: nothing to undo */
+	assert_int_equal(v->c.held.n, 0);
+}
+
+/* The held hops are sets of FWD_HELD_WAYS: a hop whose set is full is not held (the
+ * caller then does not count its punt), and a way freed is taken again. */
+static void held_set_full_refuses(void **state)
+{
+	struct env *v = *state;
+	uint8_t nh[16] = { 0x20, 0x01, 0x0d, 0xb8 };
+	unsigned held = 0, refused = 0;
+
+	for (unsigned i = 0; i < FWD_HELD_SETS * FWD_HELD_WAYS * 4; i++) {
+		nh[14] = (uint8_t)(i >> 8), nh[15] = (uint8_t)i;
+		if (fwd_held_add(&v->c, v->eth, AF_INET6, nh))
+			held++;
+		else
+			refused++;
+	}
+	assert_int_equal(held, FWD_HELD_SETS * FWD_HELD_WAYS);
+	assert_int_equal(v->c.held.n, held);
+	assert_int_equal(refused, FWD_HELD_SETS * FWD_HELD_WAYS * 3);
+	for (unsigned i = 0; i < FWD_HELD_SETS * FWD_HELD_WAYS * 4; i++) {
+		nh[14] = (uint8_t)(i >> 8), nh[15] = (uint8_t)i;
+		fwd_held_done(&v->c, v->eth, AF_INET6, nh);
+	}
+	assert_int_equal(v->c.held.n, 0);
+	nh[15] = 7;
+	assert_true(fwd_held_add(&v->c, v->eth, AF_INET6, nh));
+	assert_int_equal(v->c.held.n, 1);
+}
+
 static void no_route_sends_unreachable(void **state)
 {
 	struct env *v = *state;
@@ -1033,6 +1105,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(martians_and_link_local_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(local_delivery_punts, setup, teardown),
 		cmocka_unit_test_setup_teardown(unresolved_punts_with_next_hop, setup, teardown),
+		cmocka_unit_test_setup_teardown(held_next_hop_keeps_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(held_set_full_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_route_sends_unreachable, setup, teardown),
 		cmocka_unit_test_setup_teardown(dhcp_broadcast_punted_where_relayed, setup,
 						teardown),
