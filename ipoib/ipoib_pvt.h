@@ -140,8 +140,9 @@ struct ipoib_link {
 	uint8_t sl, rate;
 	struct ipoib_hwaddr hw;
 	uint8_t hw_bytes[IPOIB_HWADDR_LEN];
-	/* Control thread only. */
-	bool up, started, port_down;
+	/* Control thread only. qp_broken: the UD QP went to the error state and could
+	 * not be brought back (the link stays down; the tick tries again). */
+	bool up, started, port_down, qp_broken;
 	struct ipoib_mcast *mcasts, *bcast;
 	struct ipoib_path *paths;
 	struct ipoib_path *path_tab[IPOIB_PATH_BUCKETS]; /* by GID (ipoib_path_find) */
