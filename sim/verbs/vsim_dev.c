@@ -13,9 +13,11 @@
  * for umad2sim: never on the packets' way) to raise the events an HCA raises when the SM
  * changes them.
  *
- * Faults on demand (vsim.h, docs/verbs-sim.md "Faults"): IBVSIM_FAULT_REG_MR and
- * IBVSIM_FAULT_CQ_DEPTH, read by ibv_reg_mr and ibv_create_cq at each call, so that the
- * verbs backend's error paths can be driven; nothing else looks at them.
+ * Faults on demand (vsim.h, docs/verbs-sim.md "Faults"): IBVSIM_FAULT_REG_MR,
+ * IBVSIM_FAULT_CQ_DEPTH and IBVSIM_FAULT_MODIFY_QP, read by ibv_reg_mr, ibv_create_cq
+ * and ibv_modify_qp at each call, and a QP or WQ put in error (vsim_test_fault, or the
+ * fault file the port watchers look for), so that the verbs backend's error paths can
+ * be driven; nothing else looks at them.
  *
  * Threads: the program's, in each verb, the progress thread and the port watcher;
  * ctx->lock serialises them, but ibv_poll_cq and ibv_req_notify_cq take only the CQ's
