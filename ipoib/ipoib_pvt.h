@@ -187,6 +187,9 @@ struct ipoib_link {
 		_Atomic uint64_t drops[IPOIB_DROP_COUNT];
 	} __attribute__((aligned(64))) dp_rx[IBP_QUEUES_MAX];
 	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
+	/* the data path saw an error completion of the UD QP: the tick asks the backend
+	 * whether it is in the error state (qp_recover) */
+	atomic_uint ud_qp_check;
 	/* Control thread: peers of neighbour entries that left (ipoib_neigh_release). */
 	struct ipoib_hwaddr expired[EXPIRE_MAX];
 	unsigned n_expired;

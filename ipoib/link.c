@@ -323,23 +323,25 @@ void ipoib_link_free(struct ipoib_link *l)
  * meanwhile (counted as tx_post drops) and takes its flushed buffers back. When that
  * fails, the link goes down and the tick tries again.
  */
-static void ud_qp_failed(struct ipoib_link *l, const char *what)
+static void ud_qp_failed(struct ipoib_link *l, const char *what, const char *why)
 {
 	int ret = l->ops->qp_recover ? l->ops->qp_recover(l->qp) : -EOPNOTSUPP;
 
 	if (ret > 0) {
 		l->st.ud_qp_recoveries++;
-		log_warning("%s: %s (QPN 0x%x) went to the error state: recovered, same QPN",
-			    l->name, what, l->qpn);
+		log_warning("%s: %s (QPN 0x%x) went to the error state (%s): recovered, same QPN",
+			    l->name, what, l->qpn, why);
 	} else if (ret == 0) {
-		log_notice("%s: %s (QPN 0x%x) reported an error, but nothing of it is in "
-			   "the error state",
-			   l->name, what, l->qpn);
+		/* An event for a part already brought back, or an error completion of a
+		 * QP that is fine (a datagram the HCA could not send, a flush the
+		 * backend did not keep). */
+		log_debug("%s: %s (QPN 0x%x, %s): nothing in the error state", l->name, what,
+			  l->qpn, why);
 	} else {
 		log_errno(LOG_ERR, -ret,
-			  "%s: %s (QPN 0x%x) went to the error state and could not be brought "
-			  "back: link down, retried every %u ms",
-			  l->name, what, l->qpn, TICK_MS);
+			  "%s: %s (QPN 0x%x) went to the error state (%s) and could not be "
+			  "brought back: link down, retried every %u ms",
+			  l->name, what, l->qpn, why, TICK_MS);
 		ipoib_set_up(l, false);
 		l->qp_broken = true;
 	}
@@ -365,12 +367,12 @@ void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev)
 	switch (ev->type) {
 	case IBP_EVENT_WQ_FATAL:
 		if (ev->qp && ev->qp == l->qp && !l->qp_broken)
-			ud_qp_failed(l, "a receive work queue of the UD QP");
+			ud_qp_failed(l, "a receive work queue of the UD QP", "WQ_FATAL");
 		break;
 	case IBP_EVENT_QP_FATAL:
 		if (ev->qp && ev->qp == l->qp) {
 			if (!l->qp_broken)
-				ud_qp_failed(l, "the UD QP");
+				ud_qp_failed(l, "the UD QP", "QP_FATAL");
 			break;
 		}
 		/* One of our RC QPs failed (retries exhausted): tear its connection down;
@@ -417,6 +419,8 @@ uint64_t ipoib_link_tick(struct ipoib_link *l)
 	ipoib_paths_gc(l, now);
 	if (l->qp_broken && l->qp)
 		ud_qp_retry(l);
+	else if (atomic_exchange_explicit(&l->ud_qp_check, 0, memory_order_relaxed) && l->qp)
+		ud_qp_failed(l, "the UD QP", "an error completion");
 	next = neigh_tick(l->neigh);
 	ipoib_conn_tick(l);
 	if (l->cm && !l->cfg.loop) {

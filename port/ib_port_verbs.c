@@ -1464,21 +1464,73 @@ static unsigned refill(struct ibp_qp *qp, struct qp_part *pt)
 	return total;
 }
 
+static void mark_err(struct ibp_qp *qp, struct ibv_qp *vqp, struct ibv_wq *wq);
+
+/*
+ * No event marked anything: ask the provider for the state of the QP's QPs (the Linux
+ * driver's ipoib_qp_state_validate_work). A UD send error leaves its QP in SQE, told by
+ * the failed completion alone: back to RTS (its WRs have flushed; nothing else to do).
+ * A QP in ERR without an event (a receive error, on some providers) is marked, to be
+ * recovered as after QP_FATAL. Returns how many came back from SQE, or -errno.
+ */
+static int check_states(struct ibp_qp *qp)
+{
+	int fixed = 0;
+
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct qp_part *pt = &qp->part[i];
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		int ret = ibv_query_qp(pt->sqp, &a, IBV_QP_STATE, &ia);
+
+		if (ret) {
+			log_errno(LOG_ERR, ret, "verbs: %s: QP %u: ibv_query_qp", qp->port->name,
+				  pt->sqp->qp_num);
+			return -ret;
+		}
+		if (a.qp_state == IBV_QPS_SQE) {
+			struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS };
+
+			ret = modify_one(qp, pt->sqp, &rts, IBV_QP_STATE, "RTS (from SQE)");
+			if (ret < 0)
+				return ret;
+			fixed++;
+		} else if (a.qp_state == IBV_QPS_ERR) {
+			mark_err(qp, pt->sqp, NULL);
+		}
+	}
+	return fixed;
+}
+
+static unsigned count_marked(const struct ibp_qp *qp)
+{
+	unsigned n = 0;
+
+	/* The marks are this thread's to write: no lock to read them. */
+	for (unsigned i = 0; i < qp->nparts; i++)
+		n += qp->part[i].sq_err || qp->part[i].rq_err;
+	return n;
+}
+
 static int verbs_qp_recover(struct ibp_qp *qp)
 {
 	struct ibp_port *port = qp->port;
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	struct timespec dl;
-	unsigned nerr = 0;
 	int ret = 0;
 
 	if (qp->type != IBP_QPT_UD || qp->dying)
 		return -EINVAL;
-	/* The marks are this thread's to write: no lock to read them. */
-	for (unsigned i = 0; i < qp->nparts; i++)
-		nerr += qp->part[i].sq_err || qp->part[i].rq_err;
-	if (nerr == 0)
-		return 0;
+	if (count_marked(qp) == 0) {
+		if (qp->state != IBV_QPS_RTS)
+			return 0; /* not made ready yet: nothing of it runs */
+		ret = check_states(qp);
+		if (ret < 0)
+			return ret;
+		if (count_marked(qp) == 0)
+			return ret > 0;
+		ret = 0;
+	}
 
 	/* A QP that raised QP_FATAL is in ERR already; moving it there again is allowed
 	 * and makes sure every WR flushes. (A WQ's only way to ERR is from RDY: its

@@ -85,7 +85,7 @@ grep -hE 'fault on demand|error state' "$gwlog" | sed 's/^/# gw1: /'
 tap_like "the shim put ib0's UD QP in error (QP_FATAL)" "$(cat "$gwlog")" \
 	"fault on demand: qp $qpn 0 to ERR \\(QP_FATAL\\)"
 tap_is "ib0 logged it once: recovered, same QPN" \
-	"$(grep -c "ib0: the UD QP (QPN $qpn) went to the error state: recovered, same QPN" "$gwlog")" 1
+	"$(grep -c "ib0: the UD QP (QPN $qpn) went to the error state (QP_FATAL): recovered, same QPN" "$gwlog")" 1
 tap_like "ib0 stayed UP with the same QPN" "$(ib0_line)" "state UP.* qpn $qpn "
 tap_like "the recovery is counted (ibgw_ipoib_ud_qp_recoveries_total)" \
 	"$(metric ibgw_ipoib_ud_qp_recoveries_total)" '} 1$'

@@ -413,7 +413,8 @@ static void rejoin_to_a_new_mlid_moves_the_ah_without_a_down(void **state)
 /* The UD QP in the error state (QP_FATAL or WQ_FATAL naming it) is brought back at
  * once: the link stays up and counts it; another QP's event is not the UD QP's. When it
  * cannot be brought back the link goes down (the broadcast group answering again does
- * not bring it up), and each tick tries again until it can. */
+ * not bring it up), and each tick tries again until it can. An error completion of the
+ * UD QP (no event) makes the next tick ask. */
 static void ud_qp_error_recovered_or_link_down(void **state)
 {
 	union ib_gid bcast;
@@ -456,6 +457,33 @@ static void ud_qp_error_recovered_or_link_down(void **state)
 	bcast_once(l);
 	ipoib_link_tick(l); /* nothing left to retry */
 	assert_int_equal(fp.recovers, 5);
+
+	/* No event, an error completion of the UD QP (a send the HCA failed: SQE): the
+	 * next tick asks the backend, which brings it back. */
+	struct ibp_wc wc = { .kind = IBP_WC_SEND,
+			     .status = IBP_WC_LOCAL_ERROR,
+			     .qp = &fp.qp,
+			     .qp_user = l,
+			     .buf = f_buf_get(NULL) };
+	struct ipoib_rx rx;
+
+	ipoib_link_tx_done(l, &wc);
+	ipoib_link_tick(l);
+	assert_int_equal(fp.recovers, 6);
+	ipoib_link_tick(l); /* asked once */
+	assert_int_equal(fp.recovers, 6);
+	/* A flushed receive whose QP turns out fine: asked, nothing counted. */
+	fp.recover_ret = 0;
+	wc.kind = IBP_WC_RECV;
+	wc.status = IBP_WC_FLUSHED;
+	wc.buf = f_buf_get(NULL);
+	assert_int_equal(ipoib_link_rx(l, 0, &wc, &rx), IPOIB_RX_DROP);
+	f_buf_put(NULL, wc.buf);
+	ipoib_link_tick(l);
+	assert_int_equal(fp.recovers, 7);
+	ipoib_link_stats(l, &st);
+	assert_int_equal(st.ud_qp_recoveries, 4);
+	assert_true(ipoib_link_is_up(l));
 	ipoib_link_stop(l);
 	ipoib_link_free(l);
 }

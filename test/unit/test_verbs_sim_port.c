@@ -42,6 +42,10 @@
  *                             sends of both queues leave with the QP's number
  *   ud_qp_recovery_failure_reported  the QP cannot leave RESET (fault): -EIO, its
  *                             buffers back, posts still refused; a later try works
+ *   ud_qp_error_by_completion_recovers  no event: a UD send above the MTU leaves the
+ *                             QP in SQE, a datagram too long for its buffer puts it in
+ *                             ERR; qp_recover finds each (ibv_query_qp) and brings it
+ *                             back, same QPN, and it passes traffic
  *   ud_qp_recovers_beside_its_poller  a thread polls and reposts (a worker) while
  *                             datagrams arrive and the QP fails and is brought back
  *                             three times: no buffer lost, none posted twice
@@ -761,11 +765,11 @@ static void one_queue_without_rss(void **state)
 
 /* ---- a UD QP or WQ in the error state, brought back (qp_recover) ---------------------- */
 
-/* One datagram b -> a's QP arrives whole (not IP: its RSS hash is 0, queue 0; a's
- * receive queues are full: the buffer is posted back), and one a -> b leaves from
- * queue q with a's QPN. */
-static void ud_both_ways(struct ibp_port *a, struct ibp_qp *qa, unsigned q, struct ibp_port *b,
-			 struct ibp_qp *qb, uint8_t fill)
+/* One datagram of len octets b -> a's QP arrives whole (not IP: its RSS hash is 0,
+ * queue 0; a's receive queues are full: the buffer is posted back), and one a -> b
+ * leaves from queue q with a's QPN. */
+static void ud_both_ways_len(struct ibp_port *a, struct ibp_qp *qa, unsigned q, struct ibp_port *b,
+			     struct ibp_qp *qb, uint8_t fill, uint32_t len)
 {
 	struct ibp_ah *to_a = ah_to(b, 1), *to_b = ah_to(a, 2);
 	struct ibp_wc wc;
@@ -773,7 +777,7 @@ static void ud_both_ways(struct ibp_port *a, struct ibp_qp *qa, unsigned q, stru
 	uint64_t end = now_ms() + 2000;
 	int n = 0;
 
-	send_one(b, qb, to_a, ops->qp_num(qa), 300, fill);
+	send_one(b, qb, to_a, ops->qp_num(qa), len, fill);
 	assert_int_equal(wait_wcs(b, &wc, 1, 2000), 1);
 	assert_int_equal(wc.status, IBP_WC_OK);
 	while (n == 0 && now_ms() < end) {
@@ -785,8 +789,8 @@ static void ud_both_ways(struct ibp_port *a, struct ibp_qp *qa, unsigned q, stru
 	assert_int_equal(wc.kind, IBP_WC_RECV);
 	assert_int_equal(wc.status, IBP_WC_OK);
 	assert_ptr_equal(wc.qp, qa);
-	assert_int_equal(wc.byte_len, IBP_GRH_AREA + 300);
-	assert_int_equal(wc.buf->data[IBP_GRH_AREA + 299], fill);
+	assert_int_equal(wc.byte_len, IBP_GRH_AREA + len);
+	assert_int_equal(wc.buf->data[IBP_GRH_AREA + len - 1], fill);
 	assert_int_equal(ops->post_recv(qa, 0, &wc.buf, 1), 1);
 
 	post_recvs(b, qb, NULL, 1);
@@ -817,6 +821,12 @@ static void ud_both_ways(struct ibp_port *a, struct ibp_qp *qa, unsigned q, stru
 	ops->buf_put(b, wc.buf);
 	ops->destroy_ah(to_a);
 	ops->destroy_ah(to_b);
+}
+
+static void ud_both_ways(struct ibp_port *a, struct ibp_qp *qa, unsigned q, struct ibp_port *b,
+			 struct ibp_qp *qb, uint8_t fill)
+{
+	ud_both_ways_len(a, qa, q, b, qb, fill, 300);
 }
 
 /* Posts to a part in error are refused (the buffer stays the caller's). */
@@ -1009,6 +1019,61 @@ static void ud_qp_recovery_failure_reported(void **state)
 	ud_pair_free(a, qa, b, qb);
 }
 
+/* Errors told by a completion only, no event (qp_recover asks the provider): a UD send
+ * above the port's MTU leaves the QP in SQE; a datagram longer than the receive buffer
+ * puts it in ERR. */
+static void ud_qp_error_by_completion_recovers(void **state)
+{
+	struct ibp_port *a = port_open("nodeA", IBP_GRH_AREA + 256, N_BUFS);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa = ud_qp(a), *qb = ud_qp(b);
+	uint32_t qpn = ops->qp_num(qa);
+	struct ibp_ah *to_a = ah_to(b, 1);
+	struct ibp_wc wc[8];
+	struct ibp_event ev;
+	unsigned flushed = 0;
+	(void)state;
+
+	/* SQE: the send fails, the next one flushes; back to RTS, the same QP sends. */
+	post_recvs(b, qb, NULL, 1);
+	send_one(b, qb, to_a, qpn, 64, 0); /* a's QP is fine (nothing received: no WQE) */
+	assert_int_equal(wait_wcs(b, wc, 1, 2000), 1);
+	send_one(b, qb, to_a, qpn, 3000, 0x31); /* above the 2048-octet MTU */
+	assert_int_equal(wait_wcs(b, wc, 1, 2000), 1);
+	assert_int_equal(wc[0].status, IBP_WC_LOCAL_ERROR);
+	send_one(b, qb, to_a, qpn, 64, 0x32);
+	assert_int_equal(wait_wcs(b, wc, 1, 2000), 1);
+	assert_int_equal(wc[0].status, IBP_WC_FLUSHED);
+	assert_false(event_wait(b, IBP_EVENT_QP_FATAL, &ev, 50));
+	assert_int_equal(ops->qp_recover(qb), 1);
+	assert_int_equal(ops->qp_recover(qb), 0);
+
+	/* ERR: a receive too long; its other receives flushed, reported as usual. */
+	post_recvs(a, qa, NULL, 8);
+	send_one(b, qb, to_a, qpn, 1000, 0x5a);
+	assert_int_equal(wait_wcs(b, wc, 1, 2000), 1);
+	assert_int_equal(wc[0].status, IBP_WC_OK); /* the SQE send QP sends again */
+	assert_int_equal(wait_wcs(a, wc, 8, 2000), 8);
+	assert_int_equal(wc[0].status, IBP_WC_LOCAL_ERROR);
+	for (unsigned i = 1; i < 8; i++)
+		flushed += wc[i].status == IBP_WC_FLUSHED;
+	assert_int_equal(flushed, 7);
+	assert_false(event_wait(a, IBP_EVENT_QP_FATAL, &ev, 50));
+	assert_int_equal(ops->qp_recover(qa), 1);
+	assert_int_equal(ops->qp_num(qa), qpn);
+	assert_int_equal(pool_free(a), N_BUFS - 32); /* the whole receive queue posted */
+	ud_both_ways_len(a, qa, 0, b, qb, 0x6d, 200);
+	assert_int_equal(ops->qp_recover(qa), 0);
+
+	ops->destroy_ah(to_a);
+	ops->destroy_qp(qa);
+	assert_int_equal(pool_free(a), N_BUFS);
+	ops->destroy_qp(qb);
+	assert_int_equal(pool_free(b), N_BUFS);
+	ops->close(a);
+	ops->close(b);
+}
+
 /* A worker polls and reposts (as engine/worker.c does, through the ops) while
  * datagrams come and the control thread brings the failed QP back: every buffer ends
  * up in the pool or posted, none twice (the pool would refuse a second put). */
@@ -1121,6 +1186,7 @@ int main(void)
 		cmocka_unit_test_teardown(ud_qp_fatal_recovers, teardown),
 		cmocka_unit_test_teardown(ud_wq_fatal_recovers, teardown),
 		cmocka_unit_test_teardown(ud_qp_recovery_failure_reported, teardown),
+		cmocka_unit_test_teardown(ud_qp_error_by_completion_recovers, teardown),
 		cmocka_unit_test_teardown(ud_qp_recovers_beside_its_poller, teardown),
 	};
 
