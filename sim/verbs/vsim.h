@@ -24,11 +24,11 @@
  *                             word): more outstanding overrun it (IBV_EVENT_CQ_ERR)
  *   IBVSIM_FAULT_MODIFY_QP=E  every ibv_modify_qp from RESET to INIT fails with errno E
  *                             (a QP that cannot be brought back)
- *   IBVSIM_FAULT_FILE=PATH    (default ibvsim-fault.PID in the working directory) a
- *                             file the port watchers look for every IBVSIM_PORT_MS, to
- *                             fault a running program: removed when read, then each
- *                             line applied once: "qp QPN [INDEX]" or "wq QPN INDEX", as
- *                             vsim_test_fault below
+ *   IBVSIM_FAULT_FILE=PATH    (read when a device is opened; default ibvsim-fault.PID
+ *                             in the working directory) a file the port watchers look
+ *                             for every IBVSIM_PORT_MS, to fault a running program:
+ *                             removed when read, then each line applied once: "qp QPN
+ *                             [INDEX]" or "wq QPN INDEX", as vsim_test_fault below
  */
 #ifndef IBGW_SIM_VERBS_VSIM_H
 #define IBGW_SIM_VERBS_VSIM_H

@@ -715,20 +715,16 @@ int vsim_test_fault(const char *node, uint32_t qpn, unsigned index, bool wq)
 }
 
 /*
- * The fault file (vsim.h, IBVSIM_FAULT_FILE): read by the port watchers, consumed by
- * the first that finds it (removed before it is applied, so a fault happens once).
+ * The fault file (vsim.h, IBVSIM_FAULT_FILE; its path taken at open): read by the port
+ * watchers, consumed by the first that finds it (removed before it is applied, so a
+ * fault happens once).
  * Each line "qp QPN [INDEX]" or "wq QPN INDEX" (numbers in C notation: 0x4a).
  */
-static void faults_from_file(void)
+static void faults_from_file(const char *path)
 {
-	const char *env = getenv("IBVSIM_FAULT_FILE");
-	char path[256], line[128];
+	char line[128];
 	FILE *f;
 
-	if (env && *env)
-		snprintf(path, sizeof(path), "%s", env);
-	else
-		snprintf(path, sizeof(path), "ibvsim-fault.%ld", (long)getpid());
 	pthread_mutex_lock(&g.lock);
 	f = fopen(path, "r");
 	if (!f) {
@@ -794,7 +790,7 @@ static void *watcher(void *arg)
 			break;
 		pthread_mutex_unlock(&ctx->lock);
 		ports_check(ctx, 0); /* SMPs without the lock */
-		faults_from_file();
+		faults_from_file(ctx->fault_path);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -903,6 +899,15 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.post_recv = vsim_post_recv;
 	c->ops.post_srq_recv = vsim_post_srq_recv;
 	ctx->node = node;
+	{
+		const char *fp = getenv("IBVSIM_FAULT_FILE");
+
+		if (fp && *fp)
+			snprintf(ctx->fault_path, sizeof(ctx->fault_path), "%s", fp);
+		else
+			snprintf(ctx->fault_path, sizeof(ctx->fault_path), "ibvsim-fault.%ld",
+				 (long)getpid());
+	}
 	ctx->n_ports = g.n_ports[node];
 	ctx->home_port = 1;
 	ctx->next_key = 0x100;

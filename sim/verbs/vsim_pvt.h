@@ -242,6 +242,9 @@ struct vsim_ctx {
 	pthread_t watcher;
 	bool watcher_on;
 	pthread_cond_t watch_cond;
+	/* The fault file (IBVSIM_FAULT_FILE, read once at open: the watcher does not call
+	 * getenv while the program may change its environment). */
+	char fault_path[256];
 	struct vsim_ctx *next_ctx; /* the process's contexts (g.ctxs, g.lock) */
 	int wake_fd, epfd;
 };
