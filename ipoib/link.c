@@ -280,6 +280,7 @@ void ipoib_link_stop(struct ipoib_link *l)
 		l->qp = NULL;
 	}
 	l->qp_broken = false;
+	atomic_store_explicit(&l->ud_qp_check, 0, memory_order_relaxed);
 }
 
 void ipoib_link_free(struct ipoib_link *l)

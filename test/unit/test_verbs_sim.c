@@ -212,6 +212,17 @@ static bool async_wait(struct ibv_context *ctx, enum ibv_event_type want,
 	return false;
 }
 
+/* QP_FATAL for qp within 2 s (acked), and qp in ERR. */
+static void qp_fatal_seen(struct ibv_context *ctx, struct ibv_qp *qp)
+{
+	struct ibv_async_event ev;
+
+	assert_true(async_wait(ctx, IBV_EVENT_QP_FATAL, &ev));
+	assert_ptr_equal(ev.element.qp, qp);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(qp_state(qp), IBV_QPS_ERR);
+}
+
 /* --- tests --------------------------------------------------------------------------- */
 
 static void devices_and_ports(void **state)
@@ -628,10 +639,7 @@ static void cq_overrun(void **state)
 	assert_true(async_wait(a.ctx, IBV_EVENT_CQ_ERR, &ev));
 	assert_ptr_equal(ev.element.cq, a.cq);
 	ibv_ack_async_event(&ev);
-	assert_true(async_wait(a.ctx, IBV_EVENT_QP_FATAL, &ev));
-	assert_ptr_equal(ev.element.qp, qp);
-	ibv_ack_async_event(&ev);
-	assert_int_equal(qp_state(qp), IBV_QPS_ERR);
+	qp_fatal_seen(a.ctx, qp);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 	end_close(&a);
@@ -1826,10 +1834,7 @@ static void faults_on_demand(void **state)
 	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 1, false), -EINVAL);   /* no part */
 	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 0, true), -EINVAL);    /* no WQ */
 	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 0, false), 0);
-	assert_true(async_wait(b.ctx, IBV_EVENT_QP_FATAL, &ev));
-	assert_ptr_equal(ev.element.qp, qb);
-	ibv_ack_async_event(&ev);
-	assert_int_equal(qp_state(qb), IBV_QPS_ERR);
+	qp_fatal_seen(b.ctx, qb);
 	assert_int_equal(poll_n(b.cq, wc, 3), 3);
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
@@ -1871,11 +1876,8 @@ static void faults_on_demand(void **state)
 	assert_non_null(f);
 	fprintf(f, "qp nonsense\nqp 0x%x\n", qc->qp_num);
 	fclose(f);
-	assert_true(async_wait(b.ctx, IBV_EVENT_QP_FATAL, &ev));
-	assert_ptr_equal(ev.element.qp, qc);
-	ibv_ack_async_event(&ev);
+	qp_fatal_seen(b.ctx, qc);
 	assert_int_equal(access(path, F_OK), -1);
-	assert_int_equal(qp_state(qc), IBV_QPS_ERR);
 	assert_int_equal(qp_state(qa), IBV_QPS_RTS);
 
 	/* RSS: the WQ at entry 1 of the table (rss_map: WQ 1) to ERR, its WQEs flushed. */
@@ -1899,10 +1901,7 @@ static void faults_on_demand(void **state)
 	ud_ready(sq);
 	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 1, false), -EINVAL);
 	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 0, false), 0);
-	assert_true(async_wait(b.ctx, IBV_EVENT_QP_FATAL, &ev));
-	assert_ptr_equal(ev.element.qp, sq);
-	ibv_ack_async_event(&ev);
-	assert_int_equal(qp_state(sq), IBV_QPS_ERR);
+	qp_fatal_seen(b.ctx, sq);
 
 	assert_int_equal(ibv_destroy_qp(sq), 0);
 	assert_int_equal(ibv_destroy_qp(qc), 0);
