@@ -1532,12 +1532,18 @@ static int verbs_qp_recover(struct ibp_qp *qp)
 		ret = 0;
 	}
 
-	/* A QP that raised QP_FATAL is in ERR already; moving it there again is allowed
-	 * and makes sure every WR flushes. (A WQ's only way to ERR is from RDY: its
-	 * WQ_FATAL put it there.) */
-	for (unsigned i = 0; i < qp->nparts; i++)
-		if (qp->part[i].sq_err)
-			(void)modify_one(qp, qp->part[i].sqp, &err, IBV_QP_STATE, "ERR");
+	/* A QP that raised QP_FATAL is in ERR already (its WRs flush); one that is not
+	 * (QP_REQ_ERR on some provider, a retry after a failed RESET) is moved there. (A
+	 * WQ's only way to ERR is from RDY: its WQ_FATAL put it there.) */
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *v = qp->part[i].sqp;
+
+		if (qp->part[i].sq_err &&
+		    (ibv_query_qp(v, &a, IBV_QP_STATE, &ia) || a.qp_state != IBV_QPS_ERR))
+			(void)modify_one(qp, v, &err, IBV_QP_STATE, "ERR");
+	}
 	deadline_in(&dl, IBP_VERBS_DRAIN_MS);
 	if (!wait_reaped(qp, errs_drained, &dl))
 		log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms: their "
