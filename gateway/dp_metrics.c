@@ -282,6 +282,10 @@ static const struct u64_field ipoib_counters[] = {
 	{ "ibgw_ipoib_paths_freed_total",
 	  "Paths freed: no neighbour or connection needed them for a minute.",
 	  offsetof(struct ipoib_link_stats, paths_freed) },
+	{ "ibgw_ipoib_ud_qp_recoveries_total",
+	  "Times the UD QP (or one of its receive work queues) went to the error state and "
+	  "was brought back, with the same QPN.",
+	  offsetof(struct ipoib_link_stats, ud_qp_recoveries) },
 	{ "ibgw_ipoib_address_handles_rebuilt_total",
 	  "Address handles rebuilt after a path changed.",
 	  offsetof(struct ipoib_link_stats, ah_rebuilt) },

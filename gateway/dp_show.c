@@ -84,6 +84,7 @@ static struct json_object *ipoib_stats_json(const struct ipoib_link *l)
 	add_int(o, "paths_resolved", (int64_t)st.paths_resolved);
 	add_int(o, "path_failures", (int64_t)st.path_failures);
 	add_int(o, "paths_freed", (int64_t)st.paths_freed);
+	add_int(o, "ud_qp_recoveries", (int64_t)st.ud_qp_recoveries);
 	add_int(o, "rc_rx_packets", (int64_t)st.rc_rx_packets);
 	add_int(o, "rc_rx_bytes", (int64_t)st.rc_rx_bytes);
 	add_int(o, "rc_tx_packets", (int64_t)st.rc_tx_packets);

@@ -5,7 +5,8 @@
  * forwarding engine builds itself (ipoib_link_send_fill) and their counters. Nothing
  * here logs, allocates or touches a control-thread structure: counters are relaxed
  * atomics the control thread reads, and what needs the control thread (a failed RC
- * send, an RC peer without a connection) is a flag it reads every tick.
+ * send, an RC peer without a connection, an error completion of the UD QP) is a flag
+ * it reads every tick.
  *
  * Threads: the worker that polls one of the port's queues, for that queue (one at a time:
  * a queue changes worker only across a grace period): each queue has its own receive
@@ -122,6 +123,10 @@ enum ipoib_rx_kind ipoib_link_rx(struct ipoib_link *l, unsigned queue, const str
 	if (l->srq[0] && wc->qp != l->qp)
 		return rx_rc(l, queue, wc, out);
 	if (wc->status != IBP_WC_OK || !wc->buf) {
+		/* The UD QP failed without an event (its error told by a completion only):
+		 * the control thread finds out and brings it back. */
+		if (wc->status != IBP_WC_OK)
+			atomic_store_explicit(&l->ud_qp_check, 1, memory_order_relaxed);
 		memset(out, 0, sizeof(*out));
 		out->kind = IPOIB_RX_DROP;
 		out->why = IPOIB_DROP_RX_ERROR;
@@ -162,6 +167,8 @@ void ipoib_link_repost(struct ipoib_link *l, unsigned queue, struct ibp_buf *b)
 
 void ipoib_link_tx_done(struct ipoib_link *l, const struct ibp_wc *wc)
 {
+	if (wc->qp == l->qp && wc->status != IBP_WC_OK) /* a UD send error: SQE */
+		atomic_store_explicit(&l->ud_qp_check, 1, memory_order_relaxed);
 	if (wc->qp != l->qp && wc->status != IBP_WC_OK) {
 		struct ipoib_conn *c = wc->qp_user;
 

@@ -180,6 +180,9 @@ struct ipoib_link_stats {
 	uint64_t joins, join_failures, up_count, down_count;
 	uint64_t paths_resolved, path_failures, ah_rebuilt;
 	uint64_t paths_freed; /* unused for a minute (path.c: ipoib_paths_gc) */
+	/* the UD QP (or one of its receive work queues) went to the error state and was
+	 * brought back, same QPN (link.c) */
+	uint64_t ud_qp_recoveries;
 	/* connected mode */
 	uint64_t rc_tx_packets, rc_tx_bytes, rc_rx_packets, rc_rx_bytes;
 	uint64_t rc_tx_errors;                    /* RC send completions in error (the QP failed) */

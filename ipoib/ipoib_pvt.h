@@ -140,8 +140,9 @@ struct ipoib_link {
 	uint8_t sl, rate;
 	struct ipoib_hwaddr hw;
 	uint8_t hw_bytes[IPOIB_HWADDR_LEN];
-	/* Control thread only. */
-	bool up, started, port_down;
+	/* Control thread only. qp_broken: the UD QP went to the error state and could
+	 * not be brought back (the link stays down; the tick tries again). */
+	bool up, started, port_down, qp_broken;
 	struct ipoib_mcast *mcasts, *bcast;
 	struct ipoib_path *paths;
 	struct ipoib_path *path_tab[IPOIB_PATH_BUCKETS]; /* by GID (ipoib_path_find) */
@@ -186,6 +187,9 @@ struct ipoib_link {
 		_Atomic uint64_t drops[IPOIB_DROP_COUNT];
 	} __attribute__((aligned(64))) dp_rx[IBP_QUEUES_MAX];
 	atomic_uint want_conn; /* the data path saw an RC peer without a connection */
+	/* the data path saw an error completion of the UD QP: the tick asks the backend
+	 * whether it is in the error state (qp_recover) */
+	atomic_uint ud_qp_check;
 	/* Control thread: peers of neighbour entries that left (ipoib_neigh_release). */
 	struct ipoib_hwaddr expired[EXPIRE_MAX];
 	unsigned n_expired;

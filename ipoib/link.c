@@ -3,8 +3,9 @@
  * against the port's table and makes the neighbour table (and, connected, takes its
  * place on the port's CM transport); start joins the broadcast group (mcast.c creates the UD
  * QP and brings the link up when the join answers); port events take it down or mark
- * its paths for a new query; stop leaves the groups and destroys the QPs; the tick runs
- * the neighbour timers and the connections' bookkeeping. Also the drop reasons' names,
+ * its paths for a new query; a UD QP that goes to the error state is brought back
+ * with its QPN (ud_qp_failed); stop leaves the groups and destroys the QPs; the tick
+ * runs the neighbour timers and the connections' bookkeeping. Also the drop reasons' names,
  * the accessors and the counters (the data path's atomics added in).
  *
  * Threads: control thread (the host role's one thread). ipoib_link_stats reads the
@@ -197,6 +198,8 @@ void ipoib_set_up(struct ipoib_link *l, bool up)
 
 	if (l->up == up)
 		return;
+	if (up && l->qp_broken)
+		return; /* not with a UD QP in error: the tick brings it up once recovered */
 	l->up = up;
 	if (up) {
 		l->st.up_count++;
@@ -276,6 +279,8 @@ void ipoib_link_stop(struct ipoib_link *l)
 		l->ops->destroy_qp(l->qp);
 		l->qp = NULL;
 	}
+	l->qp_broken = false;
+	atomic_store_explicit(&l->ud_qp_check, 0, memory_order_relaxed);
 }
 
 void ipoib_link_free(struct ipoib_link *l)
@@ -311,10 +316,66 @@ void ipoib_link_free(struct ipoib_link *l)
 	free(l);
 }
 
+/*
+ * The UD QP (what: which part of it) went to the error state: bring it back at once,
+ * the way the Linux IPoIB driver restarts its QP (ERR, the flushes reaped, RESET ->
+ * INIT -> RTR -> RTS, receives posted again), keeping its QPN, so that the peers'
+ * neighbour entries, which hold it, stay right. The backend refuses posts to it
+ * meanwhile (counted as tx_post drops) and takes its flushed buffers back. When that
+ * fails, the link goes down and the tick tries again.
+ */
+static void ud_qp_failed(struct ipoib_link *l, const char *what, const char *why)
+{
+	int ret = l->ops->qp_recover ? l->ops->qp_recover(l->qp) : -EOPNOTSUPP;
+
+	if (ret > 0) {
+		l->st.ud_qp_recoveries++;
+		log_warning("%s: %s (QPN 0x%x) went to the error state (%s): recovered, same QPN",
+			    l->name, what, l->qpn, why);
+	} else if (ret == 0) {
+		/* An event for a part already brought back, or an error completion of a
+		 * QP that is fine (a datagram the HCA could not send, a flush the
+		 * backend did not keep). */
+		log_debug("%s: %s (QPN 0x%x, %s): nothing in the error state", l->name, what,
+			  l->qpn, why);
+	} else {
+		log_errno(LOG_ERR, -ret,
+			  "%s: %s (QPN 0x%x) went to the error state (%s) and could not be "
+			  "brought back: link down, retried every %u ms",
+			  l->name, what, l->qpn, why, TICK_MS);
+		ipoib_set_up(l, false);
+		l->qp_broken = true;
+	}
+}
+
+/* Tick: another try at a UD QP that could not be brought back; the link comes up again
+ * where the broadcast group is still joined (else its join does it). */
+static void ud_qp_retry(struct ipoib_link *l)
+{
+	int ret = l->ops->qp_recover ? l->ops->qp_recover(l->qp) : -EOPNOTSUPP;
+
+	if (ret < 0)
+		return; /* said once, when it failed */
+	l->qp_broken = false;
+	l->st.ud_qp_recoveries += ret > 0;
+	log_notice("%s: UD QP 0x%x brought back, same QPN", l->name, l->qpn);
+	if (l->bcast && l->bcast->joined && !l->port_down)
+		ipoib_set_up(l, true);
+}
+
 void ipoib_link_port_event(struct ipoib_link *l, const struct ibp_event *ev)
 {
 	switch (ev->type) {
+	case IBP_EVENT_WQ_FATAL:
+		if (ev->qp && ev->qp == l->qp && !l->qp_broken)
+			ud_qp_failed(l, "a receive work queue of the UD QP", "WQ_FATAL");
+		break;
 	case IBP_EVENT_QP_FATAL:
+		if (ev->qp && ev->qp == l->qp) {
+			if (!l->qp_broken)
+				ud_qp_failed(l, "the UD QP", "QP_FATAL");
+			break;
+		}
 		/* One of our RC QPs failed (retries exhausted): tear its connection down;
 		 * the next packet to the peer starts a new one. */
 		for (struct ipoib_conn *c = l->conns; c; c = c->next)
@@ -357,6 +418,10 @@ uint64_t ipoib_link_tick(struct ipoib_link *l)
 	/* Paths that failed: retried on the next use (ipoib_bind_neigh / xmit_hw); those
 	 * nobody uses any more: freed. */
 	ipoib_paths_gc(l, now);
+	if (l->qp_broken && l->qp)
+		ud_qp_retry(l);
+	else if (atomic_exchange_explicit(&l->ud_qp_check, 0, memory_order_relaxed) && l->qp)
+		ud_qp_failed(l, "the UD QP", "an error completion");
 	next = neigh_tick(l->neigh);
 	ipoib_conn_tick(l);
 	if (l->cm && !l->cfg.loop) {

@@ -187,7 +187,8 @@ enum ibp_event_type {
 	IBP_EVENT_PKEY_CHANGE,
 	IBP_EVENT_SM_CHANGE,
 	IBP_EVENT_CLIENT_REREGISTER,
-	IBP_EVENT_QP_FATAL, /* qp says which */
+	IBP_EVENT_QP_FATAL, /* qp says which (UD: the QP, or one of its send QPs) */
+	IBP_EVENT_WQ_FATAL, /* a receive work queue of UD QP qp (one over several queues) */
 };
 
 struct ibp_event {
@@ -217,6 +218,18 @@ struct ibp_ops {
 	int (*qp_ready)(struct ibp_qp *qp, const struct ibp_qp_connect *rc);
 	void (*destroy_qp)(struct ibp_qp *qp);
 	uint32_t (*qp_num)(const struct ibp_qp *qp);
+	/* A UD QP that a QP_FATAL or WQ_FATAL event named: what went to the error state
+	 * is brought back, keeping the QP's number (peers' neighbour entries hold it).
+	 * From the event on, posts to the failed part are refused (-EIO) and its flushed
+	 * completions stay inside the backend (their buffers go back to the pool); here
+	 * it is moved to RESET once they are reaped, then INIT -> RTR -> RTS (a WQ to
+	 * RDY) with the QP's P_Key index and Q_Key, and its receive queues are refilled
+	 * from the pool up to recv_depth. Multicast attachments stay. Without an event
+	 * (after an error completion) it asks the provider: a QP in SQE (a UD send
+	 * error) goes back to RTS, one in ERR is recovered as above. Returns 1
+	 * recovered, 0 nothing was in error, or -errno: the part stays in error (call
+	 * again later, or destroy the QP). Control thread; workers keep polling. */
+	int (*qp_recover)(struct ibp_qp *qp);
 
 	int (*create_ah)(struct ibp_port *port, const struct ibp_ah_attr *attr,
 			 struct ibp_ah **out);

@@ -30,6 +30,13 @@
  * on an SRQ, for the Last WQE Reached event and a drain WR), then destroy. The
  * flushed buffers go back to the pool here; the caller sees no completion of a QP
  * after destroy_qp has started.
+ *
+ * A UD QP part that goes to the error state (QP_FATAL of the QP or of a send QP,
+ * WQ_FATAL of a receive WQ) is marked when the event is read: posts to it are refused
+ * and its failed completions stay inside, as a dying QP's do. qp_recover waits for
+ * them the same way, moves the part to RESET and back to RTS (a WQ to RDY), which
+ * keeps its number, and refills its receives: the Linux IPoIB driver's stop/open of
+ * its QP (ipoib_ib_dev_stop: ERR, wait for the flushes, RESET; ipoib_init_qp).
  */
 #include "port/ib_bufpool.h"
 #include "port/ib_port.h"
@@ -81,17 +88,22 @@ struct vbuf {
 	uint64_t user_wr_id; /* VB_SEND: the caller's wr_id */
 	void *owner;         /* VB_SEND/VB_RECV: the ibp_qp; VB_SRQ: the ibp_srq */
 	uint32_t gen;        /* bumped at each post; travels in wr_id */
+	unsigned queue;      /* VB_SEND/VB_RECV: the queue it was posted on */
 };
 
 /* A QP's part on one queue: where its sends and receives of that queue go. For an RC
  * QP and a one-queue UD QP, the QP itself; for a UD QP over several queues, the
- * queue's send QP and receive WQ. The counters: under the queue's lock. */
+ * queue's send QP and receive WQ. The counters and the error marks: under the
+ * queue's lock (the marks are written by the control thread). */
 struct qp_part {
 	struct ibv_qp *sqp; /* sends (and receives when wq is NULL and not RSS) */
 	struct ibv_wq *wq;  /* receives of a UD QP over several queues */
 	unsigned queue;
 	unsigned sq_out, rq_out; /* posted and not yet reaped */
 	bool drain_seen;
+	/* UD: its sends / its receives are in the error state (an async event), not yet
+	 * recovered: posts refused, failed completions kept inside. */
+	bool sq_err, rq_err;
 };
 
 /* Control thread owns the fields, except the parts' counters and dying (queue locks). */
@@ -1226,10 +1238,39 @@ static void wqs_to_err(struct ibp_qp *qp)
 	}
 }
 
+/*
+ * Wait until done(qp), checked under every queue lock, while the queues' pollers reap
+ * the flushed completions; a queue nobody polls (a link taken down leaves the engine
+ * before its QPs are destroyed) is reaped here after IBP_VERBS_REAP_MS. false: dl
+ * passed first.
+ */
+static bool wait_reaped(struct ibp_qp *qp, bool (*done)(const struct ibp_qp *),
+			const struct timespec *dl)
+{
+	struct ibp_port *port = qp->port;
+	struct timespec reap;
+	bool ok;
+
+	deadline_in(&reap, IBP_VERBS_REAP_MS);
+	lock_all(port);
+	while (!(ok = done(qp)) && ms_until(dl) > 0) {
+		unlock_all(port);
+		usleep(1000);
+		lock_all(port);
+		if (ms_until(&reap) == 0) {
+			for (unsigned i = 0; i < port->nq; i++)
+				reap_locked(port, &port->q[i]);
+			deadline_in(&reap, IBP_VERBS_REAP_MS);
+		}
+	}
+	unlock_all(port);
+	return ok;
+}
+
 static void verbs_destroy_qp(struct ibp_qp *qp)
 {
 	struct ibp_port *port;
-	struct timespec dl, reap;
+	struct timespec dl;
 	bool flushing = false;
 	int ret;
 
@@ -1267,27 +1308,9 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 			flushing = false;
 		}
 	}
-	/* The queues' pollers reap the flushed completions; a queue nobody polls (a link
-	 * taken down leaves the engine before its QPs are destroyed) is reaped here. */
-	deadline_in(&reap, IBP_VERBS_REAP_MS);
-	lock_all(port);
-	while (flushing && !qp_drained(qp)) {
-		unlock_all(port);
-		if (ms_until(&dl) == 0) {
-			log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms",
-				    port->name, qp->qpn, IBP_VERBS_DRAIN_MS);
-			lock_all(port);
-			break;
-		}
-		usleep(1000);
-		lock_all(port);
-		if (ms_until(&reap) == 0) {
-			for (unsigned i = 0; i < port->nq; i++)
-				reap_locked(port, &port->q[i]);
-			deadline_in(&reap, IBP_VERBS_REAP_MS);
-		}
-	}
-	unlock_all(port);
+	if (flushing && !wait_reaped(qp, qp_drained, &dl))
+		log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms", port->name,
+			    qp->qpn, IBP_VERBS_DRAIN_MS);
 
 	stash_forget(port, qp);
 	if (qp->prev)
@@ -1332,6 +1355,247 @@ static void verbs_destroy_qp(struct ibp_qp *qp)
 		qpt_remove(&port->q[srq_queue], qp);
 	unlock_all(port);
 	free(qp);
+}
+
+/* --- recovery of a UD QP's parts in error --- */
+
+static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct qp_part *pt,
+		      struct ibp_srq *srq, struct ibp_buf **bufs, unsigned n);
+
+/* Every queue lock held: the failed parts' posted WRs have all been reaped. */
+static bool errs_drained(const struct ibp_qp *qp)
+{
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		const struct qp_part *pt = &qp->part[i];
+
+		if ((pt->sq_err && pt->sq_out) || (pt->rq_err && pt->rq_out))
+			return false;
+	}
+	return true;
+}
+
+/* One UD QP (plain, or a send QP) from RESET to RTS, as qp_ready does. */
+static int ud_to_rts(struct ibp_qp *qp, struct ibv_qp *vqp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = qp->pkey_index,
+		.port_num = qp->port->port_num,
+		.qkey = qp->qkey,
+	};
+	int ret = modify_one(qp, vqp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, "INIT");
+
+	if (ret == 0) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		ret = modify_one(qp, vqp, &a, IBV_QP_STATE, "RTR");
+	}
+	if (ret == 0) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		ret = modify_one(qp, vqp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS");
+	}
+	return ret;
+}
+
+static int wq_to(struct ibp_qp *qp, struct ibv_wq *wq, enum ibv_wq_state st, const char *what)
+{
+	struct ibv_wq_attr a = { .attr_mask = IBV_WQ_ATTR_STATE, .wq_state = st };
+	int ret = ibv_modify_wq(wq, &a);
+
+	if (ret)
+		log_errno(LOG_ERR, ret, "verbs: %s: QP %u: receive WQ %u to %s", qp->port->name,
+			  qp->qpn, wq->wq_num, what);
+	return -ret;
+}
+
+/* Every queue lock held, the failed parts in RESET: what they held and nobody reaped
+ * (the drain timed out; RESET removed the completions) goes back to the pool. A late
+ * completion of one, if a provider still made it, fails the generation check. */
+static void errs_take_back(struct ibp_qp *qp)
+{
+	struct ibp_port *port = qp->port;
+
+	for (unsigned i = 0; i < port->pool.n_bufs; i++) {
+		struct vbuf *v = &port->vbufs[i];
+		enum vbuf_state s = vb_state(v);
+		struct qp_part *pt;
+
+		if ((s != VB_SEND && s != VB_RECV) || v->owner != qp)
+			continue;
+		pt = part_of(qp, v->queue);
+		if (s == VB_SEND ? pt->sq_err : pt->rq_err)
+			free_push(port, v);
+	}
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		if (qp->part[i].sq_err)
+			qp->part[i].sq_out = 0;
+		if (qp->part[i].rq_err)
+			qp->part[i].rq_out = 0;
+	}
+}
+
+/* Receives of part pt from the pool, up to the QP's depth (fewer when the pool is
+ * short: the workers' reposts fill the rest). */
+static unsigned refill(struct ibp_qp *qp, struct qp_part *pt)
+{
+	struct ibp_port *port = qp->port;
+	struct ibp_buf *bufs[IBP_VERBS_BATCH];
+	unsigned total = 0;
+
+	for (;;) {
+		unsigned n = 0, ok;
+		int got;
+
+		while (n < IBP_VERBS_BATCH && (bufs[n] = ibp_pool_get(&port->pool)))
+			n++;
+		if (n == 0)
+			break;
+		got = post_recvs(port, qp, pt, NULL, bufs, n);
+		ok = got > 0 ? (unsigned)got : 0;
+		for (unsigned i = ok; i < n; i++)
+			ibp_pool_put(&port->pool, bufs[i]);
+		total += ok;
+		if (ok < n)
+			break;
+	}
+	return total;
+}
+
+static void mark_err(struct ibp_qp *qp, struct ibv_qp *vqp, struct ibv_wq *wq);
+
+/*
+ * No event marked anything: ask the provider for the state of the QP's QPs (the Linux
+ * driver's ipoib_qp_state_validate_work). A UD send error leaves its QP in SQE, told by
+ * the failed completion alone: back to RTS (its WRs have flushed; nothing else to do).
+ * A QP in ERR without an event (a receive error, on some providers) is marked, to be
+ * recovered as after QP_FATAL. Returns how many came back from SQE, or -errno.
+ */
+static int check_states(struct ibp_qp *qp)
+{
+	int fixed = 0;
+
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct qp_part *pt = &qp->part[i];
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		int ret = ibv_query_qp(pt->sqp, &a, IBV_QP_STATE, &ia);
+
+		if (ret) {
+			log_errno(LOG_ERR, ret, "verbs: %s: QP %u: ibv_query_qp", qp->port->name,
+				  pt->sqp->qp_num);
+			return -ret;
+		}
+		if (a.qp_state == IBV_QPS_SQE) {
+			struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS };
+
+			ret = modify_one(qp, pt->sqp, &rts, IBV_QP_STATE, "RTS (from SQE)");
+			if (ret < 0)
+				return ret;
+			fixed++;
+		} else if (a.qp_state == IBV_QPS_ERR) {
+			mark_err(qp, pt->sqp, NULL);
+		}
+	}
+	return fixed;
+}
+
+static unsigned count_marked(const struct ibp_qp *qp)
+{
+	unsigned n = 0;
+
+	/* The marks are this thread's to write: no lock to read them. */
+	for (unsigned i = 0; i < qp->nparts; i++)
+		n += qp->part[i].sq_err || qp->part[i].rq_err;
+	return n;
+}
+
+static int verbs_qp_recover(struct ibp_qp *qp)
+{
+	struct ibp_port *port = qp->port;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct timespec dl;
+	int ret = 0;
+
+	if (qp->type != IBP_QPT_UD || qp->dying)
+		return -EINVAL;
+	if (count_marked(qp) == 0) {
+		if (qp->state != IBV_QPS_RTS)
+			return 0; /* not made ready yet: nothing of it runs */
+		ret = check_states(qp);
+		if (ret < 0)
+			return ret;
+		if (count_marked(qp) == 0)
+			return ret > 0;
+		ret = 0;
+	}
+
+	/* A QP that raised QP_FATAL is in ERR already (its WRs flush); one that is not
+	 * (QP_REQ_ERR on some provider, a retry after a failed RESET) is moved there. (A
+	 * WQ's only way to ERR is from RDY: its WQ_FATAL put it there.) */
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *v = qp->part[i].sqp;
+
+		if (qp->part[i].sq_err &&
+		    (ibv_query_qp(v, &a, IBV_QP_STATE, &ia) || a.qp_state != IBV_QPS_ERR))
+			(void)modify_one(qp, v, &err, IBV_QP_STATE, "ERR");
+	}
+	deadline_in(&dl, IBP_VERBS_DRAIN_MS);
+	if (!wait_reaped(qp, errs_drained, &dl))
+		log_warning("verbs: %s: QP %u: flushed completions not reaped in %u ms: their "
+			    "buffers are taken back",
+			    port->name, qp->qpn, IBP_VERBS_DRAIN_MS);
+
+	/* RESET forgets what is still posted, and (mlx5) the part's completions in the
+	 * CQ: nothing of the old WRs can come back after it. */
+	for (unsigned i = 0; i < qp->nparts && ret == 0; i++) {
+		struct qp_part *pt = &qp->part[i];
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+		if (pt->sq_err)
+			ret = modify_one(qp, pt->sqp, &a, IBV_QP_STATE, "RESET");
+		if (ret == 0 && pt->rq_err && pt->wq)
+			ret = wq_to(qp, pt->wq, IBV_WQS_RESET, "RESET");
+	}
+	if (ret < 0)
+		goto out;
+	lock_all(port);
+	errs_take_back(qp);
+	unlock_all(port);
+
+	for (unsigned i = 0; i < qp->nparts && ret == 0; i++) {
+		struct qp_part *pt = &qp->part[i];
+
+		if (pt->sq_err)
+			ret = ud_to_rts(qp, pt->sqp);
+		if (ret == 0 && pt->rq_err && pt->wq)
+			ret = wq_to(qp, pt->wq, IBV_WQS_RDY, "RDY");
+	}
+	if (ret < 0)
+		goto out;
+
+	/* Back in service: posts accepted again, the receive queues refilled. */
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct qp_part *pt = &qp->part[i];
+		struct vqueue *q = &port->q[pt->queue];
+		bool rq = pt->rq_err;
+
+		pthread_mutex_lock(&q->lock);
+		pt->sq_err = pt->rq_err = false;
+		pthread_mutex_unlock(&q->lock);
+		if (rq)
+			refill(qp, pt);
+	}
+	qp->state = IBV_QPS_RTS;
+	return 1;
+out:
+	/* Still marked: posts stay refused; a later call starts over from ERR. */
+	qp->state = IBV_QPS_ERR;
+	return ret;
 }
 
 /* --- AHs and multicast --- */
@@ -1443,6 +1707,7 @@ static unsigned post_send_run(struct ibp_qp *qp, struct qp_part *pt, struct ibp_
 		}
 		v->user_wr_id = s->wr_id;
 		v->owner = qp;
+		v->queue = pt->queue;
 	}
 	ret = ibv_post_send(pt->sqp, wr, &bad);
 	if (ret == 0) {
@@ -1500,6 +1765,10 @@ static int verbs_post_send(unsigned queue, struct ibp_send *sends, unsigned n)
 				err = -EINVAL;
 				break;
 			}
+			if (pt->sq_err) {
+				err = -EIO; /* in the error state until qp_recover */
+				break;
+			}
 			if (pt->sq_out + run >= qp->send_depth) {
 				err = -ENOMEM; /* send queue full: reap completions first */
 				break;
@@ -1524,7 +1793,8 @@ static int verbs_post_send(unsigned queue, struct ibp_send *sends, unsigned n)
 
 /* Fill wr[]/sge[] for receive buffers and mark them posted; the queue's lock held. */
 static int recv_prepare(struct ibp_port *port, struct ibp_buf **bufs, unsigned n, void *owner,
-			enum vbuf_state state, struct ibv_recv_wr *wr, struct ibv_sge *sge)
+			unsigned queue, enum vbuf_state state, struct ibv_recv_wr *wr,
+			struct ibv_sge *sge)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct vbuf *v = vbuf_of(port, bufs[i]);
@@ -1542,6 +1812,7 @@ static int recv_prepare(struct ibp_port *port, struct ibp_buf **bufs, unsigned n
 					      .sg_list = &sge[i],
 					      .num_sge = 1 };
 		v->owner = owner;
+		v->queue = queue;
 		vb_set(v, state);
 	}
 	return 0;
@@ -1564,8 +1835,8 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct qp_part *
 		int ret;
 
 		if (qp) {
-			if (qp->dying) {
-				err = -EINVAL;
+			if (qp->dying || pt->rq_err) {
+				err = qp->dying ? -EINVAL : -EIO; /* -EIO: until qp_recover */
 				break;
 			}
 			if (pt->rq_out + run > qp->recv_depth)
@@ -1576,7 +1847,7 @@ static int post_recvs(struct ibp_port *port, struct ibp_qp *qp, struct qp_part *
 			}
 		}
 		err = recv_prepare(port, &bufs[done], run, qp ? (void *)qp : (void *)srq,
-				   qp ? VB_RECV : VB_SRQ, wr, sge);
+				   (unsigned)(q - port->q), qp ? VB_RECV : VB_SRQ, wr, sge);
 		if (err)
 			break;
 		if (!qp)
@@ -1666,16 +1937,24 @@ static bool translate_wc(struct ibp_port *port, struct vqueue *q, const struct i
 		q->stale_wcs++;
 		return false;
 	}
+	bool in_err = false;
+
 	if (s == VB_SEND || s == VB_RECV) {
+		struct qp_part *pt;
+
 		qp = v->owner;
+		pt = part_of(qp, qi);
 		if (s == VB_SEND)
-			part_of(qp, qi)->sq_out--;
+			pt->sq_out--;
 		else
-			part_of(qp, qi)->rq_out--;
+			pt->rq_out--;
+		/* A part in error: its flushed WRs are the backend's to take back (what
+		 * completed before the error still goes up). */
+		in_err = wc->status != IBV_WC_SUCCESS && (s == VB_SEND ? pt->sq_err : pt->rq_err);
 	} else {
 		qp = qpt_find(q, wc->qp_num);
 	}
-	if (!qp || qp->dying) {
+	if (!qp || qp->dying || in_err) {
 		free_push(port, v);
 		return false;
 	}
@@ -1796,6 +2075,33 @@ static bool our_port(struct ibp_port *port, const struct ibv_async_event *e)
 	return e->element.port_num == port->port_num;
 }
 
+/* A UD QP's part in error (QP_FATAL of vqp, or WQ_FATAL of wq): marked under its
+ * queue's lock, so that from now on its posts are refused and its flushed completions
+ * stay inside until qp_recover. RC QPs are not marked: their owner destroys them,
+ * and the failed send's completion is how it learns of the failure. The RSS receive
+ * QP holds no WQEs: nothing to mark. */
+static void mark_err(struct ibp_qp *qp, struct ibv_qp *vqp, struct ibv_wq *wq)
+{
+	if (qp->type != IBP_QPT_UD)
+		return;
+	for (unsigned i = 0; i < qp->nparts; i++) {
+		struct qp_part *pt = &qp->part[i];
+		struct vqueue *q = &qp->port->q[pt->queue];
+
+		if ((vqp && pt->sqp != vqp) || (wq && pt->wq != wq))
+			continue;
+		pthread_mutex_lock(&q->lock);
+		if (vqp) {
+			pt->sq_err = true;
+			if (!qp->ind)
+				pt->rq_err = true; /* a plain QP: its receives too */
+		} else {
+			pt->rq_err = true;
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
 /*
  * Read and ack one async event. Returns 1 with *ev filled for an event the caller
  * should see, 0 for one handled or ignored here, -EAGAIN when none is pending.
@@ -1844,14 +2150,16 @@ static int read_async(struct ibp_port *port, struct ibp_event *ev)
 		ev->qp = e.element.qp->qp_context;
 		/* A QP being destroyed is in ERR on purpose. */
 		ret = !ev->qp->dying;
+		if (ret)
+			mark_err(ev->qp, e.element.qp, NULL);
 		break;
 	case IBV_EVENT_WQ_FATAL:
-		/* A receive work queue of a UD QP over several queues: nothing recovers it
-		 * (as nothing recovers a UD QP's QP_FATAL), so say so where operators look. */
-		log_error("verbs: %s: a receive work queue of UD QP %u failed: its flows are "
-			  "not received until the link is restarted",
-			  port->name, ((struct ibp_qp *)e.element.wq->wq_context)->qpn);
-		ret = 0;
+		/* A receive work queue of a UD QP over several queues. */
+		ev->type = IBP_EVENT_WQ_FATAL;
+		ev->qp = e.element.wq->wq_context;
+		ret = !ev->qp->dying;
+		if (ret)
+			mark_err(ev->qp, NULL, e.element.wq);
 		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		((struct ibp_qp *)e.element.qp->qp_context)->last_wqe = true;
@@ -1906,6 +2214,7 @@ const struct ibp_ops ibp_verbs_ops = {
 	.qp_ready = verbs_qp_ready,
 	.destroy_qp = verbs_destroy_qp,
 	.qp_num = verbs_qp_num,
+	.qp_recover = verbs_qp_recover,
 	.create_ah = verbs_create_ah,
 	.destroy_ah = verbs_destroy_ah,
 	.attach_mcast = verbs_attach_mcast,

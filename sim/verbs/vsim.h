@@ -22,6 +22,13 @@
  *   IBVSIM_FAULT_CQ_DEPTH=N   a CQ created meanwhile holds at most N completions while
  *                             it reports the size asked for (a provider short of its
  *                             word): more outstanding overrun it (IBV_EVENT_CQ_ERR)
+ *   IBVSIM_FAULT_MODIFY_QP=E  every ibv_modify_qp from RESET to INIT fails with errno E
+ *                             (a QP that cannot be brought back)
+ *   IBVSIM_FAULT_FILE=PATH    (read when a device is opened; default ibvsim-fault.PID
+ *                             in the working directory) a file the port watchers look
+ *                             for every IBVSIM_PORT_MS, to fault a running program:
+ *                             removed when read, then each line applied once: "qp QPN
+ *                             [INDEX]" or "wq QPN INDEX", as vsim_test_fault below
  */
 #ifndef IBGW_SIM_VERBS_VSIM_H
 #define IBGW_SIM_VERBS_VSIM_H
@@ -49,6 +56,13 @@ void vsim_test_set_nodes(const struct vsim_test_node *nodes, unsigned n);
 /* Tests only: how many verbs objects (PD, MR, CQ, channel, QP...) contexts still held
  * when they were closed, over the process's life (each is also logged). */
 unsigned vsim_test_objects_leaked(void);
+
+/* Tests only: a fault on demand in node's context (NULL: the first with that QPN): UD
+ * QP qpn goes to ERR and raises IBV_EVENT_QP_FATAL (for an RSS receive QP, which holds
+ * no WQEs, its index-th source-QPN send QP by QPN), or (wq) the WQ at entry index of
+ * RSS QP qpn's indirection table goes to ERR and raises IBV_EVENT_WQ_FATAL; posted WRs
+ * flush. 0, -ENOENT (no such QP), -EINVAL (no such part, or it is not running). */
+int vsim_test_fault(const char *node, uint32_t qpn, unsigned index, bool wq);
 
 /* Tests only: UD datagrams the shim dropped for want of a receive WQE (a QP's or SRQ's
  * receive queue empty, an RSS QP's WQ empty or not RDY), over the process's life. */

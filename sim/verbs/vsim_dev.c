@@ -13,9 +13,11 @@
  * for umad2sim: never on the packets' way) to raise the events an HCA raises when the SM
  * changes them.
  *
- * Faults on demand (vsim.h, docs/verbs-sim.md "Faults"): IBVSIM_FAULT_REG_MR and
- * IBVSIM_FAULT_CQ_DEPTH, read by ibv_reg_mr and ibv_create_cq at each call, so that the
- * verbs backend's error paths can be driven; nothing else looks at them.
+ * Faults on demand (vsim.h, docs/verbs-sim.md "Faults"): IBVSIM_FAULT_REG_MR,
+ * IBVSIM_FAULT_CQ_DEPTH and IBVSIM_FAULT_MODIFY_QP, read by ibv_reg_mr, ibv_create_cq
+ * and ibv_modify_qp at each call, and a QP or WQ put in error (vsim_test_fault, or the
+ * fault file the port watchers look for), so that the verbs backend's error paths can
+ * be driven; nothing else looks at them.
  *
  * Threads: the program's, in each verb, the progress thread and the port watcher;
  * ctx->lock serialises them, but ibv_poll_cq and ibv_req_notify_cq take only the CQ's
@@ -98,9 +100,7 @@ bool vsim_rss_enabled(void)
 	return !s || strcmp(s, "0") != 0;
 }
 
-/* A fault asked for in the environment: its value as a number, 0 when unset or not a
- * positive number. */
-static unsigned fault(const char *name)
+unsigned vsim_fault(const char *name)
 {
 	const char *s = getenv(name);
 	long v = s ? strtol(s, NULL, 10) : 0;
@@ -287,6 +287,9 @@ void vsim_event(struct vsim_ctx *ctx, enum ibv_event_type type, void *elem, uint
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
 		e->element.srq = elem;
 		break;
+	case IBV_EVENT_WQ_FATAL:
+		e->element.wq = elem;
+		break;
 	default:
 		e->element.port_num = port_num;
 		break;
@@ -309,6 +312,24 @@ void vsim_event_forget(struct vsim_ctx *ctx, const struct ibv_qp *qp, const stru
 		if ((qp && about_qp && e->element.qp == qp) ||
 		    (cq && e->event_type == IBV_EVENT_CQ_ERR && e->element.cq == cq)) {
 			/* one count less on the fd (it has one per queued event: no wait) */
+			if (read(ctx->vctx.context.async_fd, &v, sizeof(v)) < 0)
+				log_errno(LOG_ERR, errno, "libibverbs2sim: eventfd read");
+			continue;
+		}
+		ctx->evq[(ctx->ev_head + kept++) % VSIM_EVQ] = *e;
+	}
+	ctx->ev_len = kept;
+}
+
+void vsim_event_forget_wq(struct vsim_ctx *ctx, const struct ibv_wq *wq)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < ctx->ev_len; i++) {
+		struct ibv_async_event *e = &ctx->evq[(ctx->ev_head + i) % VSIM_EVQ];
+		uint64_t v;
+
+		if (e->event_type == IBV_EVENT_WQ_FATAL && e->element.wq == wq) {
 			if (read(ctx->vctx.context.async_fd, &v, sizeof(v)) < 0)
 				log_errno(LOG_ERR, errno, "libibverbs2sim: eventfd read");
 			continue;
@@ -667,6 +688,85 @@ static void *progress(void *arg)
 	return NULL;
 }
 
+/* A fault on demand in every open context of the process whose device is node (NULL:
+ * any), the first that has QP qpn (vsim_fault_qp). g.lock held. */
+static int fault_apply(const char *node, uint32_t qpn, unsigned index, bool wq)
+{
+	int ret = -ENOENT;
+
+	for (struct vsim_ctx *ctx = g.ctxs; ctx && ret == -ENOENT; ctx = ctx->next_ctx) {
+		if (node && strcmp(g.dev[ctx->node].name, node) != 0)
+			continue;
+		pthread_mutex_lock(&ctx->lock);
+		ret = vsim_fault_qp(ctx, qpn, index, wq);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return ret;
+}
+
+int vsim_test_fault(const char *node, uint32_t qpn, unsigned index, bool wq)
+{
+	int ret;
+
+	pthread_mutex_lock(&g.lock);
+	ret = fault_apply(node, qpn, index, wq);
+	pthread_mutex_unlock(&g.lock);
+	return ret;
+}
+
+/*
+ * The fault file (vsim.h, IBVSIM_FAULT_FILE; its path taken at open): read by the port
+ * watchers, consumed by the first that finds it (removed before it is applied, so a
+ * fault happens once).
+ * Each line "qp QPN [INDEX]" or "wq QPN INDEX" (numbers in C notation: 0x4a).
+ */
+static void faults_from_file(const char *path)
+{
+	char line[128];
+	FILE *f;
+
+	pthread_mutex_lock(&g.lock);
+	f = fopen(path, "r");
+	if (!f) {
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	if (unlink(path) < 0) {
+		log_errno(LOG_ERR, errno,
+			  "libibverbs2sim: fault file %s cannot be removed: not "
+			  "applied",
+			  path);
+		fclose(f);
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char kind[8];
+		long qpn = -1, index = 0;
+		int n = sscanf(line, "%7s %li %li", kind, &qpn, &index);
+		bool wq = n >= 1 && strcmp(kind, "wq") == 0;
+		int ret;
+
+		if (n < 2 || (!wq && strcmp(kind, "qp") != 0) || (wq && n < 3) || qpn < 0 ||
+		    qpn > 0xffffff || index < 0 || index >= 1 << 16) {
+			log_error(
+			    "libibverbs2sim: fault file %s: \"%.*s\" is not \"qp QPN [INDEX]\" "
+			    "or \"wq QPN INDEX\"",
+			    path, (int)strcspn(line, "\n"), line);
+			continue;
+		}
+		ret = fault_apply(NULL, (uint32_t)qpn, (unsigned)index, wq);
+		if (ret < 0)
+			log_errno(LOG_ERR, -ret, "libibverbs2sim: fault on demand: %s 0x%lx %ld",
+				  kind, qpn, index);
+		else
+			log_warning("libibverbs2sim: fault on demand: %s 0x%lx %ld to ERR (%s)",
+				    kind, qpn, index, wq ? "WQ_FATAL" : "QP_FATAL");
+	}
+	fclose(f);
+	pthread_mutex_unlock(&g.lock);
+}
+
 /* The port watcher thread (vsim_pvt.h). */
 static void *watcher(void *arg)
 {
@@ -690,6 +790,7 @@ static void *watcher(void *arg)
 			break;
 		pthread_mutex_unlock(&ctx->lock);
 		ports_check(ctx, 0); /* SMPs without the lock */
+		faults_from_file(ctx->fault_path);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -798,6 +899,15 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.post_recv = vsim_post_recv;
 	c->ops.post_srq_recv = vsim_post_srq_recv;
 	ctx->node = node;
+	{
+		const char *fp = getenv("IBVSIM_FAULT_FILE");
+
+		if (fp && *fp)
+			snprintf(ctx->fault_path, sizeof(ctx->fault_path), "%s", fp);
+		else
+			snprintf(ctx->fault_path, sizeof(ctx->fault_path), "ibvsim-fault.%ld",
+				 (long)getpid());
+	}
 	ctx->n_ports = g.n_ports[node];
 	ctx->home_port = 1;
 	ctx->next_key = 0x100;
@@ -1056,7 +1166,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 {
 	struct vsim_ctx *ctx = vsim_ctx_of(pd->context);
 	struct vsim_mr *m;
-	unsigned f = fault("IBVSIM_FAULT_REG_MR");
+	unsigned f = vsim_fault("IBVSIM_FAULT_REG_MR");
 
 	/* As the kernel: remote write or atomic access needs local write. */
 	if (!addr || length == 0 ||
@@ -1192,10 +1302,10 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 		return NULL;
 	}
 	cq->cap = cap - 1;
-	if (fault("IBVSIM_FAULT_CQ_DEPTH") && fault("IBVSIM_FAULT_CQ_DEPTH") < cq->cap) {
+	if (vsim_fault("IBVSIM_FAULT_CQ_DEPTH") && vsim_fault("IBVSIM_FAULT_CQ_DEPTH") < cq->cap) {
 		/* A provider that holds fewer completions than it granted (cqe below still
 		 * says cap - 1): the fault that makes a CQ sized right overrun. */
-		cq->cap = fault("IBVSIM_FAULT_CQ_DEPTH");
+		cq->cap = vsim_fault("IBVSIM_FAULT_CQ_DEPTH");
 		log_warning("libibverbs2sim: CQ of %d entries holds %u (IBVSIM_FAULT_CQ_DEPTH)",
 			    (int)cap - 1, cq->cap);
 	}

@@ -242,6 +242,9 @@ struct vsim_ctx {
 	pthread_t watcher;
 	bool watcher_on;
 	pthread_cond_t watch_cond;
+	/* The fault file (IBVSIM_FAULT_FILE, read once at open: the watcher does not call
+	 * getenv while the program may change its environment). */
+	char fault_path[256];
 	struct vsim_ctx *next_ctx; /* the process's contexts (g.ctxs, g.lock) */
 	int wake_fd, epfd;
 };
@@ -266,6 +269,11 @@ void vsim_wake(struct vsim_ctx *ctx);
 void vsim_event(struct vsim_ctx *ctx, enum ibv_event_type type, void *elem, uint8_t port_num);
 /* Drop queued events about a QP or CQ being destroyed (it cannot ack them any more). */
 void vsim_event_forget(struct vsim_ctx *ctx, const struct ibv_qp *qp, const struct ibv_cq *cq);
+/* The same for a WQ (WQ_FATAL). */
+void vsim_event_forget_wq(struct vsim_ctx *ctx, const struct ibv_wq *wq);
+/* A fault asked for in the environment (IBVSIM_FAULT_*): its value as a number, 0 when
+ * unset or not a positive number. Read at each call. */
+unsigned vsim_fault(const char *name);
 /* Add a completion to cq (ctx->lock). false: the CQ overran (CQ_ERR raised, the QP is
  * marked fatal and goes to ERR in the progress thread). */
 bool vsim_cq_add(struct vsim_ctx *ctx, struct vsim_cq *cq, const struct ibv_wc *wc,
@@ -303,6 +311,11 @@ void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, cons
 void vsim_rc_service(struct vsim_ctx *ctx, uint64_t now);
 uint64_t vsim_rc_deadline(struct vsim_ctx *ctx, bool *work);
 void vsim_qp_fatal_all(struct vsim_ctx *ctx);
+/* A fault on demand (vsim_test_fault, IBVSIM_FAULT_FILE): the UD QP qpn of ctx to ERR
+ * with QP_FATAL (an RSS QP: its index-th source-QPN send QP, by QPN), or (wq) the WQ at
+ * entry index of RSS QP qpn's indirection table to ERR with WQ_FATAL. ctx->lock held.
+ * 0, -ENOENT (no such QP here), -EINVAL (no such part, or not in a state that fails). */
+int vsim_fault_qp(struct vsim_ctx *ctx, uint32_t qpn, unsigned index, bool wq);
 int vsim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vsim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int vsim_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
@@ -313,6 +326,8 @@ struct ibv_qp *vsim_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_
 struct ibv_wq *vsim_create_wq(struct ibv_context *c, struct ibv_wq_init_attr *ia);
 int vsim_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *a);
 int vsim_destroy_wq(struct ibv_wq *wq);
+/* A RDY WQ to ERR (its WQEs flushed) with WQ_FATAL; -EINVAL when not RDY. ctx->lock. */
+int vsim_wq_fault(struct vsim_ctx *ctx, struct vsim_wq *wq);
 struct ibv_rwq_ind_table *vsim_create_ind(struct ibv_context *c,
 					  struct ibv_rwq_ind_table_init_attr *ia);
 int vsim_destroy_ind(struct ibv_rwq_ind_table *t);

@@ -194,6 +194,48 @@ void vsim_qp_fatal_all(struct vsim_ctx *ctx)
 	}
 }
 
+/* A QP to ERR with QP_FATAL, as an HCA raises it for a QP it can no longer run (IBA
+ * 11.6.3.1); nothing else tells the program: the WRs flush. */
+static int qp_fail(struct vsim_qp *qp)
+{
+	if (qp->qp.state == IBV_QPS_RESET || qp->qp.state == IBV_QPS_ERR)
+		return -EINVAL; /* nothing runs: nothing can fail */
+	qp_to_err(qp);
+	vsim_event(qp->ctx, IBV_EVENT_QP_FATAL, &qp->qp, 0);
+	return 0;
+}
+
+int vsim_fault_qp(struct vsim_ctx *ctx, uint32_t qpn, unsigned index, bool wq)
+{
+	struct vsim_qp *qp = NULL, *sq = NULL;
+	unsigned below;
+
+	for (struct vsim_qp *q = ctx->qps; q && !qp; q = q->next)
+		if (q->qp.qp_num == qpn && q->type == IBV_QPT_UD)
+			qp = q;
+	if (!qp)
+		return -ENOENT;
+	if (wq) {
+		if (!qp->rss || index >= qp->rss->size)
+			return -EINVAL;
+		return vsim_wq_fault(ctx, qp->rss->wq[index]);
+	}
+	if (!qp->rss)
+		return index == 0 ? qp_fail(qp) : -EINVAL;
+	/* An RSS QP holds no WQEs: what fails is a send QP sending as it, the index-th
+	 * by QPN (the order they were numbered in). */
+	for (struct vsim_qp *q = ctx->qps; q; q = q->next) {
+		if (q->src != qp)
+			continue;
+		below = 0;
+		for (struct vsim_qp *o = ctx->qps; o; o = o->next)
+			below += o->src == qp && o->qp.qp_num < q->qp.qp_num;
+		if (below == index)
+			sq = q;
+	}
+	return sq ? qp_fail(sq) : -EINVAL;
+}
+
 /* --- packets out --------------------------------------------------------------------------- */
 
 static void fill_route(const struct vsim_port *port, const struct ibv_ah_attr *a,
@@ -1018,6 +1060,14 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 	next = mask & M(STATE) ? a->qp_state : cur;
 	if ((unsigned)next > IBV_QPS_ERR || ((mask & M(CUR_STATE)) && a->cur_qp_state != cur)) {
 		ret = EINVAL;
+		goto out;
+	}
+	if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT && vsim_fault("IBVSIM_FAULT_MODIFY_QP")) {
+		/* On demand: the HCA refuses to bring a QP out of RESET. */
+		ret = (int)vsim_fault("IBVSIM_FAULT_MODIFY_QP");
+		log_warning("libibverbs2sim: QP %u RESET -> INIT fails on demand "
+			    "(IBVSIM_FAULT_MODIFY_QP=%d)",
+			    ibqp->qp_num, ret);
 		goto out;
 	}
 	t = &trans_tbl[cur][next];

@@ -349,6 +349,19 @@ out:
 	return ret;
 }
 
+int vsim_wq_fault(struct vsim_ctx *ctx, struct vsim_wq *wq)
+{
+	pthread_mutex_lock(&wq->lock);
+	if (wq->wq.state != IBV_WQS_RDY) {
+		pthread_mutex_unlock(&wq->lock);
+		return -EINVAL;
+	}
+	wq_to_err(ctx, wq);
+	pthread_mutex_unlock(&wq->lock);
+	vsim_event(ctx, IBV_EVENT_WQ_FATAL, &wq->wq, 0);
+	return 0;
+}
+
 /* ctx->lock held: unlink, free, give the number back to the fabric. */
 static void wq_gone(struct vsim_ctx *ctx, struct vsim_wq *wq)
 {
@@ -359,6 +372,7 @@ static void wq_gone(struct vsim_ctx *ctx, struct vsim_wq *wq)
 		;
 	if (*pp)
 		*pp = wq->next;
+	vsim_event_forget_wq(ctx, &wq->wq);
 	pthread_mutex_lock(&wq->lock);
 	wq_reset(wq);
 	pthread_mutex_unlock(&wq->lock);

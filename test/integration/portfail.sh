@@ -9,6 +9,11 @@
 # not fail over for it (gw1 stays master: a link moving to its backup port is no FAULT).
 # Port 2 coming back does not move the link back (no automatic failback); a reload puts
 # it back on port 2.
+# Before that, the gateway's UD QP is put in the error state while a 1 ms ping runs
+# through it (libibverbs2sim's fault file, docs/verbs-sim.md "Faults"): ib0 brings it
+# back with the same QPN without going down (docs/ib-port.md, "A UD QP in the error
+# state"), the ping resumes within 300 ms of the fault, the recovery is counted and
+# logged once, and the pair does not fail over for it.
 # Why the primary is port 2 in the simulator: docs/simulated-rack.md, "Two-port HCAs"
 # (ibsim lets a process's MADs through its node's first port only).
 # Needs root, ibsim, opensm.
@@ -21,12 +26,13 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/ha.sh"
 suite_init pfail
 
-tap_plan 12
+tap_plan 18
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
 gwctl() { g gw1 "$@"; }
+below() { awk -v g="$1" -v m="$2" 'BEGIN { exit !(g < m) }'; }
 ib0_line() { gwctl show links 2>/dev/null | grep -A3 '^ib0: ' | tr '\n' ' '; }
 wait_ib0() { # REGEX SECONDS: until show links' ib0 block matches
 	local i
@@ -60,6 +66,35 @@ ib0_gid() { gwctl -j show links 2>/dev/null | jq -r '.[] | select(.name == "ib0"
 tap_is "ib0 forwards on port 2 (Ethernet host -> IB host)" "$(pings ethhost1 10.10.0.13)" 3
 tap_is "and back (IB host -> Ethernet host)" "$(pings ibhost1 10.20.0.11)" 3
 
+# --- the UD QP in the error state, brought back ---------------------------------------
+qpn=$(ib0_line | grep -oE 'qpn 0x[0-9a-f]+' | awk '{ print $2 }')
+gwlog=$RACK_STATE/logs/ibgwd-gw1.log
+metric() { in_ns gw1 curl -s http://127.0.0.1:9464/metrics | grep "^$1{link=\"ib0\""; }
+t1=$(transitions gw1)
+t2=$(transitions gw2)
+gap_start qpf "$rack-ethhost1" 10.10.0.13
+sleep 1
+# The shim's port watcher takes the file within IBVSIM_PORT_MS (500 ms).
+fault=$RACK_STATE/nodes/gw1/ibgwd/ibvsim-fault.$(rack_pid ibgwd-gw1)
+echo "qp $qpn" >"$fault"
+for i in $(seq 40); do [ -e "$fault" ] || break; sleep 0.05; done
+sleep 1
+read -r gap_qpf lost_qpf sent_qpf < <(gap_stop qpf)
+echo "# UD QP $qpn in error: Ethernet host -> IB host: gap ${gap_qpf} ms, ${lost_qpf} of ${sent_qpf} lost"
+grep -hE 'fault on demand|error state' "$gwlog" | sed 's/^/# gw1: /'
+tap_like "the shim put ib0's UD QP in error (QP_FATAL)" "$(cat "$gwlog")" \
+	"fault on demand: qp $qpn 0 to ERR \\(QP_FATAL\\)"
+tap_is "ib0 logged it once: recovered, same QPN" \
+	"$(grep -c "ib0: the UD QP (QPN $qpn) went to the error state (QP_FATAL): recovered, same QPN" "$gwlog")" 1
+tap_like "ib0 stayed UP with the same QPN" "$(ib0_line)" "state UP.* qpn $qpn "
+tap_like "the recovery is counted (ibgw_ipoib_ud_qp_recoveries_total)" \
+	"$(metric ibgw_ipoib_ud_qp_recoveries_total)" '} 1$'
+if below "$gap_qpf" 300; then tap_ok "the ping resumed within 300 ms (gap ${gap_qpf} ms)"
+else tap_not_ok "the ping resumed within 300 ms" "gap ${gap_qpf} ms"; fi
+tap_is "ib0 never went down, no failover: down transitions, gw1 and gw2 states, transitions" \
+	"$(metric ibgw_ipoib_down_transitions_total | awk '{ print $2 }') $(state gw1) $(($(transitions gw1) - t1)) $(state gw2) $(($(transitions gw2) - t2))" \
+	"0 master 0 backup 0"
+
 gap_start eth "$rack-ethhost1" 10.10.0.13
 gap_start ib "$rack-ibhost1" 10.20.0.11
 sleep 1.5
@@ -85,7 +120,6 @@ if ! gwctl show version >/dev/null 2>&1; then
 	fi
 fi
 tap_like "ib0 moved to port 1 (GID of port 1)" "$(ib0_line)" "$gid1"
-below() { awk -v g="$1" -v m="$2" 'BEGIN { exit !(g < m) }'; }
 if below "$gap_eth" 1000; then tap_ok "traffic resumed, Ethernet -> IB (gap ${gap_eth} ms < 1000)"
 else tap_not_ok "traffic resumed, Ethernet -> IB" "gap ${gap_eth} ms"; fi
 if below "$gap_ib" 1500; then tap_ok "traffic resumed, IB -> Ethernet (gap ${gap_ib} ms < 1500)"

@@ -52,6 +52,8 @@ static struct {
 	uint8_t last_data[256]; /* its buffer's first octets (IPoIB header first) */
 	uint32_t last_len;
 	unsigned sends;
+	int recover_ret; /* what qp_recover returns */
+	unsigned recovers;
 } fp;
 
 static struct ibp_buf *f_buf_get(struct ibp_port *port)
@@ -141,6 +143,13 @@ static int f_post_recv(struct ibp_qp *qp, unsigned queue, struct ibp_buf **bufs,
 	return (int)n;
 }
 
+static int f_qp_recover(struct ibp_qp *qp)
+{
+	assert_ptr_equal(qp, &fp.qp); /* only ever the UD QP */
+	fp.recovers++;
+	return fp.recover_ret;
+}
+
 static unsigned f_queues(struct ibp_port *port)
 {
 	(void)port;
@@ -156,6 +165,7 @@ static const struct ibp_ops fake_ops = {
 	.qp_ready = f_qp_ready,
 	.destroy_qp = f_destroy_qp,
 	.qp_num = f_qp_num,
+	.qp_recover = f_qp_recover,
 	.create_ah = f_create_ah,
 	.destroy_ah = f_destroy_ah,
 	.attach_mcast = f_attach,
@@ -396,6 +406,84 @@ static void rejoin_to_a_new_mlid_moves_the_ah_without_a_down(void **state)
 	assert_true(ipoib_link_is_up(l));
 	assert_int_equal(downs, 0);
 	assert_int_equal(ups, 1);
+	ipoib_link_stop(l);
+	ipoib_link_free(l);
+}
+
+/* The UD QP in the error state (QP_FATAL or WQ_FATAL naming it) is brought back at
+ * once: the link stays up and counts it; another QP's event is not the UD QP's. When it
+ * cannot be brought back the link goes down (the broadcast group answering again does
+ * not bring it up), and each tick tries again until it can. An error completion of the
+ * UD QP (no event) makes the next tick ask. */
+static void ud_qp_error_recovered_or_link_down(void **state)
+{
+	union ib_gid bcast;
+	struct ipoib_link *l = link_up(&bcast);
+	struct ibp_qp other;
+	struct ibp_event fatal = { .type = IBP_EVENT_QP_FATAL, .qp = &fp.qp };
+	struct ibp_event wq = { .type = IBP_EVENT_WQ_FATAL, .qp = &fp.qp };
+	struct ibp_event rc = { .type = IBP_EVENT_QP_FATAL, .qp = &other };
+	struct ipoib_link_stats st;
+	(void)state;
+
+	fp.recover_ret = 1;
+	ipoib_link_port_event(l, &fatal);
+	ipoib_link_port_event(l, &wq);
+	ipoib_link_port_event(l, &rc);
+	assert_int_equal(fp.recovers, 2);
+	assert_true(ipoib_link_is_up(l));
+	assert_int_equal(downs, 0);
+	ipoib_link_stats(l, &st);
+	assert_int_equal(st.ud_qp_recoveries, 2);
+	bcast_once(l);
+
+	fp.recover_ret = -EIO;
+	ipoib_link_port_event(l, &fatal);
+	assert_false(ipoib_link_is_up(l));
+	assert_int_equal(downs, 1);
+	sa_answer(&bcast, 0xc000);
+	assert_false(ipoib_link_is_up(l));
+	ipoib_link_tick(l);
+	assert_int_equal(fp.recovers, 4);
+	assert_false(ipoib_link_is_up(l));
+	fp.recover_ret = 1;
+	ipoib_link_tick(l);
+	assert_int_equal(fp.recovers, 5);
+	assert_true(ipoib_link_is_up(l));
+	assert_int_equal(ups, 2);
+	ipoib_link_stats(l, &st);
+	assert_int_equal(st.ud_qp_recoveries, 3);
+	assert_int_equal(st.down_count, 1);
+	bcast_once(l);
+	ipoib_link_tick(l); /* nothing left to retry */
+	assert_int_equal(fp.recovers, 5);
+
+	/* No event, an error completion of the UD QP (a send the HCA failed: SQE): the
+	 * next tick asks the backend, which brings it back. */
+	struct ibp_wc wc = { .kind = IBP_WC_SEND,
+			     .status = IBP_WC_LOCAL_ERROR,
+			     .qp = &fp.qp,
+			     .qp_user = l,
+			     .buf = f_buf_get(NULL) };
+	struct ipoib_rx rx;
+
+	ipoib_link_tx_done(l, &wc);
+	ipoib_link_tick(l);
+	assert_int_equal(fp.recovers, 6);
+	ipoib_link_tick(l); /* asked once */
+	assert_int_equal(fp.recovers, 6);
+	/* A flushed receive whose QP turns out fine: asked, nothing counted. */
+	fp.recover_ret = 0;
+	wc.kind = IBP_WC_RECV;
+	wc.status = IBP_WC_FLUSHED;
+	wc.buf = f_buf_get(NULL);
+	assert_int_equal(ipoib_link_rx(l, 0, &wc, &rx), IPOIB_RX_DROP);
+	f_buf_put(NULL, wc.buf);
+	ipoib_link_tick(l);
+	assert_int_equal(fp.recovers, 7);
+	ipoib_link_stats(l, &st);
+	assert_int_equal(st.ud_qp_recoveries, 4);
+	assert_true(ipoib_link_is_up(l));
 	ipoib_link_stop(l);
 	ipoib_link_free(l);
 }
@@ -679,6 +767,7 @@ int main(void)
 		cmocka_unit_test(sm_change_and_reregister_keep_the_link_up),
 		cmocka_unit_test(rejoin_to_a_new_mlid_moves_the_ah_without_a_down),
 		cmocka_unit_test(port_down_takes_the_link_down_and_the_rejoin_brings_it_up),
+		cmocka_unit_test(ud_qp_error_recovered_or_link_down),
 		cmocka_unit_test(off_link_requests_answered_not_learned),
 		cmocka_unit_test(unused_paths_are_freed),
 	};

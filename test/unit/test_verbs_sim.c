@@ -16,7 +16,9 @@
  * and IBVSIM_RSS=0, the WQ state machine and the EBUSY rules, flows spread over two
  * WQs as the reference hash says (ARP to entry 0, a WQ not RDY drops), multicast to the
  * RSS QP, a WQ receive error, source-QPN send QPs, and two worker threads on their own
- * WQs, CQs and channels while the other node sends.
+ * WQs, CQs and channels while the other node sends. Faults on demand: a UD QP to ERR
+ * (QP_FATAL) and back with its QPN and multicast, a QP kept in RESET, a WQ to ERR
+ * (WQ_FATAL) and back, an RSS QP's send QP, the fault file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -208,6 +210,17 @@ static bool async_wait(struct ibv_context *ctx, enum ibv_event_type want,
 		usleep(1000);
 	}
 	return false;
+}
+
+/* QP_FATAL for qp within 2 s (acked), and qp in ERR. */
+static void qp_fatal_seen(struct ibv_context *ctx, struct ibv_qp *qp)
+{
+	struct ibv_async_event ev;
+
+	assert_true(async_wait(ctx, IBV_EVENT_QP_FATAL, &ev));
+	assert_ptr_equal(ev.element.qp, qp);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(qp_state(qp), IBV_QPS_ERR);
 }
 
 /* --- tests --------------------------------------------------------------------------- */
@@ -626,10 +639,7 @@ static void cq_overrun(void **state)
 	assert_true(async_wait(a.ctx, IBV_EVENT_CQ_ERR, &ev));
 	assert_ptr_equal(ev.element.cq, a.cq);
 	ibv_ack_async_event(&ev);
-	assert_true(async_wait(a.ctx, IBV_EVENT_QP_FATAL, &ev));
-	assert_ptr_equal(ev.element.qp, qp);
-	ibv_ack_async_event(&ev);
-	assert_int_equal(qp_state(qp), IBV_QPS_ERR);
+	qp_fatal_seen(a.ctx, qp);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 	end_close(&a);
@@ -1784,6 +1794,124 @@ static void rss_concurrent(void **state)
 	rss_pair_close(&a, &b, &r, qa, ah);
 }
 
+/* Faults on demand (vsim_test_fault, IBVSIM_FAULT_MODIFY_QP, the fault file): a UD QP
+ * to ERR with QP_FATAL, its WRs flushed, and back through RESET to RTS with its QPN and
+ * its multicast attachment; a QP that will not leave RESET; a WQ of an RSS QP to ERR with
+ * WQ_FATAL and back to RDY; a source-QPN send QP named through its RSS QP; the refusals. */
+static void faults_on_demand(void **state)
+{
+	char path[64];
+	struct end a, b;
+	struct rss r;
+	struct ibv_qp *qa, *qb, *qc, *idle, *sq;
+	struct ibv_ah *to_b, *to_group;
+	struct ibv_ah_attr ga = { .dlid = 0xc002, .is_global = 1, .port_num = 1 };
+	union ibv_gid mgid = { .raw = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0,
+					0, 2 } };
+	struct ibv_qp_attr x = { .qp_state = IBV_QPS_RESET };
+	struct ibv_async_event ev;
+	struct ibv_wq *w1;
+	struct ibv_wc wc[RSS_BUFS];
+	FILE *f;
+	(void)state;
+
+	snprintf(path, sizeof(path), "/tmp/vsim-fault-test.%ld", (long)getpid());
+	setenv("IBVSIM_FAULT_FILE", path, 1); /* taken at open */
+	end_open(&a, 0, 256);
+	end_open(&b, 1, 256);
+	unsetenv("IBVSIM_FAULT_FILE");
+	qa = ud_qp(&a, NULL, 1, true);
+	qb = ud_qp(&b, NULL, 1, true);
+	idle = ud_qp(&b, NULL, 1, false);
+	assert_int_equal(ibv_attach_mcast(qb, &mgid, 0xc002), 0);
+	for (unsigned i = 0; i < 3; i++)
+		post_recv(qb, &b, 4096 * i, 4096, b.mr->lkey, i);
+
+	assert_int_equal(vsim_test_fault("nodeB", 0xfffff0, 0, false), -ENOENT);
+	assert_int_not_equal(qa->qp_num, idle->qp_num); /* QPNs are per node: b's only */
+	assert_int_equal(vsim_test_fault("nodeA", idle->qp_num, 0, false), -ENOENT);
+	assert_int_equal(vsim_test_fault("nodeB", idle->qp_num, 0, false), -EINVAL); /* RESET */
+	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 1, false), -EINVAL);   /* no part */
+	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 0, true), -EINVAL);    /* no WQ */
+	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 0, false), 0);
+	qp_fatal_seen(b.ctx, qb);
+	assert_int_equal(poll_n(b.cq, wc, 3), 3);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(vsim_test_fault("nodeB", qb->qp_num, 0, false), -EINVAL); /* ERR */
+
+	/* Back: RESET, then a QP the HCA will not take out of RESET, then RTS. */
+	assert_int_equal(ibv_modify_qp(qb, &x, IBV_QP_STATE), 0);
+	setenv("IBVSIM_FAULT_MODIFY_QP", "5", 1);
+	x.qp_state = IBV_QPS_INIT;
+	x.port_num = 1;
+	x.qkey = QKEY;
+	assert_int_equal(
+	    ibv_modify_qp(qb, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 5);
+	assert_int_equal(qp_state(qb), IBV_QPS_RESET);
+	unsetenv("IBVSIM_FAULT_MODIFY_QP");
+	ud_ready(qb);
+	/* The same QP receives again, unicast and on the group it was attached to. */
+	to_b = ah_to(&a, b.lid);
+	ga.grh.dgid = mgid;
+	ga.grh.hop_limit = 1;
+	to_group = ibv_create_ah(a.pd, &ga);
+	assert_non_null(to_group);
+	post_recv(qb, &b, 0, 4096, b.mr->lkey, 10);
+	post_recv(qb, &b, 4096, 4096, b.mr->lkey, 11);
+	assert_int_equal(send_ud(qa, &a, to_b, qb->qp_num, QKEY, 0, 100, a.mr->lkey, 1, 0), 0);
+	assert_int_equal(send_ud(qa, &a, to_group, 0xffffff, QKEY, 0, 100, a.mr->lkey, 2, 0), 0);
+	assert_int_equal(poll_n(a.cq, wc, 2), 2);
+	assert_int_equal(poll_n(b.cq, wc, 2), 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_true((wc[0].wc_flags & IBV_WC_GRH) != (wc[1].wc_flags & IBV_WC_GRH));
+
+	/* The fault file (the process's: the QPN must be one node's only, as it is on the
+	 * rack, a process a node): a bad line is logged and skipped, the good one applied
+	 * once. */
+	qc = ud_qp(&b, NULL, 1, true);
+	assert_int_not_equal(qc->qp_num, qa->qp_num);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "qp nonsense\nqp 0x%x\n", qc->qp_num);
+	fclose(f);
+	qp_fatal_seen(b.ctx, qc);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(qp_state(qa), IBV_QPS_RTS);
+
+	/* RSS: the WQ at entry 1 of the table (rss_map: WQ 1) to ERR, its WQEs flushed. */
+	rss_open(&b, &r);
+	w1 = r.wq[rss_map[1]];
+	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 1u << RSS_LOG, true), -EINVAL);
+	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 1, true), 0);
+	assert_true(async_wait(b.ctx, IBV_EVENT_WQ_FATAL, &ev));
+	assert_ptr_equal(ev.element.wq, w1);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(w1->state, IBV_WQS_ERR);
+	assert_int_equal(poll_n(r.cq[rss_map[1]], wc, RSS_BUFS), RSS_BUFS);
+	assert_int_equal(wc[RSS_BUFS - 1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc[0].qp_num, w1->wq_num);
+	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 1, true), -EINVAL); /* not RDY */
+	assert_int_equal(wq_to(w1, IBV_WQS_RESET), 0);
+	assert_int_equal(wq_to(w1, IBV_WQS_RDY), 0);
+	/* The RSS QP's send QP is what fails for "qp": the first (and only) by QPN. */
+	sq = src_qp_new(&b, r.qp->qp_num);
+	assert_non_null(sq);
+	ud_ready(sq);
+	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 1, false), -EINVAL);
+	assert_int_equal(vsim_test_fault("nodeB", r.qp->qp_num, 0, false), 0);
+	qp_fatal_seen(b.ctx, sq);
+
+	assert_int_equal(ibv_destroy_qp(sq), 0);
+	assert_int_equal(ibv_destroy_qp(qc), 0);
+	assert_int_equal(ibv_destroy_qp(idle), 0);
+	assert_int_equal(ibv_detach_mcast(qb, &mgid, 0xc002), 0);
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+	assert_int_equal(ibv_destroy_ah(to_group), 0);
+	rss_pair_close(&a, &b, &r, qa, to_b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1802,6 +1930,7 @@ int main(void)
 		cmocka_unit_test(rss_multicast_and_errors),
 		cmocka_unit_test(source_qpn),
 		cmocka_unit_test(rss_concurrent),
+		cmocka_unit_test(faults_on_demand),
 	};
 
 	return cmocka_run_group_tests(tests, vsim_fabric_setup, vsim_fabric_teardown);
