@@ -4,7 +4,9 @@
  * fixed small engine (one Ethernet and one IPoIB interface, addresses, their connected
  * routes, one neighbour each side, routes via gateways on both sides -- one gateway
  * unresolved -- so that the next hops' neighbour hints are in play), cache warming
- * (fwd_prefetch_burst) first as the worker does.
+ * (fwd_prefetch_burst) first as the worker does. An unresolved punt holds its next hop
+ * as the worker's does (fwd_held_add), and an input whose first octet has its top bit
+ * set gives the oldest hold back first (fwd_held_done), so that the held path runs too.
  * Never crashes; every input ends forwarded, punted or dropped with a named reason;
  * every frame sent is within the egress MTU.
  */
@@ -46,6 +48,12 @@ static struct fwd_engine *eng;
 static struct fwd_ctx ctx;
 static struct fwd_result res;
 static uint32_t ieth, iib;
+static struct {
+	uint32_t ifindex;
+	int family;
+	uint8_t nh[16];
+} held[64];
+static unsigned nheld;
 
 static void nsol(void *c, const struct neigh_entry *e, const struct neigh_link *l)
 {
@@ -150,6 +158,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1 || size - 1 > sizeof(buf))
 		return 0;
 	memcpy(buf, data + 1, size - 1);
+	if ((data[0] & 0x80) && nheld) {
+		fwd_held_done(&ctx, held[0].ifindex, held[0].family, held[0].nh);
+		memmove(&held[0], &held[1], sizeof(held[0]) * --nheld);
+	}
 	fwd_ctx_begin(&ctx, t += 1000000);
 	fwd_ctx_scratch_reset(&ctx);
 	if (data[0] & 1) {
@@ -176,6 +188,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(res.v != FWD_V_TX || res.n_tx > 0);
 	if (res.v == FWD_V_PUNT)
 		check(res.punt < FWD_PUNT_COUNT && res.punt_len <= size);
+	if (res.v == FWD_V_PUNT && res.punt == FWD_PUNT_UNRESOLVED && nheld < 64 &&
+	    fwd_held_add(&ctx, res.punt_if->index, res.punt_family, res.punt_nh)) {
+		held[nheld].ifindex = res.punt_if->index;
+		held[nheld].family = res.punt_family;
+		memcpy(held[nheld++].nh, res.punt_nh, 16);
+	}
+	check(ctx.held.n <= nheld);
 	for (unsigned k = 0; k < res.n_tx; k++) {
 		const struct fwd_tx *x = &res.tx[k];
 
