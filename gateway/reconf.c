@@ -1,8 +1,8 @@
 /*
  * A live reload's decisions: what becomes of each running link or interface, what to add,
  * an IB port's GID route signature and whether a reload must reopen an IB port for
- * bigger buffers or more queues (see gateway/reconf.h). Pure: called by the
- * control thread from gateway/dataplane.c, and by the unit tests.
+ * bigger buffers (see gateway/reconf.h). Pure: called by the control thread from
+ * gateway/dataplane.c, and by the unit tests.
  */
 #include "gateway/reconf.h"
 
