@@ -4,8 +4,9 @@
 # forwarding engine, IPoIB datagram mode on the simulated fabric, ibgw-host's TAP),
 # next to the Linux kernel forwarding the same traffic between the same kind of
 # namespaces (a router namespace with ip_forward=1 between two veths), measured in the
-# same run and printed as ratios. Then the rack again with ib0 in connected mode (MTU
-# 65520, the IB host connected too): TCP Ethernet -> IB with the Ethernet host's veth as the rack
+# same run and printed as ratios. Then the gateway reloaded with ib0 in connected mode
+# (MTU 65520, its IB port reopened for RC-sized buffers; the IB host connected too):
+# TCP Ethernet -> IB with the Ethernet host's veth as the rack
 # sets it (tx checksumming off: a wire's 1500-octet frames) and with its default
 # offloads (TSO: 64 KiB super-frames, which leave over the RC connection whole). Root.
 # Figures, not pass/fail.
@@ -20,6 +21,7 @@ rack=gwb$(($$ % 10000))
 k=kfw$(($$ % 10000))
 export IBGW_BUILD=$build
 work=$(mktemp -d /tmp/ibgw-bench.XXXXXX)
+chmod 0711 "$work" # ibgwd runs as nobody and reads gw1.yaml again at the reload
 cleanup() {
 	for n in a r b; do ip netns del "$k-$n" 2>/dev/null; done
 	RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
@@ -56,16 +58,17 @@ ip -n "$k-b" route add 10.20.0.0/24 via 10.10.0.1
 kn r sysctl -qw net.ipv4.ip_forward=1
 
 # --- the rack with the gateway -----------------------------------------------------------
-rack_up() { # WANT: the rack on $work/gw1.yaml, waiting for "ib0: ... state UP$WANT"
-	IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
-		{ echo "rack up failed" >&2; exit 1; }
+ib0_up() { # WANT: until gw1's show links has "ib0: ... state UP$WANT" (10 s at most)
 	for _ in $(seq 100); do
 		on gw1 "$build/bin/gwctl" show links 2>/dev/null | grep -q "^ib0: .*state UP$1" && break
 		sleep 0.1
 	done
 }
 cp "$top/sim/etc/rack-gw1.yaml" "$work/gw1.yaml"
-rack_up ""
+chmod 0644 "$work/gw1.yaml"
+IBGW_GW_CONFIG=$work/gw1.yaml "$top/sim/rack" up --name "$rack" >/dev/null 2>&1 ||
+	{ echo "rack up failed" >&2; exit 1; }
+ib0_up ""
 on ethhost1 ping -c 2 10.10.0.13 >/dev/null 2>&1
 kn a ping -c 2 10.10.0.13 >/dev/null 2>&1
 
@@ -84,11 +87,12 @@ echo "(ratio = ibgwd / kernel; the gateway's path adds the simulated IB fabric a
 echo " host's TAP, which the kernel's veth path does not have)"
 
 # --- connected mode ----------------------------------------------------------------------
-# A rack of its own: an IB port sizes its buffers for connected mode when it opens, so a
-# reload into connected mode would run with the datagram buffers' MTU.
-RACK_QUIET=1 "$top/sim/rack" down --name "$rack" >/dev/null 2>&1
+# The same rack, the gateway reloaded: its IB port is reopened with buffers for whole RC
+# messages (docs/connected-mode.md, "The port's buffers").
 sed -i -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' "$work/gw1.yaml"
-rack_up " mtu 65520"
+on gw1 "$build/bin/gwctl" reload | grep -q "IB port gw1/1: reopened for connected-mode buffers" ||
+	{ echo "reload into connected mode: the IB port was not reopened" >&2; exit 1; }
+ib0_up " mtu 65520"
 for _ in $(seq 50); do # the gateway's connection to ibhost1 up before the runs
 	on ethhost1 ping -c 1 -W 1 10.10.0.11 >/dev/null 2>&1
 	on gw1 "$build/bin/gwctl" show connections 2>/dev/null | grep -q "UP$" && break

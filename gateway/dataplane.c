@@ -25,8 +25,10 @@
  * Connected mode (mode: connected): one cm port (ipoib_cm_port_open_umad, the CM's MADs
  * through a libibumad agent, watched by the control thread's loop) per IB port, shared
  * by its connected links; the port's buffers then hold a whole RC message (65524 + the
- * GRH area). The worker passes RC receives (SRQ) and RC send completions to the
- * link; the interface's MTU is the connections' (65520), each neighbour's is its own.
+ * GRH area): sized when the port opens, so a reload that makes a link connected on a
+ * port opened for datagram reopens the port (port_reopen). The worker passes RC
+ * receives (SRQ) and RC send completions to the link; the interface's MTU is the
+ * connections' (65520), each neighbour's is its own.
  * Port events, QP_FATAL of an RC QP included, go to every link of the port.
  *
  * Threads: control thread only (the workers run inside the engine).
@@ -391,18 +393,22 @@ static void on_sa_event(void *arg, const struct sa_event *ev)
 	}
 }
 
-static int port_open(struct gw_dp *dp, struct dp_port *p)
+/* The port itself (its buffers and queues, sized by p->size) and its attributes: the
+ * part of port_open a reload's port_reopen does again. On failure p->port is NULL and
+ * p->reason says why. */
+static int port_open_ib(struct dp_port *p)
 {
 	struct ibp_port_config pc = {
 		.backend = p->backend,
 		.device = p->device,
 		.port = p->num,
-		.buf_size = p->connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
+		.buf_size = p->size.connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
 		/* A queue per worker (the port's receives spread over them: RSS where the
 		 * device has it for UD, else one queue). Each connected link keeps 256 UD +
 		 * 256 SRQ receives posted on each queue and sends up to 256 on each. */
-		.n_queues = dp->n_workers,
-		.n_bufs = (p->connected ? IB_N_BUFS_CM * p->connected : IB_N_BUFS) * dp->n_workers,
+		.n_queues = p->size.queues,
+		.n_bufs = (p->size.connected ? IB_N_BUFS_CM * p->size.connected : IB_N_BUFS) *
+			  p->size.queues,
 	};
 	int ret;
 
@@ -423,8 +429,25 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 	if (ret < 0) {
 		set_reason(p->reason, "cannot query IB port %s/%u: %s", p->device, p->num,
 			   strerror(-ret));
-		goto fail;
+		log_error("%s", p->reason);
+		p->ops->close(p->port);
+		p->port = NULL;
 	}
+	return ret;
+}
+
+static void port_async_on(struct gw_dp *dp, struct dp_port *p)
+{
+	if (evloop_add_fd(dp->loop, p->ops->async_fd(p->port), EPOLLIN, on_port_async, p) == 0)
+		p->async_on = true;
+}
+
+static int port_open(struct gw_dp *dp, struct dp_port *p)
+{
+	int ret = port_open_ib(p);
+
+	if (ret < 0)
+		return ret;
 	struct sa_umad_config uc = {
 		.ca_name = p->device,
 		.port = p->num,
@@ -467,8 +490,7 @@ static int port_open(struct gw_dp *dp, struct dp_port *p)
 	sa_client_set_port(p->sa, &p->pi);
 	sa_umad_poll_port(p->umad);
 	(void)sa_subscribe_traps(p->sa);
-	if (evloop_add_fd(dp->loop, p->ops->async_fd(p->port), EPOLLIN, on_port_async, p) == 0)
-		p->async_on = true;
+	port_async_on(dp, p);
 	log_notice("IB port %s/%u (%s): LID 0x%x, GUID 0x%016llx, SM LID 0x%x", p->device, p->num,
 		   p->backend, p->pa.lid, (unsigned long long)p->pa.port_guid, p->pi.sm_lid);
 	return 0;
@@ -506,14 +528,12 @@ static struct dp_port *port_get(struct gw_dp *dp, const struct gw_ipoib_link_con
 	snprintf(p->device, sizeof(p->device), "%s", l->device);
 	p->num = l->port;
 	p->worker = dp->n_ports % dp->n_workers;
-	/* Big buffers when any link configured on this port runs connected. */
-	for (unsigned i = 0; dp->start_cfg && i < dp->start_cfg->n_ipoib_links; i++) {
-		const struct gw_ipoib_link_config *o = &dp->start_cfg->ipoib_links[i];
-
-		if (o->mode == GW_IPOIB_CONNECTED && o->backend == l->backend &&
-		    !strcmp(o->device, l->device) && o->port == l->port && p->connected < 4)
-			p->connected++;
-	}
+	/* Big buffers when any link configured on this port runs connected, a queue per
+	 * worker (a reload's workers: workers_apply follows it). */
+	if (dp->open_cfg)
+		p->size = gw_reconf_port_want(dp->open_cfg, backend, l->device, l->port);
+	if (!p->size.queues)
+		p->size.queues = dp->n_workers;
 	dp->n_ports++;
 	if (sa_gidroutes_new(&p->gidroutes) < 0) {
 		log_error("IB port %s/%u: out of memory: no GID routes", p->device, p->num);
@@ -1083,10 +1103,10 @@ int gw_dp_start(const struct gw_config *cfg, struct evloop *loop, struct gw_dp *
 		dp->linkwatch = NULL;
 	}
 	dp_tenants_add(dp, cfg);
-	dp->start_cfg = cfg;
+	dp->open_cfg = cfg;
 	for (unsigned i = 0; i < cfg->n_ipoib_links && dp->n_links < DP_MAX_LINKS; i++)
 		ipoib_add(dp, &cfg->ipoib_links[i]);
-	dp->start_cfg = NULL;
+	dp->open_cfg = NULL;
 	gidroutes_apply(dp, cfg);
 	for (unsigned i = 0; i < cfg->n_eth_ifs && dp->n_links < DP_MAX_LINKS; i++)
 		eth_add(dp, &cfg->eth_ifs[i], i);
@@ -1242,6 +1262,8 @@ void gw_dp_stop(struct gw_dp *dp)
  *     backend, device, VLAN): taken out and built again, like a new one;
  *   - new: built and started as at start;
  *   - addresses, MTU and proxy settings: changed in place; the interface stays up;
+ *   - an IB port whose links now need bigger buffers than it opened with: reopened,
+ *     every link on it taken out and built again (port_reopen);
  * then static routes, proxy prefixes and the kernel routes. Nothing else is touched:
  * packets of the links that did not change keep flowing through the reload.
  */
@@ -1331,6 +1353,100 @@ static void link_remove(struct gw_dp *dp, struct dp_link *k, const char *why)
 			k->eops->close(k->eth);
 	}
 	memset(k, 0, sizeof(*k)); /* DP_NONE: a free slot */
+}
+
+/*
+ * An IB port whose new config needs bigger buffers than it was opened with (a connected
+ * link on a port opened for datagram, more connected links than it has buffers for:
+ * gw_reconf_port_reopen) is closed and opened again, sized as a start with the new
+ * config would size it (its queues too: one per worker of the new config). Its buffers
+ * and queues are fixed while it is open (the pool is registered memory, every CQ is
+ * sized to it), so every link on it goes: gw_dp_reconfigure takes them out with
+ * link_remove (after which no worker polls the port or holds one of its buffers: the
+ * interfaces left the engine's snapshot and a grace period passed), port_reopen closes
+ * and opens the port, and the links are added and started again as at start. The
+ * struct dp_port stays where it is (the links, dp_ha, dp_routers, dp_portfail and gwctl
+ * find it by address or index and read its handles each time): only the port handle,
+ * its attributes and its CM port change; its SA client, umad transport and GID route
+ * table stay. A port is never reopened to shrink, nor for more workers alone (their
+ * handover keeps the traffic flowing; a reopen would stop it).
+ */
+struct port_reopen {
+	bool on;
+	struct gw_reconf_port_size want;
+	char why[64];
+	char links[DP_REASON_LEN]; /* the links rebuilt with it, for the note */
+};
+
+/* Which ports this reload reopens; the running links on them are rebuilt (v[i]). */
+static void ports_reopen_plan(struct gw_dp *dp, const struct gw_config *cfg,
+			      struct gw_reconf_verdict *v, unsigned n, struct port_reopen *r)
+{
+	for (unsigned pi = 0; pi < dp->n_ports; pi++) {
+		struct dp_port *p = &dp->ports[pi];
+		size_t len = 0;
+
+		r[pi] = (struct port_reopen){ .on = false };
+		if (!p->port)
+			continue;
+		r[pi].want = gw_reconf_port_want(cfg, p->backend, p->device, p->num);
+		r[pi].on = gw_reconf_port_reopen(&p->size, p->ops->queues(p->port), &r[pi].want,
+						 r[pi].why, sizeof(r[pi].why));
+		for (unsigned i = 0; r[pi].on && i < n; i++) {
+			const struct dp_link *k = &dp->links[i];
+
+			if (k->kind != DP_IPOIB || k->port != p || v[i].action == GW_RECONF_REMOVE)
+				continue;
+			if (v[i].action != GW_RECONF_REBUILD)
+				v[i] = (struct gw_reconf_verdict){ GW_RECONF_REBUILD, 0,
+								   "its IB port is reopened" };
+			if (len < sizeof(r[pi].links))
+				len +=
+				    (size_t)snprintf(r[pi].links + len, sizeof(r[pi].links) - len,
+						     "%s%s", len ? ", " : "", k->name);
+		}
+	}
+}
+
+/* Close port p, whose links are all taken out (link_remove), and open it again sized
+ * for r->want. Its SA transport and client stay as they are: they do not use the port's
+ * buffers, the port keeps its LID and GID, and so its path cache, trap subscriptions and
+ * router watch carry on (under umad2sim an SA agent closed and opened again would also
+ * lose MADs: its classes are handed to the agent registered last). */
+static void port_reopen(struct gw_dp *dp, struct dp_port *p, const struct port_reopen *r)
+{
+	unsigned nq;
+	int ret;
+
+	if (p->async_on)
+		evloop_del_fd(dp->loop, p->ops->async_fd(p->port));
+	p->async_on = false;
+	ipoib_cm_port_close(p->cmp); /* its links are stopped and freed */
+	p->cmp = NULL;
+	port_drain(p); /* no worker polls it: its interfaces are gone, a grace period passed */
+	p->ops->close(p->port);
+	p->port = NULL;
+	p->size = r->want;
+	ret = port_open_ib(p);
+	if (ret < 0) {
+		log_error("IB port %s/%u: not reopened: %s", p->device, p->num, p->reason);
+		gw_reload_note(dp->outcome, true, "IB port %s/%u: not reopened: %s", p->device,
+			       p->num, p->reason);
+		return;
+	}
+	port_async_on(dp, p);
+	if (p->umad)
+		sa_umad_poll_port(p->umad);
+	nq = p->ops->queues(p->port);
+	log_notice("IB port %s/%u: reopened for %s (%u buffers of %u octets, %u queue%s); "
+		   "links %s rebuilt",
+		   p->device, p->num, r->why,
+		   (p->size.connected ? IB_N_BUFS_CM * p->size.connected : IB_N_BUFS) *
+		       p->size.queues,
+		   (unsigned)(p->size.connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE), nq,
+		   nq == 1 ? "" : "s", r->links[0] ? r->links : "(none)");
+	gw_reload_note(dp->outcome, false, "IB port %s/%u: reopened for %s; links %s rebuilt",
+		       p->device, p->num, r->why, r->links[0] ? r->links : "(none)");
 }
 
 /* Addresses: add the new ones, then delete the gone ones (a renumbering keeps the
@@ -1516,6 +1632,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 {
 	struct gw_reconf_link run[DP_MAX_LINKS];
 	struct gw_reconf_verdict v[DP_MAX_LINKS];
+	struct port_reopen reopen[DP_MAX_PORTS];
 	unsigned removed = 0, added = 0, n = dp->n_links;
 
 	dp->outcome = out;
@@ -1526,6 +1643,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 	for (unsigned i = 0; i < n; i++)
 		reconf_link_of(&dp->links[i], &run[i]);
 	gw_reconf_plan(run, n, cfg, v);
+	ports_reopen_plan(dp, cfg, v, n, reopen);
 	for (unsigned i = 0; i < n; i++) {
 		struct dp_link *k = &dp->links[i];
 
@@ -1538,6 +1656,10 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 			link_update(dp, k, cfg, v[i].changes);
 		}
 	}
+	for (unsigned pi = 0; pi < dp->n_ports; pi++)
+		if (reopen[pi].on)
+			port_reopen(dp, &dp->ports[pi], &reopen[pi]);
+	dp->open_cfg = cfg; /* a port opened for a link added now is sized for it */
 	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
 		struct dp_link *k;
 
@@ -1549,6 +1671,7 @@ void gw_dp_reconfigure(struct gw_dp *dp, const struct gw_config *cfg, struct gw_
 			set_reason(k->reason, "cannot start (broadcast join)");
 		note_added(dp, cfg->ipoib_links[i].name, k);
 	}
+	dp->open_cfg = NULL;
 	for (unsigned i = 0; i < cfg->n_eth_ifs; i++) {
 		if (!gw_reconf_to_add(run, v, n, cfg->eth_ifs[i].name))
 			continue;

@@ -20,6 +20,7 @@
 #include "gateway/config.h"
 #include "gateway/dataplane.h"
 #include "gateway/dp_tenant.h"
+#include "gateway/reconf.h"
 #include "sm-client/sa.h"
 
 struct dp_ha;
@@ -50,8 +51,9 @@ struct dp_port {
 	struct sa_port_info pi;
 	bool async_on;
 	unsigned worker;
-	unsigned connected;        /* connected links configured on it (at most 4
-				       * counted): big buffers, 1024 per link */
+	/* What it was opened with (gateway/reconf.h): connected links (buffers for whole RC
+	 * messages, 1024 per link) and queues; a reload that needs more opens it again. */
+	struct gw_reconf_port_size size;
 	struct ipoib_cm_port *cmp; /* its CM MAD transport (connected links), or NULL */
 	/* The GID routes of the links on this port (gid_routes[].link), for its SA client:
 	 * one table per port, so that router state follows the subnet the port is on. */
@@ -114,7 +116,9 @@ struct gw_dp {
 	unsigned router_down_after;
 	struct linkwatch *linkwatch; /* the Ethernet devices' link state (kernel/linkwatch.h) */
 	struct evtimer *port_timer;
-	const struct gw_config *start_cfg; /* during gw_dp_start only */
+	/* The config an IB port opened now is sized from (port_get): gw_dp_start's, or a
+	 * reload's while it adds links; NULL otherwise. */
+	const struct gw_config *open_cfg;
 	struct dp_port ports[DP_MAX_PORTS];
 	unsigned n_ports;
 	struct dp_link links[DP_MAX_LINKS];

@@ -1,10 +1,12 @@
 /*
  * A live reload's decisions: what becomes of each running link or interface, what to add,
- * and an IB port's GID route signature (see gateway/reconf.h). Pure: called by the
- * control thread from gateway/dataplane.c, and by the unit tests.
+ * an IB port's GID route signature and whether a reload must reopen an IB port for
+ * bigger buffers (see gateway/reconf.h). Pure: called by the control thread from
+ * gateway/dataplane.c, and by the unit tests.
  */
 #include "gateway/reconf.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -195,4 +197,40 @@ uint32_t gw_reconf_gid_sig(const struct gw_config *cfg, const char *backend, con
 		h = sig_mix(h, g->routers, g->n_routers * sizeof(g->routers[0]));
 	}
 	return h;
+}
+
+struct gw_reconf_port_size gw_reconf_port_want(const struct gw_config *cfg, const char *backend,
+					       const char *device, uint8_t num)
+{
+	struct gw_reconf_port_size w = { 0, 0 };
+
+	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
+		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
+
+		if (strcmp(gw_ipoib_backend_name(l->backend), backend) ||
+		    strcmp(l->device, device) || l->port != num)
+			continue;
+		w.queues = cfg->workers ? cfg->workers : 1;
+		if (l->mode == GW_IPOIB_CONNECTED && w.connected < GW_RECONF_CM_LINKS_MAX)
+			w.connected++;
+	}
+	return w;
+}
+
+bool gw_reconf_port_reopen(const struct gw_reconf_port_size *have, unsigned got,
+			   const struct gw_reconf_port_size *want, char *why, size_t len)
+{
+	int n;
+
+	if (len)
+		why[0] = '\0';
+	if (want->connected <= have->connected)
+		return false;
+	if (!have->connected)
+		n = snprintf(why, len, "connected-mode buffers");
+	else
+		n = snprintf(why, len, "buffers for %u connected links", want->connected);
+	if (want->queues > have->queues && got >= have->queues && n >= 0 && (size_t)n < len)
+		snprintf(why + n, len - (size_t)n, " and %u queues", want->queues);
+	return true;
 }

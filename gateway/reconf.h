@@ -15,7 +15,9 @@
  * links first, then Ethernet interfaces, each in the file's order).
  * Also the signature of an IB port's local GID routes: its table is rebuilt when the
  * signature differs from what it was built from (a reload, a link moved to its backup
- * port).
+ * port); and an IB port's sizing (its buffers and queues, fixed when it opens): a port
+ * whose new config needs bigger buffers than it was opened with is closed and opened
+ * again, its links rebuilt (gw_reconf_port_reopen).
  *
  * Owner: the control thread (the callers'); no state of its own.
  */
@@ -23,6 +25,7 @@
 #define IBGW_GATEWAY_RECONF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
@@ -101,5 +104,28 @@ bool gw_reconf_gid_route_on(const struct gw_config *cfg, const struct gw_gid_rou
  * prefixes and routers; equal configs give equal signatures). */
 uint32_t gw_reconf_gid_sig(const struct gw_config *cfg, const char *backend, const char *device,
 			   uint8_t num);
+
+/* How an IB port is sized when it opens (gateway/dataplane.c, port_open): buffers for a
+ * whole RC message, 1024 per connected link, when connected links run on it (else 4096
+ * datagram-sized ones), times the queues; a queue per worker. */
+#define GW_RECONF_CM_LINKS_MAX 4 /* connected links counted (the pool stops growing) */
+struct gw_reconf_port_size {
+	unsigned connected; /* connected links configured on the port (0: datagram buffers) */
+	unsigned queues;    /* queues asked (gateway.workers, at least 1) */
+};
+/* The sizing cfg asks of IB port (backend, device, num); queues 0 when no link of cfg is
+ * on it (nothing to open it for). */
+struct gw_reconf_port_size gw_reconf_port_want(const struct gw_config *cfg, const char *backend,
+					       const char *device, uint8_t num);
+/* Whether a port opened with have (and given got queues) must be opened again for want:
+ * connected links beyond the buffers it has (datagram buffers for a connected link, or
+ * fewer than 1024 per connected link). Never for queues alone (a change of workers
+ * hands the port's queues over without a loss, docs/operations.md) and never to shrink:
+ * a port keeps bigger buffers until the next start. True: why says what for
+ * ("connected-mode buffers"), and names the queues it gains too ("... and 2 queues":
+ * reopened, it gets one per worker, when more workers than its queues run and it got
+ * all it asked, a device that gave fewer having no more to give). */
+bool gw_reconf_port_reopen(const struct gw_reconf_port_size *have, unsigned got,
+			   const struct gw_reconf_port_size *want, char *why, size_t len);
 
 #endif

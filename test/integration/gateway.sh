@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 77
+tap_plan 88
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -211,6 +211,11 @@ ip -n "$rack-ethx" link set eth0 up
 ip -n "$rack-ethx" addr add 10.21.0.11/24 dev eth0
 ip -n "$rack-ethx" route add default via 10.21.0.1
 veth_tx_csum_off "$rack-ethx" eth0
+# The veth at 9000 (the gateway's eth1 runs at its configured 1500 until the reload
+# into connected mode below raises it): the Ethernet port learns its device's MTU when
+# it opens.
+in_ns gw1 ip link set eth1 mtu 9000
+ip -n "$rack-ethx" link set eth0 mtu 9000
 in_ns gw1 sysctl -qw net.ipv6.conf.eth1.disable_ipv6=1
 role_start_ibhost_node gw2 0x8001 datagram 10.11.0.12/24 >/dev/null 2>&1
 in_ns gw2 ip route replace default via 10.11.0.1 dev ib0 2>/dev/null
@@ -236,6 +241,50 @@ tap_is "ib1 -> eth0 once eth0's host routes 10.11.0.0/24 back" \
 n=$(iperf_bytes gw2 10.11.0.12 ethx 8M)
 tap_is "iperf3 TCP eth1 -> ib1: 8 MiB arrive" "$n" 8388608
 
+# --- a reload into connected mode, and back -----------------------------------------------
+# The gateway started in datagram mode (two.yaml: ib0 and ib1 on one IB port, one
+# worker) reloads the connected-mode config below (both links connected, two workers):
+# the port, opened with datagram-sized buffers and one queue, is closed and opened
+# again for whole RC messages and two queues, ib0 and ib1 rebuilt on it. For this part
+# eth1 runs at MTU 9000 (its veth is at 9000 already), so that an 8028-octet DF ping crosses every hop whole,
+# both ways (the IB hop at the datagram buffers' 4196 would refuse it). The reload back
+# to datagram keeps the port as it is (and eth1 at 1500).
+sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
+	-e 's/^    pkey: 0x8001$/    pkey: 0x8001\n    mode: connected/' "$work/two.yaml" >"$work/cm.yaml"
+cp -p "$work/two.yaml" "$work/dg.yaml"
+sed 's/^    device: eth1$/    device: eth1\n    mtu: 9000/' "$work/cm.yaml" >"$work/two.yaml"
+in_ns ibhost1 ip route replace 10.21.0.0/24 via 10.10.0.1 dev ib0
+out=$(gwctl reload 2>&1)
+tap_like "reload into connected mode: the IB port is reopened for RC-sized buffers and two queues" \
+	"$?|$(echo "$out" | tr '\n' '|')" \
+	"^0\|.*\|    eth1: MTU 9000\|(.*\|)?    IB port gw1/1: reopened for connected-mode buffers and 2 queues; links ib0, ib1 rebuilt\|"
+wait_up ib0 20
+wait_up ib1 20
+tap_like "after the reload: ib0 and ib1 UP in connected mode, MTU 65520" "$(gwctl show links | tr '\n' ' ')" \
+	"ib0: ipoib state UP mtu 65520 mode connected .*ib1: ipoib state UP mtu 65520 mode connected pkey 0x8001"
+tap_is "after the reload: the port has two queues, two workers run" \
+	"$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .queues') $(gwctl -j show stats | jq -r '.[0].workers')" "2 2"
+tap_is "the log says it once (notice)" \
+	"$(grep -c 'notice: IB port gw1/1: reopened for connected-mode buffers and 2 queues (.*); links ib0, ib1 rebuilt' "$RACK_STATE/logs/ibgwd-gw1.log")" 1
+in_ns ethx ping -c 2 -i 0.5 -W 1 10.10.0.11 >/dev/null 2>&1
+tap_like "after the reload: the connection to ibhost1 comes up, MTU 65520" "$(gwctl show connections)" \
+	"dev ib0 .*mtu 65520 .* UP"
+tap_like "8028-octet DF ping Ethernet (MTU 9000) -> connected IB host, whole over RC both ways" \
+	"$(in_ns ethx timeout 15 ping -c 3 -i 0.2 -W 3 -s 8000 -M do 10.10.0.11 2>&1)" " 3 received"
+tap_like "8028-octet DF ping connected IB host -> Ethernet (MTU 9000), whole over RC both ways" \
+	"$(in_ns ibhost1 timeout 15 ping -c 3 -i 0.2 -W 3 -s 8000 -M do 10.21.0.11 2>&1)" " 3 received"
+cp "$work/dg.yaml" "$work/two.yaml"
+out=$(gwctl reload 2>&1)
+rc=$?
+tap_is "reload back to datagram: the links rebuilt, the port kept as it is (exit, reopened, rebuilt)" \
+	"$rc $(echo "$out" | grep -c reopened) $(echo "$out" | grep -c 'ib[01]: taken down: mode changed')" "0 0 2"
+wait_up ib0 20
+wait_up ib1 20
+tap_is "after the reload back: ib0 in datagram mode, MTU 2044, the port's two queues kept" \
+	"$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | "\(.mode) \(.mtu) \(.queues)"')" "datagram 2044 2"
+tap_is "after the reload back: Ethernet host -> datagram-mode IB host" "$(pings ethhost1 10.10.0.13)" 3
+tap_is "after the reload back: connected-mode IB host (now over UD) -> Ethernet host" "$(pings ibhost1 10.20.0.11)" 3
+
 # --- connected mode ----------------------------------------------------------------------
 # ib0 in connected mode (RFC 4755): the connected-mode IB host (ibhost1) gets an RC
 # connection to the gateway; its IP MTU is 65520 on the IB side, 1500 on Ethernet.
@@ -247,8 +296,6 @@ gateway_stop gw1
 # The CM is cm/cm_umad.c, as on an HCA, its MADs carried on the fabric's QP1 by the
 # verbs shim's libibumad (docs/verbs-sim.md, "CM MADs"), on the gateway and the IB
 # hosts alike.
-sed -e 's/mode: datagram/mode: connected/' -e 's/mtu: 2044/mtu: 65520/' -e 's/workers: 1/workers: 2/' \
-	-e 's/^    pkey: 0x8001$/    pkey: 0x8001\n    mode: connected/' "$work/two.yaml" >"$work/cm.yaml"
 gateway_start gw1 "$work/cm.yaml" >/dev/null 2>&1
 wait_up ib0 20
 tap_like "connected mode: ib0 is UP with mode connected and MTU 65520" "$(gwctl show links)" \

@@ -3,8 +3,8 @@
  * gw_dp_reconfigure runs: given the links as they run (built here from a first config,
  * as gateway/dataplane.c's ipoib_add and eth_add record them) and a second config, what
  * becomes of each link and interface (kept, updated with which changes, rebuilt and why,
- * removed), which are added, and when an IB port's GID route table is rebuilt. No ports,
- * no root.
+ * removed), which are added, when an IB port's GID route table is rebuilt, and when an
+ * IB port is reopened for bigger buffers or more queues. No ports, no root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -373,6 +373,75 @@ static void gid_routes(void **state)
 	gw_config_free(none);
 }
 
+/* An IB port's sizing: what a config asks of it, and when a reload must reopen it. */
+#define SIZE_LINKS(workers, mode0, mode1)                                                          \
+	"gateway: {workers: " workers "}\n"                                                        \
+	"ipoib_links:\n"                                                                           \
+	"  - {name: ib0, backend: verbs, device: gw1, port: 1, mode: " mode0 "}\n"                 \
+	"  - {name: ib1, backend: verbs, device: gw1, port: 1, pkey: 0x8001, mode: " mode1 "}\n"   \
+	"  - {name: ib2, backend: verbs, device: gw1, port: 2}\n"
+
+static void port_sizing(void **state)
+{
+	struct gw_config *dg = load(SIZE_LINKS("1", "datagram", "datagram"));
+	struct gw_config *cm1 = load(SIZE_LINKS("1", "connected", "datagram"));
+	struct gw_config *cm2 = load(SIZE_LINKS("1", "connected", "connected"));
+	struct gw_config *dg2 = load(SIZE_LINKS("2", "datagram", "datagram"));
+	struct gw_reconf_port_size have, want;
+	char why[64];
+	(void)state;
+
+	/* What each config asks: connected links counted per port, a queue per worker, and
+	 * nothing of a port no link is on. */
+	have = gw_reconf_port_want(dg, "verbs", "gw1", 1);
+	assert_int_equal(have.connected, 0);
+	assert_int_equal(have.queues, 1);
+	want = gw_reconf_port_want(cm2, "verbs", "gw1", 1);
+	assert_int_equal(want.connected, 2);
+	want = gw_reconf_port_want(cm2, "verbs", "gw1", 2);
+	assert_int_equal(want.connected, 0);
+	assert_int_equal(want.queues, 1);
+	want = gw_reconf_port_want(cm2, "verbs", "gw1", 3);
+	assert_int_equal(want.queues, 0);
+	assert_int_equal(gw_reconf_port_want(dg2, "verbs", "gw1", 1).queues, 2);
+
+	/* Datagram -> connected: reopened for the big buffers. */
+	want = gw_reconf_port_want(cm1, "verbs", "gw1", 1);
+	assert_true(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+	assert_string_equal(why, "connected-mode buffers");
+	/* A second connected link: buffers for both. */
+	have = want;
+	want = gw_reconf_port_want(cm2, "verbs", "gw1", 1);
+	assert_true(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+	assert_string_equal(why, "buffers for 2 connected links");
+	/* Back to datagram, or to one connected link: the bigger buffers are kept. */
+	have = want;
+	want = gw_reconf_port_want(dg, "verbs", "gw1", 1);
+	assert_false(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+	assert_string_equal(why, "");
+	want = gw_reconf_port_want(cm1, "verbs", "gw1", 1);
+	assert_false(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+
+	/* More workers alone never reopen a port (the workers' handover is lossless); a
+	 * port reopened for buffers gets their queues too, said with it, unless its device
+	 * gave fewer queues than it asked. */
+	have = gw_reconf_port_want(dg, "verbs", "gw1", 1);
+	want = gw_reconf_port_want(dg2, "verbs", "gw1", 1);
+	assert_false(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+	assert_string_equal(why, "");
+	want = (struct gw_reconf_port_size){ 1, 2 };
+	assert_true(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+	assert_string_equal(why, "connected-mode buffers and 2 queues");
+	have = (struct gw_reconf_port_size){ 0, 2 };
+	want = (struct gw_reconf_port_size){ 1, 4 };
+	assert_true(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+	assert_string_equal(why, "connected-mode buffers");
+	gw_config_free(dg);
+	gw_config_free(cm1);
+	gw_config_free(cm2);
+	gw_config_free(dg2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +453,7 @@ int main(void)
 		cmocka_unit_test(removed_and_added),
 		cmocka_unit_test(free_slot),
 		cmocka_unit_test(gid_routes),
+		cmocka_unit_test(port_sizing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
