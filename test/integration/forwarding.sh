@@ -204,9 +204,10 @@ tap_is "VLAN: the host's eth0.100 is up with 10.22.0.11/24 ($vlandev)" \
 in_ns ibhost3 ip route replace 10.22.0.0/24 via 10.10.0.1 dev ib0
 in_ns ibhost3 ip -6 route replace fd00:22::/64 via fd00:10::1 dev ib0
 # Everything between the bridge and gw1 while the VLAN host talks.
-ip netns exec "$rack-ethsw" timeout 120 tshark -ni gw1 -w "$work/vlan.pcap" >/dev/null 2>&1 &
+ip netns exec "$rack-ethsw" timeout 120 tshark -ni gw1 -w "$work/vlan.pcap" >/dev/null \
+	2>"$work/vlan.err" &
 tsh=$!
-sleep 2
+wait_capturing "$work/vlan.err"
 tap_is "VLAN: ping IPv4 VLAN host -> IB host" "$(pings ethv 10.10.0.13)" 3
 tap_is "VLAN: ping IPv4 IB host -> VLAN host" "$(pings ibhost3 10.22.0.11)" 3
 tap_is "VLAN: ping IPv6 VLAN host -> IB host" "$(pings ethv -6 fd00:10::13)" 3

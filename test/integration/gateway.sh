@@ -133,13 +133,13 @@ tap_is "1428-octet pings Ethernet -> IB fit the 2044 MTU" "$out" 2
 # above would make it send 1460 itself (then nothing is clamped): flush it first.
 in_ns ibhost3 ip route flush cache
 syn="tcp[tcpflags] & tcp-syn != 0 and src host 10.10.0.13"
-in_ns ibhost3 timeout 15 tshark -ni ib0 -c 1 -f "$syn" -T fields -e tcp.options.mss_val \
-	>"$work/mss_sent.txt" 2>/dev/null &
+in_ns ibhost3 timeout 20 tshark -ni ib0 -c 1 -f "$syn" -T fields -e tcp.options.mss_val \
+	>"$work/mss_sent.txt" 2>"$work/mss_sent.err" &
 tsh_sent=$!
-in_ns ethhost1 timeout 15 tshark -ni eth0 -c 1 -f "$syn" -T fields -e tcp.options.mss_val \
-	>"$work/mss.txt" 2>/dev/null &
+in_ns ethhost1 timeout 20 tshark -ni eth0 -c 1 -f "$syn" -T fields -e tcp.options.mss_val \
+	>"$work/mss.txt" 2>"$work/mss.err" &
 tsh=$!
-sleep 2
+wait_capturing "$work/mss_sent.err" "$work/mss.err"
 in_ns ethhost1 iperf3 -s -1 -D -B 10.20.0.11 >/dev/null 2>&1
 sleep 0.3
 in_ns ibhost3 timeout 20 iperf3 -c 10.20.0.11 -n 1M >/dev/null 2>&1

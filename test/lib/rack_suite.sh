@@ -85,6 +85,19 @@ suite_ibhost_helpers() {
 	rack_init "$rack"
 }
 in_ns() { local n=$1; shift; ip netns exec "$rack-$n" "$@"; }
+# wait_capturing ERRFILE...: until each tshark whose stderr goes to ERRFILE says it is
+# capturing (it takes seconds to start on a loaded machine: a fixed sleep can miss the
+# packets it was started for), 15 s at most.
+wait_capturing() {
+	local f ok
+	for _ in $(seq 150); do
+		ok=1
+		for f in "$@"; do grep -qs "Capturing on" "$f" || ok=0; done
+		[ "$ok" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 pings() { in_ns "$1" timeout 15 ping -c 3 -i 0.2 -W 3 "${@:2}" 2>&1 | awk '/received/ { print $4 }'; }
 dump() { in_ns "$1" "$host" --ctl "$RACK_STATE/nodes/$1/ibgw-host.sock" dump "${2:-all}"; }
 link_state() { dump "$1" link 2>/dev/null | awk '{ print $6 }'; }
