@@ -727,6 +727,7 @@ int fwd_engine_if_add(struct fwd_engine *e, const struct fwd_if_config *c, uint3
 	f = &n->ifs[i];
 	memset(f, 0, sizeof(*f));
 	f->index = i;
+	f->gen = ++e->if_gen;
 	f->kind = c->kind;
 	f->ops = c->kind == FWD_IF_ETH ? &fwd_if_eth_ops : &fwd_if_ipoib_ops;
 	snprintf(f->name, sizeof(f->name), "%s", c->name ? c->name : "");

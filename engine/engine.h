@@ -92,6 +92,7 @@ struct fwd_proxy_config {
  */
 struct fwd_if {
 	uint32_t index; /* 0: slot unused */
+	uint32_t gen;   /* which interface of that index: every add takes a new one */
 	enum fwd_if_kind kind;
 	char name[FWD_IF_NAME_MAX];
 	bool up;
@@ -267,6 +268,9 @@ struct fwd_msg {
 	uint8_t family;  /* FWD_PUNT_UNRESOLVED, FWD_MSG_TX_IP: AF_INET / AF_INET6 */
 	uint16_t worker; /* the worker whose pools and rings it travels */
 	uint16_t ifindex;
+	uint32_t ifgen;     /* fwd_if.gen of ifindex when it was made: a message that outlives its
+			 * interface is dropped, not sent on the next one of that index (a
+			 * TX_IB holds the old port's buffer and QP) */
 	uint16_t ethertype; /* PUNT_IB: of the payload; TX_IP: 0x0800 / 0x86dd */
 	uint8_t pkttype;    /* PUNT_ETH: enum ethp_pkttype */
 	uint8_t cls;        /* enum fwd_pclass: the pool share it was taken from */

@@ -115,6 +115,7 @@ struct fwd_engine {
 	bool own_neigh[FWD_IF_MAX]; /* the engine created ifs[i].neigh */
 	struct fwd_nctx nctx[FWD_IF_MAX];
 	bool reserved[FWD_IF_MAX];              /* fwd_engine_if_reserve: taken, not added yet */
+	uint32_t if_gen;                        /* the last fwd_if.gen given */
 	struct fwd_ib_hook if_hook[FWD_IF_MAX]; /* by interface index */
 	struct fwd_sp *sp;                      /* owner: control */
 	/* What fwd_punt_classify calls CONTROL: written by control (fwd_sp_udp_bind,

@@ -110,6 +110,7 @@ int fwd_hb_send_udp(struct fwd_engine *e, uint32_t ifindex, const struct ip_addr
 	}
 	m->type = FWD_MSG_TX_IP;
 	m->ifindex = (uint16_t)ifindex;
+	m->ifgen = out->gen;
 	m->own = true;
 	m->family = src->family;
 	memset(m->nh, 0, sizeof(m->nh));

@@ -144,6 +144,7 @@ static struct fwd_msg *ctl_msg_on(struct fwd_sp *sp, const struct fwd_if *f, uns
 		return NULL;
 	}
 	m->ifindex = (uint16_t)f->index;
+	m->ifgen = f->gen;
 	m->own = false;
 	return m;
 }

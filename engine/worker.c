@@ -400,6 +400,7 @@ static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 	m->type = ib ? FWD_MSG_PUNT_IB : FWD_MSG_PUNT_ETH;
 	m->punt = (uint8_t)res->punt;
 	m->ifindex = (uint16_t)res->punt_if->index;
+	m->ifgen = res->punt_if->gen;
 	m->family = res->punt_family;
 	memcpy(m->nh, res->punt_nh, 16);
 	m->own = false;
@@ -610,7 +611,11 @@ static unsigned serve_ring(struct wstate *w, const struct fwd_snap *s, struct ri
 		}
 		f = fwd_snap_if(s, m->ifindex);
 		FWD_INC(w->st->ctl_tx);
-		if (!f || !f->up) {
+		if (f && f->gen != m->ifgen) {
+			/* Its interface is gone, the index taken again: nothing of the old
+			 * port may be touched (its pool went with it). */
+			FWD_INC(w->st->drops[FWD_DROP_IF_DOWN]);
+		} else if (!f || !f->up) {
 			if (m->type == FWD_MSG_TX_IB && m->ib_send.buf && f)
 				f->ib_ops->buf_put(f->ib_port, m->ib_send.buf);
 			FWD_INC(w->st->drops[FWD_DROP_IF_DOWN]);
