@@ -1403,6 +1403,39 @@ static uint32_t wc_seq(struct end *e, int w, const struct ibv_wc *wc)
 	return seq;
 }
 
+/* A datagram from a that an RSS QP's WQ w received, checked; returns its seq. */
+static uint32_t rss_wc_seq(struct end *b, struct rss *r, int w, const struct ibv_wc *wc,
+			   const struct end *a, uint32_t src_qp)
+{
+	assert_int_equal(wc->status, IBV_WC_SUCCESS);
+	assert_int_equal(wc->opcode, IBV_WC_RECV);
+	assert_int_equal(wc->qp_num, r->wq[w]->wq_num);
+	assert_int_equal(wc->src_qp, src_qp);
+	assert_int_equal(wc->slid, a->lid);
+	assert_int_equal(wc->pkey_index, 0);
+	assert_int_equal(wc->wc_flags & IBV_WC_GRH, 0);
+	return wc_seq(b, w, wc);
+}
+
+/* WQ 1 to RESET, then the N_FLOWS flows sent from qa: WQ 0 takes its own, WQ 1's are
+ * dropped (counted as a UD QP's empty queue). */
+static void wq1_reset_drops(struct end *a, struct ibv_qp *qa, struct ibv_ah *ah, struct rss *r,
+			    const struct flow *f, const int flows_in[2])
+{
+	struct ibv_wc wc[64];
+	unsigned long drops;
+
+	assert_int_equal(wq_to(r->wq[1], IBV_WQS_RESET), 0);
+	drops = vsim_test_rx_drops();
+	for (int i = 0; i < N_FLOWS; i++)
+		flow_send(qa, a, ah, r->qp->qp_num, &f[i], (uint32_t)i);
+	assert_int_equal(poll_n(r->cq[0], wc, flows_in[0]), flows_in[0]);
+	for (int i = 0; i < 200 && vsim_test_rx_drops() < drops + (unsigned long)flows_in[1]; i++)
+		usleep(1000);
+	assert_int_equal(vsim_test_rx_drops(), drops + (unsigned long)flows_in[1]);
+	assert_int_equal(ibv_poll_cq(r->cq[1], 64, wc), 0);
+}
+
 static void rss_spreading(void **state)
 {
 	struct end a, b;
@@ -1414,7 +1447,6 @@ static void rss_spreading(void **state)
 	int got[2] = { 0, 0 }, flows_in[2] = { 0, 0 };
 	uint8_t seen[N_FLOWS * 4 + 2];
 	struct ibv_wc wc[64];
-	unsigned long drops;
 	(void)state;
 
 	end_open(&a, 0, 64);
@@ -1477,14 +1509,8 @@ static void rss_spreading(void **state)
 
 			assert_true(m >= 0);
 			for (int j = 0; j < m; j++) {
-				uint32_t seq = wc_seq(&b, w, &wc[j]);
+				uint32_t seq = rss_wc_seq(&b, &r, w, &wc[j], &a, qa->qp_num);
 
-				assert_int_equal(wc[j].status, IBV_WC_SUCCESS);
-				assert_int_equal(wc[j].opcode, IBV_WC_RECV);
-				assert_int_equal(wc[j].qp_num, r.wq[w]->wq_num);
-				assert_int_equal(wc[j].src_qp, qa->qp_num);
-				assert_int_equal(wc[j].slid, a.lid);
-				assert_int_equal(wc[j].wc_flags & IBV_WC_GRH, 0);
 				assert_true(seq < (uint32_t)n);
 				assert_int_equal(seen[seq], 0); /* exactly once */
 				seen[seq] = 1;
@@ -1517,15 +1543,7 @@ static void rss_spreading(void **state)
 
 	/* A WQ not RDY drops what its entries get (counted as a UD QP's empty queue); the
 	 * other WQ still receives. */
-	assert_int_equal(wq_to(r.wq[1], IBV_WQS_RESET), 0);
-	drops = vsim_test_rx_drops();
-	for (int i = 0; i < N_FLOWS; i++)
-		flow_send(qa, &a, ah, r.qp->qp_num, &f[i], (uint32_t)i);
-	assert_int_equal(poll_n(r.cq[0], wc, flows_in[0]), flows_in[0]);
-	for (int i = 0; i < 200 && vsim_test_rx_drops() < drops + (unsigned long)flows_in[1]; i++)
-		usleep(1000);
-	assert_int_equal(vsim_test_rx_drops(), drops + (unsigned long)flows_in[1]);
-	assert_int_equal(ibv_poll_cq(r.cq[1], 64, wc), 0);
+	wq1_reset_drops(&a, qa, ah, &r, f, flows_in);
 
 	rss_pair_close(&a, &b, &r, qa, ah);
 }
@@ -1543,7 +1561,6 @@ static void rss_qp_as_mlx5(void **state)
 	struct flow f[N_FLOWS];
 	int flows_in[2] = { 0, 0 }, got[2] = { 0, 0 };
 	struct ibv_wc wc[64];
-	unsigned long drops;
 	(void)state;
 
 	end_open(&a, 0, 64);
@@ -1584,12 +1601,8 @@ static void rss_qp_as_mlx5(void **state)
 
 			assert_true(m >= 0);
 			for (int j = 0; j < m; j++) {
-				uint32_t seq = wc_seq(&b, w, &wc[j]);
+				uint32_t seq = rss_wc_seq(&b, &r, w, &wc[j], &a, qa->qp_num);
 
-				assert_int_equal(wc[j].status, IBV_WC_SUCCESS);
-				assert_int_equal(wc[j].qp_num, r.wq[w]->wq_num);
-				assert_int_equal(wc[j].src_qp, qa->qp_num);
-				assert_int_equal(wc[j].pkey_index, 0);
 				assert_true(seq < N_FLOWS);
 				assert_int_equal(w, flow_wq(&f[seq]));
 				got[w]++;
@@ -1607,15 +1620,7 @@ static void rss_qp_as_mlx5(void **state)
 	assert_int_equal(ibv_poll_cq(r.cq[0], 64, wc) + ibv_poll_cq(r.cq[1], 64, wc), 0);
 
 	/* Its WQs decide: one not RDY drops its flows, the other still receives. */
-	assert_int_equal(wq_to(r.wq[1], IBV_WQS_RESET), 0);
-	drops = vsim_test_rx_drops();
-	for (int i = 0; i < N_FLOWS; i++)
-		flow_send(qa, &a, ah, r.qp->qp_num, &f[i], (uint32_t)i);
-	assert_int_equal(poll_n(r.cq[0], wc, flows_in[0]), flows_in[0]);
-	for (int i = 0; i < 200 && vsim_test_rx_drops() < drops + (unsigned long)flows_in[1]; i++)
-		usleep(1000);
-	assert_int_equal(vsim_test_rx_drops(), drops + (unsigned long)flows_in[1]);
-	assert_int_equal(ibv_poll_cq(r.cq[1], 64, wc), 0);
+	wq1_reset_drops(&a, qa, ah, &r, f, flows_in);
 
 	/* Its send QP sends with its number. */
 	post_recv(qa, &a, 0, 4096, a.mr->lkey, 500);

@@ -934,6 +934,20 @@ static void flows_arrive(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port 
 	ops->destroy_ah(ah);
 }
 
+/* The end of a two-queue test: a datagram each way from each queue (sends with a's
+ * QPN), then destroy_qp gives back every buffer, and the ports close. */
+static void spread_pair_end(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
+			    struct ibp_qp *qb, uint8_t fill)
+{
+	ud_both_ways(a, qa, 0, b, qb, fill);
+	ud_both_ways(a, qa, 1, b, qb, (uint8_t)(fill + 1));
+	ops->destroy_qp(qa);
+	assert_int_equal(pool_free(a), N_BUFS * 3);
+	ops->destroy_qp(qb);
+	ops->close(a);
+	ops->close(b);
+}
+
 static void ud_wq_fatal_recovers(void **state)
 {
 	struct ibp_port *a = port_open_queues("nodeA", BUF_SIZE, N_BUFS * 3, 2);
@@ -985,14 +999,7 @@ static void ud_wq_fatal_recovers(void **state)
 	assert_ptr_equal(ev.qp, qa);
 	assert_int_equal(ops->qp_recover(qa), 1);
 	assert_int_equal(pool_free(a), N_BUFS * 3 - 128);
-	ud_both_ways(a, qa, 0, b, qb, 0x61);
-	ud_both_ways(a, qa, 1, b, qb, 0x62);
-
-	ops->destroy_qp(qa);
-	assert_int_equal(pool_free(a), N_BUFS * 3);
-	ops->destroy_qp(qb);
-	ops->close(a);
-	ops->close(b);
+	spread_pair_end(a, qa, b, qb, 0x61);
 }
 
 /* A UD QP over two queues with the shim's RSS QP made as IBVSIM_RSS_QP_MODIFY says:
@@ -1021,13 +1028,7 @@ static void spread_qp_up_as(const char *rss_qp_modify)
 		}
 	flows_arrive(a, qa, b, qb, per_queue);
 	assert_true(per_queue[0] > 0 && per_queue[1] > 0);
-	ud_both_ways(a, qa, 0, b, qb, 0x71);
-	ud_both_ways(a, qa, 1, b, qb, 0x72);
-	ops->destroy_qp(qa);
-	assert_int_equal(pool_free(a), N_BUFS * 3);
-	ops->destroy_qp(qb);
-	ops->close(a);
-	ops->close(b);
+	spread_pair_end(a, qa, b, qb, 0x71);
 }
 
 /* The RSS QP's modify refused as mlx5 refuses it (rdma-core's mlx5_modify_qp:
