@@ -121,6 +121,7 @@ struct ibp_qp {
 	uint32_t max_inline;
 	enum ibv_qp_state state;    /* as last moved by us */
 	bool last_wqe;              /* SRQ QP: Last WQE Reached seen */
+	bool rss_fixed;             /* RSS: qp cannot be modified (mlx5), ready as made */
 	bool dying;                 /* every queue lock to write; any to read */
 	struct ibp_qp *prev, *next; /* the port's list (control thread) */
 	unsigned nparts;            /* 1, or the port's queue count (UD over several) */
@@ -170,7 +171,8 @@ struct ibp_port {
 	uint8_t port_num;
 	struct ibv_context *ctx;
 	struct ibv_device_attr dev;
-	unsigned rss_log; /* log2 of the RSS indirection table (queues > 1) */
+	unsigned rss_log;    /* log2 of the RSS indirection table (queues > 1) */
+	bool rss_fixed_told; /* control thread: "RSS QPs are not modified" logged */
 	struct ibv_pd *pd;
 	struct ibp_pool pool; /* any thread: its own lock */
 	struct ibv_mr *mr;    /* over the pool's region */
@@ -777,10 +779,42 @@ static int modify_one(struct ibp_qp *qp, struct ibv_qp *vqp, struct ibv_qp_attr 
 	return -ret;
 }
 
+/*
+ * The RSS receive QP of a UD QP over several queues. mlx5 refuses any modify of one
+ * (rdma-core's mlx5_modify_qp: EOPNOTSUPP, ENOSYS before v28; the kernel's
+ * mlx5_ib_modify_qp: -ENOSYS): it is a TIR, receiving as soon as it exists, its WQs
+ * (RDY since create_spread) deciding. Such a refusal is taken as ready and the QP is
+ * not asked again (its send QPs and WQs still move); any other error is one.
+ */
+static int modify_rss(struct ibp_qp *qp, struct ibv_qp_attr *a, int mask, const char *what)
+{
+	struct ibp_port *port = qp->port;
+	int ret;
+
+	if (qp->rss_fixed)
+		return 0;
+	ret = ibv_modify_qp(qp->qp, a, mask);
+	if (ret != ENOSYS && ret != EOPNOTSUPP) {
+		if (ret)
+			log_errno(LOG_ERR, ret, "verbs: %s: RSS QP %u to %s", port->name,
+				  qp->qp->qp_num, what);
+		return -ret;
+	}
+	qp->rss_fixed = true;
+	if (!port->rss_fixed_told) {
+		port->rss_fixed_told = true;
+		log_errno(LOG_INFO, ret,
+			  "verbs: %s: the device does not modify RSS QPs: taken as ready when "
+			  "made, their WQs and send QPs brought up",
+			  port->name);
+	}
+	return 0;
+}
+
 /* qp->qp, and the send QPs of a UD QP over several queues. */
 static int modify(struct ibp_qp *qp, struct ibv_qp_attr *a, int mask, const char *what)
 {
-	int ret = modify_one(qp, qp->qp, a, mask, what);
+	int ret = qp->ind ? modify_rss(qp, a, mask, what) : modify_one(qp, qp->qp, a, mask, what);
 
 	for (unsigned i = 0; ret == 0 && qp->ind && i < qp->nparts; i++)
 		ret = modify_one(qp, qp->part[i].sqp, a, mask, what);

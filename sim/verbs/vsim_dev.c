@@ -100,6 +100,17 @@ bool vsim_rss_enabled(void)
 	return !s || strcmp(s, "0") != 0;
 }
 
+int vsim_rss_qp_modify_errno(void)
+{
+	const char *s = getenv("IBVSIM_RSS_QP_MODIFY");
+
+	if (s && strcmp(s, "1") == 0)
+		return 0;
+	if (s && strcmp(s, "enosys") == 0)
+		return ENOSYS; /* rdma-core before v28 */
+	return EOPNOTSUPP;
+}
+
 unsigned vsim_fault(const char *name)
 {
 	const char *s = getenv(name);

@@ -207,6 +207,10 @@ struct vsim_qp {
 	struct vsim_ind *rss;
 	uint8_t rss_key[VSIM_RSS_KEY_LEN];
 	uint64_t rss_fields;
+	/* Not 0: the errno ibv_modify_qp and ibv_query_qp of this RSS QP fail with (mlx5's
+	 * TIR, ready when created: its WQs decide what it receives; its P_Key index and
+	 * Q_Key are its send QPs'). From IBVSIM_RSS_QP_MODIFY when it was created. */
+	int fixed;
 	/* Source-QPN send QP (IBV_QP_CREATE_SOURCE_QPN): its datagrams carry src's QPN in
 	 * the DETH and reach the fabric as src's; it receives nothing. */
 	struct vsim_qp *src;
@@ -291,6 +295,10 @@ int vsim_pkey_index_valid(const struct vsim_port *port, uint16_t index);
 
 /* IBVSIM_RSS=0 plays an HCA without UD RSS (read at each call). */
 bool vsim_rss_enabled(void);
+/* What ibv_modify_qp of an RSS QP created now does (IBVSIM_RSS_QP_MODIFY, read at
+ * each ibv_create_qp_ex): 0, it goes through the UD state machine; else the errno it
+ * fails with, as on mlx5 (docs/verbs-sim.md). */
+int vsim_rss_qp_modify_errno(void);
 /* A UD datagram dropped for want of a receive WQE (or a WQ not ready). */
 void vsim_count_rx_drop(void);
 

@@ -489,9 +489,10 @@ static void rx_ud(struct vsim_qp *qp, const struct ib_packet *p, const uint8_t *
 {
 	struct vsim_rwqe w;
 
-	/* A QP receives from RTR on; before, packets are dropped (IBA 10.3.1). A
+	/* A QP receives from RTR on; before, packets are dropped (IBA 10.3.1); an RSS QP
+	 * that cannot be modified (mlx5's TIR) from its creation, its WQs deciding. A
 	 * source-QPN send QP receives nothing (its datagrams name another QP). */
-	if (qp->qp.state < IBV_QPS_RTR || qp->qp.state == IBV_QPS_ERR ||
+	if ((!qp->fixed && (qp->qp.state < IBV_QPS_RTR || qp->qp.state == IBV_QPS_ERR)) ||
 	    p->bth.opcode != IB_OP_UD_SEND_ONLY || qp->src)
 		return;
 	if (qp->rss) {
@@ -631,6 +632,7 @@ static struct ibv_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 		qp->rss = k->rss;
 		memcpy(qp->rss_key, k->hash->rx_hash_key, VSIM_RSS_KEY_LEN);
 		qp->rss_fields = k->hash->rx_hash_fields_mask;
+		qp->fixed = vsim_rss_qp_modify_errno();
 	} else {
 		qp->sq_sig_all = ia->sq_sig_all != 0;
 		/* mlx5 rounds the queues up to powers of two and reports what it made. */
@@ -1055,6 +1057,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 	int req, opt, ret = 0;
 	bool rc = qp->type == IBV_QPT_RC;
 
+	if (qp->fixed)
+		return qp->fixed; /* mlx5: an RSS QP is never modified (docs/verbs-sim.md) */
 	pthread_mutex_lock(&ctx->lock);
 	cur = ibqp->state;
 	next = mask & M(STATE) ? a->qp_state : cur;
@@ -1100,6 +1104,20 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 		do
 			ret = simfab_client_qp_modify_pkey(qp->port->fab, ibqp->qp_num, pk, qk);
 		while (vsim_ctl_again(qp->port, ret, &tries));
+		/* An RSS QP that is never modified has no P_Key index or Q_Key of its own:
+		 * it takes those of a send QP sending as it (the last one given), which
+		 * the fabric then checks its datagrams against (docs/verbs-sim.md). */
+		if (ret == 0 && qp->src && qp->src->fixed) {
+			tries = 0;
+			do
+				ret = simfab_client_qp_modify_pkey(qp->src->port->fab,
+								   qp->src->qp.qp_num, pk, qk);
+			while (vsim_ctl_again(qp->src->port, ret, &tries));
+			if (ret == 0) {
+				qp->src->pkey_index = pk;
+				qp->src->qkey = qk;
+			}
+		}
 		vsim_wake(ctx);
 		if (ret < 0) {
 			log_errno(LOG_ERR, -ret,
@@ -1179,6 +1197,8 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask, struct ib
 	struct vsim_qp *qp = (struct vsim_qp *)ibqp;
 
 	(void)mask;
+	if (qp->fixed)
+		return qp->fixed; /* mlx5_query_qp of an RSS QP, too */
 	pthread_mutex_lock(&ctx->lock);
 	memset(a, 0, sizeof(*a));
 	a->qp_state = a->cur_qp_state = ibqp->state;

@@ -15,7 +15,8 @@
  * hash against Microsoft's verification vectors and a reference, ibv_query_device_ex
  * and IBVSIM_RSS=0, the WQ state machine and the EBUSY rules, flows spread over two
  * WQs as the reference hash says (ARP to entry 0, a WQ not RDY drops), multicast to the
- * RSS QP, a WQ receive error, source-QPN send QPs, and two worker threads on their own
+ * RSS QP, a WQ receive error, an RSS QP as mlx5 makes it (never modified: its WQs and
+ * its send QP's Q_Key), source-QPN send QPs, and two worker threads on their own
  * WQs, CQs and channels while the other node sends. Faults on demand: a UD QP to ERR
  * (QP_FATAL) and back with its QPN and multicast, a QP kept in RESET, a WQ to ERR
  * (WQ_FATAL) and back, an RSS QP's send QP, the fault file.
@@ -1076,7 +1077,11 @@ static int post_wq(struct ibv_wq *wq, struct end *e, size_t off, uint32_t len, u
 	return ibv_post_wq_recv(wq, &wr, &bad);
 }
 
-static struct ibv_qp *rss_qp_new(struct end *e, struct ibv_rwq_ind_table *t, uint64_t fields)
+/* An RSS QP; modifiable: one that goes through the UD state machine
+ * (IBVSIM_RSS_QP_MODIFY=1, what the tests of the IBA's rules use), else one as mlx5 makes
+ * it (the shim's default, or the errno IBVSIM_RSS_QP_MODIFY names). */
+static struct ibv_qp *rss_qp_make(struct end *e, struct ibv_rwq_ind_table *t, uint64_t fields,
+				  bool modifiable)
 {
 	struct ibv_qp_init_attr_ex ia = {
 		.qp_type = IBV_QPT_UD,
@@ -1089,8 +1094,19 @@ static struct ibv_qp *rss_qp_new(struct end *e, struct ibv_rwq_ind_table *t, uin
 				  .rx_hash_key = (uint8_t *)(uintptr_t)ms_key,
 				  .rx_hash_fields_mask = fields },
 	};
+	struct ibv_qp *qp;
 
-	return ibv_create_qp_ex(e->ctx, &ia);
+	if (modifiable)
+		setenv("IBVSIM_RSS_QP_MODIFY", "1", 1);
+	qp = ibv_create_qp_ex(e->ctx, &ia);
+	if (modifiable)
+		unsetenv("IBVSIM_RSS_QP_MODIFY");
+	return qp;
+}
+
+static struct ibv_qp *rss_qp_new(struct end *e, struct ibv_rwq_ind_table *t, uint64_t fields)
+{
+	return rss_qp_make(e, t, fields, true);
 }
 
 static struct ibv_qp *src_qp_new(struct end *e, uint32_t n)
@@ -1291,7 +1307,7 @@ static size_t rss_off(int w, unsigned i)
 	return ((size_t)w * RSS_BUFS + i) * RSS_BUF;
 }
 
-static void rss_open(struct end *e, struct rss *r)
+static void rss_open_as(struct end *e, struct rss *r, bool modifiable)
 {
 	struct ibv_wq *tbl[1 << RSS_LOG];
 	struct ibv_rwq_ind_table_init_attr ti = { .log_ind_tbl_size = RSS_LOG, .ind_tbl = tbl };
@@ -1310,9 +1326,15 @@ static void rss_open(struct end *e, struct rss *r)
 		tbl[i] = r->wq[rss_map[i]];
 	r->t = ibv_create_rwq_ind_table(e->ctx, &ti);
 	assert_non_null(r->t);
-	r->qp = rss_qp_new(e, r->t, ALL_FIELDS);
+	r->qp = rss_qp_make(e, r->t, ALL_FIELDS, modifiable);
 	assert_non_null(r->qp);
-	ud_ready(r->qp);
+	if (modifiable)
+		ud_ready(r->qp);
+}
+
+static void rss_open(struct end *e, struct rss *r)
+{
+	rss_open_as(e, r, true);
 }
 
 static void rss_close(struct rss *r)
@@ -1381,6 +1403,39 @@ static uint32_t wc_seq(struct end *e, int w, const struct ibv_wc *wc)
 	return seq;
 }
 
+/* A datagram from a that an RSS QP's WQ w received, checked; returns its seq. */
+static uint32_t rss_wc_seq(struct end *b, struct rss *r, int w, const struct ibv_wc *wc,
+			   const struct end *a, uint32_t src_qp)
+{
+	assert_int_equal(wc->status, IBV_WC_SUCCESS);
+	assert_int_equal(wc->opcode, IBV_WC_RECV);
+	assert_int_equal(wc->qp_num, r->wq[w]->wq_num);
+	assert_int_equal(wc->src_qp, src_qp);
+	assert_int_equal(wc->slid, a->lid);
+	assert_int_equal(wc->pkey_index, 0);
+	assert_int_equal(wc->wc_flags & IBV_WC_GRH, 0);
+	return wc_seq(b, w, wc);
+}
+
+/* WQ 1 to RESET, then the N_FLOWS flows sent from qa: WQ 0 takes its own, WQ 1's are
+ * dropped (counted as a UD QP's empty queue). */
+static void wq1_reset_drops(struct end *a, struct ibv_qp *qa, struct ibv_ah *ah, struct rss *r,
+			    const struct flow *f, const int flows_in[2])
+{
+	struct ibv_wc wc[64];
+	unsigned long drops;
+
+	assert_int_equal(wq_to(r->wq[1], IBV_WQS_RESET), 0);
+	drops = vsim_test_rx_drops();
+	for (int i = 0; i < N_FLOWS; i++)
+		flow_send(qa, a, ah, r->qp->qp_num, &f[i], (uint32_t)i);
+	assert_int_equal(poll_n(r->cq[0], wc, flows_in[0]), flows_in[0]);
+	for (int i = 0; i < 200 && vsim_test_rx_drops() < drops + (unsigned long)flows_in[1]; i++)
+		usleep(1000);
+	assert_int_equal(vsim_test_rx_drops(), drops + (unsigned long)flows_in[1]);
+	assert_int_equal(ibv_poll_cq(r->cq[1], 64, wc), 0);
+}
+
 static void rss_spreading(void **state)
 {
 	struct end a, b;
@@ -1392,7 +1447,6 @@ static void rss_spreading(void **state)
 	int got[2] = { 0, 0 }, flows_in[2] = { 0, 0 };
 	uint8_t seen[N_FLOWS * 4 + 2];
 	struct ibv_wc wc[64];
-	unsigned long drops;
 	(void)state;
 
 	end_open(&a, 0, 64);
@@ -1455,14 +1509,8 @@ static void rss_spreading(void **state)
 
 			assert_true(m >= 0);
 			for (int j = 0; j < m; j++) {
-				uint32_t seq = wc_seq(&b, w, &wc[j]);
+				uint32_t seq = rss_wc_seq(&b, &r, w, &wc[j], &a, qa->qp_num);
 
-				assert_int_equal(wc[j].status, IBV_WC_SUCCESS);
-				assert_int_equal(wc[j].opcode, IBV_WC_RECV);
-				assert_int_equal(wc[j].qp_num, r.wq[w]->wq_num);
-				assert_int_equal(wc[j].src_qp, qa->qp_num);
-				assert_int_equal(wc[j].slid, a.lid);
-				assert_int_equal(wc[j].wc_flags & IBV_WC_GRH, 0);
 				assert_true(seq < (uint32_t)n);
 				assert_int_equal(seen[seq], 0); /* exactly once */
 				seen[seq] = 1;
@@ -1495,16 +1543,107 @@ static void rss_spreading(void **state)
 
 	/* A WQ not RDY drops what its entries get (counted as a UD QP's empty queue); the
 	 * other WQ still receives. */
-	assert_int_equal(wq_to(r.wq[1], IBV_WQS_RESET), 0);
-	drops = vsim_test_rx_drops();
+	wq1_reset_drops(&a, qa, ah, &r, f, flows_in);
+
+	rss_pair_close(&a, &b, &r, qa, ah);
+}
+
+/* An RSS QP as mlx5 makes it (the default): never modified, receiving from its
+ * creation through its RDY WQs, with the P_Key index and Q_Key its send QP was given. */
+static void rss_qp_as_mlx5(void **state)
+{
+	struct end a, b;
+	struct rss r;
+	struct ibv_qp *qa, *s, *other;
+	struct ibv_ah *ah, *ah_a;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	struct ibv_qp_init_attr ia;
+	struct flow f[N_FLOWS];
+	int flows_in[2] = { 0, 0 }, got[2] = { 0, 0 };
+	struct ibv_wc wc[64];
+	(void)state;
+
+	end_open(&a, 0, 64);
+	end_open(&b, 1, 64);
+	rss_open_as(&b, &r, false);
+	qa = ud_qp(&a, NULL, 0, true); /* its sends unsignaled */
+	ah = ah_to(&a, b.lid);
+	ah_a = ah_to(&b, a.lid);
+	flows_make(f);
+	for (int i = 0; i < N_FLOWS; i++)
+		flows_in[flow_wq(&f[i])]++;
+	assert_true(flows_in[0] > 0 && flows_in[1] > 0);
+
+	/* mlx5_modify_qp and mlx5_query_qp of an RSS QP: EOPNOTSUPP; it stays as made. */
+	assert_int_equal(
+	    ibv_modify_qp(r.qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	    EOPNOTSUPP);
+	at.qp_state = IBV_QPS_ERR;
+	assert_int_equal(ibv_modify_qp(r.qp, &at, IBV_QP_STATE), EOPNOTSUPP);
+	assert_int_equal(ibv_query_qp(r.qp, &at, IBV_QP_STATE, &ia), EOPNOTSUPP);
+	assert_int_equal(r.qp->state, IBV_QPS_RESET);
+
+	/* No Q_Key of its own yet: the fabric drops a datagram with ours. */
+	flow_send(qa, &a, ah, r.qp->qp_num, &f[0], 0);
+	usleep(50000);
+	assert_int_equal(ibv_poll_cq(r.cq[0], 64, wc) + ibv_poll_cq(r.cq[1], 64, wc), 0);
+
+	/* Its send QP at INIT gives it a P_Key index and a Q_Key: the flows land, each in
+	 * the WQ its hash names, the RSS QP still never modified. */
+	s = src_qp_new(&b, r.qp->qp_num);
+	assert_non_null(s);
+	ud_ready(s);
 	for (int i = 0; i < N_FLOWS; i++)
 		flow_send(qa, &a, ah, r.qp->qp_num, &f[i], (uint32_t)i);
-	assert_int_equal(poll_n(r.cq[0], wc, flows_in[0]), flows_in[0]);
-	for (int i = 0; i < 200 && vsim_test_rx_drops() < drops + (unsigned long)flows_in[1]; i++)
-		usleep(1000);
-	assert_int_equal(vsim_test_rx_drops(), drops + (unsigned long)flows_in[1]);
-	assert_int_equal(ibv_poll_cq(r.cq[1], 64, wc), 0);
+	for (int i = 0; i < 2000 && got[0] + got[1] < N_FLOWS; i++) {
+		for (int w = 0; w < 2; w++) {
+			int m = ibv_poll_cq(r.cq[w], 64, wc);
 
+			assert_true(m >= 0);
+			for (int j = 0; j < m; j++) {
+				uint32_t seq = rss_wc_seq(&b, &r, w, &wc[j], &a, qa->qp_num);
+
+				assert_true(seq < N_FLOWS);
+				assert_int_equal(w, flow_wq(&f[seq]));
+				got[w]++;
+			}
+		}
+		if (got[0] + got[1] < N_FLOWS)
+			usleep(1000);
+	}
+	assert_int_equal(got[0], flows_in[0]);
+	assert_int_equal(got[1], flows_in[1]);
+
+	/* Another Q_Key is refused, as by a UD QP. */
+	assert_int_equal(send_ud(qa, &a, ah, r.qp->qp_num, QKEY + 1, 0, 40, a.mr->lkey, 90, 0), 0);
+	usleep(50000);
+	assert_int_equal(ibv_poll_cq(r.cq[0], 64, wc) + ibv_poll_cq(r.cq[1], 64, wc), 0);
+
+	/* Its WQs decide: one not RDY drops its flows, the other still receives. */
+	wq1_reset_drops(&a, qa, ah, &r, f, flows_in);
+
+	/* Its send QP sends with its number. */
+	post_recv(qa, &a, 0, 4096, a.mr->lkey, 500);
+	assert_int_equal(send_ud(s, &b, ah_a, qa->qp_num, QKEY, 65536, 16, b.mr->lkey, 7, 0), 0);
+	assert_int_equal(poll_n(b.cq, wc, 1), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(poll_n(a.cq, wc, 1), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].src_qp, r.qp->qp_num);
+
+	/* rdma-core before v28 said ENOSYS (IBVSIM_RSS_QP_MODIFY=enosys). */
+	setenv("IBVSIM_RSS_QP_MODIFY", "enosys", 1);
+	other = rss_qp_make(&b, r.t, ALL_FIELDS, false);
+	unsetenv("IBVSIM_RSS_QP_MODIFY");
+	assert_non_null(other);
+	at.qp_state = IBV_QPS_INIT;
+	assert_int_equal(
+	    ibv_modify_qp(other, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	    ENOSYS);
+	assert_int_equal(ibv_destroy_qp(other), 0);
+
+	assert_int_equal(ibv_destroy_qp(s), 0);
+	assert_int_equal(ibv_destroy_ah(ah_a), 0);
 	rss_pair_close(&a, &b, &r, qa, ah);
 }
 
@@ -1927,6 +2066,7 @@ int main(void)
 		cmocka_unit_test(query_device_ex_caps),
 		cmocka_unit_test(wq_state_machine),
 		cmocka_unit_test(rss_spreading),
+		cmocka_unit_test(rss_qp_as_mlx5),
 		cmocka_unit_test(rss_multicast_and_errors),
 		cmocka_unit_test(source_qpn),
 		cmocka_unit_test(rss_concurrent),

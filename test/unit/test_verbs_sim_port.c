@@ -40,6 +40,11 @@
  *                             (WQ_FATAL), then queue 0's send QP (QP_FATAL): each
  *                             brought back, the flows of both queues received again,
  *                             sends of both queues leave with the QP's number
+ *   spread_qp_rss_modify_refused  two queues, the RSS receive QP's modify refused as
+ *                             mlx5 does (EOPNOTSUPP, ENOSYS) or allowed: the UD QP comes
+ *                             up, the flows of both queues arrive, both queues send
+ *                             with its number, every buffer back after destroy; another
+ *                             errno (EIO) from the RSS QP or a send QP fails qp_ready
  *   ud_qp_recovery_failure_reported  the QP cannot leave RESET (fault): -EIO, its
  *                             buffers back, posts still refused; a later try works
  *   ud_qp_error_by_completion_recovers  no event: a UD send above the MTU leaves the
@@ -929,6 +934,20 @@ static void flows_arrive(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port 
 	ops->destroy_ah(ah);
 }
 
+/* The end of a two-queue test: a datagram each way from each queue (sends with a's
+ * QPN), then destroy_qp gives back every buffer, and the ports close. */
+static void spread_pair_end(struct ibp_port *a, struct ibp_qp *qa, struct ibp_port *b,
+			    struct ibp_qp *qb, uint8_t fill)
+{
+	ud_both_ways(a, qa, 0, b, qb, fill);
+	ud_both_ways(a, qa, 1, b, qb, (uint8_t)(fill + 1));
+	ops->destroy_qp(qa);
+	assert_int_equal(pool_free(a), N_BUFS * 3);
+	ops->destroy_qp(qb);
+	ops->close(a);
+	ops->close(b);
+}
+
 static void ud_wq_fatal_recovers(void **state)
 {
 	struct ibp_port *a = port_open_queues("nodeA", BUF_SIZE, N_BUFS * 3, 2);
@@ -980,14 +999,68 @@ static void ud_wq_fatal_recovers(void **state)
 	assert_ptr_equal(ev.qp, qa);
 	assert_int_equal(ops->qp_recover(qa), 1);
 	assert_int_equal(pool_free(a), N_BUFS * 3 - 128);
-	ud_both_ways(a, qa, 0, b, qb, 0x61);
-	ud_both_ways(a, qa, 1, b, qb, 0x62);
+	spread_pair_end(a, qa, b, qb, 0x61);
+}
 
-	ops->destroy_qp(qa);
-	assert_int_equal(pool_free(a), N_BUFS * 3);
-	ops->destroy_qp(qb);
+/* A UD QP over two queues with the shim's RSS QP made as IBVSIM_RSS_QP_MODIFY says:
+ * it comes up, receives the flows of both queues, sends from both with its number, and
+ * destroy_qp gives back every buffer. */
+static void spread_qp_up_as(const char *rss_qp_modify)
+{
+	struct ibp_port *a = port_open_queues("nodeA", BUF_SIZE, N_BUFS * 3, 2);
+	struct ibp_port *b = port_open("nodeB", BUF_SIZE, N_BUFS);
+	struct ibp_qp *qa, *qb = ud_qp(b);
+	struct ibp_qp_init qi = {
+		.type = IBP_QPT_UD, .qkey = QKEY, .send_depth = 32, .recv_depth = 64
+	};
+	unsigned per_queue[2];
+
+	assert_int_equal(ops->queues(a), 2);
+	setenv("IBVSIM_RSS_QP_MODIFY", rss_qp_modify, 1);
+	assert_int_equal(ops->create_qp(a, &qi, &qa), 0);
+	unsetenv("IBVSIM_RSS_QP_MODIFY");
+	assert_int_equal(ops->qp_ready(qa, NULL), 0);
+	for (unsigned q = 0; q < 2; q++)
+		for (unsigned i = 0; i < 64; i++) {
+			struct ibp_buf *buf = ops->buf_get(a);
+
+			assert_int_equal(ops->post_recv(qa, q, &buf, 1), 1);
+		}
+	flows_arrive(a, qa, b, qb, per_queue);
+	assert_true(per_queue[0] > 0 && per_queue[1] > 0);
+	spread_pair_end(a, qa, b, qb, 0x71);
+}
+
+/* The RSS QP's modify refused as mlx5 refuses it (rdma-core's mlx5_modify_qp:
+ * EOPNOTSUPP, ENOSYS before v28) is no error: the QP comes up as one that is modified;
+ * any other refusal of its modify, or of a send QP's, fails qp_ready. */
+static void spread_qp_rss_modify_refused(void **state)
+{
+	struct ibp_port *a;
+	struct ibp_qp *qa;
+	struct ibp_qp_init qi = {
+		.type = IBP_QPT_UD, .qkey = QKEY, .send_depth = 32, .recv_depth = 64
+	};
+	(void)state;
+
+	spread_qp_up_as("0");      /* EOPNOTSUPP, the shim's default */
+	spread_qp_up_as("enosys"); /* ENOSYS */
+	spread_qp_up_as("1");      /* modified like any UD QP */
+
+	a = port_open_queues("nodeA", BUF_SIZE, N_BUFS, 2);
+	for (int modifiable = 0; modifiable < 2; modifiable++) {
+		setenv("IBVSIM_RSS_QP_MODIFY", modifiable ? "1" : "0", 1);
+		assert_int_equal(ops->create_qp(a, &qi, &qa), 0);
+		unsetenv("IBVSIM_RSS_QP_MODIFY");
+		/* EIO from RESET -> INIT: of the RSS QP when it is modified, else of the
+		 * first send QP. */
+		setenv("IBVSIM_FAULT_MODIFY_QP", "5", 1);
+		assert_int_equal(ops->qp_ready(qa, NULL), -EIO);
+		unsetenv("IBVSIM_FAULT_MODIFY_QP");
+		ops->destroy_qp(qa);
+		assert_int_equal(pool_free(a), N_BUFS);
+	}
 	ops->close(a);
-	ops->close(b);
 }
 
 static void ud_qp_recovery_failure_reported(void **state)
@@ -1185,6 +1258,7 @@ int main(void)
 		cmocka_unit_test_teardown(one_queue_without_rss, teardown),
 		cmocka_unit_test_teardown(ud_qp_fatal_recovers, teardown),
 		cmocka_unit_test_teardown(ud_wq_fatal_recovers, teardown),
+		cmocka_unit_test_teardown(spread_qp_rss_modify_refused, teardown),
 		cmocka_unit_test_teardown(ud_qp_recovery_failure_reported, teardown),
 		cmocka_unit_test_teardown(ud_qp_error_by_completion_recovers, teardown),
 		cmocka_unit_test_teardown(ud_qp_recovers_beside_its_poller, teardown),
