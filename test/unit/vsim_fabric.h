@@ -55,11 +55,15 @@ static inline void vsim_node_init(struct vsim_test_node *n, const char *name, ui
 static inline int vsim_fabric_listening(const char *sock)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), ok;
+	size_t n = strlen(sock);
+	int fd, ok;
 
+	if (n >= sizeof(sa.sun_path))
+		return 0;
+	memcpy(sa.sun_path, sock, n + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
 	return ok;
