@@ -252,8 +252,8 @@ static void eth_rebuilds(void **state)
 	static const char *const to[] = {
 		"ethernet_interfaces: [{name: eth0, device: veth1}]\n",
 		"ethernet_interfaces: [{name: eth0, device: veth0, vlan: 7}]\n",
-		"tenants: [{name: blue}]\n"
-		"ethernet_interfaces: [{name: eth0, device: veth0, tenant: blue}]\n",
+		("tenants: [{name: blue}]\n"
+		 "ethernet_interfaces: [{name: eth0, device: veth0, tenant: blue}]\n"),
 		/* No backend change: af_packet is the only one the loader accepts. */
 	};
 	(void)state;
