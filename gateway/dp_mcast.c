@@ -55,6 +55,8 @@ struct mc_if {
 	bool joined;           /* the report groups joined (MACs / MGIDs) */
 	bool warned;           /* ... could not be: logged */
 	const void *port;      /* the IPoIB link / Ethernet port they were joined on */
+	uint32_t ifgen;        /* and its interface's fwd_if.gen (a rebuilt link may get
+				* the address of the one it replaces back from malloc) */
 	bool started;          /* querier started */
 	struct mg_table *t;    /* members heard here */
 	struct mg_table *full; /* IPoIB: groups whose MGID we joined full for other sides */
@@ -524,13 +526,14 @@ static int sendonly_cb(void *ctx, struct mg_group *g)
 /* The report groups on r's interface (once per link or port: a rebuilt one is joined
  * again, with the send-only joins of the groups with members there). Returns whether
  * the link or port changed. */
-static bool attach(struct mc_if *r, struct dp_link *k)
+static bool attach(struct mc_if *r, struct dp_link *k, const struct fwd_if *f)
 {
 	bool ok = true, changed = false;
 
-	if (r->port != port_of(r, k)) {
+	if (r->port != port_of(r, k) || r->ifgen != f->gen) {
 		changed = r->port != NULL;
 		r->port = port_of(r, k);
+		r->ifgen = f->gen;
 		r->joined = false;
 		if (r->full)
 			mg_flush(r->full, NULL, NULL); /* the old link's memberships went with it */
@@ -659,7 +662,7 @@ static void run(struct dp_mcast *mc)
 		f = r->ifindex ? fwd_snap_if(fwd_engine_current(mc->dp->e), r->ifindex) : NULL;
 		if (!f || !f->up)
 			continue;
-		changed |= attach(r, k);
+		changed |= attach(r, k, f);
 		if (r->cfg.querier && !r->started) {
 			mg_start(r->t, now);
 			r->started = true;
