@@ -64,13 +64,13 @@ r0=$(rxq 0) r1=$(rxq 1)
 got=$(flows "$A" "$B" 10.66.0.2)
 echo "# IPv4, one worker: $got (of 19200); ra's queues redirected $(($(rxq 0) - r0)) and $(($(rxq 1) - r1))"
 tap_like "IPv4, one worker: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+	"^received 19200 flows 64 reordered 0 last 299$"
 tap_like "the flows came in on both of ra's RX queues" "$(($(rxq 0) - r0)) $(($(rxq 1) - r1))" \
 	"^[1-9][0-9]{2,} [1-9][0-9]{2,}$"
 got=$(flows "$A" "$B" fd00:66::2)
 echo "# IPv6, one worker: $got (of 19200)"
 tap_like "IPv6, one worker: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+	"^received 19200 flows 64 reordered 0 last 299$"
 
 arb_config "$work/ibgwd.yaml" 65 66 "workers: 2" "user: nobody"
 chmod 644 "$work/ibgwd.yaml"
@@ -80,11 +80,11 @@ w0=$(workers)
 got=$(flows "$A" "$B" 10.66.0.2)
 echo "# IPv4, two workers: $got (of 19200)"
 tap_like "IPv4, two workers: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+	"^received 19200 flows 64 reordered 0 last 299$"
 got=$(flows "$A" "$B" fd00:66::2)
 echo "# IPv6, two workers: $got (of 19200)"
 tap_like "IPv6, two workers: every datagram of the 64 flows arrives, none reordered" "$got" \
-	"^received 19200 flows 64 reordered 0$"
+	"^received 19200 flows 64 reordered 0 last 299$"
 w=$(workers)
 echo "# rx_packets per worker: before $w0, after $w"
 tap_like "both workers received frames (each above 1000)" "$w" "^0=[0-9]{4,} 1=[0-9]{4,}$"

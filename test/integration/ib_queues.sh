@@ -13,7 +13,7 @@
 #     through its own queue): all of them, in order;
 #   - TCP both ways with 16 MiB: every byte intact;
 #   - flows started toward a next hop the gateway must resolve first (neighbour flushed),
-#     both ways: in order, to their end, the hold of the later packets used;
+#     both ways: in order, the hold of the later packets used, and lifted afterwards;
 #   - a reload to one worker and back to two: the IB queues are dealt out again and
 #     flows stay in order.
 # Connected mode over two queues (RC connections and an SRQ per queue) runs in
@@ -29,7 +29,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/intact.sh"
 suite_init ibq
 
-tap_plan 25
+tap_plan 28
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm jq python3
@@ -70,7 +70,7 @@ all_flows() {
 	got=$(flows "$rack-$2" "$rack-$3" "$4" "$pause")
 	echo "# $1: $got (of 19200)"
 	tap_like "$1: every datagram of the 64 flows arrives, none reordered" "$got" \
-		"^received 19200 flows 64 reordered 0$"
+		"^received 19200 flows 64 reordered 0 last 299$"
 }
 w0=$(workers)
 all_flows "IB -> Ethernet, IPv4" ibhost1 ethhost1 10.20.0.11
@@ -100,22 +100,22 @@ tap_is "TCP Ethernet host -> IB host (IPv6): 16 MiB arrive intact" \
 # A flow that starts while its next hop is unresolved (the neighbour flushed first): the
 # first datagrams wait for the resolution on the control thread and those that follow
 # them while they are out go there too (unresolved_held), so none overtakes another
-# (docs/dataplane.md, "Order across a resolution"); the flow's end arrives (the hold is
-# lifted). Three flows each way; the hold must have been used at least once.
-held0=$(gwctl -j show stats | jq '.[0].unresolved_held')
+# (docs/dataplane.md, "Order across a resolution"). Three flows each way; the hold must
+# have been used, and lifted: a flow to the neighbours now resolved is not held at all.
+held() { gwctl -j show stats | jq '.[0].unresolved_held'; }
 resolving_flow() {
 	local got
-	gwctl neigh flush dev "$4" >/dev/null
+	[ "$4" = resolved ] || gwctl neigh flush dev "$4" >/dev/null
 	got=$(one_flow "$rack-$2" "$rack-$3" "$5")
 	echo "# $1: $got (of 3000)"
-	tap_like "$1: a flow started toward an unresolved next hop arrives in order, to its end" \
-		"$got" "^received [0-9]+ reordered 0 last 29[0-9][0-9]$"
+	tap_like "$1: arrives in order" "$got" "^received [0-9]+ flows 1 reordered 0 last [0-9]+$"
 }
+held0=$(held)
 for i in 1 2 3; do
-	resolving_flow "Ethernet -> IB ($i)" ethhost1 ibhost1 ib0 10.10.0.11
-	resolving_flow "IB -> Ethernet ($i)" ibhost1 ethhost1 eth0 10.20.0.11
+	resolving_flow "Ethernet -> IB, unresolved ($i)" ethhost1 ibhost1 ib0 10.10.0.11
+	resolving_flow "IB -> Ethernet, unresolved ($i)" ibhost1 ethhost1 eth0 10.20.0.11
 done
-held1=$(gwctl -j show stats | jq '.[0].unresolved_held')
+held1=$(held)
 echo "# unresolved_held: $held0 -> $held1"
 if [ "$held1" -gt "$held0" ]; then
 	tap_ok "packets that followed unresolved ones were sent after them (unresolved_held grew)"
@@ -123,6 +123,10 @@ else
 	tap_not_ok "packets that followed unresolved ones were sent after them (unresolved_held grew)" \
 		"unresolved_held $held0 -> $held1"
 fi
+resolving_flow "Ethernet -> IB, resolved" ethhost1 ibhost1 resolved 10.10.0.11
+resolving_flow "IB -> Ethernet, resolved" ibhost1 ethhost1 resolved 10.20.0.11
+tap_is "the hold is lifted: flows to resolved neighbours are not held (unresolved_held)" \
+	"$(held)" "$held1"
 
 # A reload to one worker deals both queues to worker 0, and back to two.
 sed -i 's/^  workers: 2$/  workers: 1/' "$work/gw1.yaml"
