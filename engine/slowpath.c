@@ -1,7 +1,8 @@
 /*
  * The control thread's half of the data plane (engine/slowpath.h): punted ARP/ND, proxy
  * ARP/ND, echo to our addresses, packets parked for resolution, learned host routes of
- * proxied neighbours. Everything it sends goes to the owning worker as a message.
+ * proxied neighbours. Everything it sends goes to a worker as a message: the interface's,
+ * or the one whose parked packet it is (struct sp_ib_held).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -33,9 +34,10 @@
  * next hop on the worker (struct fwd_held), stays here until the link posts that buffer:
  * the send then goes through the worker's own ring and the message after it, so the
  * worker sends the hop's next packets behind it. An entry also ends when the link posts
- * a later buffer of the same hop (it dropped this one: the oldest of a full queue), or
- * after SP_IB_HELD_MS (the link gave the resolution up, or the interface went). Full:
- * the message goes back at once, as before.
+ * a later copy of the same hop, queued or at once (it dropped this one: the oldest of a
+ * full queue), when its buffer is queued again (ditto), or after SP_IB_HELD_MS (the link
+ * gave the resolution up, or the interface went). Full: the message goes back at once,
+ * as before.
  */
 #define SP_IB_HELD    256
 #define SP_IB_HELD_MS 5000

@@ -64,8 +64,9 @@ for r in range(0, 300, 20):
 # one_flow NS_A NS_B ADDR: one UDP flow of 3000 numbered datagrams from namespace NS_A to
 # ADDR (port 6001) in NS_B, sent back to back (a short pause every 50, so that the
 # simulated fabric's receive queues keep up). Prints flows_rx's line: R counts datagrams
-# that arrived after a later one, L is the highest number that arrived (-1: none). Used by ib_queues.sh to start a flow toward a next hop the gateway must
-# resolve first. Needs python3 and $work.
+# that arrived after a later one, L is the highest number that arrived (-1: none). Used
+# by ib_queues.sh to start a flow toward a next hop the gateway must resolve first.
+# Needs python3 and $work.
 one_flow() {
 	flows_rx "$2" "$3" 6001 3 >"$work/one_flow" &
 	local rx=$!
