@@ -43,6 +43,11 @@ restart_host() {
 	# shellcheck disable=SC2046
 	IBGW_HOST=$wrapper HOST_OPTS=${HOST_OPTS:-} role_start_ibhost_node "$n" "${PKEY:-0xffff}" "$mode" $(addrs_of "$n") >/dev/null
 }
+pin_arp() {   # HOST ADDR: the kernel's ARP entry for ADDR on ib0 made permanent
+	local ll
+	ll=$(in_ns "$1" ip neigh show to "$2" dev ib0 | awk '{ for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1) }')
+	in_ns "$1" ip neigh replace "$2" lladdr "${ll:-none}" dev ib0 nud permanent
+}
 iperf_rate() {   # FROM TO-ADDR PORT -> "N Mbits/sec" (and the retransmits)
 	local out
 	in_ns "$(case $2 in *.12) echo ibhost2;; *.13) echo ibhost3;; *) echo ibhost1;; esac)" \
@@ -190,6 +195,11 @@ tap_like "ibhost1 and ibhost2 restarted on P_Key 0x8001, connected mode" \
 cap2=$work/cm8001.pcap
 rackcmd capture "$cap2" >/dev/null 2>&1
 in_ns ibhost1 ping -c 2 -i 0.3 -w 6 10.10.0.12 >/dev/null 2>&1
+# The kernels' ARP entries made permanent: a kernel confirms an entry it used with a
+# unicast ARP probe 5 s later (delay_first_probe_time), and that ARP, like any unicast
+# through IPoIB, starts a connection (as in the Linux driver), which would set up a new
+# connection while this part waits for the idle teardown or starts both REQs at once.
+pin_arp ibhost1 10.10.0.12; pin_arp ibhost2 10.10.0.11
 tap_is "connection up before the idle wait" "$(n_established ibhost1) $(n_established ibhost2)" "1 1"
 sleep 4.5
 tap_is "idle 3 s: the connection is torn down on both sides" "$(n_established ibhost1) $(n_established ibhost2)" "0 0"
@@ -234,6 +244,8 @@ pk+=", RC SENDs $(npk 'infiniband.bth.opcode <= 5 && infiniband.bth.p_key == 0x8
 pk+=", REQ P_Key $(tshark -r "$cap2" -Y 'infiniband.cm.req' -T fields -e infiniband.cm.req.pkey 2>/dev/null | sort -u | tr '\n' ' ')"
 tap_like "tshark: on P_Key 0x8001 the CM MADs (REQ to DREP), the RC SENDs and the REQs ($pk)" "$pk" \
 	"^mads [1-9][0-9]+ other 0, RC SENDs [1-9][0-9]* other 0, REQ P_Key 0x8001 $"
+
+in_ns ibhost1 ip neigh del 10.10.0.12 dev ib0; in_ns ibhost2 ip neigh del 10.10.0.11 dev ib0
 
 # --- the same pair in datagram mode -----------------------------------------------------
 restart_host ibhost1 datagram
