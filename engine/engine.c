@@ -116,6 +116,7 @@ static void snap_publish(struct fwd_engine *e, struct fwd_snap *n)
 	struct fwd_snap *old = atomic_load_explicit(&e->snap, memory_order_relaxed);
 
 	n->gen = old->gen + 1;
+	n->eth_queues = e->eth_queues ? e->eth_queues : 1;
 	snap_fixup(n);
 	atomic_store_explicit(&e->snap, n, memory_order_release);
 	if (e->cfg.defer)
@@ -599,7 +600,7 @@ int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n)
 }
 
 int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX], unsigned pollers,
-		      void (*wait)(void))
+		      void (*wait)(void *arg), void *arg)
 {
 	struct fwd_snap *moving = snap_edit(e), *n = malloc(sizeof(*n));
 
@@ -611,12 +612,11 @@ int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX]
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		struct fwd_if *f = &moving->ifs[k];
 
-		if (f->index && (f->worker != worker_of[k] ||
-				 (f->kind == FWD_IF_IPOIB && moving->pollers != pollers)))
+		if (f->index && (f->worker != worker_of[k] || moving->pollers != pollers))
 			f->moving = true;
 	}
 	snap_publish(e, moving);
-	wait();
+	wait(arg);
 	memcpy(n, fwd_engine_snap(e), sizeof(*n));
 	for (uint32_t k = 1; k < FWD_IF_MAX; k++) {
 		if (n->ifs[k].index) {
@@ -633,11 +633,17 @@ int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n)
 {
 	const struct fwd_snap *s = fwd_engine_snap(e);
 	unsigned old = e->eth_queues ? e->eth_queues : 1; /* a port opens with one */
+	struct fwd_snap *pub;
 	uint32_t k, j;
 	int ret = 0;
 
-	if (n == e->eth_queues)
+	if (n <= e->eth_queues)
 		return 0;
+	/* Published with the new count: the running workers poll the new queues at once
+	 * (queue q on worker q % pollers) until fwd_engine_assign gives them out. */
+	pub = snap_edit(e);
+	if (!pub)
+		return -ENOMEM;
 	for (k = 1; k < FWD_IF_MAX; k++) {
 		const struct fwd_if *f = &s->ifs[k];
 
@@ -649,12 +655,14 @@ int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n)
 	}
 	if (ret < 0) {
 		log_errno(LOG_ERR, -ret, "%s: cannot run %u queues", s->ifs[k].name, n);
-		for (j = 1; j < k; j++) /* back to what they had: shrinking cannot fail */
+		for (j = 1; j < k; j++) /* back to what they had: closing the new cannot fail */
 			if (s->ifs[j].index && s->ifs[j].kind == FWD_IF_ETH)
 				(void)s->ifs[j].eth_ops->set_queues(s->ifs[j].eth, old);
+		free(pub);
 		return ret;
 	}
 	e->eth_queues = n;
+	snap_publish(e, pub);
 	return 0;
 }
 

@@ -99,15 +99,16 @@ struct fwd_if {
 	uint32_t mtu; /* IP MTU: Ethernet MTU; IPoIB: the link's UD MTU (CM later) */
 	/* Both kinds: the worker whose pools and rings carry the control thread's sends.
 	 * IPoIB: also where the port's queues start: queue q of the port is polled by
-	 * worker (worker + q) % fwd_snap.pollers. Every worker transmits on any port (a
-	 * packet leaves through its egress port from the worker that received it): on an
-	 * IB port through the queue of its own number (the port serialises a queue
-	 * internally, uncontended while there are as many queues as workers); on an
-	 * Ethernet port through its own queue (as many as workers: fwd_engine_if_add and
-	 * fwd_worker_set_count see to it), unlocked. */
+	 * worker (worker + q) % fwd_snap.pollers (Ethernet: queue q by worker
+	 * q % pollers). Every worker transmits on any port (a packet leaves through its
+	 * egress port from the worker that received it): on an IB port through the queue
+	 * of its own number (the port serialises a queue internally, uncontended while
+	 * there are as many queues as workers); on an Ethernet port through its own queue
+	 * (at least as many as workers: fwd_engine_if_add and fwd_worker_set_count see to
+	 * it), unlocked. */
 	unsigned worker;
-	bool moving; /* IPoIB: its queues between workers (fwd_worker_set_count): polled
-		      * by none */
+	bool moving; /* its queues between workers (fwd_worker_set_count): polled by
+		      * none */
 	struct neigh_table *neigh;
 	/* The routes of the interface's tenant (a table of its own: fwd_if_config.rt): the
 	 * FIB its packets are looked up in (workers), and the RIB its connected routes go to
@@ -155,7 +156,8 @@ struct fwd_snap {
 	struct ip4_martian_cfg m4; /* built from knobs, pointing into knobs */
 	struct ip6_martian_cfg m6;
 	struct fwd_if ifs[FWD_IF_MAX]; /* by index; ifs[0] unused */
-	unsigned pollers;              /* the workers IB ports' queues are spread over */
+	unsigned pollers;              /* the workers the ports' queues are spread over */
+	unsigned eth_queues;           /* queues of every Ethernet port (>= pollers) */
 };
 
 static inline const struct fwd_if *fwd_snap_if(const struct fwd_snap *s, uint32_t index)

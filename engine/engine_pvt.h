@@ -109,8 +109,9 @@ struct fwd_engine {
 	uint32_t seed;
 	unsigned n_workers;  /* running or to run: interfaces are assigned to 0..n-1 */
 	unsigned n_slots;    /* slots set up (n_workers <= n_slots): the rest are retired */
-	unsigned eth_queues; /* queues of every Ethernet port (fwd_engine_eth_queues); 0:
-			      * never set, no worker has run (a test's ports may have none) */
+	unsigned eth_queues; /* queues of every Ethernet port (fwd_engine_eth_queues), at
+			      * least n_workers; 0: never set, no worker has run (a test's
+			      * ports may have none) */
 	struct fwd_wk wk[FWD_WORKERS_MAX];
 	bool own_neigh[FWD_IF_MAX]; /* the engine created ifs[i].neigh */
 	struct fwd_nctx nctx[FWD_IF_MAX];
@@ -166,16 +167,18 @@ bool fwd_ip_is_udp_to(const uint8_t *p, size_t len, uint32_t port);
 /* Set up slots up to n (their rings registered with the slow path). 0, -ENOMEM, or the
  * slow path's -errno (evloop_add_fd). */
 int fwd_engine_slots_grow(struct fwd_engine *e, unsigned n);
-/* Every Ethernet port to n queues, one per worker (ethp set_queues), and the ports
- * added later too: grown before new workers start, shrunk once the workers beyond n
- * have stopped. 0, or -errno with nothing changed. */
+/* Every Ethernet port to at least n queues (ethp set_queues), and the ports added later
+ * too: grown before new workers start, never shrunk (a closed queue's socket would lose
+ * the frames queued in it: after a reload to fewer workers, each polls several queues).
+ * 0, or -errno with nothing changed. */
 int fwd_engine_eth_queues(struct fwd_engine *e, unsigned n);
-/* Give each interface the worker worker_of[index], and the IB ports' queues to pollers
- * workers, in two publications: first the interfaces that change worker (IPoIB: whose
- * queues change worker) as moving (polled by none), then, after wait() (a grace
- * period), with their new worker. 0, or -ENOMEM with nothing published. */
+/* Give each interface the worker worker_of[index], and the ports' queues to pollers
+ * workers, in two publications: first the interfaces that change worker (and every
+ * port, when pollers changes: its queues change worker) as moving (polled by none),
+ * then, after wait(arg) (a grace period, and what must happen while none polls them),
+ * with their new worker. 0, or -ENOMEM with nothing published. */
 int fwd_engine_assign(struct fwd_engine *e, const unsigned worker_of[FWD_IF_MAX], unsigned pollers,
-		      void (*wait)(void));
+		      void (*wait)(void *arg), void *arg);
 
 /* slowpath.c: whether f has a neighbour entry for a (4 or 16 octets) that a worker
  * sends to (REACHABLE, STALE, DELAY, PROBE, PERMANENT). Any thread that may read the

@@ -154,11 +154,15 @@ static void rescan(struct wstate *w, const struct fwd_snap *s)
 
 		if (!f->index)
 			continue;
-		/* Every worker polls every Ethernet port (its own queue); an IB port's queues
-		 * are dealt out from the port's worker on (none while they move). */
+		/* An Ethernet port's queue q is polled by worker q % pollers (every worker
+		 * polls its own, and those left over from more workers); an IB port's queues
+		 * are dealt out from the port's worker on; none while they move. */
+		if (f->moving)
+			continue;
 		if (f->kind == FWD_IF_ETH) {
-			wport_use(w, f, w->id);
-		} else if (!f->moving) {
+			for (unsigned q = w->id; w->id < pollers && q < s->eth_queues; q += pollers)
+				wport_use(w, f, q);
+		} else {
 			unsigned nq = f->ib_ops->queues(f->ib_port);
 
 			for (unsigned q = 0; q < nq; q++)
@@ -446,7 +450,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 	struct fwd_capture *cap;
 	int n;
 
-	n = p->eops->rx_burst(p->eth, w->id, w->erx, w->cfg.burst);
+	n = p->eops->rx_burst(p->eth, p->queue, w->erx, w->cfg.burst);
 
 	if (n <= 0)
 		return 0;
@@ -936,15 +940,34 @@ void fwd_worker_stop_all(struct fwd_engine *e)
 		worker_stop(e, id);
 }
 
+struct retire {
+	struct fwd_engine *e;
+	unsigned from; /* the workers from this one on stop */
+};
+
+/* Between fwd_engine_assign's two publications: once every worker has let go of the
+ * moving ports, the workers beyond the new number stop, before their queues are given
+ * to the workers left (a queue's receive and send sides then stay one thread's). */
+static void grace_then_retire(void *arg)
+{
+	struct retire *r = arg;
+
+	synchronize_rcu();
+	for (unsigned id = r->from; id < r->e->n_workers; id++)
+		worker_stop(r->e, id);
+}
+
 /*
- * The hand-over of an IB port between two workers (Ethernet ports have a queue per
- * worker and move nowhere): a port's data path may be entered by
- * one thread at a time only for its lock's sake, but two workers polling one port
- * would also split its completions and its epoll wake-ups between them. So an
- * interface that changes worker is first published as moving (polled by none), and
- * only after a grace period, when every worker has rescanned past that snapshot, with
- * its new worker. Its queues hold what arrives meanwhile (a grace period is one loop
- * turn of each worker, or nothing for a sleeping one).
+ * The hand-over of a port's queues between workers: a queue's data path is one thread's
+ * (an IB port's for its lock's sake too), and two workers polling one queue would also
+ * split its completions and its epoll wake-ups between them. So an interface whose
+ * queues change worker (every port, when the number of workers changes) is first
+ * published as moving (polled by none), and only after a grace period, when every
+ * worker has rescanned past that snapshot, with its new workers. Its queues hold what
+ * arrives meanwhile (a grace period is one loop turn of each worker, or nothing for a
+ * sleeping one); the workers beyond the new number stop in between. No queue closes:
+ * an Ethernet port keeps the queues of its most workers (frames queued in a closed
+ * socket would be lost), and the workers left poll them.
  */
 int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker_of[FWD_IF_MAX],
 			 const struct fwd_worker_config *cfgs)
@@ -973,15 +996,19 @@ int fwd_worker_set_count(struct fwd_engine *e, unsigned n, const unsigned worker
 		}
 		e->wk[id].retired = false; /* its pools are the new thread's again */
 	}
+	struct retire r = { .e = e, .from = n };
+
 	if (ret == 0)
-		ret = fwd_engine_assign(e, worker_of, n, synchronize_rcu);
-	/* Stop the workers beyond n, or on failure the new ones (nothing moved to them). */
-	for (unsigned id = ret == 0 ? n : old; id < e->n_workers; id++) {
+		ret = fwd_engine_assign(e, worker_of, n, grace_then_retire, &r);
+	/* On failure the new workers stop: nothing moved to them, and the queues grown for
+	 * them are the old workers' (q % pollers). */
+	if (ret < 0)
+		r.from = old;
+	for (unsigned id = r.from; id < e->n_workers; id++) {
 		worker_stop(e, id);
 		e->wk[id].retired = true;
 		fwd_sp_slot_retired(e, id);
 	}
-	e->n_workers = ret == 0 ? n : old;
-	(void)fwd_engine_eth_queues(e, e->n_workers);
+	e->n_workers = r.from;
 	return ret;
 }

@@ -17,7 +17,8 @@
  * and sleeps in epoll on the ports' fds and the ring's eventfd.
  *
  * Receive spreads over workers: every worker polls its own queue of every Ethernet port
- * (the device's RSS or PACKET_FANOUT's hash keeps a flow on one), and the queues of the
+ * (the device's RSS or PACKET_FANOUT's hash keeps a flow on one) and those left over
+ * from more workers (queue q on worker q % pollers: ports never close queues), and the
  * IB ports given to it (queue q of a port on worker (fwd_if.worker + q) % pollers; the
  * HCA's RSS keeps a datagram flow on one queue, an RC connection is on one queue).
  *

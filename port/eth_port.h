@@ -204,7 +204,8 @@ struct ethp_ops {
 
 	/* Run n queues (1..ETHP_QUEUES_MAX; a port opens with one): queues 0..n-1 exist
 	 * when it returns 0. Growing opens the new ones (on failure, none: -errno);
-	 * shrinking closes the last ones, whose received frames not yet taken are lost:
+	 * shrinking closes the last ones, whose received frames not yet taken are lost
+	 * (the engine never shrinks: it gives the queues of fewer workers to those left):
 	 * the caller has stopped using them. */
 	int (*set_queues)(struct ethp_port *port, unsigned n);
 

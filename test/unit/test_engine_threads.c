@@ -15,8 +15,10 @@
  *   - the counters add up (rx = generated, forwarded = sent, tx = frames the fakes took,
  *     parked = released + dropped);
  *   - no data path is entered by two threads at once (an Ethernet port's queue belongs
- *     to its worker, an IB port to one thread at a time: port/eth_port.h,
- *     port/ib_port.h), and an Ethernet port has a queue for every running worker;
+ *     to one worker, an IB port to one thread at a time: port/eth_port.h,
+ *     port/ib_port.h), an Ethernet port has a queue for every running worker, its
+ *     queues are never closed, and after each change of the number of workers every
+ *     queue is polled;
  *   - workers stop, and every message is back in its pool.
  *
  * Deferred frees (snapshots, FIB groups, neighbour entries) are parked until the
@@ -140,11 +142,11 @@ static struct fwd_engine *eng;
 static uint32_t fake_if[NIF];
 
 /* An IB port's queue q is polled (received from, armed) only by the worker the latest
- * snapshot gives it, (worker + q) % pollers: queues change worker only through
+ * snapshot gives it, (worker + q) % pollers; an Ethernet port's queue q by worker
+ * q % pollers, and sent on by worker q alone: queues change worker only through
  * fwd_worker_set_count's hand-over, so the old worker lets go before the new one is
- * named. An Ethernet port's queue q only by worker q. Workers are told apart by thread
- * name. */
-static void check_poller(unsigned i, int q)
+ * named. Workers are told apart by thread name. */
+static void check_poller(unsigned i, int q, bool send)
 {
 	char name[16];
 	unsigned id;
@@ -157,7 +159,8 @@ static void check_poller(unsigned i, int q)
 	s = fwd_engine_current(eng);
 	f = fwd_snap_if(s, fake_if[i]);
 	if (!f || (f->kind == FWD_IF_IPOIB ? (f->worker + (unsigned)q) % s->pollers != id
-					   : (unsigned)q != id))
+		   : send                  ? (unsigned)q != id
+					   : (unsigned)q % s->pollers != id))
 		atomic_fetch_add(&oc.wrong_poller, 1);
 	atomic_fetch_add(&oc.polls_checked, 1);
 }
@@ -237,6 +240,7 @@ struct fe_queue {
 	int efd;
 	uint64_t rng;
 	uint64_t tx_frames; /* data path only (plain: TSan sees any overlap) */
+	atomic_ulong polls; /* rx_burst calls */
 };
 
 struct fake_eth {
@@ -334,6 +338,8 @@ static int fe_set_queues(struct ethp_port *port, unsigned n)
 {
 	if (n == 0 || n > FWD_WORKERS_MAX)
 		return -EINVAL;
+	if (n < atomic_load(&FE(port)->nq)) /* a closed queue would lose what it holds */
+		atomic_fetch_add(&oc.wrong_poller, 1);
 	atomic_store(&FE(port)->nq, n);
 	return 0;
 }
@@ -348,7 +354,8 @@ static int fe_rx_burst(struct ethp_port *port, unsigned qi, struct ethp_rx *rxs,
 	if (!q)
 		return -EINVAL;
 	dp_enter(&q->dp);
-	check_poller(f->i, (int)qi);
+	check_poller(f->i, (int)qi, false);
+	atomic_fetch_add(&q->polls, 1);
 	(void)!read(q->efd, &v, sizeof(v));
 	if (atomic_load(&f->running)) {
 		/* Bursts of various sizes, and pauses so that workers also sleep. */
@@ -400,7 +407,7 @@ static int fe_tx_burst(struct ethp_port *port, unsigned qi, const struct ethp_tx
 
 	if (!q)
 		return -EINVAL;
-	check_poller(f->i, (int)qi);
+	check_poller(f->i, (int)qi, true);
 	dp_enter(&q->dp);
 	if_mac(f->i, me);
 	for (unsigned t = 0; t < n; t++) {
@@ -455,7 +462,7 @@ static int fe_arm(struct ethp_port *port, unsigned qi)
 
 	if (!q)
 		return -EINVAL;
-	check_poller(f->i, (int)qi);
+	check_poller(f->i, (int)qi, false);
 	dp_enter(&q->dp);
 	dp_leave(&q->dp);
 	return 0;
@@ -544,7 +551,7 @@ static int fi_poll(struct ibp_port *port, unsigned queue, struct ibp_wc *wcs, un
 
 	(void)wcs, (void)max;
 	dp_enter(&f->dp[queue]);
-	check_poller(IF_C, (int)queue);
+	check_poller(IF_C, (int)queue, false);
 	dp_leave(&f->dp[queue]);
 	return 0;
 }
@@ -810,6 +817,26 @@ static void set_workers(struct env *v, unsigned step)
 	assert_int_equal(fwd_worker_set_count(v->e, n, worker_of, wc), 0);
 	assert_int_equal(fwd_engine_n_workers(v->e), n);
 	v->resizes++;
+	/* Every queue of both ports is polled again, those left over from more workers
+	 * too (nothing waits in a queue nobody reads). */
+	{
+		unsigned long base[2][FWD_WORKERS_MAX];
+		uint64_t t = mono_us();
+		bool all;
+
+		for (unsigned i = 0; i < 2; i++)
+			for (unsigned q = 0; q < FWD_WORKERS_MAX; q++)
+				base[i][q] = atomic_load(&feth[i].q[q].polls);
+		do {
+			fe_wake_all();
+			usleep(100);
+			all = true;
+			for (unsigned i = 0; i < 2; i++)
+				for (unsigned q = 0; q < atomic_load(&feth[i].nq); q++)
+					all &= atomic_load(&feth[i].q[q].polls) > base[i][q];
+		} while (!all && mono_us() - t < 5000000u);
+		assert_true(all);
+	}
 }
 
 /* One random change by the control thread. */
