@@ -1116,6 +1116,11 @@ int cm_disconnect(struct cm *cm, const struct ipoib_hwaddr *peer)
 	return disconnect(cm, peer, CM_CLOSE_LOCAL);
 }
 
+int cm_disconnect_error(struct cm *cm, const struct ipoib_hwaddr *peer)
+{
+	return disconnect(cm, peer, CM_CLOSE_ERROR);
+}
+
 int cm_neigh_expired(struct cm *cm, const struct ipoib_hwaddr *peer)
 {
 	return disconnect(cm, peer, CM_CLOSE_NEIGH);

@@ -112,7 +112,7 @@ enum cm_close_reason {
 	CM_CLOSE_NEIGH,    /* cm_neigh_expired */
 	CM_CLOSE_REPLACED, /* the peer connected anew */
 	CM_CLOSE_CROSSED,  /* our REQ lost the crossing-REQ rule */
-	CM_CLOSE_ERROR,    /* a callback failed, or bad private data */
+	CM_CLOSE_ERROR,    /* a callback failed, bad private data, or a send failed */
 	CM_CLOSE_PATH,     /* its path died (cm_disconnect_dlid: an IB router went down) */
 	CM_CLOSE_COUNT
 };
@@ -234,8 +234,10 @@ int cm_accept_fail(struct cm *cm, uint32_t local_comm_id);
 unsigned cm_return_path(struct cm *cm, const union ib_gid *gid, const struct cm_path_info *path);
 
 /* Teardown of the connection to a peer (flags ignored): DREQ, then down. 0 or
- * -ENOENT. cm_neigh_expired is the same with reason CM_CLOSE_NEIGH. */
+ * -ENOENT. cm_neigh_expired is the same with reason CM_CLOSE_NEIGH, cm_disconnect_error
+ * with CM_CLOSE_ERROR (its sends failed). */
 int cm_disconnect(struct cm *cm, const struct ipoib_hwaddr *peer);
+int cm_disconnect_error(struct cm *cm, const struct ipoib_hwaddr *peer);
 int cm_neigh_expired(struct cm *cm, const struct ipoib_hwaddr *peer);
 /* Tear down every connection (up or being set up) whose path goes to dlid -- an IB
  * router that went down: the peers behind it are reached again over a new path

@@ -549,7 +549,7 @@ void ipoib_conn_tick(struct ipoib_link *l)
 			if (atomic_load_explicit(&c->failed, memory_order_relaxed) &&
 			    !c->fail_told) {
 				c->fail_told = true;
-				cm_disconnect(l->cm, &c->peer);
+				cm_disconnect_error(l->cm, &c->peer);
 				again = true;
 				break;
 			}
