@@ -211,7 +211,10 @@ struct lane {
 	_Alignas(64) struct ours *o;
 	struct fwd_ctx c;
 	struct fwd_result res;
-	struct fwd_tx txq[TXQ];
+	/* Descriptor queues as the worker's (engine/worker.c queue_tx): only the egress
+	 * kind's part of each result is copied. */
+	struct ethp_tx etxq[TXQ];
+	struct ibp_send itxq[TXQ];
 	unsigned ntx;
 };
 
@@ -532,9 +535,14 @@ static uint32_t lookup_rte(void *t, uint32_t dst)
 static inline void ours_take(struct lane *l)
 {
 	for (unsigned i = 0; i < l->res.n_tx; i++) {
-		l->txq[l->ntx++ & (TXQ - 1)] = l->res.tx[i];
-		if (l->res.tx[i].ifp->kind == FWD_IF_IPOIB)
-			fb_put(NULL, l->res.tx[i].ib.buf); /* the send completes at once */
+		const struct fwd_tx *t = &l->res.tx[i];
+
+		if (t->ifp->kind == FWD_IF_ETH) {
+			l->etxq[l->ntx++ & (TXQ - 1)] = t->eth;
+		} else {
+			l->itxq[l->ntx++ & (TXQ - 1)] = t->ib;
+			fb_put(NULL, t->ib.buf); /* the send completes at once */
+		}
 	}
 	if (l->res.v == FWD_V_DROP && l->res.drop < FWD_DROP_COUNT)
 		l->c.st->drops[l->res.drop]++;
@@ -906,7 +914,9 @@ int main(int argc, char **argv)
 	int nsets = 4;
 	const struct pfx4 *p;
 	uint32_t groups, *gw_of;
+#ifdef IBGW_HAVE_DPDK
 	bool have_dpdk = false;
+#endif
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i < argc; i++) {

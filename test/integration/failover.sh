@@ -284,11 +284,15 @@ split_groups gw1 150 100 >"$work/gw1-aa.yaml"
 split_groups gw2 100 150 >"$work/gw2-aa.yaml"
 gateway_stop gw1
 gateway_stop gw2
-gateway_start gw1 "$work/gw1-aa.yaml" >/dev/null 2>&1
-gateway_start gw2 "$work/gw2-aa.yaml" >/dev/null 2>&1
+started=$(gateway_start gw1 "$work/gw1-aa.yaml" 2>&1; gateway_start gw2 "$work/gw2-aa.yaml" 2>&1)
 for _ in $(seq 150); do [ "$(aa_states)" = "master backup backup master" ] && break; sleep 0.1; done
-tap_is "active/active: svc4 MASTER on gw1, svc6 MASTER on gw2 (each BACKUP on the other)" \
-	"$(aa_states)" "master backup backup master"
+st=$(aa_states)
+if [ "$st" = "master backup backup master" ]; then
+	tap_ok "active/active: svc4 MASTER on gw1, svc6 MASTER on gw2 (each BACKUP on the other)"
+else
+	tap_not_ok "active/active: svc4 MASTER on gw1, svc6 MASTER on gw2 (each BACKUP on the other)" \
+		"got '$st'; $started; gw1: $(tail -n 15 "$RACK_STATE/logs/ibgwd-gw1.log"); gw2: $(tail -n 5 "$RACK_STATE/logs/ibgwd-gw2.log")"
+fi
 tap_is "active/active: IPv4 and IPv6 both flow, Ethernet -> IB and IB -> Ethernet" \
 	"$(pings ethhost1 10.10.0.13) $(pings ethhost1 -6 fd00:10::13) $(pings ibhost3 10.20.0.11) $(pings ibhost3 -6 fd00:20::11)" \
 	"3 3 3 3"
