@@ -50,6 +50,9 @@ struct ha_group {
 	uint64_t want_ms;
 	bool handed_over;       /* gave it away: do not preempt it back */
 	bool peer_claimed;      /* MASTER here, and the peer was heard MASTER of it too */
+	uint64_t claim_seq;     /* that claim came in a heartbeat that was not fresh, of this
+				 * seq (0: a fresh one): let go only when a newer fresh view
+				 * says so, or the peer goes silent */
 	uint64_t announce_seq;  /* first heartbeat seq that carried the current state */
 	uint64_t preempt_since; /* the preempt condition has held since; NEVER: not */
 	bool unknown_logged;
@@ -171,6 +174,7 @@ static void set_state(struct ha_fsm *f, struct ha_group *g, enum ha_state to, ui
 	g->announce_seq = f->hb_seq + 1;
 	g->preempt_since = NEVER;
 	g->peer_claimed = false;
+	g->claim_seq = 0;
 	if (to == HA_STATE_MASTER) {
 		/* Mastership gained for any reason ends a handover's restraint. */
 		g->handed_over = false;
@@ -290,11 +294,18 @@ static void eval_preempt(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 
 /* MASTER here: if the peer held the group too and has let it go (stepped down, or died),
  * the hosts may still send to it: announce the addresses again. */
-static void reclaim_if_let_go(struct ha_fsm *f, struct ha_group *g, const char *why)
+static void reclaim_if_let_go(struct ha_fsm *f, struct ha_group *g, uint64_t now, const char *why)
 {
 	if (!g->peer_claimed || g->state != HA_STATE_MASTER)
 		return;
+	/* A claim from a heartbeat that was not fresh stands while the peer still sends
+	 * and no later fresh view has it let go (a peer that does not hear us keeps
+	 * claiming: announcing again at each of its heartbeats would flood the links). */
+	if (g->claim_seq && f->peer.view_seq <= g->claim_seq &&
+	    recent(f->peer.last_any_ms, now, f->dead_ms))
+		return;
 	g->peer_claimed = false;
+	g->claim_seq = 0;
 	if (f->ops->reclaim) /* which logs it (the daemon: with the failover MESSAGE_ID) */
 		f->ops->reclaim(f->arg, (unsigned)(g - f->groups), why);
 }
@@ -308,11 +319,13 @@ static void eval_master(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 			set_state(f, g, HA_STATE_BACKUP, now,
 				  "both MASTER, peer %s wins on %s (%u vs %u)", f->peer.name,
 				  rank_why(f, g), pg->priority, g->cfg.priority);
-		else
+		else {
 			g->peer_claimed = true; /* it steps down: see below */
+			g->claim_seq = 0;
+		}
 		return;
 	}
-	reclaim_if_let_go(f, g, "peer stepped down");
+	reclaim_if_let_go(f, g, now, "peer stepped down");
 	if (pg->state == HA_STATE_BACKUP && (pg->flags & HA_GF_WANT)) {
 		/* Step down first, then the peer steps up: never two masters. */
 		g->yielding = true;
@@ -392,7 +405,7 @@ static void eval_group(struct ha_fsm *f, struct ha_group *g, uint64_t now)
 			  "fault cleared");
 	if (!f->peer.alive) {
 		eval_peer_dead(f, g, now);
-		reclaim_if_let_go(f, g, "peer dead");
+		reclaim_if_let_go(f, g, now, "peer dead");
 		return;
 	}
 	if (g->state == HA_STATE_INIT)
@@ -601,6 +614,23 @@ static void take_peer_groups(struct ha_fsm *f, const struct ha_heartbeat *hb)
 	}
 }
 
+/* The groups we hold that a heartbeat that was not fresh says the peer holds too. */
+static void note_peer_claims(struct ha_fsm *f, const struct ha_heartbeat *hb)
+{
+	for (unsigned j = 0; j < hb->n_groups; j++) {
+		if (hb->groups[j].state != HA_STATE_MASTER)
+			continue;
+		for (unsigned i = 0; i < f->n_groups; i++) {
+			struct ha_group *g = &f->groups[i];
+
+			if (g->id == hb->groups[j].id && g->state == HA_STATE_MASTER) {
+				g->peer_claimed = true;
+				g->claim_seq = hb->hdr.seq;
+			}
+		}
+	}
+}
+
 /* Count a refused datagram; log the first of each kind and then at powers of two, so
  * a flood is visible without flooding the log. */
 static void count_error(struct ha_fsm *f, unsigned path, enum ha_wire_err e, const char *why)
@@ -665,6 +695,12 @@ enum ha_wire_err ha_fsm_heartbeat(struct ha_fsm *f, unsigned path, const uint8_t
 		}
 		if (hb.echo_seq > pe->acked_seq)
 			pe->acked_seq = hb.echo_seq;
+	} else {
+		/* Not fresh: the peer has not heard us for its dead interval and may have
+		 * taken our groups over, its hosts told so. Its view is not taken for an
+		 * election, but a group it claims that we hold is marked: when the peer lets
+		 * it go, we announce its addresses again (reclaim_if_let_go). */
+		note_peer_claims(f, &hb);
 	}
 	update_liveness(f, now);
 	eval_all(f, now);

@@ -496,6 +496,32 @@ static void split_brain_no_tiebreaker(void **state)
 	sim_end();
 }
 
+/* One way cut: B stops hearing A and takes the group (its heartbeats, not fresh,
+ * claim it), while A still hears B and stays MASTER. A does not announce at each of
+ * B's claims; when the cut heals and B steps down, A announces its addresses again
+ * once (B's takeover told the hosts B's address). */
+static void one_way_split_reclaim(void **state)
+{
+	(void)state;
+	sim_init(2, 1, 12);
+	struct opts o = { .prio = { { 150 }, { 100 } }, .preempt = { true, true } };
+	node_start(0, &o);
+	node_start(1, &o);
+	run(300);
+	assert_true(is_master(0, 0) && !is_master(1, 0));
+	S.cut[0][0] = S.cut[0][1] = true;
+	RUN_UNTIL(is_master(1, 0), HA_DEFAULT_DEAD_MS + HA_DEFAULT_INTERVAL_MS);
+	run(500);
+	assert_true(is_master(0, 0) && is_master(1, 0));
+	assert_int_equal(S.n[0].reclaims[0], 0);
+	S.cut[0][0] = S.cut[0][1] = false;
+	run(300);
+	assert_true(is_master(0, 0) && !is_master(1, 0));
+	assert_int_equal(S.n[0].reclaims[0], 1);
+	assert_int_equal(S.n[1].reclaims[0], 0);
+	sim_end();
+}
+
 /* Every path cut, with a tiebreaker: the node that reaches it is MASTER, the one that
  * does not steps down; when neither reaches it, nobody is MASTER (documented). */
 static void split_brain_tiebreaker(void **state)
@@ -873,6 +899,7 @@ int main(void)
 		cmocka_unit_test(stalled_backup),
 		cmocka_unit_test(one_path_cut),
 		cmocka_unit_test(split_brain_no_tiebreaker),
+		cmocka_unit_test(one_way_split_reclaim),
 		cmocka_unit_test(split_brain_tiebreaker),
 		cmocka_unit_test(preemption),
 		cmocka_unit_test(dead_interval_exact),
