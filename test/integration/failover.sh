@@ -288,7 +288,7 @@ gateway_stop gw2
 # now and then in libumad2sim (ibsim's), whose receiver thread locked a mutex of a
 # device it had not set up yet while the main thread was still writing the port's
 # fake sysfs (core: pthread_mutex_lock(0x30) in its thread, open() of
-# .../ports/1/pkeys/3 in main). Nothing of ibgwd had run yet; seen in 3 of 6 runs.
+# .../ports/1/pkeys/3 in main). Nothing of ibgwd had run yet; seen in 3 of 7 runs.
 sleep 2
 started=$(gateway_start gw1 "$work/gw1-aa.yaml" 2>&1; gateway_start gw2 "$work/gw2-aa.yaml" 2>&1)
 for _ in $(seq 150); do [ "$(aa_states)" = "master backup backup master" ] && break; sleep 0.1; done
