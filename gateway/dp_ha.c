@@ -1008,6 +1008,7 @@ static void on_kick(struct evloop *loop, int fd, uint32_t events, void *arg)
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
+	note_stall(h, now_ms()); /* before arm() moves timer_due */
 	arm(h);
 	pthread_mutex_unlock(&h->lock);
 }

@@ -88,6 +88,8 @@ struct ha_fsm {
 	uint64_t hb_seq, sync_seq;
 	uint64_t next_send_ms;
 	uint64_t echo_sent_ms; /* last heartbeat sent early because our echo changed */
+	uint64_t
+	    stall_grace_until; /* after our stall: the peer's stale echo still proves it alive */
 	bool send_pending;     /* what we announce changed: send before returning */
 	bool in_probe;         /* inside the probe_tiebreaker callback */
 
@@ -134,6 +136,7 @@ void ha_fsm_stalled(struct ha_fsm *f, uint64_t ms, uint64_t now)
 		shift_heard(&f->paths[p].rx_any_ms, ms, now);
 	}
 	shift_heard(&f->peer.last_any_ms, ms, now);
+	f->stall_grace_until = now + f->dead_ms;
 }
 
 /* ---- transitions ---- */
@@ -701,6 +704,13 @@ enum ha_wire_err ha_fsm_heartbeat(struct ha_fsm *f, unsigned path, const uint8_t
 		 * election, but a group it claims that we hold is marked: when the peer lets
 		 * it go, we announce its addresses again (reclaim_if_let_go). */
 		note_peer_claims(f, &hb);
+		/* After a stall of ours the peer took us for dead, and it echoes us again
+		 * only once one of our heartbeats reached it: a round trip, which on a loaded
+		 * box may not fit in what is left of the dead interval. Until the grace ends,
+		 * a heartbeat of its verified boot shows it alive (its view still waits for a
+		 * fresh one). */
+		if (pe->verified && now < f->stall_grace_until)
+			pa->rx_fresh_ms = now;
 	}
 	update_liveness(f, now);
 	eval_all(f, now);

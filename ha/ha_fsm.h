@@ -115,7 +115,9 @@ uint64_t ha_fsm_next_deadline(const struct ha_fsm *fsm);
  * sees it as a tick that came that late): the peer's silence over that time says
  * nothing, so what was last heard counts as that much younger. Call before the tick. A
  * peer that died meanwhile is then found dead a dead interval after the stall, not at
- * once: a later failover instead of a false one. */
+ * once: a later failover instead of a false one. For a dead interval after the call,
+ * the peer's heartbeats that do not echo us yet (it took us for dead) still show it
+ * alive: the round trip that makes them fresh again may take that long. */
 void ha_fsm_stalled(struct ha_fsm *fsm, uint64_t ms, uint64_t now_ms);
 /* The local link of heartbeat path `path` went up or down. */
 void ha_fsm_path_state(struct ha_fsm *fsm, unsigned path, bool up, uint64_t now_ms);

@@ -61,6 +61,7 @@ struct sim {
 	unsigned head, tail;
 	bool cut[2][NPATH_MAX]; /* cut[from][path] */
 	uint32_t loss_ppm;      /* per copy, every path */
+	uint64_t extra_ms;      /* added to LATENCY, every copy */
 	uint64_t rng;
 	/* invariants, per group */
 	uint64_t dual_ms[NGROUP];
@@ -95,7 +96,7 @@ static void on_send(void *arg, unsigned path, const uint8_t *msg, size_t len)
 		return;
 	assert_true(s->tail - s->head < QLEN);
 	struct pkt *p = &s->q[s->tail++ % QLEN];
-	p->at = s->now + LATENCY;
+	p->at = s->now + LATENCY + s->extra_ms;
 	p->to = 1 - nd->idx;
 	p->path = path;
 	p->len = len;
@@ -422,6 +423,35 @@ static void stalled_backup(void **state)
 		assert_true(is_master(0, 0));
 		sim_end();
 	}
+}
+
+/* The same stall on a slow network (25 ms each way): the master took the backup for dead,
+ * and its heartbeats echo the backup again only after a round trip (50 ms) longer than the
+ * dead interval (40 ms). The backup, told of its stall, still takes them as the master's
+ * life meanwhile: no transition on either side. */
+static void stalled_backup_slow_round_trip(void **state)
+{
+	(void)state;
+	sim_init(2, 1, 12);
+	S.extra_ms = 24;
+	node_start(0, &defaults);
+	node_start(1, &defaults);
+	run(1000);
+	assert_true(is_master(0, 0));
+	assert_false(is_master(1, 0));
+	unsigned before = S.n[1].to_master[0], before0 = S.n[0].to_backup[0];
+	uint64_t dual = S.dual_ms[0]; /* the start, 25 ms away, had some */
+	S.n[1].down = true;
+	run(300);
+	S.n[1].down = false;
+	ha_fsm_stalled(S.n[1].fsm, 300, S.now);
+	ha_fsm_tick(S.n[1].fsm, S.now);
+	run(500);
+	assert_int_equal(S.n[1].to_master[0], before);
+	assert_int_equal(S.n[0].to_backup[0], before0);
+	assert_int_equal(S.dual_ms[0], dual);
+	assert_true(is_master(0, 0));
+	sim_end();
 }
 
 static void one_path_cut(void **state)
@@ -897,6 +927,7 @@ int main(void)
 		cmocka_unit_test(alone),
 		cmocka_unit_test(master_death),
 		cmocka_unit_test(stalled_backup),
+		cmocka_unit_test(stalled_backup_slow_round_trip),
 		cmocka_unit_test(one_path_cut),
 		cmocka_unit_test(split_brain_no_tiebreaker),
 		cmocka_unit_test(one_way_split_reclaim),
