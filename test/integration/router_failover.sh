@@ -13,7 +13,7 @@
 # Checks: the paths and the connection before, after the death and after the return;
 # both streams intact; rt1's death cost packets (it was real) and the longest silence of
 # each ping stays within what docs/gid-route-failover.md promises (the router watch's
-# interval plus 0.5 s); the return costs no more than 50 ms. Prints the gaps measured
+# interval plus 0.5 s); the return costs no more than 100 ms of silence (the rack's noise). Prints the gaps measured
 # (bench/routers.sh repeats them for figures).
 # Needs root, ibsim, opensm, jq, python3; IBGW_BUILD.
 # Run alone, under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/router_failover.sh
@@ -80,14 +80,15 @@ tap_is "and ibhostb1's and ibhostb2's paths back to gw1 go through rt2" \
 # the other router joined to the broadcast group (the fabric's one forwarder per link).
 tap_check "with rt1 dead, ibhost3 resolves and pings ibhostb1 (ARP across through rt2)" \
 	in_ns ibhost3 ping -c 2 -i 0.3 -W 2 10.10.0.21
-# The connection is torn down once: by the router watch, or before the watch saw the
+# The connection is torn down once: by the router watch (its "path-down" line comes
+# just before the watch's own line, which counts it), or before the watch saw the
 # router go, by its own failed sends (reason "error") or by ibhostb2, whose sends
 # failed first (its DREQ: "peer"; its REQ through rt2: "replaced").
 after=$(tail -n "+$((log_mark + 1))" "$RACK_STATE/logs/ibgwd-gw1.log")
 watch=$(grep -m 1 "IB router LID $(hex "$RT1_A") down" <<<"$after")
 torn=$(sed -n 's/.* \([0-9][0-9]*\) connected-mode connections through it torn down.*/\1/p' <<<"$watch")
 before=$(sed "/IB router LID $(hex "$RT1_A") down/q" <<<"$after" |
-	sed -n "s/.*connection to $HW_B2 down: //p" | tr '\n' ' ')
+	sed -n "s/.*connection to $HW_B2 down: //p" | grep -v '^path-down' | tr '\n' ' ')
 n_before=$(wc -w <<<"$before")
 tap_is "gw1's log: the router watch saw rt1 go; the connection through it torn down once (by the watch ${torn:-0}; before it: ${before:-none})" \
 	"${watch:+seen} $((${torn:-0} + n_before))" "seen 1"
@@ -127,14 +128,17 @@ tap_check "and to ibhostb2" test "$lost_cm" -gt 0
 tap_check "the datagram ping's longest silence after rt1 died is at most 1500 ms ($gap_ud)" \
 	test "$gap_ud" -le 1500
 tap_check "the connected-mode ping's likewise ($gap_cm)" test "$gap_cm" -le 1500
-tap_check "rt1's return: the datagram ping silent at most 50 ms ($back_ud)" test "$back_ud" -le 50
-tap_check "and the connected-mode ping ($back_cm)" test "$back_cm" -le 50
+# A flow that no router change concerns (or only its failback) keeps going: its 1 ms ping
+# silent at most 100 ms (docs/gid-route-failover.md: this rack's own noise is 13-21 ms
+# of silence with nothing happening, 20-40 ms around a change, once 54 ms in a CI run).
+tap_check "rt1's return: the datagram ping silent at most 100 ms ($back_ud)" test "$back_ud" -le 100
+tap_check "and the connected-mode ping ($back_cm)" test "$back_cm" -le 100
 read -r gap2_ud lost2_ud < <(gap_window ud "$t_down2" "$t_up2")
 read -r gap2_cm lost2_cm < <(gap_window cm "$t_down2" "$t_up2")
 echo "# rt2 down: datagram ping silent $gap2_ud ms ($lost2_ud lost), connected $gap2_cm ms ($lost2_cm lost)"
 tap_check "rt2's death cost the connected-mode ping ($lost2_cm lost), at most 1500 ms ($gap2_cm)" \
 	test "$lost2_cm" -gt 0 -a "$gap2_cm" -le 1500
-tap_check "and not the datagram ping, on rt1 ($gap2_ud ms)" test "$gap2_ud" -le 50
+tap_check "and not the datagram ping, on rt1 ($gap2_ud ms)" test "$gap2_ud" -le 100
 tap_is "rt2 carried traffic, rt1 dropped what was sent to it while dead" \
 	"$(fabric_ctl stats | jq -c '[(.nodes[] | select(.node == "rt2") | .tx_packets > 1000), (.nodes[] | select(.node == "rt1") | .drops_in.link_down + .drops_out.link_down > 0)]')" \
 	'[true,true]'
