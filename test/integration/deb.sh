@@ -276,6 +276,7 @@ unit_props_wait() {
 journal() { in_box journalctl -b -u ibgwd.service -o cat --no-pager 2>&1; }
 journal_has() { journal | grep -Eq -- "$1"; }
 booted() {
+	found_leader || return 1
 	state=$(in_box systemctl is-system-running 2>/dev/null)
 	case $state in running | degraded) return 0 ;; esac
 	return 1
@@ -303,7 +304,20 @@ else
 	nspawn_pid=$!
 fi
 leader=
-found_leader() { leader=$(pgrep -P "$nspawn_pid" | head -1) && [ -n "$leader" ]; }
+# The container's init: nspawn's child in a PID namespace of its own. Not merely its first
+# child: nspawn's outer child, which starts init and exits, may be found first (CI once
+# entered it: every systemctl in the box failed, though the container booted).
+found_leader() {
+	local p
+	leader=
+	for p in $(pgrep -P "$nspawn_pid"); do
+		if [ "$(readlink "/proc/$p/ns/pid")" != "$(readlink /proc/self/ns/pid)" ]; then
+			leader=$p
+			return 0
+		fi
+	done
+	return 1
+}
 state=
 unit_checks_end=$((tap_n + 28))
 unit_checks() {
