@@ -87,11 +87,10 @@ struct ha_fsm {
 	uint64_t last_now; /* time of the last input */
 	uint64_t hb_seq, sync_seq;
 	uint64_t next_send_ms;
-	uint64_t echo_sent_ms; /* last heartbeat sent early because our echo changed */
-	uint64_t
-	    stall_grace_until; /* after our stall: the peer's stale echo still proves it alive */
-	bool send_pending;     /* what we announce changed: send before returning */
-	bool in_probe;         /* inside the probe_tiebreaker callback */
+	uint64_t echo_sent_ms;      /* last heartbeat sent early because our echo changed */
+	uint64_t stall_grace_until; /* after our stall: an unechoed heartbeat shows life */
+	bool send_pending;          /* what we announce changed: send before returning */
+	bool in_probe;              /* inside the probe_tiebreaker callback */
 
 	struct ha_peer peer;
 	enum ha_tiebreak tb;

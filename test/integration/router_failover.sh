@@ -13,8 +13,8 @@
 # Checks: the paths and the connection before, after the death and after the return;
 # both streams intact; rt1's death cost packets (it was real) and the longest silence of
 # each ping stays within what docs/gid-route-failover.md promises (the router watch's
-# interval plus 0.5 s); the return costs no more than 100 ms of silence (the rack's noise). Prints the gaps measured
-# (bench/routers.sh repeats them for figures).
+# interval plus 0.5 s); the return costs no more than 100 ms of silence (the rack's
+# noise). Prints the gaps measured (bench/routers.sh repeats them for figures).
 # Needs root, ibsim, opensm, jq, python3; IBGW_BUILD.
 # Run alone, under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/router_failover.sh
 set -u
