@@ -123,4 +123,10 @@ tap_like "after OpenSM returns: rejoined and resubscribed" \
 	'sa_reachable=1 sa_down=1 sa_up=1 .*joins=2 subscriptions=8 .* [1-9]/[1-9]'
 kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null; bg=
 echo "# outage: $(echo "$during" | cut -c1-200)"
+if ! tail -1 "$work/run.out" | grep -q 'sa_up=1'; then   # what the SA did meanwhile
+	tail -n 5 "$work/sm.log" | sed 's/^/# sm: /'
+	printf '%s\n' "$m" | head -n 5 | sed 's/^/# saquery -m: /'
+	grep -v '^status' "$work/run.out" | tail -n 5 | sed 's/^/# saclient: /'
+	tail -n 5 "$RACK_STATE/logs/opensm-sm.log" | sed 's/^/# opensm: /'
+fi
 tap_done
