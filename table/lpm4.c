@@ -18,11 +18,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define TBL24_ENTRIES  (1u << 24)
+#define TBL24_ENTRIES  LPM4_TBL24_ENTRIES
 #define GROUP_SIZE     256u
 #define NO_GROUP       UINT32_MAX
 #define DEPTH_SHIFT    25
 #define PREFETCH_AHEAD 16
+
+/* The groups follow tbl24 in the table's mapping. */
+static inline uint32_t *tbl8(const struct lpm4 *t)
+{
+	return (uint32_t *)t->tbl + TBL24_ENTRIES;
+}
 
 /* One per group, stable address: what the defer callback gets back. */
 struct group_meta {
@@ -236,32 +242,32 @@ int lpm4_add(struct lpm4 *t, uint32_t addr, unsigned len, uint32_t value)
 		uint32_t lo = addr >> 8, hi = lo + (1u << (24 - len));
 
 		for (uint32_t i = lo; i < hi; i++) {
-			uint32_t cur = t->tbl24[i];
+			uint32_t cur = t->tbl[i];
 
 			if (cur & LPM4_ENT_GROUP)
-				group_set(&t->tbl8[(size_t)(cur & 0xffffff) << 8], 0, GROUP_SIZE, e,
+				group_set(&tbl8(t)[(size_t)(cur & 0xffffff) << 8], 0, GROUP_SIZE, e,
 					  len);
 			else if (ent_len(cur) <= len)
-				store(&t->tbl24[i], e);
+				store(&t->tbl[i], e);
 		}
 	} else {
-		uint32_t i = addr >> 8, cur = t->tbl24[i], id;
+		uint32_t i = addr >> 8, cur = t->tbl[i], id;
 		unsigned lo = addr & 0xff, hi = lo + (1u << (32 - len));
 		uint32_t *grp;
 
 		if (cur & LPM4_ENT_GROUP) {
 			id = cur & 0xffffff;
-			grp = &t->tbl8[(size_t)id << 8];
+			grp = &tbl8(t)[(size_t)id << 8];
 			group_set(grp, lo, hi, e, len);
 		} else {
 			id = group_alloc(w);
 			if (id == NO_GROUP)
 				return -ENOSPC;
-			grp = &t->tbl8[(size_t)id << 8];
+			grp = &tbl8(t)[(size_t)id << 8];
 			for (unsigned j = 0; j < GROUP_SIZE; j++)
 				grp[j] = j >= lo && j < hi ? e : cur;
 			w->meta[id].nlong = 0;
-			store(&t->tbl24[i], LPM4_ENT_GROUP | id);
+			store(&t->tbl[i], LPM4_ENT_GROUP | id);
 		}
 		if (fresh)
 			w->meta[id].nlong++;
@@ -296,23 +302,23 @@ int lpm4_del(struct lpm4 *t, uint32_t addr, unsigned len)
 		uint32_t lo = addr >> 8, hi = lo + (1u << (24 - len));
 
 		for (uint32_t i = lo; i < hi; i++) {
-			uint32_t cur = t->tbl24[i];
+			uint32_t cur = t->tbl[i];
 
 			if (cur & LPM4_ENT_GROUP)
-				group_unset(&t->tbl8[(size_t)(cur & 0xffffff) << 8], 0, GROUP_SIZE,
+				group_unset(&tbl8(t)[(size_t)(cur & 0xffffff) << 8], 0, GROUP_SIZE,
 					    len, cover);
 			else if (ent_len(cur) == len && cur != cover)
-				store(&t->tbl24[i], cover);
+				store(&t->tbl[i], cover);
 		}
 	} else {
-		uint32_t i = addr >> 8, id = t->tbl24[i] & 0xffffff;
-		uint32_t *grp = &t->tbl8[(size_t)id << 8];
+		uint32_t i = addr >> 8, id = t->tbl[i] & 0xffffff;
+		uint32_t *grp = &tbl8(t)[(size_t)id << 8];
 		unsigned lo = addr & 0xff, hi = lo + (1u << (32 - len));
 
 		group_unset(grp, lo, hi, len, cover);
 		if (--w->meta[id].nlong == 0) {
 			/* Every entry now holds the /24's own answer: fold the group back. */
-			store(&t->tbl24[i], grp[0]);
+			store(&t->tbl[i], grp[0]);
 			group_retire(w, id);
 		}
 	}
@@ -334,11 +340,11 @@ void lpm4_clear(struct lpm4 *t)
 	struct lpm4_writer *w = t->w;
 
 	for (uint32_t i = 0; i < TBL24_ENTRIES; i++) {
-		uint32_t cur = t->tbl24[i];
+		uint32_t cur = t->tbl[i];
 
 		if (!cur)
 			continue;
-		store(&t->tbl24[i], 0);
+		store(&t->tbl[i], 0);
 		if (cur & LPM4_ENT_GROUP)
 			group_retire(w, cur & 0xffffff);
 	}
@@ -352,9 +358,9 @@ void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *val
 	unsigned i = 0;
 
 	for (unsigned k = 0; k < n && k < PREFETCH_AHEAD; k++)
-		__builtin_prefetch(&t->tbl24[addrs[k] >> 8]);
+		__builtin_prefetch(&t->tbl[addrs[k] >> 8]);
 	for (; i + PREFETCH_AHEAD < n; i++) {
-		__builtin_prefetch(&t->tbl24[addrs[i + PREFETCH_AHEAD] >> 8]);
+		__builtin_prefetch(&t->tbl[addrs[i + PREFETCH_AHEAD] >> 8]);
 		values[i] = lpm4_lookup(t, addrs[i]);
 	}
 	for (; i < n; i++)
@@ -375,6 +381,13 @@ static void *map(size_t bytes, bool huge)
 	return p;
 }
 
+/* The header, tbl24 and every group in one mapping (see struct lpm4); pages are
+ * touched as groups are first used. */
+static size_t table_bytes(uint32_t ngroups)
+{
+	return sizeof(struct lpm4) + ((size_t)TBL24_ENTRIES + (size_t)ngroups * GROUP_SIZE) * 4;
+}
+
 int lpm4_create(struct lpm4 **out, const struct lpm4_config *cfg)
 {
 	uint32_t ngroups = cfg && cfg->max_groups ? cfg->max_groups : 65536;
@@ -383,15 +396,19 @@ int lpm4_create(struct lpm4 **out, const struct lpm4_config *cfg)
 
 	if (ngroups > LPM4_MAX_GROUPS)
 		return -EINVAL;
-	t = calloc(1, sizeof(*t));
 	w = calloc(1, sizeof(*w));
-	if (!t || !w) {
-		free(t);
+	if (!w)
+		return -ENOMEM;
+	w->max_groups = ngroups;
+	/* Huge pages for the groups too: 21k groups in use (a full Internet table) are
+	 * 21 MiB, more than the TLB reaches in 4 KiB pages, so that a lookup reaching a
+	 * group would also walk the page tables (bench/README.md, lpm_bench). */
+	t = map(table_bytes(ngroups), !(cfg && cfg->small_pages));
+	if (!t) {
 		free(w);
 		return -ENOMEM;
 	}
 	t->w = w;
-	w->max_groups = ngroups;
 	w->defer = cfg ? cfg->defer : NULL;
 	w->defer_ctx = cfg ? cfg->defer_ctx : NULL;
 	w->returned = NO_GROUP;
@@ -399,10 +416,10 @@ int lpm4_create(struct lpm4 **out, const struct lpm4_config *cfg)
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
 	w->meta = calloc(ngroups, sizeof(*w->meta));
 	w->free_ids = calloc(ngroups, sizeof(*w->free_ids));
-	t->tbl24 = map((size_t)TBL24_ENTRIES * 4, !(cfg && cfg->small_pages));
-	t->tbl8 = map((size_t)ngroups * GROUP_SIZE * 4, false);
-	if (!w->slots || !w->meta || !w->free_ids || !t->tbl24 || !t->tbl8)
-		goto nomem;
+	if (!w->slots || !w->meta || !w->free_ids) {
+		lpm4_free(t);
+		return -ENOMEM;
+	}
 	/* Hand out low ids first: their pages are the ones already touched. */
 	for (uint32_t i = 0; i < ngroups; i++) {
 		w->meta[i].w = w;
@@ -412,26 +429,19 @@ int lpm4_create(struct lpm4 **out, const struct lpm4_config *cfg)
 	w->nfree = ngroups;
 	*out = t;
 	return 0;
-nomem:
-	lpm4_free(t);
-	return -ENOMEM;
 }
 
 void lpm4_free(struct lpm4 *t)
 {
 	if (!t)
 		return;
-	if (t->tbl24)
-		munmap(t->tbl24, (size_t)TBL24_ENTRIES * 4);
-	if (t->w) {
-		if (t->tbl8)
-			munmap(t->tbl8, (size_t)t->w->max_groups * GROUP_SIZE * 4);
-		free(t->w->slots);
-		free(t->w->meta);
-		free(t->w->free_ids);
-		free(t->w);
-	}
-	free(t);
+	uint32_t ngroups = t->w->max_groups;
+
+	free(t->w->slots);
+	free(t->w->meta);
+	free(t->w->free_ids);
+	free(t->w);
+	munmap(t, table_bytes(ngroups));
 }
 
 void lpm4_stats(const struct lpm4 *t, struct lpm4_stats *out)

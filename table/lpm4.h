@@ -1,8 +1,8 @@
 /*
  * lpm4: IPv4 longest-prefix match for the forwarding workers (DIR-24-8).
  *
- * Two tables of 32-bit entries. tbl24 has one entry per /24 (2^24 entries, 64 MiB,
- * backed by transparent huge pages where the kernel allows it); an entry holds either
+ * Two tables of 32-bit entries, both backed by transparent huge pages where the kernel
+ * allows it. tbl24 has one entry per /24 (2^24 entries, 64 MiB); an entry holds either
  * the answer for the whole /24 or, when a prefix longer than /24 lives inside it, the
  * number of a 256-entry group in tbl8 that answers per last octet. A lookup is one
  * load, plus a second one for the (rare) addresses under a longer-than-/24 prefix.
@@ -45,16 +45,23 @@ struct lpm4_config {
 	uint32_t max_groups; /* tbl8 groups (1 KiB each, reserved, touched on use); 0: 65536 */
 	lpm4_defer_fn defer; /* NULL: reuse groups at once (no concurrent readers) */
 	void *defer_ctx;
-	int small_pages; /* do not ask for transparent huge pages for tbl24 */
+	int small_pages; /* do not ask for transparent huge pages (tbl24 and tbl8) */
 };
 
 struct lpm4_writer; /* private to lpm4.c */
 
-/* Readers use tbl24/tbl8 only; both stay at the same address for the table's life. */
+#define LPM4_TBL24_ENTRIES (1u << 24)
+
+/* Readers use tbl only; it stays at the same address for the table's life. tbl holds
+ * tbl24 (LPM4_TBL24_ENTRIES entries) and then the tbl8 groups (256 entries each), in
+ * the same mapping as these fields: a lookup computes both tables' addresses from the
+ * table pointer. With pointer fields instead, a caller storing its results through a
+ * uint32_t pointer makes the compiler reload the field after every store (we build with
+ * -fno-strict-aliasing), and lpm_bench's single-lookup loop measured slower for it
+ * (bench/README.md). */
 struct lpm4 {
-	uint32_t *tbl24;
-	uint32_t *tbl8;
 	struct lpm4_writer *w;
+	_Alignas(64) uint32_t tbl[];
 };
 
 int lpm4_create(struct lpm4 **out, const struct lpm4_config *cfg);
@@ -87,11 +94,12 @@ void lpm4_stats(const struct lpm4 *t, struct lpm4_stats *out);
 /* Longest-prefix match of addr (host byte order): its value, or 0. */
 static inline uint32_t lpm4_lookup(const struct lpm4 *t, uint32_t addr)
 {
-	uint32_t e = __atomic_load_n(&t->tbl24[addr >> 8], __ATOMIC_ACQUIRE);
+	uint32_t e = __atomic_load_n(&t->tbl[addr >> 8], __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect((e & LPM4_ENT_GROUP) != 0, 0))
-		e = __atomic_load_n(&t->tbl8[(size_t)(e & 0xffffffu) << 8 | (addr & 0xff)],
-				    __ATOMIC_ACQUIRE);
+		e = __atomic_load_n(
+		    &t->tbl[LPM4_TBL24_ENTRIES + ((size_t)(e & 0xffffffu) << 8 | (addr & 0xff))],
+		    __ATOMIC_ACQUIRE);
 	return e & LPM4_ENT_VALUE;
 }
 
