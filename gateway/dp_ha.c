@@ -891,17 +891,6 @@ static void sync_in(struct dp_ha *h, unsigned p, const uint8_t *buf, size_t len)
 
 /* ---- the heartbeat thread: clock and input -------------------------------------------- */
 
-/* The timer for the FSM's next deadline or the tiebreaker's (heartbeat thread, lock). */
-static void arm(struct dp_ha *h)
-{
-	uint64_t now = now_ms(), next = ha_fsm_next_deadline(h->fsm);
-
-	if (h->tb_deadline && h->tb_deadline < next)
-		next = h->tb_deadline;
-	h->timer_due = next > now ? next : now;
-	evtimer_start(h->timer, next > now ? next - now : 0, 0);
-}
-
 /* Now later than the timer's due time by over a heartbeat interval: this process could
  * not listen meanwhile (stopped, swapped out, or this thread starved), and the peer's
  * heartbeats of that time may still be on their way in. Judged before anything heard
@@ -914,6 +903,21 @@ static void note_stall(struct dp_ha *h, uint64_t now)
 	h->stalls++;
 	ha_fsm_stalled(h->fsm, now - h->timer_due, now);
 	h->timer_due = now; /* counted once */
+}
+
+/* The timer for the FSM's next deadline or the tiebreaker's (heartbeat thread, lock).
+ * A stall is judged first, as this moves timer_due: whichever event ends one (timer,
+ * heartbeat, a kick from the control thread), it is seen. */
+static void arm(struct dp_ha *h)
+{
+	uint64_t now = now_ms(), next;
+
+	note_stall(h, now);
+	next = ha_fsm_next_deadline(h->fsm);
+	if (h->tb_deadline && h->tb_deadline < next)
+		next = h->tb_deadline;
+	h->timer_due = next > now ? next : now;
+	evtimer_start(h->timer, next > now ? next - now : 0, 0);
 }
 
 /* The heartbeat path a datagram came in on: only with TTL 255 (nothing routed it), from
@@ -1008,7 +1012,6 @@ static void on_kick(struct evloop *loop, int fd, uint32_t events, void *arg)
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	note_stall(h, now_ms()); /* before arm() moves timer_due */
 	arm(h);
 	pthread_mutex_unlock(&h->lock);
 }
