@@ -912,6 +912,18 @@ static void on_link_change(const struct linkwatch_state *st, unsigned changes, v
 		if (changes & (LINKWATCH_CHG_UP | LINKWATCH_CHG_PRESENT))
 			log_event(LOG_NOTICE, IBGW_MSGID_LINK_STATE, "%s: %s link %s", k->name,
 				  k->device, st->present && st->up ? "up" : "down");
+		/* The port checks its sends against the MTU it read: re-read before the
+		 * engine emits at a larger one. */
+		if (k->eth && st->present && (changes & (LINKWATCH_CHG_MTU | LINKWATCH_CHG_MAC))) {
+			int ret = k->eops->query(k->eth, &k->eattr);
+
+			if (ret < 0)
+				log_warning("%s: cannot query %s after a change: %s", k->name,
+					    k->device, strerror(-ret));
+			else if (changes & LINKWATCH_CHG_MTU)
+				log_event(LOG_NOTICE, IBGW_MSGID_LINK_STATE, "%s: %s MTU %u",
+					  k->name, k->device, k->eattr.mtu);
+		}
 		eth_apply_state(dp, k, st);
 	}
 }

@@ -9,7 +9,8 @@
 #   - the gateway received GSO frames (rx_gso) and sent them whole to the other veth
 #     (tx_gso), with no metadata refused (rx_gso_invalid 0) and no GSO drop;
 #   - with B's link at MTU 1400 (A's 1500), TCP A -> B still completes: the segments
-#     are cut smaller (the kernel's GSO at the size the gateway gives it), none too big.
+#     are cut smaller (the kernel's GSO at the size the gateway gives it), none too big;
+#   - every link raised to MTU 9000 while the gateway runs: 8000-octet DF pings cross.
 # Needs root, iperf3, jq, python3; IBGW_BUILD (test/run sets it). No timed assertions:
 # the throughput is printed as a comment.
 set -u
@@ -18,7 +19,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
 . "$top/test/lib/intact.sh"
-arb_init gso 18 iperf3 jq python3
+arb_init gso 21 iperf3 jq python3
 
 arb_up "$A" "$R" "$B" 61 62
 
@@ -34,7 +35,7 @@ print(struct.unpack("II", val.raw[:8])[1])'
 tap_is "host A's veth has TSO on (the default)" "$(tso "$A")" 1
 tap_is "host B's veth has TSO on (the default)" "$(tso "$B")" 1
 
-arb_config "$work/ibgwd.yaml" 61 62
+ARB_MTU=9000 arb_config "$work/ibgwd.yaml" 61 62 # the devices' MTU rules (1500 at start)
 arb_start "$work/ibgwd.yaml"
 tap_check "ibgwd answers on its control socket" wait_socket
 tap_is "both Ethernet interfaces are up" "$("$gwctl" -S "$sock" show links | grep -c 'state UP')" 2
@@ -97,6 +98,24 @@ seg=$("$gwctl" -S "$sock" -j show stats | jq -r '.[0] | "\(.gso_whole) \(.gso_se
 echo "# sent whole, segmented: $seg"
 tap_like "GSO packets went out whole, none segmented in software (both veths take them)" \
 	"$seg" "^[1-9][0-9]* 0$"
+
+# Jumbo frames: every link of the path at MTU 9000, the gateway's two after it opened
+# its ports. The gateway follows each device (netlink; its port's own send check too):
+# a DF ping of 8000 octets of data crosses, IPv4 and IPv6. The hosts forget the path
+# MTU of 1400 that B's link taught them above.
+for ns in "$A" "$B"; do ip -n "$ns" link set eth0 mtu 9000; done
+ip -n "$R" link set ra mtu 9000
+ip -n "$R" link set rb mtu 9000
+ip -n "$A" route flush cache
+ip -n "$A" -6 route flush cache
+sleep 1
+tap_like "show links: ra and rb follow their devices to MTU 9000" \
+	"$("$gwctl" -S "$sock" show links | grep -c ': ether state UP mtu 9000 ')" "^2$"
+big_ping() { ip netns exec "$1" ping -c 2 -i 0.2 -W 2 -M do -s 8000 "$2" >/dev/null 2>&1 && echo ok; }
+tap_is "all at MTU 9000: DF pings of 8028 octets A -> B and back cross the gateway" \
+	"$(big_ping "$A" 10.62.0.2)" ok
+tap_is "all at MTU 9000: IPv6 pings of 8048 octets A -> B and back cross the gateway" \
+	"$(big_ping "$A" fd00:62::2)" ok
 
 kill -TERM "$pid"
 wait "$pid"

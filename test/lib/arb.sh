@@ -11,6 +11,7 @@
 #   arb_config FILE X Y [GATEWAY_LINE...]   # an ibgwd config for R: ra and rb with the
 #                         # .1 / ::1 addresses, extra lines under gateway:; both with
 #                         # backend $ARB_BACKEND when it is set (af_packet, af_xdp)
+#                         # and mtu $ARB_MTU (the config's default, 1500, when unset)
 #   arb_start FILE        # ibgwd -d in R ($pid: not in a subshell), waits for its socket
 #                         # and both links up; returns 1 if it does not answer
 arb_init() {
@@ -66,10 +67,12 @@ ethernet_interfaces:
     device: ra
     backend: ${ARB_BACKEND:-af_packet}
     addresses: [10.$x.0.1/24, "fd00:$x::1/64"]
+    mtu: ${ARB_MTU:-1500}
   - name: rb
     device: rb
     backend: ${ARB_BACKEND:-af_packet}
     addresses: [10.$y.0.1/24, "fd00:$y::1/64"]
+    mtu: ${ARB_MTU:-1500}
 EOC
 	} >"$f"
 }
