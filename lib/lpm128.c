@@ -775,7 +775,7 @@ void lpm128_lookup_bulk(const struct lpm128 *t, const uint8_t (*keys)[16], uint3
 
 				best[j] = c->def ? c->def : best[j];
 				__builtin_prefetch((const void *)child);
-				__builtin_prefetch((const char *)child + 64);
+				__builtin_prefetch((const void *)(child + 64));
 				last[j] = c;
 				nd[j] = (const struct lpm128_node *)child;
 				pos[j] = (uint8_t)s;

@@ -18,6 +18,20 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* LeakSanitizer scans malloc's blocks, not our mapping: the header's pointer to the
+ * writer (and what the writer allocated) is shown to it as a root region. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LPM4_LSAN_ROOT 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(LPM4_LSAN_ROOT)
+#define LPM4_LSAN_ROOT 1
+#endif
+#ifdef LPM4_LSAN_ROOT
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #define TBL24_ENTRIES  LPM4_TBL24_ENTRIES
 #define GROUP_SIZE     256u
 #define NO_GROUP       UINT32_MAX
@@ -409,6 +423,9 @@ int lpm4_create(struct lpm4 **out, const struct lpm4_config *cfg)
 		return -ENOMEM;
 	}
 	t->w = w;
+#ifdef LPM4_LSAN_ROOT
+	__lsan_register_root_region(t, sizeof(*t));
+#endif
 	w->defer = cfg ? cfg->defer : NULL;
 	w->defer_ctx = cfg ? cfg->defer_ctx : NULL;
 	w->returned = NO_GROUP;
@@ -441,6 +458,9 @@ void lpm4_free(struct lpm4 *t)
 	free(t->w->meta);
 	free(t->w->free_ids);
 	free(t->w);
+#ifdef LPM4_LSAN_ROOT
+	__lsan_unregister_root_region(t, sizeof(*t));
+#endif
 	munmap(t, table_bytes(ngroups));
 }
 
