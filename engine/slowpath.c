@@ -1526,6 +1526,14 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 		sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 		return false;
 	}
+	/* No packet: it was too big for a message (engine/worker.c do_punt). Resolution
+	 * starts all the same on Ethernet; an IPoIB link resolves only for a packet. */
+	if (m->len == 0) {
+		sp->st.r[FWD_SP_UNRES_DISCARDED]++;
+		if (out->kind == FWD_IF_ETH)
+			(void)neigh_resolve(out->neigh, family, m->nh, NULL);
+		return false;
+	}
 	if (out->kind == FWD_IF_ETH) {
 
 		/* A worker's messages parked here hold its UNRES share until resolution ends

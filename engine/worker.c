@@ -386,10 +386,14 @@ static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 	struct fwd_msg *m;
 	enum fwd_pclass c;
 	uint32_t key;
+	bool whole = res->punt_len <= FWD_MSG_DATA;
 
-	if (res->punt_len > FWD_MSG_DATA) {
+	if (!whole) {
 		FWD_INC(w->st->drops[FWD_DROP_PUNT_TOO_BIG]);
-		return;
+		/* Too big to park, but its next hop still needs resolving: asked for without
+		 * the packet, else a flow of big packets alone would never get it resolved. */
+		if (res->punt != FWD_PUNT_UNRESOLVED)
+			return;
 	}
 	c = fwd_punt_classify(w->e, res->punt, ib, res->punt_data, res->punt_len,
 			      rx ? (uint32_t)rx->slid << 24 ^ rx->src_qpn : 0, &key);
@@ -417,9 +421,9 @@ static void do_punt(struct wstate *w, const struct fwd_result *res, bool ib,
 		m->sgid = rx->sgid;
 		m->dgid = rx->dgid;
 	}
-	memcpy(m->data, res->punt_data, res->punt_len);
-	m->len = res->punt_len;
-	if (res->punt == FWD_PUNT_UNRESOLVED) /* its next hop's later packets follow it */
+	m->len = whole ? res->punt_len : 0; /* UNRESOLVED without a packet: resolve only */
+	memcpy(m->data, res->punt_data, m->len);
+	if (res->punt == FWD_PUNT_UNRESOLVED && whole) /* its next hop's later packets follow it */
 		m->held = fwd_held_add(&w->ctx, m->ifindex, m->family, m->nh);
 	FWD_INC(w->st->punts[res->punt]);
 	if (c == FWD_PCLASS_CONTROL && res->punt == FWD_PUNT_LOCAL &&

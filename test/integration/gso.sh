@@ -10,7 +10,8 @@
 #     (tx_gso), with no metadata refused (rx_gso_invalid 0) and no GSO drop;
 #   - with B's link at MTU 1400 (A's 1500), TCP A -> B still completes: the segments
 #     are cut smaller (the kernel's GSO at the size the gateway gives it), none too big;
-#   - every link raised to MTU 9000 while the gateway runs: 8000-octet DF pings cross.
+#   - every link raised to MTU 9000 while the gateway runs: 8000-octet DF pings cross,
+#     also right after the gateway forgot B (the first big packet starts resolution).
 # Needs root, iperf3, jq, python3; IBGW_BUILD (test/run sets it). No timed assertions:
 # the throughput is printed as a comment.
 set -u
@@ -19,7 +20,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/daemon_suite.sh"
 . "$top/test/lib/arb.sh"
 . "$top/test/lib/intact.sh"
-arb_init gso 21 iperf3 jq python3
+arb_init gso 23 iperf3 jq python3
 
 arb_up "$A" "$R" "$B" 61 62
 
@@ -116,6 +117,15 @@ tap_is "all at MTU 9000: DF pings of 8028 octets A -> B and back cross the gatew
 	"$(big_ping "$A" 10.62.0.2)" ok
 tap_is "all at MTU 9000: IPv6 pings of 8048 octets A -> B and back cross the gateway" \
 	"$(big_ping "$A" fd00:62::2)" ok
+
+# A big packet toward a neighbour not yet resolved is too big to park (over 4,200
+# octets): dropped, but its next hop's resolution starts, so the pings after it cross.
+"$gwctl" -S "$sock" neigh flush dev rb >/dev/null
+ip netns exec "$A" ping -c 4 -i 0.5 -W 2 -M do -s 8000 10.62.0.2 >"$work/ping" 2>&1
+tap_like "gateway's neighbours on rb flushed: of 4 DF pings of 8028 octets, the later ones cross" \
+	"$(grep -o '[0-9]* received' "$work/ping")" "^[1-4] received$"
+tap_is "... and B's neighbour entry is back (resolved by the gateway, not learned from B)" \
+	"$("$gwctl" -S "$sock" neigh show dev rb | grep -c '^10\.62\.0\.2 .*REACHABLE')" 1
 
 kill -TERM "$pid"
 wait "$pid"

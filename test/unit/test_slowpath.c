@@ -111,7 +111,8 @@ static struct fwd_msg *punt_msg(struct env *v, enum fwd_punt why, uint32_t ifind
 	m->family = (uint8_t)family;
 	if (nh)
 		memcpy(m->nh, nh, family == AF_INET ? 4 : 16);
-	memcpy(m->data, data, len);
+	if (len)
+		memcpy(m->data, data, len);
 	m->len = (uint32_t)len;
 	return m;
 }
@@ -491,6 +492,36 @@ static void parked_until_resolved(void **state)
 	fwd_sp_stats(v->e, &st);
 	assert_int_equal(st.r[FWD_SP_PARKED], 1);
 	assert_int_equal(st.r[FWD_SP_RESOLVED_SENT], 1);
+}
+
+/* A packet too big for a message comes without it (worker.c do_punt, len 0): nothing
+ * is parked or sent later, but the solicitation goes out, so that the next packets find
+ * the neighbour resolved. */
+static void too_big_still_resolves(void **state)
+{
+	struct env *v = *state;
+	uint8_t nh[4] = { 10, 2, 0, 9 }, f[128];
+	struct fwd_msg *m;
+	struct arp_pkt r;
+	struct fwd_sp_stats st;
+
+	punt(v, FWD_PUNT_UNRESOLVED, v->if2, NULL, 0, AF_INET, nh);
+	m = next_out(v);
+	assert_non_null(m);
+	assert_int_equal(m->ifindex, v->if2);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(r.op, ARP_OP_REQUEST);
+	assert_int_equal(r.tpa, ip4("10.2.0.9"));
+	done(v, m);
+	assert_null(next_out(v));
+	/* The answer resolves it and releases nothing. */
+	punt(v, FWD_PUNT_ARP, v->if2, f,
+	     arp_frame(f, h2mac, ARP_OP_REPLY, "10.2.0.9", "10.2.0.1", mac2), 0, NULL);
+	assert_null(next_out(v));
+	fwd_sp_stats(v->e, &st);
+	assert_int_equal(st.r[FWD_SP_PARKED], 0);
+	assert_int_equal(st.r[FWD_SP_UNRES_DISCARDED], 1);
+	assert_int_equal(st.r[FWD_SP_RESOLVED_SENT], 0);
 }
 
 static void echo_answered(void **state)
@@ -1255,6 +1286,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(learning_refused_off_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(proxy_arp_for_the_other_side_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(parked_until_resolved, setup, teardown),
+		cmocka_unit_test_setup_teardown(too_big_still_resolves, setup, teardown),
 		cmocka_unit_test_setup_teardown(echo_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(udp_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(heartbeat_channel, setup, teardown),
