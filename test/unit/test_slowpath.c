@@ -457,26 +457,32 @@ static void proxy_arp_for_the_other_side_only(void **state)
 	}
 }
 
+/* The next message control sent: an ARP request for tpa on eth2, to broadcast. */
+static void expect_arp_request(struct env *v, const char *tpa)
+{
+	struct fwd_msg *m = next_out(v);
+	struct arp_pkt r;
+
+	assert_non_null(m);
+	assert_int_equal(m->ifindex, v->if2);
+	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
+	assert_int_equal(r.op, ARP_OP_REQUEST);
+	assert_int_equal(r.tpa, ip4(tpa));
+	assert_int_equal(r.spa, ip4("10.2.0.1"));
+	done(v, m);
+}
+
 static void parked_until_resolved(void **state)
 {
 	struct env *v = *state;
 	uint8_t pkt[60] = { 0x45, 0, 0, 60, 0, 0, 0, 0, 64, 17 }, nh[4] = { 10, 2, 0, 9 };
 	uint8_t f[128];
 	struct fwd_msg *m;
-	struct arp_pkt r;
 	struct fwd_sp_stats st;
 
 	memcpy(pkt + 16, nh, 4);
 	punt(v, FWD_PUNT_UNRESOLVED, v->if2, pkt, sizeof(pkt), AF_INET, nh);
-	/* The solicitation goes out on eth2 to broadcast. */
-	m = next_out(v);
-	assert_non_null(m);
-	assert_int_equal(m->ifindex, v->if2);
-	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
-	assert_int_equal(r.op, ARP_OP_REQUEST);
-	assert_int_equal(r.tpa, ip4("10.2.0.9"));
-	assert_int_equal(r.spa, ip4("10.2.0.1"));
-	done(v, m);
+	expect_arp_request(v, "10.2.0.9");
 	assert_null(next_out(v)); /* the packet waits */
 	/* The answer releases it to the worker as TX_IP toward 10.2.0.9. */
 	punt(v, FWD_PUNT_ARP, v->if2, f,
@@ -501,18 +507,10 @@ static void too_big_still_resolves(void **state)
 {
 	struct env *v = *state;
 	uint8_t nh[4] = { 10, 2, 0, 9 }, f[128];
-	struct fwd_msg *m;
-	struct arp_pkt r;
 	struct fwd_sp_stats st;
 
 	punt(v, FWD_PUNT_UNRESOLVED, v->if2, NULL, 0, AF_INET, nh);
-	m = next_out(v);
-	assert_non_null(m);
-	assert_int_equal(m->ifindex, v->if2);
-	assert_int_equal(arp_parse(m->data + 14, m->len - 14, ARP_HTYPE_ETHER, &r), ARP_OK);
-	assert_int_equal(r.op, ARP_OP_REQUEST);
-	assert_int_equal(r.tpa, ip4("10.2.0.9"));
-	done(v, m);
+	expect_arp_request(v, "10.2.0.9");
 	assert_null(next_out(v));
 	/* The answer resolves it and releases nothing. */
 	punt(v, FWD_PUNT_ARP, v->if2, f,
