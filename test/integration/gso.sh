@@ -124,7 +124,7 @@ tap_is "all at MTU 9000: IPv6 pings of 8048 octets A -> B and back cross the gat
 ip netns exec "$A" ping -c 4 -i 0.5 -W 2 -M do -s 8000 10.62.0.2 >"$work/ping" 2>&1
 tap_like "gateway's neighbours on rb flushed: of 4 DF pings of 8028 octets, the later ones cross" \
 	"$(grep -o '[0-9]* received' "$work/ping")" "^[1-4] received$"
-tap_is "... and B's neighbour entry is back (resolved by the gateway, not learned from B)" \
+tap_is "... and B's neighbour entry on rb is REACHABLE again" \
 	"$("$gwctl" -S "$sock" neigh show dev rb | grep -c '^10\.62\.0\.2 .*REACHABLE')" 1
 
 kill -TERM "$pid"
