@@ -26,7 +26,8 @@
  *             (packet type), the auxdata cmsg and the frame into the buffer; rx_burst
  *             reaps completions without a system call while any are queued, refills
  *             the ring from the free list, and re-arms the multishot when the kernel
- *             ended it (ring empty: -ENOBUFS).
+ *             ended it (ring empty: -ENOBUFS); the ring runs its task work
+ *             cooperatively (COOP_TASKRUN: no interrupt of a polling worker).
  *             send: a chain of linked SENDMSG (MSG_DONTWAIT) per burst on a second
  *             ring, submitted and reaped in one io_uring_enter; a full socket fails
  *             the link and ends the accepted prefix. Two rings, so send completions
@@ -1029,10 +1030,22 @@ static int setup_uring(struct afp_queue *q, unsigned rx_depth)
 
 	while (cq < 2 * rx_depth && cq < 65536)
 		cq <<= 1;
+	/* A frame's completion is task work of the queue's thread. By default the kernel
+	 * interrupts that thread for it (an IPI when it runs on another CPU), which costs a
+	 * polling worker most of its latency on a VM. With COOP_TASKRUN it only raises
+	 * IORING_SQ_TASKRUN, and io_uring_peek_batch_cqe enters the kernel to run the work
+	 * when it sees the flag; a sleeping thread is still woken. Kernels before 5.19
+	 * refuse the flags: then without them. */
 	memset(&par, 0, sizeof(par));
-	par.flags = IORING_SETUP_CQSIZE;
+	par.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 	par.cq_entries = cq;
 	r = io_uring_queue_init_params(8, &q->rx_ring, &par);
+	if (r == -EINVAL) {
+		memset(&par, 0, sizeof(par));
+		par.flags = IORING_SETUP_CQSIZE;
+		par.cq_entries = cq;
+		r = io_uring_queue_init_params(8, &q->rx_ring, &par);
+	}
 	if (r < 0)
 		return r;
 	r = io_uring_queue_init(BATCH_MAX, &q->tx_ring, 0);
