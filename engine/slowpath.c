@@ -1527,11 +1527,13 @@ static bool unresolved(struct fwd_sp *sp, struct fwd_msg *m)
 		return false;
 	}
 	/* No packet: it was too big for a message (engine/worker.c do_punt). Resolution
-	 * starts all the same on Ethernet; an IPoIB link resolves only for a packet. */
+	 * starts all the same, so that a flow of big packets alone is not lost for good. */
 	if (m->len == 0) {
 		sp->st.r[FWD_SP_UNRES_DISCARDED]++;
 		if (out->kind == FWD_IF_ETH)
 			(void)neigh_resolve(out->neigh, family, m->nh, NULL);
+		else if (out->link)
+			(void)ipoib_link_resolve(out->link, family, m->nh);
 		return false;
 	}
 	if (out->kind == FWD_IF_ETH) {

@@ -373,6 +373,10 @@ void ipoib_link_count_tx(struct ipoib_link *l, uint64_t packets, uint64_t bytes)
  * Returns 0 sent, 1 queued for resolution, or -errno (dropped, counted). */
 int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uint16_t ethertype,
 		       struct ibp_buf *b);
+/* Start resolving a unicast IP neighbour without a packet to wait for it (one too big
+ * to carry to the control thread). 0: started, or nothing to do (usable or resolving
+ * already); -ENETDOWN; -ENOBUFS (table full); -EHOSTUNREACH (FAILED just now). */
+int ipoib_link_resolve(struct ipoib_link *l, int family, const uint8_t *dst);
 /* To a hardware address (QPN + GID), e.g. a host role peer or an ARP reply. */
 int ipoib_link_xmit_hw(struct ipoib_link *l, const struct ipoib_hwaddr *dst, uint16_t ethertype,
 		       struct ibp_buf *b);

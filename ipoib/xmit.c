@@ -364,3 +364,21 @@ int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uin
 		ipoib_bind_neigh(l, e);
 	return 1;
 }
+
+int ipoib_link_resolve(struct ipoib_link *l, int family, const uint8_t *dst)
+{
+	struct neigh_entry *e;
+	int r;
+
+	if (!l->up)
+		return -ENETDOWN;
+	if (family == AF_INET ? dst[0] >= 224 : ip6_is_multicast(dst))
+		return 0; /* a group, or the broadcast: nothing to resolve */
+	r = neigh_resolve(l->neigh, family, dst, NULL);
+	if (r < 0)
+		return r;
+	e = neigh_lookup(l->neigh, family, dst);
+	if (e)
+		ipoib_bind_neigh(l, e);
+	return 0;
+}

@@ -706,6 +706,43 @@ static void off_link_requests_answered_not_learned(void **state)
 	assert_int_equal(fp.ahs_live, 0);
 }
 
+/* A neighbour resolved without a packet (the slow path's answer to a packet too big to
+ * reach it): the ARP request goes out on the broadcast group and the entry waits for
+ * the answer; asking again while it waits sends nothing more; a group needs nothing. */
+static void resolve_without_a_packet(void **state)
+{
+	union ib_gid bcast;
+	struct ipoib_link *l = link_up(&bcast);
+	struct ip_prefix on;
+	struct arp_pkt m;
+	uint8_t a[16];
+	unsigned sends;
+	(void)state;
+
+	assert_int_equal(ip_prefix_parse("10.1.0.1/24", true, &on), 0);
+	assert_int_equal(ipoib_link_add_addr(l, AF_INET, on.addr.bytes), 0);
+	addr("10.1.0.9", a);
+	sends = fp.sends;
+	assert_int_equal(ipoib_link_resolve(l, AF_INET, a), 0);
+	assert_int_equal(fp.sends, sends + 1);
+	assert_int_equal(fp.last.remote_qpn, 0xffffff); /* the broadcast group */
+	assert_int_equal(ip_be16(fp.last_data), 0x0806);
+	assert_int_equal(arp_parse(fp.last_data + 4, fp.last_len - 4, ARP_HTYPE_IB, &m), ARP_OK);
+	assert_int_equal(m.op, ARP_OP_REQUEST);
+	assert_int_equal(m.tpa, 0x0a010009u);
+	assert_true(known(l, AF_INET, "10.1.0.9"));
+
+	assert_int_equal(ipoib_link_resolve(l, AF_INET, a), 0);
+	assert_int_equal(fp.sends, sends + 1);
+	addr("239.1.2.3", a);
+	assert_int_equal(ipoib_link_resolve(l, AF_INET, a), 0);
+	assert_false(known(l, AF_INET, "239.1.2.3"));
+	assert_int_equal(fp.sends, sends + 1);
+
+	ipoib_link_stop(l);
+	ipoib_link_free(l);
+}
+
 /* Paths are freed once no neighbour and no connection has needed them for a minute
  * (PATH_IDLE_MS): each is a GID that once answered, and a host answering from ever new
  * GIDs would otherwise grow the list without end. The sweep takes the time given. */
@@ -769,6 +806,7 @@ int main(void)
 		cmocka_unit_test(port_down_takes_the_link_down_and_the_rejoin_brings_it_up),
 		cmocka_unit_test(ud_qp_error_recovered_or_link_down),
 		cmocka_unit_test(off_link_requests_answered_not_learned),
+		cmocka_unit_test(resolve_without_a_packet),
 		cmocka_unit_test(unused_paths_are_freed),
 	};
 
