@@ -110,7 +110,12 @@ VSIM_DEPS := sim/verbs/ib_rc.c sim/verbs/sim_node.c lib/ib_simfab.c lib/ib_packe
              lib/ib_hdr.c lib/ib_crc.c lib/ib_gid.c lib/log.c
 VSIM_OBJS := $(patsubst %.c,$(O)/pic/%.o,$(VSIM_SRCS) $(VSIM_DEPS))
 
-BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN) $(VSIM_LIB)
+# libumad2sim, ibsim 0.10's (Debian 12's libumad2sim0) with one fix (sim/umad2sim/README.md):
+# LD_PRELOADed into every process on the simulated rack. Foreign code: ibsim's own flags,
+# not the project's warnings, and no sanitizer (it runs under the product, not in it).
+UMAD2SIM_LIB := $(O)/sim/umad2sim/libumad2sim.so
+
+BINS     := $(O)/bin/ibgwd $(O)/bin/gwctl $(FABRIC_BIN) $(HOST_BIN) $(VSIM_LIB) $(UMAD2SIM_LIB)
 
 .PHONY: all deps bench-deps check unit-tests unit-check check-tsan fuzz fuzzers bench \
         format format-check demo install install-monitoring deb clean mutants
@@ -173,6 +178,11 @@ $(O)/sim/verbs/libibverbs2sim.so: $(VSIM_OBJS) sim/verbs/vsim.map
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -fPIC -Wl,-Bsymbolic -Wl,--version-script=sim/verbs/vsim.map \
 		-Wl,-soname,libibverbs2sim.so -o $@ $(VSIM_OBJS) $(LDLIBS)
+
+$(UMAD2SIM_LIB): $(wildcard sim/umad2sim/*.[ch])
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -fPIC -shared -Isim/umad2sim -o $@ \
+		sim/umad2sim/umad2sim.c sim/umad2sim/sim_client.c -libmad -libumad -lpthread -ldl
 
 # The shim's unit tests link its objects (not the .so): their ibv_* calls reach it.
 VSIM_TESTS := $(filter $(O)/test/test_verbs_sim%,$(UNIT_BINS))
@@ -245,7 +255,7 @@ MUTANTS_ARGS ?=
 mutants:
 	test/mutants/run --build build $(MUTANTS_ARGS)
 
-FORMAT_SRCS = $(shell git ls-files '*.c' '*.h')
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' ':!sim/umad2sim')
 format:
 	clang-format -i $(FORMAT_SRCS)
 format-check:

@@ -4,7 +4,7 @@
 set -eu
 PKGS="
 build-essential pkg-config clang clang-format libclang-rt-14-dev bc git
-libibverbs-dev libibumad-dev
+libibverbs-dev libibumad-dev libibmad-dev
 libnl-3-dev libnl-route-3-dev liburing-dev libyaml-dev libjson-c-dev libbpf-dev libxdp-dev
 liburcu-dev libsystemd-dev libmicrohttpd-dev libcmocka-dev libsodium-dev libpcap-dev
 ibsim-utils opensm infiniband-diags

@@ -82,10 +82,12 @@ rack_b_sm() {
 	done
 }
 
+# rack_umad2sim: the libumad2sim every rack process runs on: $IBGW_UMAD2SIM, else the
+# build's (sim/umad2sim/: ibsim's, with the fix its README names).
 rack_umad2sim() {
 	local so
-	so=$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim\.so$' | head -n1)
-	[ -n "$so" ] && [ -e "$so" ] || rack_die "libumad2sim.so not found (apt-get install libumad2sim0)"
+	so=$(rack_built "${IBGW_UMAD2SIM:-}" sim/umad2sim/libumad2sim.so)
+	[ -e "$so" ] || rack_die "no $so (make, or set IBGW_BUILD / IBGW_UMAD2SIM)"
 	echo "$so"
 }
 
@@ -323,24 +325,13 @@ rack_opensm_conf() {
 
 # rack_start_opensm NODE PRIORITY
 rack_start_opensm() {
-	local node=$1 prio=$2 dir=$RACK_STATE/nodes/$1 try
+	local node=$1 prio=$2 dir=$RACK_STATE/nodes/$1
 	rack_pid_alive "opensm-$node" && rack_die "OpenSM already runs on $node"
 	rack_opensm_conf "$node" "$prio"
 	rack_env_args "$node"
-	# The simulator's libumad2sim can crash a process right at its start (its
-	# receiver thread runs before the simulated device is set up; CI's sa.sh saw
-	# OpenSM, started again after a kill, die of SIGSEGV at once): an OpenSM dead
-	# within half a second is said so and started again, up to three times.
-	for try in 1 2 3; do
-		rack_spawn "opensm-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" \
-			"OSM_CACHE_DIR=$dir/cache" "OSM_TMP_DIR=$dir/cache" -- \
-			opensm -F "$dir/opensm.conf"
-		sleep 0.5
-		rack_pid_alive "opensm-$node" && return 0
-		echo "sim/rack: opensm on $node died at start (try $try of 3; see" \
-			"logs/opensm-$node.log)" >&2
-	done
-	rack_die "opensm on $node died at start three times"
+	rack_spawn "opensm-$node" "$(rack_ns "$node")" "$dir" "${RACK_ENV[@]}" \
+		"OSM_CACHE_DIR=$dir/cache" "OSM_TMP_DIR=$dir/cache" -- \
+		opensm -F "$dir/opensm.conf"
 }
 
 # rack_sminfo NODE: sminfo as seen from NODE (the master's state and LID).
