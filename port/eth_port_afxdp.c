@@ -592,7 +592,12 @@ static int axp_query(struct ethp_port *p, struct ethp_port_attr *a)
 	if ((r = if_ioctl(p, SIOCGIFMTU, &ifr)) < 0)
 		return r;
 	a->mtu = (uint32_t)ifr.ifr_mtu;
-	atomic_store(&p->mtu, a->mtu);
+	/* Said at open and again when a change of the device's MTU makes it not fit. */
+	if (atomic_exchange(&p->mtu, a->mtu) != a->mtu &&
+	    a->mtu + ETH_HLEN + 4u > p->chunk - RX_OFFSET)
+		log_warning("eth %s: MTU %u: frames over %u octets do not fit a %u-byte UMEM chunk "
+			    "and are dropped (rx_kernel)",
+			    p->dev, a->mtu, p->chunk - RX_OFFSET, p->chunk);
 	if ((r = if_ioctl(p, SIOCGIFFLAGS, &ifr)) < 0)
 		return r;
 	a->link_up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
@@ -1080,10 +1085,6 @@ static int axp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 		goto fail;
 	}
 	atomic_store(&p->link_up, attr.link_up);
-	if (attr.mtu + ETH_HLEN + 4u > p->chunk - RX_OFFSET)
-		log_warning("eth %s: MTU %u: frames over %u octets do not fit a %u-byte UMEM chunk "
-			    "and are dropped (rx_kernel)",
-			    p->dev, attr.mtu, p->chunk - RX_OFFSET, p->chunk);
 	if (!atomic_exchange(&mode_logged, true) || zc)
 		log_notice("eth %s: AF_XDP %s, XDP program in %s mode, %u RX queue%s, %u-byte "
 			   "chunks",

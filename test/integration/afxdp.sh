@@ -10,7 +10,8 @@
 #     on: partial checksums that the port completes), both directions and families,
 #     every byte intact; UDP, 64 flows of numbered datagrams, none reordered;
 #   - one worker drains both device queues (flows hashed onto either all arrive), and
-#     with two workers (a reload) both receive, flows still in order, TCP intact.
+#     with two workers (a reload) both receive, flows still in order, TCP intact;
+#   - a device MTU raised past what a UMEM chunk holds is said in the log.
 # Needs root, ethtool, jq, python3; IBGW_BUILD (test/run sets it). No timed assertions.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +20,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/test/lib/arb.sh"
 . "$top/test/lib/intact.sh"
 . "$top/test/lib/flows.sh"
-arb_init afxdp 23 ethtool jq python3
+arb_init afxdp 24 ethtool jq python3
 export ARB_BACKEND=af_xdp
 
 arb_up "$A" "$R" "$B" 65 66
@@ -92,6 +93,15 @@ tap_is "two workers: 16 MiB A -> B over TCP (IPv4) arrive intact" \
 	"$(intact "$B" "$A" 10.66.0.2 "$work/blob")" "$want"
 tap_is "two workers: 16 MiB B -> A over TCP (IPv6) arrive intact" \
 	"$(intact "$A" "$B" fd00:65::2 "$work/blob")" "$want"
+
+# A device MTU whose frames do not fit a UMEM chunk is said in the log, at open (not
+# at 1500) and when a change makes it so: the kernel drops such frames (rx_kernel).
+fits=$(grep -c 'do not fit' "$work/log")
+ip -n "$R" link set rb mtu 5000
+for _ in $(seq 30); do grep -q 'eth rb: MTU 5000: frames over' "$work/log" && break; sleep 0.1; done
+tap_like "rb raised to MTU 5000: the log says its frames no longer fit a UMEM chunk (none before)" \
+	"$fits $(grep 'do not fit' "$work/log")" \
+	"^0 .*eth rb: MTU 5000: frames over [0-9]+ octets do not fit a [0-9]+-byte UMEM chunk and are dropped \(rx_kernel\)$"
 
 kill -TERM "$pid"
 wait "$pid"
