@@ -74,7 +74,14 @@
 #define BUF_SIZE  (IBP_GRH_AREA + 4096 + 64)
 /* Connected mode: a whole connected-mode message (65520 + the IPoIB header) per buffer. */
 #define BUF_SIZE_CM (IBP_GRH_AREA + 65536 + 64)
-#define N_BUFS      1024
+/* Datagram mode receives into 2048 posted buffers (Linux IPoIB: recv_queue_size, 256 by
+ * default, up to 8192): ibgw-host pays a TAP write per packet, far more than a kernel
+ * driver, and 256 ran empty under one TCP stream (a UD packet without a posted buffer
+ * is dropped). Connected mode keeps 256 of its 64 KiB buffers. */
+#define RECV_DEPTH    2048
+#define RECV_DEPTH_CM 256
+#define N_BUFS        (2 * RECV_DEPTH)
+#define N_BUFS_CM     1024
 #define WC_BATCH    64
 #define TAP_BATCH   64
 #define FRAME_MAX   (65536 + 64)
@@ -1081,7 +1088,7 @@ int main(int argc, char **argv)
 				      .device = h.node,
 				      .port = 1,
 				      .buf_size = h.connected ? BUF_SIZE_CM : BUF_SIZE,
-				      .n_bufs = N_BUFS };
+				      .n_bufs = h.connected ? N_BUFS_CM : N_BUFS };
 	if ((r = h.ops->open(&pc, &h.port)) < 0)
 		die("open port", r);
 
@@ -1134,6 +1141,7 @@ int main(int argc, char **argv)
 		.state_cb = on_link_state,
 		.cb_ctx = &h,
 		.attr = &pa,
+		.recv_depth = h.connected ? RECV_DEPTH_CM : RECV_DEPTH,
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
 		die("link", r);
