@@ -82,9 +82,9 @@
 #define RECV_DEPTH_CM 256
 #define N_BUFS        (2 * RECV_DEPTH)
 #define N_BUFS_CM     1024
-#define WC_BATCH    64
-#define TAP_BATCH   64
-#define FRAME_MAX   (65536 + 64)
+#define WC_BATCH      64
+#define TAP_BATCH     64
+#define FRAME_MAX     (65536 + 64)
 
 struct in6_ifreq_compat {
 	struct in6_addr addr;
