@@ -280,6 +280,21 @@ int ipoib_link_xmit_hw(struct ipoib_link *l, const struct ipoib_hwaddr *dst, uin
 	return 1;
 }
 
+/* Resolution of a unicast neighbour, with b (NULL: none) queued for it, and the entry's
+ * path bound: 0, or neigh_resolve's error (b dropped and counted then). */
+static int resolve(struct ipoib_link *l, int family, const uint8_t *dst, struct ibp_buf *b)
+{
+	struct neigh_entry *e;
+	int r = neigh_resolve(l->neigh, family, dst, b);
+
+	if (r < 0)
+		return r;
+	e = neigh_lookup(l->neigh, family, dst);
+	if (e)
+		ipoib_bind_neigh(l, e);
+	return 0;
+}
+
 int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uint16_t ethertype,
 		       struct ibp_buf *b)
 {
@@ -357,28 +372,17 @@ int ipoib_link_xmit_ip(struct ipoib_link *l, int family, const uint8_t *dst, uin
 		ipoib_drop_buf(l, b, IPOIB_DROP_TX_TOO_BIG);
 		return -EMSGSIZE;
 	}
-	if (neigh_resolve(l->neigh, family, dst, b) < 0)
+	if (resolve(l, family, dst, b) < 0)
 		return -EHOSTUNREACH; /* dropped and counted through neigh_drop */
-	e = neigh_lookup(l->neigh, family, dst);
-	if (e)
-		ipoib_bind_neigh(l, e);
 	return 1;
 }
 
 int ipoib_link_resolve(struct ipoib_link *l, int family, const uint8_t *dst)
 {
-	struct neigh_entry *e;
-	int r;
-
 	if (!l->up)
 		return -ENETDOWN;
-	if (family == AF_INET ? dst[0] >= 224 : ip6_is_multicast(dst))
+	if (family == AF_INET ? ip4_is_multicast(ip_be32(dst)) || ip_be32(dst) == 0xffffffffu
+			      : ip6_is_multicast(dst))
 		return 0; /* a group, or the broadcast: nothing to resolve */
-	r = neigh_resolve(l->neigh, family, dst, NULL);
-	if (r < 0)
-		return r;
-	e = neigh_lookup(l->neigh, family, dst);
-	if (e)
-		ipoib_bind_neigh(l, e);
-	return 0;
+	return resolve(l, family, dst, NULL);
 }

@@ -1021,9 +1021,19 @@ static int attach_drop_filter(int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)) < 0 ? -errno : 0;
 }
 
-static int setup_uring(struct afp_queue *q, unsigned rx_depth)
+/* The receive ring, with cq completion entries and flags besides CQSIZE. */
+static int rx_ring_init(struct afp_queue *q, unsigned cq, unsigned flags)
 {
 	struct io_uring_params par;
+
+	memset(&par, 0, sizeof(par));
+	par.flags = IORING_SETUP_CQSIZE | flags;
+	par.cq_entries = cq;
+	return io_uring_queue_init_params(8, &q->rx_ring, &par);
+}
+
+static int setup_uring(struct afp_queue *q, unsigned rx_depth)
+{
 	struct io_uring_buf_reg reg;
 	unsigned cq = 2;
 	int r;
@@ -1036,16 +1046,9 @@ static int setup_uring(struct afp_queue *q, unsigned rx_depth)
 	 * IORING_SQ_TASKRUN, and io_uring_peek_batch_cqe enters the kernel to run the work
 	 * when it sees the flag; a sleeping thread is still woken. Kernels before 5.19
 	 * refuse the flags: then without them. */
-	memset(&par, 0, sizeof(par));
-	par.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
-	par.cq_entries = cq;
-	r = io_uring_queue_init_params(8, &q->rx_ring, &par);
-	if (r == -EINVAL) {
-		memset(&par, 0, sizeof(par));
-		par.flags = IORING_SETUP_CQSIZE;
-		par.cq_entries = cq;
-		r = io_uring_queue_init_params(8, &q->rx_ring, &par);
-	}
+	r = rx_ring_init(q, cq, IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+	if (r == -EINVAL)
+		r = rx_ring_init(q, cq, 0);
 	if (r < 0)
 		return r;
 	r = io_uring_queue_init(BATCH_MAX, &q->tx_ring, 0);
