@@ -94,6 +94,7 @@
 #define SYNC_MAX_RECS 65536
 #define TB_TIMEOUT_MS 500
 #define AUTH_LOG_MS   10000 /* at most one log line this often about failed authentication */
+#define STALL_LOG_MS  10000 /* and about stalls of the heartbeat thread */
 
 struct ha_path {
 	char link[GW_NAME_MAX];
@@ -137,6 +138,8 @@ struct dp_ha {
 	uint32_t dead_ms;     /* dead interval */
 	uint32_t rt_priority; /* the heartbeat thread's SCHED_FIFO priority (0: none) */
 	unsigned long stalls; /* ticks that came later than an interval */
+	unsigned long stalls_logged;
+	uint64_t stall_log_at, stall_max_ms; /* the last log line; the longest since */
 	struct ha_origin self;
 	struct ha_group_cfg groups[HA_MAX_GROUPS];
 	unsigned n_groups;
@@ -898,11 +901,29 @@ static void sync_in(struct dp_ha *h, unsigned p, const uint8_t *buf, size_t len)
  * unseen. (lock) */
 static void note_stall(struct dp_ha *h, uint64_t now)
 {
+	uint64_t late = now - h->timer_due;
+
 	if (!h->timer_due || now <= h->timer_due + h->interval_ms)
 		return;
 	h->stalls++;
-	ha_fsm_stalled(h->fsm, now - h->timer_due, now);
+	ha_fsm_stalled(h->fsm, late, now);
 	h->timer_due = now; /* counted once */
+	if (late > h->stall_max_ms)
+		h->stall_max_ms = late;
+	/* Logged: a stall near the dead interval is what makes the peer take a live box
+	 * for dead, and the operator needs to see it. One as long as the dead interval at
+	 * once, shorter ones at most every STALL_LOG_MS (with the worst since). */
+	if (late < h->dead_ms && h->stall_log_at && now - h->stall_log_at < STALL_LOG_MS)
+		return;
+	log_warning("failover: the heartbeat thread ran %" PRIu64 " ms late%s (%lu time%s since "
+		    "the last report; the peer takes this box for dead after %u ms unheard): "
+		    "this box was stopped or kept off the CPU",
+		    h->stall_max_ms, h->stalls - h->stalls_logged > 1 ? " at worst" : "",
+		    h->stalls - h->stalls_logged, h->stalls - h->stalls_logged > 1 ? "s" : "",
+		    h->dead_ms);
+	h->stall_log_at = now;
+	h->stalls_logged = h->stalls;
+	h->stall_max_ms = 0;
 }
 
 /* The timer for the FSM's next deadline or the tiebreaker's (heartbeat thread, lock).
