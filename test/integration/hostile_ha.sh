@@ -36,8 +36,6 @@ suite_need_cmds ibsim opensm jq
 suite_ibhost_helpers
 . "$top/test/lib/ha.sh"
 . "$top/test/lib/flood.sh"
-# The vCPUs kept from halting: a VM's late wake-up alone moves a 10/40 pair (ha.sh).
-keep_cpus_awake
 
 if ! R up --ha >"$work/up.log" 2>&1; then
 	tap_not_ok "rack up with a failover pair" "$(tail -5 "$work/up.log")"

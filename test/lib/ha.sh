@@ -10,7 +10,6 @@
 #                             as a check, then gw1 MASTER; exits when the rack fails
 #   ha_reload_with WHAT SED   both boxes' rendered configs edited with sed -E SED and
 #                             reloaded (a check each), then "gw1 MASTER, gw2 BACKUP"
-#   keep_cpus_awake           a busy loop at SCHED_IDLE on every CPU, until the suite ends
 g() { ip netns exec "$rack-$1" "$build/bin/gwctl" -S "$RACK_STATE/nodes/$1/ibgwd.sock" "${@:2}"; }
 state() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "group") | .state'; }
 transitions() { g "$1" -j show ha 2>/dev/null | jq -r '.[] | select(.kind == "node") | .transitions'; }
@@ -48,21 +47,4 @@ ha_reload_with() {
 		tap_check "$n: reload with $1" g "$n" reload
 	done
 	tap_is "gw1 MASTER, gw2 BACKUP" "$(state gw1)/$(state gw2)" master/backup
-}
-
-# A VM's idle vCPU halts, and it runs again when the hypervisor gets to it: on the AMD
-# EPYC VM under PVM a timer on a halted vCPU fired up to 32 ms late (ftrace: no event on
-# that CPU for 39 ms while the other was busy; a SCHED_FIFO 99 probe woke up to 31 ms
-# late), so one box's heartbeat thread slept through three intervals and, with the 10/40
-# timers, its peer took the live master for dead. No flood is needed for that, and bare
-# metal wakes a core in microseconds. A loop at SCHED_IDLE on each CPU keeps the vCPUs
-# from halting (as idle=poll on a kernel command line would) and gives way to every other
-# task at once: with it the probe's worst lateness in a minute was 5.5 ms. The suite's
-# EXIT trap stops the loops (they are its jobs).
-keep_cpus_awake() {
-	local c
-
-	for c in $(seq 0 $(($(nproc) - 1))); do
-		taskset -c "$c" chrt -i 0 bash -c 'while :; do :; done' &
-	done
 }
