@@ -902,6 +902,7 @@ static void sync_in(struct dp_ha *h, unsigned p, const uint8_t *buf, size_t len)
 static void note_stall(struct dp_ha *h, uint64_t now)
 {
 	uint64_t late = now - h->timer_due;
+	unsigned long n; /* stalls in this log line */
 
 	if (!h->timer_due || now <= h->timer_due + h->interval_ms)
 		return;
@@ -915,12 +916,12 @@ static void note_stall(struct dp_ha *h, uint64_t now)
 	 * once, shorter ones at most every STALL_LOG_MS (with the worst since). */
 	if (late < h->dead_ms && h->stall_log_at && now - h->stall_log_at < STALL_LOG_MS)
 		return;
-	log_warning("failover: the heartbeat thread ran %" PRIu64 " ms late%s (%lu time%s since "
-		    "the last report; the peer takes this box for dead after %u ms unheard): "
-		    "this box was stopped or kept off the CPU",
-		    h->stall_max_ms, h->stalls - h->stalls_logged > 1 ? " at worst" : "",
-		    h->stalls - h->stalls_logged, h->stalls - h->stalls_logged > 1 ? "s" : "",
-		    h->dead_ms);
+	n = h->stalls - h->stalls_logged;
+	log_warning("failover: the heartbeat thread ran %" PRIu64 " ms late%s (%lu time%s%s; the "
+		    "peer takes this box for dead after %u ms unheard): this box was stopped or "
+		    "kept off the CPU",
+		    h->stall_max_ms, n > 1 ? " at worst" : "", n, n > 1 ? "s" : "",
+		    h->stall_log_at ? " since the last report" : "", h->dead_ms);
 	h->stall_log_at = now;
 	h->stalls_logged = h->stalls;
 	h->stall_max_ms = 0;
