@@ -118,7 +118,8 @@ rack_env_verbs() {
 # IBGW_GW_HA=1) runs sim/etc/rack-ha-NODE.yaml, rendered into the node's folder with the
 # rack's name, next to the pair's shared key ($RACK_STATE/ha.key, made once, 0600 and
 # $RACK_GW_USER's: ibgwd reads it after dropping root, at start and at every reload, as
-# the package's key is ibgw's). Else $IBGW_GW_CONFIG, else the topology's
+# the package's key is ibgw's); $IBGW_HA_DEAD_MS, when set, is its
+# failover.dead_interval_ms (default 40). Else $IBGW_GW_CONFIG, else the topology's
 # "#@gw-config FILE" (in sim/etc/), else sim/etc/rack-gw1.yaml.
 gw_config() {
 	local node=${1:-gw1} out
@@ -129,7 +130,9 @@ gw_config() {
 			(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RACK_STATE/ha.key")
 		fi
 		chown "$RACK_GW_USER:$RACK_GW_GROUP" "$RACK_STATE/ha.key"
-		sed "s/@RACK@/$RACK_NAME/g" "$RACK_SIM_DIR/etc/rack-ha-$node.yaml" >"$out"
+		sed -e "s/@RACK@/$RACK_NAME/g" \
+			-e "${IBGW_HA_DEAD_MS:+s/^failover:\$/failover:\n  dead_interval_ms: $IBGW_HA_DEAD_MS/}" \
+			"$RACK_SIM_DIR/etc/rack-ha-$node.yaml" >"$out"
 		echo "$out"
 		return
 	fi

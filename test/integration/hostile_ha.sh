@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Floods at a failover pair (issue 20: "the failover pair does not move"): the rack's
 # pair (sim/rack up --ha: gw1 master, gw2 backup, heartbeats on ib0 and eth0 every 10 ms,
-# dead after 40 ms, the heartbeat thread at SCHED_FIFO 10: the defaults) while one
+# the heartbeat thread at SCHED_FIFO 10: the defaults; dead after HOSTILE_DEAD_MS, 80 ms
+# unless set, where the default is 40, see below) while one
 # Ethernet host floods the master and a bystander pings an IB host through the pair's
 # service addresses every 20 ms, IPv4 and IPv6. Each flood must cost the bystander at most 1%, and neither box may change state:
 # the heartbeats travel the same workers as the flood's punts and share the CPUs with
@@ -16,6 +17,11 @@
 # Then the control plane's loads, on both boxes at once, with the same two checks:
 #   ctl    4,000 pipelined `show stats` round after round on each box's control socket
 #   reload 4,000 static routes in the config, reloaded five times on each box
+# Why not the default dead interval: on a VM whose hypervisor runs a halted vCPU up to
+# 32 ms late, a heartbeat timer due on it fires that late with no flood at all, and at
+# 10/40 that alone moved the pair in 4 of 20 runs (docs/failover.md, "Timers and
+# bounds"). The floods are judged at timers the machine can hold; each box's log says
+# how late its heartbeat thread ran, printed at the end.
 # Needs root, ibsim, opensm, jq; IBGW_BUILD (test/run sets it).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,8 +33,9 @@ suite_init hha
 RATE=${HOSTILE_RATE:-10000}
 COUNT=${HOSTILE_COUNT:-50000}
 MAX_LOSS_PERMILLE=10 # 1%
+export IBGW_HA_DEAD_MS=${HOSTILE_DEAD_MS:-80} # sim/rack renders it into both configs
 
-tap_plan 21
+tap_plan 22
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" \
 	"$build/bin/ibgw-fabric" "$build/tools/flood"
 suite_need_root
@@ -43,6 +50,11 @@ if ! R up --ha >"$work/up.log" 2>&1; then
 fi
 wait_state gw1 master 15
 wait_state gw2 backup 5
+timers() { grep -o "heartbeats every [0-9]* ms, dead after [0-9]* ms" \
+	"$RACK_STATE/logs/ibgwd-$1.log" | tail -1; }
+tap_is "gw1 and gw2 run with heartbeats every 10 ms, dead after $IBGW_HA_DEAD_MS ms" \
+	"$(timers gw1) / $(timers gw2)" \
+	"heartbeats every 10 ms, dead after $IBGW_HA_DEAD_MS ms / heartbeats every 10 ms, dead after $IBGW_HA_DEAD_MS ms"
 wait_dad ibhost3
 # The bystander's way resolved first: its pings must find the neighbours in place.
 in_ns ethhost2 ping -c 2 -i 0.2 -W 2 10.10.0.13 >/dev/null 2>&1
@@ -149,5 +161,8 @@ tap_is "reload with worker_rt_priority 5: said, and worker 0 runs SCHED_FIFO 5 b
 	"1 ibgw-fwd0 FF 5 ibgw-ha FF 10"
 
 echo "# failover stalls counted: gw1 $(stalls gw1), gw2 $(stalls gw2)"
+for node in gw1 gw2; do
+	grep -h "heartbeat thread ran" "$RACK_STATE/logs/ibgwd-$node.log" | sed "s/^/# $node: /"
+done
 g gw2 show ha 2>&1 | sed 's/^/# gw2: /'
 tap_done
