@@ -55,10 +55,13 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "cm/cm_umad.h"
+#include "pkt/gro.h"
+#include "pkt/gso.h"
 #include "pkt/icmp.h"
 #include "port/ib_port.h"
 #include "pkt/ip.h"
@@ -123,8 +126,15 @@ struct host {
 	unsigned n_synced;
 	uint64_t tap_rx, tap_tx, tap_drops, tap_write_errors;
 	uint64_t icmp_too_big, icmp_refused, mcast_too_big;
+	/* TCP segments to the kernel merged (pkt/gro): written as one GSO frame each, so
+	 * that the kernel takes up to 64 KiB per write and per trip through its stack, as
+	 * the Linux IPoIB driver's NAPI GRO gives it. gro_frames: frames of two segments
+	 * or more; gro_segs: the segments in them. */
+	struct gro_tcp gro;
+	uint64_t gro_frames, gro_segs;
 	uint8_t icmp_frame[HL2_ETH_HLEN + ICMP6_ERR_MAX];
 	uint8_t frame[FRAME_MAX];
+	uint8_t gro_frame[HL2_ETH_HLEN + GRO_MAX_LEN];
 };
 
 static void die(const char *what, int err)
@@ -156,7 +166,10 @@ static int tap_open(struct host *h)
 	if (fd < 0)
 		return -errno;
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	/* Every frame either way starts with a struct virtio_net_hdr: what we write may be a
+	 * GSO frame (pkt/gro). The TAP offers the kernel no offloads (no TUNSETOFFLOAD), so
+	 * what we read is whole and checksummed, its header empty. */
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		int e = errno;
@@ -261,6 +274,63 @@ static void tap_carrier(struct host *h, bool on)
 
 /* ---- IB -> TAP ------------------------------------------------------------------ */
 
+/* frame[0..len) to the kernel, with its offload metadata; counted in tap_tx (a merged
+ * frame once). */
+static bool tap_write(struct host *h, const struct gso_vnet *v, const uint8_t *frame, size_t len)
+{
+	uint8_t hdr[GSO_VNET_LEN];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)frame, len } };
+
+	gso_vnet_write(hdr, v);
+	if (writev(h->tap_fd, iov, 2) != (ssize_t)(sizeof(hdr) + len)) {
+		h->tap_write_errors++;
+		return false;
+	}
+	h->tap_tx++;
+	return true;
+}
+
+/* The held TCP segments to the kernel, as one frame. */
+static void gro_flush(struct host *h)
+{
+	struct gso_vnet v;
+	unsigned segs = h->gro.segs;
+	size_t n;
+
+	if (!segs)
+		return;
+	n = gro_tcp_end(&h->gro, HL2_ETH_HLEN, &v);
+	if (segs > 1) {
+		h->gro_frames++;
+		h->gro_segs += segs;
+	}
+	tap_write(h, &v, h->gro_frame, HL2_ETH_HLEN + n);
+}
+
+/* An IP frame to the kernel: appended to the held TCP segments, or held to start a merge
+ * (the held ones written first), or written as it is. Frames keep their order. */
+static void to_tap_frame(struct host *h, const uint8_t *frame, size_t len)
+{
+	static const struct gso_vnet plain;
+	const uint8_t *ip = frame + HL2_ETH_HLEN;
+	size_t iplen = len - HL2_ETH_HLEN;
+
+	if (h->gro.segs) {
+		if (!memcmp(frame, h->gro_frame, HL2_ETH_HLEN) &&
+		    gro_tcp_append(&h->gro, ip, iplen))
+			return;
+		gro_flush(h);
+	}
+	if (((frame[12] == 0x08 && frame[13] == 0x00) ||
+	     (frame[12] == 0x86 && frame[13] == 0xdd)) &&
+	    gro_tcp_begin(&h->gro, h->gro_frame + HL2_ETH_HLEN, sizeof(h->gro_frame) - HL2_ETH_HLEN,
+			  ip, iplen)) {
+		memcpy(h->gro_frame, frame, HL2_ETH_HLEN);
+		return;
+	}
+	tap_write(h, &plain, frame, len);
+}
+
 static void to_tap(struct host *h, const struct ipoib_rx *rx)
 {
 	struct hl2_src src = { .qpn = rx->src_qpn,
@@ -278,10 +348,7 @@ static void to_tap(struct host *h, const struct ipoib_rx *rx)
 		h->tap_drops++;
 		return;
 	}
-	if (write(h->tap_fd, h->frame, (size_t)n) != n)
-		h->tap_write_errors++;
-	else
-		h->tap_tx++;
+	to_tap_frame(h, h->frame, (size_t)n);
 }
 
 static void handle_wc(struct host *h, struct ibp_wc *wc)
@@ -305,7 +372,7 @@ static void handle_wc(struct host *h, struct ibp_wc *wc)
 		ipoib_link_repost(h->link, 0, wc->buf);
 }
 
-static void poll_port(struct host *h)
+static void poll_port_batches(struct host *h)
 {
 	struct ibp_wc wcs[WC_BATCH];
 	int n, rounds = 0;
@@ -325,6 +392,14 @@ static void poll_port(struct host *h)
 		if (n <= 0)
 			return;
 	}
+}
+
+/* What the port has, then the merged segments to the kernel: nothing is held past the
+ * completions at hand (as NAPI GRO flushes at the end of a poll). */
+static void poll_port(struct host *h)
+{
+	poll_port_batches(h);
+	gro_flush(h);
 }
 
 static void on_cq(struct evloop *loop, int fd, uint32_t ev, void *arg)
@@ -376,9 +451,8 @@ static void too_big(struct host *h, const uint8_t *frame, size_t len, uint32_t m
 	memcpy(out + 6, frame, 6); /* from the peer's */
 	out[12] = frame[12];
 	out[13] = frame[13];
-	if (write(h->tap_fd, out, HL2_ETH_HLEN + n) != (ssize_t)(HL2_ETH_HLEN + n))
-		h->tap_write_errors++;
-	else
+	gro_flush(h);
+	if (tap_write(h, &(struct gso_vnet){ 0 }, out, HL2_ETH_HLEN + n))
 		h->icmp_too_big++;
 }
 
@@ -454,15 +528,25 @@ static bool is_membership_report(const uint8_t *f, size_t n)
 static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 {
 	struct host *h = arg;
+	uint8_t hdr[GSO_VNET_LEN];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { h->frame, sizeof(h->frame) } };
+	struct gso_vnet v;
 
 	(void)loop;
 	(void)ev;
 	for (int i = 0; i < TAP_BATCH; i++) {
-		ssize_t n = read(fd, h->frame, sizeof(h->frame));
+		ssize_t n = readv(fd, iov, 2);
 
-		if (n <= 0)
+		if (n <= (ssize_t)sizeof(hdr))
 			break;
+		n -= (ssize_t)sizeof(hdr);
 		h->tap_rx++;
+		/* Offered no offloads, the kernel hands over whole, checksummed frames. */
+		gso_vnet_read(&v, hdr);
+		if (v.gso_type != GSO_VNET_NONE || (v.flags & GSO_VNET_F_NEEDS_CSUM)) {
+			h->tap_drops++;
+			continue;
+		}
 		/* The groups joined before the report goes out, so that what a router sends
 		 * once it heard the report finds this host a member already. */
 		if (is_membership_report(h->frame, (size_t)n) && ipoib_link_is_up(h->link))
@@ -789,11 +873,13 @@ static void dump(struct host *h, FILE *f, const char *what)
 		    neigh_reachable_time(ipoib_link_neigh(h->link)));
 		fprintf(
 		    f,
-		    "tap rx %llu tx %llu drops %llu write_errors %llu l2_to_eth %llu l2_to_ib %llu "
+		    "tap rx %llu tx %llu drops %llu write_errors %llu gro_frames %llu gro_segs %llu "
+		    "l2_to_eth %llu l2_to_ib %llu "
 		    "arp_rewritten %llu nd_rewritten %llu dhcp_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
 		    "mac_collisions %llu\n",
 		    (unsigned long long)h->tap_rx, (unsigned long long)h->tap_tx,
 		    (unsigned long long)h->tap_drops, (unsigned long long)h->tap_write_errors,
+		    (unsigned long long)h->gro_frames, (unsigned long long)h->gro_segs,
 		    (unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
 		    (unsigned long long)h->l2.st.arp_rewritten,
 		    (unsigned long long)h->l2.st.nd_rewritten,

@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 90
+tap_plan 91
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -102,10 +102,16 @@ offloads() { in_ns ethhost1 ethtool -K eth0 tx "$1" tso "$1" gso "$1" >/dev/null
 dd if=/dev/urandom of="$work/blob" bs=1M count=8 status=none
 blob_sum=$(sha256sum <"$work/blob" | cut -d' ' -f1)
 seg0=$(gwctl -j show stats | jq -r '.[0].gso_segmented')
+gro0=$(stat_field ibhost3 gro_frames)
 offloads on
 tap_is "default offloads: 8 MiB TCP Ethernet -> datagram-mode IB host arrive intact (SHA-256)" \
 	"$(intact "$rack-ibhost3" "$rack-ethhost1" 10.10.0.13 "$work/blob")" "$blob_sum"
 offloads off
+# ibgw-host merged the stream's segments into GSO frames for its TAP (docs/simulated-rack.md,
+# "The IB host's TAP takes merged TCP segments"): the SHA-256 above went through them.
+gro=$(($(stat_field ibhost3 gro_frames) - gro0))
+echo "# ibhost3: $gro merged frames to its TAP ($(stat_field ibhost3 gro_segs) segments in all)"
+tap_like "the IB host's TAP took the stream as merged frames (ibgw-host gro_frames grew)" "$gro" "^[1-9][0-9]*$"
 seg=$(gwctl -j show stats | jq -r '.[0].gso_segmented')
 echo "# GSO frames segmented in software: $((seg - seg0))"
 tap_like "default offloads: the gateway segmented GSO frames for the IPoIB link" \
