@@ -651,7 +651,8 @@ static unsigned port_ms(void)
 static void *progress(void *arg)
 {
 	struct vsim_ctx *ctx = arg;
-	bool more = false; /* a port's budget ran out: receive again at once */
+	bool more = false;  /* a port's budget ran out: receive again at once */
+	uint64_t ud_dl = 0; /* UD sends wait for room in a ring: try again then */
 
 	for (;;) {
 		struct epoll_event evs[VSIM_MAX_PORTS + 1];
@@ -665,6 +666,8 @@ static void *progress(void *arg)
 			break;
 		}
 		dl = vsim_rc_deadline(ctx, &work);
+		if (ud_dl && (!dl || ud_dl < dl))
+			dl = ud_dl;
 		for (unsigned i = 0; i < ctx->n_ports; i++) {
 			struct vsim_port *p = &ctx->port[i];
 
@@ -695,6 +698,7 @@ static void *progress(void *arg)
 			more |= rx_port(ctx, &ctx->port[i], now);
 		}
 		vsim_rc_service(ctx, now);
+		ud_dl = vsim_ud_service(ctx, now);
 		if (ctx->fatal_pending)
 			vsim_qp_fatal_all(ctx);
 		pthread_mutex_unlock(&ctx->lock);

@@ -45,7 +45,11 @@
 #include "lib/ib_simfab.h"
 
 /* What ibv_query_device reports: a ConnectX-5 (mlx5) as `ibv_devinfo -v` shows one. */
-#define VSIM_MAX_QP_WR       32768
+#define VSIM_MAX_QP_WR 32768
+#define VSIM_UD_MAX    4096 /* a UD send's payload: one packet of the largest MTU */
+/* How soon a UD send waiting for room in the ring to the fabric tries again: the fabric
+ * drains a full ring (1024 slots) in several milliseconds, so it stays fed. */
+#define VSIM_UD_RETRY_NS     1000000u
 #define VSIM_MAX_SGE         30
 #define VSIM_MAX_CQE         4194303
 #define VSIM_MAX_SRQ_WR      32767
@@ -161,13 +165,19 @@ struct vsim_ah {
 	struct ibv_ah_attr attr;
 };
 
-/* An RC send WQE, in posting order (the engine's ring holds the same order). */
+/* A send WQE, in posting order. RC: the engine's ring holds the same order. UD: a send
+ * waiting for the port (its ring to the fabric was full), its payload gathered into
+ * the QP's ud_area, sent and completed in order when the ring has room. */
 struct vsim_swqe {
 	uint64_t wr_id;
 	bool signaled;
 	uint32_t len;
 	uint8_t *copy; /* inline data or a gathered multi-SGE message; else NULL */
 	bool copy_alloc;
+	/* UD */
+	struct vsim_ah *ah;
+	uint32_t remote_qpn, remote_qkey;
+	enum ibv_wc_status status; /* not SUCCESS: completes with it, unsent */
 };
 
 struct vsim_qp {
@@ -188,10 +198,11 @@ struct vsim_qp {
 	/* queues */
 	struct vsim_rq rq; /* not used with an SRQ */
 	struct vsim_srq *srq;
-	unsigned sq_out; /* UD: 0 (sends complete at once); RC: WQEs in the engine */
+	unsigned sq_out; /* UD: 0 (sends complete when on the wire); RC: WQEs in the engine */
 	struct vsim_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_len;
 	uint8_t *inline_area; /* sq_cap * max_inline */
+	uint8_t *ud_area;     /* UD: sq_cap * VSIM_UD_MAX, the waiting sends' payloads */
 	struct ibrc_qp rc;
 	bool rc_init;
 	uint32_t ud_psn;
@@ -317,6 +328,9 @@ bool vsim_ud_land(struct vsim_qp *rx_qp, struct ibv_pd *pd, struct ibv_cq *cq, u
 void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, const uint8_t *wire,
 		size_t len, uint64_t now);
 void vsim_rc_service(struct vsim_ctx *ctx, uint64_t now);
+/* The UD sends waiting for room in a port's ring, sent as far as it goes; the time to
+ * try again (now + VSIM_UD_RETRY_NS) while some wait, else 0. ctx->lock held. */
+uint64_t vsim_ud_service(struct vsim_ctx *ctx, uint64_t now);
 uint64_t vsim_rc_deadline(struct vsim_ctx *ctx, bool *work);
 void vsim_qp_fatal_all(struct vsim_ctx *ctx);
 /* A fault on demand (vsim_test_fault, IBVSIM_FAULT_FILE): the UD QP qpn of ctx to ERR

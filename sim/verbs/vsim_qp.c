@@ -160,6 +160,10 @@ static void qp_to_err(struct vsim_qp *qp)
 	qp->qp.state = IBV_QPS_ERR;
 	if (qp->type == IBV_QPT_RC && qp->rc_init)
 		ibrc_fail(&qp->rc, IBRC_WC_FLUSHED); /* sends and a message half received */
+	if (qp->type == IBV_QPT_UD)
+		for (; qp->sq_len; swqe_pop(qp))
+			wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR,
+			       IBV_WC_SEND, 0);
 	if (!qp->srq)
 		while (vsim_rq_take(&qp->rq, &w))
 			wc_add(qp, false, w.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0);
@@ -566,6 +570,7 @@ static void qp_free(struct vsim_qp *qp)
 	vsim_rq_fini(&qp->rq);
 	free(qp->sq);
 	free(qp->inline_area);
+	free(qp->ud_area);
 	free(qp);
 }
 
@@ -657,6 +662,14 @@ static struct ibv_qp *qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 		else
 			ret = ibrc_init(&qp->rc, &rc_ops, qp, qp->sq_cap);
 		qp->rc_init = ret == 0;
+	} else if (ret == 0 && !rss) {
+		/* UD: sends wait here while the port's ring to the fabric is full, as an
+		 * HCA's wait for link credits (their payloads gathered at post time). */
+		qp->sq_cap = qp->max_send_wr ? qp->max_send_wr : 1;
+		qp->sq = calloc(qp->sq_cap, sizeof(*qp->sq));
+		qp->ud_area = calloc(qp->sq_cap, VSIM_UD_MAX);
+		if (!qp->sq || !qp->ud_area)
+			ret = -ENOMEM;
 	}
 	if (ret < 0) {
 		qp_free(qp);
@@ -1040,6 +1053,9 @@ static void qp_reset(struct vsim_qp *qp)
 			swqe_pop(qp);
 		qp->rc_init = ibrc_init(&qp->rc, &rc_ops, qp, qp->sq_cap) == 0;
 	}
+	if (qp->type == IBV_QPT_UD)
+		while (qp->sq_len)
+			swqe_pop(qp);
 	if (!qp->srq)
 		while (vsim_rq_take(&qp->rq, &w))
 			;
@@ -1271,44 +1287,119 @@ static void ud_send_error(struct vsim_qp *qp, uint64_t wr_id, enum ibv_wc_status
 		qp->qp.state = IBV_QPS_SQE;
 }
 
-/* One UD send: built and handed to the fabric now, completed now (an HCA completes a UD
- * send once it is on the wire; a full socket or a down link loses it, as UD may). */
-static void send_ud(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signaled)
+/* A UD datagram to the fabric; its PSN is used only when it left. */
+static enum tx_result ud_tx(struct vsim_qp *qp, const struct vsim_swqe *w, const uint8_t *payload)
 {
-	struct vsim_ah *ah = (struct vsim_ah *)wr->wr.ud.ah;
-	bool inl = wr->send_flags & IBV_SEND_INLINE;
-	uint8_t payload[4096];
-	uint32_t len;
 	struct ib_packet p;
+	enum tx_result r;
 
-	if (!gather(qp, wr, !inl, NULL, 0, &len)) {
-		ud_send_error(qp, wr->wr_id, IBV_WC_LOC_PROT_ERR);
-		return;
-	}
-	if (len > simfab_mtu_bytes(qp->port->sp.info.mtu)) {
-		ud_send_error(qp, wr->wr_id, IBV_WC_LOC_LEN_ERR); /* UD: one packet, MTU */
-		return;
-	}
-	gather(qp, wr, false, payload, sizeof(payload), &len);
 	memset(&p, 0, sizeof(p));
-	fill_route(qp->port, &ah->attr, &p);
+	fill_route(qp->port, &w->ah->attr, &p);
 	p.bth.opcode = IB_OP_UD_SEND_ONLY;
 	p.bth.pkey = qp_pkey(qp);
-	p.bth.dqpn = wr->wr.ud.remote_qpn & IB_QPN_MAX;
+	p.bth.dqpn = w->remote_qpn & IB_QPN_MAX;
 	p.bth.psn = qp->ud_psn;
-	qp->ud_psn = (qp->ud_psn + 1) & IB_PSN_MAX;
 	/* A Q_Key with the high bit set in the WR means the QP's own (IBA 10.2.5). */
-	p.deth.qkey = wr->wr.ud.remote_qkey & IB_QKEY_PRIVILEGED ? qp->qkey : wr->wr.ud.remote_qkey;
+	p.deth.qkey = w->remote_qkey & IB_QKEY_PRIVILEGED ? qp->qkey : w->remote_qkey;
 	/* A source-QPN QP's datagrams carry the other QP's number, and the fabric takes
 	 * them as that QP's (it checks the DETH against the sending QP, as an HCA would
 	 * its own). */
 	p.deth.src_qp = qp->src ? qp->src->qp.qp_num : qp->qp.qp_num;
 	p.payload = payload;
-	p.payload_len = len;
-	if (tx_packet(qp->port, p.deth.src_qp, &p) == TX_FULL)
-		qp->port->tx_blocked = false; /* UD does not wait: the packet is dropped */
-	if (signaled)
-		wc_add(qp, true, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
+	p.payload_len = w->len;
+	r = tx_packet(qp->port, p.deth.src_qp, &p);
+	if (r == TX_FULL)
+		qp->port->tx_blocked = false; /* UD retries on a timer (vsim_ud_service) */
+	else
+		qp->ud_psn = (qp->ud_psn + 1) & IB_PSN_MAX;
+	return r;
+}
+
+/* The waiting UD sends, oldest first, while the port takes them: each completes when it
+ * left (lost on a down link, as UD may be) or with the error found when it was posted.
+ * Returns true while some still wait (the ring is full). */
+static bool ud_drain(struct vsim_qp *qp)
+{
+	while (qp->sq_len) {
+		struct vsim_swqe *w = &qp->sq[qp->sq_head];
+
+		if (w->status != IBV_WC_SUCCESS) {
+			ud_send_error(qp, w->wr_id, w->status);
+		} else {
+			if (ud_tx(qp, w, w->copy) == TX_FULL)
+				return true;
+			if (w->signaled)
+				wc_add(qp, true, w->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
+		}
+		swqe_pop(qp);
+		if (qp->qp.state == IBV_QPS_SQE)
+			for (; qp->sq_len;
+			     swqe_pop(qp)) /* behind an error: flushed (IBA 10.8.3.3) */
+				wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR,
+				       IBV_WC_SEND, 0);
+	}
+	return false;
+}
+
+uint64_t vsim_ud_service(struct vsim_ctx *ctx, uint64_t now)
+{
+	bool waiting = false;
+
+	for (struct vsim_qp *qp = ctx->qps; qp; qp = qp->next)
+		if (qp->type == IBV_QPT_UD && qp->sq_len &&
+		    (qp->qp.state == IBV_QPS_RTS || qp->qp.state == IBV_QPS_SQD))
+			waiting |= ud_drain(qp);
+	return waiting ? now + VSIM_UD_RETRY_NS : 0;
+}
+
+/*
+ * One UD send. An HCA completes it once it is on the wire, and holds it in the send queue
+ * while the link has no credits. Here: sent and completed at once when nothing waits
+ * before it and the port's ring to the fabric has room; else it waits in the send queue
+ * (its payload gathered now) and leaves in order (ud_drain, from the next post or the
+ * progress thread). ENOMEM when the send queue is full: the program sees its queue fill,
+ * as on an HCA, instead of a silent loss.
+ */
+static int send_ud(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signaled)
+{
+	struct vsim_swqe w = { .wr_id = wr->wr_id,
+			       .signaled = signaled,
+			       .ah = (struct vsim_ah *)wr->wr.ud.ah,
+			       .remote_qpn = wr->wr.ud.remote_qpn,
+			       .remote_qkey = wr->wr.ud.remote_qkey,
+			       .status = IBV_WC_SUCCESS };
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
+	uint8_t payload[VSIM_UD_MAX];
+	struct vsim_swqe *q;
+
+	if (qp->sq_len)
+		ud_drain(qp); /* room may have come since */
+	if (qp->sq_len == qp->sq_cap)
+		return ENOMEM;
+	if (!gather(qp, wr, !inl, NULL, 0, &w.len))
+		w.status = IBV_WC_LOC_PROT_ERR;
+	else if (w.len > simfab_mtu_bytes(qp->port->sp.info.mtu))
+		w.status = IBV_WC_LOC_LEN_ERR; /* UD: one packet, MTU */
+	if (!qp->sq_len) {
+		if (w.status != IBV_WC_SUCCESS) {
+			ud_send_error(qp, w.wr_id, w.status);
+			return 0;
+		}
+		gather(qp, wr, false, payload, sizeof(payload), &w.len);
+		if (ud_tx(qp, &w, payload) != TX_FULL) {
+			if (signaled)
+				wc_add(qp, true, w.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
+			return 0;
+		}
+	}
+	q = &qp->sq[(qp->sq_head + qp->sq_len++) % qp->sq_cap];
+	*q = w;
+	q->copy = qp->ud_area + (size_t)(q - qp->sq) * VSIM_UD_MAX;
+	if (w.status == IBV_WC_SUCCESS)
+		gather(qp, wr, false, q->copy, VSIM_UD_MAX, &q->len);
+	if (qp->sq_len == 1)
+		vsim_wake(qp->ctx); /* the progress thread retries on its timer */
+	return 0;
 }
 
 /* One RC send onto the engine's queue. Returns 0 or an errno for *bad_wr. */
@@ -1412,7 +1503,9 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 			continue;
 		}
 		if (!rc) {
-			send_ud(qp, wr, signaled);
+			ret = send_ud(qp, wr, signaled);
+			if (ret)
+				break;
 			continue;
 		}
 		ret = send_rc(qp, wr, signaled);

@@ -573,6 +573,84 @@ static void ud_delivery_qkey_and_lkeys(void **state)
 	end_close(&b);
 }
 
+/*
+ * A UD send waits while the port's ring to the fabric is full, as an HCA's waits for link
+ * credits, instead of being lost: with the fabric stopped, the first sends fill the ring
+ * and complete (they are on the wire), the next wait in the send queue without a
+ * completion, and a post beyond the queue fails with ENOMEM. Once the fabric runs again
+ * the waiting sends leave and complete in order, and the receiver gets every datagram
+ * in the order posted.
+ */
+static void ud_send_waits_for_the_ring(void **state)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 8,
+						.max_recv_wr = 2048,
+						.max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	static struct ibv_wc wc[2048];
+	struct end a, b;
+	struct ibv_qp *qa, *qb;
+	struct ibv_ah *ah;
+	int posted, done_stopped, late_stopped, done, r = 0;
+	(void)state;
+
+	end_open(&a, 0, 4096);
+	end_open(&b, 1, 4096);
+	qa = ud_qp(&a, NULL, 1, true);
+	ia.send_cq = ia.recv_cq = b.cq;
+	qb = ibv_create_qp(b.pd, &ia);
+	assert_non_null(qb);
+	assert_int_equal(
+	    ibv_modify_qp(qb, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	    0);
+	at.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qb, &at, IBV_QP_STATE), 0);
+	for (int i = 0; i < 2048; i++)
+		post_recv(qb, &b, (size_t)i * 64, 64, b.mr->lkey, (uint64_t)i);
+	ah = ah_to(&a, b.lid);
+
+	assert_int_equal(kill(vsim_fabric_pid, SIGSTOP), 0);
+	for (posted = 0; posted < 2000; posted++) {
+		memcpy(a.buf + (size_t)posted * 4, &posted, 4);
+		r = send_ud(qa, &a, ah, qb->qp_num, QKEY, (size_t)posted * 4, 4, a.mr->lkey,
+			    (uint64_t)posted, 0);
+		if (r)
+			break;
+	}
+	done_stopped = ibv_poll_cq(a.cq, 2048, wc);
+	usleep(50000);
+	late_stopped = ibv_poll_cq(a.cq, 8, wc + (done_stopped > 0 ? done_stopped : 0));
+	assert_int_equal(kill(vsim_fabric_pid, SIGCONT), 0);
+
+	assert_int_equal(r, ENOMEM);
+	assert_int_equal(late_stopped, 0);
+	assert_int_equal(done_stopped, posted - 8); /* the ring's slots; 8 wait */
+	assert_true(posted > 8);
+	done = done_stopped + poll_n(a.cq, wc + done_stopped, 8);
+	assert_int_equal(done, posted);
+	for (int i = 0; i < posted; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+	}
+	assert_int_equal(poll_n(b.cq, wc, posted), posted);
+	for (int i = 0; i < posted; i++) {
+		int got;
+
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		memcpy(&got, b.buf + (size_t)i * 64 + 40, 4);
+		assert_int_equal(got, i);
+	}
+
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_destroy_qp(qa), 0);
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+	end_close(&a);
+	end_close(&b);
+}
+
 static bool readable(int fd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -2071,6 +2149,7 @@ int main(void)
 		cmocka_unit_test(source_qpn),
 		cmocka_unit_test(rss_concurrent),
 		cmocka_unit_test(faults_on_demand),
+		cmocka_unit_test(ud_send_waits_for_the_ring),
 	};
 
 	return cmocka_run_group_tests(tests, vsim_fabric_setup, vsim_fabric_teardown);
