@@ -77,6 +77,10 @@ bool gro_tcp_begin(struct gro_tcp *g, uint8_t *buf, size_t cap, const uint8_t *i
 	g->segs = 0;
 	if (!parse(ip, len, &s) || s.len > cap)
 		return false;
+	/* Held only when a second segment of its size could follow: a bigger one (IPoIB
+	 * connected mode's) would be copied for nothing. */
+	if (s.len + (s.len - s.hdr_len) > (cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN))
+		return false;
 	memcpy(buf, ip, s.len);
 	g->ip = buf;
 	g->cap = cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN;

@@ -9,7 +9,8 @@
  *   gro_tcp_begin   a packet that may start a merge is copied into the caller's buffer
  *                   and held: IPv4 without options and not a fragment, or IPv6 with TCP
  *                   right after the fixed header; TCP with ACK and payload and none of
- *                   SYN, FIN, RST, URG, CWR; its IP header and TCP checksums verify
+ *                   SYN, FIN, RST, URG, CWR; its IP header and TCP checksums verify;
+ *                   a second segment of its size would fit
  *   gro_tcp_append  the next packet continues the held one when the kernel's GRO would
  *                   merge them (tcp_gro_receive): same addresses, ports, IP fields but
  *                   for length, identification and checksum; the same TCP header but for

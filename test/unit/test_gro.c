@@ -4,7 +4,8 @@
  * with TCP options, a short last segment or an exact multiple); the metadata is a GSO
  * packet that pkt/gso's own check accepts; a single segment comes out as it went in.
  * Every reason not to merge: not a candidate (SYN, FIN, RST, URG, CWR, no ACK, no
- * payload, a fragment, IPv4 options, an IPv6 extension header, a bad checksum, UDP), and
+ * payload, a fragment, IPv4 options, an IPv6 extension header, a bad checksum, UDP, no
+ * room for a second segment of its size), and
  * not a continuation (a gap, another flow, another TTL / window / option / ack, a longer
  * segment, after a short one or PSH, past 65,535 octets or the caller's buffer).
  */
@@ -228,6 +229,13 @@ static void test_not_a_start(void **st)
 	assert_false(gro_tcp_begin(&gro, held, sizeof(held), pkt, len - 1));
 	assert_false(gro_tcp_begin(&gro, held, len - 1, pkt, len));
 	assert_false(gro_tcp_begin(&gro, held, sizeof(held), pkt, 19));
+	/* no room for a second segment of its size: 52 + 2 x 32742 > 65535, and in the
+	 * caller's buffer */
+	len = tcp(4, 32742, 0x10);
+	assert_false(gro_tcp_begin(&gro, held, sizeof(held), pkt, len));
+	len = tcp(4, 32741, 0x10);
+	assert_true(gro_tcp_begin(&gro, held, sizeof(held), pkt, len));
+	assert_false(gro_tcp_begin(&gro, held, len + 32740, pkt, len));
 }
 
 /* Two segments of 1000 cut from a packet; seg2 gets the second, edited by the caller. */
