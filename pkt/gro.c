@@ -26,13 +26,11 @@ struct seg {
 	uint8_t family, flags;
 };
 
-/* A segment that may be merged: see gro_tcp_begin in gro.h. Both checksums verified: a
- * merged packet's checksum is left partial, which its receiver trusts. */
+/* A segment that may be merged, by its headers: see gro_tcp_begin in gro.h (its TCP
+ * checksum is checked last, by tcp_csum_ok, when nothing cheaper refused it). */
 static bool parse(const uint8_t *ip, size_t len, struct seg *s)
 {
 	const uint8_t *th;
-	uint32_t l4len;
-	uint64_t sum;
 	unsigned doff;
 
 	if (len < 20)
@@ -64,10 +62,19 @@ static bool parse(const uint8_t *ip, size_t len, struct seg *s)
 	if ((s->flags & (TCP_ACK | TCP_SYN | TCP_FIN | TCP_RST | TCP_URG | TCP_CWR)) != TCP_ACK)
 		return false;
 	s->seq = ip_be32(th + 4);
-	l4len = s->len - s->l4_off;
-	sum = s->family == 4 ? ip4_pseudo_sum(ip + 12, ip + 16, (uint16_t)l4len, IPPROTO_TCP)
-			     : ip6_pseudo_sum(ip + 8, ip + 24, l4len, IPPROTO_TCP);
-	return ip_csum_fold(ip_csum_add(sum, th, l4len)) == 0xffff;
+	return true;
+}
+
+/* Its TCP checksum verifies: a merged packet's is left partial, which its receiver
+ * trusts, so every segment's is verified here. */
+static bool tcp_csum_ok(const uint8_t *ip, const struct seg *s)
+{
+	uint32_t l4len = s->len - s->l4_off;
+	uint64_t sum = s->family == 4
+			   ? ip4_pseudo_sum(ip + 12, ip + 16, (uint16_t)l4len, IPPROTO_TCP)
+			   : ip6_pseudo_sum(ip + 8, ip + 24, l4len, IPPROTO_TCP);
+
+	return ip_csum_fold(ip_csum_add(sum, ip + s->l4_off, l4len)) == 0xffff;
 }
 
 bool gro_tcp_begin(struct gro_tcp *g, uint8_t *buf, size_t cap, const uint8_t *ip, size_t len)
@@ -79,7 +86,8 @@ bool gro_tcp_begin(struct gro_tcp *g, uint8_t *buf, size_t cap, const uint8_t *i
 		return false;
 	/* Held only when a second segment of its size could follow: a bigger one (IPoIB
 	 * connected mode's) would be copied for nothing. */
-	if (s.len + (s.len - s.hdr_len) > (cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN))
+	if (s.len + (s.len - s.hdr_len) > (cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN) ||
+	    !tcp_csum_ok(ip, &s))
 		return false;
 	memcpy(buf, ip, s.len);
 	g->ip = buf;
@@ -125,7 +133,8 @@ bool gro_tcp_append(struct gro_tcp *g, const uint8_t *ip, size_t len)
 	payload = s.len - s.hdr_len;
 	th = g->ip + g->l4_off;
 	if (payload > g->mss || g->len + payload > g->cap || !same_ip(g->ip, ip, g->family) ||
-	    !same_tcp(th, ip + s.l4_off, (unsigned)(g->hdr_len - g->l4_off)))
+	    !same_tcp(th, ip + s.l4_off, (unsigned)(g->hdr_len - g->l4_off)) ||
+	    !tcp_csum_ok(ip, &s))
 		return false;
 	memcpy(g->ip + g->len, ip + s.hdr_len, payload);
 	g->len += payload;
