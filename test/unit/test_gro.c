@@ -21,6 +21,21 @@
 
 static uint8_t pkt[70000], seg[70000], held[70000], frame[70000];
 
+/* The IPv4 header checksum of p (its IHL's worth) computed anew, with the test's own
+ * one's-complement sum. */
+static void ip4_hdr_fix(uint8_t *p)
+{
+	uint32_t s = 0;
+
+	p[10] = p[11] = 0;
+	for (int i = 0; i < (p[0] & 15) * 4; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (s > 0xffff)
+		s = (s >> 16) + (s & 0xffff);
+	p[10] = (uint8_t)(~s >> 8);
+	p[11] = (uint8_t)~s;
+}
+
 /* A TCP packet, IPv4 (family 4) or IPv6, 12 octets of options (NOP NOP timestamps),
  * payload i*7 mod 251, its checksums complete. Returns its length. */
 static size_t tcp(int family, size_t payload, uint8_t flags)
@@ -56,16 +71,8 @@ static size_t tcp(int family, size_t payload, uint8_t flags)
 	memcpy(t + 20, (uint8_t[]){ 1, 1, 8, 10, 1, 2, 3, 4, 5, 6, 7, 8 }, 12);
 	for (size_t i = 0; i < payload; i++)
 		t[thl + i] = (uint8_t)(i * 7 % 251);
-	if (family == 4) {
-		uint32_t s = 0;
-
-		for (int i = 0; i < 20; i += 2)
-			s += (uint32_t)(pkt[i] << 8 | pkt[i + 1]);
-		while (s > 0xffff)
-			s = (s >> 16) + (s & 0xffff);
-		pkt[10] = (uint8_t)(~s >> 8);
-		pkt[11] = (uint8_t)~s;
-	}
+	if (family == 4)
+		ip4_hdr_fix(pkt);
 	assert_true(gso_l4_csum_fill(pkt, tot));
 	return tot;
 }
@@ -156,17 +163,8 @@ static void refused_as_start(int family, uint8_t flags, size_t payload, void (*e
 
 	if (edit) {
 		edit(pkt);
-		if (family == 4) {
-			pkt[10] = pkt[11] = 0;
-			uint32_t s = 0;
-
-			for (int i = 0; i < (pkt[0] & 15) * 4; i += 2)
-				s += (uint32_t)(pkt[i] << 8 | pkt[i + 1]);
-			while (s > 0xffff)
-				s = (s >> 16) + (s & 0xffff);
-			pkt[10] = (uint8_t)(~s >> 8);
-			pkt[11] = (uint8_t)~s;
-		}
+		if (family == 4)
+			ip4_hdr_fix(pkt);
 	}
 	assert_false(gro_tcp_begin(&gro, held, sizeof(held), pkt, len));
 	assert_int_equal(gro.segs, 0);
@@ -256,17 +254,8 @@ static size_t two_segments(int family, struct gro_tcp *gro)
 /* Fix the TCP checksum (and IPv4's) of seg2 after an edit. */
 static void refix(size_t n)
 {
-	if (seg2[0] == 0x45) {
-		uint32_t s = 0;
-
-		seg2[10] = seg2[11] = 0;
-		for (int i = 0; i < 20; i += 2)
-			s += (uint32_t)(seg2[i] << 8 | seg2[i + 1]);
-		while (s > 0xffff)
-			s = (s >> 16) + (s & 0xffff);
-		seg2[10] = (uint8_t)(~s >> 8);
-		seg2[11] = (uint8_t)~s;
-	}
+	if (seg2[0] == 0x45)
+		ip4_hdr_fix(seg2);
 	assert_true(gso_l4_csum_fill(seg2, n));
 }
 
