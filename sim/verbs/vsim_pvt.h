@@ -174,8 +174,9 @@ struct vsim_swqe {
 	uint32_t len;
 	uint8_t *copy; /* inline data or a gathered multi-SGE message; else NULL */
 	bool copy_alloc;
-	/* UD */
-	struct vsim_ah *ah;
+	/* UD: the address copied at post time, as mlx5 copies it into the WQE (the AH may
+	 * be destroyed while the send waits) */
+	struct ibv_ah_attr av;
 	uint32_t remote_qpn, remote_qkey;
 	enum ibv_wc_status status; /* not SUCCESS: completes with it, unsent */
 };

@@ -1294,7 +1294,7 @@ static enum tx_result ud_tx(struct vsim_qp *qp, const struct vsim_swqe *w, const
 	enum tx_result r;
 
 	memset(&p, 0, sizeof(p));
-	fill_route(qp->port, &w->ah->attr, &p);
+	fill_route(qp->port, &w->av, &p);
 	p.bth.opcode = IB_OP_UD_SEND_ONLY;
 	p.bth.pkey = qp_pkey(qp);
 	p.bth.dqpn = w->remote_qpn & IB_QPN_MAX;
@@ -1332,11 +1332,10 @@ static bool ud_drain(struct vsim_qp *qp)
 				wc_add(qp, true, w->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
 		}
 		swqe_pop(qp);
-		if (qp->qp.state == IBV_QPS_SQE)
-			for (; qp->sq_len;
-			     swqe_pop(qp)) /* behind an error: flushed (IBA 10.8.3.3) */
-				wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR,
-				       IBV_WC_SEND, 0);
+		/* Behind an error (SQE) the waiting sends flush (IBA 10.8.3.3). */
+		for (; qp->qp.state == IBV_QPS_SQE && qp->sq_len; swqe_pop(qp))
+			wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR,
+			       IBV_WC_SEND, 0);
 	}
 	return false;
 }
@@ -1364,7 +1363,7 @@ static int send_ud(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signal
 {
 	struct vsim_swqe w = { .wr_id = wr->wr_id,
 			       .signaled = signaled,
-			       .ah = (struct vsim_ah *)wr->wr.ud.ah,
+			       .av = ((struct vsim_ah *)wr->wr.ud.ah)->attr,
 			       .remote_qpn = wr->wr.ud.remote_qpn,
 			       .remote_qkey = wr->wr.ud.remote_qkey,
 			       .status = IBV_WC_SUCCESS };
