@@ -159,10 +159,13 @@ in_ns ibhost3 iperf3 -s -1 -D -B 10.10.0.13 --logfile "$work/iperf.log" >/dev/nu
 in_ns ibhost3 iperf3 -s -1 -D -B 10.10.0.13 -p 5202 --logfile "$work/iperf-r.log" >/dev/null 2>&1
 sleep 0.3
 # Two TCP streams across the kill: Ethernet -> IB, and IB -> Ethernet (-R: the server
-# on the IB host sends).
-in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -t 6 -J >"$work/iperf.json" 2>/dev/null &
+# on the IB host sends), each at 150 Mbit/s: unpaced, the two filled both CPUs, and the
+# pings below then measured how late each wake-up of the takeover's chain ran on a
+# saturated machine (gw2's threads, ibgw-host, the kernel, OpenSM's SA), not the
+# failover: IB -> Ethernet gaps of 44.7-137.6 ms on the AMD EPYC VM (docs/failover.md).
+in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -t 6 -b 150M -J >"$work/iperf.json" 2>/dev/null &
 iperf=$!
-in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -p 5202 -R -t 6 -J >"$work/iperf-r.json" 2>/dev/null &
+in_ns ethhost1 timeout 60 iperf3 -c 10.10.0.13 -p 5202 -R -t 6 -b 150M -J >"$work/iperf-r.json" 2>/dev/null &
 iperf_r=$!
 gap_start e2i "$rack-ethhost1" 10.10.0.13
 gap_start i2e "$rack-ibhost3" 10.20.0.11
