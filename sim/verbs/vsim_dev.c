@@ -681,9 +681,10 @@ static void *progress(void *arg)
 					p->out_armed = p->tx_blocked;
 			}
 		}
-		pthread_mutex_unlock(&ctx->lock);
 		if (!dl)
 			dl = now + 1000000000u; /* nothing due: wake now and then */
+		ctx->sleep_until = work ? 0 : dl;
+		pthread_mutex_unlock(&ctx->lock);
 		timeout = work ? 0 : dl <= now ? 0 : (int)((dl - now + 999999) / 1000000);
 		n = epoll_wait(ctx->epfd, evs, VSIM_MAX_PORTS + 1, timeout);
 		if (n < 0 && errno != EINTR)
@@ -692,6 +693,7 @@ static void *progress(void *arg)
 			;
 		now = vsim_now_ns();
 		pthread_mutex_lock(&ctx->lock);
+		ctx->sleep_until = 0;
 		more = false;
 		for (unsigned i = 0; i < ctx->n_ports; i++) {
 			ctx->port[i].tx_blocked = false;

@@ -263,6 +263,10 @@ struct vsim_ctx {
 	char fault_path[256];
 	struct vsim_ctx *next_ctx; /* the process's contexts (g.ctxs, g.lock) */
 	int wake_fd, epfd;
+	/* When the progress thread's sleep ends (ns; 0: it is awake). A post that arms an
+	 * RC timer due earlier wakes it, else the retransmission waited out its sleep (up
+	 * to 1 s when nothing else was due). ctx->lock. */
+	uint64_t sleep_until;
 };
 
 static inline struct vsim_ctx *vsim_ctx_of(struct ibv_context *c)

@@ -1511,8 +1511,16 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		if (ret)
 			break;
 	}
-	if (rc && qp->rc_init && ibqp->state == IBV_QPS_RTS)
+	if (rc && qp->rc_init && ibqp->state == IBV_QPS_RTS) {
+		uint64_t due;
+
 		ibrc_push(&qp->rc, vsim_now_ns());
+		due = ibrc_next_deadline(&qp->rc);
+		if (due && ctx->sleep_until && due < ctx->sleep_until) {
+			ctx->sleep_until = 0;
+			vsim_wake(ctx); /* its sleep would outlast the retransmit timer */
+		}
+	}
 	if (rc)
 		rc_check(qp);
 out:
