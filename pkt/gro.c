@@ -10,14 +10,6 @@
 
 #include "pkt/ip.h"
 
-#define TCP_FIN 0x01
-#define TCP_SYN 0x02
-#define TCP_RST 0x04
-#define TCP_PSH 0x08
-#define TCP_ACK 0x10
-#define TCP_URG 0x20
-#define TCP_CWR 0x80
-
 /* What one segment says of itself. */
 struct seg {
 	uint32_t len; /* IP length */
@@ -70,28 +62,24 @@ static bool parse(const uint8_t *ip, size_t len, struct seg *s)
 static bool tcp_csum_ok(const uint8_t *ip, const struct seg *s)
 {
 	uint32_t l4len = s->len - s->l4_off;
-	uint64_t sum = s->family == 4
-			   ? ip4_pseudo_sum(ip + 12, ip + 16, (uint16_t)l4len, IPPROTO_TCP)
-			   : ip6_pseudo_sum(ip + 8, ip + 24, l4len, IPPROTO_TCP);
 
-	return ip_csum_fold(ip_csum_add(sum, ip + s->l4_off, l4len)) == 0xffff;
+	return ip_csum_fold(ip_csum_add(ip_pseudo_sum(ip, s->family, l4len, IPPROTO_TCP),
+					ip + s->l4_off, l4len)) == 0xffff;
 }
 
 bool gro_tcp_begin(struct gro_tcp *g, uint8_t *buf, size_t cap, const uint8_t *ip, size_t len)
 {
+	size_t limit = cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN;
 	struct seg s;
 
 	g->segs = 0;
-	if (!parse(ip, len, &s) || s.len > cap)
-		return false;
 	/* Held only when a second segment of its size could follow: a bigger one (IPoIB
 	 * connected mode's) would be copied for nothing. */
-	if (s.len + (s.len - s.hdr_len) > (cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN) ||
-	    !tcp_csum_ok(ip, &s))
+	if (!parse(ip, len, &s) || s.len + (s.len - s.hdr_len) > limit || !tcp_csum_ok(ip, &s))
 		return false;
 	memcpy(buf, ip, s.len);
 	g->ip = buf;
-	g->cap = cap < GRO_MAX_LEN ? cap : GRO_MAX_LEN;
+	g->cap = limit;
 	g->len = s.len;
 	g->l4_off = s.l4_off;
 	g->hdr_len = s.hdr_len;
@@ -149,8 +137,6 @@ bool gro_tcp_append(struct gro_tcp *g, const uint8_t *ip, size_t len)
 size_t gro_tcp_end(struct gro_tcp *g, unsigned l2_len, struct gso_vnet *v)
 {
 	uint8_t *ip = g->ip;
-	uint32_t l4len = g->len - g->l4_off;
-	uint64_t sum;
 
 	memset(v, 0, sizeof(*v));
 	if (g->segs > 1) {
@@ -158,12 +144,11 @@ size_t gro_tcp_end(struct gro_tcp *g, unsigned l2_len, struct gso_vnet *v)
 			ip_put16(ip + 2, (uint16_t)g->len);
 			ip_put16(ip + 10, 0);
 			ip_put16(ip + 10, ip_csum(ip, 20));
-			sum = ip4_pseudo_sum(ip + 12, ip + 16, (uint16_t)l4len, IPPROTO_TCP);
 		} else {
 			ip_put16(ip + 4, (uint16_t)(g->len - 40));
-			sum = ip6_pseudo_sum(ip + 8, ip + 24, l4len, IPPROTO_TCP);
 		}
-		ip_put16(ip + g->l4_off + 16, ip_csum_fold(sum));
+		ip_put16(ip + g->l4_off + 16, ip_csum_fold(ip_pseudo_sum(
+						  ip, g->family, g->len - g->l4_off, IPPROTO_TCP)));
 		v->flags = GSO_VNET_F_NEEDS_CSUM;
 		v->gso_type = g->family == 4 ? GSO_VNET_TCPV4 : GSO_VNET_TCPV6;
 		v->gso_size = g->mss;

@@ -9,9 +9,6 @@
 #include "pkt/ip.h"
 
 #define ETH_HLEN_    14
-#define TCP_FIN      0x01
-#define TCP_PSH      0x08
-#define TCP_CWR      0x80
 #define IPPROTO_TCP_ 6
 #define IPPROTO_UDP_ 17
 
@@ -126,14 +123,6 @@ static enum gso_result l4_of(const uint8_t *ip, size_t len, bool copyable, uint8
 	return GSO_BAD_IP;
 }
 
-/* The pseudo-header sum of packet ip for an L4 segment of l4len octets. */
-static uint64_t pseudo(const uint8_t *ip, uint8_t family, uint32_t l4len, uint8_t proto)
-{
-	if (family == 4)
-		return ip4_pseudo_sum(ip + 12, ip + 16, (uint16_t)l4len, proto);
-	return ip6_pseudo_sum(ip + 8, ip + 24, l4len, proto);
-}
-
 /* The full checksum of l4[0..l4len) written at its field. */
 static void l4_csum(const uint8_t *ip, uint8_t family, uint8_t proto, uint8_t *l4, uint32_t l4len)
 {
@@ -141,7 +130,8 @@ static void l4_csum(const uint8_t *ip, uint8_t family, uint8_t proto, uint8_t *l
 	uint16_t c;
 
 	l4[field] = l4[field + 1] = 0;
-	c = (uint16_t)~ip_csum_fold(ip_csum_add(pseudo(ip, family, l4len, proto), l4, l4len));
+	c = (uint16_t)~ip_csum_fold(
+	    ip_csum_add(ip_pseudo_sum(ip, family, l4len, proto), l4, l4len));
 	if (proto == IPPROTO_UDP_ && c == 0)
 		c = 0xffff; /* zero means "no checksum" in UDP */
 	ip_put16(l4 + field, c);
@@ -178,7 +168,7 @@ bool gso_l4_csum_fix_partial(uint8_t *ip, size_t len)
 		return false;
 	l4len = (uint32_t)(tot - off);
 	field = ip_be16(ip + off + (proto == IPPROTO_TCP_ ? 16 : 6));
-	ps = pseudo(ip, family, l4len, proto);
+	ps = ip_pseudo_sum(ip, family, l4len, proto);
 	if (field != ip_csum_fold(ps) || (proto == IPPROTO_UDP_ && family == 4 && field == 0))
 		return false;
 	/* A checksum that verifies stays (the pseudo-header sum can be a right one). */
@@ -304,7 +294,7 @@ void gso_l4_seed(const struct gso_plan *p, uint8_t *ip)
 	uint32_t l4len = p->hdr_len - p->l4_off + p->payload;
 
 	ip_put16(ip + p->l4_off + (proto == IPPROTO_TCP_ ? 16 : 6),
-		 ip_csum_fold(pseudo(ip, p->family, l4len, proto)));
+		 ip_csum_fold(ip_pseudo_sum(ip, p->family, l4len, proto)));
 }
 
 enum gso_result gso_check(const struct gso_vnet *v, const uint8_t *frame, size_t len,

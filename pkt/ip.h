@@ -177,6 +177,25 @@ static inline uint64_t ip4_pseudo_sum(const uint8_t src[4], const uint8_t dst[4]
 	       proto;
 }
 
+/* The pseudo-header sum of an IPv4 (family 4) or IPv6 (6) packet's upper layer of l4len
+ * octets of protocol proto, the addresses read from its header. */
+static inline uint64_t ip_pseudo_sum(const uint8_t *ip, uint8_t family, uint32_t l4len,
+				     uint8_t proto)
+{
+	if (family == 4)
+		return ip4_pseudo_sum(ip + 12, ip + 16, (uint16_t)l4len, proto);
+	return ip6_pseudo_sum(ip + 8, ip + 24, l4len, proto);
+}
+
+/* TCP header flags (octet 13). */
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_PSH 0x08
+#define TCP_ACK 0x10
+#define TCP_URG 0x20
+#define TCP_CWR 0x80
+
 /* The gateway's own packets: a header without IPv4 options or IPv6 extension headers
  * for payload_len octets of protocol proto (IPv4: identification 0, DF as asked, the
  * checksum filled). family: AF_INET or AF_INET6. Returns the header's length. */
