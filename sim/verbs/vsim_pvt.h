@@ -45,11 +45,7 @@
 #include "lib/ib_simfab.h"
 
 /* What ibv_query_device reports: a ConnectX-5 (mlx5) as `ibv_devinfo -v` shows one. */
-#define VSIM_MAX_QP_WR 32768
-#define VSIM_UD_MAX    4096 /* a UD send's payload: one packet of the largest MTU */
-/* How soon a UD send waiting for room in the ring to the fabric tries again: the fabric
- * drains a full ring (1024 slots) in several milliseconds, so it stays fed. */
-#define VSIM_UD_RETRY_NS     1000000u
+#define VSIM_MAX_QP_WR       32768
 #define VSIM_MAX_SGE         30
 #define VSIM_MAX_CQE         4194303
 #define VSIM_MAX_SRQ_WR      32767
@@ -70,6 +66,12 @@
 	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 |                      \
 	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |              \
 	 IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
+
+/* UD sends that wait for room in the ring to the fabric (vsim_qp.c, send_ud): each
+ * payload's room (one packet of the largest MTU), and how soon they try again (the
+ * fabric drains a full ring of 1024 slots in several milliseconds, so it stays fed). */
+#define VSIM_UD_MAX      4096
+#define VSIM_UD_RETRY_NS 1000000u
 
 struct vsim_ctx;
 struct vsim_qp;

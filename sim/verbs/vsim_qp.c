@@ -149,6 +149,13 @@ static void swqe_pop(struct vsim_qp *qp)
 	qp->sq_len--;
 }
 
+/* The UD sends still waiting complete flushed (in ERR, or behind an error in SQE). */
+static void ud_flush(struct vsim_qp *qp)
+{
+	for (; qp->sq_len; swqe_pop(qp))
+		wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND, 0);
+}
+
 /* To ERR: every outstanding WR completes flushed. Receives posted to an SRQ stay on it;
  * the QP tells it is done with them by QP_LAST_WQE_REACHED (IBA 11.6.3.4). */
 static void qp_to_err(struct vsim_qp *qp)
@@ -161,9 +168,7 @@ static void qp_to_err(struct vsim_qp *qp)
 	if (qp->type == IBV_QPT_RC && qp->rc_init)
 		ibrc_fail(&qp->rc, IBRC_WC_FLUSHED); /* sends and a message half received */
 	if (qp->type == IBV_QPT_UD)
-		for (; qp->sq_len; swqe_pop(qp))
-			wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR,
-			       IBV_WC_SEND, 0);
+		ud_flush(qp);
 	if (!qp->srq)
 		while (vsim_rq_take(&qp->rq, &w))
 			wc_add(qp, false, w.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0);
@@ -1332,10 +1337,8 @@ static bool ud_drain(struct vsim_qp *qp)
 				wc_add(qp, true, w->wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
 		}
 		swqe_pop(qp);
-		/* Behind an error (SQE) the waiting sends flush (IBA 10.8.3.3). */
-		for (; qp->qp.state == IBV_QPS_SQE && qp->sq_len; swqe_pop(qp))
-			wc_add(qp, true, qp->sq[qp->sq_head].wr_id, IBV_WC_WR_FLUSH_ERR,
-			       IBV_WC_SEND, 0);
+		if (qp->qp.state == IBV_QPS_SQE)
+			ud_flush(qp); /* behind an error (IBA 10.8.3.3) */
 	}
 	return false;
 }
@@ -1368,7 +1371,6 @@ static int send_ud(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signal
 			       .remote_qkey = wr->wr.ud.remote_qkey,
 			       .status = IBV_WC_SUCCESS };
 	bool inl = wr->send_flags & IBV_SEND_INLINE;
-	uint8_t payload[VSIM_UD_MAX];
 	struct vsim_swqe *q;
 
 	if (qp->sq_len)
@@ -1379,24 +1381,24 @@ static int send_ud(struct vsim_qp *qp, const struct ibv_send_wr *wr, bool signal
 		w.status = IBV_WC_LOC_PROT_ERR;
 	else if (w.len > simfab_mtu_bytes(qp->port->sp.info.mtu))
 		w.status = IBV_WC_LOC_LEN_ERR; /* UD: one packet, MTU */
+	/* Gathered into the next free slot: sent from there now, or waiting there. */
+	q = &qp->sq[(qp->sq_head + qp->sq_len) % qp->sq_cap];
+	*q = w;
+	q->copy = qp->ud_area + (size_t)(q - qp->sq) * VSIM_UD_MAX;
+	if (w.status == IBV_WC_SUCCESS)
+		gather(qp, wr, false, q->copy, VSIM_UD_MAX, &q->len);
 	if (!qp->sq_len) {
 		if (w.status != IBV_WC_SUCCESS) {
 			ud_send_error(qp, w.wr_id, w.status);
 			return 0;
 		}
-		gather(qp, wr, false, payload, sizeof(payload), &w.len);
-		if (ud_tx(qp, &w, payload) != TX_FULL) {
+		if (ud_tx(qp, q, q->copy) != TX_FULL) {
 			if (signaled)
 				wc_add(qp, true, w.wr_id, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
 			return 0;
 		}
 	}
-	q = &qp->sq[(qp->sq_head + qp->sq_len++) % qp->sq_cap];
-	*q = w;
-	q->copy = qp->ud_area + (size_t)(q - qp->sq) * VSIM_UD_MAX;
-	if (w.status == IBV_WC_SUCCESS)
-		gather(qp, wr, false, q->copy, VSIM_UD_MAX, &q->len);
-	if (qp->sq_len == 1)
+	if (++qp->sq_len == 1)
 		vsim_wake(qp->ctx); /* the progress thread retries on its timer */
 	return 0;
 }
