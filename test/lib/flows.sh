@@ -1,6 +1,8 @@
-# flows_rx NS ADDR PORT TIMEOUT: receive "FLOW NUMBER" datagrams on ADDR:PORT in namespace
-# NS until none came for TIMEOUT seconds; print "received N flows F reordered R last L"
-# (R: datagrams that arrived after a later one of their flow; L: the highest number).
+# flows_rx NS ADDR PORT TIMEOUT MARKER: receive "FLOW NUMBER" datagrams on ADDR:PORT in
+# namespace NS until none came for TIMEOUT seconds (MARKER created once bound: see
+# test/lib/listening.sh); print "received N flows F reordered R last L" (R: datagrams
+# that arrived after a later one of their flow; L: the highest number).
+. "$top/test/lib/listening.sh"
 flows_rx() {
 	ip netns exec "$1" python3 -c '
 import socket, sys
@@ -8,6 +10,7 @@ fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.settimeout(float(sys.argv[3]))
+open(sys.argv[4], "w").close()
 last, got, reordered = {}, 0, 0
 try:
     while True:
@@ -18,7 +21,7 @@ try:
 except socket.timeout:
     pass
 print("received %d flows %d reordered %d last %d" %
-      (got, len(last), reordered, max(last.values(), default=-1)))' "$2" "$3" "$4"
+      (got, len(last), reordered, max(last.values(), default=-1)))' "$2" "$3" "$4" "$5"
 }
 
 # flows NS_A NS_B ADDR [PAUSE]: 64 UDP flows (source ports 41000..41063) from namespace NS_A to
@@ -35,9 +38,10 @@ print("received %d flows %d reordered %d last %d" %
 # UD has no flow control: ib_queues.sh).
 # Needs python3 and $work. Used by fanout.sh, afxdp.sh and ib_queues.sh.
 flows() {
-	flows_rx "$2" "$3" 6000 2 >"$work/flows" &
+	rm -f "$work/flows.listening"
+	flows_rx "$2" "$3" 6000 2 "$work/flows.listening" >"$work/flows" &
 	local rx=$!
-	sleep 0.5
+	listening "$work/flows.listening"
 	ip netns exec "$1" python3 -c '
 import socket, sys, time
 fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
@@ -68,9 +72,10 @@ for r in range(0, 300, 20):
 # by ib_queues.sh to start a flow toward a next hop the gateway must resolve first.
 # Needs python3 and $work.
 one_flow() {
-	flows_rx "$2" "$3" 6001 3 >"$work/one_flow" &
+	rm -f "$work/one_flow.listening"
+	flows_rx "$2" "$3" 6001 3 "$work/one_flow.listening" >"$work/one_flow" &
 	local rx=$!
-	sleep 0.5
+	listening "$work/one_flow.listening"
 	ip netns exec "$1" python3 -c '
 import socket, sys, time
 fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET

@@ -25,10 +25,17 @@ gap_start() {
 gap_stop() {
 	local name=$1
 	sleep 0.2 # the last replies in flight
-	kill -INT "${gap_pids[$name]}" 2>/dev/null
-	wait "${gap_pids[$name]}" 2>/dev/null
-	# Without ping's closing summary (it is sometimes cut off when the namespace's
-	# ping dies with the suite's load), the highest icmp_seq answered stands for "sent".
+	local p=${gap_pids[$name]} i
+	kill -INT "$p" 2>/dev/null
+	# Polled, not `wait`ed: gap_stop is also called inside $(...), a subshell, where
+	# `wait` returns at once (ping is not its child) and the summary was read before
+	# ping had written it.
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.05
+	done
+	# Without ping's closing summary (ping did not stop within 5 s of SIGINT), the
+	# highest icmp_seq answered stands for "sent".
 	awk -F'[][]' '
 		/bytes from/ { t = $2; n++; if (p != "") { d = t - p; if (d > m) m = d }; p = t
 			if (match($0, /icmp_seq=[0-9]+/)) { q = substr($0, RSTART + 9, RLENGTH - 9) + 0
