@@ -63,7 +63,15 @@
 #include "sm-client/sa_umad.h"
 
 #define IB_BUF_SIZE (IBP_GRH_AREA + 4096 + 64)
-#define IB_N_BUFS   4096
+/* A datagram link's UD receives per queue on a port of datagram buffers: a burst of a
+ * TCP stream from an IB host, or a worker's stall, must not find the receive queue
+ * empty (UD has no flow control: the HCA drops). With 256, as the Linux driver posts
+ * (its NAPI drains them in softirq), one stream from an IB host through the simulated
+ * rack lost a tenth of its segments at the gateway's receive queue; with 1024, none. */
+#define IB_UD_RECV_DEPTH_DG 1024
+/* Buffers per datagram link and queue: its receives, its sends (256) and slack; at least
+ * two links' worth. */
+#define IB_N_BUFS_DG 2048
 /* A port with a connected link: buffers for a whole RC message (65520 + the IPoIB
  * header) and the GRH area, fewer of them. */
 #define IB_BUF_SIZE_CM (IBP_GRH_AREA + 65524 + 64)
@@ -393,6 +401,14 @@ static void on_sa_event(void *arg, const struct sa_event *ev)
 	}
 }
 
+/* The buffers of a port sized s (gateway/reconf.h). */
+static unsigned port_n_bufs(const struct gw_reconf_port_size *s)
+{
+	if (s->connected)
+		return IB_N_BUFS_CM * s->connected * s->queues;
+	return IB_N_BUFS_DG * (s->datagram > 2 ? s->datagram : 2) * s->queues;
+}
+
 /* The port itself (its buffers and queues, sized by p->size) and its attributes: the
  * part of port_open a reload's port_reopen does again. On failure p->port is NULL and
  * p->reason says why. */
@@ -404,11 +420,11 @@ static int port_open_ib(struct dp_port *p)
 		.port = p->num,
 		.buf_size = p->size.connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE,
 		/* A queue per worker (the port's receives spread over them: RSS where the
-		 * device has it for UD, else one queue). Each connected link keeps 256 UD +
-		 * 256 SRQ receives posted on each queue and sends up to 256 on each. */
+		 * device has it for UD, else one queue). A datagram link keeps 1024 UD
+		 * receives posted on each queue (on a port of datagram buffers), each
+		 * connected link 256 UD + 256 SRQ; sends up to 256 on each. */
 		.n_queues = p->size.queues,
-		.n_bufs = (p->size.connected ? IB_N_BUFS_CM * p->size.connected : IB_N_BUFS) *
-			  p->size.queues,
+		.n_bufs = port_n_bufs(&p->size),
 	};
 	int ret;
 
@@ -790,6 +806,9 @@ static struct dp_link *ipoib_add(struct gw_dp *dp, const struct gw_ipoib_link_co
 		/* Connected mode: one cm port per IB port, shared by its connected
 		 * links. */
 		.connected = c->mode == GW_IPOIB_CONNECTED,
+		/* Deep UD receive queues where the pool's buffers are datagram-sized; with
+		 * 64 KiB connected-mode buffers the library's 256. */
+		.recv_depth = p->size.connected ? 0 : IB_UD_RECV_DEPTH_DG,
 		.defer = dp_defer,
 		.neigh = dp->neigh,
 		.state_cb = on_link_state,
@@ -1452,9 +1471,7 @@ static void port_reopen(struct gw_dp *dp, struct dp_port *p, const struct port_r
 	nq = p->ops->queues(p->port);
 	log_notice("IB port %s/%u: reopened for %s (%u buffers of %u octets, %u queue%s); "
 		   "links %s rebuilt",
-		   p->device, p->num, r->why,
-		   (p->size.connected ? IB_N_BUFS_CM * p->size.connected : IB_N_BUFS) *
-		       p->size.queues,
+		   p->device, p->num, r->why, port_n_bufs(&p->size),
 		   (unsigned)(p->size.connected ? IB_BUF_SIZE_CM : IB_BUF_SIZE), nq,
 		   nq == 1 ? "" : "s", r->links[0] ? r->links : "(none)");
 	gw_reload_note(dp->outcome, false, "IB port %s/%u: reopened for %s; links %s rebuilt",

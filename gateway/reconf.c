@@ -202,7 +202,7 @@ uint32_t gw_reconf_gid_sig(const struct gw_config *cfg, const char *backend, con
 struct gw_reconf_port_size gw_reconf_port_want(const struct gw_config *cfg, const char *backend,
 					       const char *device, uint8_t num)
 {
-	struct gw_reconf_port_size w = { 0, 0 };
+	struct gw_reconf_port_size w = { 0, 0, 0 };
 
 	for (unsigned i = 0; i < cfg->n_ipoib_links; i++) {
 		const struct gw_ipoib_link_config *l = &cfg->ipoib_links[i];
@@ -213,6 +213,8 @@ struct gw_reconf_port_size gw_reconf_port_want(const struct gw_config *cfg, cons
 		w.queues = cfg->workers ? cfg->workers : 1;
 		if (l->mode == GW_IPOIB_CONNECTED && w.connected < GW_RECONF_CM_LINKS_MAX)
 			w.connected++;
+		else if (l->mode != GW_IPOIB_CONNECTED && w.datagram < GW_RECONF_DG_LINKS_MAX)
+			w.datagram++;
 	}
 	return w;
 }

@@ -106,12 +106,15 @@ uint32_t gw_reconf_gid_sig(const struct gw_config *cfg, const char *backend, con
 			   uint8_t num);
 
 /* How an IB port is sized when it opens (gateway/dataplane.c, port_open): buffers for a
- * whole RC message, 1024 per connected link, when connected links run on it (else 4096
- * datagram-sized ones), times the queues; a queue per worker. */
-#define GW_RECONF_CM_LINKS_MAX 4 /* connected links counted (the pool stops growing) */
+ * whole RC message, 1024 per connected link, when connected links run on it (else
+ * datagram-sized ones, 2048 per datagram link and at least 4096), times the queues; a
+ * queue per worker. */
+#define GW_RECONF_CM_LINKS_MAX 4  /* connected links counted (the pool stops growing) */
+#define GW_RECONF_DG_LINKS_MAX 16 /* datagram links counted likewise */
 struct gw_reconf_port_size {
 	unsigned connected; /* connected links configured on the port (0: datagram buffers) */
 	unsigned queues;    /* queues asked (gateway.workers, at least 1) */
+	unsigned datagram;  /* datagram links configured on the port */
 };
 /* The sizing cfg asks of IB port (backend, device, num); queues 0 when no link of cfg is
  * on it (nothing to open it for). */
@@ -119,7 +122,8 @@ struct gw_reconf_port_size gw_reconf_port_want(const struct gw_config *cfg, cons
 					       const char *device, uint8_t num);
 /* Whether a port opened with have (and given got queues) must be opened again for want:
  * connected links beyond the buffers it has (datagram buffers for a connected link, or
- * fewer than 1024 per connected link). Never for queues alone (a change of workers
+ * fewer than 1024 per connected link). Never for datagram links beyond its pool's count:
+ * they post the receives the pool still has (a reopen would cost every link's traffic). Never for queues alone (a change of workers
  * hands the port's queues over without a loss, docs/operations.md) and never to shrink:
  * a port keeps bigger buffers until the next start. True: why says what for
  * ("connected-mode buffers"), and names the queues it gains too ("... and 2 queues":

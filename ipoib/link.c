@@ -170,6 +170,8 @@ int ipoib_create_qp(struct ipoib_link *l)
 	l->hw.qpn = l->qpn;
 	l->hw.gid = l->gid;
 	ipoib_hwaddr_encode(&l->hw, l->hw_bytes, sizeof(l->hw_bytes));
+	unsigned posted = 0;
+
 	for (unsigned q = 0; q < l->nq; q++) {
 		for (unsigned i = 0; i < l->cfg.recv_depth; i++) {
 			struct ibp_buf *b = l->ops->buf_get(l->cfg.port);
@@ -180,8 +182,19 @@ int ipoib_create_qp(struct ipoib_link *l)
 				l->ops->buf_put(l->cfg.port, b);
 				break;
 			}
+			posted++;
 		}
 	}
+	/* A receive queue shallower than asked drops bursts unseen (UD has no flow
+	 * control): say so once, here, where it is known. */
+	if (posted < l->cfg.recv_depth * l->nq)
+		log_warning("%s: UD QP 0x%x: %u of %u receives posted (the port's buffer pool is "
+			    "short)",
+			    l->name, l->qpn, posted, l->cfg.recv_depth * l->nq);
+	else
+		log_info("%s: UD QP 0x%x: %u receives posted on each of %u queue%s, up to %u sends",
+			 l->name, l->qpn, l->cfg.recv_depth, l->nq, l->nq == 1 ? "" : "s",
+			 l->cfg.send_depth);
 	if (l->cfg.connected && !l->cm && (ret = ipoib_cm_start(l)) < 0) {
 		/* Without the cm the RC flag would be a lie: datagram only. */
 		ipoib_cm_stop(l);

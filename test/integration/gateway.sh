@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 91
+tap_plan 93
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -44,6 +44,11 @@ out=$(gwctl show links)
 tap_like "show links: ib0 is UP with its IPoIB address" "$out" \
 	"ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend verbs"
 tap_like "show links: eth0 is UP" "$out" "eth0: ether state UP mtu 1500 dev eth0"
+# A datagram link on a port of datagram buffers keeps 1024 UD receives posted
+# (docs/ipoib.md, "Receive queue depth"), all of them: the pool is sized for it.
+tap_like "gw1's log: ib0's UD QP has all its 1024 receives posted (datagram buffers)" \
+	"$(grep -h 'ib0: UD QP' "$RACK_STATE/logs/ibgwd-gw1.log" | head -1)" \
+	"info: ib0: UD QP 0x[0-9a-f]+: 1024 receives posted on each of 1 queue, up to 256 sends$"
 out=$("$top/sim/rack" exec gw1 --name "$rack" -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
 tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
 
@@ -272,6 +277,9 @@ tap_is "after the reload: the port has two queues, two workers run" \
 	"$(gwctl -j show links | jq -r '.[] | select(.name == "ib0") | .queues') $(gwctl -j show stats | jq -r '.[0].workers')" "2 2"
 tap_is "the log says it once (notice)" \
 	"$(grep -c 'notice: IB port gw1/1: reopened for connected-mode buffers and 2 queues (.*); links ib0, ib1 rebuilt' "$RACK_STATE/logs/ibgwd-gw1.log")" 1
+tap_like "... and rebuilt on RC-sized buffers, ib0's UD QP keeps 256 receives on each queue" \
+	"$(grep -h 'ib0: UD QP' "$RACK_STATE/logs/ibgwd-gw1.log" | tail -1)" \
+	"info: ib0: UD QP 0x[0-9a-f]+: 256 receives posted on each of 2 queues, up to 256 sends$"
 in_ns ethx ping -c 2 -i 0.5 -W 1 10.10.0.11 >/dev/null 2>&1
 tap_like "after the reload: the connection to ibhost1 comes up, MTU 65520" "$(gwctl show connections)" \
 	"dev ib0 .*mtu 65520 .* UP"

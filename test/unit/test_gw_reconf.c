@@ -396,11 +396,13 @@ static void port_sizing(void **state)
 	have = gw_reconf_port_want(dg, "verbs", "gw1", 1);
 	assert_int_equal(have.connected, 0);
 	assert_int_equal(have.queues, 1);
+	assert_int_equal(have.datagram, 2); /* datagram links counted: the pool grows */
 	want = gw_reconf_port_want(cm2, "verbs", "gw1", 1);
 	assert_int_equal(want.connected, 2);
 	want = gw_reconf_port_want(cm2, "verbs", "gw1", 2);
 	assert_int_equal(want.connected, 0);
 	assert_int_equal(want.queues, 1);
+	assert_int_equal(want.datagram, 1);
 	want = gw_reconf_port_want(cm2, "verbs", "gw1", 3);
 	assert_int_equal(want.queues, 0);
 	assert_int_equal(gw_reconf_port_want(dg2, "verbs", "gw1", 1).queues, 2);
@@ -422,6 +424,11 @@ static void port_sizing(void **state)
 	want = gw_reconf_port_want(cm1, "verbs", "gw1", 1);
 	assert_false(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
 
+	/* Nor do more datagram links: they post what the pool has left. */
+	have = (struct gw_reconf_port_size){ 0, 1, 2 };
+	want = (struct gw_reconf_port_size){ 0, 1, 5 };
+	assert_false(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
+
 	/* More workers alone never reopen a port (the workers' handover is lossless); a
 	 * port reopened for buffers gets their queues too, said with it, unless its device
 	 * gave fewer queues than it asked. */
@@ -429,11 +436,11 @@ static void port_sizing(void **state)
 	want = gw_reconf_port_want(dg2, "verbs", "gw1", 1);
 	assert_false(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
 	assert_string_equal(why, "");
-	want = (struct gw_reconf_port_size){ 1, 2 };
+	want = (struct gw_reconf_port_size){ 1, 2, 0 };
 	assert_true(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
 	assert_string_equal(why, "connected-mode buffers and 2 queues");
-	have = (struct gw_reconf_port_size){ 0, 2 };
-	want = (struct gw_reconf_port_size){ 1, 4 };
+	have = (struct gw_reconf_port_size){ 0, 2, 0 };
+	want = (struct gw_reconf_port_size){ 1, 4, 0 };
 	assert_true(gw_reconf_port_reopen(&have, 1, &want, why, sizeof(why)));
 	assert_string_equal(why, "connected-mode buffers");
 	gw_config_free(dg);
