@@ -576,7 +576,7 @@ static unsigned ours_burst(struct lane *l, bool from_ib, uint8_t *const *bufs, s
 		fwd_prefetch_burst(&l->c, (from_ib ? o->ib : o->eth)->fib, ip, iplen, n);
 	for (unsigned i = 0; i < n; i++) {
 		if (from_ib)
-			fwd_input_ib(&l->c, o->ib, &rx[i], &l->res);
+			fwd_input_ib(&l->c, o->ib, &rx[i], NULL, &l->res);
 		else
 			fwd_input_eth(&l->c, o->eth, bufs[i], len, ETHP_PKT_HOST, NULL, &l->res);
 		ours_take(l);

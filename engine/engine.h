@@ -336,6 +336,9 @@ struct fwd_stats {
 	 * UDP datagrams too big for the egress (FWD_DROP_TOO_BIG). */
 	uint64_t gso_whole, gso_segmented, gso_segments;
 	uint64_t gso[GSO_RESULT_COUNT];
+	/* IPoIB TCP segments merged by receive coalescing (engine/worker.c): packets of
+	 * two segments or more, and the segments in them. */
+	uint64_t gro_merged, gro_segments;
 	uint64_t icmp_sent, icmp_rate_limited, icmp_not_sent;
 	uint64_t punts[FWD_PUNT_COUNT];
 	uint64_t drops[FWD_DROP_COUNT];

@@ -989,7 +989,7 @@ void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, s
 }
 
 void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib_rx *rx,
-		  struct fwd_result *res)
+		  const struct gso_pkt *gso, struct fwd_result *res)
 {
 	uint8_t *p = (uint8_t *)(uintptr_t)rx->data;
 
@@ -1000,10 +1000,10 @@ void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib
 	}
 	switch (rx->kind) {
 	case IPOIB_RX_IP4:
-		ip4_path(c, in, p, rx->len, rx->mcast, NULL, res);
+		ip4_path(c, in, p, rx->len, rx->mcast, gso, res);
 		return;
 	case IPOIB_RX_IP6:
-		ip6_path(c, in, p, rx->len, rx->mcast, NULL, res);
+		ip6_path(c, in, p, rx->len, rx->mcast, gso, res);
 		return;
 	case IPOIB_RX_ARP:
 		punt(res, FWD_PUNT_ARP, in, p, rx->len);
@@ -1016,6 +1016,27 @@ void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib
 		drop(res, FWD_DROP_IB_RX);
 		return;
 	}
+}
+
+bool fwd_gro_wanted(struct fwd_ctx *c, const struct fwd_if *in, const uint8_t *ip, size_t len)
+{
+	const struct rt_fib_nh *nh;
+	const struct fwd_if *out;
+	uint32_t v;
+
+	if (len >= 20 && ip[0] >> 4 == 4 && ip[9] == 6)
+		v = rt_fib_lookup4(in->fib, ip_be32(ip + 16));
+	else if (len >= IP6_HDR_LEN && ip[0] >> 4 == 6 && ip[6] == 6)
+		v = rt_fib_lookup6(in->fib, ip + 24);
+	else
+		return false;
+	if (v & RT_FIB_GROUP) /* the next hop is the flow's: not worth hashing twice */
+		return false;
+	nh = rt_fib_nexthop(in->fib, v, 0);
+	if (!nh || (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED))
+		return false;
+	out = fwd_snap_if(c->snap, nh->ifindex);
+	return out && out->up && out->kind == FWD_IF_ETH && out->tx_gso;
 }
 
 void fwd_count(struct fwd_ctx *c, const struct fwd_result *res)

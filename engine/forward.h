@@ -177,9 +177,15 @@ const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len);
 void fwd_input_eth(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *frame, size_t len,
 		   uint8_t pkttype, const struct gso_pkt *gso, struct fwd_result *res);
 /* A receive on IPoIB interface in, classified by ipoib_link_rx / ipoib_rx_classify. The
- * payload (rx->data) may be modified in place. */
+ * payload (rx->data) may be modified in place. gso: NULL, or the metadata of TCP
+ * segments the worker merged (pkt/gro.h: the checksum left partial). */
 void fwd_input_ib(struct fwd_ctx *c, const struct fwd_if *in, const struct ipoib_rx *rx,
-		  struct fwd_result *res);
+		  const struct gso_pkt *gso, struct fwd_result *res);
+/* Whether the TCP packet ip[0..len), received on IPoIB interface in, is worth merging
+ * with the segments after it (the worker's receive coalescing): routed, not to the
+ * gateway, by a single next hop, out of an Ethernet port that sends GSO frames whole,
+ * so that the merged packet leaves as one frame. A lookup in the ingress's FIB. */
+bool fwd_gro_wanted(struct fwd_ctx *c, const struct fwd_if *in, const uint8_t *ip, size_t len);
 /* The egress stage for an IP packet already routed and TTL-decremented (a packet that
  * waited for resolution, FWD_MSG_TX_IP): neighbour, MTU, MSS, emit. The packet is
  * modified in place. */

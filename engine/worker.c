@@ -1,6 +1,7 @@
 /*
  * The forwarding threads (engine/worker.h): poll the ports this worker owns in bursts,
- * run engine/forward.h per packet, transmit in bursts per egress interface, serve the
+ * merge the TCP segments of a flow received from IPoIB (receive coalescing), run
+ * engine/forward.h per packet, transmit in bursts per egress interface, serve the
  * control->worker ring, punt to the worker->control ring, and sleep on the ports' fds
  * and the ring's eventfd when idle (RCU-offline meanwhile).
  */
@@ -23,10 +24,14 @@
 #include "engine/worker.h"
 #include "lib/log.h"
 #include "lib/rt_sched.h"
+#include "pkt/gro.h"
 
 #define BURST_MAX 64
 #define TXQ       64
 #define PUNTQ     64
+/* Buffers for merged packets: a forwarded one may be referenced by a queued send until
+ * flush_all, so a burst can have several in flight. */
+#define GRO_BUFS 4
 /* The port queues one worker may poll: an IB port may give it more than one (after a
  * reload lowered the worker count below the port's queues). */
 #define WPORTS_MAX (FWD_IF_MAX * IBP_QUEUES_MAX)
@@ -83,6 +88,16 @@ struct wstate {
 	const struct fwd_if *rx_if[BURST_MAX];
 	const uint8_t *ip[BURST_MAX]; /* for fwd_prefetch_burst */
 	size_t ip_len[BURST_MAX];
+	/* Receive coalescing of IPoIB TCP (pkt/gro.h): consecutive segments of one flow in
+	 * a receive burst, routed out of an Ethernet port that sends GSO frames whole
+	 * (fwd_gro_wanted), are forwarded as one packet, as the Linux IPoIB driver's NAPI
+	 * GRO hands its stack. Held within one poll_ib only (nothing crosses a quiescent
+	 * state); built in gro_mem's buffer gro_used (those before it queued for sending). */
+	struct gro_tcp gro;
+	const struct fwd_if *gro_if;
+	struct ipoib_rx gro_rx; /* the first segment's receive (a punt's addresses) */
+	unsigned gro_used;
+	uint8_t *gro_mem; /* GRO_BUFS x GRO_MAX_LEN */
 };
 _Static_assert(BURST_MAX <= FWD_PREFETCH_MAX, "a whole burst is warmed at once");
 
@@ -259,6 +274,7 @@ static void flush_all(struct wstate *w)
 {
 	for (unsigned k = 1; k < FWD_IF_MAX; k++)
 		flush_if(w, k);
+	w->gro_used = 0; /* the merged packets went out (copied by their ports) */
 	fwd_ctx_scratch_reset(&w->ctx);
 	if (w->nret) {
 		/* Messages whose data went out: control's and the heartbeat thread's go
@@ -515,6 +531,56 @@ static void capture_ib_rx(struct fwd_capture *cap, unsigned wid, const struct fw
 	fwd_capture_packet(cap, wid, FWD_CAPTURE_RX, pre, sizeof(pre), p, len, NULL, 0);
 }
 
+/* ---- receive coalescing (IPoIB TCP) ----------------------------------------------- */
+
+/* Forward the held packet: merged (a GSO packet for the pipeline, its checksum partial)
+ * or the single segment as it came. */
+static void gro_flush(struct wstate *w)
+{
+	unsigned segs = w->gro.segs;
+	struct ipoib_rx rx = w->gro_rx;
+	struct gso_pkt g = { GSO_NONE, 0 };
+	struct gso_vnet v;
+
+	if (!segs)
+		return;
+	rx.data = w->gro.ip;
+	rx.len = gro_tcp_end(&w->gro, 0, &v);
+	if (v.gso_type != GSO_VNET_NONE) {
+		g = (struct gso_pkt){ GSO_TCP, v.gso_size };
+		FWD_INC(w->st->gro_merged);
+		FWD_ADD(w->st->gro_segments, segs);
+	}
+	w->gro_used++;
+	fwd_input_ib(&w->ctx, w->gro_if, &rx, &g, &w->res);
+	take(w, &w->res, true, &rx);
+}
+
+/* Whether receive k of n continues the held packet or starts one (true: taken). One
+ * that does not continue it forwards the held packet first, so the order stays. */
+static bool gro_take(struct wstate *w, unsigned k, unsigned n)
+{
+	const struct ipoib_rx *rx = &w->rx[k];
+	bool ip = (rx->kind == IPOIB_RX_IP4 || rx->kind == IPOIB_RX_IP6) && !rx->mcast;
+
+	if (w->gro.segs) {
+		if (ip && w->rx_if[k] == w->gro_if && gro_tcp_append(&w->gro, rx->data, rx->len))
+			return true;
+		gro_flush(w);
+	}
+	/* The last of the burst has nothing to merge with: not copied. */
+	if (!ip || k + 1 == n || !fwd_gro_wanted(&w->ctx, w->rx_if[k], rx->data, rx->len))
+		return false;
+	if (w->gro_used == GRO_BUFS)
+		flush_all(w);
+	if (!gro_tcp_begin(&w->gro, w->gro_mem + (size_t)w->gro_used * GRO_MAX_LEN, GRO_MAX_LEN,
+			   rx->data, rx->len))
+		return false;
+	w->gro_if = w->rx_if[k];
+	w->gro_rx = *rx;
+	return true;
+}
+
 /* Which link a completion of port p belongs to: its UD QP's, or (connected mode) the
  * link of the RC connection it came on (receives through the link's SRQ). NULL: none
  * of this port's links (a QP of a link gone meanwhile). */
@@ -582,9 +648,12 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		fwd_prefetch_burst(&w->ctx, w->rx_if[k]->fib, w->ip + k, w->ip_len + k, run);
 	}
 	for (unsigned k = 0; k < nrx; k++) {
-		fwd_input_ib(&w->ctx, w->rx_if[k], &w->rx[k], &w->res);
+		if (gro_take(w, k, nrx))
+			continue;
+		fwd_input_ib(&w->ctx, w->rx_if[k], &w->rx[k], NULL, &w->res);
 		take(w, &w->res, true, &w->rx[k]);
 	}
+	gro_flush(w);
 	flush_all(w);
 	for (int i = 0; i < n; i++) {
 		struct ibp_wc *wc = &w->wcs[i];
@@ -812,6 +881,12 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+static void wstate_free(struct wstate *w)
+{
+	free(w->gro_mem);
+	free(w);
+}
+
 int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_config *cfg)
 {
 	struct fwd_wk *k;
@@ -822,6 +897,10 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 		return -EINVAL;
 	k = &e->wk[id];
 	w = calloc(1, sizeof(*w));
+	if (w && !(w->gro_mem = malloc((size_t)GRO_BUFS * GRO_MAX_LEN))) {
+		wstate_free(w);
+		w = NULL;
+	}
 	if (!w)
 		return -ENOMEM;
 	w->e = e;
@@ -835,7 +914,7 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 	/* A queue of every Ethernet port for each worker to run (worker id polls queue
 	 * id); fwd_worker_set_count has grown them already. */
 	if (e->eth_queues < e->n_workers && (ret = fwd_engine_eth_queues(e, e->n_workers)) < 0) {
-		free(w);
+		wstate_free(w);
 		return ret;
 	}
 	w->st = k->st;
@@ -844,7 +923,7 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 	fwd_punt_rl_init(&w->rl, &e->cfg.punt);
 	ret = fwd_ctx_init(&w->ctx, e, id);
 	if (ret < 0) {
-		free(w);
+		wstate_free(w);
 		return ret;
 	}
 	atomic_store(&k->stop, false);
@@ -856,7 +935,7 @@ int fwd_worker_start(struct fwd_engine *e, unsigned id, const struct fwd_worker_
 	}
 	if (ret < 0) {
 		fwd_ctx_fini(&w->ctx);
-		free(w);
+		wstate_free(w);
 		return ret;
 	}
 	k->wctx = w;
@@ -933,7 +1012,7 @@ static void worker_stop(struct fwd_engine *e, unsigned id)
 	if (w->epfd >= 0)
 		close(w->epfd);
 	fwd_ctx_fini(&w->ctx);
-	free(w);
+	wstate_free(w);
 	k->wctx = NULL;
 	k->started = false;
 }

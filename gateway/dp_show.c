@@ -799,6 +799,8 @@ int gw_dp_show_stats(struct gw_dp *dp, struct ctl_reply *r)
 	add_int(o, "gso_whole", (int64_t)st.gso_whole);
 	add_int(o, "gso_segmented", (int64_t)st.gso_segmented);
 	add_int(o, "gso_segments", (int64_t)st.gso_segments);
+	add_int(o, "gro_merged", (int64_t)st.gro_merged);
+	add_int(o, "gro_segments", (int64_t)st.gro_segments);
 	add_int(o, "icmp_sent", (int64_t)st.icmp_sent);
 	add_int(o, "icmp_rate_limited", (int64_t)st.icmp_rate_limited);
 	for (int i = 0; i < FWD_DROP_COUNT; i++)

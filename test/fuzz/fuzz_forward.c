@@ -7,6 +7,8 @@
  * (fwd_prefetch_burst) first as the worker does. An unresolved punt holds its next hop
  * as the worker's does (fwd_held_add), and an input whose first octet has its top bit
  * set gives the oldest hold back first (fwd_held_done), so that the held path runs too.
+ * An IPoIB input may come as a packet the worker's receive coalescing merged (GSO
+ * metadata with it), and fwd_gro_wanted is asked of every IPoIB IP packet.
  * Never crashes; every input ends forwarded, punted or dropped with a named reason;
  * every frame sent is within the egress MTU.
  */
@@ -172,9 +174,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ipoib_rx_classify(buf, size - 1, data[0] & 2, &rx);
 		if (rx.kind == IPOIB_RX_IP4 || rx.kind == IPOIB_RX_IP6)
 			ip = rx.data, iplen = rx.len;
+		/* Bit 2: as a packet the worker merged (its GSO metadata; gso_plan checks
+		 * the headers again). */
+		struct gso_pkt g = { GSO_TCP, (uint16_t)(536 + data[0]) };
+
 		fwd_prefetch_burst(&ctx, fwd_snap_if(ctx.snap, iib)->fib, &ip, &iplen,
 				   1); /* as the worker */
-		fwd_input_ib(&ctx, fwd_snap_if(ctx.snap, iib), &rx, &res);
+		if (ip)
+			(void)fwd_gro_wanted(&ctx, fwd_snap_if(ctx.snap, iib), ip, iplen);
+		fwd_input_ib(&ctx, fwd_snap_if(ctx.snap, iib), &rx, (data[0] & 4) ? &g : NULL,
+			     &res);
 	} else {
 		size_t iplen = 0;
 		const uint8_t *ip = fwd_eth_ip(buf, size - 1, &iplen);

@@ -697,7 +697,7 @@ static void ib_receive(uint16_t et, const uint8_t *pl, size_t n, uint8_t meta)
 	if (ipoib_link_rx(ibl, 0, &wc, &rx) == IPOIB_RX_ARP || rx.kind == IPOIB_RX_ND) {
 		fwd_ctx_begin(&wctx, fake_now * 1000000);
 		fwd_ctx_scratch_reset(&wctx);
-		fwd_input_ib(&wctx, fwd_snap_if(wctx.snap, iib), &rx, &res);
+		fwd_input_ib(&wctx, fwd_snap_if(wctx.snap, iib), &rx, NULL, &res);
 		check(res.v == FWD_V_PUNT && res.punt_len == rx.len);
 		check(res.punt == (rx.kind == IPOIB_RX_ARP ? FWD_PUNT_ARP : FWD_PUNT_ND));
 	}

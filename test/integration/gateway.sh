@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 93
+tap_plan 95
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -121,6 +121,16 @@ seg=$(gwctl -j show stats | jq -r '.[0].gso_segmented')
 echo "# GSO frames segmented in software: $((seg - seg0))"
 tap_like "default offloads: the gateway segmented GSO frames for the IPoIB link" \
 	"$((seg - seg0))" "^[1-9][0-9]*$"
+# The other way: the IB host's stream reaches gw1 as datagrams of the IB link's MTU,
+# which gw1 merges (receive coalescing, docs/dataplane.md) and hands its Ethernet port
+# as GSO frames, segmented by the kernel on the way out.
+m0=$(gwctl -j show stats | jq -r '.[0].gro_merged')
+tap_is "8 MiB TCP datagram-mode IB host -> Ethernet host arrive intact (SHA-256)" \
+	"$(intact "$rack-ethhost1" "$rack-ibhost3" 10.20.0.11 "$work/blob")" "$blob_sum"
+read -r m s < <(gwctl -j show stats | jq -r '.[0] | "\(.gro_merged) \(.gro_segments)"')
+echo "# gw1 merged $((m - m0)) packets from IPoIB ($s segments in all)"
+tap_like "... merged on the way by gw1 (gro_merged grew; two segments or more each)" \
+	"$((m - m0)) $((s >= 2 * m))" "^[1-9][0-9]* 1$"
 
 # MTU: the IB host's link is 2044, the Ethernet side 1500.
 out=$(in_ns ibhost3 ping -c 2 -i 0.3 -W 2 -M do -s 1600 10.20.0.11 2>&1)

@@ -285,7 +285,86 @@ static void from_ib(struct env *v, uint8_t *p, size_t len)
 			       .len = len };
 
 	fwd_ctx_scratch_reset(&v->c);
-	fwd_input_ib(&v->c, fwd_snap_if(v->c.snap, v->ib), &rx, &v->res);
+	fwd_input_ib(&v->c, fwd_snap_if(v->c.snap, v->ib), &rx, NULL, &v->res);
+}
+
+/* The worker's receive coalescing (engine/worker.c) holds a TCP segment from IPoIB only
+ * when its route leaves by one next hop through an Ethernet port that sends GSO frames
+ * whole; the merged packet, given to fwd_input_ib with its GSO metadata, leaves that
+ * port as one frame, and is cut into segments for a port that does not take GSO. */
+static void gro_wanted_toward_gso_ethernet_only(void **state)
+{
+	struct env *v = *state;
+	struct fwd_if_config gc = { .name = "eth2",
+				    .kind = FWD_IF_ETH,
+				    .mtu = 1500,
+				    .eth_ops = &ethp_afpacket_ops,
+				    .eth = (struct ethp_port *)&fake_eth_dummy,
+				    .mac = gw_mac,
+				    .tx_gso = true };
+	struct ip_prefix a4 = pfx("10.3.0.1/24"), a6 = pfx("2001:db8:3::1/64");
+	struct neigh_link ll = { .len = 6, .usable = true };
+	const struct fwd_if *ib, *g2;
+	struct gso_pkt g = { GSO_TCP, 1000 };
+	struct ipoib_rx rx = { .kind = IPOIB_RX_IP4 };
+	uint32_t e2;
+	uint8_t p[3100], a[16];
+
+	assert_int_equal(fwd_engine_if_add(v->e, &gc, &e2), 0);
+	assert_int_equal(fwd_engine_if_set_up(v->e, e2, true), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, e2, &a4), 0);
+	assert_int_equal(fwd_engine_if_add_addr(v->e, e2, &a6), 0);
+	g2 = fwd_snap_if(fwd_engine_current(v->e), e2);
+	addr("10.3.0.5", a);
+	memcpy(ll.addr, h3_mac, 6);
+	assert_non_null(neigh_update(g2->neigh, AF_INET, a, &ll, NEIGH_F_CREATE | NEIGH_F_ADMIN));
+	fwd_ctx_begin(&v->c, 2000000000ull);
+	ib = fwd_snap_if(v->c.snap, v->ib);
+
+	mk4(p, "10.2.0.2", "10.3.0.5", 6, 60, 64, true);
+	assert_true(fwd_gro_wanted(&v->c, ib, p, 60));
+	mk4(p, "10.2.0.2", "10.3.0.5", 17, 60, 64, true); /* UDP */
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 60));
+	mk4(p, "10.2.0.2", "10.1.0.2", 6, 60, 64, true); /* eth1: no GSO */
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 60));
+	mk4(p, "10.2.0.2", "10.2.0.9", 6, 60, 64, true); /* back to IB */
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 60));
+	mk4(p, "10.2.0.2", "10.3.0.1", 6, 60, 64, true); /* the gateway's own */
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 60));
+	mk4(p, "10.2.0.2", "198.51.100.7", 6, 60, 64, true); /* an ECMP group */
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 60));
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 19)); /* short */
+	mk6(p, "2001:db8:2::2", "2001:db8:3::5", 60, 64);
+	p[6] = 6;
+	assert_true(fwd_gro_wanted(&v->c, ib, p, 60));
+	assert_false(fwd_gro_wanted(&v->c, ib, p, 39));
+
+	/* A merged packet of three segments (3040 octets of IP): one frame to eth2, its
+	 * segment size with it; three to eth1. */
+	mk4(p, "10.2.0.2", "10.3.0.5", 6, 3040, 64, true);
+	p[32] = 0x50, p[33] = 0x10; /* TCP: 20-octet header, ACK */
+	rx.data = p, rx.len = 3040;
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_ib(&v->c, ib, &rx, &g, &v->res);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 1);
+	assert_int_equal(v->res.tx[0].ifp->index, e2);
+	assert_int_equal(v->res.tx[0].eth.len, 3040);
+	assert_int_equal(v->res.tx[0].eth.gso.kind, GSO_TCP);
+	assert_int_equal(v->res.tx[0].eth.gso.size, 1000);
+	assert_int_equal(p[8], 63); /* TTL - 1, once */
+
+	mk4(p, "10.2.0.2", "10.1.0.2", 6, 3040, 64, true);
+	p[32] = 0x50, p[33] = 0x10;
+	fwd_ctx_scratch_reset(&v->c);
+	fwd_input_ib(&v->c, ib, &rx, &g, &v->res);
+	assert_int_equal(v->res.v, FWD_V_TX);
+	assert_int_equal(v->res.n_tx, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(v->res.tx[i].ifp->index, v->eth);
+		assert_int_equal(v->res.tx[i].eth.gso.kind, GSO_NONE);
+		assert_int_equal(v->res.tx[i].eth.len, 1040);
+	}
 }
 
 static size_t from_eth(struct env *v, uint8_t *frame, const uint8_t *pkt, size_t len)
@@ -1118,6 +1197,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(snapshot_changes_are_seen, setup, teardown),
 		cmocka_unit_test_setup_teardown(gateway_hint_follows_neighbour, setup, teardown),
 		cmocka_unit_test_setup_teardown(warmed_route_only_its_own, setup, teardown),
+		cmocka_unit_test_setup_teardown(gro_wanted_toward_gso_ethernet_only, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
