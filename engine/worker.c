@@ -556,6 +556,25 @@ static void gro_flush(struct wstate *w)
 	take(w, &w->res, true, &rx);
 }
 
+/* Whether IP packets a and b carry TCP of the same flow (addresses and ports), a cheap
+ * look before a copy: with flows interleaved in a burst nothing would merge. */
+static bool same_tcp_flow(const struct ipoib_rx *a, const struct ipoib_rx *b)
+{
+	size_t l4;
+
+	if (a->kind != b->kind || a->len < 20 || b->len < 20)
+		return false;
+	if (a->kind == IPOIB_RX_IP4) {
+		l4 = (a->data[0] & 0x0fu) * 4u;
+		return a->data[9] == 6 && b->data[9] == 6 && l4 == (b->data[0] & 0x0fu) * 4u &&
+		       a->len >= l4 + 4 && b->len >= l4 + 4 &&
+		       !memcmp(a->data + 12, b->data + 12, 8) &&
+		       !memcmp(a->data + l4, b->data + l4, 4);
+	}
+	return a->len >= 44 && b->len >= 44 && a->data[6] == 6 && b->data[6] == 6 &&
+	       !memcmp(a->data + 8, b->data + 8, 32) && !memcmp(a->data + 40, b->data + 40, 4);
+}
+
 /* Whether receive k of n continues the held packet or starts one (true: taken). One
  * that does not continue it forwards the held packet first, so the order stays. */
 static bool gro_take(struct wstate *w, unsigned k, unsigned n)
@@ -568,8 +587,11 @@ static bool gro_take(struct wstate *w, unsigned k, unsigned n)
 			return true;
 		gro_flush(w);
 	}
-	/* The last of the burst has nothing to merge with: not copied. */
-	if (!ip || k + 1 == n || !fwd_gro_wanted(&w->ctx, w->rx_if[k], rx->data, rx->len))
+	/* Copied only when the next receive of the burst is the same flow's (the last of
+	 * the burst has nothing to merge with). */
+	if (!ip || k + 1 == n || w->rx_if[k + 1] != w->rx_if[k] ||
+	    !same_tcp_flow(rx, &w->rx[k + 1]) ||
+	    !fwd_gro_wanted(&w->ctx, w->rx_if[k], rx->data, rx->len))
 		return false;
 	if (w->gro_used == GRO_BUFS)
 		flush_all(w);
