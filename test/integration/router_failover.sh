@@ -13,7 +13,7 @@
 # Checks: the paths and the connection before, after the death and after the return;
 # both streams intact; rt1's death cost packets (it was real) and the longest silence of
 # each ping stays within what docs/gid-route-failover.md promises (the router watch's
-# interval plus 0.5 s); the return costs no more than 100 ms of silence (the rack's
+# interval plus 0.5 s); the return costs no more than 150 ms of silence (the rack's
 # noise). Prints the gaps measured (bench/routers.sh repeats them for figures).
 # Needs root, ibsim, opensm, jq, python3; IBGW_BUILD.
 # Run alone, under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/router_failover.sh
@@ -129,16 +129,19 @@ tap_check "the datagram ping's longest silence after rt1 died is at most 1500 ms
 	test "$gap_ud" -le 1500
 tap_check "the connected-mode ping's likewise ($gap_cm)" test "$gap_cm" -le 1500
 # A flow that no router change concerns (or only its failback) keeps going: its 1 ms ping
-# silent at most 100 ms (docs/gid-route-failover.md: this rack's own noise is 13-21 ms
-# of silence with nothing happening, 20-40 ms around a change, once 54 ms in a CI run).
-tap_check "rt1's return: the datagram ping silent at most 100 ms ($back_ud)" test "$back_ud" -le 100
-tap_check "and the connected-mode ping ($back_cm)" test "$back_cm" -le 100
+# silent at most 150 ms (docs/gid-route-failover.md: this rack's own noise is 13-21 ms
+# of silence with nothing happening, 20-40 ms around a change, 54 and 82-106 ms in CI
+# runs; a real interruption here is 600-1000 ms).
+noise_ms=150
+tap_check "rt1's return: the datagram ping silent at most $noise_ms ms ($back_ud)" \
+	test "$back_ud" -le "$noise_ms"
+tap_check "and the connected-mode ping ($back_cm)" test "$back_cm" -le "$noise_ms"
 read -r gap2_ud lost2_ud < <(gap_window ud "$t_down2" "$t_up2")
 read -r gap2_cm lost2_cm < <(gap_window cm "$t_down2" "$t_up2")
 echo "# rt2 down: datagram ping silent $gap2_ud ms ($lost2_ud lost), connected $gap2_cm ms ($lost2_cm lost)"
 tap_check "rt2's death cost the connected-mode ping ($lost2_cm lost), at most 1500 ms ($gap2_cm)" \
 	test "$lost2_cm" -gt 0 -a "$gap2_cm" -le 1500
-tap_check "and not the datagram ping, on rt1 ($gap2_ud ms)" test "$gap2_ud" -le 100
+tap_check "and not the datagram ping, on rt1 ($gap2_ud ms)" test "$gap2_ud" -le "$noise_ms"
 tap_is "rt2 carried traffic, rt1 dropped what was sent to it while dead" \
 	"$(fabric_ctl stats | jq -c '[(.nodes[] | select(.node == "rt2") | .tx_packets > 1000), (.nodes[] | select(.node == "rt1") | .drops_in.link_down + .drops_out.link_down > 0)]')" \
 	'[true,true]'
