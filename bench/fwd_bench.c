@@ -41,9 +41,11 @@
  * program aborts.
  *
  *   fwd_bench [--rounds R] [--packets N] [--geoip FILE] [--eal "EAL ARGS"] [--ours-only]
+ *             [--set TEXT]
  *
- * --ours-only times the pipeline alone (no reference, no "no prefetch" run, no two
- * workers), so that `perf record` sees what ours spends its time on.
+ * --ours-only times the pipeline alone (no reference built or run, no "no prefetch" run,
+ * no two workers), so that `perf record` sees what ours spends its time on; --set times
+ * only the sets whose name contains TEXT ("IPoIB->Ethernet   64").
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -88,6 +90,7 @@
 static int rounds = 9;
 static unsigned npkts = 16384;
 static bool ours_only; /* --ours-only: time ibgw fwd_input alone (for perf record) */
+static const char *only_set; /* --set: the sets whose name contains this */
 
 /* ---- helpers ---- */
 
@@ -872,6 +875,8 @@ static void two_workers(struct ours *o, struct pktset *sets, int nsets)
 		double t1[64], t2[64], cpu[64], m1, m2;
 		unsigned want = PASSES * ps->n, ok;
 
+		if (only_set && !strstr(ps->name, only_set))
+			continue;
 		for (unsigned k = 0; k < LANES; k++)
 			pkt_share(ps, k, &share[k]);
 		for (int r = 0; r < rounds; r++) {
@@ -930,9 +935,11 @@ int main(int argc, char **argv)
 			eal = argv[++i];
 		else if (!strcmp(argv[i], "--ours-only"))
 			ours_only = true;
+		else if (!strcmp(argv[i], "--set") && i + 1 < argc)
+			only_set = argv[++i];
 		else {
 			fprintf(stderr, "usage: fwd_bench [--rounds R] [--packets N] [--geoip F] "
-					"[--eal ARGS]\n");
+					"[--eal ARGS] [--ours-only] [--set TEXT]\n");
 			return 2;
 		}
 	}
@@ -984,7 +991,7 @@ int main(int argc, char **argv)
 		for (int s = 0; s < 2; s++)
 			gw_of[2 * g + (uint32_t)s] = gw_addr(s, g);
 #define NH_OF(i) (2 * ((uint32_t)((i) / 2) % NGW) + (uint32_t)((i)&1) + 1)
-	{
+	if (!ours_only) {
 		struct lpm4_config cfg = { .max_groups = groups + groups / 4 };
 		struct lpm4 *t;
 		int ret;
@@ -999,7 +1006,7 @@ int main(int argc, char **argv)
 		};
 	}
 #ifdef IBGW_HAVE_DPDK
-	if (have_dpdk) {
+	if (have_dpdk && !ours_only) {
 		struct rte_lpm_config lc = { .max_rules = (uint32_t)v.n + 1024,
 					     .number_tbl8s = groups + groups / 4 };
 		struct rte_lpm *l = rte_lpm_create("fwd_bench", 0, &lc);
@@ -1037,6 +1044,8 @@ int main(int argc, char **argv)
 		/* ours, ours without warming, the references (IPv4 only) */
 		int nimpl = ours_only ? 1 : s < 4 ? nref + 2 : 2;
 
+		if (only_set && !strstr(ps->name, only_set))
+			continue;
 		for (int r = 0; r < rounds; r++) {
 			for (int j = 0; j < nimpl; j++) {
 				int k = (j + r) % nimpl; /* rotating order */

@@ -107,7 +107,7 @@ uint32_t gw_reconf_gid_sig(const struct gw_config *cfg, const char *backend, con
 
 /* How an IB port is sized when it opens (gateway/dataplane.c, port_open): buffers for a
  * whole RC message, 1024 per connected link, when connected links run on it (else
- * datagram-sized ones, 2048 per datagram link and at least 4096), times the queues; a
+ * datagram-sized ones, 3072 per datagram link and at least 4096), times the queues; a
  * queue per worker. */
 #define GW_RECONF_CM_LINKS_MAX 4  /* connected links counted (the pool stops growing) */
 #define GW_RECONF_DG_LINKS_MAX 16 /* datagram links counted likewise */

@@ -44,11 +44,11 @@ out=$(gwctl show links)
 tap_like "show links: ib0 is UP with its IPoIB address" "$out" \
 	"ib0: ipoib state UP mtu 2044 mode datagram pkey 0xffff dev gw1 port 1 backend verbs"
 tap_like "show links: eth0 is UP" "$out" "eth0: ether state UP mtu 1500 dev eth0"
-# A datagram link on a port of datagram buffers keeps 1024 UD receives posted
-# (docs/ipoib.md, "Receive queue depth"), all of them: the pool is sized for it.
-tap_like "gw1's log: ib0's UD QP has all its 1024 receives posted (datagram buffers)" \
+# A datagram link on a port of datagram buffers keeps 1024 UD receives posted and
+# sends up to 1024 (docs/ipoib.md, "Queue depths"), all of them: the pool is sized for it.
+tap_like "gw1's log: ib0's UD QP has all its 1024 receives posted, 1024 sends (datagram buffers)" \
 	"$(grep -h 'ib0: UD QP' "$RACK_STATE/logs/ibgwd-gw1.log" | head -1)" \
-	"info: ib0: UD QP 0x[0-9a-f]+: 1024 receives posted on each of 1 queue, up to 256 sends$"
+	"info: ib0: UD QP 0x[0-9a-f]+: 1024 receives posted on each of 1 queue, up to 1024 sends$"
 out=$("$top/sim/rack" exec gw1 --name "$rack" -- env IBGW_SOCKET= "$build/bin/gwctl" show links 2>&1 | head -1)
 tap_like "gwctl finds the node's socket from the rack's environment" "$out" "^ib0: ipoib"
 
