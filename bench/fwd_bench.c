@@ -89,7 +89,7 @@
 
 static int rounds = 9;
 static unsigned npkts = 16384;
-static bool ours_only; /* --ours-only: time ibgw fwd_input alone (for perf record) */
+static bool ours_only;       /* --ours-only: time ibgw fwd_input alone (for perf record) */
 static const char *only_set; /* --set: the sets whose name contains this */
 
 /* ---- helpers ---- */
