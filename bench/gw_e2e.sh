@@ -8,7 +8,9 @@
 # (MTU 65520, its IB port reopened for RC-sized buffers; the IB host connected too):
 # TCP Ethernet -> IB with the Ethernet host's veth as the rack
 # sets it (tx checksumming off: a wire's 1500-octet frames) and with its default
-# offloads (TSO: 64 KiB super-frames, which leave over the RC connection whole). Root.
+# offloads (TSO: 64 KiB super-frames, which leave over the RC connection whole). Both
+# modes also with GRO on gw1's port, as on a NIC (the switch's port toward gw1 without
+# TSO, so that the veth merges: docs/ethernet-ports.md, "GRO and LRO"). Root.
 # Figures, not pass/fail.
 #
 #   bench/gw_e2e.sh [BUILD_DIR] [SECONDS]
@@ -79,10 +81,20 @@ gw_down=$(tput "on ibhost3" "on ethhost1" 10.10.0.13 -R)
 k_down=$(tput "kn b" "kn a" 10.10.0.13 -R)
 gw_rtt=$(lat "on ethhost1" 10.10.0.13)
 k_rtt=$(lat "kn a" 10.10.0.13)
+# GRO on gw1's port: the switch's port toward gw1 a wire (no TSO), gw1's veth merging.
+gro() {
+	ip netns exec "$rack-ethsw" ethtool -K gw1 tso "$([ "$1" = on ] && echo off || echo on)" \
+		gso "$([ "$1" = on ] && echo off || echo on)" >/dev/null 2>&1
+	on gw1 ethtool -K eth0 gro "$1" >/dev/null 2>&1
+}
+gro on
+gw_gro=$(tput "on ibhost3" "on ethhost1" 10.10.0.13)
+gro off
 printf '%-34s %12s %12s %8s\n' "" "ibgwd" "kernel" "ratio"
 printf '%-34s %9s Mb %9s Mb %8s\n' "TCP Ethernet -> IB (Mbit/s)" "$gw_up" "$k_up" "$(ratio "$gw_up" "$k_up")"
 printf '%-34s %9s Mb %9s Mb %8s\n' "TCP IB -> Ethernet (Mbit/s)" "$gw_down" "$k_down" "$(ratio "$gw_down" "$k_down")"
 printf '%-34s %9s us %9s us %8s\n' "ping RTT, average (us)" "$gw_rtt" "$k_rtt" "$(ratio "$gw_rtt" "$k_rtt")"
+printf '%-34s %9s Mb %9s Mb %8s\n' "  Ethernet -> IB, GRO on gw1's port" "$gw_gro" "$k_up" "$(ratio "$gw_gro" "$k_up")"
 echo "(ratio = ibgwd / kernel; the gateway's path adds the simulated IB fabric and the IB"
 echo " host's TAP, which the kernel's veth path does not have)"
 
@@ -99,11 +111,15 @@ for _ in $(seq 50); do # the gateway's connection to ibhost1 up before the runs
 	sleep 0.1
 done
 cm_wire=$(tput "on ibhost1" "on ethhost1" 10.10.0.11)
+gro on
+cm_gro=$(tput "on ibhost1" "on ethhost1" 10.10.0.11)
+gro off
 on ethhost1 ethtool -K eth0 tx on tso on gso on >/dev/null 2>&1
 cm_tso=$(tput "on ibhost1" "on ethhost1" 10.10.0.11)
 on ethhost1 ethtool -K eth0 tx off >/dev/null 2>&1
 echo "connected mode (ib0 MTU 65520, ibhost1 connected), TCP Ethernet -> IB:"
 printf '%-34s %9s Mb %9s Mb %8s\n' "  Ethernet host as a wire" "$cm_wire" "$k_up" "$(ratio "$cm_wire" "$k_up")"
+printf '%-34s %9s Mb %9s Mb %8s\n' "  as a wire, GRO on gw1's port" "$cm_gro" "$k_up" "$(ratio "$cm_gro" "$k_up")"
 printf '%-34s %9s Mb %9s Mb %8s\n' "  Ethernet host's default offloads" "$cm_tso" "$k_up" "$(ratio "$cm_tso" "$k_up")"
 on gw1 "$build/bin/gwctl" -j show stats |
 	jq -r '.[0] | "  (super-frames sent whole \(.gso_whole), segmented \(.gso_segmented))"'

@@ -823,11 +823,16 @@ static int ethtool_value(const struct ethp_port *p, uint32_t cmd, uint32_t *data
 }
 
 /*
- * A gateway forwards frames as they were on the wire. With GRO (or LRO) on, the
- * device hands every packet tap TCP segments merged into frames of up to 64 KiB: no
- * receive buffer here holds one (rx_truncated: the whole merged run is lost) and no
- * IPoIB link could carry it. So both are turned off on the device, and left off (a
- * restart turns them off again; the device may carry other ports). Without
+ * Receive merging. With GRO on, the device hands every packet tap a TCP stream's
+ * segments merged into frames of up to 64 KiB, as a Linux router's stack gets them.
+ * With the vnet header and buffers that hold such a frame, it arrives whole with its
+ * metadata and is forwarded as a GSO frame: whole where the egress takes one, cut again
+ * to its segments where it does not (engine/forward.c, output_gso). So GRO is then left
+ * as the device has it (nearly every NIC driver: on; a veth: off). Otherwise a merged
+ * frame does not fit a buffer (rx_truncated: the whole run lost), so GRO is turned off.
+ * LRO is turned off either way: what it merges cannot be cut back into the segments
+ * that came (Linux turns it off on a forwarding device). What is turned off stays off
+ * (a restart turns it off again; the device may carry other ports). Without
  * CAP_NET_ADMIN it says what to do instead.
  */
 /* One receive offload off: get says whether bit is set, set writes the value without
@@ -852,9 +857,15 @@ static void offload_off(struct ethp_port *p, const char *name, const char *featu
 			   name);
 }
 
-static void rx_merging_off(struct ethp_port *p)
+static void rx_merging_set(struct ethp_port *p)
 {
-	offload_off(p, "GRO", "gro", ETHTOOL_GGRO, ETHTOOL_SGRO, 1);
+	uint32_t gro = 0;
+
+	if (!p->vnet || p->buf_size < ETHP_RX_HEADROOM + ETHP_GSO_FRAME_MAX)
+		offload_off(p, "GRO", "gro", ETHTOOL_GGRO, ETHTOOL_SGRO, 1);
+	else if (ethtool_value(p, ETHTOOL_GGRO, &gro) == 0)
+		log_info("eth %s: GRO %s (merged TCP segments are forwarded as GSO frames)",
+			 p->dev, gro ? "on" : "off");
 	offload_off(p, "LRO", "lro", ETHTOOL_GFLAGS, ETHTOOL_SFLAGS, ETH_FLAG_LRO);
 }
 
@@ -1351,7 +1362,7 @@ static int afp_open(const struct ethp_port_config *cfg, struct ethp_port **out)
 	r = afp_set_queues(p, 1);
 	if (r < 0)
 		goto fail;
-	rx_merging_off(p);
+	rx_merging_set(p);
 	r = afp_query(p, &attr);
 	if (r < 0) {
 		log_errno(LOG_ERR, -r, "eth %s: query", p->dev);

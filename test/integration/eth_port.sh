@@ -13,8 +13,10 @@
 #   - link down/up on the peer is reported through netlink within a bounded time, and
 #     a port whose link is down drops sends (counted)
 #   - the port's counters match the peer's interface counters
-#   - GRO turned on on the device is off once the port is open: a TCP stream arrives
-#     in wire-sized frames, none truncated
+#   - GRO turned on on the device is off once a port of wire-sized buffers is open: a
+#     TCP stream arrives in wire-sized frames, none truncated; a port whose buffers hold
+#     a merged frame (the gateway's) leaves GRO on and receives the stream merged, none
+#     truncated
 # Needs root (and iperf3 for the GRO part). Namespaces are ethp-*-$$, removed on exit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,7 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-plan=30
+plan=32
 [ "$backend" = af_xdp ] && plan=27
 tap_plan $plan
 echo "# backend $backend"
@@ -315,6 +317,22 @@ print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
 	rx=$(stat_of "$work/R" rx_packets)
 	tap_is "GRO: a TCP stream from the peer reaches the port in wire-sized frames, none truncated" \
 		"$([ "${rx:-0}" -gt 10000 ] && echo "many $(stat_of "$work/R" rx_truncated)")" "many 0"
+	# With buffers that hold a merged frame and the vnet header (the gateway's port), GRO
+	# is left on: the same stream reaches the port in GRO frames with their metadata
+	# (rx_gso, each counted once in rx_packets), none truncated. The peer's veth must not
+	# offer TSO for the veth to merge (it had tx checksumming, and so TSO, off above).
+	ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
+	gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
+	start R2 -t 15 -G ethg0 10.77.0.2 respond
+	wait_for "$work/R2" '^ready' 5
+	tap_is "GRO: a port whose buffers hold a merged frame leaves GRO on" \
+		"$(ethtool_value "$G" ethg0 0x2b)" 1
+	px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
+	kill -TERM "${pids[-1]}" 2>/dev/null
+	wait "${pids[-1]}" 2>/dev/null
+	gso=$(stat_of "$work/R2" rx_gso)
+	tap_is "GRO: the stream reaches that port merged (GSO frames), none truncated" \
+		"$([ "${gso:-0}" -gt 100 ] && echo "merged $(stat_of "$work/R2" rx_truncated)")" "merged 0"
 else
 	# 5. af_xdp: XDP sees frames before GRO, and a veth whose other end runs XDP takes
 	# TSO/USO from the peer, which segments in software, leaving the checksums to

@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 95
+tap_plan 97
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -359,6 +359,21 @@ offloads on
 tap_is "connected mode, default offloads: 8 MiB TCP Ethernet -> connected IB host intact" \
 	"$(intact "$rack-ibhost1" "$rack-ethhost1" 10.10.0.11 "$work/blob")" "$blob_sum"
 offloads off
+# GRO on gw1's port, as a NIC has it (docs/ethernet-ports.md, "GRO and LRO"): ethhost1
+# sends wire-sized segments, gw1's kernel merges them, the port receives the merged
+# frames whole and gw1 sends each over the RC connection as one message. A veth merges
+# only what its peer could not have sent merged: the switch's port toward gw1 without
+# TSO, a wire.
+in_ns ethsw ethtool -K gw1 tso off gso off >/dev/null 2>&1
+in_ns gw1 ethtool -K eth0 gro on >/dev/null 2>&1
+w0=$(gwctl -j show stats | jq -r '.[0].gso_whole')
+tap_is "connected mode, GRO on gw1's port: 8 MiB TCP from a wire-sized sender intact" \
+	"$(intact "$rack-ibhost1" "$rack-ethhost1" 10.10.0.11 "$work/blob")" "$blob_sum"
+w=$(($(gwctl -j show stats | jq -r '.[0].gso_whole') - w0))
+echo "# merged frames sent whole over RC: $w"
+tap_like "... received merged and sent whole over the connection (gso_whole grew)" "$w" "^[1-9][0-9]*$"
+in_ns gw1 ethtool -K eth0 gro off >/dev/null 2>&1
+in_ns ethsw ethtool -K gw1 tso on gso on >/dev/null 2>&1
 cj=$(gwctl -j show connections)
 nj=$(gwctl -j show neighbours dev ib0 | jq -c '.[] | select(.dst == "10.10.0.11")')
 peer=$(echo "$nj" | jq -r '.lladdr')

@@ -4,7 +4,8 @@
  * test/integration/eth_port.sh drives it against real kernels in namespaces.
  *
  * Every mode takes -b BACKEND (af_packet, the default, or af_xdp; the environment's
- * ETHP_BACKEND when -b is not given).
+ * ETHP_BACKEND when -b is not given), and -G: buffers of ETHP_BUF_MAX, as the
+ * gateway's, that hold a GSO or GRO frame (default: 2048-octet buffers).
  *
  *   ethp_echo [-v VLAN] [-i uring|mmsg] [-t SECONDS] DEV MYIP respond
  *       answer ARP requests for MYIP and ICMP echo requests to MYIP until SECONDS
@@ -100,8 +101,8 @@ static void print_stats(const char *extra)
 	       seen_icmp, seen_other, seen_bad);
 	for (i = 0; i < ETHP_DROP_MAX; i++)
 		printf(" %s=%llu", ethp_drop_name(i), (unsigned long long)st.drops[i]);
-	printf(" rx_csum_completed=%llu%s\n", (unsigned long long)st.rx_csum_completed,
-	       extra ? extra : "");
+	printf(" rx_csum_completed=%llu rx_gso=%llu%s\n", (unsigned long long)st.rx_csum_completed,
+	       (unsigned long long)st.rx_gso, extra ? extra : "");
 	fflush(stdout);
 }
 
@@ -389,7 +390,7 @@ static int mode_link(const char *dev, int seconds)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ethp_echo [-b BACKEND] [-v VLAN] [-i uring|mmsg] [-t SECONDS] DEV MYIP "
+		"usage: ethp_echo [-b BACKEND] [-v VLAN] [-i uring|mmsg] [-t SECONDS] [-G] DEV MYIP "
 		"respond | ping PEERIP COUNT SIZE | link\n");
 	exit(2);
 }
@@ -405,7 +406,7 @@ int main(int argc, char **argv)
 	log_init("ethp_echo", LOG_TARGET_STDERR, LOG_INFO);
 	if (getenv("ETHP_BACKEND") && *getenv("ETHP_BACKEND"))
 		cfg.backend = getenv("ETHP_BACKEND");
-	while ((opt = getopt(argc, argv, "b:v:i:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:v:i:t:G")) != -1) {
 		switch (opt) {
 		case 'b':
 			cfg.backend = optarg;
@@ -418,6 +419,10 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			seconds = atoi(optarg);
+			break;
+		case 'G': /* buffers that hold a GSO (or GRO) frame, as the gateway's */
+			cfg.buf_size = ETHP_BUF_MAX;
+			cfg.n_bufs = 64;
 			break;
 		default:
 			usage();
