@@ -14,6 +14,8 @@
 #   tcp      iperf3 A -> B, one stream, the hosts with their default offloads (TSO,
 #            GSO, checksum offload on: the kernel hands R super-frames of up to 64 KiB)
 #   tcp-off  the same with TSO, GSO and GRO off on both hosts (1500-octet frames)
+#   tcp-gro  tcp-off with GRO on R's veth from A, as a NIC has it: R receives A's
+#            segments merged (both routers; ibgwd's af_packet port leaves GRO on)
 #   udp      4 iperf3 UDP streams of 18-octet payloads A -> B, unlimited rate: the
 #            packets per second B received
 #   rtt      the mean of 500 pings A -> B, 2 ms apart, in microseconds
@@ -57,6 +59,7 @@ in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 offloads() { # on|off: TSO, GSO, GRO of both hosts' veths
 	for n in $A $B; do in_ns "$n" ethtool -K eth0 tso "$1" gso "$1" gro "$1" >/dev/null 2>&1; done
 }
+r_gro() { in_ns "$R" ethtool -K ra gro "$1" >/dev/null 2>&1; } # on|off: GRO of R's veth from A
 tcp() { # ADDR: Mbit/s B received
 	in_ns "$B" iperf3 -s -1 -D -B "$1" >/dev/null 2>&1
 	sleep 0.3
@@ -87,6 +90,9 @@ measure() {
 		echo "tcp$fam $(tcp "$a")" >>"$f"
 		offloads off
 		echo "tcp-off$fam $(tcp "$a")" >>"$f"
+		r_gro on
+		echo "tcp-gro$fam $(tcp "$a")" >>"$f"
+		r_gro off
 		offloads on
 		echo "udp$fam $(udp "$a")" >>"$f"
 		echo "rtt$fam $(rtt "$a")" >>"$f"
@@ -153,7 +159,7 @@ val() { awk -v k="$2" '$1 == k { print $2 }' "$work/$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 printf '%-9s %8s %8s %8s %8s %8s %8s %8s %6s %6s %6s %6s %6s %6s\n' case kernel apk-1w \
 	apk-2w apk-1wbp xdp-1w xdp-2w xdp-1wbp "a1/k" "a2/k" "a1bp/k" "x1/k" "x2/k" "x1bp/k"
-for k in tcp4 tcp-off4 udp4 rtt4 tcp6 tcp-off6 udp6 rtt6; do
+for k in tcp4 tcp-off4 tcp-gro4 udp4 rtt4 tcp6 tcp-off6 tcp-gro6 udp6 rtt6; do
 	kv=$(val kernel "$k")
 	i1=$(val ibgwd1 "$k")
 	i2=$(val ibgwd2 "$k")
@@ -165,5 +171,5 @@ for k in tcp4 tcp-off4 udp4 rtt4 tcp6 tcp-off6 udp6 rtt6; do
 		"$ib" "$x1" "$x2" "$xb" "$(ratio "$i1" "$kv")" "$(ratio "$i2" "$kv")" \
 		"$(ratio "$ib" "$kv")" "$(ratio "$x1" "$kv")" "$(ratio "$x2" "$kv")" "$(ratio "$xb" "$kv")"
 done
-echo "(tcp, tcp-off: Mbit/s; udp: packets/s received; rtt: microseconds, lower is better;"
+echo "(tcp, tcp-off, tcp-gro: Mbit/s; udp: packets/s received; rtt: microseconds, lower is better;"
 echo " apk: ibgwd with af_packet, xdp: with af_xdp; 1w/2w: workers; bp: never sleeps)"
