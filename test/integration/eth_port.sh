@@ -289,10 +289,11 @@ stop_all
 
 if [ "$backend" = af_packet ]; then
 	# 5. GRO: with it on, the device hands every packet tap TCP segments merged into frames
-	# of up to 64 KiB, which the port's buffers cannot hold. Opening the port turns it off;
-	# a fast TCP stream from the peer (its own segmentation in software: wire-sized
-	# frames, as from a NIC) to the gateway namespace's kernel then reaches the port in
-	# frames no larger than the wire's, none truncated.
+	# of up to 64 KiB, which a port of 2048-octet buffers cannot hold. Opening such a port
+	# turns it off; a fast TCP stream from the peer (its own segmentation in software:
+	# wire-sized frames, as from a NIC) to the gateway namespace's kernel then reaches the
+	# port in frames no larger than the wire's, none truncated. A port of ETHP_BUF_MAX
+	# buffers (the gateway's) leaves it on and gets the stream merged.
 	ethtool_value() { # NS DEV CMD [VALUE]: an ETHTOOL_G*/S* of one value; prints it
 		ip netns exec "$1" python3 -c '
 import ctypes, fcntl, socket, struct, sys
@@ -304,16 +305,27 @@ fcntl.ioctl(socket.socket(), 0x8946, ifr)
 print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
 	}
 	ethtool_value "$P" ethp0 0x17 0 >/dev/null # ETHTOOL_STXCSUM off (TSO, GSO with it)
-	ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
 	gx ip link set ethg0 mtu 1500
 	gx ip addr add 10.77.0.3/24 dev ethg0
-	gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
-	start R -t 15 ethg0 10.77.0.2 respond
-	wait_for "$work/R" '^ready' 5
+	# gro_port NAME ARGS...: GRO turned on, the tool started as NAME on ethg0 (ARGS: its
+	# options), ready (not in a subshell: start keeps its PID).
+	gro_port() {
+		local name=$1; shift
+		ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
+		gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
+		start "$name" -t 15 "$@" ethg0 10.77.0.2 respond
+		wait_for "$work/$name" '^ready' 5
+	}
+	# gro_stream: a 2 s TCP stream from the peer into the gateway namespace's kernel,
+	# then the tool (the last started) stopped: its final stats line written.
+	gro_stream() {
+		px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
+		kill -TERM "${pids[-1]}" 2>/dev/null
+		wait "${pids[-1]}" 2>/dev/null
+	}
+	gro_port R
 	tap_is "GRO: opening the port turned GRO off on the device" "$(ethtool_value "$G" ethg0 0x2b)" 0
-	px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
-	kill -TERM "${pids[-1]}" 2>/dev/null
-	wait "${pids[-1]}" 2>/dev/null
+	gro_stream
 	rx=$(stat_of "$work/R" rx_packets)
 	tap_is "GRO: a TCP stream from the peer reaches the port in wire-sized frames, none truncated" \
 		"$([ "${rx:-0}" -gt 10000 ] && echo "many $(stat_of "$work/R" rx_truncated)")" "many 0"
@@ -321,15 +333,10 @@ print(struct.unpack("II", val.raw[:8])[1])' "${@:2}"
 	# is left on: the same stream reaches the port in GRO frames with their metadata
 	# (rx_gso, each counted once in rx_packets), none truncated. The peer's veth must not
 	# offer TSO for the veth to merge (it had tx checksumming, and so TSO, off above).
-	ethtool_value "$G" ethg0 0x2c 1 >/dev/null # ETHTOOL_SGRO on
-	gx iperf3 -s -1 -D -B 10.77.0.3 >/dev/null 2>&1
-	start R2 -t 15 -G ethg0 10.77.0.2 respond
-	wait_for "$work/R2" '^ready' 5
+	gro_port R2 -G
 	tap_is "GRO: a port whose buffers hold a merged frame leaves GRO on" \
 		"$(ethtool_value "$G" ethg0 0x2b)" 1
-	px timeout 10 iperf3 -c 10.77.0.3 -t 2 >/dev/null 2>&1
-	kill -TERM "${pids[-1]}" 2>/dev/null
-	wait "${pids[-1]}" 2>/dev/null
+	gro_stream
 	gso=$(stat_of "$work/R2" rx_gso)
 	tap_is "GRO: the stream reaches that port merged (GSO frames), none truncated" \
 		"$([ "${gso:-0}" -gt 100 ] && echo "merged $(stat_of "$work/R2" rx_truncated)")" "merged 0"
