@@ -864,8 +864,8 @@ static void rx_merging_set(struct ethp_port *p)
 	if (!p->vnet || p->buf_size < ETHP_RX_HEADROOM + ETHP_GSO_FRAME_MAX)
 		offload_off(p, "GRO", "gro", ETHTOOL_GGRO, ETHTOOL_SGRO, 1);
 	else if (ethtool_value(p, ETHTOOL_GGRO, &gro) == 0)
-		log_info("eth %s: GRO %s (merged TCP segments are forwarded as GSO frames)",
-			 p->dev, gro ? "on" : "off");
+		log_info("eth %s: GRO %s (merged TCP segments are forwarded as GSO frames)", p->dev,
+			 gro ? "on" : "off");
 	offload_off(p, "LRO", "lro", ETHTOOL_GFLAGS, ETHTOOL_SFLAGS, ETH_FLAG_LRO);
 }
 

@@ -389,9 +389,10 @@ static int mode_link(const char *dev, int seconds)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: ethp_echo [-b BACKEND] [-v VLAN] [-i uring|mmsg] [-t SECONDS] [-G] DEV MYIP "
-		"respond | ping PEERIP COUNT SIZE | link\n");
+	fprintf(
+	    stderr,
+	    "usage: ethp_echo [-b BACKEND] [-v VLAN] [-i uring|mmsg] [-t SECONDS] [-G] DEV MYIP "
+	    "respond | ping PEERIP COUNT SIZE | link\n");
 	exit(2);
 }
 
