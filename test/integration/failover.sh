@@ -376,8 +376,9 @@ tap_is "... the IB host's IPv4 and IPv6 next hops are both gw1" \
 # The paths seen alive are printed. Settling takes that long: a box that starts alone
 # may be MASTER for a moment (the start-up race), and about 0.8 s after gw2 took svc6
 # back, both boxes often stop hearing each other on both paths for up to 0.7 s and both
-# hold both groups until they hear each other again (docs/failover.md, "Timers and
-# bounds"; cause not found). The transitions printed below show it when it happened.
+# hold both groups until they hear each other again (docs/failover.md, "Measured on the
+# simulated rack"; cause not found). The transitions printed below show it when it
+# happened.
 aa_gaps_start aab
 sleep 0.5
 gateway_start gw2 "$work/gw2-aa.yaml" >/dev/null 2>&1
