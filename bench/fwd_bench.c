@@ -94,6 +94,12 @@ static const char *only_set; /* --set: the sets whose name contains this */
 
 /* ---- helpers ---- */
 
+/* The set is timed (--set names it, or no --set). */
+static bool set_chosen(const char *name)
+{
+	return !only_set || strstr(name, only_set);
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static void *xmalloc(size_t n)
@@ -875,7 +881,7 @@ static void two_workers(struct ours *o, struct pktset *sets, int nsets)
 		double t1[64], t2[64], cpu[64], m1, m2;
 		unsigned want = PASSES * ps->n, ok;
 
-		if (only_set && !strstr(ps->name, only_set))
+		if (!set_chosen(ps->name))
 			continue;
 		for (unsigned k = 0; k < LANES; k++)
 			pkt_share(ps, k, &share[k]);
@@ -1044,7 +1050,7 @@ int main(int argc, char **argv)
 		/* ours, ours without warming, the references (IPv4 only) */
 		int nimpl = ours_only ? 1 : s < 4 ? nref + 2 : 2;
 
-		if (only_set && !strstr(ps->name, only_set))
+		if (!set_chosen(ps->name))
 			continue;
 		for (int r = 0; r < rounds; r++) {
 			for (int j = 0; j < nimpl; j++) {

@@ -82,9 +82,10 @@ k_down=$(tput "kn b" "kn a" 10.10.0.13 -R)
 gw_rtt=$(lat "on ethhost1" 10.10.0.13)
 k_rtt=$(lat "kn a" 10.10.0.13)
 # GRO on gw1's port: the switch's port toward gw1 a wire (no TSO), gw1's veth merging.
-gro() {
-	ip netns exec "$rack-ethsw" ethtool -K gw1 tso "$([ "$1" = on ] && echo off || echo on)" \
-		gso "$([ "$1" = on ] && echo off || echo on)" >/dev/null 2>&1
+gro() { # on|off
+	local tso=on
+	[ "$1" = on ] && tso=off
+	ip netns exec "$rack-ethsw" ethtool -K gw1 tso "$tso" gso "$tso" >/dev/null 2>&1
 	on gw1 ethtool -K eth0 gro "$1" >/dev/null 2>&1
 }
 gro on
