@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "lib/ipoib.h"
+#include "pkt/ip.h"
 
 unsigned gw_hands_paths(const struct gw_config *cfg, char (*paths)[GW_NAME_MAX], unsigned max)
 {
@@ -206,7 +207,10 @@ enum gw_hands_neigh gw_hands_sync_neigh(const struct ha_sync_neigh *n, enum gw_h
 {
 	if (link == GW_HANDS_LINK_NONE || ours)
 		return GW_HANDS_NEIGH_SKIP; /* this box itself, as the peer knows it */
-	if (!gw_hands_in_scope(scopes, n_scopes, n->link, &n->addr))
+	/* An IPv6 link-local neighbour (a router's next hop, a host's first address) is on
+	 * every link by definition: the record names the link the peer learned it on. */
+	if (!(n->addr.family == AF_INET6 && ip6_is_link_local(n->addr.bytes)) &&
+	    !gw_hands_in_scope(scopes, n_scopes, n->link, &n->addr))
 		return GW_HANDS_NEIGH_REFUSED;
 	if (link == GW_HANDS_LINK_IPOIB && n->lladdr_len == IPOIB_HWADDR_LEN)
 		return GW_HANDS_NEIGH_IPOIB;

@@ -102,8 +102,9 @@ enum gw_hands_neigh {
 };
 /* ours: the address is this box's own or a service address (the peer knows this box);
  * known(ctx): this Ethernet interface already has an entry for it (asked only then). A
- * record is taken only inside the scopes of the link it names (else refused), where this
- * box does not know better, with a hardware address of its link's kind. */
+ * record is taken only inside the scopes of the link it names (else refused; an IPv6
+ * link-local address is inside every link's), where this box does not know better, with
+ * a hardware address of its link's kind. */
 enum gw_hands_neigh gw_hands_sync_neigh(const struct ha_sync_neigh *n, enum gw_hands_link link,
 					bool ours, const struct gw_hands_scope *scopes,
 					unsigned n_scopes, bool (*known)(void *ctx), void *ctx);

@@ -338,6 +338,13 @@ static void sync_neighbours(void **state)
 	struct ha_sync_neigh eth = { .addr = addr("10.20.0.7"), .link = "eth0", .lladdr_len = 6 };
 	struct ha_sync_neigh far = { .addr = addr("192.168.1.7"), .link = "eth0", .lladdr_len = 6 };
 	struct ha_sync_neigh cross = { .addr = addr("10.10.0.8"), .link = "eth0", .lladdr_len = 6 };
+	struct ha_sync_neigh ll6 = { .addr = addr("fe80::1b:ff:fe00:8"),
+				     .link = "eth0",
+				     .lladdr_len = 6 };
+	struct ha_sync_neigh ll6ib = { .addr = addr("fe80::202:c903:a1:b"),
+				       .link = "ib0",
+				       .lladdr_len = 20 };
+	struct ha_sync_neigh far6 = { .addr = addr("fd99::7"), .link = "eth0", .lladdr_len = 6 };
 	(void)state;
 
 	asked = 0;
@@ -375,6 +382,16 @@ static void sync_neighbours(void **state)
 	    gw_hands_sync_neigh(&far, GW_HANDS_LINK_ETH, false, NULL, 0, known_no, NULL),
 	    GW_HANDS_NEIGH_REFUSED);
 	assert_int_equal(asked, 2);
+	/* An IPv6 link-local neighbour is on every link (a router's next hop, an IB host's
+	 * first address): taken on the link the record names, never a global one outside. */
+	assert_int_equal(gw_hands_sync_neigh(&ll6, GW_HANDS_LINK_ETH, false, sc, n, known_no, NULL),
+			 GW_HANDS_NEIGH_ETH);
+	assert_int_equal(
+	    gw_hands_sync_neigh(&ll6ib, GW_HANDS_LINK_IPOIB, false, sc, n, known_no, NULL),
+	    GW_HANDS_NEIGH_IPOIB);
+	assert_int_equal(
+	    gw_hands_sync_neigh(&far6, GW_HANDS_LINK_ETH, false, sc, n, known_no, NULL),
+	    GW_HANDS_NEIGH_REFUSED);
 	gw_config_free(cfg);
 }
 
