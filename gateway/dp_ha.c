@@ -51,6 +51,17 @@
  * in h->due under the lock and the control thread woken through due_fd; the control
  * thread wakes the heartbeat thread through kick_fd after changing the FSM, so that it
  * re-arms its timer.
+ *
+ * The peer's neighbour entries. A heartbeat goes to the peer's address on a path through
+ * this box's neighbour entry for it, which ages and probes like any other. Left to
+ * itself, an entry probed while the peer was down (killed, restarting) fails, and a
+ * FAILED entry sends nothing until its retrans interval ends: heartbeats to a peer that
+ * is back stopped for up to a second, long enough for both boxes to take each other for
+ * dead (docs/failover.md, "Heartbeat neighbours"). So: the peer saying it hears us on a
+ * path confirms the entry there (as a TCP ACK confirms one in Linux), a heartbeat from
+ * the peer on a path whose entry failed resolves it again at once, and a peer heard from
+ * a new boot (whose link addresses may be new: an HCA gives its QP a new number) has its
+ * entries resolved again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -104,6 +115,7 @@ struct ha_path {
 	 * sends from and matches on (lock; written by the control thread: path_refresh). */
 	uint32_t ifindex;
 	struct ip_addr src;
+	bool unresolved; /* the last heartbeat on it found no usable neighbour entry (lock) */
 };
 
 /* What the heartbeat thread leaves for the control thread (under h->lock). */
@@ -117,7 +129,12 @@ struct ha_due {
 	bool resolve[HA_MAX_PATHS];
 	size_t len[HA_MAX_PATHS];
 	uint8_t msg[HA_MAX_PATHS][HA_HB_MAX_LEN];
+	/* The peer's neighbour entry on the path to drop (RENEW_*), so that the next
+	 * heartbeat resolves it afresh. */
+	uint8_t renew[HA_MAX_PATHS];
 };
+#define RENEW_FAILED  1 /* if FAILED: the peer was heard there meanwhile */
+#define RENEW_RESTART 2 /* unless PERMANENT: the peer restarted */
 
 struct dp_ha {
 	struct gw_dp *dp;
@@ -154,7 +171,9 @@ struct dp_ha {
 	uint16_t tb_seq;
 	uint64_t tb_deadline; /* a probe awaits its reply until then; 0: none */
 	uint64_t rx_bad_ttl, rx_unknown_path, tx_failed; /* (lock) */
-	uint64_t tx_resolving; /* heartbeats handed to the slow path to resolve (lock) */
+	uint64_t tx_resolving;  /* heartbeats handed to the slow path to resolve (lock) */
+	uint64_t peer_boot;     /* the peer's boot id as last heard; 0: none yet (lock) */
+	uint64_t neigh_renewed; /* peer's neighbour entries dropped to resolve again (control) */
 	/* State sync (docs/failover.md): a full dump to the peer every SYNC_EVERY_MS and
 	 * as soon as a new boot of the peer is heard. */
 	uint64_t sync_next_ms, sync_peer_boot;
@@ -236,6 +255,8 @@ static void ha_send(void *arg, unsigned p, const uint8_t *msg, size_t len)
 	if (ret == 0)
 		ret = fwd_hb_send_udp(h->dp->e, ifindex, src, &h->paths[p].peer, HA_UDP_PORT,
 				      HA_UDP_PORT, msg, len);
+	if (ret == 0 || ret == -EAGAIN)
+		h->paths[p].unresolved = ret == -EAGAIN;
 	if (ret == -EAGAIN && len <= sizeof(h->due.msg[p])) {
 		memcpy(h->due.msg[p], msg, len);
 		h->due.len[p] = len;
@@ -445,13 +466,79 @@ static void on_echo_reply(void *ctx, const struct ip_addr *from, uint16_t id, ui
 	kick(h->kick_fd);
 }
 
+/* The peer's neighbour entry on path p (NULL: none), and its table. Control thread, or
+ * the heartbeat thread while RCU-online. */
+static struct neigh_entry *peer_neigh(struct dp_ha *h, unsigned p, struct neigh_table **t)
+{
+	const struct fwd_if *f =
+	    h->paths[p].ifindex ? fwd_snap_if(fwd_engine_current(h->dp->e), h->paths[p].ifindex)
+				: NULL;
+
+	*t = f ? f->neigh : NULL;
+	return *t ? neigh_lookup(*t, h->paths[p].peer.family, h->paths[p].peer.bytes) : NULL;
+}
+
+/* Control thread (the tables' writer; path ends are its own: stable unlocked). */
+static void renew_peer_neigh(struct dp_ha *h, unsigned p, uint8_t why)
+{
+	struct neigh_table *t;
+	struct neigh_entry *e = peer_neigh(h, p, &t);
+	enum neigh_state st = e ? neigh_entry_state(e) : NEIGH_NONE;
+	char buf[IP_ADDR_STRLEN];
+
+	if (st == NEIGH_NONE || st == NEIGH_PERMANENT || st == NEIGH_INCOMPLETE ||
+	    (why == RENEW_FAILED && st != NEIGH_FAILED))
+		return;
+	neigh_delete(t, e);
+	h->neigh_renewed++;
+	log_info("failover: neighbour %s on %s (%s) resolved again: %s",
+		 ip_addr_format(&h->paths[p].peer, buf, sizeof(buf)), h->paths[p].link,
+		 neigh_state_name(st),
+		 why == RENEW_RESTART ? "the peer restarted" : "the peer is heard there");
+}
+
+/* After a heartbeat from the peer on path p was taken (heartbeat thread, lock): the
+ * paths it says it hears us on have working entries; a failed entry on p, or every
+ * entry of a peer that restarted, is left to the control thread to resolve again. */
+static void peer_neigh_heard(struct dp_ha *h, unsigned p, uint64_t now)
+{
+	struct ha_path_status ps;
+	struct ha_status st;
+	struct neigh_table *t;
+	bool kicked = false;
+
+	if (ha_fsm_path_status(h->fsm, p, now, &ps) == 0 && ps.last_rx_ms == now) {
+		/* Fresh (made after we started, by a peer that hears us): its view is new. */
+		for (unsigned q = 0; q < h->n_paths; q++) {
+			struct neigh_entry *e;
+
+			if (ha_fsm_path_status(h->fsm, q, now, &ps) == 0 && ps.peer_hears &&
+			    (e = peer_neigh(h, q, &t)))
+				neigh_entry_confirmed(e, now);
+		}
+	}
+	ha_fsm_status(h->fsm, &st);
+	if (st.peer_boot_id != h->peer_boot) {
+		if (h->peer_boot)
+			for (unsigned q = 0; q < h->n_paths; q++)
+				h->due.renew[q] = RENEW_RESTART;
+		kicked = h->peer_boot != 0;
+		h->peer_boot = st.peer_boot_id;
+	} else if (h->paths[p].unresolved && !h->due.renew[p]) {
+		h->due.renew[p] = RENEW_FAILED;
+		kicked = true;
+	}
+	if (kicked)
+		kick(h->due_fd);
+}
+
 /* Control thread: what the heartbeat thread left due. The hands follow each group's
  * state as it is now (a MASTER -> BACKUP -> MASTER that happened meanwhile claims and
  * announces again: the peer may have claimed in between). */
 static void on_due(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct dp_ha *h = arg;
-	uint8_t group[HA_MAX_GROUPS];
+	uint8_t group[HA_MAX_GROUPS], renew[HA_MAX_PATHS];
 	enum ha_state state[HA_MAX_GROUPS];
 	bool probe;
 	uint64_t v;
@@ -468,6 +555,15 @@ static void on_due(struct evloop *loop, int fd, uint32_t events, void *arg)
 		state[g] = ha_fsm_group_state(h->fsm, g);
 	probe = h->due.probe;
 	h->due.probe = false;
+	memcpy(renew, h->due.renew, sizeof(renew));
+	memset(h->due.renew, 0, sizeof(h->due.renew));
+	/* Without the lock, as the sends below: first, so that a heartbeat waiting to be
+	 * resolved starts afresh. */
+	pthread_mutex_unlock(&h->lock);
+	for (unsigned p = 0; p < h->n_paths; p++)
+		if (renew[p])
+			renew_peer_neigh(h, p, renew[p]);
+	pthread_mutex_lock(&h->lock);
 	for (unsigned p = 0; p < h->n_paths; p++) {
 		bool resolve = h->due.resolve[p];
 		uint8_t msg[HA_HB_MAX_LEN];
@@ -971,7 +1067,12 @@ static void on_hb_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 	if (p < 0)
 		return;
 	note_stall(h, now_ms());
-	if (ha_fsm_heartbeat(h->fsm, (unsigned)p, payload, len, now_ms()) == HA_WIRE_BAD_MAC)
+	uint64_t now = now_ms();
+	enum ha_wire_err err = ha_fsm_heartbeat(h->fsm, (unsigned)p, payload, len, now);
+
+	if (err == HA_WIRE_OK)
+		peer_neigh_heard(h, (unsigned)p, now);
+	else if (err == HA_WIRE_BAD_MAC)
 		auth_failed(h, (unsigned)p);
 }
 
@@ -1435,6 +1536,7 @@ static struct json_object *node_json(const struct dp_ha *h, uint64_t now)
 	json_object_object_add(o, "rx_ignored", errs);
 	add_int(o, "tx_failed", (int64_t)h->tx_failed);
 	add_int(o, "tx_resolving", (int64_t)h->tx_resolving); /* through the slow path */
+	add_int(o, "peer_neighbours_renewed", (int64_t)h->neigh_renewed);
 	/* The engine's heartbeat channel: sends that found its messages or ring full (the
 	 * workers not returning them in time), datagrams handed over but not valid. */
 	struct fwd_hb_stats hb;

@@ -449,6 +449,12 @@ static int neigh_cb(void *arg, const struct neigh_info *ni)
 	json_object_object_add(o, "state", st);
 	if (ni->probes)
 		add_int(o, "probes", ni->probes);
+	/* As ip -s neigh's "used": since the last use and the last confirmation (an
+	 * answer, or an upper layer's proof such as the failover pair's heartbeats). */
+	if (ni->used_ms != UINT64_MAX)
+		add_int(o, "used_ms", (int64_t)ni->used_ms);
+	if (ni->confirmed_ms != UINT64_MAX)
+		add_int(o, "confirmed_ms", (int64_t)ni->confirmed_ms);
 	if (ni->queued)
 		add_int(o, "queued", ni->queued);
 	return emit(w->r, &w->status, o);
