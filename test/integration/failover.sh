@@ -376,7 +376,7 @@ tap_is "... the IB host's IPv4 and IPv6 next hops are both gw1" \
 # gw2 restarted: it preempts svc6 back (priority 150), svc4 stays on gw1, and the pair
 # stays so: once the start-up has settled (both boxes hear each other on both paths and
 # hold their groups; a box that starts alone may be MASTER for a moment, the start-up
-# race docs/failover.md describes), sampled for 3 s (0.1 s apart), no group moves. The
+# race docs/failover.md describes), sampled for 3 s (0.1 s between samples), no group moves. The
 # paths seen alive are printed. Before the heartbeats confirmed the peer's neighbour
 # entries, this failed in most runs: gw1's entry for gw2, probed while gw2 was down,
 # failed about 0.9 s after gw2 was back, and the heartbeats it held back made both
