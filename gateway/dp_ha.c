@@ -129,12 +129,10 @@ struct ha_due {
 	bool resolve[HA_MAX_PATHS];
 	size_t len[HA_MAX_PATHS];
 	uint8_t msg[HA_MAX_PATHS][HA_HB_MAX_LEN];
-	/* The peer's neighbour entry on the path to drop (RENEW_*), so that the next
-	 * heartbeat resolves it afresh. */
-	uint8_t renew[HA_MAX_PATHS];
+	/* The peer was heard on the path while its neighbour entry there was not usable:
+	 * a FAILED one is dropped, so that the next heartbeat resolves it afresh. */
+	bool renew[HA_MAX_PATHS];
 };
-#define RENEW_FAILED  1 /* if FAILED: the peer was heard there meanwhile */
-#define RENEW_RESTART 2 /* unless PERMANENT: the peer restarted */
 
 struct dp_ha {
 	struct gw_dp *dp;
@@ -172,10 +170,10 @@ struct dp_ha {
 	uint64_t tb_deadline; /* a probe awaits its reply until then; 0: none */
 	uint64_t rx_bad_ttl, rx_unknown_path, tx_failed; /* (lock) */
 	uint64_t tx_resolving;  /* heartbeats handed to the slow path to resolve (lock) */
-	uint64_t peer_boot;     /* the peer's boot id as last heard; 0: none yet (lock) */
 	uint64_t neigh_renewed; /* peer's neighbour entries dropped to resolve again (control) */
 	/* State sync (docs/failover.md): a full dump to the peer every SYNC_EVERY_MS and
-	 * as soon as a new boot of the peer is heard. */
+	 * as soon as a new boot of the peer is heard (which also renews its neighbour
+	 * entries: on_sync_check). */
 	uint64_t sync_next_ms, sync_peer_boot;
 	uint32_t sync_batch;
 	unsigned sync_path;          /* the path the current dump goes on */
@@ -478,8 +476,10 @@ static struct neigh_entry *peer_neigh(struct dp_ha *h, unsigned p, struct neigh_
 	return *t ? neigh_lookup(*t, h->paths[p].peer.family, h->paths[p].peer.bytes) : NULL;
 }
 
-/* Control thread (the tables' writer; path ends are its own: stable unlocked). */
-static void renew_peer_neigh(struct dp_ha *h, unsigned p, uint8_t why)
+/* Drop the peer's entry on path p to have it resolved afresh: any (but one being
+ * resolved or configured) when the peer restarted, else only a FAILED one. Control
+ * thread (the tables' writer; path ends are its own: stable unlocked). */
+static void renew_peer_neigh(struct dp_ha *h, unsigned p, bool restarted)
 {
 	struct neigh_table *t;
 	struct neigh_entry *e = peer_neigh(h, p, &t);
@@ -487,25 +487,23 @@ static void renew_peer_neigh(struct dp_ha *h, unsigned p, uint8_t why)
 	char buf[IP_ADDR_STRLEN];
 
 	if (st == NEIGH_NONE || st == NEIGH_PERMANENT || st == NEIGH_INCOMPLETE ||
-	    (why == RENEW_FAILED && st != NEIGH_FAILED))
+	    (!restarted && st != NEIGH_FAILED))
 		return;
 	neigh_delete(t, e);
 	h->neigh_renewed++;
 	log_info("failover: neighbour %s on %s (%s) resolved again: %s",
 		 ip_addr_format(&h->paths[p].peer, buf, sizeof(buf)), h->paths[p].link,
 		 neigh_state_name(st),
-		 why == RENEW_RESTART ? "the peer restarted" : "the peer is heard there");
+		 restarted ? "the peer restarted" : "the peer is heard there");
 }
 
 /* After a heartbeat from the peer on path p was taken (heartbeat thread, lock): the
- * paths it says it hears us on have working entries; a failed entry on p, or every
- * entry of a peer that restarted, is left to the control thread to resolve again. */
+ * paths it says it hears us on have working entries; a failed entry on p is left to the
+ * control thread to resolve again (a restarted peer's entries: on_sync_check). */
 static void peer_neigh_heard(struct dp_ha *h, unsigned p, uint64_t now)
 {
 	struct ha_path_status ps;
-	struct ha_status st;
 	struct neigh_table *t;
-	bool kicked = false;
 
 	if (ha_fsm_path_status(h->fsm, p, now, &ps) == 0 && ps.last_rx_ms == now) {
 		/* Fresh (made after we started, by a peer that hears us): its view is new. */
@@ -517,19 +515,10 @@ static void peer_neigh_heard(struct dp_ha *h, unsigned p, uint64_t now)
 				neigh_entry_confirmed(e, now);
 		}
 	}
-	ha_fsm_status(h->fsm, &st);
-	if (st.peer_boot_id != h->peer_boot) {
-		if (h->peer_boot)
-			for (unsigned q = 0; q < h->n_paths; q++)
-				h->due.renew[q] = RENEW_RESTART;
-		kicked = h->peer_boot != 0;
-		h->peer_boot = st.peer_boot_id;
-	} else if (h->paths[p].unresolved && !h->due.renew[p]) {
-		h->due.renew[p] = RENEW_FAILED;
-		kicked = true;
-	}
-	if (kicked)
+	if (h->paths[p].unresolved && !h->due.renew[p]) {
+		h->due.renew[p] = true;
 		kick(h->due_fd);
+	}
 }
 
 /* Control thread: what the heartbeat thread left due. The hands follow each group's
@@ -538,7 +527,8 @@ static void peer_neigh_heard(struct dp_ha *h, unsigned p, uint64_t now)
 static void on_due(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
 	struct dp_ha *h = arg;
-	uint8_t group[HA_MAX_GROUPS], renew[HA_MAX_PATHS];
+	uint8_t group[HA_MAX_GROUPS];
+	bool renew[HA_MAX_PATHS];
 	enum ha_state state[HA_MAX_GROUPS];
 	bool probe;
 	uint64_t v;
@@ -562,7 +552,7 @@ static void on_due(struct evloop *loop, int fd, uint32_t events, void *arg)
 	pthread_mutex_unlock(&h->lock);
 	for (unsigned p = 0; p < h->n_paths; p++)
 		if (renew[p])
-			renew_peer_neigh(h, p, renew[p]);
+			renew_peer_neigh(h, p, false);
 	pthread_mutex_lock(&h->lock);
 	for (unsigned p = 0; p < h->n_paths; p++) {
 		bool resolve = h->due.resolve[p];
@@ -1066,8 +1056,8 @@ static void on_hb_udp(void *ctx, uint32_t ifindex, const struct ip_addr *src,
 
 	if (p < 0)
 		return;
-	note_stall(h, now_ms());
 	uint64_t now = now_ms();
+	note_stall(h, now);
 	enum ha_wire_err err = ha_fsm_heartbeat(h->fsm, (unsigned)p, payload, len, now);
 
 	if (err == HA_WIRE_OK)
@@ -1169,6 +1159,11 @@ static void on_sync_check(struct evloop *loop, struct evtimer *t, void *arg)
 	if (!st.peer_alive)
 		return;
 	if (st.peer_boot_id != h->sync_peer_boot || now >= h->sync_next_ms) {
+		/* A new boot may have new link addresses (an HCA gives its QP a new
+		 * number): its entries are resolved afresh. */
+		if (h->sync_peer_boot && st.peer_boot_id != h->sync_peer_boot)
+			for (unsigned p = 0; p < h->n_paths; p++)
+				renew_peer_neigh(h, p, true);
 		h->sync_peer_boot = st.peer_boot_id;
 		h->sync_next_ms = now + SYNC_EVERY_MS;
 		sync_send(h);

@@ -287,9 +287,23 @@ group_state() { # NODE GROUP
 	g "$1" -j show ha 2>/dev/null |
 		jq -r --arg n "$2" '.[] | select(.kind == "group" and .group == $n) | .state'
 }
+# One sample: each box's svc4 and svc6 states and alive paths, one gwctl and one jq per
+# box (a gwctl and a jq per value before: the sampler's own processes kept the pair's
+# workers off the two CPUs, and took 0.4 s a sample). Sets S ("gw1-svc4 gw1-svc6
+# gw2-svc4 gw2-svc6") and P ("gw1-paths/gw2-paths").
+ha_view() { g "$1" -j show ha 2>/dev/null | jq -r '[([.[] | select(.kind == "group" and .group == "svc4")][0].state // "none"),
+	([.[] | select(.kind == "group" and .group == "svc6")][0].state // "none"),
+	([.[] | select(.kind == "path" and .alive) | .path] | join(",") | if . == "" then "none" else . end)] | join(" ")'; }
+sample() {
+	local a b p1 c d p2
+	read -r a b p1 <<<"$(ha_view gw1)"
+	read -r c d p2 <<<"$(ha_view gw2)"
+	S="$a $b $c $d"
+	P="$p1/$p2"
+}
 aa_states() {
-	echo "$(group_state gw1 svc4) $(group_state gw1 svc6) $(group_state gw2 svc4)" \
-		"$(group_state gw2 svc6)"
+	sample
+	echo "$S"
 }
 split_groups gw1 150 100 >"$work/gw1-aa.yaml"
 split_groups gw2 100 150 >"$work/gw2-aa.yaml"
@@ -376,31 +390,17 @@ tap_is "... the IB host's IPv4 and IPv6 next hops are both gw1" \
 # gw2 restarted: it preempts svc6 back (priority 150), svc4 stays on gw1, and the pair
 # stays so: once the start-up has settled (both boxes hear each other on both paths and
 # hold their groups; a box that starts alone may be MASTER for a moment, the start-up
-# race docs/failover.md describes), sampled for 3 s (0.1 s between samples), no group moves. The
-# paths seen alive are printed. Before the heartbeats confirmed the peer's neighbour
-# entries, this failed in most runs: gw1's entry for gw2, probed while gw2 was down,
-# failed about 0.9 s after gw2 was back, and the heartbeats it held back made both
-# boxes MASTER of both groups for up to 0.7 s (docs/failover.md, "Heartbeat neighbours").
+# race docs/failover.md describes), sampled for 3 s (0.1 s between samples, ha_view),
+# no group moves. The paths seen alive are printed. Before the heartbeats confirmed the
+# peer's neighbour entries, this failed in most runs: gw1's entry for gw2, probed while
+# gw2 was down, failed about 0.9 s after gw2 was back, and the heartbeats it held back
+# made both boxes MASTER of both groups for up to 0.7 s (docs/failover.md, "Heartbeat
+# neighbours").
 aa_gaps_start aab
 sleep 0.5
 l1=$(wc -l <"$RACK_STATE/logs/ibgwd-gw1.log")
 gateway_start gw2 "$work/gw2-aa.yaml" >/dev/null 2>&1
 wait_group gw2 svc6 master 10
-alive_paths() { g "$1" -j show ha 2>/dev/null | jq -r '[.[] | select(.kind == "path" and .alive) | .path] | join(",")'; }
-# One sample: each box's svc4 and svc6 states and alive paths, one gwctl and one jq per
-# box (six of each per sample before: the sampler's own processes kept the pair's
-# workers off the two CPUs, and took 0.4 s a sample). Sets S ("gw1-svc4 gw1-svc6
-# gw2-svc4 gw2-svc6") and P ("gw1-paths/gw2-paths").
-ha_view() { g "$1" -j show ha 2>/dev/null | jq -r '[([.[] | select(.kind == "group" and .group == "svc4")][0].state // "none"),
-	([.[] | select(.kind == "group" and .group == "svc6")][0].state // "none"),
-	([.[] | select(.kind == "path" and .alive) | .path] | join(",") | if . == "" then "none" else . end)] | join(" ")'; }
-sample() {
-	local a b p1 c d p2
-	read -r a b p1 <<<"$(ha_view gw1)"
-	read -r c d p2 <<<"$(ha_view gw2)"
-	S="$a $b $c $d"
-	P="$p1/$p2"
-}
 settled() { sample; [ "$S $P" = "master backup backup master ib0,eth0/ib0,eth0" ]; }
 for _ in $(seq 100); do settled && break; sleep 0.1; done
 states_seen=
@@ -418,8 +418,8 @@ echo "after gw2's restart, alive paths gw1/gw2 sampled for 3 s:$paths_seen" | fo
 for n in gw1 gw2; do g $n show ha | grep '^transition' | tail -4 | sed "s/^/# $n: /"; done
 tap_is "active/active, gw2 restarted: it takes svc6 back and then no group moves for 3 s" \
 	"${states_seen# }" "master_backup_backup_master"
-tap_is "... then both boxes hear each other on both paths" \
-	"$(alive_paths gw1) $(alive_paths gw2)" "ib0,eth0 ib0,eth0"
+sample
+tap_is "... then both boxes hear each other on both paths" "$P" "ib0,eth0/ib0,eth0"
 aa_gap_checks aab "$(bound 33)" "33 measured + margin"
 tap_is "... the IB host's IPv4 next hop is gw1, its IPv6 next hop gw2 again" \
 	"$(nmac40 -4 10.10.0.1) $(nmac40 -6 fd00:10::1)" "$(guid40 gw1) $(guid40 gw2)"
