@@ -42,7 +42,7 @@ const char *ib_pkt_err_name(enum ib_pkt_err err)
 	return pkt_errs[err].name;
 }
 
-enum ib_pkt_err ib_packet_parse(const uint8_t *buf, size_t len, struct ib_packet *pkt)
+static enum ib_pkt_err parse(const uint8_t *buf, size_t len, struct ib_packet *pkt, bool crcs)
 {
 	size_t words, end, off;
 	uint32_t icrc;
@@ -63,7 +63,7 @@ enum ib_pkt_err ib_packet_parse(const uint8_t *buf, size_t len, struct ib_packet
 
 	/* len >= 8 and len == words + 2, so words >= 8: the LRH lies inside PktLen. */
 	pkt->vcrc = ib_get_le16(buf + words);
-	if (ib_vcrc_compute(buf, words) != pkt->vcrc)
+	if (crcs && ib_vcrc_compute(buf, words) != pkt->vcrc)
 		return IB_PKT_ERR_VCRC;
 
 	end = words - IB_ICRC_LEN; /* first ICRC byte; words >= 8 so no wrap */
@@ -112,9 +112,19 @@ enum ib_pkt_err ib_packet_parse(const uint8_t *buf, size_t len, struct ib_packet
 	pkt->payload_len = end - off - pkt->bth.pad;
 
 	pkt->icrc = ib_get_le32(buf + end);
-	if (ib_icrc_compute(buf, end, &icrc) < 0 || icrc != pkt->icrc)
+	if (crcs && (ib_icrc_compute(buf, end, &icrc) < 0 || icrc != pkt->icrc))
 		return IB_PKT_ERR_ICRC;
 	return IB_PKT_OK;
+}
+
+enum ib_pkt_err ib_packet_parse(const uint8_t *buf, size_t len, struct ib_packet *pkt)
+{
+	return parse(buf, len, pkt, true);
+}
+
+enum ib_pkt_err ib_packet_parse_headers(const uint8_t *buf, size_t len, struct ib_packet *pkt)
+{
+	return parse(buf, len, pkt, false);
 }
 
 size_t ib_packet_len(const struct ib_packet *pkt)

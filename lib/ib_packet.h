@@ -76,6 +76,13 @@ const char *ib_pkt_err_name(enum ib_pkt_err err);
 /* Parse and check one packet (len bytes, VCRC included). */
 enum ib_pkt_err ib_packet_parse(const uint8_t *buf, size_t len, struct ib_packet *pkt);
 
+/* The same checks but the two CRCs (pkt->icrc and pkt->vcrc are read, not verified):
+ * for a packet whose CRCs were verified where it entered the fabric, parsed again only
+ * for its header fields (a switch after a router's rewrite, a delayed packet, the
+ * receiving HCA behind the fabric's ring). Each CRC pass costs as much as a copy of the
+ * packet, and the rack made three of each per packet. */
+enum ib_pkt_err ib_packet_parse_headers(const uint8_t *buf, size_t len, struct ib_packet *pkt);
+
 /*
  * Build a packet from pkt (lrh, has_grh/grh, bth, the extension headers its opcode
  * needs, payload). Computed, whatever pkt holds: LRH LNH and PktLen, GRH PayLen (IPVer

@@ -1087,6 +1087,7 @@ static void router_in(struct fabric *f, struct port *src, int fp, const struct i
 		unsigned before = v->delivered;
 		bool cap = false;
 		struct ib_packet out_pkt;
+		enum ib_pkt_err err;
 
 		if (!eg || port_down(f, eg)) {
 			refuse(f, v, src, eg, FABRIC_DROP_LINK_DOWN);
@@ -1100,9 +1101,10 @@ static void router_in(struct fabric *f, struct port *src, int fp, const struct i
 		f->nodes[eg->node].st.rx_packets++;
 		f->nodes[eg->node].st.rx_bytes += len;
 		/* The rewrite keeps the packet valid (VCRC resealed, ICRC untouched): parsed
-		 * again, as the next switch would, for the fields it now carries. */
-		if (ib_packet_parse(out, len, &out_pkt) != IB_PKT_OK) {
-			refuse(f, v, eg, NULL, FABRIC_DROP_BAD_ICRC);
+		 * again for the fields it now carries, its CRCs not checked a second time. */
+		err = ib_packet_parse_headers(out, len, &out_pkt);
+		if (err != IB_PKT_OK) {
+			refuse(f, v, eg, NULL, fabric_drop_from_parse(err));
 			continue;
 		}
 		route(f, eg, ep, eg->subnet, 0, &out_pkt, out, len, depth + 1, &cap, v);
@@ -1347,7 +1349,7 @@ unsigned fabric_poll(struct fabric *f, uint64_t now_ns)
 			i = m;
 		}
 		/* Checked at ingress already; parse again only for the header fields. */
-		ib_packet_parse(h->pkt, h->len, &pkt);
+		ib_packet_parse_headers(h->pkt, h->len, &pkt);
 		if (!p->used || p->gen != h->gen)
 			p = NULL;
 		route(f, p, h->port, h->subnet, h->src_qpn, &pkt, h->pkt, h->len, 0, &captured, &v);

@@ -528,8 +528,10 @@ void vsim_qp_rx(struct vsim_ctx *ctx, struct vsim_port *port, uint32_t qpn, cons
 		return;
 	}
 	qp = qp_find(ctx, port, qpn);
-	/* The fabric checked CRCs, P_Key and Q_Key against what the QP told it. */
-	if (!qp || ib_packet_parse(wire, len, &p) != IB_PKT_OK)
+	/* The fabric checked the CRCs (at ingress: a corrupt packet never reaches a ring),
+	 * P_Key and Q_Key against what the QP told it; the headers are parsed again, the
+	 * CRCs not (two passes over the packet, as costly as a copy of it). */
+	if (!qp || ib_packet_parse_headers(wire, len, &p) != IB_PKT_OK)
 		return;
 	if (qp->type == IBV_QPT_UD) {
 		rx_ud(qp, &p, wire);

@@ -1,6 +1,8 @@
 /*
- * libFuzzer harness for ib_packet_parse(): any input must be parsed or refused without
- * a crash or sanitizer report; when it parses, building the parsed packet must give
+ * libFuzzer harness for ib_packet_parse() and ib_packet_parse_headers(): any input must
+ * be parsed or refused without a crash or sanitizer report; the two agree on every
+ * input except for the CRCs (same reason, or OK where only a CRC is wrong, and the same
+ * fields where both parse); when it parses, building the parsed packet must give
  * back the same octets (reserved bits are kept; pad octets are written as zeros, so
  * that part of the comparison applies when the input's pad was zeros), and the rebuilt
  * packet must parse to the same fields.
@@ -33,10 +35,21 @@ static void one(const uint8_t *data, size_t size)
 	int n;
 
 	enum ib_pkt_err err = ib_packet_parse(data, size, &p);
+	enum ib_pkt_err herr = ib_packet_parse_headers(data, size, &q);
 
 	check((unsigned)err < IB_PKT_ERR_COUNT);
+	if (err == IB_PKT_ERR_VCRC)
+		/* Past the VCRC (reason 3) the header checks still run: any reason after it
+		 * but the ICRC, or none. */
+		check(herr == IB_PKT_OK || (herr > IB_PKT_ERR_VCRC && herr != IB_PKT_ERR_ICRC));
+	else if (err == IB_PKT_ERR_ICRC) /* the last check: every header one passed */
+		check(herr == IB_PKT_OK);
+	else
+		check(herr == err);
 	if (err != IB_PKT_OK)
 		return;
+	check(q.payload == p.payload && q.payload_len == p.payload_len && q.ext == p.ext &&
+	      q.bth.dqpn == p.bth.dqpn && q.icrc == p.icrc && q.vcrc == p.vcrc);
 	check(p.payload >= data && p.payload + p.payload_len <= data + size);
 	for (size_t i = 0; i < p.bth.pad; i++)
 		pad_zero &= p.payload[p.payload_len + i] == 0;

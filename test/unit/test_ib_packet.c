@@ -246,6 +246,38 @@ static void test_each_reason(void **state)
 			 IB_PKT_ERR_ICRC);
 }
 
+/* ib_packet_parse_headers: the same fields and refusals, the CRCs read but not judged. */
+static void test_parse_headers(void **state)
+{
+	uint8_t buf[sizeof(global_pkt)];
+	struct ib_packet p, q;
+
+	(void)state;
+	assert_int_equal(ib_packet_parse(global_pkt, sizeof(global_pkt), &p), IB_PKT_OK);
+	assert_int_equal(ib_packet_parse_headers(global_pkt, sizeof(global_pkt), &q), IB_PKT_OK);
+	assert_memory_equal(&p, &q, sizeof(p));
+	/* A flipped payload bit, the VCRC stale (then fresh): only the full parse sees it. */
+	assert_int_equal(parse_edited(local_pkt, sizeof(local_pkt), 30, 0x00, false),
+			 IB_PKT_ERR_VCRC);
+	memcpy(buf, local_pkt, sizeof(local_pkt));
+	buf[30] ^= 0x01;
+	assert_int_equal(ib_packet_parse_headers(buf, sizeof(local_pkt), &q), IB_PKT_OK);
+	assert_int_equal(q.payload_len, 4); /* local_pkt's "ABCD" */
+	assert_int_equal(q.vcrc, ib_get_le16(local_pkt + sizeof(local_pkt) - 2));
+	assert_int_equal(ib_packet_reseal_vcrc(buf, sizeof(local_pkt)), 0);
+	assert_int_equal(ib_packet_parse(buf, sizeof(local_pkt), &p), IB_PKT_ERR_ICRC);
+	assert_int_equal(ib_packet_parse_headers(buf, sizeof(local_pkt), &q), IB_PKT_OK);
+	/* Header faults are still refused, for the same reason. */
+	memcpy(buf, local_pkt, sizeof(local_pkt));
+	buf[8] = 0x0c; /* RC RDMA READ request */
+	assert_int_equal(ib_packet_parse_headers(buf, sizeof(local_pkt), &q), IB_PKT_ERR_OPCODE);
+	assert_int_equal(ib_packet_parse_headers(local_pkt, sizeof(local_pkt) - 1, &q),
+			 IB_PKT_ERR_TRUNCATED);
+	memcpy(buf, global_pkt, sizeof(global_pkt));
+	buf[14] = 0x11;
+	assert_int_equal(ib_packet_parse_headers(buf, sizeof(global_pkt), &q), IB_PKT_ERR_NXTHDR);
+}
+
 /* Packets whose PktLen is consistent with the buffer but too small for the headers. */
 static void test_pktlen_too_small(void **state)
 {
@@ -424,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_trailing),
 		cmocka_unit_test(test_every_bit_flip_refused),
 		cmocka_unit_test(test_each_reason),
+		cmocka_unit_test(test_parse_headers),
 		cmocka_unit_test(test_pktlen_too_small),
 		cmocka_unit_test(test_rc_opcodes),
 		cmocka_unit_test(test_build_refuses),
