@@ -201,7 +201,6 @@ static inline uint64_t ip_csum_add(uint64_t sum, const uint8_t *p, size_t len)
 #endif
 }
 
-
 /* The checksum to store (the complement of the folded sum). */
 static inline uint16_t ip_csum(const uint8_t *p, size_t len)
 {

@@ -425,7 +425,8 @@ static void test_csum_long(void **state)
 					uint64_t s = ip_csum_add(ip_csum_add(0, b + off, k),
 								 b + off + k, n - k);
 
-					assert_int_equal((uint16_t)~ip_csum_fold(s), ref_csum(b + off, n));
+					assert_int_equal((uint16_t)~ip_csum_fold(s),
+							 ref_csum(b + off, n));
 				}
 			}
 	}
