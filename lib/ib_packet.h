@@ -79,8 +79,8 @@ enum ib_pkt_err ib_packet_parse(const uint8_t *buf, size_t len, struct ib_packet
 /* The same checks but the two CRCs (pkt->icrc and pkt->vcrc are read, not verified):
  * for a packet whose CRCs were verified where it entered the fabric, parsed again only
  * for its header fields (a switch after a router's rewrite, a delayed packet, the
- * receiving HCA behind the fabric's ring). Each CRC pass costs as much as a copy of the
- * packet, and the rack made three of each per packet. */
+ * receiving HCA behind the fabric's ring). Each CRC pass costs about as much as a copy
+ * of the packet. */
 enum ib_pkt_err ib_packet_parse_headers(const uint8_t *buf, size_t len, struct ib_packet *pkt);
 
 /*
