@@ -136,7 +136,7 @@ static inline uint16_t ip_csum_fold(uint64_t sum)
  * under 32 octets (headers, addresses); longer runs it sums eight octets at a time in
  * the machine's byte order with the carries counted (add with carry, as the kernel's
  * csum_partial), then folds to 16 bits and swaps once: the one's-complement sum does not
- * depend on byte order (RFC 1071 2(B)). 2.2x ip_csum_add_be's rate on 1448 octets here;
+ * depend on byte order (RFC 1071 2(B)). 1.6-2.2x ip_csum_add_be's rate on 1448 octets here;
  * it runs over every segment's payload in software GSO and GRO. */
 static inline uint64_t ip_csum_add_be(uint64_t sum, const uint8_t *p, size_t len)
 {
@@ -158,7 +158,7 @@ static inline uint64_t ip_csum_add_be(uint64_t sum, const uint8_t *p, size_t len
 static inline uint64_t ip_csum_add(uint64_t sum, const uint8_t *p, size_t len)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	unsigned long long s = 0, w, carries = 0, tail = 0;
+	unsigned long long s = 0, w, carries = 0;
 	uint32_t f;
 
 	if (len < 32) /* headers, addresses: the fold and swap would cost more */
@@ -176,25 +176,12 @@ static inline uint64_t ip_csum_add(uint64_t sum, const uint8_t *p, size_t len)
 		memcpy(&w, p, 8);
 		carries += __builtin_uaddll_overflow(s, w, &s);
 	}
-	if (len >= 4) {
-		uint32_t v;
-
-		memcpy(&v, p, 4);
-		tail += v;
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		uint16_t v;
-
-		memcpy(&v, p, 2);
-		tail += v;
-		p += 2;
-		len -= 2;
-	}
-	if (len)
-		tail += p[0]; /* the low octet of a little-endian word: the high one swapped */
-	f = ip_csum_fold((s & 0xffffffffu) + (s >> 32) + carries + tail);
+	/* The last 0-7 octets in a zeroed word: an odd last octet becomes the low octet of
+	 * a little-endian word, the high one once swapped, padded with a zero. */
+	w = 0;
+	memcpy(&w, p, len);
+	carries += __builtin_uaddll_overflow(s, w, &s);
+	f = ip_csum_fold((s & 0xffffffffu) + (s >> 32) + carries);
 	return sum + (uint16_t)(f >> 8 | f << 8);
 #else
 	return ip_csum_add_be(sum, p, len);
