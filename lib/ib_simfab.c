@@ -614,7 +614,9 @@ struct simfab_client {
 	uint8_t *rmap;
 	size_t rmap_len;
 	struct simfab_ring rtx, rrx;
-	bool rx_held; /* the packet last handed out is still in its rx slot */
+	bool rx_held;   /* the packet last handed out is still in its rx slot */
+	bool corked;    /* simfab_client_cork: a KICK waits for the uncork */
+	bool kick_owed; /* the fabric asked for one while corked */
 };
 
 int simfab_client_connect(const char *path, struct simfab_client **out)
@@ -962,6 +964,29 @@ static void send_kick(struct simfab_client *c)
 		(void)send(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+/* After a push that found the fabric asleep (ring commit returned 1). */
+static void kick_now_or_later(struct simfab_client *c)
+{
+	if (c->corked)
+		c->kick_owed = true;
+	else
+		send_kick(c);
+}
+
+void simfab_client_cork(struct simfab_client *c)
+{
+	c->corked = true;
+}
+
+void simfab_client_uncork(struct simfab_client *c)
+{
+	c->corked = false;
+	if (c->kick_owed) {
+		c->kick_owed = false;
+		send_kick(c);
+	}
+}
+
 uint8_t *simfab_client_tx_slot(struct simfab_client *c)
 {
 	int err;
@@ -977,7 +1002,7 @@ int simfab_client_send_slot(struct simfab_client *c, uint32_t src_qpn, size_t le
 		return -EINVAL;
 	ret = simfab_ring_commit(&c->rtx, src_qpn, len);
 	if (ret == 1)
-		send_kick(c);
+		kick_now_or_later(c);
 	return ret == 1 ? 0 : ret;
 }
 
@@ -991,7 +1016,7 @@ int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t 
 		int ret = simfab_ring_push(&c->rtx, src_qpn, pkt, len);
 
 		if (ret == 1)
-			send_kick(c);
+			kick_now_or_later(c);
 		return ret == 1 ? 0 : ret;
 	}
 	if (simfab_packet_header(hdr, src_qpn, len) < 0)

@@ -280,6 +280,13 @@ int simfab_client_send(struct simfab_client *c, uint32_t src_qpn, const uint8_t 
  * simfab_client_send_slot publishes the len octets built there. */
 uint8_t *simfab_client_tx_slot(struct simfab_client *c);
 int simfab_client_send_slot(struct simfab_client *c, uint32_t src_qpn, size_t len);
+/* Hold back the KICKs of the sends that follow until simfab_client_uncork, which sends
+ * at most one: the doorbell of a batch (as a NIC's driver rings once per post of a WR
+ * list), so a burst wakes the fabric once, not once per packet the fabric drains
+ * faster than they come. Only ring sends are held; a caller must uncork before it
+ * waits. */
+void simfab_client_cork(struct simfab_client *c);
+void simfab_client_uncork(struct simfab_client *c);
 
 /* What simfab_client_recv returns: a PACKET (qpn, data/len valid until the next call
  * on c) or a PORT_STATE. */

@@ -15,7 +15,9 @@
  * two shared-memory rings instead: its ring is drained whenever its socket is readable
  * (the port sends KICK when the fabric said it may sleep), before the requests read
  * with it, so a packet never overtakes a QP_DESTROY sent after it; deliveries go into
- * the port's other ring (full: rx_overflow), with a KICK only when the port sleeps.
+ * the port's other ring (full: rx_overflow), with a KICK only when the port sleeps,
+ * sent when the handler that delivered ends or after KICK_BATCH deliveries (one per
+ * port and batch, not one per packet).
  * Captures go through a large stdio buffer, flushed when stopped.
  */
 #include <errno.h>
@@ -44,6 +46,9 @@
 #define MAX_CONNS    FABRIC_PORTS_MAX
 #define SOCK_BUF     (4 << 20)
 #define ERF_FLAG_RXE 0x10 /* ERF header flags: "receive error": our mark for drops */
+/* Ring deliveries between two sends of the KICKs they owe: a receiver starts on a long
+ * batch before it ends, and is not left a full ring (its 1024 slots) to find. */
+#define KICK_BATCH 64
 
 struct conn {
 	int fd;
@@ -53,6 +58,7 @@ struct conn {
 	uint8_t *rmap;
 	size_t rmap_len;
 	struct simfab_ring in, out;
+	bool kick_owed; /* a delivery found the port asleep: KICK when the handler ends */
 };
 
 struct ctl_conn {
@@ -85,6 +91,10 @@ struct fab {
 	/* A packet taken from a ring: copied first, so that the port cannot change it
 	 * between the checks and the delivery. */
 	uint8_t ring_pkt[IB_PACKET_MAX_LEN];
+	/* Connections owed a KICK (kick_owed set), in the order they became owed. */
+	int owed[MAX_CONNS];
+	unsigned n_owed;
+	unsigned unflushed; /* ring deliveries since the last flush_kicks */
 };
 
 static uint64_t wall_ns(void)
@@ -98,6 +108,7 @@ static uint64_t wall_ns(void)
 /* ---- core callbacks -------------------------------------------------------------- */
 
 static void send_msg(struct conn *c, const struct simfab_msg *m);
+static void flush_kicks(struct fab *x);
 
 static int cb_deliver(void *arg, int port, uint32_t qpn, const uint8_t *pkt, size_t len)
 {
@@ -108,13 +119,17 @@ static int cb_deliver(void *arg, int port, uint32_t qpn, const uint8_t *pkt, siz
 	int ci = x->port_conn[port];
 
 	if (ci >= 0 && x->conns[ci].rmap) {
-		int rc = simfab_ring_push(&x->conns[ci].out, qpn, pkt, len);
+		struct conn *c = &x->conns[ci];
+		int rc = simfab_ring_push(&c->out, qpn, pkt, len);
 
-		if (rc == 1) {
-			struct simfab_msg k = { .type = SIMFAB_KICK };
-
-			send_msg(&x->conns[ci], &k);
+		/* The KICK waits for the end of the handler or KICK_BATCH deliveries
+		 * (flush_kicks): a batch costs the port one wake-up, not one per packet. */
+		if (rc == 1 && !c->kick_owed) {
+			c->kick_owed = true;
+			x->owed[x->n_owed++] = ci;
 		}
+		if (++x->unflushed >= KICK_BATCH)
+			flush_kicks(x);
 		return rc == -EAGAIN ? -ENOBUFS : rc < 0 ? rc : 0;
 	}
 	if (ci < 0 || simfab_packet_header(hdr, qpn, len) < 0)
@@ -132,6 +147,23 @@ static void send_msg(struct conn *c, const struct simfab_msg *m)
 	if (n > 0 && send(c->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
 	    m->type != SIMFAB_KICK) /* a full socket will be read anyway */
 		log_errno(LOG_WARNING, errno, "fabric: answer to port connection %d lost", c->fd);
+}
+
+/* The KICKs the deliveries of one handler owe (cb_deliver). Every handler that can
+ * deliver ends with this. */
+static void flush_kicks(struct fab *x)
+{
+	x->unflushed = 0;
+	struct simfab_msg k = { .type = SIMFAB_KICK };
+
+	for (unsigned i = 0; i < x->n_owed; i++) {
+		struct conn *c = &x->conns[x->owed[i]];
+
+		if (c->kick_owed && c->fd >= 0)
+			send_msg(c, &k);
+		c->kick_owed = false;
+	}
+	x->n_owed = 0;
 }
 
 static void cb_port_state(void *arg, int port, bool up)
@@ -247,6 +279,7 @@ static void delay_fire(struct evloop *loop, struct evtimer *t, void *arg)
 	(void)loop;
 	(void)t;
 	fabric_poll(x->f, evloop_now_ns());
+	flush_kicks(x);
 	arm_delay_timer(x);
 }
 
@@ -262,6 +295,7 @@ static void conn_close(struct fab *x, struct conn *c)
 	if (c->rmap)
 		munmap(c->rmap, c->rmap_len);
 	c->rmap = NULL;
+	c->kick_owed = false;
 	evloop_del_fd(x->loop, c->fd);
 	close(c->fd);
 	c->fd = -1;
@@ -452,15 +486,10 @@ static void handle_msg(struct fab *x, struct conn *c, const uint8_t *buf, size_t
 	reply_ok(c, m.seq, qpn);
 }
 
-static void conn_read(struct evloop *loop, int fd, uint32_t events, void *arg)
+static void conn_read_msgs(struct fab *x, struct conn *c)
 {
-	struct conn *c = arg;
-	struct fab *x = c->fab;
 	int n;
 
-	(void)loop;
-	(void)fd;
-	(void)events;
 	for (int i = 0; i < RX_BATCH; i++) {
 		x->mm[i].msg_hdr.msg_control = x->cmsg[i].buf;
 		x->mm[i].msg_hdr.msg_controllen = sizeof(x->cmsg[i].buf);
@@ -468,12 +497,9 @@ static void conn_read(struct evloop *loop, int fd, uint32_t events, void *arg)
 	}
 	n = recvmmsg(c->fd, x->mm, RX_BATCH, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
 	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		{
+		if (errno != EAGAIN && errno != EINTR)
 			conn_close(x, c);
-			return;
-		}
+		return;
 	}
 	if (n == 0) {
 		conn_close(x, c);
@@ -516,6 +542,17 @@ out:
 	for (int i = 0; i < n; i++)
 		if (x->rx_fd[i] >= 0)
 			close(x->rx_fd[i]);
+}
+
+static void conn_read(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)loop;
+	(void)fd;
+	(void)events;
+	conn_read_msgs(c->fab, c);
+	flush_kicks(c->fab);
 }
 
 static void accept_port(struct evloop *loop, int fd, uint32_t events, void *arg)

@@ -648,6 +648,21 @@ static unsigned port_ms(void)
 	return v < 10 ? 10 : v > 60000 ? 60000 : (unsigned)v;
 }
 
+/* Hold back (or send) the KICKs of every connected port. ctx->lock held. */
+static void cork_ports(struct vsim_ctx *ctx, bool cork)
+{
+	for (unsigned i = 0; i < ctx->n_ports; i++) {
+		struct simfab_client *fab = ctx->port[i].fab;
+
+		if (!fab)
+			continue;
+		if (cork)
+			simfab_client_cork(fab);
+		else
+			simfab_client_uncork(fab);
+	}
+}
+
 static void *progress(void *arg)
 {
 	struct vsim_ctx *ctx = arg;
@@ -695,6 +710,9 @@ static void *progress(void *arg)
 		pthread_mutex_lock(&ctx->lock);
 		ctx->sleep_until = 0;
 		more = false;
+		/* What this round sends (RC ACKs and data, UD retries) wakes the fabric once
+		 * per port, at the end. */
+		cork_ports(ctx, true);
 		for (unsigned i = 0; i < ctx->n_ports; i++) {
 			ctx->port[i].tx_blocked = false;
 			more |= rx_port(ctx, &ctx->port[i], now);
@@ -703,6 +721,7 @@ static void *progress(void *arg)
 		ud_dl = vsim_ud_service(ctx, now);
 		if (ctx->fatal_pending)
 			vsim_qp_fatal_all(ctx);
+		cork_ports(ctx, false);
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	return NULL;

@@ -1461,8 +1461,13 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	struct vsim_qp *qp = (struct vsim_qp *)ibqp;
 	int ret = 0;
 	bool rc = qp->type == IBV_QPT_RC;
+	struct simfab_client *fab;
 
 	pthread_mutex_lock(&ctx->lock);
+	/* One KICK for the list at most (the doorbell), rung before the lock is let go. */
+	fab = qp->port ? qp->port->fab : NULL;
+	if (fab)
+		simfab_client_cork(fab);
 	if (qp->rss && wr) {
 		/* An RSS QP has no send queue (mlx5: EINVAL). */
 		ret = EINVAL;
@@ -1530,6 +1535,8 @@ int vsim_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 out:
 	if (ret)
 		*bad = wr;
+	if (fab)
+		simfab_client_uncork(fab);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }

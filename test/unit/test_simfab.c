@@ -3,7 +3,8 @@
  * round-trips through encode/decode; malformed messages are refused with the reason a
  * peer would read; the client helpers against a scripted fabric on a real
  * SOCK_SEQPACKET socket (answers, ERROR texts, traffic that overtakes an answer,
- * timeouts, the fabric going away).
+ * timeouts, the fabric going away); the shared rings, and the KICKs a corked client
+ * holds back.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +17,8 @@
 
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -466,12 +469,124 @@ static void test_ring(void **state)
 	free(mem);
 }
 
+/* A fabric that takes RING and counts KICKs; on each it drains the ring (so the next
+ * push finds it asleep again). */
+struct kick_fake {
+	int lfd;
+	atomic_uint kicks, drained;
+};
+
+static void *kick_fake_run(void *arg)
+{
+	struct kick_fake *kf = arg;
+	uint8_t buf[SIMFAB_MSG_MAX], *mem = NULL;
+	size_t mem_len = 0;
+	struct simfab_ring in = { 0 };
+	int fd = accept(kf->lfd, NULL, NULL);
+
+	for (;;) {
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cm;
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cm.b,
+				     .msg_controllen = sizeof(cm.b) };
+		struct simfab_msg m, r = { .type = SIMFAB_OK };
+		ssize_t n = recvmsg(fd, &mh, 0);
+		const uint8_t *d;
+		uint32_t qpn;
+		size_t len;
+
+		if (n <= 0 || simfab_decode(buf, (size_t)n, &m, NULL) < 0)
+			break;
+		r.seq = m.seq;
+		if (m.type == SIMFAB_RING) {
+			struct cmsghdr *ch = CMSG_FIRSTHDR(&mh);
+			int rfd;
+
+			assert_non_null(ch);
+			memcpy(&rfd, CMSG_DATA(ch), sizeof(rfd));
+			mem_len = simfab_ring_bytes(m.u.ring.slots);
+			mem = mmap(NULL, mem_len, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+			close(rfd);
+			assert_true(mem != MAP_FAILED);
+			simfab_ring_view(mem, m.u.ring.slots, 0, &in);
+		}
+		if (m.type == SIMFAB_KICK) {
+			atomic_fetch_add(&kf->kicks, 1);
+			while (simfab_ring_peek(&in, &qpn, &d, &len) == 1) {
+				simfab_ring_pop(&in);
+				atomic_fetch_add(&kf->drained, 1);
+			}
+			continue;
+		}
+		fake_send(fd, &r);
+	}
+	if (mem)
+		munmap(mem, mem_len);
+	close(fd);
+	return NULL;
+}
+
+static void wait_kicks(struct kick_fake *kf, unsigned want)
+{
+	for (int i = 0; i < 200 && atomic_load(&kf->kicks) < want; i++)
+		usleep(10000);
+	usleep(50000); /* and no more than want */
+	assert_int_equal(atomic_load(&kf->kicks), want);
+}
+
+/* A corked client rings the doorbell once, at the uncork; uncorked, the first push
+ * into a sleeping ring kicks at once; an uncork that owes nothing sends nothing. */
+static void test_cork(void **state)
+{
+	struct kick_fake kf = { 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct simfab_port_info pi = port_a();
+	struct simfab_client *c;
+	uint8_t pkt[IB_PACKET_MIN_LEN] = { 0 };
+	pthread_t thread;
+
+	(void)state;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/ibgw-simfab-cork.%d", (int)getpid());
+	unlink(sa.sun_path);
+	kf.lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_true(kf.lfd >= 0);
+	assert_int_equal(bind(kf.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(kf.lfd, 1), 0);
+	assert_int_equal(pthread_create(&thread, NULL, kick_fake_run, &kf), 0);
+	assert_int_equal(simfab_client_connect(sa.sun_path, &c), 0);
+	assert_int_equal(simfab_client_hello(c, &pi), 0);
+	assert_int_equal(simfab_client_ring(c, SIMFAB_RING_SLOTS_MIN), 0);
+
+	simfab_client_cork(c);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(simfab_client_send(c, 0x48, pkt, sizeof(pkt)), 0);
+	wait_kicks(&kf, 0);
+	simfab_client_uncork(c);
+	wait_kicks(&kf, 1);
+	assert_int_equal(atomic_load(&kf.drained), 3);
+	simfab_client_uncork(c); /* owes nothing */
+	wait_kicks(&kf, 1);
+	assert_int_equal(simfab_client_send(c, 0x48, pkt, sizeof(pkt)), 0);
+	wait_kicks(&kf, 2);
+	assert_int_equal(atomic_load(&kf.drained), 4);
+
+	simfab_client_close(c);
+	pthread_join(thread, NULL);
+	close(kf.lfd);
+	unlink(sa.sun_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_client),    cmocka_unit_test(test_build_ud),
-		cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_ring),      cmocka_unit_test(test_cork),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
