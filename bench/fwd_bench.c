@@ -777,9 +777,10 @@ static void cross_check(struct ours *o, struct ref *refs, int nref, struct pktse
 		bool ok = ours_burst(&o->l[0], ps->from_ib, &s, len, 1, true) == 1;
 
 		if (!ok) {
-			fprintf(stderr,
-				"MISMATCH %s packet %u (dst %08x): ours did not forward (drop %s)\n",
-				ps->name, i, ps->dst[i], fwd_drop_name(o->l[0].res.drop));
+			fprintf(
+			    stderr,
+			    "MISMATCH %s packet %u (dst %08x): ours did not forward (drop %s)\n",
+			    ps->name, i, ps->dst[i], fwd_drop_name(o->l[0].res.drop));
 			exit(1);
 		}
 		if (ps->from_ib)
