@@ -58,7 +58,7 @@ struct conn {
 	uint8_t *rmap;
 	size_t rmap_len;
 	struct simfab_ring in, out;
-	bool kick_owed; /* a delivery found the port asleep: KICK when the handler ends */
+	bool kick_owed; /* a delivery found the port asleep: flush_kicks sends the KICK */
 };
 
 struct ctl_conn {
@@ -149,13 +149,13 @@ static void send_msg(struct conn *c, const struct simfab_msg *m)
 		log_errno(LOG_WARNING, errno, "fabric: answer to port connection %d lost", c->fd);
 }
 
-/* The KICKs the deliveries of one handler owe (cb_deliver). Every handler that can
- * deliver ends with this. */
+/* The KICKs the deliveries owe (cb_deliver): every handler that can deliver ends with
+ * this, and cb_deliver calls it every KICK_BATCH deliveries. */
 static void flush_kicks(struct fab *x)
 {
-	x->unflushed = 0;
 	struct simfab_msg k = { .type = SIMFAB_KICK };
 
+	x->unflushed = 0;
 	for (unsigned i = 0; i < x->n_owed; i++) {
 		struct conn *c = &x->conns[x->owed[i]];
 
