@@ -24,6 +24,13 @@
  *                   group (seed 004, "IB ARP Across Subnets"; docs/ipoib.md)
  *   --addr A/LEN    an address for the TAP (repeatable; IPv4 or IPv6)
  *   --tap NAME      the TAP device (default ib0)
+ *   --offloads on|off  datagram mode: offer the kernel TSO and checksum offload on the
+ *                   TAP (default on, as the Linux IPoIB driver on an HCA with UD LSO);
+ *                   ibgw-host cuts the super-frames it reads. Connected mode: always off
+ *   --send-depth N  the send queue's depth (UD; connected: each connection's), default 512
+ *                   in datagram mode, 256 in connected mode; the TAP is read while what
+ *                   one frame may need is free (with the offloads: 128 sends, a
+ *                   super-frame's segments at most)
  *   --ctl PATH      control socket ($IBGW_NODE_DIR/ibgw-host.sock)
  *
  * The kernel's multicast memberships on the TAP (/proc/net/igmp, /proc/net/igmp6) are
@@ -85,6 +92,12 @@
 #define RECV_DEPTH_CM 256
 #define N_BUFS        (2 * RECV_DEPTH)
 #define N_BUFS_CM     1024
+/* Datagram mode's UD send queue: a super-frame from the kernel (the TAP's TSO) is cut
+ * into up to GSO_SEGS_MAX segments, each a send; the TAP is read only while that many
+ * slots are free (tx_room). Connected mode: each connection's queue (the link's default),
+ * one send per TAP frame. */
+#define SEND_DEPTH    512
+#define SEND_DEPTH_CM 256
 #define WC_BATCH      64
 #define TAP_BATCH     64
 #define FRAME_MAX     (65536 + 64)
@@ -125,6 +138,18 @@ struct host {
 	union ib_gid synced[MAX_SYNCED]; /* MGIDs joined because the kernel listens (sync_groups) */
 	unsigned n_synced;
 	uint64_t tap_rx, tap_tx, tap_drops, tap_write_errors;
+	/* The TAP's offloads (datagram mode unless --offloads off): super-frames the kernel
+	 * handed over (tso_frames) cut into tso_segs segments, partial checksums completed
+	 * (csum_completed), frames whose metadata did not check (offload_refused). */
+	bool offloads;
+	uint64_t tso_frames, tso_segs, csum_completed, offload_refused;
+	/* Sends posted and not completed (host_post, handle_wc), against the send queue's
+	 * depth: the TAP stops being read while fewer slots are free than one frame from it
+	 * may need (tx_reserve: GSO_SEGS_MAX with the offloads, else 1) (tap_stopped;
+	 * tx_stops counts the stops), as a NIC driver stops its queue. */
+	unsigned send_depth, tx_reserve, tx_inflight;
+	bool tap_stopped, tx_progress;
+	uint64_t tx_stops, tx_resyncs;
 	uint64_t icmp_too_big, icmp_refused, mcast_too_big;
 	/* TCP segments to the kernel merged (pkt/gro): written as one GSO frame each, so
 	 * that the kernel takes up to 64 KiB per write and per trip through its stack, as
@@ -134,6 +159,7 @@ struct host {
 	uint64_t gro_frames, gro_segs;
 	uint8_t icmp_frame[HL2_ETH_HLEN + ICMP6_ERR_MAX];
 	uint8_t frame[FRAME_MAX];
+	uint8_t seg_frame[FRAME_MAX]; /* one segment of a super-frame (on_tap_offload) */
 	uint8_t gro_frame[HL2_ETH_HLEN + GRO_MAX_LEN];
 };
 
@@ -167,11 +193,20 @@ static int tap_open(struct host *h)
 		return -errno;
 	memset(&ifr, 0, sizeof(ifr));
 	/* Every frame either way starts with a struct virtio_net_hdr: what we write may be a
-	 * GSO frame (pkt/gro). The TAP offers the kernel no offloads (no TUNSETOFFLOAD), so
-	 * what we read is whole and checksummed, its header empty. */
+	 * GSO frame (pkt/gro), what we read may be one (on_tap_offload). */
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", h->tap);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	/* Datagram mode offers the kernel TSO and checksum offload, as the Linux IPoIB driver
+	 * does on an HCA with UD LSO and checksum offload (ipoib_set_dev_features); connected
+	 * mode offers none, as the driver turns them off there (RC has no LSO). */
+	if (h->offloads &&
+	    ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN) < 0) {
 		int e = errno;
 
 		close(fd);
@@ -357,6 +392,9 @@ static void handle_wc(struct host *h, struct ibp_wc *wc)
 	enum ipoib_rx_kind k;
 
 	if (wc->kind == IBP_WC_SEND) {
+		if (h->tx_inflight)
+			h->tx_inflight--;
+		h->tx_progress = true;
 		ipoib_link_tx_done(h->link, wc);
 		return;
 	}
@@ -394,12 +432,53 @@ static void poll_port_batches(struct host *h)
 	}
 }
 
+/* ---- the send queue and the TAP's queue -------------------------------------------- */
+
+/*
+ * The TAP is read while the send queue has room for a whole super-frame's segments; else
+ * its queue stops (no EPOLLIN) and the kernel holds what comes (its qdisc, then TCP's
+ * own pacing), as the Linux IPoIB driver stops its netdev queue when the send ring is
+ * full and wakes it at half (ipoib_send, ipoib_ib_handle_tx_wc). A post that found the
+ * queue full would lose the packet.
+ */
+static bool tx_room(const struct host *h)
+{
+	return h->tx_inflight + h->tx_reserve <= h->send_depth;
+}
+
+static void tap_stop(struct host *h)
+{
+	if (h->tap_stopped || evloop_mod_fd(h->loop, h->tap_fd, 0) < 0)
+		return;
+	h->tap_stopped = true;
+	h->tx_stops++;
+}
+
+static void tap_wake(struct host *h)
+{
+	if (h->tap_stopped && evloop_mod_fd(h->loop, h->tap_fd, EPOLLIN) == 0)
+		h->tap_stopped = false;
+}
+
+/* The link's post hook (every send of the link): counted in flight until its completion. */
+static int host_post(void *ctx, struct ibp_send *s)
+{
+	struct host *h = ctx;
+	int r = h->ops->post_send(0, s, 1);
+
+	if (r == 1)
+		h->tx_inflight++;
+	return r;
+}
+
 /* What the port has, then the merged segments to the kernel: nothing is held past the
  * completions at hand (as NAPI GRO flushes at the end of a poll). */
 static void poll_port(struct host *h)
 {
 	poll_port_batches(h);
 	gro_flush(h);
+	if (h->tap_stopped && h->tx_inflight <= h->send_depth / 2)
+		tap_wake(h);
 }
 
 static void on_cq(struct evloop *loop, int fd, uint32_t ev, void *arg)
@@ -525,6 +604,44 @@ static bool is_membership_report(const uint8_t *f, size_t n)
 	return n >= HL2_ETH_HLEN + 40 && f[12] == 0x86 && f[13] == 0xdd && f[HL2_ETH_HLEN + 6] == 0;
 }
 
+/*
+ * A frame the kernel left to the TAP's offloads: its metadata checked against it
+ * (pkt/gso, as the gateway's af_packet port does), then a partial checksum completed,
+ * or a TCP super-frame cut into segments of the sender's MSS within the TAP's MTU, each
+ * its own IP header and full checksum, as an HCA's LSO cuts it. Each segment then goes
+ * as any frame. Returns false for a frame refused (counted).
+ */
+static bool on_tap_offload(struct host *h, const struct gso_vnet *v, uint8_t *frame, size_t len)
+{
+	struct gso_pkt g;
+	struct gso_plan plan;
+	bool partial;
+
+	if (gso_check(v, frame, len, &g, &partial) != GSO_OK) {
+		h->offload_refused++;
+		return false;
+	}
+	if (g.kind == GSO_NONE) {
+		if (partial && gso_l4_csum_fill(frame + HL2_ETH_HLEN, len - HL2_ETH_HLEN))
+			h->csum_completed++;
+		from_tap(h, frame, len);
+		return true;
+	}
+	if (gso_plan(frame + HL2_ETH_HLEN, len - HL2_ETH_HLEN, &g, ipoib_link_conn_mtu(h->link),
+		     &plan) != GSO_OK) {
+		h->offload_refused++;
+		return false;
+	}
+	memcpy(h->seg_frame, frame, HL2_ETH_HLEN);
+	for (unsigned i = 0; i < plan.n; i++)
+		from_tap(h, h->seg_frame,
+			 HL2_ETH_HLEN + gso_segment(&plan, frame + HL2_ETH_HLEN, i,
+						    h->seg_frame + HL2_ETH_HLEN));
+	h->tso_frames++;
+	h->tso_segs += plan.n;
+	return true;
+}
+
 static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 {
 	struct host *h = arg;
@@ -535,16 +652,25 @@ static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 	(void)loop;
 	(void)ev;
 	for (int i = 0; i < TAP_BATCH; i++) {
-		ssize_t n = readv(fd, iov, 2);
+		ssize_t n;
+
+		if (!tx_room(h)) {
+			poll_port(h); /* reap the completions at hand */
+			if (!tx_room(h)) {
+				tap_stop(h);
+				break;
+			}
+		}
+		n = readv(fd, iov, 2);
 
 		if (n <= (ssize_t)sizeof(hdr))
 			break;
 		n -= (ssize_t)sizeof(hdr);
 		h->tap_rx++;
-		/* Offered no offloads, the kernel hands over whole, checksummed frames. */
 		gso_vnet_read(&v, hdr);
 		if (v.gso_type != GSO_VNET_NONE || (v.flags & GSO_VNET_F_NEEDS_CSUM)) {
-			h->tap_drops++;
+			if (!on_tap_offload(h, &v, h->frame, (size_t)n))
+				h->tap_drops++;
 			continue;
 		}
 		/* The groups joined before the report goes out, so that what a router sends
@@ -700,6 +826,16 @@ static void on_tick(struct evloop *loop, struct evtimer *t, void *arg)
 	(void)loop;
 	(void)t;
 	sa_umad_poll_port(h->umad);
+	/* Stopped a whole tick without one send completing: sends the port will never
+	 * complete (a queue torn down with them) would stop the TAP for good; count them
+	 * gone. */
+	if (h->tap_stopped && !h->tx_progress) {
+		log_warning("%u sends without completion for 1 s: TAP queue woken", h->tx_inflight);
+		h->tx_inflight = 0;
+		h->tx_resyncs++;
+		tap_wake(h);
+	}
+	h->tx_progress = false;
 	if (ipoib_link_is_up(h->link))
 		sync_groups(h);
 }
@@ -874,12 +1010,18 @@ static void dump(struct host *h, FILE *f, const char *what)
 		fprintf(
 		    f,
 		    "tap rx %llu tx %llu drops %llu write_errors %llu gro_frames %llu gro_segs %llu "
+		    "offloads %s tso_frames %llu tso_segs %llu csum_completed %llu "
+		    "offload_refused %llu tx_inflight %u tx_stops %llu tx_resyncs %llu "
 		    "l2_to_eth %llu l2_to_ib %llu "
 		    "arp_rewritten %llu nd_rewritten %llu dhcp_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
 		    "mac_collisions %llu\n",
 		    (unsigned long long)h->tap_rx, (unsigned long long)h->tap_tx,
 		    (unsigned long long)h->tap_drops, (unsigned long long)h->tap_write_errors,
 		    (unsigned long long)h->gro_frames, (unsigned long long)h->gro_segs,
+		    h->offloads ? "on" : "off", (unsigned long long)h->tso_frames,
+		    (unsigned long long)h->tso_segs, (unsigned long long)h->csum_completed,
+		    (unsigned long long)h->offload_refused, h->tx_inflight,
+		    (unsigned long long)h->tx_stops, (unsigned long long)h->tx_resyncs,
 		    (unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
 		    (unsigned long long)h->l2.st.arp_rewritten,
 		    (unsigned long long)h->l2.st.nd_rewritten,
@@ -1076,7 +1218,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: ibgw-host [--node N] [--pkey P] "
 		"[--mode datagram|connected] [--conn-idle-ms N] [--mcast-hop-limit N] "
-		"[--addr A/LEN]... [--tap NAME] [--ctl PATH]\n"
+		"[--addr A/LEN]... [--tap NAME] [--offloads on|off] [--send-depth N] "
+		"[--ctl PATH]\n"
 		"       ibgw-host --ctl PATH dump [link|stats|neigh|peers|groups|conns|all]\n"
 		"       ibgw-host --ctl PATH xmit-ip ADDR COUNT\n");
 	exit(2);
@@ -1093,12 +1236,16 @@ int main(int argc, char **argv)
 		{ "mcast-hop-limit", required_argument, NULL, 'H' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "tap", required_argument, NULL, 't' },
+		{ "offloads", required_argument, NULL, 'o' },
+		{ "send-depth", required_argument, NULL, 'd' },
 		{ "ctl", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char ctlbuf[256];
 	const char *env;
+	bool offloads_off = false;
+	unsigned long send_depth = 0;
 	int o, r;
 
 	h.pkey = 0xffff;
@@ -1145,9 +1292,30 @@ int main(int argc, char **argv)
 		case 'c':
 			h.ctl_path = optarg;
 			break;
+		case 'o':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "ibgw-host: offloads %s: on or off\n", optarg);
+				return 2;
+			}
+			offloads_off = !strcmp(optarg, "off");
+			break;
+		case 'd':
+			send_depth = strtoul(optarg, NULL, 0);
+			break;
 		default:
 			usage();
 		}
+	}
+	h.offloads = !h.connected && !offloads_off;
+	h.tx_reserve = h.offloads ? GSO_SEGS_MAX : 1;
+	h.send_depth = h.connected ? SEND_DEPTH_CM : SEND_DEPTH;
+	if (send_depth) {
+		if (send_depth <= h.tx_reserve || send_depth > 8192) {
+			fprintf(stderr, "ibgw-host: send-depth %lu: %u..8192\n", send_depth,
+				h.tx_reserve + 1);
+			return 2;
+		}
+		h.send_depth = (unsigned)send_depth;
 	}
 	if (!h.ctl_path && (env = getenv("IBGW_NODE_DIR"))) {
 		snprintf(ctlbuf, sizeof(ctlbuf), "%s/ibgw-host.sock", env);
@@ -1228,6 +1396,9 @@ int main(int argc, char **argv)
 		.cb_ctx = &h,
 		.attr = &pa,
 		.recv_depth = h.connected ? RECV_DEPTH_CM : RECV_DEPTH,
+		.send_depth = h.send_depth,
+		.post = host_post,
+		.post_ctx = &h,
 	};
 	if ((r = ipoib_link_new(&lc, &h.link)) < 0)
 		die("link", r);

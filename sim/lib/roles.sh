@@ -46,10 +46,12 @@ role_start_ethhost() { :; }
 # 2 crosses one IB router, sim/topologies/two-subnets.topo).
 host_bin() { rack_built "${IBGW_HOST:-}" bin/ibgw-host; }
 ipoib_lines() { awk '$1 == "#@ipoib"' "$RACK_STATE/topology"; }
-role_start_ibhost_node() {   # NODE PKEY MODE ADDR...
+role_start_ibhost_node() {   # NODE PKEY MODE ADDR... (IBGW_HOST_ARGS: more options)
 	local node=$1 pkey=$2 mode=$3 dir=$RACK_STATE/nodes/$1 a args=() i hop
 	shift 3
 	for a in "$@"; do args+=(--addr "$a"); done
+	# shellcheck disable=SC2206
+	args+=(${IBGW_HOST_ARGS:-})
 	hop=$(rack_topo_key "$RACK_STATE/topology" mcast-hop-limit)
 	[ -z "$hop" ] || args+=(--mcast-hop-limit "$hop")
 	# The verbs backend on the verbs shim, as the gateway; in connected mode the CM is

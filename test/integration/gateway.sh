@@ -28,7 +28,7 @@ suite_init gwt
 rackcmd() { R "$@"; }
 suite_cleanup_hook() { ip netns del "$rack-ethx" 2>/dev/null; }
 
-tap_plan 97
+tap_plan 98
 suite_need_built "$build/bin/ibgwd" "$build/bin/gwctl" "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3 jq ethtool
@@ -125,8 +125,13 @@ tap_like "default offloads: the gateway segmented GSO frames for the IPoIB link"
 # which gw1 merges (receive coalescing, docs/dataplane.md) and hands its Ethernet port
 # as GSO frames, segmented by the kernel on the way out.
 m0=$(gwctl -j show stats | jq -r '.[0].gro_merged')
+tso0=$(stat_field ibhost3 tso_frames)
 tap_is "8 MiB TCP datagram-mode IB host -> Ethernet host arrive intact (SHA-256)" \
 	"$(intact "$rack-ethhost1" "$rack-ibhost3" 10.20.0.11 "$work/blob")" "$blob_sum"
+# The IB host's kernel sent them as TSO super-frames, cut by ibgw-host into datagrams
+# (docs/simulated-rack.md, "The IB host's TAP offers TSO"): the SHA-256 went through it.
+tap_like "... sent by the IB host's kernel as super-frames that ibgw-host cut (tso_frames grew)" \
+	"$(($(stat_field ibhost3 tso_frames) - tso0))" "^[1-9][0-9]*$"
 read -r m s < <(gwctl -j show stats | jq -r '.[0] | "\(.gro_merged) \(.gro_segments)"')
 echo "# gw1 merged $((m - m0)) packets from IPoIB ($s segments in all)"
 tap_like "... merged on the way by gw1 (gro_merged grew; two segments or more each)" \

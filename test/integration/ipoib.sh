@@ -14,10 +14,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$top/test/lib/tap.sh"
 . "$top/test/lib/rack_suite.sh"
+. "$top/test/lib/intact.sh"
 suite_init ipo
 rackcmd() { R "$@"; }
 
-tap_plan 27
+tap_plan 33
 suite_need_built "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3
@@ -86,6 +87,12 @@ tap_like "the kernel sees ibhost2 at its GUID-derived MAC" "$(in_ns ibhost1 ip n
 	"lladdr ([0-9a-f]{2}:)03:00:a1:00:09"
 
 # --- TCP -------------------------------------------------------------------------
+# Datagram mode offers the kernel TSO and checksum offload on the TAP, as the Linux IPoIB
+# driver on an HCA with UD LSO: the kernel hands ibgw-host super-frames, which it cuts
+# into datagrams of the link's MTU (docs/simulated-rack.md, "The IB host's TAP").
+tap_like "datagram mode: the TAP offers the kernel TSO (ethtool -k ib0)" \
+	"$(in_ns ibhost1 ethtool -k ib0)" "tcp-segmentation-offload: on"
+tso0=$(stat_field ibhost1 tso_frames)
 in_ns ibhost2 iperf3 -s -1 -D >/dev/null 2>&1
 sleep 0.5
 ip_out=$(in_ns ibhost1 iperf3 -c 10.10.0.12 -t 5 -f m 2>&1)
@@ -93,6 +100,53 @@ rate=$(echo "$ip_out" | awk '/receiver/ { print $7, $8 }')
 if [ -n "$rate" ]; then tap_ok "iperf3 TCP ibhost1 -> ibhost2 completes: $rate"
 else tap_not_ok "iperf3 TCP" "$ip_out"; fi
 echo "# iperf3 datagram mode: $rate"
+read -r tso segs refused <<<"$(dump ibhost1 stats | awk '/^tap / { for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+	print v["tso_frames"], v["tso_segs"], v["offload_refused"] }')"
+echo "# ibhost1 cut $((tso - tso0)) super-frames from its kernel ($segs segments in all)"
+tap_like "ibgw-host cut the kernel's super-frames into datagrams (tso_frames grew, 2+ segments each, none refused)" \
+	"$((tso - tso0)) $((segs >= 2 * tso)) $refused" "^[1-9][0-9]* 1 0$"
+
+# The fabric stalls again and again during two streams (SIGSTOP 0.1 s in every 0.2 s): the
+# port's ring to it fills, UD sends wait in the send queue uncompleted (vsim_qp.c,
+# send_ud), and the TAP stops being read while fewer slots than a super-frame's
+# segments are free; it wakes at half. Nothing is lost to a full queue (tx_post drops
+# stay 0): the kernel holds the rest, as a NIC driver's stopped queue makes it do.
+dd if=/dev/urandom of="$work/blob" bs=1M count=64 status=none
+blob_sum=$(sha256sum <"$work/blob" | cut -d' ' -f1)
+IBGW_HOST_ARGS="--send-depth 160" restart_host ibhost1 0xffff 10.10.0.11/24 fd00:10::11/64
+wait_link ibhost1 up 20
+wait_dad ibhost1
+fpid=$(rack_pid fabric)
+rm -f "$work/stall.end"
+(for _ in $(seq 100); do
+	[ -e "$work/stall.end" ] && break
+	kill -STOP "$fpid"; sleep 0.1; kill -CONT "$fpid"; sleep 0.1
+done) &
+stall=$!
+tap_is "send queue of 160, the fabric stalling: 64 MiB TCP ibhost1 -> ibhost2 arrive intact (SHA-256)" \
+	"$(intact "$rack-ibhost2" "$rack-ibhost1" 10.10.0.12 "$work/blob")" "$blob_sum"
+# TCP's window is smaller than the port's ring (1024 packets): only a sender that does
+# not wait for acknowledgements fills it during a stall. 2 s of UDP at 3 Gbit/s.
+in_ns ibhost2 iperf3 -s -1 -D >/dev/null 2>&1
+sleep 0.5
+in_ns ibhost1 timeout 20 iperf3 -c 10.10.0.12 -u -b 3G -t 2 >/dev/null 2>&1
+touch "$work/stall.end"
+wait "$stall"
+kill -CONT "$fpid" 2>/dev/null
+read -r stops post <<<"$(dump ibhost1 stats | awk '/^tap |^drops / { for (i = 1; i < NF; i++) v[$i] = $(i + 1) }
+	END { print v["tx_stops"], v["tx_post"] }')"
+echo "# ibhost1's TAP queue stopped $stops times"
+tap_like "... the TAP's queue stopped and woke (tx_stops grew), no send lost to a full queue (tx_post 0)" \
+	"$stops $post" "^[1-9][0-9]* 0$"
+IBGW_HOST_ARGS="--offloads off" restart_host ibhost1 0xffff 10.10.0.11/24 fd00:10::11/64
+wait_link ibhost1 up 20
+tap_like "--offloads off: the TAP offers no TSO" "$(in_ns ibhost1 ethtool -k ib0)" \
+	"tcp-segmentation-offload: off"
+tap_like "... and ibgw-host says so (dump stats: offloads off)" "$(dump ibhost1 stats)" \
+	"^tap .* offloads off tso_frames 0 "
+restart_host ibhost1 0xffff 10.10.0.11/24 fd00:10::11/64
+wait_link ibhost1 up 20
+wait_dad ibhost1
 
 # --- the link's own resolution, queue overflow -------------------------------------
 before=$(stat_field ibhost1 unres_discards)
