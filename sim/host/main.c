@@ -150,6 +150,13 @@ struct host {
 	unsigned send_depth, tx_reserve, tx_inflight;
 	bool tap_stopped, tx_progress;
 	uint64_t tx_stops, tx_resyncs;
+	/* While a batch of TAP frames is read (on_tap), the link's sends wait here and go
+	 * as one chain per QP at its end (tx_flush): one ibv_post_send, one doorbell, for
+	 * up to 32 segments. send_depth entries: all of them are counted in tx_inflight. */
+	struct ibp_send *txq;
+	unsigned txq_len;
+	bool tx_batch;
+	uint64_t tx_chains, tx_flush_drops;
 	uint64_t icmp_too_big, icmp_refused, mcast_too_big;
 	/* TCP segments to the kernel merged (pkt/gro): written as one GSO frame each, so
 	 * that the kernel takes up to 64 KiB per write and per trip through its stack, as
@@ -460,12 +467,46 @@ static void tap_wake(struct host *h)
 		h->tap_stopped = false;
 }
 
-/* The link's post hook (every send of the link): counted in flight until its completion. */
+/* The sends held by a batch, posted: consecutive sends on one QP as one chain (the
+ * backend's post_send). A send the port refuses (its queue in error) is dropped here,
+ * its buffer returned and counted (tx_flush_drops; the link counted it sent). */
+static void tx_flush(struct host *h)
+{
+	unsigned done = 0;
+
+	while (done < h->txq_len) {
+		int r = h->ops->post_send(0, &h->txq[done], h->txq_len - done);
+
+		h->tx_chains++;
+		if (r > 0) {
+			done += (unsigned)r;
+			continue;
+		}
+		h->ops->buf_put(h->port, h->txq[done].buf);
+		h->tx_flush_drops++;
+		h->tx_inflight--;
+		done++;
+	}
+	h->txq_len = 0;
+}
+
+/* The link's post hook (every send of the link): counted in flight until its
+ * completion; held for the batch's chain while on_tap reads (never more than the
+ * queue's depth: tx_room keeps the sends in flight, these among them, within it). */
 static int host_post(void *ctx, struct ibp_send *s)
 {
 	struct host *h = ctx;
-	int r = h->ops->post_send(0, s, 1);
+	int r;
 
+	if (h->tx_batch) {
+		if (h->txq_len == h->send_depth)
+			tx_flush(h);
+		h->txq[h->txq_len++] = *s;
+		h->tx_inflight++;
+		return 1;
+	}
+	r = h->ops->post_send(0, s, 1);
+	h->tx_chains++;
 	if (r == 1)
 		h->tx_inflight++;
 	return r;
@@ -651,11 +692,17 @@ static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 
 	(void)loop;
 	(void)ev;
+	h->tx_batch = true;
 	for (int i = 0; i < TAP_BATCH; i++) {
 		ssize_t n;
 
 		if (!tx_room(h)) {
-			poll_port(h); /* reap the completions at hand */
+			/* What waits goes first, then the completions at hand are reaped (with
+			 * nothing held while the receives they bring are handled). */
+			tx_flush(h);
+			h->tx_batch = false;
+			poll_port(h);
+			h->tx_batch = true;
 			if (!tx_room(h)) {
 				tap_stop(h);
 				break;
@@ -679,6 +726,8 @@ static void on_tap(struct evloop *loop, int fd, uint32_t ev, void *arg)
 			sync_groups(h);
 		from_tap(h, h->frame, (size_t)n);
 	}
+	tx_flush(h);
+	h->tx_batch = false;
 }
 
 /* ---- link and port events ------------------------------------------------------- */
@@ -1012,6 +1061,7 @@ static void dump(struct host *h, FILE *f, const char *what)
 		    "tap rx %llu tx %llu drops %llu write_errors %llu gro_frames %llu gro_segs %llu "
 		    "offloads %s tso_frames %llu tso_segs %llu csum_completed %llu "
 		    "offload_refused %llu tx_inflight %u tx_stops %llu tx_resyncs %llu "
+		    "tx_chains %llu tx_flush_drops %llu "
 		    "l2_to_eth %llu l2_to_ib %llu "
 		    "arp_rewritten %llu nd_rewritten %llu dhcp_rewritten %llu unknown_dst_mac %llu unknown_src %llu "
 		    "mac_collisions %llu\n",
@@ -1022,6 +1072,7 @@ static void dump(struct host *h, FILE *f, const char *what)
 		    (unsigned long long)h->tso_segs, (unsigned long long)h->csum_completed,
 		    (unsigned long long)h->offload_refused, h->tx_inflight,
 		    (unsigned long long)h->tx_stops, (unsigned long long)h->tx_resyncs,
+		    (unsigned long long)h->tx_chains, (unsigned long long)h->tx_flush_drops,
 		    (unsigned long long)h->l2.st.to_eth, (unsigned long long)h->l2.st.to_ib,
 		    (unsigned long long)h->l2.st.arp_rewritten,
 		    (unsigned long long)h->l2.st.nd_rewritten,
@@ -1317,6 +1368,9 @@ int main(int argc, char **argv)
 		}
 		h.send_depth = (unsigned)send_depth;
 	}
+	h.txq = calloc(h.send_depth, sizeof(*h.txq));
+	if (!h.txq)
+		die("send queue", -ENOMEM);
 	if (!h.ctl_path && (env = getenv("IBGW_NODE_DIR"))) {
 		snprintf(ctlbuf, sizeof(ctlbuf), "%s/ibgw-host.sock", env);
 		h.ctl_path = ctlbuf;
@@ -1465,5 +1519,6 @@ int main(int argc, char **argv)
 		unlink(h.ctl_path);
 	close(h.tap_fd);
 	evloop_free(h.loop);
+	free(h.txq);
 	return 0;
 }

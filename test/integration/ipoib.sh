@@ -18,7 +18,7 @@ top=$(cd "$here/../.." && pwd)
 suite_init ipo
 rackcmd() { R "$@"; }
 
-tap_plan 33
+tap_plan 34
 suite_need_built "$build/bin/ibgw-host" "$build/bin/ibgw-fabric"
 suite_need_root
 suite_need_cmds ibsim opensm tshark iperf3
@@ -100,11 +100,12 @@ rate=$(echo "$ip_out" | awk '/receiver/ { print $7, $8 }')
 if [ -n "$rate" ]; then tap_ok "iperf3 TCP ibhost1 -> ibhost2 completes: $rate"
 else tap_not_ok "iperf3 TCP" "$ip_out"; fi
 echo "# iperf3 datagram mode: $rate"
-read -r tso segs refused <<<"$(dump ibhost1 stats | awk '/^tap / { for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	print v["tso_frames"], v["tso_segs"], v["offload_refused"] }')"
-echo "# ibhost1 cut $((tso - tso0)) super-frames from its kernel ($segs segments in all)"
+read -r tso segs refused chains <<<"$(dump ibhost1 stats | awk '/^tap / { for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+	print v["tso_frames"], v["tso_segs"], v["offload_refused"], v["tx_chains"] }')"
+echo "# ibhost1 cut $((tso - tso0)) super-frames from its kernel ($segs segments in all, $chains posts)"
 tap_like "ibgw-host cut the kernel's super-frames into datagrams (tso_frames grew, 2+ segments each, none refused)" \
 	"$((tso - tso0)) $((segs >= 2 * tso)) $refused" "^[1-9][0-9]* 1 0$"
+tap_is "... and posted them in chains (fewer than one post per 4 segments)" "$((chains * 4 < segs))" 1
 
 # The fabric stalls again and again during two streams (SIGSTOP 0.1 s in every 0.2 s): the
 # port's ring to it fills, UD sends wait in the send queue uncompleted (vsim_qp.c,
