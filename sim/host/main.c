@@ -1350,9 +1350,17 @@ int main(int argc, char **argv)
 			}
 			offloads_off = !strcmp(optarg, "off");
 			break;
-		case 'd':
-			send_depth = strtoul(optarg, NULL, 0);
+		case 'd': {
+			char *end;
+
+			send_depth = strtoul(optarg, &end, 0);
+			if (*end || !send_depth) {
+				fprintf(stderr, "ibgw-host: send-depth %s: not a positive number\n",
+					optarg);
+				return 2;
+			}
 			break;
+		}
 		default:
 			usage();
 		}
