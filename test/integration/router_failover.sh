@@ -13,7 +13,7 @@
 # Checks: the paths and the connection before, after the death and after the return;
 # both streams intact; rt1's death cost packets (it was real) and the longest silence of
 # each ping stays within what docs/gid-route-failover.md promises (the router watch's
-# interval plus 0.5 s); the return costs no more than 150 ms of silence (the rack's
+# interval plus 0.5 s); the return costs no more than 300 ms of silence (the rack's
 # noise). Prints the gaps measured (bench/routers.sh repeats them for figures).
 # Needs root, ibsim, opensm, jq, python3; IBGW_BUILD.
 # Run alone, under the rack lock: flock /tmp/ibgw-rack.lock bash test/integration/router_failover.sh
@@ -129,10 +129,10 @@ tap_check "the datagram ping's longest silence after rt1 died is at most 1500 ms
 	test "$gap_ud" -le 1500
 tap_check "the connected-mode ping's likewise ($gap_cm)" test "$gap_cm" -le 1500
 # A flow that no router change concerns (or only its failback) keeps going: its 1 ms ping
-# silent at most 150 ms (docs/gid-route-failover.md: this rack's own noise is 13-21 ms
-# of silence with nothing happening, 20-40 ms around a change, 54 and 82-106 ms in CI
-# runs; a real interruption here is 600-1000 ms).
-noise_ms=150
+# silent at most 300 ms (docs/gid-route-failover.md: this rack's own noise is 13-21 ms
+# of silence with nothing happening, 20-50 ms around a change, 54, 82-106 and 172 ms in
+# CI runs; a real interruption here is 600-1000 ms).
+noise_ms=300
 tap_check "rt1's return: the datagram ping silent at most $noise_ms ms ($back_ud)" \
 	test "$back_ud" -le "$noise_ms"
 tap_check "and the connected-mode ping ($back_cm)" test "$back_cm" -le "$noise_ms"
