@@ -145,9 +145,9 @@ struct host {
 	uint64_t tso_frames, tso_segs, csum_completed, offload_refused;
 	/* Sends posted and not completed (host_post, handle_wc), against the send queue's
 	 * depth: the TAP stops being read while fewer slots are free than one frame from it
-	 * may need (tx_reserve: GSO_SEGS_MAX with the offloads, else 1) (tap_stopped;
-	 * tx_stops counts the stops), as a NIC driver stops its queue. */
-	unsigned send_depth, tx_reserve, tx_inflight;
+	 * may need (tx_reserve) (tap_stopped; tx_stops counts the stops), as a NIC driver
+	 * stops its queue. */
+	unsigned send_depth, tx_inflight;
 	bool tap_stopped, tx_progress;
 	uint64_t tx_stops, tx_resyncs;
 	/* While a batch of TAP frames is read (on_tap), the link's sends wait here and go
@@ -448,9 +448,15 @@ static void poll_port_batches(struct host *h)
  * full and wakes it at half (ipoib_send, ipoib_ib_handle_tx_wc). A post that found the
  * queue full would lose the packet.
  */
+/* The sends one TAP frame may become: a super-frame's segments with the offloads. */
+static unsigned tx_reserve(const struct host *h)
+{
+	return h->offloads ? GSO_SEGS_MAX : 1;
+}
+
 static bool tx_room(const struct host *h)
 {
-	return h->tx_inflight + h->tx_reserve <= h->send_depth;
+	return h->tx_inflight + tx_reserve(h) <= h->send_depth;
 }
 
 static void tap_stop(struct host *h)
@@ -1366,12 +1372,11 @@ int main(int argc, char **argv)
 		}
 	}
 	h.offloads = !h.connected && !offloads_off;
-	h.tx_reserve = h.offloads ? GSO_SEGS_MAX : 1;
 	h.send_depth = h.connected ? SEND_DEPTH_CM : SEND_DEPTH;
 	if (send_depth) {
-		if (send_depth <= h.tx_reserve || send_depth > 8192) {
+		if (send_depth <= tx_reserve(&h) || send_depth > 8192) {
 			fprintf(stderr, "ibgw-host: send-depth %lu: %u..8192\n", send_depth,
-				h.tx_reserve + 1);
+				tx_reserve(&h) + 1);
 			return 2;
 		}
 		h.send_depth = (unsigned)send_depth;

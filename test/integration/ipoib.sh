@@ -102,8 +102,10 @@ rate=$(echo "$ip_out" | awk '/receiver/ { print $7, $8 }')
 if [ -n "$rate" ]; then tap_ok "iperf3 TCP ibhost1 -> ibhost2 completes: $rate"
 else tap_not_ok "iperf3 TCP" "$ip_out"; fi
 echo "# iperf3 datagram mode: $rate"
-read -r tso segs refused chains <<<"$(dump ibhost1 stats | awk '/^tap / { for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	print v["tso_frames"], v["tso_segs"], v["offload_refused"], v["tx_chains"] }')"
+tso=$(stat_field ibhost1 tso_frames)
+segs=$(stat_field ibhost1 tso_segs)
+refused=$(stat_field ibhost1 offload_refused)
+chains=$(stat_field ibhost1 tx_chains)
 echo "# ibhost1 cut $((tso - tso0)) super-frames from its kernel ($segs segments in all, $chains posts)"
 tap_like "ibgw-host cut the kernel's super-frames into datagrams (tso_frames grew, 2+ segments each, none refused)" \
 	"$((tso - tso0)) $((segs >= 2 * tso)) $refused" "^[1-9][0-9]* 1 0$"
@@ -136,8 +138,9 @@ in_ns ibhost1 timeout 20 iperf3 -c 10.10.0.12 -u -b 3G -t 2 >/dev/null 2>&1
 touch "$work/stall.end"
 wait "$stall"
 kill -CONT "$fpid" 2>/dev/null
-read -r stops post resyncs <<<"$(dump ibhost1 stats | awk '/^tap |^drops / { for (i = 1; i < NF; i++) v[$i] = $(i + 1) }
-	END { print v["tx_stops"], v["tx_post"], v["tx_resyncs"] }')"
+stops=$(stat_field ibhost1 tx_stops)
+post=$(stat_field ibhost1 tx_post)
+resyncs=$(stat_field ibhost1 tx_resyncs)
 echo "# ibhost1's TAP queue stopped $stops times"
 tap_like "... the TAP's queue stopped (tx_stops grew), no send lost to a full queue (tx_post 0), each woken by completions (tx_resyncs 0)" \
 	"$stops $post $resyncs" "^[1-9][0-9]* 0 0$"
