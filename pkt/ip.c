@@ -230,7 +230,8 @@ static enum ip_reason ip4_class_reason(unsigned c, bool src)
 	}
 }
 
-enum ip_reason ip4_check_addrs(const struct ip4_martian_cfg *cfg, uint32_t src, uint32_t dst)
+enum ip_reason ip4_check_addrs_classes(const struct ip4_martian_cfg *cfg, uint32_t src,
+				       uint32_t dst)
 {
 	unsigned c = ip4_class(src);
 

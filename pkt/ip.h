@@ -121,10 +121,14 @@ static inline void ip_put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/* Four folds take any 64-bit sum to 16 bits (33, 18, 17 bits, then at most 0xffff):
+ * no loop, no branch. */
 static inline uint16_t ip_csum_fold(uint64_t sum)
 {
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)sum;
 }
 
@@ -258,6 +262,19 @@ struct ip4_info {
 
 enum ip_reason ip4_check_options(const uint8_t *opt, size_t len);
 
+/* A header's checksum verifies (sums to all ones). The common 20-octet header as five
+ * words in the machine's order, the one's-complement sum not depending on byte order
+ * (RFC 1071 2(B)); a header with options the general way. */
+static inline bool ip4_hdr_csum_ok(const uint8_t *p, unsigned ihl)
+{
+	uint32_t w[5];
+
+	if (ihl != IP4_HDR_LEN)
+		return ip_csum_fold(ip_csum_add(0, p, ihl)) == 0xffff;
+	memcpy(w, p, sizeof(w));
+	return ip_csum_fold((uint64_t)w[0] + w[1] + w[2] + w[3] + w[4]) == 0xffff;
+}
+
 static inline enum ip_reason ip4_validate(const uint8_t *p, size_t len, struct ip4_info *out)
 {
 	unsigned ihl, tot, frag, pl;
@@ -276,7 +293,7 @@ static inline enum ip_reason ip4_validate(const uint8_t *p, size_t len, struct i
 		return IP4_BAD_TOTAL_LENGTH;
 	if (tot > len)
 		return IP4_LENGTH_EXCEEDS_BUFFER;
-	if (ip_csum_fold(ip_csum_add(0, p, ihl)) != 0xffff)
+	if (!ip4_hdr_csum_ok(p, ihl))
 		return IP4_BAD_CHECKSUM;
 	frag = ip_be16(p + 6);
 	pl = tot - ihl;
@@ -307,14 +324,16 @@ static inline enum ip_reason ip4_validate(const uint8_t *p, size_t len, struct i
  * header untouched) when the TTL is 0 or 1, so the caller sends time exceeded. */
 static inline enum ip_reason ip4_ttl_decrement(uint8_t *p)
 {
-	uint16_t old, new_;
+	uint32_t s;
 
 	if (p[8] <= 1)
 		return IP4_TTL_EXPIRED;
-	old = ip_be16(p + 8);
 	p[8]--;
-	new_ = ip_be16(p + 8);
-	ip_put16(p + 10, ip_csum_update16(ip_be16(p + 10), old, new_));
+	/* Eqn. 3 with the word m = TTL << 8 | protocol becoming m - 0x100: ~m + m' is
+	 * 0xfeff whatever m is (m >= 0x200 here), so HC' = ~(~HC + 0xfeff), one fold. */
+	s = (uint16_t)~ip_be16(p + 10) + 0xfeffu;
+	s = (s & 0xffff) + (s >> 16);
+	ip_put16(p + 10, (uint16_t)~s);
 	return IP_OK;
 }
 
@@ -341,7 +360,30 @@ struct ip4_martian_cfg {
 
 extern const struct ip4_martian_cfg ip4_martian_default;
 
-enum ip_reason ip4_check_addrs(const struct ip4_martian_cfg *cfg, uint32_t src, uint32_t dst);
+enum ip_reason ip4_check_addrs_classes(const struct ip4_martian_cfg *cfg, uint32_t src,
+				       uint32_t dst);
+
+/* The first octet of an address that may be in a class above: 0, 127, 169 (169.254/16)
+ * or 224-255, one bit each. Any other first octet is ordinary unicast. */
+static inline bool ip4_may_be_martian(uint32_t a)
+{
+	static const uint64_t first_octets[4] = { 1, 1ull << 63, 1ull << (169 - 128),
+						  0xffffffff00000000ull };
+	unsigned top = a >> 24;
+
+	return (first_octets[top >> 6] >> (top & 63)) & 1;
+}
+
+/* The martian checks of a packet's addresses: ordinary unicast on both sides with no
+ * extra prefixes configured (a forwarded packet, nearly always) is decided here. */
+static inline enum ip_reason ip4_check_addrs(const struct ip4_martian_cfg *cfg, uint32_t src,
+					     uint32_t dst)
+{
+	if (!cfg->n_extra_src && !cfg->n_extra_dst && !ip4_may_be_martian(src) &&
+	    !ip4_may_be_martian(dst))
+		return IP_OK;
+	return ip4_check_addrs_classes(cfg, src, dst);
+}
 
 /* Address class predicates (host order). */
 static inline bool ip4_is_multicast(uint32_t a)

@@ -437,6 +437,83 @@ static void test_csum_long(void **state)
 			 (uint16_t)~ip_csum_fold(0x1fffe + (uint16_t)~ref_csum(buf, 1448)));
 }
 
+/* ip_csum_fold's four fixed folds against the loop they replaced (fold until 16 bits),
+ * at the carry edges and on random sums of every width. */
+static uint16_t fold_loop(uint64_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+static void test_csum_fold(void **state)
+{
+	static const uint64_t edge[] = { 0,
+					 1,
+					 0xffff,
+					 0x10000,
+					 0x1fffe,
+					 0x1ffff,
+					 0xffffffff,
+					 0x100000000ull,
+					 0xffff0000ffffull,
+					 0xfffffffffffeull,
+					 0xffffffffffffffffull,
+					 0x8000000000000000ull };
+	uint64_t x = 88172645463325252ull;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(edge) / sizeof(edge[0]); k++)
+		assert_int_equal(ip_csum_fold(edge[k]), fold_loop(edge[k]));
+	for (int n = 0; n < 1000000; n++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t s = x >> (n % 64);
+
+		assert_int_equal(ip_csum_fold(s), fold_loop(s));
+	}
+}
+
+/* ip4_validate's 20-octet checksum (five words in the machine's order) against the
+ * reference: random headers, with their checksum right and with one bit flipped. */
+static void test_ip4_hdr_csum(void **state)
+{
+	uint8_t p[20];
+
+	(void)state;
+	srand(7);
+	for (int n = 0; n < 200000; n++) {
+		for (int k = 0; k < 20; k++)
+			p[k] = (uint8_t)rand();
+		p[0] = 0x45;
+		if (n & 1)
+			fix_csum(p);
+		if (n % 4 == 1)
+			p[rand() % 20] ^= (uint8_t)(1u << (rand() % 8));
+		assert_int_equal(ip4_hdr_csum_ok(p, 20), ref_csum(p, 20) == 0);
+	}
+}
+
+/* ip4_check_addrs' shortcut (first octets that cannot be martian) decides as the full
+ * class check does, for every first octet on both sides, second octets around
+ * 169.254, and the all-ones broadcast. */
+static void test_ip4_martian_shortcut(void **state)
+{
+	static const uint32_t rest[] = { 0x000000, 0x000001, 0xfe0101, 0xfeffff,
+					 0xff0000, 0xfd0000, 0x123456, 0xffffff };
+	static const uint32_t plain = 0x0a000002;
+
+	(void)state;
+	for (uint32_t top = 0; top < 256; top++)
+		for (size_t k = 0; k < sizeof(rest) / sizeof(rest[0]); k++) {
+			uint32_t a = top << 24 | rest[k];
+
+			assert_int_equal(ip4_check_addrs(&ip4_martian_default, a, plain),
+					 ip4_check_addrs_classes(&ip4_martian_default, a, plain));
+			assert_int_equal(ip4_check_addrs(&ip4_martian_default, plain, a),
+					 ip4_check_addrs_classes(&ip4_martian_default, plain, a));
+		}
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -452,7 +529,8 @@ int main(void)
 		cmocka_unit_test(test_ip4_options),   cmocka_unit_test(test_ip4_ttl),
 		cmocka_unit_test(test_ip4_martians),  cmocka_unit_test(test_ip6_chain),
 		cmocka_unit_test(test_ip6_addrs_hop), cmocka_unit_test(test_names),
-		cmocka_unit_test(test_csum_long),
+		cmocka_unit_test(test_csum_long),     cmocka_unit_test(test_csum_fold),
+		cmocka_unit_test(test_ip4_hdr_csum),  cmocka_unit_test(test_ip4_martian_shortcut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
