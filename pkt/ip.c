@@ -263,8 +263,8 @@ static bool ip6_is_v4mapped(const uint8_t a[16])
 	return a[10] == 0xff && a[11] == 0xff;
 }
 
-enum ip_reason ip6_check_addrs(const struct ip6_martian_cfg *cfg, const uint8_t src[16],
-			       const uint8_t dst[16])
+enum ip_reason ip6_check_addrs_classes(const struct ip6_martian_cfg *cfg, const uint8_t src[16],
+				       const uint8_t dst[16])
 {
 	unsigned s = cfg->src_classes, d = cfg->dst_classes;
 

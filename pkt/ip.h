@@ -469,8 +469,25 @@ struct ip6_martian_cfg {
 
 extern const struct ip6_martian_cfg ip6_martian_default;
 
-enum ip_reason ip6_check_addrs(const struct ip6_martian_cfg *cfg, const uint8_t src[16],
-			       const uint8_t dst[16]);
+enum ip_reason ip6_check_addrs_classes(const struct ip6_martian_cfg *cfg, const uint8_t src[16],
+				       const uint8_t dst[16]);
+
+/* Every class above starts with octet 0x00 (unspecified, loopback, v4-mapped), 0xfe
+ * (link-local) or 0xff (multicast): an address starting otherwise is none of them. */
+static inline bool ip6_may_be_martian(const uint8_t a[16])
+{
+	return a[0] == 0 || a[0] >= 0xfe;
+}
+
+/* The martian checks of a packet's addresses, decided here for a global unicast pair
+ * (a forwarded packet, nearly always). */
+static inline enum ip_reason ip6_check_addrs(const struct ip6_martian_cfg *cfg,
+					     const uint8_t src[16], const uint8_t dst[16])
+{
+	if (!ip6_may_be_martian(src) && !ip6_may_be_martian(dst))
+		return IP_OK;
+	return ip6_check_addrs_classes(cfg, src, dst);
+}
 
 static inline bool ip6_is_unspecified(const uint8_t a[16])
 {

@@ -514,6 +514,32 @@ static void test_ip4_martian_shortcut(void **state)
 		}
 }
 
+/* ip6_check_addrs' shortcut (first octets no class starts with) decides as the full
+ * class check does, for every first octet on both sides, with the rest of the address
+ * zero, ::1-like, v4-mapped-like and link-local-like. */
+static void test_ip6_martian_shortcut(void **state)
+{
+	static const uint8_t plain[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	uint8_t a[16];
+
+	(void)state;
+	for (unsigned top = 0; top < 256; top++)
+		for (int k = 0; k < 4; k++) {
+			memset(a, 0, sizeof(a));
+			a[0] = (uint8_t)top;
+			if (k == 1)
+				a[15] = 1;
+			if (k == 2)
+				a[10] = a[11] = 0xff;
+			if (k == 3)
+				a[1] = 0x80;
+			assert_int_equal(ip6_check_addrs(&ip6_martian_default, a, plain),
+					 ip6_check_addrs_classes(&ip6_martian_default, a, plain));
+			assert_int_equal(ip6_check_addrs(&ip6_martian_default, plain, a),
+					 ip6_check_addrs_classes(&ip6_martian_default, plain, a));
+		}
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -525,12 +551,19 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ip4_valid),     cmocka_unit_test(test_ip4_reject),
-		cmocka_unit_test(test_ip4_options),   cmocka_unit_test(test_ip4_ttl),
-		cmocka_unit_test(test_ip4_martians),  cmocka_unit_test(test_ip6_chain),
-		cmocka_unit_test(test_ip6_addrs_hop), cmocka_unit_test(test_names),
-		cmocka_unit_test(test_csum_long),     cmocka_unit_test(test_csum_fold),
-		cmocka_unit_test(test_ip4_hdr_csum),  cmocka_unit_test(test_ip4_martian_shortcut),
+		cmocka_unit_test(test_ip4_valid),
+		cmocka_unit_test(test_ip4_reject),
+		cmocka_unit_test(test_ip4_options),
+		cmocka_unit_test(test_ip4_ttl),
+		cmocka_unit_test(test_ip4_martians),
+		cmocka_unit_test(test_ip6_chain),
+		cmocka_unit_test(test_ip6_addrs_hop),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_csum_long),
+		cmocka_unit_test(test_csum_fold),
+		cmocka_unit_test(test_ip4_hdr_csum),
+		cmocka_unit_test(test_ip4_martian_shortcut),
+		cmocka_unit_test(test_ip6_martian_shortcut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
