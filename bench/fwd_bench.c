@@ -40,12 +40,14 @@
  * implementation must pick the same next hop (MAC or QPN) for every packet, or the
  * program aborts.
  *
- *   fwd_bench [--rounds R] [--packets N] [--geoip FILE] [--eal "EAL ARGS"] [--ours-only]
- *             [--set TEXT]
+ *   fwd_bench [--rounds R] [--packets N] [--geoip FILE] [--geoip6 FILE] [--eal "EAL ARGS"]
+ *             [--ours-only] [--set TEXT]
  *
  * --ours-only times the pipeline alone (no reference built or run, no "no prefetch" run,
  * no two workers), so that `perf record` sees what ours spends its time on; --set times
- * only the sets whose name contains TEXT ("IPoIB->Ethernet   64").
+ * only the sets whose name contains TEXT ("IPoIB->Ethernet   64"). The timed loops are
+ * functions of their own (run_ours, run_ref) for bench/fwd_instr.sh to count the
+ * instructions of under callgrind.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -723,7 +725,7 @@ static void pkt_share(const struct pktset *ps, unsigned w, struct pktset *out)
 }
 
 /* One timed run: PASSES passes over the set. Returns seconds; *ok the packets sent. */
-static double run_ours(struct lane *l, struct pktset *ps, bool warm, unsigned *ok)
+static __attribute__((noinline)) double run_ours(struct lane *l, struct pktset *ps, bool warm, unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
 	unsigned sent = 0;
@@ -747,7 +749,7 @@ static double run_ours(struct lane *l, struct pktset *ps, bool warm, unsigned *o
 	return bench_now() - t0;
 }
 
-static double run_ref(struct ref *r, struct pktset *ps, unsigned *ok)
+static __attribute__((noinline)) double run_ref(struct ref *r, struct pktset *ps, unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
 	unsigned sent = 0;
@@ -948,6 +950,8 @@ int main(int argc, char **argv)
 			npkts = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--geoip") && i + 1 < argc)
 			g4 = argv[++i];
+		else if (!strcmp(argv[i], "--geoip6") && i + 1 < argc)
+			g6 = argv[++i];
 		else if (!strcmp(argv[i], "--eal") && i + 1 < argc)
 			eal = argv[++i];
 		else if (!strcmp(argv[i], "--ours-only"))
@@ -956,7 +960,7 @@ int main(int argc, char **argv)
 			only_set = argv[++i];
 		else {
 			fprintf(stderr, "usage: fwd_bench [--rounds R] [--packets N] [--geoip F] "
-					"[--eal ARGS] [--ours-only] [--set TEXT]\n");
+					"[--geoip6 F] [--eal ARGS] [--ours-only] [--set TEXT]\n");
 			return 2;
 		}
 	}

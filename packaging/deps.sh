@@ -14,7 +14,7 @@ chromium file
 dpkg-dev debhelper lintian debootstrap systemd-container
 "
 # --bench: also the benchmark peers (DPDK's LPM/FIB libraries, real prefix tables).
-[ "${1:-}" = "--bench" ] && PKGS="$PKGS libdpdk-dev tor-geoipdb hyperfine"
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS libdpdk-dev tor-geoipdb hyperfine valgrind"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
