@@ -725,7 +725,8 @@ static void pkt_share(const struct pktset *ps, unsigned w, struct pktset *out)
 }
 
 /* One timed run: PASSES passes over the set. Returns seconds; *ok the packets sent. */
-static __attribute__((noinline)) double run_ours(struct lane *l, struct pktset *ps, bool warm, unsigned *ok)
+static __attribute__((noinline)) double run_ours(struct lane *l, struct pktset *ps, bool warm,
+						 unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
 	unsigned sent = 0;
