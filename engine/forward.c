@@ -24,7 +24,7 @@
 
 /* A per-packet stage (route_out -> output -> emit): inlined into its callers whatever
  * the compiler's size estimate says. As calls of ten arguments each they cost about 80
- * instructions a forwarded packet, 12% of the pipeline (callgrind, bench/fwd_bench). */
+ * instructions a forwarded packet, 12% of the pipeline (bench/fwd_instr.sh). */
 #define STAGE inline __attribute__((always_inline))
 
 int fwd_ctx_init(struct fwd_ctx *c, struct fwd_engine *e, unsigned worker)
