@@ -45,7 +45,8 @@ count() {
 printf '%-22s %10s %10s %8s\n' "instructions/packet" ours minimal ours/min
 for set in "IPoIB->Ethernet   64" "IPoIB->Ethernet 1500" "Ethernet->IPoIB   64" \
 	"Ethernet->IPoIB 1500" "IPv6 IPoIB->Eth   64" "IPv6 Eth->IPoIB   64"; do
-	ours=$(($(count run_ours --ours-only --set "$set") / packets))
+	ours_ir=$(count run_ours --ours-only --set "$set")
+	ours=$((ours_ir / packets))
 	if [[ $set == IPv6* ]]; then
 		printf '%-22s %10d %10s %8s\n' "$set" "$ours" - -
 		continue

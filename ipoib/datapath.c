@@ -18,18 +18,21 @@
 
 #include "ipoib/ipoib_pvt.h"
 #include "pkt/nd.h"
-#include "lib/ib_bytes.h"
 #include "lib/ib_types.h"
 
 /* From the IPoIB header on (p/n: at least IPOIB_ENCAP_LEN octets). */
 static enum ipoib_rx_kind classify_payload(const uint8_t *p, size_t n, struct ipoib_rx *out)
 {
-	/* n >= IPOIB_ENCAP_LEN (both callers check): the 4-octet encapsulation header's
-	 * type; its reserved half carries nothing and is not looked at. */
-	out->ethertype = ib_get_be16(p);
+	struct ipoib_encap h;
+
+	if (ipoib_encap_decode(p, n, &h) < 0) {
+		out->why = IPOIB_DROP_RX_SHORT;
+		return out->kind;
+	}
+	out->ethertype = h.ethertype;
 	out->data = p + IPOIB_ENCAP_LEN;
 	out->len = n - IPOIB_ENCAP_LEN;
-	switch (out->ethertype) {
+	switch (h.ethertype) {
 	case ETH_P_IP:
 		if (out->len < 20 || (out->data[0] >> 4) != 4) {
 			out->why = IPOIB_DROP_RX_BAD_IP;

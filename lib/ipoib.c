@@ -70,15 +70,6 @@ int ipoib_hwaddr_cmp_noflags(const struct ipoib_hwaddr *a, const struct ipoib_hw
 	return memcmp(a->gid.raw, b->gid.raw, IB_GID_LEN);
 }
 
-int ipoib_encap_decode(const uint8_t *buf, size_t len, struct ipoib_encap *out)
-{
-	if (len < IPOIB_ENCAP_LEN)
-		return -EMSGSIZE;
-	out->ethertype = ib_get_be16(buf);
-	out->reserved = ib_get_be16(buf + 2);
-	return 0;
-}
-
 int ipoib_encap_encode(const struct ipoib_encap *h, uint8_t *buf, size_t len)
 {
 	if (len < IPOIB_ENCAP_LEN)

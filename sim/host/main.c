@@ -441,6 +441,12 @@ static void poll_port_batches(struct host *h)
 
 /* ---- the send queue and the TAP's queue -------------------------------------------- */
 
+/* The sends one TAP frame may become: a super-frame's segments with the offloads. */
+static unsigned tx_reserve(const struct host *h)
+{
+	return h->offloads ? GSO_SEGS_MAX : 1;
+}
+
 /*
  * The TAP is read while the send queue has room for a whole super-frame's segments; else
  * its queue stops (no EPOLLIN) and the kernel holds what comes (its qdisc, then TCP's
@@ -448,12 +454,6 @@ static void poll_port_batches(struct host *h)
  * full and wakes it at half (ipoib_send, ipoib_ib_handle_tx_wc). A post that found the
  * queue full would lose the packet.
  */
-/* The sends one TAP frame may become: a super-frame's segments with the offloads. */
-static unsigned tx_reserve(const struct host *h)
-{
-	return h->offloads ? GSO_SEGS_MAX : 1;
-}
-
 static bool tx_room(const struct host *h)
 {
 	return h->tx_inflight + tx_reserve(h) <= h->send_depth;
