@@ -2,17 +2,18 @@
  * fwd_bench: the forwarding pipeline's rate per core, in memory, against a minimal
  * DPDK-style loop doing the same parse / lookup / rewrite, in the same process.
  *
- * Ours: fwd_input_ib (after ipoib_rx_classify of a UD receive buffer) and
- * fwd_input_eth on a real engine: the route table holds tor-geoipdb's IPv4 prefixes
+ * Ours: fwd_fast_burst and fwd_input_ib (after ipoib_rx_classify of a UD receive
+ * buffer) or fwd_input_eth on a real engine: the route table holds tor-geoipdb's IPv4 prefixes
  * (bench/bench_geoip.h; about 560k), alternately routed via 50,000 gateways on an
  * Ethernet interface and 50,000 on an IPoIB interface, all 100,000 resolved in the
  * engine's neighbour tables. Per packet: classify, ip4_validate (checksum included),
  * martians, FIB lookup, TTL / MTU checks, neighbour lookup and use hint, TTL - 1
  * (RFC 1624), emit (Ethernet: 14-byte header into the descriptor, no copy; IPoIB: copy
  * into a send buffer behind the 4-octet header), the descriptor queued as the worker
- * queues it, counters. In bursts of 32 with the caches warmed across each burst
- * (fwd_prefetch_burst), as the worker runs; once more without the warming, to show
- * what it is worth.
+ * queues it, counters. In bursts of 32 as the worker runs them: the burst's common
+ * case stage by stage (fwd_fast_burst), the rest through fwd_input_*; once more with
+ * every packet through fwd_input_* alone ("per packet"), to show what the stages are
+ * worth.
  *
  * Reference ("minimal"): Ethernet or IPoIB header check, version / IHL / length / TTL
  * (no checksum check: NICs verify it), rte_lpm lookup, an open-addressing hash of the
@@ -21,7 +22,7 @@
  * IBGW_HAVE_DPDK) the reference uses lpm4 for its lookup; with DPDK it runs both.
  *
  * IPv6 (when tor-geoipdb's geoip6 is there): its prefixes on the same engine, alternately
- * via 20,000 gateways on each side, all resolved; ours with and without warming only
+ * via 20,000 gateways on each side, all resolved; ours staged and per packet only
  * (the reference loops are IPv4).
  *
  * Two workers (issue 13: "two workers sharing one port pair's queues at least 1.8x one
@@ -43,7 +44,7 @@
  *   fwd_bench [--rounds R] [--packets N] [--geoip FILE] [--geoip6 FILE] [--eal "EAL ARGS"]
  *             [--ours-only] [--set TEXT]
  *
- * --ours-only times the pipeline alone (no reference built or run, no "no prefetch" run,
+ * --ours-only times the pipeline alone (no reference built or run, no "per packet" run,
  * no two workers), so that `perf record` sees what ours spends its time on; --set times
  * only the sets whose name contains TEXT ("IPoIB->Ethernet   64"). The timed loops are
  * functions of their own (run_ours, run_ref) for bench/fwd_instr.sh to count the
@@ -91,7 +92,7 @@
 
 static int rounds = 9;
 static unsigned npkts = 16384;
-static bool ours_only;       /* --ours-only: time ibgw fwd_input alone (for perf record) */
+static bool ours_only;       /* --ours-only: time the ibgw pipeline alone (for perf record) */
 static const char *only_set; /* --set: the sets whose name contains this */
 
 /* ---- helpers ---- */
@@ -543,53 +544,63 @@ static uint32_t lookup_rte(void *t, uint32_t dst)
 
 /* ---- ours, per packet as the worker runs it ---- */
 
+/* A frame queued as the worker's queue_tx does. */
+static inline void ours_queue(struct lane *l, const struct fwd_tx *t)
+{
+	if (t->ifp->kind == FWD_IF_ETH) {
+		l->etxq[l->ntx++ & (TXQ - 1)] = t->eth;
+	} else {
+		l->itxq[l->ntx++ & (TXQ - 1)] = t->ib;
+		fb_put(NULL, t->ib.buf); /* the send completes at once */
+	}
+}
+
 static inline void ours_take(struct lane *l)
 {
-	for (unsigned i = 0; i < l->res.n_tx; i++) {
-		const struct fwd_tx *t = &l->res.tx[i];
-
-		if (t->ifp->kind == FWD_IF_ETH) {
-			l->etxq[l->ntx++ & (TXQ - 1)] = t->eth;
-		} else {
-			l->itxq[l->ntx++ & (TXQ - 1)] = t->ib;
-			fb_put(NULL, t->ib.buf); /* the send completes at once */
-		}
-	}
+	for (unsigned i = 0; i < l->res.n_tx; i++)
+		ours_queue(l, &l->res.tx[i]);
 	if (l->res.v == FWD_V_DROP && l->res.drop < FWD_DROP_COUNT)
 		l->c.st->drops[l->res.drop]++;
 	fwd_ctx_scratch_reset(&l->c);
 }
 
-/* One receive burst as the worker runs it: classify, warm the caches for the whole
- * burst (fwd_prefetch_burst; skipped when !warm, the previous design, measured for
- * comparison), then each packet through fwd_input_*. Returns how many were sent. */
+/* One receive burst as the worker runs it: classify, the burst's common case stage by
+ * stage (fwd_fast_burst), the rest each through fwd_input_*; with !staged every packet
+ * through fwd_input_* alone (the design before the stages, measured for comparison).
+ * Returns how many were sent. */
 static unsigned ours_burst(struct lane *l, bool from_ib, uint8_t *const *bufs, size_t len,
-			   unsigned n, bool warm)
+			   unsigned n, bool staged)
 {
 	const struct ours *o = l->o;
+	const struct fwd_if *in = from_ib ? o->ib : o->eth;
 	struct ipoib_rx rx[BURST];
-	const uint8_t *ip[BURST];
+	uint8_t *ip[BURST];
 	size_t iplen[BURST];
+	struct fwd_tx tx[BURST];
+	uint64_t done = 0;
 	unsigned sent = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		if (from_ib) {
 			ipoib_rx_classify(bufs[i], len, false, &rx[i]);
-			ip[i] = rx[i].kind == IPOIB_RX_IP4 || rx[i].kind == IPOIB_RX_IP6
-				    ? rx[i].data
-				    : NULL;
+			ip[i] = fwd_ib_ip(&rx[i]);
 			iplen[i] = rx[i].len;
 		} else {
-			ip[i] = fwd_eth_ip(bufs[i], len, &iplen[i]);
+			ip[i] = fwd_eth_ip(bufs[i], len, ETHP_PKT_HOST, NULL, &iplen[i]);
 		}
 	}
-	if (warm)
-		fwd_prefetch_burst(&l->c, (from_ib ? o->ib : o->eth)->fib, ip, iplen, n);
+	if (staged)
+		done = fwd_fast_burst(&l->c, in, ip, iplen, n, 0, tx);
 	for (unsigned i = 0; i < n; i++) {
+		if (done >> i & 1) {
+			ours_queue(l, &tx[i]);
+			sent++;
+			continue;
+		}
 		if (from_ib)
-			fwd_input_ib(&l->c, o->ib, &rx[i], NULL, &l->res);
+			fwd_input_ib(&l->c, in, &rx[i], NULL, &l->res);
 		else
-			fwd_input_eth(&l->c, o->eth, bufs[i], len, ETHP_PKT_HOST, NULL, &l->res);
+			fwd_input_eth(&l->c, in, bufs[i], len, ETHP_PKT_HOST, NULL, &l->res);
 		ours_take(l);
 		sent += l->res.v == FWD_V_TX;
 	}
@@ -725,7 +736,7 @@ static void pkt_share(const struct pktset *ps, unsigned w, struct pktset *out)
 }
 
 /* One timed run: PASSES passes over the set. Returns seconds; *ok the packets sent. */
-static __attribute__((noinline)) double run_ours(struct lane *l, struct pktset *ps, bool warm,
+static __attribute__((noinline)) double run_ours(struct lane *l, struct pktset *ps, bool staged,
 						 unsigned *ok)
 {
 	size_t len = ps->off + ps->iplen;
@@ -743,7 +754,7 @@ static __attribute__((noinline)) double run_ours(struct lane *l, struct pktset *
 				      (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 			for (unsigned k = 0; k < n; k++)
 				bufs[k] = ps->work + (i + k) * ps->stride;
-			sent += ours_burst(l, ps->from_ib, bufs, len, n, warm);
+			sent += ours_burst(l, ps->from_ib, bufs, len, n, staged);
 		}
 	}
 	*ok = sent;
@@ -786,10 +797,11 @@ static void cross_check(struct ours *o, struct ref *refs, int nref, struct pktse
 			    ps->name, i, ps->dst[i], fwd_drop_name(o->l[0].res.drop));
 			exit(1);
 		}
+		/* the descriptor it queued last (by the stages or fwd_input_*) */
 		if (ps->from_ib)
-			memcpy(want, o->l[0].res.tx[0].eth.hdr, 6);
+			memcpy(want, o->l[0].etxq[(o->l[0].ntx - 1) & (TXQ - 1)].hdr, 6);
 		else
-			wqpn = o->l[0].res.tx[0].ib.remote_qpn;
+			wqpn = o->l[0].itxq[(o->l[0].ntx - 1) & (TXQ - 1)].remote_qpn;
 		for (int k = 0; k < nref; k++) {
 			struct ref *r = &refs[k];
 			unsigned slot = r->n & (TXQ - 1);
@@ -999,7 +1011,7 @@ int main(int argc, char **argv)
 	fb_init(fbp);
 	memset(&o, 0, sizeof(o));
 	ours_build(&o, p, v.n, groups);
-	/* IPv6: ours with and without warming only (the references are IPv4 loops). */
+	/* IPv6: ours staged and per packet only (the references are IPv4 loops). */
 	if (load_geoip(g6, true, &v6) && v6.n >= 2) {
 		ours_build6(&o, v6.p, v6.n);
 		nsets = 8;
@@ -1063,7 +1075,7 @@ int main(int argc, char **argv)
 		struct pktset *ps = &sets[s];
 		double t[MAX_IMPL + 2][64], med[MAX_IMPL + 2];
 		unsigned want = PASSES * npkts;
-		/* ours, ours without warming, the references (IPv4 only) */
+		/* ours, ours per packet, the references (IPv4 only) */
 		int nimpl = ours_only ? 1 : s < 4 ? nref + 2 : 2;
 
 		if (!set_chosen(ps->name))
@@ -1087,8 +1099,8 @@ int main(int argc, char **argv)
 			med[k] = bench_median(t[k], rounds);
 		for (int k = 0; k < nimpl; k++)
 			printf("  %-22s %-20s %9.2f %8.2fx\n", k ? "" : ps->name,
-			       k == 0   ? "ibgw fwd_input"
-			       : k == 1 ? "ibgw, no prefetch"
+			       k == 0   ? "ibgw pipeline"
+			       : k == 1 ? "ibgw, per packet"
 					: refs[k - 2].name,
 			       want / med[k] / 1e6, med[k] / med[0]);
 	}

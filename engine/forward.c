@@ -193,6 +193,57 @@ static const uint8_t *src_addr(const struct fwd_snap *s, const struct fwd_if *if
 
 /* ---- egress ---------------------------------------------------------------------- */
 
+/* An Ethernet frame's descriptor: the header to mac, the packet by reference. */
+static STAGE void eth_tx_fill(struct fwd_tx *t, const struct fwd_if *out, const uint8_t *mac,
+			      uint16_t ethertype, const uint8_t *pkt, size_t len)
+{
+	t->ifp = out;
+	memcpy(t->eth.hdr, mac, 6);
+	memcpy(t->eth.hdr + 6, out->mac, 6);
+	t->eth.hdr[12] = (uint8_t)(ethertype >> 8);
+	t->eth.hdr[13] = (uint8_t)ethertype;
+	t->eth.hdr_len = ETHF_HLEN;
+	t->eth.gso = (struct gso_pkt){ 0 };
+	t->eth.l4_off = 0;
+	t->eth.data = pkt;
+	t->eth.len = (uint32_t)len;
+}
+
+/* A buffer of the IPoIB egress's pool for a packet of len octets behind the IPoIB
+ * header; NULL when none is free or it would not fit (either: FWD_DROP_NO_BUF). */
+static STAGE struct ibp_buf *ib_tx_buf(const struct fwd_if *out, size_t len)
+{
+	struct ibp_buf *b = out->ib_ops->buf_get(out->ib_port);
+
+	if (b && len + IPOIB_ENCAP_LEN > b->cap) {
+		out->ib_ops->buf_put(out->ib_port, b);
+		return NULL;
+	}
+	return b;
+}
+
+/* An IPoIB send of b, whose packet (len octets) is in place behind the header: the
+ * header, and where it goes (the neighbour's connection (RC QP) when one is published,
+ * else the UD QP, its AH and QPN, the link's Q_Key). */
+static STAGE void ib_tx_fill(struct fwd_tx *t, const struct fwd_if *out, const struct neigh_link *ll,
+			     uint16_t ethertype, struct ibp_buf *b, size_t len)
+{
+	t->ifp = out;
+	b->data[0] = (uint8_t)(ethertype >> 8);
+	b->data[1] = (uint8_t)ethertype;
+	b->data[2] = b->data[3] = 0;
+	b->len = (uint32_t)(len + IPOIB_ENCAP_LEN);
+	t->ib = (struct ibp_send){ .buf = b };
+	if (out->link) {
+		ipoib_link_send_fill(out->link, ll, &t->ib);
+	} else {
+		t->ib.qp = out->ud_qp;
+		t->ib.ah = ll->ah;
+		t->ib.remote_qpn = ll->qpn;
+		t->ib.remote_qkey = out->qkey;
+	}
+}
+
 /* Put pkt[0..len) on the wire to ll: Ethernet by reference, IPoIB by one copy. With a
  * plan, segment seg of the GSO packet pkt instead (len: the segment's length): cut into
  * scratch for Ethernet, straight into the IB buffer for IPoIB (still one copy). */
@@ -207,16 +258,8 @@ static STAGE bool emit_seg(struct fwd_ctx *c, const struct fwd_if *out, const st
 		return false;
 	}
 	t = &res->tx[res->n_tx];
-	t->ifp = out;
 	/* Per packet: a switch on the kind, not the ops table (engine_pvt.h). */
 	if (out->kind == FWD_IF_ETH) {
-		memcpy(t->eth.hdr, ll->addr, 6);
-		memcpy(t->eth.hdr + 6, out->mac, 6);
-		t->eth.hdr[12] = (uint8_t)(ethertype >> 8);
-		t->eth.hdr[13] = (uint8_t)ethertype;
-		t->eth.hdr_len = ETHF_HLEN;
-		t->eth.gso = (struct gso_pkt){ 0 };
-		t->eth.l4_off = 0;
 		if (plan) {
 			uint8_t *mem = scratch_alloc(c, len);
 
@@ -227,8 +270,7 @@ static STAGE bool emit_seg(struct fwd_ctx *c, const struct fwd_if *out, const st
 			gso_segment(plan, pkt, seg, mem);
 			pkt = mem;
 		}
-		t->eth.data = pkt;
-		t->eth.len = (uint32_t)len;
+		eth_tx_fill(t, out, ll->addr, ethertype, pkt, len);
 	} else {
 		struct ibp_buf *b;
 
@@ -236,35 +278,16 @@ static STAGE bool emit_seg(struct fwd_ctx *c, const struct fwd_if *out, const st
 			drop(res, FWD_DROP_IF_DOWN);
 			return false;
 		}
-		b = out->ib_ops->buf_get(out->ib_port);
+		b = ib_tx_buf(out, len);
 		if (!b) {
 			drop(res, FWD_DROP_NO_BUF);
 			return false;
 		}
-		if (len + IPOIB_ENCAP_LEN > b->cap) {
-			out->ib_ops->buf_put(out->ib_port, b);
-			drop(res, FWD_DROP_NO_BUF);
-			return false;
-		}
-		b->data[0] = (uint8_t)(ethertype >> 8);
-		b->data[1] = (uint8_t)ethertype;
-		b->data[2] = b->data[3] = 0;
 		if (plan)
 			gso_segment(plan, pkt, seg, b->data + IPOIB_ENCAP_LEN);
 		else
 			memcpy(b->data + IPOIB_ENCAP_LEN, pkt, len);
-		b->len = (uint32_t)(len + IPOIB_ENCAP_LEN);
-		t->ib = (struct ibp_send){ .buf = b };
-		if (out->link) {
-			/* The neighbour's connection (RC QP) when one is published, else
-			 * the UD QP, its AH and QPN, the link's Q_Key. */
-			ipoib_link_send_fill(out->link, ll, &t->ib);
-		} else {
-			t->ib.qp = out->ud_qp;
-			t->ib.ah = ll->ah;
-			t->ib.remote_qpn = ll->qpn;
-			t->ib.remote_qkey = out->qkey;
-		}
+		ib_tx_fill(t, out, ll, ethertype, b, len);
 	}
 	res->n_tx++;
 	return true;
@@ -725,7 +748,7 @@ static bool mcast_punted(const struct fwd_ctx *c, const struct fwd_if *in)
 	return mask && in->index < 32 && (mask >> in->index & 1);
 }
 
-/* The FIB's answer fwd_prefetch_burst found for this packet (p: its IP header) in this
+/* The FIB's answer fwd_fast_burst found for this packet (p: its IP header) in this
  * packet's FIB, when it did; inputs come in the warmed order, so the search starts past
  * the last one taken. Same FIB and destination within one RCU turn: the lookup's answer,
  * as of a moment earlier in the turn. */
@@ -842,103 +865,246 @@ static inline bool is_nd(const uint8_t *p, size_t len)
 	       p[IP6_HDR_LEN] >= ND_RS && p[IP6_HDR_LEN] <= ND_REDIRECT;
 }
 
-/* ---- cache warming for a burst ------------------------------------------------------ */
+/* ---- a burst, stage by stage (fwd_fast_burst) ----------------------------------------- */
 
-/*
- * One packet's lookups depend on each other (FIB entry -> next hop -> neighbour index
- * slot -> link address), so a packet alone pays their cache misses one after the
- * other. Here each step runs over the whole burst before the next, so the misses of
- * one step overlap across packets; fwd_input_* then finds them in cache. Reads only,
- * inside the caller's RCU section; a guess that is off (an ECMP member, a chained
- * entry) only leaves that packet's line cold.
- */
-void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8_t *const *ip,
-			const size_t *len, unsigned n)
+/* Stage 1 for IPv4: the common case ip4_path would forward without a second look (no
+ * options, not a fragment, TTL above 1, ordinary unicast addresses, a good checksum:
+ * every check ip4_validate, the DHCP and multicast punts and ip4_check_addrs make,
+ * decided at once). len: to the end of the buffer. */
+static inline bool fast4_valid(const uint8_t *p, size_t len, const struct ip4_martian_cfg *m)
 {
+	unsigned tot = ip_be16(p + 2);
+
+	return p[0] == 0x45 && tot >= IP4_HDR_LEN && tot <= len &&
+	       !(ip_be16(p + 6) & (IP4_F_MF | IP4_OFF_MASK)) && p[8] > 1 && !m->n_extra_src &&
+	       !m->n_extra_dst && !ip4_may_be_martian(ip_be32(p + 12)) &&
+	       !ip4_may_be_martian(ip_be32(p + 16)) && ip4_hdr_csum_ok(p, IP4_HDR_LEN);
+}
+
+/* The same for IPv6: no extension header, hop limit above 1, global unicast on both
+ * sides (so no DHCPv6 or multicast punt), not ND. */
+static inline bool fast6_valid(const uint8_t *p, size_t len)
+{
+	return p[0] >> 4 == 6 && IP6_HDR_LEN + (size_t)ip_be16(p + 4) <= len && !ip6_is_ext(p[6]) &&
+	       p[7] > 1 && !ip6_may_be_martian(p + 8) && !ip6_may_be_martian(p + 24) &&
+	       !is_nd(p, len);
+}
+
+/* The flow hash of a packet that passed stage 1, for an ECMP route (flow4/flow6 with
+ * the header's fields). */
+static uint32_t fast_flow(const struct fwd_ctx *c, const uint8_t *p, int family, size_t ip_len)
+{
+	if (family == AF_INET) {
+		struct ip4_info ii = { .hdr_len = IP4_HDR_LEN,
+				       .tot_len = (uint16_t)ip_len,
+				       .proto = p[9] };
+
+		return flow4(c, p, &ii);
+	}
+	struct ip6_info ii = { .pkt_len = (uint32_t)ip_len, .proto = p[6], .l4_off = IP6_HDR_LEN };
+
+	return flow6(c, p, &ii);
+}
+
+/* A TCP SYN that MSS clamping would look at (output's test, without its length check:
+ * a short one is left to it too). */
+static inline bool fast_syn(const uint8_t *p, int family, size_t ip_len)
+{
+	if (family == AF_INET)
+		return p[9] == 6 && ip_len >= IP4_HDR_LEN + 14 && (p[IP4_HDR_LEN + 13] & TCP_SYN);
+	return p[6] == 6 && ip_len >= IP6_HDR_LEN + 14 && (p[IP6_HDR_LEN + 13] & TCP_SYN);
+}
+
+uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *const *ip,
+			const size_t *len, unsigned n, uint64_t merge, struct fwd_tx *tx)
+{
+	/* What each stage hands the next, per packet. */
 	struct {
+		const struct fwd_if *out;
+		const uint8_t *nha; /* the neighbour's address */
+		uint32_t *hint;
 		const struct neigh_slot *slot;
-		int family;
-		bool link; /* the link's line is read too (not an Ethernet egress) */
-	} w[FWD_PREFETCH_MAX];
-	uint32_t dst4[FWD_PREFETCH_MAX], v4[FWD_PREFETCH_MAX], v6[FWD_PREFETCH_MAX];
-	uint8_t dst6[FWD_PREFETCH_MAX][16];
-	const struct rt_fib_nh *nh[FWD_PREFETCH_MAX];
+		uint16_t ip_len;
+		uint8_t family;
+	} k[FWD_BURST_MAX];
+	uint32_t dst4[FWD_BURST_MAX], v4[FWD_BURST_MAX], v6[FWD_BURST_MAX], v[FWD_BURST_MAX];
+	uint8_t dst6[FWD_BURST_MAX][16];
+	const struct rt_fib *fib = in->fib;
+	const struct fwd_snap *snap = c->snap;
 	struct fwd_warmed *wd = &c->warmed;
+	uint64_t fast = 0, done = 0;
 	unsigned n4 = 0, n6 = 0;
 
-	if (n > FWD_PREFETCH_MAX)
-		n = FWD_PREFETCH_MAX;
+	if (n > FWD_BURST_MAX)
+		n = FWD_BURST_MAX;
 	/* A new burst (inputs took from the last), or no room: start over. */
-	if (wd->next || wd->n + n > FWD_PREFETCH_MAX)
+	if (wd->next || wd->n + n > FWD_BURST_MAX)
 		wd->n = wd->next = 0;
+
+	/* 1: validate; gather every IP packet's destination (the others' routes warm the
+	 * caches for fwd_input_*). */
 	for (unsigned i = 0; i < n; i++) {
-		w[i].family = 0;
-		if (!ip[i] || len[i] < 20)
+		const uint8_t *p = ip[i];
+
+		k[i].family = 0;
+		if (!p || len[i] < IP4_HDR_LEN)
 			continue;
-		if ((ip[i][0] >> 4) == 4) {
-			w[i].family = AF_INET;
-			dst4[n4++] = ip_be32(ip[i] + 16);
-		} else if ((ip[i][0] >> 4) == 6 && len[i] >= IP6_HDR_LEN) {
-			w[i].family = AF_INET6;
-			memcpy(dst6[n6++], ip[i] + 24, 16);
+		if (p[0] >> 4 == 4) {
+			k[i].family = AF_INET;
+			k[i].ip_len = ip_be16(p + 2);
+			dst4[n4++] = ip_be32(p + 16);
+			if (fast4_valid(p, len[i], &snap->m4))
+				fast |= 1ull << i;
+		} else if (p[0] >> 4 == 6 && len[i] >= IP6_HDR_LEN) {
+			k[i].family = AF_INET6;
+			k[i].ip_len = (uint16_t)(IP6_HDR_LEN + ip_be16(p + 4));
+			memcpy(dst6[n6++], p + 24, 16);
+			if (fast6_valid(p, len[i]))
+				fast |= 1ull << i;
 		}
 	}
+
+	/* 2: route, in bulk; every answer kept for fwd_input_* (warmed_route). */
 	if (n4)
 		lpm4_lookup_bulk(fib->v4, dst4, v4, n4);
 	if (n6)
 		lpm6_lookup_bulk(fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
 	n4 = n6 = 0;
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t r = w[i].family == AF_INET    ? v4[n4++]
-			     : w[i].family == AF_INET6 ? v6[n6++]
-						       : 0;
+		unsigned w;
 
-		if (w[i].family) {
-			unsigned k = wd->n++;
-
-			wd->ip[k] = ip[i];
-			wd->fib[k] = fib;
-			wd->v[k] = r;
-			if (w[i].family == AF_INET)
-				memcpy(wd->dst[k], ip[i] + 16, 4);
-			else
-				memcpy(wd->dst[k], ip[i] + 24, 16);
-		}
-		nh[i] = rt_fib_nexthop(fib, r, 0);
-		if (nh[i])
-			__builtin_prefetch(nh[i]);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		const struct fwd_if *out = nh[i] ? fwd_snap_if(c->snap, nh[i]->ifindex) : NULL;
-
-		w[i].slot = NULL;
-		if (!out || !out->neigh || nh[i]->family != w[i].family)
+		if (!k[i].family)
 			continue;
-		w[i].link = out->kind != FWD_IF_ETH;
-		if (nh[i]->type == RT_NH_GATEWAY)
-			w[i].slot = neigh_warm_slot(out->neigh, w[i].family, nh[i]->gw,
-						    rt_fib_nh_hint(nh[i]));
+		v[i] = k[i].family == AF_INET ? v4[n4++] : v6[n6++];
+		w = wd->n++;
+		wd->ip[w] = ip[i];
+		wd->fib[w] = fib;
+		wd->v[w] = v[i];
+		if (k[i].family == AF_INET)
+			memcpy(wd->dst[w], ip[i] + 16, 4);
 		else
-			w[i].slot =
-			    neigh_warm_slot(out->neigh, w[i].family,
-					    ip[i] + (w[i].family == AF_INET ? 16 : 24), NULL);
+			memcpy(wd->dst[w], ip[i] + 24, 16);
+	}
+
+	/* 3: next hop and egress; the neighbour's index slot loaded, then (IPoIB) the link
+	 * address it points to. */
+	for (unsigned i = 0; i < n; i++) {
+		bool ok = fast >> i & 1;
+		const struct rt_fib_nh *nh;
+		const struct fwd_if *out;
+
+		if (!k[i].family)
+			continue;
+		nh = rt_fib_nexthop(fib, v[i],
+				    ok && (v[i] & RT_FIB_GROUP)
+					? fast_flow(c, ip[i], k[i].family, k[i].ip_len)
+					: 0);
+		if (!nh || nh->family != k[i].family ||
+		    (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED)) {
+			fast &= ~(1ull << i);
+			continue;
+		}
+		out = fwd_snap_if(snap, nh->ifindex);
+		if (!out || !out->neigh) {
+			fast &= ~(1ull << i);
+			continue;
+		}
+		k[i].out = out;
+		if (nh->type == RT_NH_GATEWAY) {
+			k[i].nha = nh->gw;
+			k[i].hint = rt_fib_nh_hint(nh);
+		} else {
+			k[i].nha = ip[i] + (k[i].family == AF_INET ? 16 : 24);
+			k[i].hint = NULL;
+		}
+		k[i].slot = neigh_warm_slot(out->neigh, k[i].family, k[i].nha, k[i].hint);
+		/* Left to fwd_input_*: an egress down or without its UD QP, a packet back
+		 * out of its ingress, one the receive coalescing wants. */
+		if (!out->up || out == in ||
+		    (out->kind == FWD_IF_IPOIB && !out->ud_qp) ||
+		    (merge >> i & 1 && out->kind == FWD_IF_ETH && out->tx_gso &&
+		     !(v[i] & RT_FIB_GROUP)))
+			fast &= ~(1ull << i);
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (w[i].slot && w[i].link)
-			neigh_warm_link(w[i].slot);
+		if (fast >> i & 1 && k[i].slot && k[i].out->kind == FWD_IF_IPOIB)
+			neigh_warm_link(k[i].slot);
+	if (!tx)
+		return 0;
+
+	/* 4: neighbour, MTU, TTL - 1, the frame. */
+	for (unsigned i = 0; i < n; i++) {
+		const struct fwd_if *out;
+		int family = k[i].family;
+		uint8_t *p = ip[i];
+		size_t ip_len = k[i].ip_len;
+		uint16_t et = family == AF_INET ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6;
+		uint8_t mac[6];
+		const struct neigh_link *ll = NULL;
+		struct ibp_buf *b = NULL;
+		uint32_t mtu;
+
+		if (!(fast >> i & 1))
+			continue;
+		out = k[i].out;
+		mtu = out->mtu;
+		if (out->kind == FWD_IF_ETH) {
+			if (!neigh_lookup_mac(out->neigh, family, k[i].nha, c->now_ms, k[i].hint,
+					      mac))
+				continue;
+		} else {
+			ll = neigh_lookup_link(out->neigh, family, k[i].nha, c->now_ms, k[i].hint);
+			if (!ll)
+				continue;
+			if (ll->mtu && ll->mtu < mtu)
+				mtu = ll->mtu;
+		}
+		if (ip_len > mtu || (c->held.n && held_find(&c->held, out->index, family, k[i].nha)) ||
+		    (snap->knobs.mss_clamp && fast_syn(p, family, ip_len)))
+			continue;
+		if (out->kind == FWD_IF_IPOIB && !(b = ib_tx_buf(out, ip_len)))
+			continue;
+		if (family == AF_INET) {
+			(void)ip4_ttl_decrement(p);
+			FWD_INC(c->st->forwarded4);
+		} else {
+			p[7]--;
+			FWD_INC(c->st->forwarded6);
+		}
+		if (b) {
+			memcpy(b->data + IPOIB_ENCAP_LEN, p, ip_len);
+			ib_tx_fill(&tx[i], out, ll, et, b, ip_len);
+		} else {
+			eth_tx_fill(&tx[i], out, mac, et, p, ip_len);
+		}
+		done |= 1ull << i;
+	}
+	return done;
 }
 
-const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len)
+uint8_t *fwd_eth_ip(uint8_t *frame, size_t len, uint8_t pkttype, const struct gso_pkt *gso,
+		    size_t *ip_len)
 {
 	uint16_t type;
 
-	if (len < 14 + 20)
+	if (len < ETHF_HLEN + IP4_HDR_LEN || pkttype != ETHP_PKT_HOST || ((frame[0] | frame[6]) & 1) ||
+	    (gso && gso->kind != GSO_NONE))
 		return NULL;
 	type = (uint16_t)(frame[12] << 8 | frame[13]);
-	if (type != ETHF_TYPE_IPV4 && type != ETHF_TYPE_IPV6)
+	if (!(type == ETHF_TYPE_IPV4 && frame[ETHF_HLEN] >> 4 == 4) &&
+	    !(type == ETHF_TYPE_IPV6 && frame[ETHF_HLEN] >> 4 == 6))
 		return NULL;
-	*ip_len = len - 14;
-	return frame + 14;
+	*ip_len = len - ETHF_HLEN;
+	return frame + ETHF_HLEN;
+}
+
+uint8_t *fwd_ib_ip(const struct ipoib_rx *rx)
+{
+	if (rx->mcast || !rx->len ||
+	    !((rx->kind == IPOIB_RX_IP4 && rx->data[0] >> 4 == 4) ||
+	      (rx->kind == IPOIB_RX_IP6 && rx->data[0] >> 4 == 6)))
+		return NULL;
+	return (uint8_t *)(uintptr_t)rx->data; /* fwd_input_ib's too (the payload is ours) */
 }
 
 /* ---- ingress --------------------------------------------------------------------- */

@@ -31,6 +31,10 @@
  * ICMP errors are built by the worker into its scratch memory, rate limited per worker,
  * and sent through the same route/neighbour/emit stages toward the packet's source.
  *
+ * A burst first goes through fwd_fast_burst: the common case of the same order (a
+ * valid unicast packet routed to a usable neighbour within the MTU), one stage over the
+ * whole burst before the next; what it leaves comes through fwd_input_* one by one.
+ *
  * Threads: a struct fwd_ctx belongs to one worker (or one test); every function here
  * runs on that thread, inside its RCU read-side state.
  */
@@ -54,28 +58,25 @@ struct ipoib_rx;
 #define FWD_SCRATCH_PKT (112 * 1024)
 #define FWD_RL_BUCKETS  1024
 
-/* Before a burst goes through fwd_input_*: start the cache misses of every packet's
- * route, next hop and neighbour together (ip[i]: its IP header, NULL if not IP), looked
- * up in fib (the ingress interface's, fwd_if.fib). The result of fwd_input_* does not
- * depend on it; up to FWD_PREFETCH_MAX packets per call. */
-#define FWD_PREFETCH_MAX 64
+/* Packets one fwd_fast_burst call takes (a receive burst, or a run of it). */
+#define FWD_BURST_MAX 64
 
 /*
- * The FIB lookups of the warmed packets, for fwd_input_* to take instead of looking up
- * again: the entry of the same packet (its IP header's address), the same FIB and the
+ * The FIB lookups fwd_fast_burst made for the packets it left to fwd_input_*, for those
+ * to take instead of looking up again: the entry of the same packet (its IP header's address), the same FIB and the
  * same destination, in input order. Emptied by fwd_ctx_begin (a lookup result is an
  * index into the FIB, good only until the worker's next quiescent state) and by a
- * warming after inputs took from it; filled across the calls that warm one burst in
- * runs (IPoIB: one per tenant). A caller that changes the tables itself between a
- * warming and its inputs (a single-threaded test, tables without a defer) calls
+ * burst after inputs took from it; filled across the calls that take one burst in runs
+ * (IPoIB: one per link). A caller that changes the tables itself between a
+ * burst and its inputs (a single-threaded test, tables without a defer) calls
  * fwd_ctx_begin in between: a route slot may be reused at once there.
  */
 struct fwd_warmed {
 	unsigned n, next;
-	const uint8_t *ip[FWD_PREFETCH_MAX];
-	const struct rt_fib *fib[FWD_PREFETCH_MAX];
-	uint32_t v[FWD_PREFETCH_MAX];
-	uint8_t dst[FWD_PREFETCH_MAX][16]; /* network order; IPv4 in the first 4 */
+	const uint8_t *ip[FWD_BURST_MAX];
+	const struct rt_fib *fib[FWD_BURST_MAX];
+	uint32_t v[FWD_BURST_MAX];
+	uint8_t dst[FWD_BURST_MAX][16]; /* network order; IPv4 in the first 4 */
 };
 
 /* Per-worker pipeline state. Owner: its worker thread. */
@@ -118,7 +119,7 @@ struct fwd_ctx {
 	 * have been transmitted (fwd_ctx_scratch_reset). */
 	uint8_t *scratch;
 	size_t scratch_cap, scratch_used;
-	struct fwd_warmed warmed; /* fwd_prefetch_burst's routes */
+	struct fwd_warmed warmed; /* fwd_fast_burst's routes */
 	struct fwd_held held;
 };
 
@@ -164,12 +165,42 @@ struct fwd_result {
 	struct fwd_tx tx[FWD_TX_MAX];
 };
 
-/* fwd_prefetch_burst (FWD_PREFETCH_MAX above): called with the packets in the order
- * they then go through fwd_input_*, within the same fwd_ctx_begin turn. */
-void fwd_prefetch_burst(struct fwd_ctx *c, const struct rt_fib *fib, const uint8_t *const *ip,
-			const size_t *len, unsigned n);
-/* The IP header of an untagged IPv4/IPv6 Ethernet frame (and its length), else NULL. */
-const uint8_t *fwd_eth_ip(const uint8_t *frame, size_t len, size_t *ip_len);
+/*
+ * A burst's common case, stage by stage: every packet through one stage before the
+ * next, each stage's answer carried to the next in arrays (VPP's shape), so that the
+ * cache misses of one stage overlap across packets and each stage is a short loop:
+ *   1 validate   IPv4 without options or fragments, IPv6 without extension headers,
+ *                TTL / hop limit above 1, ordinary unicast addresses on both sides (the
+ *                martian shortcut, no extra prefixes), not ND
+ *   2 route      lpm4/lpm6_lookup_bulk in the ingress's FIB (every IP packet of the
+ *                burst, kept for fwd_input_* in struct fwd_warmed), ECMP by flow hash
+ *   3 next hop   a gateway or connected route out of another interface that is up;
+ *                the neighbour's index slot loaded (neigh_warm_slot)
+ *   4 rewrite    the neighbour usable and not held, the packet within the MTU, no MSS
+ *                clamping due, an IPoIB buffer to be had: TTL - 1 and the frame's
+ *                descriptor in tx[i]
+ * A packet that leaves the common case at any stage is left untouched for fwd_input_*,
+ * which decides it as it always has (the same verdict for a packet either way: the
+ * differential test in test_forward). in: the ingress of every packet. ip[i]: packet
+ * i's IP header where it is a candidate (IP, unicast at the link layer, not a GSO
+ * frame), else NULL; len[i] its length to the end of the buffer. merge: packets the
+ * caller would merge with their neighbours in the burst (the IPoIB receive coalescing)
+ * when the egress sends GSO frames whole; such a packet is left to it. tx NULL: stages
+ * 1-3 only, to warm the caches and the routes for fwd_input_*. At most FWD_BURST_MAX
+ * packets; within one fwd_ctx_begin turn, in the order the inputs then come. Returns
+ * the packets done (bit i: tx[i] is to be sent, counted forwarded).
+ */
+uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *const *ip,
+			const size_t *len, unsigned n, uint64_t merge, struct fwd_tx *tx);
+/* A candidate for fwd_fast_burst from an Ethernet receive: the IP header of an untagged
+ * IPv4/IPv6 frame to our MAC (pkttype host, unicast source and destination), not a GSO
+ * frame, its version the EtherType's, and its length; else NULL. */
+uint8_t *fwd_eth_ip(uint8_t *frame, size_t len, uint8_t pkttype, const struct gso_pkt *gso,
+		    size_t *ip_len);
+/* The same from a classified IPoIB receive: its IP header (rx->len long) when it is
+ * IPv4 or IPv6 of the version its IPoIB type says, sent to our QPN (not multicast). A
+ * receive the worker merged (GSO) is no candidate. */
+uint8_t *fwd_ib_ip(const struct ipoib_rx *rx);
 
 /* A frame received on Ethernet interface in (untagged; data/len/pkttype/gso of
  * ethp_rx; gso NULL: not a GSO frame). The frame may be modified in place (TTL,

@@ -1,7 +1,8 @@
 /*
  * The forwarding threads (engine/worker.h): poll the ports this worker owns in bursts,
  * merge the TCP segments of a flow received from IPoIB (receive coalescing), run
- * engine/forward.h per packet, transmit in bursts per egress interface, serve the
+ * engine/forward.h over each burst (its common case stage by stage, fwd_fast_burst; the
+ * rest per packet, in the burst's order), transmit in bursts per egress interface, serve the
  * control->worker ring, punt to the worker->control ring, and sleep on the ports' fds
  * and the ring's eventfd when idle (RCU-offline meanwhile).
  */
@@ -86,8 +87,9 @@ struct wstate {
 	/* a receive burst between classification and forwarding */
 	struct ipoib_rx rx[BURST_MAX];
 	const struct fwd_if *rx_if[BURST_MAX];
-	const uint8_t *ip[BURST_MAX]; /* for fwd_prefetch_burst */
+	uint8_t *ip[BURST_MAX]; /* fwd_fast_burst's candidates and what it made of them */
 	size_t ip_len[BURST_MAX];
+	struct fwd_tx fast_tx[BURST_MAX];
 	/* Receive coalescing of IPoIB TCP (pkt/gro.h): consecutive segments of one flow in
 	 * a receive burst, routed out of an Ethernet port that sends GSO frames whole
 	 * (fwd_gro_wanted), are forwarded as one packet, as the Linux IPoIB driver's NAPI
@@ -99,7 +101,7 @@ struct wstate {
 	unsigned gro_used;
 	uint8_t *gro_mem; /* GRO_BUFS x GRO_MAX_LEN */
 };
-_Static_assert(BURST_MAX <= FWD_PREFETCH_MAX, "a whole burst is warmed at once");
+_Static_assert(BURST_MAX <= FWD_BURST_MAX, "a whole burst goes through fwd_fast_burst at once");
 
 static uint64_t mono_ns(void)
 {
@@ -468,6 +470,7 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 {
 	const struct fwd_if *in = fwd_snap_if(s, p->eth_if);
 	struct fwd_capture *cap;
+	uint64_t done;
 	int n;
 
 	n = p->eops->rx_burst(p->eth, p->queue, w->erx, w->cfg.burst);
@@ -480,10 +483,15 @@ static unsigned poll_eth(struct wstate *w, struct wport *p, const struct fwd_sna
 		fwd_capture_packet(cap, w->id, FWD_CAPTURE_RX, NULL, 0, w->erx[i].data,
 				   w->erx[i].len, NULL, 0);
 	for (int i = 0; i < n; i++)
-		w->ip[i] = fwd_eth_ip(w->erx[i].data, w->erx[i].len, &w->ip_len[i]);
-	fwd_prefetch_burst(&w->ctx, in->fib, w->ip, w->ip_len, (unsigned)n);
+		w->ip[i] = fwd_eth_ip(w->erx[i].data, w->erx[i].len, w->erx[i].pkttype,
+				      &w->erx[i].gso, &w->ip_len[i]);
+	done = fwd_fast_burst(&w->ctx, in, w->ip, w->ip_len, (unsigned)n, 0, w->fast_tx);
 	for (int i = 0; i < n; i++) {
 		FWD_ADD(w->st->rx_bytes, w->erx[i].len);
+		if (done >> i & 1) {
+			queue_tx(w, &w->fast_tx[i], true);
+			continue;
+		}
 		fwd_input_eth(&w->ctx, in, w->erx[i].data, w->erx[i].len, w->erx[i].pkttype,
 			      &w->erx[i].gso, &w->res);
 		take(w, &w->res, false, NULL);
@@ -620,9 +628,22 @@ static struct ipoib_link *wc_link(const struct wport *p, const struct ibp_wc *wc
 	return NULL;
 }
 
+/* The receives of run [k, k + n) that gro_take might merge (fwd_fast_burst's merge):
+ * those next to another of their TCP flow, bit 0 for receive k. */
+static uint64_t merge_runs(const struct wstate *w, unsigned k, unsigned n)
+{
+	uint64_t m = 0;
+
+	for (unsigned i = 1; i < n; i++)
+		if (same_tcp_flow(&w->rx[k + i - 1], &w->rx[k + i]))
+			m |= 3ull << (i - 1);
+	return m;
+}
+
 static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap *s)
 {
 	struct fwd_capture *cap;
+	uint64_t done = 0;
 	unsigned nrx = 0;
 	int n;
 
@@ -659,17 +680,24 @@ static unsigned poll_ib(struct wstate *w, struct wport *p, const struct fwd_snap
 		if (cap)
 			capture_ib_rx(cap, w->id, in, wc, rx);
 		w->rx_if[nrx] = in;
-		w->ip[nrx] = rx->kind == IPOIB_RX_IP4 || rx->kind == IPOIB_RX_IP6 ? rx->data : NULL;
+		w->ip[nrx] = fwd_ib_ip(rx);
 		w->ip_len[nrx++] = rx->len;
 	}
-	/* The links of a port may belong to different tenants: warm each run of packets
-	 * in the same FIB. */
+	/* The links of a port take their runs of the burst through the stages one after the
+	 * other (an ingress per call). */
 	for (unsigned k = 0, run; k < nrx; k += run) {
-		for (run = 1; k + run < nrx && w->rx_if[k + run]->fib == w->rx_if[k]->fib; run++)
+		for (run = 1; k + run < nrx && w->rx_if[k + run] == w->rx_if[k]; run++)
 			;
-		fwd_prefetch_burst(&w->ctx, w->rx_if[k]->fib, w->ip + k, w->ip_len + k, run);
+		done |= fwd_fast_burst(&w->ctx, w->rx_if[k], w->ip + k, w->ip_len + k, run,
+				       merge_runs(w, k, run), w->fast_tx + k)
+			<< k;
 	}
 	for (unsigned k = 0; k < nrx; k++) {
+		if (done >> k & 1) {
+			gro_flush(w); /* a merged packet before it goes first */
+			queue_tx(w, &w->fast_tx[k], true);
+			continue;
+		}
 		if (gro_take(w, k, nrx))
 			continue;
 		fwd_input_ib(&w->ctx, w->rx_if[k], &w->rx[k], NULL, &w->res);

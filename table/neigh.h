@@ -200,7 +200,7 @@ const struct neigh_link *neigh_lookup_link(const struct neigh_table *t, int fami
 bool neigh_lookup_mac(const struct neigh_table *t, int family, const uint8_t *addr, uint64_t now_ms,
 		      uint32_t *slot_hint, uint8_t mac[6]);
 enum neigh_state neigh_entry_state(const struct neigh_entry *e);
-/* Cache warming for a burst (fwd_prefetch_burst), one step over every packet before
+/* Cache warming for a burst (fwd_fast_burst), one step over every packet before
  * the next: the index slot where (family, addr) starts its probe (or the hinted one, as
  * neigh_lookup_link's slot_hint), then the link address in that slot. Each starts the
  * load of what the next step reads; no result is used (a key that probed further or a

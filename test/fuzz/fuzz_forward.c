@@ -3,8 +3,10 @@
  * chooses Ethernet or IPoIB and the frame's packet type) through the pipeline against a
  * fixed small engine (one Ethernet and one IPoIB interface, addresses, their connected
  * routes, one neighbour each side, routes via gateways on both sides -- one gateway
- * unresolved -- so that the next hops' neighbour hints are in play), cache warming
- * (fwd_prefetch_burst) first as the worker does. An unresolved punt holds its next hop
+ * unresolved -- so that the next hops' neighbour hints are in play), through the
+ * burst's stages (fwd_fast_burst) first as the worker does, and fwd_input_* for what
+ * they leave. A packet the stages take goes through fwd_input_* alone too, from a copy
+ * of the input, and must come out as the same frame. An unresolved punt holds its next hop
  * as the worker's does (fwd_held_add), and an input whose first octet has its top bit
  * set gives the oldest hold back first (fwd_held_done), so that the held path runs too.
  * An IPoIB input may come as a packet the worker's receive coalescing merged (GSO
@@ -20,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/forward.h"
 #include "ipoib/ipoib_link.h"
+#include "pkt/eth_frame.h"
 #include "table/route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -152,14 +155,17 @@ static void init(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t buf[70000];
+	static uint8_t buf[70000], copy[70000];
 	static uint64_t t;
+	struct fwd_tx ftx;
+	uint64_t done;
 
 	if (!eng)
 		init();
 	if (size < 1 || size - 1 > sizeof(buf))
 		return 0;
 	memcpy(buf, data + 1, size - 1);
+	memcpy(copy, buf, size - 1);
 	if ((data[0] & 0x80) && nheld) {
 		fwd_held_done(&ctx, held[0].ifindex, held[0].family, held[0].nh);
 		memmove(&held[0], &held[1], sizeof(held[0]) * --nheld);
@@ -169,28 +175,52 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1) {
 		struct ipoib_rx rx;
 		size_t iplen = 0;
-		const uint8_t *ip = NULL;
+		uint8_t *ip = NULL;
+		/* Bit 2: as a packet the worker merged (its GSO metadata; gso_plan checks
+		 * the headers again): not a candidate for the stages, as in the worker. */
+		struct gso_pkt g = { GSO_TCP, (uint16_t)(536 + data[0]) };
+		const struct fwd_if *in = fwd_snap_if(ctx.snap, iib);
 
 		ipoib_rx_classify(buf, size - 1, data[0] & 2, &rx);
+		if (!(data[0] & 4) && (ip = fwd_ib_ip(&rx)))
+			iplen = rx.len;
 		if (rx.kind == IPOIB_RX_IP4 || rx.kind == IPOIB_RX_IP6)
-			ip = rx.data, iplen = rx.len;
-		/* Bit 2: as a packet the worker merged (its GSO metadata; gso_plan checks
-		 * the headers again). */
-		struct gso_pkt g = { GSO_TCP, (uint16_t)(536 + data[0]) };
-
-		fwd_prefetch_burst(&ctx, fwd_snap_if(ctx.snap, iib)->fib, &ip, &iplen,
-				   1); /* as the worker */
-		if (ip)
-			(void)fwd_gro_wanted(&ctx, fwd_snap_if(ctx.snap, iib), ip, iplen);
-		fwd_input_ib(&ctx, fwd_snap_if(ctx.snap, iib), &rx, (data[0] & 4) ? &g : NULL,
-			     &res);
+			(void)fwd_gro_wanted(&ctx, in, rx.data, rx.len);
+		/* Bit 3: one the receive coalescing would merge with its neighbours. */
+		done = fwd_fast_burst(&ctx, in, &ip, &iplen, 1, (data[0] >> 3) & 1, &ftx);
+		if (done) {
+			ipoib_rx_classify(copy, size - 1, data[0] & 2, &rx);
+			fwd_input_ib(&ctx, in, &rx, NULL, &res);
+		} else {
+			fwd_input_ib(&ctx, in, &rx, (data[0] & 4) ? &g : NULL, &res);
+		}
 	} else {
 		size_t iplen = 0;
-		const uint8_t *ip = fwd_eth_ip(buf, size - 1, &iplen);
+		uint8_t pkttype = (data[0] >> 1) & 3;
+		const struct fwd_if *in = fwd_snap_if(ctx.snap, ieth);
+		uint8_t *ip = fwd_eth_ip(buf, size - 1, pkttype, NULL, &iplen);
 
-		fwd_prefetch_burst(&ctx, fwd_snap_if(ctx.snap, ieth)->fib, &ip, &iplen, 1);
-		fwd_input_eth(&ctx, fwd_snap_if(ctx.snap, ieth), buf, size - 1, (data[0] >> 1) & 3,
-			      NULL, &res);
+		done = fwd_fast_burst(&ctx, in, &ip, &iplen, 1, 0, &ftx);
+		fwd_input_eth(&ctx, in, done ? copy : buf, size - 1, pkttype, NULL, &res);
+	}
+	/* Taken by the stages: the pipeline alone, on the untouched copy, sends the same
+	 * frame (the stages' verdict is never another one). */
+	if (done) {
+		check(res.v == FWD_V_TX && res.n_tx == 1 && res.tx[0].ifp == ftx.ifp);
+		if (ftx.ifp->kind == FWD_IF_ETH) {
+			check(!memcmp(ftx.eth.hdr, res.tx[0].eth.hdr, ETHF_HLEN) &&
+			      ftx.eth.hdr_len == res.tx[0].eth.hdr_len &&
+			      ftx.eth.len == res.tx[0].eth.len && !ftx.eth.gso.kind &&
+			      !res.tx[0].eth.gso.kind &&
+			      !memcmp(ftx.eth.data, res.tx[0].eth.data, ftx.eth.len));
+		} else {
+			const struct ibp_send *a = &ftx.ib, *b = &res.tx[0].ib;
+
+			check(a->qp == b->qp && a->ah == b->ah && a->remote_qpn == b->remote_qpn &&
+			      a->remote_qkey == b->remote_qkey && a->buf->len == b->buf->len &&
+			      !memcmp(a->buf->data, b->buf->data, a->buf->len));
+			bput(NULL, a->buf);
+		}
 	}
 	check(res.v == FWD_V_TX || res.v == FWD_V_PUNT || res.drop < FWD_DROP_COUNT ||
 	      (res.v == FWD_V_DROP && res.n_tx == 0));
