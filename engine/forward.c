@@ -225,8 +225,9 @@ static STAGE struct ibp_buf *ib_tx_buf(const struct fwd_if *out, size_t len)
 /* An IPoIB send of b, whose packet (len octets) is in place behind the header: the
  * header, and where it goes (the neighbour's connection (RC QP) when one is published,
  * else the UD QP, its AH and QPN, the link's Q_Key). */
-static STAGE void ib_tx_fill(struct fwd_tx *t, const struct fwd_if *out, const struct neigh_link *ll,
-			     uint16_t ethertype, struct ibp_buf *b, size_t len)
+static STAGE void ib_tx_fill(struct fwd_tx *t, const struct fwd_if *out,
+			     const struct neigh_link *ll, uint16_t ethertype, struct ibp_buf *b,
+			     size_t len)
 {
 	t->ifp = out;
 	b->data[0] = (uint8_t)(ethertype >> 8);
@@ -1020,8 +1021,7 @@ uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *con
 		k[i].slot = neigh_warm_slot(out->neigh, k[i].family, k[i].nha, k[i].hint);
 		/* Left to fwd_input_*: an egress down or without its UD QP, a packet back
 		 * out of its ingress, one the receive coalescing wants. */
-		if (!out->up || out == in ||
-		    (out->kind == FWD_IF_IPOIB && !out->ud_qp) ||
+		if (!out->up || out == in || (out->kind == FWD_IF_IPOIB && !out->ud_qp) ||
 		    (merge >> i & 1 && out->kind == FWD_IF_ETH && out->tx_gso &&
 		     !(v[i] & RT_FIB_GROUP)))
 			fast &= ~(1ull << i);
@@ -1059,7 +1059,8 @@ uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *con
 			if (ll->mtu && ll->mtu < mtu)
 				mtu = ll->mtu;
 		}
-		if (ip_len > mtu || (c->held.n && held_find(&c->held, out->index, family, k[i].nha)) ||
+		if (ip_len > mtu ||
+		    (c->held.n && held_find(&c->held, out->index, family, k[i].nha)) ||
 		    (snap->knobs.mss_clamp && fast_syn(p, family, ip_len)))
 			continue;
 		if (out->kind == FWD_IF_IPOIB && !(b = ib_tx_buf(out, ip_len)))
@@ -1087,8 +1088,8 @@ uint8_t *fwd_eth_ip(uint8_t *frame, size_t len, uint8_t pkttype, const struct gs
 {
 	uint16_t type;
 
-	if (len < ETHF_HLEN + IP4_HDR_LEN || pkttype != ETHP_PKT_HOST || ((frame[0] | frame[6]) & 1) ||
-	    (gso && gso->kind != GSO_NONE))
+	if (len < ETHF_HLEN + IP4_HDR_LEN || pkttype != ETHP_PKT_HOST ||
+	    ((frame[0] | frame[6]) & 1) || (gso && gso->kind != GSO_NONE))
 		return NULL;
 	type = (uint16_t)(frame[12] << 8 | frame[13]);
 	if (!(type == ETHF_TYPE_IPV4 && frame[ETHF_HLEN] >> 4 == 4) &&

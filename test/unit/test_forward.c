@@ -1189,15 +1189,15 @@ static uint32_t rnd(uint32_t n)
  */
 static size_t rnd_packet(uint8_t *p)
 {
-	static const char *const src4[] = { "10.2.0.2", "10.1.0.2", "198.51.100.9", "0.0.0.0",
+	static const char *const src4[] = { "10.2.0.2",  "10.1.0.2",    "198.51.100.9", "0.0.0.0",
 					    "127.0.0.1", "169.254.1.1", "224.0.0.1" };
-	static const char *const dst4[] = { "10.1.0.2",     "10.1.0.3",     "10.2.0.2",
-					    "198.51.100.7", "203.0.113.5",  "10.1.0.77",
-					    "192.0.2.1",    "10.1.0.1",     "255.255.255.255",
-					    "224.0.0.5",    "8.8.8.8",      "10.2.0.1" };
+	static const char *const dst4[] = { "10.1.0.2",     "10.1.0.3",    "10.2.0.2",
+					    "198.51.100.7", "203.0.113.5", "10.1.0.77",
+					    "192.0.2.1",    "10.1.0.1",    "255.255.255.255",
+					    "224.0.0.5",    "8.8.8.8",     "10.2.0.1" };
 	static const char *const src6[] = { "2001:db8:2::2", "2001:db8:1::2", "fe80::1", "::1",
 					    "ff02::1" };
-	static const char *const dst6[] = { "2001:db8:1::2", "2001:db8:2::2", "2001:db8:ff::5",
+	static const char *const dst6[] = { "2001:db8:1::2",  "2001:db8:2::2", "2001:db8:ff::5",
 					    "2001:db8:1::77", "2001:db8:1::1", "ff02::2",
 					    "2001:db8:9::1",  "fe80::2" };
 	static const size_t lens[] = { 28, 60, 64, 576, 1400, 1500, 1501, 2000, 2044, 2045 };
@@ -1205,7 +1205,8 @@ static size_t rnd_packet(uint8_t *p)
 	uint8_t ttl = rnd(6) ? 64 : (uint8_t)rnd(3);
 
 	if (rnd(3)) {
-		mk4(p, src4[rnd(2) ? 0 : rnd(7)], dst4[rnd(3) ? rnd(5) : rnd(12)], rnd(4) ? 17 : 6, len, ttl, rnd(2));
+		mk4(p, src4[rnd(2) ? 0 : rnd(7)], dst4[rnd(3) ? rnd(5) : rnd(12)], rnd(4) ? 17 : 6,
+		    len, ttl, rnd(2));
 		if (p[9] == 6) {
 			p[20 + 13] = (uint8_t)(rnd(3) ? 0x10 : 0x02); /* ACK or SYN */
 			p[20 + 12] = 0x50;
@@ -1315,7 +1316,8 @@ static void stages_match_pipeline(void **state)
 
 			fwd_ctx_scratch_reset(&v->c);
 			if (done >> i & 1) {
-				ra = (struct fwd_result){ .v = FWD_V_TX, .n_tx = 1, .tx[0] = tx[i] };
+				ra =
+				    (struct fwd_result){ .v = FWD_V_TX, .n_tx = 1, .tx[0] = tx[i] };
 				taken++;
 			} else if (ib) {
 				fwd_input_ib(&v->c, in, &rx[i], NULL, &ra);
@@ -1328,7 +1330,8 @@ static void stages_match_pipeline(void **state)
 			if (ib)
 				fwd_input_ib(&v->c, in, &rb, NULL, &v->res);
 			else
-				fwd_input_eth(&v->c, in, b[i], flen[i], ETHP_PKT_HOST, NULL, &v->res);
+				fwd_input_eth(&v->c, in, b[i], flen[i], ETHP_PKT_HOST, NULL,
+					      &v->res);
 			assert_int_equal(ra.v, v->res.v);
 			if (ra.v == FWD_V_DROP)
 				assert_int_equal(ra.drop, v->res.drop);
