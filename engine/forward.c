@@ -916,123 +916,24 @@ static inline bool fast_syn(const uint8_t *p, int family, size_t ip_len)
 	return p[6] == 6 && ip_len >= IP6_HDR_LEN + 14 && (p[IP6_HDR_LEN + 13] & TCP_SYN);
 }
 
-uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *const *ip,
-			const size_t *len, unsigned n, uint64_t merge, struct fwd_tx *tx)
+/* What each stage of fwd_fast_burst hands the next, per packet. */
+struct fast_pkt {
+	const struct fwd_if *out;
+	const uint8_t *nha; /* the neighbour's address */
+	uint32_t *hint;
+	const struct neigh_slot *slot;
+	uint16_t ip_len;
+	uint8_t family;
+};
+
+/* Stage 4 of fwd_fast_burst: neighbour, MTU, TTL - 1, the frame, for the packets still
+ * in fast. Returns those done. */
+static uint64_t rewrite(struct fwd_ctx *c, uint8_t *const *ip, unsigned n, uint64_t fast,
+			const struct fast_pkt *k, struct fwd_tx *tx)
 {
-	/* What each stage hands the next, per packet. */
-	struct {
-		const struct fwd_if *out;
-		const uint8_t *nha; /* the neighbour's address */
-		uint32_t *hint;
-		const struct neigh_slot *slot;
-		uint16_t ip_len;
-		uint8_t family;
-	} k[FWD_BURST_MAX];
-	uint32_t dst4[FWD_BURST_MAX], v4[FWD_BURST_MAX], v6[FWD_BURST_MAX], v[FWD_BURST_MAX];
-	uint8_t dst6[FWD_BURST_MAX][16];
-	const struct rt_fib *fib = in->fib;
 	const struct fwd_snap *snap = c->snap;
-	struct fwd_warmed *wd = &c->warmed;
-	uint64_t fast = 0, done = 0;
-	unsigned n4 = 0, n6 = 0;
+	uint64_t done = 0;
 
-	if (n > FWD_BURST_MAX)
-		n = FWD_BURST_MAX;
-	/* A new burst (inputs took from the last), or no room: start over. */
-	if (wd->next || wd->n + n > FWD_BURST_MAX)
-		wd->n = wd->next = 0;
-
-	/* 1: validate; gather every IP packet's destination (the others' routes warm the
-	 * caches for fwd_input_*). */
-	for (unsigned i = 0; i < n; i++) {
-		const uint8_t *p = ip[i];
-
-		k[i].family = 0;
-		if (!p || len[i] < IP4_HDR_LEN)
-			continue;
-		if (p[0] >> 4 == 4) {
-			k[i].family = AF_INET;
-			k[i].ip_len = ip_be16(p + 2);
-			dst4[n4++] = ip_be32(p + 16);
-			if (fast4_valid(p, len[i], &snap->m4))
-				fast |= 1ull << i;
-		} else if (p[0] >> 4 == 6 && len[i] >= IP6_HDR_LEN) {
-			k[i].family = AF_INET6;
-			k[i].ip_len = (uint16_t)(IP6_HDR_LEN + ip_be16(p + 4));
-			memcpy(dst6[n6++], p + 24, 16);
-			if (fast6_valid(p, len[i]))
-				fast |= 1ull << i;
-		}
-	}
-
-	/* 2: route, in bulk; every answer kept for fwd_input_* (warmed_route). */
-	if (n4)
-		lpm4_lookup_bulk(fib->v4, dst4, v4, n4);
-	if (n6)
-		lpm6_lookup_bulk(fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
-	n4 = n6 = 0;
-	for (unsigned i = 0; i < n; i++) {
-		unsigned w;
-
-		if (!k[i].family)
-			continue;
-		v[i] = k[i].family == AF_INET ? v4[n4++] : v6[n6++];
-		w = wd->n++;
-		wd->ip[w] = ip[i];
-		wd->fib[w] = fib;
-		wd->v[w] = v[i];
-		if (k[i].family == AF_INET)
-			memcpy(wd->dst[w], ip[i] + 16, 4);
-		else
-			memcpy(wd->dst[w], ip[i] + 24, 16);
-	}
-
-	/* 3: next hop and egress; the neighbour's index slot loaded, then (IPoIB) the link
-	 * address it points to. */
-	for (unsigned i = 0; i < n; i++) {
-		bool ok = fast >> i & 1;
-		const struct rt_fib_nh *nh;
-		const struct fwd_if *out;
-
-		if (!k[i].family)
-			continue;
-		nh = rt_fib_nexthop(fib, v[i],
-				    ok && (v[i] & RT_FIB_GROUP)
-					? fast_flow(c, ip[i], k[i].family, k[i].ip_len)
-					: 0);
-		if (!nh || nh->family != k[i].family ||
-		    (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED)) {
-			fast &= ~(1ull << i);
-			continue;
-		}
-		out = fwd_snap_if(snap, nh->ifindex);
-		if (!out || !out->neigh) {
-			fast &= ~(1ull << i);
-			continue;
-		}
-		k[i].out = out;
-		if (nh->type == RT_NH_GATEWAY) {
-			k[i].nha = nh->gw;
-			k[i].hint = rt_fib_nh_hint(nh);
-		} else {
-			k[i].nha = ip[i] + (k[i].family == AF_INET ? 16 : 24);
-			k[i].hint = NULL;
-		}
-		k[i].slot = neigh_warm_slot(out->neigh, k[i].family, k[i].nha, k[i].hint);
-		/* Left to fwd_input_*: an egress down or without its UD QP, a packet back
-		 * out of its ingress, one the receive coalescing wants. */
-		if (!out->up || out == in || (out->kind == FWD_IF_IPOIB && !out->ud_qp) ||
-		    (merge >> i & 1 && out->kind == FWD_IF_ETH && out->tx_gso &&
-		     !(v[i] & RT_FIB_GROUP)))
-			fast &= ~(1ull << i);
-	}
-	for (unsigned i = 0; i < n; i++)
-		if (fast >> i & 1 && k[i].slot && k[i].out->kind == FWD_IF_IPOIB)
-			neigh_warm_link(k[i].slot);
-	if (!tx)
-		return 0;
-
-	/* 4: neighbour, MTU, TTL - 1, the frame. */
 	for (unsigned i = 0; i < n; i++) {
 		const struct fwd_if *out;
 		int family = k[i].family;
@@ -1083,6 +984,123 @@ uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *con
 	return done;
 }
 
+uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *const *ip,
+			const size_t *len, unsigned n, uint64_t merge, struct fwd_tx *tx)
+{
+	struct fast_pkt k[FWD_BURST_MAX];
+	uint32_t dst4[FWD_BURST_MAX], v4[FWD_BURST_MAX], v6[FWD_BURST_MAX], v[FWD_BURST_MAX];
+	uint8_t dst6[FWD_BURST_MAX][16];
+	const struct rt_fib *fib = in->fib;
+	const struct fwd_snap *snap = c->snap;
+	struct fwd_warmed *wd = &c->warmed;
+	uint64_t fast = 0, done = 0;
+	unsigned n4 = 0, n6 = 0;
+
+	if (!in->up) /* dropped by fwd_input_* */
+		return 0;
+	if (n > FWD_BURST_MAX)
+		n = FWD_BURST_MAX;
+	/* A new burst (inputs took from the last), or no room: start over. */
+	if (wd->next || wd->n + n > FWD_BURST_MAX)
+		wd->n = wd->next = 0;
+
+	/* 1: validate; gather every IP packet's destination (the others' routes warm the
+	 * caches for fwd_input_*). */
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *p = ip[i];
+
+		k[i].family = 0;
+		if (!p || len[i] < IP4_HDR_LEN)
+			continue;
+		if (p[0] >> 4 == 4) {
+			k[i].family = AF_INET;
+			k[i].ip_len = ip_be16(p + 2);
+			dst4[n4++] = ip_be32(p + 16);
+			if (fast4_valid(p, len[i], &snap->m4))
+				fast |= 1ull << i;
+		} else if (p[0] >> 4 == 6 && len[i] >= IP6_HDR_LEN) {
+			k[i].family = AF_INET6;
+			k[i].ip_len = (uint16_t)(IP6_HDR_LEN + ip_be16(p + 4));
+			memcpy(dst6[n6++], p + 24, 16);
+			if (fast6_valid(p, len[i]))
+				fast |= 1ull << i;
+		}
+	}
+
+	/* 2: route, in bulk. */
+	if (n4)
+		lpm4_lookup_bulk(fib->v4, dst4, v4, n4);
+	if (n6)
+		lpm6_lookup_bulk(fib->v6, (const uint8_t(*)[16])dst6, v6, n6);
+	n4 = n6 = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (k[i].family)
+			v[i] = k[i].family == AF_INET ? v4[n4++] : v6[n6++];
+
+	/* 3: next hop and egress; the neighbour's index slot loaded, then (IPoIB) the link
+	 * address it points to. */
+	for (unsigned i = 0; i < n; i++) {
+		bool ok = fast >> i & 1;
+		const struct rt_fib_nh *nh;
+		const struct fwd_if *out;
+
+		if (!k[i].family)
+			continue;
+		nh = rt_fib_nexthop(fib, v[i],
+				    ok && (v[i] & RT_FIB_GROUP)
+					? fast_flow(c, ip[i], k[i].family, k[i].ip_len)
+					: 0);
+		if (!nh || nh->family != k[i].family ||
+		    (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED)) {
+			fast &= ~(1ull << i);
+			continue;
+		}
+		out = fwd_snap_if(snap, nh->ifindex);
+		if (!out || !out->neigh) {
+			fast &= ~(1ull << i);
+			continue;
+		}
+		k[i].out = out;
+		if (nh->type == RT_NH_GATEWAY) {
+			k[i].nha = nh->gw;
+			k[i].hint = rt_fib_nh_hint(nh);
+		} else {
+			k[i].nha = ip[i] + (k[i].family == AF_INET ? 16 : 24);
+			k[i].hint = NULL;
+		}
+		k[i].slot = neigh_warm_slot(out->neigh, k[i].family, k[i].nha, k[i].hint);
+		/* Left to fwd_input_*: an egress down or without its UD QP, a packet back
+		 * out of its ingress, one the receive coalescing wants. */
+		if (!out->up || out == in || (out->kind == FWD_IF_IPOIB && !out->ud_qp) ||
+		    (merge >> i & 1 && out->kind == FWD_IF_ETH && out->tx_gso &&
+		     !(v[i] & RT_FIB_GROUP)))
+			fast &= ~(1ull << i);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (fast >> i & 1 && k[i].slot && k[i].out->kind == FWD_IF_IPOIB)
+			neigh_warm_link(k[i].slot);
+	/* 4: neighbour, MTU, TTL - 1, the frame. */
+	if (tx)
+		done = rewrite(c, ip, n, fast, k, tx);
+
+	/* The routes of the packets left to fwd_input_* (warmed_route), in their order. */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned w;
+
+		if (!k[i].family || done >> i & 1)
+			continue;
+		w = wd->n++;
+		wd->ip[w] = ip[i];
+		wd->fib[w] = fib;
+		wd->v[w] = v[i];
+		if (k[i].family == AF_INET)
+			memcpy(wd->dst[w], ip[i] + 16, 4);
+		else
+			memcpy(wd->dst[w], ip[i] + 24, 16);
+	}
+	return done;
+}
+
 uint8_t *fwd_eth_ip(uint8_t *frame, size_t len, uint8_t pkttype, const struct gso_pkt *gso,
 		    size_t *ip_len)
 {
@@ -1097,15 +1115,6 @@ uint8_t *fwd_eth_ip(uint8_t *frame, size_t len, uint8_t pkttype, const struct gs
 		return NULL;
 	*ip_len = len - ETHF_HLEN;
 	return frame + ETHF_HLEN;
-}
-
-uint8_t *fwd_ib_ip(const struct ipoib_rx *rx)
-{
-	if (rx->mcast || !rx->len ||
-	    !((rx->kind == IPOIB_RX_IP4 && rx->data[0] >> 4 == 4) ||
-	      (rx->kind == IPOIB_RX_IP6 && rx->data[0] >> 4 == 6)))
-		return NULL;
-	return (uint8_t *)(uintptr_t)rx->data; /* fwd_input_ib's too (the payload is ours) */
 }
 
 /* ---- ingress --------------------------------------------------------------------- */

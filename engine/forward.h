@@ -46,9 +46,8 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "ipoib/ipoib_link.h"
 #include "pkt/icmp.h"
-
-struct ipoib_rx;
 
 /* Outputs of one input: a 65520 packet into 1500 MTU is 45 fragments; a GSO packet is
  * at most GSO_SEGS_MAX segments. */
@@ -200,7 +199,14 @@ uint8_t *fwd_eth_ip(uint8_t *frame, size_t len, uint8_t pkttype, const struct gs
 /* The same from a classified IPoIB receive: its IP header (rx->len long) when it is
  * IPv4 or IPv6 of the version its IPoIB type says, sent to our QPN (not multicast). A
  * receive the worker merged (GSO) is no candidate. */
-uint8_t *fwd_ib_ip(const struct ipoib_rx *rx);
+static inline uint8_t *fwd_ib_ip(const struct ipoib_rx *rx)
+{
+	if (rx->mcast || !rx->len ||
+	    !((rx->kind == IPOIB_RX_IP4 && rx->data[0] >> 4 == 4) ||
+	      (rx->kind == IPOIB_RX_IP6 && rx->data[0] >> 4 == 6)))
+		return NULL;
+	return (uint8_t *)(uintptr_t)rx->data; /* fwd_input_ib's too: the payload is ours */
+}
 
 /* A frame received on Ethernet interface in (untagged; data/len/pkttype/gso of
  * ethp_rx; gso NULL: not a GSO frame). The frame may be modified in place (TTL,
