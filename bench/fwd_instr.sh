@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per forwarded packet: the pipeline (fwd_bench's "ibgw fwd_input") against
+# Instructions per forwarded packet: the pipeline (fwd_bench's "ibgw pipeline") against
 # the minimal rte_lpm/lpm4 loop, counted by callgrind. On a machine whose speed swings
 # between runs (a VM), fwd_bench's timings move by 2x; an instruction count does not,
 # so this shows what a change to the per-packet path costs or saves, run after run.
@@ -9,8 +9,9 @@
 #
 # The tables are every 20th of tor-geoipdb's prefixes (callgrind builds them 50x
 # slower than native), 128 packets per set (all in cache), one round of 40 passes:
-# 5,120 packets per implementation. Ours is counted from run_ours (warming, classify,
-# fwd_input_*, the descriptor queued), the reference from run_ref (its lookups, header
+# 5,120 packets per implementation. Ours is counted from run_ours (classify, the
+# burst's stages, fwd_input_* for what they leave, the descriptor queued), the
+# reference from run_ref (its lookups, header
 # check, neighbour hash, rewrite), averaged over its implementations (lpm4 and
 # rte_lpm with DPDK, lpm4 alone without).
 set -euo pipefail
