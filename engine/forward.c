@@ -990,6 +990,7 @@ uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *con
 	struct fast_pkt k[FWD_BURST_MAX];
 	uint32_t dst4[FWD_BURST_MAX], v4[FWD_BURST_MAX], v6[FWD_BURST_MAX], v[FWD_BURST_MAX];
 	uint8_t dst6[FWD_BURST_MAX][16];
+	const struct rt_fib_nh *nh[FWD_BURST_MAX];
 	const struct rt_fib *fib = in->fib;
 	const struct fwd_snap *snap = c->snap;
 	struct fwd_warmed *wd = &c->warmed;
@@ -1037,33 +1038,38 @@ uint64_t fwd_fast_burst(struct fwd_ctx *c, const struct fwd_if *in, uint8_t *con
 		if (k[i].family)
 			v[i] = k[i].family == AF_INET ? v4[n4++] : v6[n6++];
 
-	/* 3: next hop and egress; the neighbour's index slot loaded, then (IPoIB) the link
-	 * address it points to. */
+	/* 3: next hop (its line loaded for the whole burst first) and egress; the
+	 * neighbour's index slot loaded, then (IPoIB) the link address it points to. */
 	for (unsigned i = 0; i < n; i++) {
-		bool ok = fast >> i & 1;
-		const struct rt_fib_nh *nh;
+		if (!k[i].family)
+			continue;
+		nh[i] = rt_fib_nexthop(fib, v[i],
+				       fast >> i & 1 && (v[i] & RT_FIB_GROUP)
+					   ? fast_flow(c, ip[i], k[i].family, k[i].ip_len)
+					   : 0);
+		if (nh[i])
+			__builtin_prefetch(nh[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const struct rt_fib_nh *x = nh[i];
 		const struct fwd_if *out;
 
 		if (!k[i].family)
 			continue;
-		nh = rt_fib_nexthop(fib, v[i],
-				    ok && (v[i] & RT_FIB_GROUP)
-					? fast_flow(c, ip[i], k[i].family, k[i].ip_len)
-					: 0);
-		if (!nh || nh->family != k[i].family ||
-		    (nh->type != RT_NH_GATEWAY && nh->type != RT_NH_CONNECTED)) {
+		if (!x || x->family != k[i].family ||
+		    (x->type != RT_NH_GATEWAY && x->type != RT_NH_CONNECTED)) {
 			fast &= ~(1ull << i);
 			continue;
 		}
-		out = fwd_snap_if(snap, nh->ifindex);
+		out = fwd_snap_if(snap, x->ifindex);
 		if (!out || !out->neigh) {
 			fast &= ~(1ull << i);
 			continue;
 		}
 		k[i].out = out;
-		if (nh->type == RT_NH_GATEWAY) {
-			k[i].nha = nh->gw;
-			k[i].hint = rt_fib_nh_hint(nh);
+		if (x->type == RT_NH_GATEWAY) {
+			k[i].nha = x->gw;
+			k[i].hint = rt_fib_nh_hint(x);
 		} else {
 			k[i].nha = ip[i] + (k[i].family == AF_INET ? 16 : 24);
 			k[i].hint = NULL;
