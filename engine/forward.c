@@ -294,6 +294,31 @@ static STAGE bool emit_seg(struct fwd_ctx *c, const struct fwd_if *out, const st
 	return true;
 }
 
+/* The neighbour nh on egress out, usable, as emit reads it; NULL when it is not. The
+ * entry's slot in the flat index holds state, link and the use hint together, found
+ * through the route's hint (nh_hint, a gateway's) when it still holds. An Ethernet
+ * egress reads the MAC from the slot itself (not the link's line) into mac_ll, a
+ * stand-in link whose addr is all that Ethernet's emit reads. */
+static STAGE const struct neigh_link *egress_neigh(const struct fwd_ctx *c,
+						   const struct fwd_if *out, int family,
+						   const uint8_t *nh, uint32_t *nh_hint,
+						   struct neigh_link *mac_ll)
+{
+	if (out->kind == FWD_IF_ETH)
+		return neigh_lookup_mac(out->neigh, family, nh, c->now_ms, nh_hint, mac_ll->addr)
+			   ? mac_ll
+			   : NULL;
+	return neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
+}
+
+/* The MTU toward ll on out: the interface's, or an IPoIB destination's when smaller. */
+static STAGE uint32_t egress_mtu(const struct fwd_if *out, const struct neigh_link *ll)
+{
+	if (out->kind == FWD_IF_IPOIB && ll->mtu && ll->mtu < out->mtu)
+		return ll->mtu;
+	return out->mtu;
+}
+
 static STAGE bool emit(struct fwd_ctx *c, const struct fwd_if *out, const struct neigh_link *ll,
 		       uint16_t ethertype, const uint8_t *pkt, size_t len, struct fwd_result *res)
 {
@@ -385,20 +410,10 @@ static STAGE void output(struct fwd_ctx *c, const struct fwd_if *in, const struc
 			 int family, const uint8_t *nh, uint32_t *nh_hint, uint8_t *p, size_t len,
 			 bool decrement, const struct gso_pkt *g, struct fwd_result *res)
 {
-	/* The entry's slot in the flat index: state, link and the use hint together;
-	 * found through the route's hint (nh_hint, a gateway's) when it still holds. An
-	 * Ethernet egress reads the MAC from the slot itself (not the link's line): the
-	 * stand-in link below, whose addr is all that Ethernet's emit reads. */
 	struct neigh_link mac_ll;
-	const struct neigh_link *ll;
+	const struct neigh_link *ll = egress_neigh(c, out, family, nh, nh_hint, &mac_ll);
 	uint32_t mtu;
 
-	if (out->kind == FWD_IF_ETH)
-		ll = neigh_lookup_mac(out->neigh, family, nh, c->now_ms, nh_hint, mac_ll.addr)
-			 ? &mac_ll
-			 : NULL;
-	else
-		ll = neigh_lookup_link(out->neigh, family, nh, c->now_ms, nh_hint);
 	/* A forwarded packet whose next hop still has earlier packets on the control
 	 * thread goes after them (struct fwd_held). */
 	if (ll && in && c->held.n && held_find(&c->held, out->index, family, nh)) {
@@ -417,9 +432,7 @@ static STAGE void output(struct fwd_ctx *c, const struct fwd_if *in, const struc
 		memcpy(res->punt_nh, nh, family == AF_INET ? 4 : 16);
 		return;
 	}
-	mtu = out->mtu;
-	if (out->kind == FWD_IF_IPOIB && ll->mtu && ll->mtu < mtu)
-		mtu = ll->mtu;
+	mtu = egress_mtu(out, ll);
 	if (g && g->kind != GSO_NONE) {
 		output_gso(c, in, out, ll, family, p, len, decrement, g, mtu, res);
 		return;
@@ -940,27 +953,15 @@ static uint64_t rewrite(struct fwd_ctx *c, uint8_t *const *ip, unsigned n, uint6
 		uint8_t *p = ip[i];
 		size_t ip_len = k[i].ip_len;
 		uint16_t et = family == AF_INET ? ETHF_TYPE_IPV4 : ETHF_TYPE_IPV6;
-		uint8_t mac[6];
-		const struct neigh_link *ll = NULL;
+		struct neigh_link mac_ll;
+		const struct neigh_link *ll;
 		struct ibp_buf *b = NULL;
-		uint32_t mtu;
 
 		if (!(fast >> i & 1))
 			continue;
 		out = k[i].out;
-		mtu = out->mtu;
-		if (out->kind == FWD_IF_ETH) {
-			if (!neigh_lookup_mac(out->neigh, family, k[i].nha, c->now_ms, k[i].hint,
-					      mac))
-				continue;
-		} else {
-			ll = neigh_lookup_link(out->neigh, family, k[i].nha, c->now_ms, k[i].hint);
-			if (!ll)
-				continue;
-			if (ll->mtu && ll->mtu < mtu)
-				mtu = ll->mtu;
-		}
-		if (ip_len > mtu ||
+		ll = egress_neigh(c, out, family, k[i].nha, k[i].hint, &mac_ll);
+		if (!ll || ip_len > egress_mtu(out, ll) ||
 		    (c->held.n && held_find(&c->held, out->index, family, k[i].nha)) ||
 		    (snap->knobs.mss_clamp && fast_syn(p, family, ip_len)))
 			continue;
@@ -977,7 +978,7 @@ static uint64_t rewrite(struct fwd_ctx *c, uint8_t *const *ip, unsigned n, uint6
 			memcpy(b->data + IPOIB_ENCAP_LEN, p, ip_len);
 			ib_tx_fill(&tx[i], out, ll, et, b, ip_len);
 		} else {
-			eth_tx_fill(&tx[i], out, mac, et, p, ip_len);
+			eth_tx_fill(&tx[i], out, ll->addr, et, p, ip_len);
 		}
 		done |= 1ull << i;
 	}
