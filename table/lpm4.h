@@ -103,8 +103,8 @@ static inline uint32_t lpm4_lookup(const struct lpm4 *t, uint32_t addr)
 	return e & LPM4_ENT_VALUE;
 }
 
-/* values[i] = lpm4_lookup(t, addrs[i]) for i < n, with the tbl24 loads prefetched
- * ahead so that n cache misses overlap. */
+/* values[i] = lpm4_lookup(t, addrs[i]) for i < n, in two passes (tbl24 entries, then
+ * the group entries they name), so that the cache misses of the keys overlap. */
 void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *values, unsigned n);
 
 #endif
