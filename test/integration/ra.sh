@@ -93,8 +93,8 @@ slaac_addr() {   # NODE DEV PREFIX: a global address formed in PREFIX, not tenta
 }
 rs_sent() {   # NODE DEV: router solicitations the host's kernel counted out of DEV
 	# (its own and rdisc6's alike), so that a check counts what the host really sent:
-	# the kernel solicits once more when its link-local address leaves DAD, even after
-	# an RA; CI saw rs_received up by 2 in rdisc6's window, a second RS from the host.
+	# CI saw rs_received up by 2 in rdisc6's window, a second RS from the host (its
+	# kernel solicits when its link-local address leaves DAD, even after an RA came).
 	in_ns "$1" awk '$1 == "Icmp6OutRouterSolicits" { print $2 }' "/proc/net/dev_snmp6/$2"
 }
 rs_counted() {   # DEV GW-BEFORE NODE HOST-BEFORE JQ-REST: "GW-DELTA HOST-DELTA REST",
@@ -179,7 +179,6 @@ tap_like "rdisc6 on ethhost1: the gateway answers (prefix, MTU, lifetime)" \
 c=$(rs_counted eth0 "$rs_eth" ethhost1 "$sent_eth" '.rs_answered_unicast >= 1')
 tap_like "show ra: eth0 counted each solicitation ethhost1 sent (rdisc6's among them), answered unicast" \
 	"$c" '^([1-9][0-9]*) \1 true$'
-
 # rdisc6's RS carries no link-layer address option, and an IPoIB frame has no source
 # hardware address to take instead: the gateway answers with a multicast RA, no sooner
 # than 3 s after its last one (MIN_DELAY_BETWEEN_RAS) plus 0..500 ms. rdisc6 waits 4 s
@@ -195,7 +194,6 @@ tap_like "rdisc6 on ibhost3: RS to ff02::2 over IPoIB answered (prefix, MTU 2044
 c=$(rs_counted ib0 "$rs_ib" ibhost3 "$sent_ib" ".rs_answered_multicast - $mc_ib")
 tap_like "show ra: ib0 counted each solicitation ibhost3 sent (they reached the slow path), answered multicast" \
 	"$c" '^([1-9][0-9]*) \1 \1$'
-
 tap_like "show ra (text): eth0 line, prefix and counters" "$(gwctl show ra | tr '\n' ' ')" \
 	"eth0 advertising from $eth_ll lifetime 600s interval 3000-4000ms hop_limit 61 mtu 1400 .* prefix fd00:20::/64 on-link autonomous valid 2592000s preferred 604800s .*ra sent [1-9]"
 n=$(ra_field eth0 .ra_sent)
