@@ -116,12 +116,32 @@ for i in 1 2 3; do
 	resolving_flow "IB -> Ethernet, unresolved ($i)" ibhost1 ethhost1 eth0 10.20.0.11
 done
 held1=$(held)
-echo "# unresolved_held: $held0 -> $held1"
-if [ "$held1" -gt "$held0" ]; then
+# A packet is held only if it arrives between the neighbour's publish and the return of
+# the parked ones, and CI once saw three rounds miss that window (unresolved_held 0 -> 0,
+# every flow in order): up to five more rounds until it is used, each flow of them in
+# order too.
+more=0 more_bad=
+more_flow() {   # SRC DST DEV ADDR: as resolving_flow, an order failure kept in more_bad
+	local got
+	gwctl neigh flush dev "$3" >/dev/null
+	got=$(one_flow "$rack-$1" "$rack-$2" "$4")
+	echo "# $1 -> $2, unresolved (more $more): $got (of 3000)"
+	echo "$got" | grep -Eq "^received [0-9]+ flows 1 reordered 0 last [0-9]+$" ||
+		more_bad="$more_bad [$1 -> $2: $got]"
+}
+while [ "$held1" -le "$held0" ] && [ "$more" -lt 5 ]; do
+	more=$((more + 1))
+	more_flow ethhost1 ibhost1 ib0 10.10.0.11
+	more_flow ibhost1 ethhost1 eth0 10.20.0.11
+	held1=$(held)
+done
+echo "# unresolved_held: $held0 -> $held1 ($more more rounds)"
+if [ "$held1" -gt "$held0" ] && [ -z "$more_bad" ]; then
 	tap_ok "packets that followed unresolved ones were sent after them (unresolved_held grew)"
 else
 	tap_not_ok "packets that followed unresolved ones were sent after them (unresolved_held grew)" \
-		"unresolved_held $held0 -> $held1"
+		"unresolved_held $held0 -> $held1 after $more more rounds${more_bad:+; out of order:$more_bad}" \
+		"$(gwctl -j show stats | jq -c '.[0] | {punts, punt_classes, drops}')"
 fi
 resolving_flow "Ethernet -> IB, resolved" ethhost1 ibhost1 resolved 10.10.0.11
 resolving_flow "IB -> Ethernet, resolved" ibhost1 ethhost1 resolved 10.20.0.11
