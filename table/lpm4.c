@@ -397,7 +397,7 @@ void lpm4_lookup_bulk(const struct lpm4 *t, const uint32_t *addrs, uint32_t *val
 			e = __atomic_load_n(&t->tbl[a >> 8], __ATOMIC_ACQUIRE);
 			values[k] = e & LPM4_ENT_VALUE;
 			if (e & LPM4_ENT_GROUP) {
-				at[ng] = (e & 0xffffffu) << 8 | (a & 0xff);
+				at[ng] = lpm4_group_slot(e, a);
 				__builtin_prefetch(&g8[at[ng]]);
 				who[ng++] = (uint8_t)(k - i);
 			}

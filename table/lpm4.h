@@ -91,15 +91,21 @@ struct lpm4_stats {
 };
 void lpm4_stats(const struct lpm4 *t, struct lpm4_stats *out);
 
+/* The place of addr's entry in the group that tbl24 entry e names, counted from the
+ * first group (the groups follow tbl24 in tbl). */
+static inline uint32_t lpm4_group_slot(uint32_t e, uint32_t addr)
+{
+	return (e & 0xffffffu) << 8 | (addr & 0xff);
+}
+
 /* Longest-prefix match of addr (host byte order): its value, or 0. */
 static inline uint32_t lpm4_lookup(const struct lpm4 *t, uint32_t addr)
 {
 	uint32_t e = __atomic_load_n(&t->tbl[addr >> 8], __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect((e & LPM4_ENT_GROUP) != 0, 0))
-		e = __atomic_load_n(
-		    &t->tbl[LPM4_TBL24_ENTRIES + ((size_t)(e & 0xffffffu) << 8 | (addr & 0xff))],
-		    __ATOMIC_ACQUIRE);
+		e = __atomic_load_n(&t->tbl[LPM4_TBL24_ENTRIES + (size_t)lpm4_group_slot(e, addr)],
+				    __ATOMIC_ACQUIRE);
 	return e & LPM4_ENT_VALUE;
 }
 
