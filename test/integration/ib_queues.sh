@@ -103,12 +103,16 @@ tap_is "TCP Ethernet host -> IB host (IPv6): 16 MiB arrive intact" \
 # (docs/dataplane.md, "Order across a resolution"). Three flows each way; the hold must
 # have been used, and lifted: a flow to the neighbours now resolved is not held at all.
 held() { gwctl -j show stats | jq '.[0].unresolved_held'; }
-resolving_flow() {
-	local got
+in_order='^received [0-9]+ flows 1 reordered 0 last [0-9]+$'
+run_flow() {   # LABEL SRC DST DEV|resolved ADDR: one_flow's line in got (DEV's neighbours
+	# flushed first)
 	[ "$4" = resolved ] || gwctl neigh flush dev "$4" >/dev/null
 	got=$(one_flow "$rack-$2" "$rack-$3" "$5")
 	echo "# $1: $got (of 3000)"
-	tap_like "$1: arrives in order" "$got" "^received [0-9]+ flows 1 reordered 0 last [0-9]+$"
+}
+resolving_flow() {
+	run_flow "$@"
+	tap_like "$1: arrives in order" "$got" "$in_order"
 }
 held0=$(held)
 for i in 1 2 3; do
@@ -121,18 +125,14 @@ held1=$(held)
 # every flow in order): up to five more rounds until it is used, each flow of them in
 # order too.
 more=0 more_bad=
-more_flow() {   # SRC DST DEV ADDR: as resolving_flow, an order failure kept in more_bad
-	local got
-	gwctl neigh flush dev "$3" >/dev/null
-	got=$(one_flow "$rack-$1" "$rack-$2" "$4")
-	echo "# $1 -> $2, unresolved (more $more): $got (of 3000)"
-	echo "$got" | grep -Eq "^received [0-9]+ flows 1 reordered 0 last [0-9]+$" ||
-		more_bad="$more_bad [$1 -> $2: $got]"
+more_flow() {   # as resolving_flow, an order failure kept in more_bad
+	run_flow "$@"
+	echo "$got" | grep -Eq "$in_order" || more_bad="$more_bad [$1: $got]"
 }
 while [ "$held1" -le "$held0" ] && [ "$more" -lt 5 ]; do
 	more=$((more + 1))
-	more_flow ethhost1 ibhost1 ib0 10.10.0.11
-	more_flow ibhost1 ethhost1 eth0 10.20.0.11
+	more_flow "Ethernet -> IB, unresolved (more $more)" ethhost1 ibhost1 ib0 10.10.0.11
+	more_flow "IB -> Ethernet, unresolved (more $more)" ibhost1 ethhost1 eth0 10.20.0.11
 	held1=$(held)
 done
 echo "# unresolved_held: $held0 -> $held1 ($more more rounds)"
